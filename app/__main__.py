@@ -1,0 +1,125 @@
+"""Command line: ``python -m app serve | worker | migrate | env``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from app.db.migrate import SchemaOutOfDate, check_current, upgrade
+from app.logs import configure_logging
+from app.settings import Settings, describe_environment, load_settings
+
+log = logging.getLogger("app")
+
+
+def _serve(settings: Settings) -> int:
+    import uvicorn
+
+    from app.demo import ensure_demo, settings_for_sandboxes, start_sandboxes
+    from app.web.app import create_app
+    from app.wiring import assemble
+
+    handles = {}
+    if settings.demo.enabled:
+        handles = start_sandboxes()
+        settings = settings_for_sandboxes(settings, {k: h.url for k, h in handles.items()})
+    runtime = assemble(settings)
+
+    async def prepare() -> str | None:
+        try:
+            if settings.database.is_sqlite:
+                await upgrade(settings.database.url)
+            else:
+                await check_current(runtime.db.write_engine)
+            if settings.demo.enabled:
+                return await ensure_demo(runtime, {k: h.url for k, h in handles.items()})
+            return None
+        finally:
+            await runtime.db.dispose()
+
+    try:
+        password = asyncio.run(prepare())
+    except SchemaOutOfDate as exc:
+        log.error("%s", exc)
+        return 2
+    if password is not None:
+        print(
+            "\n  Demo workspace ready. Sign in at "
+            f"{settings.web.public_url}/login\n"
+            f"    e-mail:   {settings.demo.admin_email}\n"
+            f"    password: {password}\n"
+            "  (shown once; it is stored hashed)\n",
+            flush=True,
+        )
+    app = create_app(settings, runtime)
+    try:
+        uvicorn.run(
+            app,
+            host=settings.web.host,
+            port=settings.web.port,
+            log_level=settings.web.log_level.lower(),
+            timeout_graceful_shutdown=int(settings.queue.shutdown_grace_seconds) + 5,
+            access_log=False,
+            log_config=None,
+        )
+    finally:
+        for handle in handles.values():
+            handle.stop()
+    return 0
+
+
+async def _worker(settings: Settings) -> int:
+    from app.wiring import assemble
+
+    runtime = assemble(settings)
+    try:
+        await check_current(runtime.db.write_engine)
+    except SchemaOutOfDate as exc:
+        log.error("%s", exc)
+        await runtime.aclose()
+        return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runtime.start_workers()
+    log.info("worker started (%s queue)", runtime.queue.backend)
+    await stop.wait()
+    log.info("stopping: no more leasing; finishing or releasing in-flight jobs")
+    await runtime.aclose()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app", description="Sweepline")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="API, dashboard, webhooks, sweepers and workers in one process")
+    sub.add_parser("worker", help="queue workers only (scale-out)")
+    sub.add_parser("migrate", help="apply database migrations")
+    sub.add_parser("env", help="print every environment variable as a Markdown table")
+    args = parser.parse_args(argv)
+
+    settings = load_settings(os.environ)
+    configure_logging(settings.web.log_format, settings.web.log_level)
+
+    if args.command == "env":
+        print("| Variable | Default | Meaning |\n|---|---|---|")
+        for var in describe_environment():
+            default = var.default.replace("|", "\\|") or "(empty)"
+            print(f"| `{var.name}` | `{default}` | {var.doc} |")
+        return 0
+    if args.command == "migrate":
+        asyncio.run(upgrade(settings.database.url))
+        log.info("database is at the newest schema")
+        return 0
+    if args.command == "worker":
+        return asyncio.run(_worker(settings))
+    return _serve(settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

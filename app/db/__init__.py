@@ -1,0 +1,1 @@
+"""Database layer: engines, units of work, the declarative base and column types."""

@@ -1,0 +1,108 @@
+"""Units of work: the only place in the code base that commits.
+
+``Database.read()`` yields a :data:`ReadSession` that is always rolled back. ``Database.write()``
+yields a :class:`UnitOfWork` whose session commits when the block ends normally and rolls back (and
+re-raises) when it raises; a failed commit is an error, never a silent success. Callbacks registered
+with :meth:`UnitOfWork.after_commit` run only once the commit succeeded (used to publish jobs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import NewType
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.db.engine import create_engines
+from app.settings import DatabaseSettings
+
+log = logging.getLogger(__name__)
+
+ReadSession = NewType("ReadSession", AsyncSession)
+"""A session that may only read. Functions that must not write take this type."""
+
+WriteSession = NewType("WriteSession", ReadSession)
+"""A session inside a unit of work; also accepted wherever a ReadSession is."""
+
+AfterCommit = Callable[[], Awaitable[None]]
+
+
+class UnitOfWork:
+    """One transaction. Never call ``commit()`` yourself: leave the ``async with`` block."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session: WriteSession = WriteSession(ReadSession(session))
+        self._after_commit: list[AfterCommit] = []
+
+    def after_commit(self, callback: AfterCommit) -> None:
+        """Run ``callback`` after a successful commit; dropped on rollback."""
+        self._after_commit.append(callback)
+
+    async def _run_after_commit(self) -> None:
+        callbacks, self._after_commit = self._after_commit, []
+        for callback in callbacks:
+            try:
+                await callback()
+            except Exception:
+                log.exception("after-commit callback failed")
+
+
+class Database:
+    """Engines and session factories for one database."""
+
+    def __init__(self, settings: DatabaseSettings) -> None:
+        self.settings = settings
+        self.write_engine, self.read_engine = create_engines(settings)
+        self._write_factory = async_sessionmaker(self.write_engine, expire_on_commit=False)
+        self._read_factory = async_sessionmaker(self.read_engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.write_engine.dialect.name
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[ReadSession]:
+        async with self._read_factory() as session:
+            try:
+                yield ReadSession(session)
+            finally:
+                await session.rollback()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[UnitOfWork]:
+        async with self._write_factory() as session:
+            uow = UnitOfWork(session)
+            try:
+                yield uow
+                await session.commit()
+            except BaseException:
+                await session.rollback()
+                raise
+        await uow._run_after_commit()
+
+    async def ping(self) -> bool:
+        try:
+            async with self.read_engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+            return True
+        except Exception:
+            log.warning("database ping failed", exc_info=True)
+            return False
+
+    async def dispose(self) -> None:
+        await self.write_engine.dispose()
+        if self.read_engine is not self.write_engine:
+            await self.read_engine.dispose()
+
+    @property
+    def engines(self) -> tuple[AsyncEngine, ...]:
+        if self.read_engine is self.write_engine:
+            return (self.write_engine,)
+        return (self.write_engine, self.read_engine)

@@ -1,0 +1,1 @@
+"""Ad rules engine."""

@@ -1,0 +1,1 @@
+"""Funnels engine."""

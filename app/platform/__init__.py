@@ -1,0 +1,1 @@
+"""Tenancy and access: organisations, workspaces, members, API keys, sign-in, secrets."""

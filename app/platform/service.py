@@ -1,0 +1,317 @@
+"""Tenancy operations: organisations, workspaces, members, API keys, sign-in and secrets.
+
+Services never commit: the caller's unit of work does.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+
+from app.db.session import ReadSession, WriteSession
+from app.errors import Conflict, NotFound, ValidationFailed
+from app.platform.crypto import SecretBox
+from app.platform.models import (
+    ROLES,
+    ApiKey,
+    Membership,
+    Organisation,
+    Secret,
+    User,
+    UserSession,
+    Workspace,
+)
+from app.platform.tokens import (
+    hash_password,
+    key_prefix,
+    new_api_key,
+    new_ingest_token,
+    sha256_hex,
+    verify_password,
+)
+
+SESSION_LIFETIME = timedelta(days=14)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling, and in which workspace. Every engine query is scoped by ``workspace_id``."""
+
+    workspace_id: int
+    organisation_id: int
+    role: str
+    user_id: int | None = None
+    api_key_id: int | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class NewWorkspace:
+    workspace: Workspace
+    ingest_token: str
+    webhook_secret: str
+
+
+async def create_organisation(session: WriteSession, *, name: str, now: datetime) -> Organisation:
+    org = Organisation(name=name, created_at=now)
+    session.add(org)
+    await session.flush()
+    return org
+
+
+async def create_workspace(
+    session: WriteSession,
+    box: SecretBox,
+    *,
+    organisation_id: int,
+    name: str,
+    now: datetime,
+    timezone: str = "UTC",
+) -> NewWorkspace:
+    token = new_ingest_token()
+    webhook_secret = secrets.token_urlsafe(32)
+    ws = Workspace(
+        organisation_id=organisation_id,
+        name=name,
+        timezone=timezone,
+        ingest_token_hash=sha256_hex(token),
+        webhook_secret_encrypted=box.encrypt(webhook_secret),
+        allow_private_http=False,
+        created_at=now,
+    )
+    session.add(ws)
+    await session.flush()
+    return NewWorkspace(ws, token, webhook_secret)
+
+
+async def create_user(
+    session: WriteSession,
+    *,
+    organisation_id: int,
+    email: str,
+    password: str,
+    now: datetime,
+    name: str = "",
+) -> User:
+    email = email.strip().lower()
+    if "@" not in email:
+        raise ValidationFailed.field("email", "not an e-mail address")
+    if len(password) < 8:
+        raise ValidationFailed.field("password", "must be at least 8 characters")
+    exists = await session.scalar(select(User.id).where(User.email == email))
+    if exists is not None:
+        raise Conflict(f"a user with e-mail {email} exists", code="email_taken")
+    user = User(
+        organisation_id=organisation_id,
+        email=email,
+        name=name,
+        password_hash=hash_password(password),
+        created_at=now,
+    )
+    session.add(user)
+    await session.flush()
+    return user
+
+
+async def add_member(session: WriteSession, *, user_id: int, workspace_id: int, role: str) -> None:
+    if role not in ROLES:
+        raise ValidationFailed.field("role", f"must be one of {', '.join(ROLES)}")
+    session.add(Membership(user_id=user_id, workspace_id=workspace_id, role=role))
+    await session.flush()
+
+
+async def get_workspace(session: ReadSession, workspace_id: int) -> Workspace:
+    ws = await session.get(Workspace, workspace_id)
+    if ws is None:
+        raise NotFound("workspace not found")
+    return ws
+
+
+async def workspace_members(session: ReadSession, workspace_id: int) -> list[tuple[User, str]]:
+    rows = await session.execute(
+        select(User, Membership.role)
+        .join(Membership, Membership.user_id == User.id)
+        .where(Membership.workspace_id == workspace_id)
+        .order_by(User.email)
+    )
+    return [(u, r) for u, r in rows.all()]
+
+
+# -- API keys ----------------------------------------------------------------------------------
+
+
+async def create_api_key(
+    session: WriteSession, *, workspace_id: int, name: str, now: datetime
+) -> tuple[ApiKey, str]:
+    """Create a key; the raw key is returned once and only its hash is stored."""
+    raw = new_api_key()
+    key = ApiKey(
+        workspace_id=workspace_id,
+        name=name,
+        prefix=key_prefix(raw),
+        key_hash=sha256_hex(raw),
+        created_at=now,
+    )
+    session.add(key)
+    await session.flush()
+    return key, raw
+
+
+async def list_api_keys(session: ReadSession, workspace_id: int) -> list[ApiKey]:
+    rows = await session.execute(
+        select(ApiKey).where(ApiKey.workspace_id == workspace_id).order_by(ApiKey.id)
+    )
+    return list(rows.scalars())
+
+
+async def revoke_api_key(
+    session: WriteSession, *, workspace_id: int, key_id: int, now: datetime
+) -> None:
+    key = await session.scalar(
+        select(ApiKey).where(ApiKey.id == key_id, ApiKey.workspace_id == workspace_id)
+    )
+    if key is None:
+        raise NotFound("API key not found")
+    key.revoked_at = key.revoked_at or now
+
+
+async def principal_for_api_key(session: ReadSession, raw: str) -> Principal | None:
+    row = (
+        await session.execute(
+            select(ApiKey, Workspace.organisation_id)
+            .join(Workspace, Workspace.id == ApiKey.workspace_id)
+            .where(ApiKey.key_hash == sha256_hex(raw), ApiKey.revoked_at.is_(None))
+        )
+    ).first()
+    if row is None:
+        return None
+    key, org_id = row
+    return Principal(
+        workspace_id=key.workspace_id, organisation_id=org_id, role="admin", api_key_id=key.id
+    )
+
+
+async def workspace_for_ingest_token(session: ReadSession, raw: str) -> Workspace | None:
+    return await session.scalar(
+        select(Workspace).where(Workspace.ingest_token_hash == sha256_hex(raw))
+    )
+
+
+async def rotate_ingest_token(session: WriteSession, workspace_id: int) -> str:
+    ws = await session.get(Workspace, workspace_id)
+    if ws is None:
+        raise NotFound("workspace not found")
+    token = new_ingest_token()
+    ws.ingest_token_hash = sha256_hex(token)
+    return token
+
+
+def webhook_secret(box: SecretBox, workspace: Workspace) -> str:
+    return box.decrypt(workspace.webhook_secret_encrypted)
+
+
+# -- dashboard sessions ------------------------------------------------------------------------
+
+
+async def sign_in(session: WriteSession, *, email: str, password: str, now: datetime) -> str | None:
+    """Check the credentials and open a session; returns the cookie token or None."""
+    user = await session.scalar(select(User).where(User.email == email.strip().lower()))
+    if user is None:
+        # Same work as a real check, so timing does not reveal which e-mails exist.
+        verify_password(hash_password("timing-equaliser"), password)
+        return None
+    if not verify_password(user.password_hash, password):
+        return None
+    membership = await session.scalar(
+        select(Membership).where(Membership.user_id == user.id).order_by(Membership.id).limit(1)
+    )
+    if membership is None:
+        return None
+    token = secrets.token_urlsafe(32)
+    session.add(
+        UserSession(
+            token_hash=sha256_hex(token),
+            user_id=user.id,
+            workspace_id=membership.workspace_id,
+            created_at=now,
+            expires_at=now + SESSION_LIFETIME,
+        )
+    )
+    await session.flush()
+    return token
+
+
+async def principal_for_session(
+    session: ReadSession, token: str, now: datetime
+) -> Principal | None:
+    row = (
+        await session.execute(
+            select(UserSession, Membership.role, Workspace.organisation_id)
+            .join(
+                Membership,
+                (Membership.user_id == UserSession.user_id)
+                & (Membership.workspace_id == UserSession.workspace_id),
+            )
+            .join(Workspace, Workspace.id == UserSession.workspace_id)
+            .where(UserSession.token_hash == sha256_hex(token), UserSession.expires_at > now)
+        )
+    ).first()
+    if row is None:
+        return None
+    us, role, org_id = row
+    return Principal(
+        workspace_id=us.workspace_id, organisation_id=org_id, role=role, user_id=us.user_id
+    )
+
+
+async def sign_out(session: WriteSession, token: str) -> None:
+    await session.execute(delete(UserSession).where(UserSession.token_hash == sha256_hex(token)))
+
+
+# -- secrets -----------------------------------------------------------------------------------
+
+
+async def set_secret(
+    session: WriteSession,
+    box: SecretBox,
+    *,
+    workspace_id: int,
+    name: str,
+    value: str,
+    now: datetime,
+) -> None:
+    row = await session.scalar(
+        select(Secret).where(Secret.workspace_id == workspace_id, Secret.name == name)
+    )
+    if row is None:
+        session.add(
+            Secret(
+                workspace_id=workspace_id, name=name, ciphertext=box.encrypt(value), updated_at=now
+            )
+        )
+    else:
+        row.ciphertext = box.encrypt(value)
+        row.updated_at = now
+    await session.flush()
+
+
+async def get_secret(
+    session: ReadSession, box: SecretBox, *, workspace_id: int, name: str
+) -> str | None:
+    row = await session.scalar(
+        select(Secret.ciphertext).where(Secret.workspace_id == workspace_id, Secret.name == name)
+    )
+    return None if row is None else box.decrypt(row)
+
+
+async def secret_names(session: ReadSession, workspace_id: int) -> list[str]:
+    rows = await session.execute(
+        select(Secret.name).where(Secret.workspace_id == workspace_id).order_by(Secret.name)
+    )
+    return list(rows.scalars())

@@ -1,0 +1,52 @@
+"""Passwords (argon2), API keys and ingest tokens (random, stored as SHA-256), HMAC signatures."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+_hasher = PasswordHasher()
+
+API_KEY_PREFIX = "swl_"
+INGEST_TOKEN_PREFIX = "swi_"  # noqa: S105 - a prefix, not a secret
+
+
+def hash_password(password: str) -> str:
+    return str(_hasher.hash(password))
+
+
+def verify_password(password_hash: str, password: str) -> bool:
+    try:
+        return bool(_hasher.verify(password_hash, password))
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def sha256_hex(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def new_api_key() -> str:
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_ingest_token() -> str:
+    return INGEST_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def key_prefix(key: str) -> str:
+    return key[:12]
+
+
+def sign(secret: str, body: bytes) -> str:
+    """Hex HMAC-SHA256 of ``body``."""
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verify_signature(secret: str, body: bytes, signature: str) -> bool:
+    given = signature.removeprefix("sha256=").strip()
+    return hmac.compare_digest(sign(secret, body), given)

@@ -1,0 +1,150 @@
+"""The process's shared machinery: database, queue, clock, secrets, jobs, sweeps and workers.
+
+``serve`` and ``worker`` both build one :class:`Runtime`; ``serve`` also hosts the web app and the
+sweepers. Tests build it with a :class:`~app.clock.ManualClock` and start only what they need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.clock import Clock, SystemClock
+from app.db.session import Database
+from app.platform.crypto import SecretBox, load_or_create_keys
+from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.jobs import JobContext, JobRegistry, JobSpec
+from app.scheduling.queue import DatabaseQueue, JobQueue
+from app.scheduling.resources import Resources
+from app.scheduling.sweeper import Sweep, SweepRunner
+from app.scheduling.worker import DatabaseWorker, worker_identity
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    clock: Clock
+    db: Database
+    queue: JobQueue
+    secrets: SecretBox
+    session_secret: str
+    registry: JobRegistry = field(default_factory=JobRegistry)
+    sweeps: list[Sweep] = field(default_factory=list)
+    resources: Resources = field(default_factory=Resources)
+    _workers: list[DatabaseWorker | ArqWorkers] = field(default_factory=list)
+    _sweeper: SweepRunner | None = None
+    _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def context(self, job_id: str = "", attempt: int = 1) -> JobContext:
+        return JobContext(
+            db=self.db,
+            queue=self.queue,
+            clock=self.clock,
+            settings=self.settings,
+            resources=self.resources,
+            secrets=self.secrets,
+            job_id=job_id,
+            attempt=attempt,
+        )
+
+    def add_jobs(self, specs: list[JobSpec[Any]]) -> None:
+        self.registry.extend(specs)
+
+    def add_sweeps(self, sweeps: list[Sweep]) -> None:
+        self.sweeps.extend(sweeps)
+
+    def platform_stopped(self) -> bool:
+        return self.settings.sweepers.stop_all
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start_workers(self, queues: list[str] | None = None) -> None:
+        qs = self.settings.queue
+        worker: DatabaseWorker | ArqWorkers
+        if isinstance(self.queue, ArqQueue):
+            worker = ArqWorkers(
+                self.queue,
+                self.registry,
+                self.context,
+                concurrency=qs.concurrency,
+                shutdown_grace=qs.shutdown_grace_seconds,
+                queues=queues,
+            )
+        else:
+            assert isinstance(self.queue, DatabaseQueue)
+            worker = DatabaseWorker(
+                self.queue,
+                self.registry,
+                self.context,
+                concurrency=qs.concurrency,
+                batch_size=qs.batch_size,
+                lease_seconds=qs.lease_seconds,
+                poll_interval=qs.poll_interval,
+                shutdown_grace=qs.shutdown_grace_seconds,
+                queues=queues,
+            )
+        self._workers.append(worker)
+        self._tasks.append(asyncio.create_task(worker.run(), name="worker"))
+
+    def start_sweepers(self) -> None:
+        self._sweeper = SweepRunner(
+            self.db,
+            self.clock,
+            self.sweeps,
+            self.context,
+            owner=worker_identity(),
+            lease_seconds=self.settings.sweepers.tick_lease_seconds,
+            stopped=self.platform_stopped,
+        )
+        self._tasks.append(asyncio.create_task(self._sweeper.run(), name="sweepers"))
+
+    async def stop(self) -> None:
+        """Graceful stop: sweepers first, then workers (no more leasing; finish or release)."""
+        if self._sweeper is not None:
+            self._sweeper.stop()
+        for worker in self._workers:
+            worker.stop()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for worker in self._workers:
+            if isinstance(worker, ArqWorkers):
+                await worker.close()
+        self._tasks.clear()
+        self._workers.clear()
+        self._sweeper = None
+
+    async def aclose(self) -> None:
+        await self.stop()
+        await self.resources.aclose()
+        await self.queue.aclose()
+        await self.db.dispose()
+
+
+def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
+    """Create the runtime's parts; nothing connects until first use."""
+    clock = clock or SystemClock()
+    db = Database(settings.database)
+    keys = load_or_create_keys(
+        settings.security.encryption_key,
+        settings.web.session_secret,
+        settings.security.key_file,
+        allow_generate=settings.database.is_sqlite,
+    )
+    queue: JobQueue
+    if settings.queue.uses_redis:
+        queue = ArqQueue(db, clock, settings.queue.redis_url, settings.queue.arq_queue_name)
+    else:
+        queue = DatabaseQueue(db, clock)
+    return Runtime(
+        settings=settings,
+        clock=clock,
+        db=db,
+        queue=queue,
+        secrets=SecretBox(keys.encryption_key),
+        session_secret=keys.session_secret,
+    )

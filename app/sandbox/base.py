@@ -1,0 +1,156 @@
+"""The simulator framework: serve an ASGI app on a free loopback port, count calls, inject faults.
+
+A simulator is a Litestar app whose handlers call :meth:`SandboxState.hit` with the *kind* of call
+("campaigns.list", "batch", …). ``hit`` counts the call and returns the fault programmed for it, if
+any; the handler answers with :func:`fault_response`. Tests program faults with
+:meth:`SandboxState.inject` and read :attr:`SandboxState.calls`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from litestar import MediaType, Response
+
+
+@dataclass
+class Fault:
+    """An injected failure for calls of ``kind`` ("*" matches every kind)."""
+
+    kind: str
+    status: int = 500
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_seconds: float = 0.0
+    """Sleep before answering (longer than the client's timeout simulates a timeout)."""
+    times: int = 1
+    """How many matching calls fail; -1 for every call until cleared."""
+    raw: bytes | None = None
+    """Send these bytes as the body instead of JSON (garbage responses)."""
+
+
+@dataclass
+class SandboxState:
+    calls: Counter[str] = field(default_factory=Counter)
+    faults: list[Fault] = field(default_factory=list)
+    log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def hit(self, kind: str, **details: Any) -> Fault | None:
+        """Count one call of ``kind`` and return the fault to answer with, if one is programmed."""
+        with self._lock:
+            self.calls[kind] += 1
+            self.calls["*"] += 1
+            self.log.append((kind, details))
+            for fault in self.faults:
+                if fault.kind in (kind, "*") and fault.times != 0:
+                    if fault.times > 0:
+                        fault.times -= 1
+                    return fault
+        return None
+
+    def inject(self, kind: str, **kwargs: Any) -> Fault:
+        fault = Fault(kind=kind, **kwargs)
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self.faults.clear()
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.log.clear()
+
+    def count(self, kind: str = "*") -> int:
+        return self.calls[kind]
+
+
+async def fault_response(fault: Fault) -> Response[Any]:
+    if fault.delay_seconds:
+        await asyncio.sleep(fault.delay_seconds)
+    if fault.raw is not None:
+        return Response(
+            fault.raw, status_code=fault.status, headers=fault.headers, media_type=MediaType.TEXT
+        )
+    return Response(
+        fault.body if fault.body is not None else {"error": {"message": "injected fault"}},
+        status_code=fault.status,
+        headers=fault.headers,
+        media_type=MediaType.JSON,
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _server(app: Any, port: int) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False
+    )
+    return uvicorn.Server(config)
+
+
+@asynccontextmanager
+async def serve_in_loop(app: Any, port: int | None = None) -> AsyncIterator[str]:
+    """Serve ``app`` inside the running event loop; yields its base URL."""
+    port = port or free_port()
+    server = _server(app, port)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+class ThreadedServer:
+    """Serve ``app`` from its own thread and event loop (for the demo, benchmarks, and tests
+    whose own loop may be busy or whose workers run in other processes)."""
+
+    def __init__(self, app: Any, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = _server(app, self.port)
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"sandbox:{self.port}")
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve())
+
+    def start(self) -> ThreadedServer:
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("sandbox server failed to start")
+            threading.Event().wait(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> ThreadedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+AppFactory = Callable[[SandboxState], Any]

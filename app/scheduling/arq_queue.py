@@ -1,0 +1,201 @@
+"""The arq-on-Redis backend (server mode), behind the same interface as the database queue.
+
+arq is in maintenance mode, so everything arq-specific stays in this module. Job names are our own
+stable names; payloads travel as msgspec JSON bytes inside a msgpack envelope (no pickle); retries
+with backoff are driven by raising ``arq.Retry`` until ``max_tries``, and a job that runs out of tries
+is written to the database's dead-job list with its last error, next to the database queue's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from arq import Retry, Worker
+from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.worker import func
+
+from app.scheduling.jobs import JobContext, JobRegistry, JobSpec, run_handler
+from app.scheduling.metrics import JOBS_FINISHED
+from app.scheduling.queue import DeadJob, QueueStats, list_dead_jobs, record_dead_job
+
+if TYPE_CHECKING:
+    from app.clock import Clock
+    from app.db.session import Database, UnitOfWork
+
+log = logging.getLogger(__name__)
+
+
+def _serialize(obj: Any) -> bytes:
+    return msgspec.msgpack.encode(obj)
+
+
+def _deserialize(raw: bytes) -> Any:
+    return msgspec.msgpack.decode(raw)
+
+
+class ArqQueue:
+    backend = "arq"
+
+    def __init__(self, db: Database, clock: Clock, redis_url: str, queue_name: str) -> None:
+        self.db = db
+        self.clock = clock
+        self.redis_settings = RedisSettings.from_dsn(redis_url)
+        self.base_name = queue_name
+        self._pool: ArqRedis | None = None
+        self._lock = asyncio.Lock()
+
+    def queue_key(self, queue: str) -> str:
+        return f"{self.base_name}:{queue}"
+
+    async def pool(self) -> ArqRedis:
+        async with self._lock:
+            if self._pool is None:
+                self._pool = await create_pool(
+                    self.redis_settings,
+                    job_serializer=_serialize,
+                    job_deserializer=_deserialize,
+                    default_queue_name=self.queue_key("default"),
+                )
+            return self._pool
+
+    async def enqueue(
+        self,
+        uow: UnitOfWork | None,
+        spec: JobSpec[Any],
+        payload: Any,
+        *,
+        job_id: str | None = None,
+        run_at: datetime | None = None,
+        priority: int = 0,
+    ) -> None:
+        raw = spec.encode(payload)
+
+        async def publish() -> None:
+            pool = await self.pool()
+            await pool.enqueue_job(
+                spec.name,
+                raw,
+                _job_id=job_id,
+                _queue_name=self.queue_key(spec.queue),
+                _defer_until=run_at,
+            )
+
+        if uow is None:
+            await publish()
+        else:
+            uow.after_commit(publish)
+
+    async def stats(self) -> QueueStats:
+        pool = await self.pool()
+        queued = 0
+        for key in await pool.keys(f"{self.base_name}:*"):
+            if (await pool.type(key)) == b"zset":
+                queued += int(await pool.zcard(key))
+        running = len(await pool.keys("arq:in-progress:*"))
+        dead = len(await list_dead_jobs(self.db, 10_000))
+        return QueueStats(queued=queued, running=running, dead=dead, done=0)
+
+    async def dead_jobs(self, limit: int = 50) -> list[DeadJob]:
+        return await list_dead_jobs(self.db, limit)
+
+    async def ping(self) -> bool:
+        try:
+            pool = await self.pool()
+            return bool(await pool.ping())
+        except Exception:
+            log.warning("redis ping failed", exc_info=True)
+            return False
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+
+
+def _arq_function(
+    spec: JobSpec[Any], queue: ArqQueue, make_context: Callable[[str, int], JobContext]
+) -> Any:
+    async def run(arq_ctx: dict[str, Any], raw: bytes) -> None:
+        attempt = int(arq_ctx.get("job_try", 1))
+        job_id = str(arq_ctx.get("job_id", ""))
+        try:
+            await run_handler(spec, make_context(job_id, attempt), raw)
+        except Exception as exc:
+            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            if attempt < spec.max_tries:
+                JOBS_FINISHED.labels(spec.name, "retry").inc()
+                raise Retry(defer=spec.retry_delay(attempt)) from exc
+            JOBS_FINISHED.labels(spec.name, "dead").inc()
+            await record_dead_job(
+                queue.db,
+                queue.clock,
+                job_id=job_id,
+                name=spec.name,
+                payload=raw,
+                attempts=attempt,
+                error=error,
+            )
+            return
+        JOBS_FINISHED.labels(spec.name, "done").inc()
+
+    return func(
+        run,
+        name=spec.name,
+        max_tries=spec.max_tries + 1,
+        timeout=spec.timeout_seconds,
+    )
+
+
+class ArqWorkers:
+    """One arq worker per queue name, inside the running event loop."""
+
+    def __init__(
+        self,
+        queue: ArqQueue,
+        registry: JobRegistry,
+        make_context: Callable[[str, int], JobContext],
+        *,
+        concurrency: int,
+        shutdown_grace: float,
+        poll_delay: float = 0.1,
+        queues: list[str] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.workers: list[Worker] = []
+        functions = [_arq_function(s, queue, make_context) for s in registry.specs.values()]
+        for name in queues or registry.queues:
+            self.workers.append(
+                Worker(
+                    functions=functions,
+                    queue_name=queue.queue_key(name),
+                    redis_settings=queue.redis_settings,
+                    job_serializer=_serialize,
+                    job_deserializer=_deserialize,
+                    max_jobs=concurrency,
+                    handle_signals=False,
+                    poll_delay=poll_delay,
+                    job_completion_wait=shutdown_grace,
+                    keep_result=3600,
+                    allow_abort_jobs=False,
+                )
+            )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def run(self) -> None:
+        self._tasks = [asyncio.create_task(w.async_run()) for w in self.workers]
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            # arq's own graceful stop: no new jobs, in-flight ones finish within the grace period.
+            worker.handle_sig_wait_for_completion(15)
+
+    async def close(self) -> None:
+        for worker in self.workers:
+            await worker.close()

@@ -1,0 +1,30 @@
+"""Platform sweeps: queue gauges, expired-lease recovery and purging of old finished jobs."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from app.scheduling.jobs import JobContext
+from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
+from app.scheduling.queue import DatabaseQueue
+from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep
+
+
+async def refresh_queue_gauges(ctx: JobContext, tick: datetime) -> None:
+    stats = await ctx.queue.stats()
+    JOBS_QUEUED.set(stats.queued)
+    JOBS_RUNNING.set(stats.running)
+    JOBS_DEAD.set(stats.dead)
+
+
+async def purge_finished_jobs(ctx: JobContext, tick: datetime) -> None:
+    if isinstance(ctx.queue, DatabaseQueue):
+        await ctx.queue.recover_expired()
+        retention = timedelta(hours=ctx.settings.queue.done_retention_hours)
+        await ctx.queue.purge_finished(tick - retention)
+
+
+HOUSEKEEPING_SWEEPS = [
+    Sweep("platform.queue_gauges", EVERY_10_SECONDS, refresh_queue_gauges, honours_stop=False),
+    Sweep("platform.purge_jobs", HOURLY_AT_20, purge_finished_jobs, honours_stop=False),
+]

@@ -1,0 +1,100 @@
+"""Job definitions: a stable name, a msgspec payload type, a handler and its retry policy.
+
+A job is a thin wrapper: the handler opens its own units of work and calls engine code. Names are
+explicit and stable (they are stored in queues), never a function's qualified name. Payloads are
+msgspec structs encoded as JSON, never pickled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import msgspec
+
+if TYPE_CHECKING:
+    from app.clock import Clock
+    from app.db.session import Database
+    from app.platform.crypto import SecretBox
+    from app.scheduling.queue import JobQueue
+    from app.scheduling.resources import Resources
+    from app.settings import Settings
+
+P = TypeVar("P", bound=msgspec.Struct)
+
+DEFAULT_QUEUE = "default"
+PRIORITY_QUEUE = "priority"
+
+
+class JobPayload(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """Base class of every job payload."""
+
+
+@dataclass(slots=True)
+class JobContext:
+    """What a running job gets: the database, the queue, the clock, settings and shared clients."""
+
+    db: Database
+    queue: JobQueue
+    clock: Clock
+    settings: Settings
+    resources: Resources
+    secrets: SecretBox
+    job_id: str = ""
+    attempt: int = 1
+
+
+Handler = Callable[[JobContext, Any], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec(Generic[P]):
+    name: str
+    payload_type: type[P]
+    handler: Callable[[JobContext, P], Awaitable[None]]
+    max_tries: int = 5
+    queue: str = DEFAULT_QUEUE
+    timeout_seconds: float = 300.0
+    backoff_seconds: float = 5.0
+    """First retry delay; doubled on every further attempt (capped at one hour)."""
+
+    def encode(self, payload: P) -> bytes:
+        if not isinstance(payload, self.payload_type):
+            raise TypeError(f"job {self.name} takes {self.payload_type.__name__}")
+        return msgspec.json.encode(payload)
+
+    def decode(self, raw: bytes) -> P:
+        return msgspec.json.decode(raw, type=self.payload_type)
+
+    def retry_delay(self, attempt: int) -> float:
+        return float(min(3600.0, self.backoff_seconds * (2 ** max(0, attempt - 1))))
+
+
+@dataclass(slots=True)
+class JobRegistry:
+    """All jobs a process can run, by name."""
+
+    specs: dict[str, JobSpec[Any]] = field(default_factory=dict)
+
+    def add(self, spec: JobSpec[Any]) -> None:
+        existing = self.specs.get(spec.name)
+        if existing is not None and existing is not spec:
+            raise ValueError(f"two jobs are named {spec.name!r}")
+        self.specs[spec.name] = spec
+
+    def extend(self, specs: Iterable[JobSpec[Any]]) -> None:
+        for spec in specs:
+            self.add(spec)
+
+    def get(self, name: str) -> JobSpec[Any]:
+        return self.specs[name]
+
+    @property
+    def queues(self) -> list[str]:
+        return sorted({s.queue for s in self.specs.values()} | {DEFAULT_QUEUE})
+
+
+async def run_handler(spec: JobSpec[Any], ctx: JobContext, raw: bytes) -> None:
+    """Decode and run one job (shared by both queue backends)."""
+    await spec.handler(ctx, spec.decode(raw))

@@ -1,0 +1,269 @@
+"""Typed settings, loaded from the environment by :func:`load_settings`.
+
+Every field carries the name of its environment variable and a docstring; ``python -m app env``
+prints the full table (the README's table is generated from it). Nothing is built at import time:
+callers pass the mapping they want read, which keeps tests free of global state.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import itertools
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value that cannot be used."""
+
+
+def env(name: str, default: Any) -> Any:
+    """Declare a settings field read from the environment variable ``name``."""
+    return field(default=default, metadata={"env": name})
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseSettings:
+    url: str = env("DATABASE_URL", "sqlite+aiosqlite:///var/sweepline.db")
+    """SQLAlchemy URL. ``sqlite+aiosqlite:///path`` (embedded default) or
+    ``postgresql+asyncpg://user@host/db`` (server mode)."""
+    pool_size: int = env("DATABASE_POOL_SIZE", 10)
+    """Connections kept open to PostgreSQL (ignored on SQLite)."""
+    busy_timeout_ms: int = env("SQLITE_BUSY_TIMEOUT_MS", 5000)
+    """How long a SQLite writer waits for the write lock before failing."""
+    echo: bool = env("DATABASE_ECHO", False)
+    """Log every SQL statement (development only)."""
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.url.startswith("sqlite")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    redis_url: str = env("REDIS_URL", "")
+    """When set, jobs go through arq on this Redis; otherwise the durable database queue is used."""
+    arq_queue_name: str = env("ARQ_QUEUE_NAME", "sweepline:queue")
+    """Redis key of the arq queue (give each deployment or test run its own)."""
+    concurrency: int = env("WORKER_CONCURRENCY", 16)
+    """Jobs a worker process runs at the same time."""
+    lease_seconds: int = env("JOB_LEASE_SECONDS", 300)
+    """A leased database job not finished within this time is handed to another worker."""
+    poll_interval: float = env("JOB_POLL_INTERVAL", 0.5)
+    """Seconds an idle database-queue worker waits before looking for jobs again."""
+    batch_size: int = env("JOB_LEASE_BATCH", 200)
+    """Database jobs leased per statement."""
+    shutdown_grace_seconds: float = env("SHUTDOWN_GRACE_SECONDS", 20.0)
+    """On SIGTERM, in-flight jobs get this long to finish before they are released."""
+    done_retention_hours: int = env("JOB_DONE_RETENTION_HOURS", 24)
+    """Finished jobs are kept this long so a repeated job id is still deduplicated."""
+
+    @property
+    def uses_redis(self) -> bool:
+        return bool(self.redis_url)
+
+
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    host: str = env("HOST", "127.0.0.1")
+    """Interface the HTTP server listens on."""
+    port: int = env("PORT", 8000)
+    """Port the HTTP server listens on."""
+    public_url: str = env("PUBLIC_URL", "http://127.0.0.1:8000")
+    """Address the service is reached at, used in links (tracking pixels, forms, snippets)."""
+    session_secret: str = env("SESSION_SECRET", "")
+    """Secret signing dashboard session cookies; generated into the key file when empty."""
+    secure_cookies: bool = env("SECURE_COOKIES", False)
+    """Mark cookies Secure (set when served over HTTPS)."""
+    max_body_bytes: int = env("MAX_BODY_BYTES", 2_000_000)
+    """Largest request body accepted; larger bodies answer 413."""
+    log_format: str = env("LOG_FORMAT", "text")
+    """``text`` (readable, development) or ``json`` (one JSON object per line, production)."""
+    log_level: str = env("LOG_LEVEL", "INFO")
+    """Minimum level of log lines."""
+
+
+@dataclass(frozen=True, slots=True)
+class SecuritySettings:
+    encryption_key: str = env("ENCRYPTION_KEY", "")
+    """Fernet key encrypting secrets at rest. Required in server mode; on the embedded default a key
+    file is generated on first run."""
+    key_file: str = env("KEY_FILE", "var/sweepline.key")
+    """Where the embedded default keeps its generated keys."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweeperSettings:
+    enabled: bool = env("SWEEPERS_ENABLED", True)
+    """Run the periodic sweepers in ``serve`` (turn off for API-only replicas)."""
+    stop_all: bool = env("PLATFORM_STOP", False)
+    """Platform-wide stop: every sweep returns at once and nothing new is dispatched."""
+    tick_lease_seconds: int = env("SWEEP_LEASE_SECONDS", 600)
+    """A tick whose process died releases its claim after this long."""
+
+
+@dataclass(frozen=True, slots=True)
+class MailSettings:
+    smtp_host: str = env("SMTP_HOST", "127.0.0.1")
+    """SMTP server for outgoing mail."""
+    smtp_port: int = env("SMTP_PORT", 8025)
+    """SMTP port."""
+    smtp_username: str = env("SMTP_USERNAME", "")
+    """SMTP user name (empty: no authentication)."""
+    smtp_password: str = env("SMTP_PASSWORD", "")
+    """SMTP password."""
+    smtp_starttls: bool = env("SMTP_STARTTLS", False)
+    """Upgrade the SMTP connection with STARTTLS."""
+    from_address: str = env("MAIL_FROM", "sweepline@localhost")
+    """Sender address of outgoing mail."""
+    timeout_seconds: float = env("SMTP_TIMEOUT", 10.0)
+    """Timeout of one SMTP conversation."""
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrationSettings:
+    meta_graph_url: str = env("META_GRAPH_URL", "https://graph.facebook.com")
+    """Base URL of the Meta Graph API (the sandbox simulator's URL in tests and the demo)."""
+    meta_graph_version: str = env("META_GRAPH_VERSION", "v21.0")
+    """Graph API version in request paths."""
+    sheets_url: str = env("SHEETS_URL", "https://sheets.googleapis.com")
+    """Base URL of the Google Sheets API v4."""
+    serp_url: str = env("SERP_URL", "https://api.dataforseo.com")
+    """Base URL of the SERP provider (DataForSEO-shaped queued API)."""
+    serp_login: str = env("SERP_LOGIN", "")
+    """SERP provider login (HTTP basic auth)."""
+    serp_password: str = env("SERP_PASSWORD", "")
+    """SERP provider password."""
+    http_timeout_seconds: float = env("OUTBOUND_HTTP_TIMEOUT", 30.0)
+    """Timeout of one outbound HTTP request."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankTrackingSettings:
+    price_serp_eur: Decimal = env("RT_PRICE_SERP_EUR", Decimal("0.0006"))
+    """Price of one SERP check (one keyword, one device, top 10), in EUR."""
+    price_serp_top100_eur: Decimal = env("RT_PRICE_SERP_TOP100_EUR", Decimal("0.0012"))
+    """Price of one SERP check at depth 100, in EUR."""
+    price_keyword_data_eur: Decimal = env("RT_PRICE_KEYWORD_DATA_EUR", Decimal("0.0005"))
+    """Price of keyword data (volume, CPC) for one keyword, in EUR."""
+    dispatch_batch: int = env("RT_DISPATCH_BATCH", 500)
+    """Due schedules taken by one hourly sweep."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSettings:
+    enabled: bool = env("DEMO", False)
+    """Seed a demo organisation, workspace and admin on start and run the sandbox simulators."""
+    admin_email: str = env("DEMO_ADMIN_EMAIL", "admin@demo.local")
+    """E-mail of the demo admin."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    web: WebSettings = field(default_factory=WebSettings)
+    security: SecuritySettings = field(default_factory=SecuritySettings)
+    sweepers: SweeperSettings = field(default_factory=SweeperSettings)
+    mail: MailSettings = field(default_factory=MailSettings)
+    integrations: IntegrationSettings = field(default_factory=IntegrationSettings)
+    ranktracking: RankTrackingSettings = field(default_factory=RankTrackingSettings)
+    demo: DemoSettings = field(default_factory=DemoSettings)
+    environment: str = env("APP_ENV", "development")
+    """``development`` or ``production`` (production refuses unsafe defaults)."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _convert(name: str, raw: str, kind: Any) -> Any:
+    try:
+        if kind is bool:
+            lowered = raw.strip().lower()
+            if lowered in _TRUE:
+                return True
+            if lowered in _FALSE:
+                return False
+            raise ValueError("expected true or false")
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        if kind is Decimal:
+            return Decimal(raw)
+        if kind is Path:
+            return Path(raw)
+        return raw
+    except (ValueError, ArithmeticError) as exc:
+        raise SettingsError(f"{name}={raw!r}: {exc}") from exc
+
+
+def _load_group(cls: type[Any], environ: Mapping[str, str]) -> Any:
+    hints = get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind):
+            values[f.name] = _load_group(kind, environ)
+            continue
+        var = f.metadata.get("env")
+        if var is not None and var in environ:
+            if get_origin(kind) in (Union, types.UnionType):
+                kind = next(a for a in get_args(kind) if a is not type(None))
+            values[f.name] = _convert(var, environ[var], kind)
+    return cls(**values)
+
+
+def load_settings(environ: Mapping[str, str]) -> Settings:
+    """Build :class:`Settings` from an environment mapping (usually ``os.environ``)."""
+    settings: Settings = _load_group(Settings, environ)
+    if settings.web.log_format not in {"text", "json"}:
+        raise SettingsError("LOG_FORMAT must be 'text' or 'json'")
+    return settings
+
+
+@dataclass(frozen=True, slots=True)
+class EnvVar:
+    name: str
+    default: str
+    doc: str
+
+
+def _field_docs(cls: type[Any]) -> dict[str, str]:
+    """Attribute docstrings (a string literal right after a field) of a settings class."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, after in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def describe_environment(cls: type[Any] = Settings) -> list[EnvVar]:
+    """Every environment variable the settings read, with its default and docstring."""
+    out: list[EnvVar] = []
+    hints = get_type_hints(cls)
+    docs = _field_docs(cls)
+    for f in dataclasses.fields(cls):
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind):
+            out.extend(describe_environment(kind))  # type: ignore[arg-type]
+            continue
+        var = f.metadata.get("env")
+        if var is not None:
+            out.append(EnvVar(var, str(f.default), docs.get(f.name, "")))
+    return out

@@ -1,0 +1,1 @@
+"""HTTP layer: the JSON API, webhook receivers and the dashboard."""

@@ -1,0 +1,1 @@
+"""JSON API controllers, one module per engine plus the platform's."""

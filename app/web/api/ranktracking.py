@@ -1,0 +1,7 @@
+"""Position tracking JSON API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROUTERS: list[Any] = []

@@ -1,0 +1,158 @@
+"""``create_app(settings)``: the Litestar application hosting API, webhooks and dashboard.
+
+When no runtime is given, the app builds one in its lifespan, checks (or, on the embedded default,
+applies) the migrations, and starts the workers and sweepers: this is ``python -m app serve``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from litestar import Litestar, Request, Response, Router
+from litestar.config.csrf import CSRFConfig
+from litestar.datastructures import MutableScopeHeaders
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.response import Redirect
+from litestar.static_files import create_static_files_router
+from litestar.template import TemplateConfig
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.db.migrate import check_current, upgrade
+from app.logs import correlate
+from app.runtime import Runtime
+from app.settings import Settings
+from app.web import ops
+from app.web.api import adrules as adrules_api
+from app.web.api import funnels as funnels_api
+from app.web.api import platform as platform_api
+from app.web.api import ranktracking as ranktracking_api
+from app.web.auth import LoginRequired, provide_runtime, ui_principal
+from app.web.dashboard import adrules as adrules_ui
+from app.web.dashboard import funnels as funnels_ui
+from app.web.dashboard import ranktracking as ranktracking_ui
+from app.web.dashboard import views
+from app.web.errors import EXCEPTION_HANDLERS
+from app.wiring import assemble
+
+log = logging.getLogger(__name__)
+
+DASHBOARD_DIR = Path(__file__).parent / "dashboard"
+ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui]
+ENGINE_APIS = [adrules_api, funnels_api, ranktracking_api]
+
+# Programs authenticate with keys, tokens or signatures, not cookies: no CSRF token there.
+CSRF_EXEMPT = ["^/api/", "^/hooks/", "^/t/"]
+
+
+def _login_redirect(request: Request[Any, Any, Any], exc: LoginRequired) -> Response[Any]:
+    return Redirect(f"/login?next={request.url.path}")
+
+
+def correlation_middleware(app: ASGIApp) -> ASGIApp:
+    """Give every request an id (``X-Request-ID``), attached to each log line it causes."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex[:16]
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableScopeHeaders.from_message(message)["X-Request-ID"] = request_id
+            await send(message)
+
+        with correlate(request_id):
+            await app(scope, receive, send_with_id)
+
+    return middleware
+
+
+async def prepare_database(runtime: Runtime) -> None:
+    """Embedded default: migrate automatically. Server mode: refuse an out-of-date schema."""
+    if runtime.settings.database.is_sqlite:
+        await upgrade(runtime.settings.database.url)
+    else:
+        await check_current(runtime.db.write_engine)
+
+
+def create_app(
+    settings: Settings,
+    runtime: Runtime | None = None,
+    *,
+    background: bool = True,
+) -> Litestar:
+    """Build the application. Pass ``runtime`` to share one (tests); ``background`` starts the
+    workers and sweepers in this process."""
+
+    owned = runtime is None
+    if runtime is None:
+        runtime = assemble(settings)
+    rt = runtime
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if owned:
+            await prepare_database(rt)
+        if background:
+            rt.start_workers()
+            if settings.sweepers.enabled:
+                rt.start_sweepers()
+        try:
+            yield
+        finally:
+            if owned:
+                await rt.aclose()
+            elif background:
+                await rt.stop()
+
+    nav: list[tuple[str, str]] = [link for ui in ENGINE_UIS for link in ui.NAV]
+    dashboard = Router(
+        path="/",
+        route_handlers=[*views.ROUTES, *(r for ui in ENGINE_UIS for r in ui.ROUTES)],
+        dependencies={"principal": Provide(ui_principal), "runtime": Provide(provide_runtime)},
+        include_in_schema=False,
+    )
+    public = Router(
+        path="/",
+        route_handlers=[*views.PUBLIC_ROUTES, *(r for ui in ENGINE_UIS for r in ui.PUBLIC_ROUTES)],
+        dependencies={"runtime": Provide(provide_runtime)},
+        include_in_schema=False,
+    )
+    app = Litestar(
+        route_handlers=[
+            *ops.ROUTES,
+            *platform_api.ROUTERS,
+            *(r for api in ENGINE_APIS for r in api.ROUTERS),
+            dashboard,
+            public,
+            create_static_files_router(path="/static", directories=[DASHBOARD_DIR / "static"]),
+        ],
+        lifespan=[lifespan],
+        exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_redirect},
+        csrf_config=CSRFConfig(
+            secret=rt.session_secret,
+            cookie_name="swl_csrf",
+            header_name="x-csrf-token",
+            cookie_secure=settings.web.secure_cookies,
+            exclude=CSRF_EXEMPT,
+        ),
+        template_config=TemplateConfig(
+            directory=DASHBOARD_DIR / "templates", engine=JinjaTemplateEngine
+        ),
+        openapi_config=OpenAPIConfig(title="Sweepline", version="0.1.0", path="/schema"),
+        middleware=[correlation_middleware],
+        request_max_body_size=settings.web.max_body_bytes,
+        debug=False,
+        logging_config=None,
+    )
+    app.state.nav = nav
+    app.state.runtime = rt
+    return app

@@ -1,0 +1,81 @@
+"""Who is calling: API keys for programs, session cookies for people, ingest tokens for senders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+
+from app.platform.models import Workspace
+from app.platform.service import (
+    Principal,
+    principal_for_api_key,
+    principal_for_session,
+    workspace_for_ingest_token,
+)
+from app.runtime import Runtime
+
+SESSION_COOKIE = "swl_session"
+
+
+class LoginRequired(Exception):
+    """A dashboard page was asked for without a valid session (answered with a redirect)."""
+
+
+def get_runtime(request: Request[Any, Any, Any]) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+async def provide_runtime(request: Request[Any, Any, Any]) -> Runtime:
+    return get_runtime(request)
+
+
+async def api_principal(request: Request[Any, Any, Any]) -> Principal:
+    """The workspace of the API key in ``Authorization: Bearer <key>``."""
+    header = request.headers.get("authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise NotAuthorizedException("An API key is required: Authorization: Bearer <key>")
+    runtime = get_runtime(request)
+    async with runtime.db.read() as session:
+        principal = await principal_for_api_key(session, key.strip())
+    if principal is None:
+        raise NotAuthorizedException("The API key is unknown or revoked")
+    return principal
+
+
+async def session_principal(request: Request[Any, Any, Any]) -> Principal | None:
+    token = request.cookies.get(SESSION_COOKIE)
+    if not token:
+        return None
+    runtime = get_runtime(request)
+    async with runtime.db.read() as session:
+        return await principal_for_session(session, token, runtime.clock.now())
+
+
+async def ui_principal(request: Request[Any, Any, Any]) -> Principal:
+    """The signed-in person; pages without one redirect to the sign-in page."""
+    principal = await session_principal(request)
+    if principal is None:
+        raise LoginRequired
+    return principal
+
+
+async def ingest_workspace(request: Request[Any, Any, Any]) -> Workspace:
+    """The workspace of the ingest token in ``X-Ingest-Token`` (or ``?token=``)."""
+    token = request.headers.get("x-ingest-token") or request.query_params.get("token") or ""
+    if not token:
+        raise NotAuthorizedException("An ingest token is required (X-Ingest-Token header)")
+    runtime = get_runtime(request)
+    async with runtime.db.read() as session:
+        workspace = await workspace_for_ingest_token(session, token)
+    if workspace is None:
+        raise NotAuthorizedException("The ingest token is unknown")
+    return workspace
+
+
+def require_admin(principal: Principal) -> None:
+    if not principal.is_admin:
+        raise PermissionDeniedException("Only workspace admins may do this")

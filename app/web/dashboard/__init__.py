@@ -1,0 +1,1 @@
+"""Server-rendered dashboard pages (Jinja, htmx for partial refreshes, no build step)."""

@@ -1,0 +1,1 @@
+"""Webhook receivers (authenticated by ingest token or HMAC signature)."""
