@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from app.clock import Clock, SystemClock
@@ -25,20 +24,31 @@ from app.settings import Settings
 log = logging.getLogger(__name__)
 
 
-@dataclass
 class Runtime:
-    settings: Settings
-    clock: Clock
-    db: Database
-    queue: JobQueue
-    secrets: SecretBox
-    session_secret: str
-    registry: JobRegistry = field(default_factory=JobRegistry)
-    sweeps: list[Sweep] = field(default_factory=list)
-    resources: Resources = field(default_factory=Resources)
-    _workers: list[DatabaseWorker | ArqWorkers] = field(default_factory=list)
-    _sweeper: SweepRunner | None = None
-    _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    """Shared machinery of one process (a plain class: web frameworks must not introspect it)."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        clock: Clock,
+        db: Database,
+        queue: JobQueue,
+        secrets: SecretBox,
+        session_secret: str,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.db = db
+        self.queue = queue
+        self.secrets = secrets
+        self.session_secret = session_secret
+        self.registry = JobRegistry()
+        self.sweeps: list[Sweep] = []
+        self.resources = Resources()
+        self._workers: list[DatabaseWorker | ArqWorkers] = []
+        self._sweeper: SweepRunner | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
 
     def context(self, job_id: str = "", attempt: int = 1) -> JobContext:
         return JobContext(
@@ -125,10 +135,13 @@ class Runtime:
         await self.db.dispose()
 
 
-def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
-    """Create the runtime's parts; nothing connects until first use."""
+def build_runtime(
+    settings: Settings, clock: Clock | None = None, *, db: Database | None = None
+) -> Runtime:
+    """Create the runtime's parts; nothing connects until first use. Pass ``db`` to share one
+    database (and its connection pool) between runtimes."""
     clock = clock or SystemClock()
-    db = Database(settings.database)
+    db = db or Database(settings.database)
     keys = load_or_create_keys(
         settings.security.encryption_key,
         settings.web.session_secret,

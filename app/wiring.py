@@ -4,6 +4,7 @@ besides the web layer."""
 from __future__ import annotations
 
 from app.clock import Clock
+from app.db.session import Database
 from app.engines.adrules.plugin import PLUGIN as ADRULES
 from app.engines.funnels.plugin import PLUGIN as FUNNELS
 from app.engines.plugin import EnginePlugin
@@ -15,9 +16,11 @@ from app.settings import Settings
 PLUGINS: list[EnginePlugin] = [ADRULES, FUNNELS, RANKTRACKING]
 
 
-def assemble(settings: Settings, clock: Clock | None = None) -> Runtime:
+def assemble(
+    settings: Settings, clock: Clock | None = None, *, db: Database | None = None
+) -> Runtime:
     """A runtime with every engine's jobs and sweeps registered."""
-    runtime = build_runtime(settings, clock)
+    runtime = build_runtime(settings, clock, db=db)
     runtime.add_sweeps(HOUSEKEEPING_SWEEPS)
     for plugin in PLUGINS:
         runtime.add_jobs(plugin.jobs)

@@ -69,11 +69,10 @@ class Database:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[ReadSession]:
+        # Closing the session ends its transaction (rolled back) and detaches the loaded objects
+        # without expiring them, so they stay readable after the block.
         async with self._read_factory() as session:
-            try:
-                yield ReadSession(session)
-            finally:
-                await session.rollback()
+            yield ReadSession(session)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[UnitOfWork]:

@@ -39,6 +39,9 @@ from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
+from app.web.hooks import adrules as adrules_hooks
+from app.web.hooks import funnels as funnels_hooks
+from app.web.hooks import ranktracking as ranktracking_hooks
 from app.wiring import assemble
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
 ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui]
 ENGINE_APIS = [adrules_api, funnels_api, ranktracking_api]
+ENGINE_HOOKS = [adrules_hooks, funnels_hooks, ranktracking_hooks]
 
 # Programs authenticate with keys, tokens or signatures, not cookies: no CSRF token there.
 CSRF_EXEMPT = ["^/api/", "^/hooks/", "^/t/"]
@@ -122,7 +126,11 @@ def create_app(
     )
     public = Router(
         path="/",
-        route_handlers=[*views.PUBLIC_ROUTES, *(r for ui in ENGINE_UIS for r in ui.PUBLIC_ROUTES)],
+        route_handlers=[
+            *views.PUBLIC_ROUTES,
+            *(r for ui in ENGINE_UIS for r in ui.PUBLIC_ROUTES),
+            *(r for hooks in ENGINE_HOOKS for r in hooks.ROUTES),
+        ],
         dependencies={"runtime": Provide(provide_runtime)},
         include_in_schema=False,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request
+from litestar.di import NamedDependency
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 
 from app.platform.models import Workspace
@@ -79,3 +80,8 @@ async def ingest_workspace(request: Request[Any, Any, Any]) -> Workspace:
 def require_admin(principal: Principal) -> None:
     if not principal.is_admin:
         raise PermissionDeniedException("Only workspace admins may do this")
+
+
+# Handler parameter types: injected by name from the router's dependencies.
+CurrentPrincipal = NamedDependency[Principal]
+CurrentRuntime = NamedDependency[Runtime]

@@ -6,16 +6,18 @@ from datetime import datetime
 from typing import Annotated
 
 import msgspec
-from litestar import Router, delete, get, post, put
-from litestar.di import Provide
-from litestar.params import Body
+from litestar import delete, get, post, put
+from litestar.params import FromPath, JSONBody
 
 from app.platform import service
-from app.platform.service import Principal
-from app.runtime import Runtime
 from app.scheduling.sweeper import sweeper_states
 from app.schemas import Schema
-from app.web.auth import api_principal, provide_runtime, require_admin
+from app.web.api.common import api_router
+from app.web.auth import (
+    CurrentPrincipal,
+    CurrentRuntime,
+    require_admin,
+)
 
 
 class WorkspaceOut(Schema):
@@ -85,7 +87,7 @@ class IngestTokenOut(Schema):
 
 
 @get("/workspace")
-async def get_workspace(principal: Principal, runtime: Runtime) -> WorkspaceOut:
+async def get_workspace(principal: CurrentPrincipal, runtime: CurrentRuntime) -> WorkspaceOut:
     async with runtime.db.read() as session:
         ws = await service.get_workspace(session, principal.workspace_id)
     return WorkspaceOut(
@@ -109,7 +111,7 @@ def _key_out(key: object, raw: str | None = None) -> ApiKeyOut:
 
 
 @get("/api-keys")
-async def list_keys(principal: Principal, runtime: Runtime) -> list[ApiKeyOut]:
+async def list_keys(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[ApiKeyOut]:
     async with runtime.db.read() as session:
         keys = await service.list_api_keys(session, principal.workspace_id)
     return [_key_out(k) for k in keys]
@@ -117,7 +119,7 @@ async def list_keys(principal: Principal, runtime: Runtime) -> list[ApiKeyOut]:
 
 @post("/api-keys")
 async def create_key(
-    principal: Principal, runtime: Runtime, data: Annotated[ApiKeyIn, Body()]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ApiKeyIn]
 ) -> ApiKeyOut:
     require_admin(principal)
     async with runtime.db.write() as uow:
@@ -131,7 +133,9 @@ async def create_key(
 
 
 @delete("/api-keys/{key_id:int}")
-async def revoke_key(principal: Principal, runtime: Runtime, key_id: int) -> None:
+async def revoke_key(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, key_id: FromPath[int]
+) -> None:
     require_admin(principal)
     async with runtime.db.write() as uow:
         await service.revoke_api_key(
@@ -140,14 +144,17 @@ async def revoke_key(principal: Principal, runtime: Runtime, key_id: int) -> Non
 
 
 @get("/secrets")
-async def list_secrets(principal: Principal, runtime: Runtime) -> SecretNames:
+async def list_secrets(principal: CurrentPrincipal, runtime: CurrentRuntime) -> SecretNames:
     async with runtime.db.read() as session:
         return SecretNames(names=await service.secret_names(session, principal.workspace_id))
 
 
 @put("/secrets/{name:str}")
 async def put_secret(
-    principal: Principal, runtime: Runtime, name: str, data: Annotated[SecretIn, Body()]
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    name: FromPath[str],
+    data: JSONBody[SecretIn],
 ) -> SecretNames:
     """Store a secret encrypted; the value is never returned."""
     require_admin(principal)
@@ -165,14 +172,14 @@ async def put_secret(
 
 
 @get("/members")
-async def list_members(principal: Principal, runtime: Runtime) -> list[MemberOut]:
+async def list_members(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[MemberOut]:
     async with runtime.db.read() as session:
         rows = await service.workspace_members(session, principal.workspace_id)
     return [MemberOut(user_id=u.id, email=u.email, role=r) for u, r in rows]
 
 
 @post("/ingest-token/rotate")
-async def rotate_ingest(principal: Principal, runtime: Runtime) -> IngestTokenOut:
+async def rotate_ingest(principal: CurrentPrincipal, runtime: CurrentRuntime) -> IngestTokenOut:
     require_admin(principal)
     async with runtime.db.write() as uow:
         token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
@@ -180,7 +187,7 @@ async def rotate_ingest(principal: Principal, runtime: Runtime) -> IngestTokenOu
 
 
 @get("/queue")
-async def queue_state(principal: Principal, runtime: Runtime) -> QueueOut:
+async def queue_state(principal: CurrentPrincipal, runtime: CurrentRuntime) -> QueueOut:
     stats = await runtime.queue.stats()
     dead = await runtime.queue.dead_jobs(20)
     return QueueOut(
@@ -202,7 +209,7 @@ async def queue_state(principal: Principal, runtime: Runtime) -> QueueOut:
 
 
 @get("/sweepers")
-async def sweepers(principal: Principal, runtime: Runtime) -> list[SweeperOut]:
+async def sweepers(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[SweeperOut]:
     return [
         SweeperOut(
             name=s.name,
@@ -215,19 +222,6 @@ async def sweepers(principal: Principal, runtime: Runtime) -> list[SweeperOut]:
         )
         for s in await sweeper_states(runtime.db)
     ]
-
-
-def api_router(path: str, handlers: list[object]) -> Router:
-    """A router under ``/api/v1`` whose handlers receive ``principal`` and ``runtime``."""
-    return Router(
-        path=f"/api/v1{path}",
-        route_handlers=handlers,  # type: ignore[arg-type]
-        dependencies={
-            "principal": Provide(api_principal),
-            "runtime": Provide(provide_runtime),
-        },
-        tags=[path.strip("/") or "platform"],
-    )
 
 
 ROUTERS = [

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
-from litestar.enums import RequestEncodingType
-from litestar.params import Body
+from litestar.params import URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.platform import service
-from app.platform.service import Principal
 from app.runtime import Runtime
 from app.scheduling.sweeper import sweeper_states
-from app.web.auth import SESSION_COOKIE, get_runtime, session_principal
+from app.web.auth import (
+    SESSION_COOKIE,
+    CurrentPrincipal,
+    CurrentRuntime,
+    get_runtime,
+    session_principal,
+)
 from app.web.dashboard.common import page
 
 
@@ -33,7 +37,7 @@ async def login_page(request: Request[Any, Any, Any]) -> Template | Redirect:
 @post("/login")
 async def login(
     request: Request[Any, Any, Any],
-    data: Annotated[LoginForm, Body(media_type=RequestEncodingType.URL_ENCODED)],
+    data: URLEncodedBody[LoginForm],
 ) -> Response[Any]:
     runtime = get_runtime(request)
     async with runtime.db.write() as uow:
@@ -80,7 +84,9 @@ async def _status(runtime: Runtime) -> dict[str, Any]:
 
 
 @get("/")
-async def home(request: Request[Any, Any, Any], principal: Principal, runtime: Runtime) -> Template:
+async def home(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
     async with runtime.db.read() as session:
         workspace = await service.get_workspace(session, principal.workspace_id)
     return page(request, "home.html", principal, workspace=workspace, **await _status(runtime))
@@ -88,7 +94,7 @@ async def home(request: Request[Any, Any, Any], principal: Principal, runtime: R
 
 @get("/ui/partials/status")
 async def status_partial(
-    request: Request[Any, Any, Any], principal: Principal, runtime: Runtime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
 ) -> Template:
     return page(request, "_status.html", principal, **await _status(runtime))
 

@@ -1,0 +1,29 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11:
+#   make run    create .venv, install, migrate, start the service with the demo workspace
+#   make test   create .venv, install, run the test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint bench ci
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $@
+
+run: $(BIN)/.installed
+	DEMO=1 $(BIN)/python -m app serve
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check app tests bench
+	$(BIN)/ruff format --check app tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+ci:
+	.ci/run
