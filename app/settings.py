@@ -211,7 +211,7 @@ def _load_group(cls: type[Any], environ: Mapping[str, str]) -> Any:
     for f in dataclasses.fields(cls):
         kind = hints[f.name]
         if dataclasses.is_dataclass(kind):
-            values[f.name] = _load_group(kind, environ)
+            values[f.name] = _load_group(kind, environ)  # type: ignore[arg-type]
             continue
         var = f.metadata.get("env")
         if var is not None and var in environ:

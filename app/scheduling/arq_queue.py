@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import traceback
 from collections.abc import Callable
 from datetime import datetime
@@ -145,7 +146,7 @@ def _arq_function(
         JOBS_FINISHED.labels(spec.name, "done").inc()
 
     return func(
-        run,
+        run,  # type: ignore[arg-type]
         name=spec.name,
         max_tries=spec.max_tries + 1,
         timeout=spec.timeout_seconds,
@@ -180,7 +181,7 @@ class ArqWorkers:
                     max_jobs=concurrency,
                     handle_signals=False,
                     poll_delay=poll_delay,
-                    job_completion_wait=shutdown_grace,
+                    job_completion_wait=int(shutdown_grace),
                     keep_result=3600,
                     allow_abort_jobs=False,
                 )
@@ -194,7 +195,7 @@ class ArqWorkers:
     def stop(self) -> None:
         for worker in self.workers:
             # arq's own graceful stop: no new jobs, in-flight ones finish within the grace period.
-            worker.handle_sig_wait_for_completion(15)
+            worker.handle_sig_wait_for_completion(signal.SIGTERM)
 
     async def close(self) -> None:
         for worker in self.workers:

@@ -14,6 +14,7 @@ import socket
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from app.scheduling.jobs import JobContext, JobRegistry, run_handler
 from app.scheduling.metrics import JOB_DURATION, JOBS_FINISHED, JOBS_LEASED
@@ -90,7 +91,7 @@ class DatabaseWorker:
     async def _idle(self, full: bool) -> None:
         """Wait for a freed slot, a job queued in this process, a stop, or the poll interval."""
         self._slot_free.clear()
-        waiters = {asyncio.ensure_future(self._slot_free.wait())}
+        waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._slot_free.wait())}
         if not full:
             waiters.add(asyncio.ensure_future(self.queue.wait_for_work(self.poll_interval)))
         _, pending = await asyncio.wait(

@@ -17,6 +17,7 @@ from litestar import Litestar, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import MutableScopeHeaders
 from litestar.di import Provide
+from litestar.enums import ScopeType
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect
@@ -63,7 +64,7 @@ def correlation_middleware(app: ASGIApp) -> ASGIApp:
     """Give every request an id (``X-Request-ID``), attached to each log line it causes."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         request_id = uuid.uuid4().hex[:16]
