@@ -1,0 +1,19 @@
+"""Outgoing e-mail over SMTP.
+
+``MailSender(settings.mail).send(OutgoingEmail(...))`` delivers one message. Failures are sorted into
+:class:`TransientMailError` (worth retrying: 4xx replies, timeouts, refused connections) and
+:class:`PermanentMailError` (5xx replies: retrying cannot help).
+"""
+
+from app.integrations.mail.errors import MailError, PermanentMailError, TransientMailError
+from app.integrations.mail.message import OutgoingEmail, build_message
+from app.integrations.mail.sender import MailSender
+
+__all__ = [
+    "MailError",
+    "MailSender",
+    "OutgoingEmail",
+    "PermanentMailError",
+    "TransientMailError",
+    "build_message",
+]

@@ -1,0 +1,46 @@
+"""The message to send and its MIME rendering."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+from email.utils import formatdate
+
+import msgspec
+
+
+class OutgoingEmail(msgspec.Struct, frozen=True, kw_only=True):
+    """One e-mail. ``message_id`` is stable per effect, so a redelivery carries the same
+    ``Message-ID`` header and receivers (and our own sink) can recognise it."""
+
+    to: list[str]
+    subject: str
+    text: str
+    html: str | None = None
+    message_id: str
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+def _angle(message_id: str) -> str:
+    """Message-ID headers are ``<local@domain>``; accept the bare form too."""
+    value = message_id.strip()
+    if not value.startswith("<"):
+        value = f"<{value}>"
+    return value
+
+
+def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
+    """Render ``email`` as a MIME message (text, plus an HTML alternative when given)."""
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = ", ".join(email.to)
+    msg["Subject"] = email.subject
+    msg["Message-ID"] = _angle(email.message_id)
+    msg["Date"] = formatdate(localtime=False, usegmt=True)
+    for name, value in email.headers.items():
+        if name.lower() in {"from", "to", "subject", "message-id", "date"}:
+            continue  # the fields above are ours; a caller header must not duplicate them
+        msg[name] = value
+    msg.set_content(email.text)
+    if email.html is not None:
+        msg.add_alternative(email.html, subtype="html")
+    return msg

@@ -1,0 +1,135 @@
+"""A loopback SMTP server that keeps what it receives (tests, benchmarks and the demo).
+
+``SmtpSink().start()`` runs an aiosmtpd server on a free port of 127.0.0.1 in its own thread, so it
+works from synchronous and asynchronous code and receives mail from other processes too. Each
+accepted message is parsed into a :class:`ReceivedMessage`; ``inject_failure`` makes the next DATA
+commands answer with an SMTP error code, the way a real server defers or refuses mail.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from typing import Any
+
+from aiosmtpd.controller import Controller
+
+from app.sandbox.base import free_port
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    """One message accepted by the sink."""
+
+    message_id: str
+    to: list[str]
+    mail_from: str
+    subject: str
+    body: str
+    html: str | None
+    headers: dict[str, str]
+    raw: bytes = field(repr=False)
+
+
+@dataclass
+class _Failure:
+    code: int
+    times: int
+    text: str
+
+
+def _parse(raw: bytes, rcpt_tos: list[str], mail_from: str) -> ReceivedMessage:
+    parsed = message_from_bytes(raw, policy=policy.default)
+    assert isinstance(parsed, EmailMessage)
+    text_part = parsed.get_body(preferencelist=("plain",))
+    html_part = parsed.get_body(preferencelist=("html",))
+    body = text_part.get_content() if text_part is not None else ""
+    html = html_part.get_content() if html_part is not None else None
+    headers = {name: str(value) for name, value in parsed.items()}
+    return ReceivedMessage(
+        message_id=str(parsed.get("Message-ID", "")).strip(),
+        to=list(rcpt_tos),
+        mail_from=mail_from,
+        subject=str(parsed.get("Subject", "")),
+        body=body,
+        html=html,
+        headers=headers,
+        raw=raw,
+    )
+
+
+class _Handler:
+    def __init__(self, sink: SmtpSink) -> None:
+        self._sink = sink
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        return self._sink._receive(envelope)
+
+
+class SmtpSink:
+    """The SMTP server; ``messages`` lists what arrived, in order."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.host = "127.0.0.1"
+        self.port = port or free_port()
+        self.messages: list[ReceivedMessage] = []
+        self._failures: list[_Failure] = []
+        self._lock = threading.Lock()
+        self._controller = Controller(_Handler(self), hostname=self.host, port=self.port)
+        self._running = False
+
+    @property
+    def url(self) -> str:
+        return f"smtp://{self.host}:{self.port}"
+
+    def start(self) -> SmtpSink:
+        self._controller.start()
+        self._running = True
+        return self
+
+    def stop(self) -> None:
+        if self._running:
+            self._controller.stop()
+            self._running = False
+
+    def __enter__(self) -> SmtpSink:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def inject_failure(self, code: int = 451, times: int = 1, text: str = "") -> None:
+        """Answer the next ``times`` DATA commands with ``code`` (4xx defers, 5xx refuses)."""
+        reason = text or ("Requested action aborted: try again later" if code < 500 else "Rejected")
+        with self._lock:
+            self._failures.append(_Failure(code=code, times=times, text=reason))
+
+    def _receive(self, envelope: Any) -> str:
+        with self._lock:
+            for failure in self._failures:
+                if failure.times != 0:
+                    if failure.times > 0:
+                        failure.times -= 1
+                    return f"{failure.code} {failure.text}"
+            raw = envelope.original_content or envelope.content
+            if isinstance(raw, str):
+                raw = raw.encode()
+            self.messages.append(_parse(raw, list(envelope.rcpt_tos), envelope.mail_from))
+        return "250 Message accepted for delivery"
+
+    def snapshot(self) -> list[ReceivedMessage]:
+        """A copy of the received messages (safe to iterate while mail keeps arriving)."""
+        with self._lock:
+            return list(self.messages)
+
+    def count_by_message_id(self) -> Counter[str]:
+        """How many times each Message-ID arrived (a value above 1 is a duplicate delivery)."""
+        return Counter(m.message_id for m in self.snapshot())
+
+    def clear(self) -> None:
+        with self._lock:
+            self.messages.clear()
+            self._failures.clear()
