@@ -1,0 +1,163 @@
+"""A read-only client of the Google Sheets API v4 ``values`` endpoint.
+
+``GET /v4/spreadsheets/{id}/values/{range}`` with either an API key (``?key=``) or an OAuth bearer
+token (a service account's access token). Values are requested unformatted, so numbers arrive as
+JSON numbers; they are decoded straight into :class:`~decimal.Decimal` (never through float).
+Transient failures (429, 5xx, connection errors) are retried a few times with a short backoff;
+everything else raises :class:`SheetsError` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import quote
+
+import httpx
+import msgspec
+
+Cell = str | int | Decimal | bool
+"""One cell as the API returns it unformatted: text, a whole or decimal number, or a boolean."""
+
+Sleep = Callable[[float], Awaitable[None]]
+
+TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """A Google Cloud API key (works for sheets shared as "anyone with the link")."""
+
+    key: str
+
+    def __repr__(self) -> str:  # keep the key out of logs and tracebacks
+        return "ApiKey(***)"
+
+
+@dataclass(frozen=True, slots=True)
+class BearerToken:
+    """An OAuth 2 access token, e.g. minted for a service account the sheet is shared with."""
+
+    token: str
+
+    def __repr__(self) -> str:
+        return "BearerToken(***)"
+
+
+SheetsCredentials = ApiKey | BearerToken
+
+
+class SheetsError(Exception):
+    """The Sheets API refused or failed the read."""
+
+    def __init__(self, message: str, *, status: int | None = None, transient: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.transient = transient
+
+
+class _ErrorDetail(msgspec.Struct):
+    code: int = 0
+    message: str = ""
+    status: str = ""
+
+
+class _ErrorBody(msgspec.Struct):
+    error: _ErrorDetail
+
+
+_decoder = msgspec.json.Decoder(float_hook=Decimal)
+
+
+def a1_range(sheet_name: str, cells: str = "") -> str:
+    """``'Sheet name'!A:Z`` with the quoting A1 notation needs (a quote inside is doubled)."""
+    quoted = "'" + sheet_name.replace("'", "''") + "'"
+    return f"{quoted}!{cells}" if cells else quoted
+
+
+def _parse_rows(raw: bytes) -> list[list[Cell]]:
+    try:
+        body = _decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise SheetsError(f"the Sheets API answered something that is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise SheetsError("the Sheets API answered an unexpected shape")
+    values = body.get("values", [])  # an empty range has no "values" key at all
+    if not isinstance(values, list) or not all(isinstance(r, list) for r in values):
+        raise SheetsError("the Sheets API answered values that are not a list of rows")
+    rows: list[list[Cell]] = []
+    for row in values:
+        cells: list[Cell] = []
+        for cell in row:
+            if not isinstance(cell, str | int | Decimal | bool):
+                raise SheetsError("the Sheets API answered a cell of an unexpected type")
+            cells.append(cell)
+        rows.append(cells)
+    return rows
+
+
+def _error_from(response: httpx.Response) -> SheetsError:
+    message = f"HTTP {response.status_code}"
+    try:
+        detail = msgspec.json.decode(response.content, type=_ErrorBody).error
+        message = f"{detail.status or response.status_code}: {detail.message}"
+    except msgspec.DecodeError:
+        pass
+    return SheetsError(
+        message,
+        status=response.status_code,
+        transient=response.status_code in TRANSIENT_STATUSES,
+    )
+
+
+class SheetsClient:
+    """One shared HTTP client for the Sheets API; close it with :meth:`aclose`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_seconds: float = 30.0,
+        retry_delays: Sequence[float] = (0.25, 1.0),
+        sleep: Sleep = asyncio.sleep,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), timeout=timeout_seconds, transport=transport
+        )
+        self._retry_delays = tuple(retry_delays)
+        self._sleep = sleep
+
+    async def get_values(
+        self, spreadsheet_id: str, range_a1: str, credentials: SheetsCredentials
+    ) -> list[list[Cell]]:
+        """The rows of ``range_a1`` (trailing empty cells and rows are omitted, as the API does)."""
+        path = (
+            f"/v4/spreadsheets/{quote(spreadsheet_id, safe='')}/values/{quote(range_a1, safe='')}"
+        )
+        params = {"majorDimension": "ROWS", "valueRenderOption": "UNFORMATTED_VALUE"}
+        headers: dict[str, str] = {}
+        if isinstance(credentials, ApiKey):
+            params["key"] = credentials.key
+        else:
+            headers["Authorization"] = f"Bearer {credentials.token}"
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.get(path, params=params, headers=headers)
+            except httpx.TransportError as exc:
+                error = SheetsError(f"could not reach the Sheets API: {exc!r}", transient=True)
+            else:
+                if response.status_code == 200:
+                    return _parse_rows(response.content)
+                error = _error_from(response)
+            if not error.transient or attempt >= len(self._retry_delays):
+                raise error
+            await self._sleep(self._retry_delays[attempt])
+            attempt += 1
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
