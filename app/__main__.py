@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 
 from app.db.migrate import SchemaOutOfDate, check_current, upgrade
 from app.logs import configure_logging
@@ -94,23 +95,43 @@ async def _worker(settings: Settings) -> int:
     return 0
 
 
+def environment_table() -> str:
+    lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    for var in describe_environment():
+        default = f"`{var.default}`" if var.default else "(empty)"
+        lines.append(f"| `{var.name}` | {default} | {var.doc.replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+def update_readme_table(path: Path, table: str) -> None:
+    text = path.read_text()
+    start, end = "<!-- env-table:start -->", "<!-- env-table:end -->"
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    path.write_text(f"{head}{start}\n{table}\n{end}{tail}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app", description="Sweepline")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="API, dashboard, webhooks, sweepers and workers in one process")
     sub.add_parser("worker", help="queue workers only (scale-out)")
     sub.add_parser("migrate", help="apply database migrations")
-    sub.add_parser("env", help="print every environment variable as a Markdown table")
+    env_cmd = sub.add_parser("env", help="print every environment variable as a Markdown table")
+    env_cmd.add_argument(
+        "--update-readme", metavar="PATH", help="write the table between the env-table markers"
+    )
     args = parser.parse_args(argv)
 
     settings = load_settings(os.environ)
     configure_logging(settings.web.log_format, settings.web.log_level)
 
     if args.command == "env":
-        print("| Variable | Default | Meaning |\n|---|---|---|")
-        for var in describe_environment():
-            default = var.default.replace("|", "\\|") or "(empty)"
-            print(f"| `{var.name}` | `{default}` | {var.doc} |")
+        table = environment_table()
+        if args.update_readme:
+            update_readme_table(Path(args.update_readme), table)
+        else:
+            print(table)
         return 0
     if args.command == "migrate":
         asyncio.run(upgrade(settings.database.url))
