@@ -1,0 +1,779 @@
+"""A loopback simulator of the SERP / keyword-data provider (DataForSEO's queued task API).
+
+It speaks the provider's shapes: ``POST …/task_post`` with a JSON array of at most 100 tasks,
+``GET …/tasks_ready`` and ``GET …/task_get/regular/{id}`` for Google organic SERPs under
+``/v3/serp/google/organic``, and the same trio (``task_get/{id}``) for Google Ads search volume under
+``/v3/keywords_data/google_ads/search_volume``; HTTP basic authentication; the envelope
+``{status_code, status_message, cost, tasks_count, tasks_error, tasks: [...]}`` with the outcome in
+``status_code`` and HTTP 200 for almost everything.
+
+Results are deterministic: each (keyword, device, location, language) has a stable ranking of 100
+organic results drawn from ``seed``, with ads, a featured snippet and "people also ask" blocks on some
+pages; ``depth`` is honoured (a domain ranked 37th is absent from a depth-10 page). Tests program, per
+keyword: a domain's position (or its absence from the top 100), an explicit no-data answer
+(``40102`` / null volume), a number of polls the task stays in queue (``40602``), a truncated page
+(partial result), a keyword left out of a keyword-data answer, or a task error. Envelope faults (rate
+limit ``40202``, payment required ``40200``, ``50000``, HTTP 5xx, garbage, delays) are injected
+through :class:`~app.sandbox.base.SandboxState`, whose counters count every call by kind
+(``serp.task_post``, ``serp.tasks_ready``, ``serp.task_get``, ``keywords.task_post``, …). The cost of
+every created task is added to :attr:`SerpSimulator.total_cost` (USD).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import hashlib
+import math
+import random
+import re
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Final
+
+import httpx
+import msgspec
+from litestar import Litestar, MediaType, Request, Response, get, post
+from litestar.params import FromPath
+
+from app.clock import Clock, SystemClock
+from app.sandbox.base import Fault, SandboxState, ThreadedServer, fault_response
+
+SERP_PREFIX: Final = "/v3/serp/google/organic"
+KEYWORDS_PREFIX: Final = "/v3/keywords_data/google_ads/search_volume"
+RANKING_SIZE: Final = 100
+MAX_TASKS: Final = 100
+MAX_KEYWORDS: Final = 1000
+
+LANGUAGES: Final = frozenset(
+    (  # noqa: SIM905 - a word list reads better as one string
+        "ar bg cs da de el en es et fi fr he hi hr hu id it ja ko lt lv ms nl no pl pt ro ru sk sl "
+        "sr sv th tr uk vi zh-CN zh-TW"
+    ).split()
+)
+_MESSAGES: Final = {
+    20000: "Ok.",
+    20100: "Task Created.",
+    40006: "You can set only one hundred tasks at a time.",
+    40100: "You are not authorized to access this resource.",
+    40102: "No Search Results.",
+    40200: "Payment Required.",
+    40202: "Rate limit per minute exceeded.",
+    40400: "Not Found.",
+    40501: "Invalid Field.",
+    40601: "Task Handed.",
+    40602: "Task In Queue.",
+    50000: "Internal Error.",
+}
+_encoder = msgspec.json.Encoder(decimal_format="number")
+_WORDS: Final = (  # noqa: SIM905 - a word list reads better as one string
+    "alpha atlas bright cedar delta ember falcon garden harbor indigo juniper kite lumen maple "
+    "nova orbit pine quartz river summit tide union vista willow yonder zenith"
+).split()
+_TLDS: Final = ("com", "net", "org", "io", "co.uk", "fr", "de")
+
+
+@dataclass(frozen=True)
+class SerpPrices:
+    """What the simulated provider charges per created task, in USD.
+
+    A SERP is billed by pages of 10 results: the first page at the queue's price, every further
+    page at ``extra_page_factor`` of it (depth 100 = 1 + 9 × 0.75 pages). Keyword data is billed
+    per task, whatever its number of keywords.
+    """
+
+    serp_page_standard: Decimal = Decimal("0.0006")
+    serp_page_priority: Decimal = Decimal("0.0012")
+    extra_page_factor: Decimal = Decimal("0.75")
+    keyword_data_task: Decimal = Decimal("0.075")
+
+    def serp(self, depth: int, priority: int) -> Decimal:
+        page = self.serp_page_priority if priority == 2 else self.serp_page_standard
+        pages = max(1, math.ceil(depth / 10))
+        return page + page * self.extra_page_factor * (pages - 1)
+
+
+@dataclass
+class KeywordScript:
+    """How the simulator answers for one keyword (applies to every device and context)."""
+
+    no_data: bool = False
+    """SERP: the task answers ``40102`` "No Search Results"; keyword data: a row of nulls."""
+    queue_polls: int = 0
+    """Polls (``task_get`` on the task, or ``tasks_ready``) answered "in queue" before it is ready."""
+    queue_code: int = 40602
+    """The code of those answers: ``40602`` "Task In Queue" or ``40601`` "Task Handed"."""
+    partial_items: int | None = None
+    """SERP: only the first N organic results come back (a truncated page)."""
+    omit: bool = False
+    """Keyword data: the keyword is left out of the task's rows (a partial answer)."""
+    task_error: int | None = None
+    """The task fails with this code at ``task_get`` (``50000``, ``40501``, …)."""
+
+
+@dataclass
+class _Task:
+    id: str
+    endpoint: str  # "serp" | "keywords"
+    data: dict[str, Any]
+    cost: Decimal
+    posted_at: datetime
+    polls_left: int
+    queue_code: int = 40602
+    collected: bool = False
+    notified: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.polls_left <= 0
+
+    @property
+    def tag(self) -> str:
+        tag = self.data.get("tag")
+        return tag if isinstance(tag, str) else ""
+
+
+class SerpSimulator:
+    """The simulated provider: its data, programming methods and its Litestar :attr:`app`.
+
+    Args:
+        seed: makes every ranking and keyword volume reproducible.
+        login, password: the accepted HTTP basic credentials.
+        ready_after_polls: polls every task stays in queue unless its keyword says otherwise.
+        prices: the price list of created tasks.
+        funds: when set, the account balance in USD; a ``task_post`` that would overdraw it is
+            refused with ``40200`` "Payment Required".
+        clock: dates ``date_posted`` and the months of ``monthly_searches``.
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        login: str = "sandbox",
+        password: str = "sandbox-password",  # noqa: S107 - the simulator's own fixed credential
+        ready_after_polls: int = 0,
+        prices: SerpPrices | None = None,
+        funds: Decimal | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.seed = seed
+        self.login = login
+        self.password = password
+        self.ready_after_polls = ready_after_polls
+        self.prices = prices or SerpPrices()
+        self.funds = funds
+        self.clock: Clock = clock or SystemClock()
+        self.state = SandboxState()
+        self.total_cost = Decimal(0)
+        self.deliveries: list[tuple[str, int | str]] = []
+        """Postbacks and pingbacks sent: (url, HTTP status or the error's name)."""
+        # Re-entrant: answering a task (under the lock) reads the placements (under the lock).
+        self._lock = threading.RLock()
+        self._tasks: dict[str, _Task] = {}
+        self._sequence = 0
+        self._scripts: dict[str, KeywordScript] = {}
+        self._placements: dict[tuple[str, str | None], dict[str, int | None]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self.app = create_serp_app(self)
+
+    # -- programming -----------------------------------------------------------------------------
+
+    def place(
+        self, keyword: str, domain: str, position: int | None, *, device: str | None = None
+    ) -> None:
+        """Rank ``domain`` at ``position`` (1–100) for ``keyword``, or nowhere in the top 100
+        (``None``); for one device or (``device=None``) both."""
+        if position is not None and not 1 <= position <= RANKING_SIZE:
+            raise ValueError(f"position must be 1..{RANKING_SIZE} or None")
+        with self._lock:
+            self._placements.setdefault((_norm(keyword), device), {})[domain.lower()] = position
+
+    def script(self, keyword: str, **behaviour: Any) -> KeywordScript:
+        """Program how ``keyword`` is answered; see :class:`KeywordScript` for the options."""
+        script = KeywordScript(**behaviour)
+        with self._lock:
+            self._scripts[_norm(keyword)] = script
+        return script
+
+    def inject_status(
+        self, kind: str, status_code: int, *, times: int = 1, http_status: int = 200
+    ) -> Fault:
+        """Answer the next ``times`` calls of ``kind`` with an envelope carrying ``status_code``
+        (``40202`` rate limit, ``40200`` payment required, ``50000`` internal error, …)."""
+        body = _envelope([], status_code=status_code)
+        return self.state.inject(kind, status=http_status, raw=_encoder.encode(body), times=times)
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        """The posted parameters of a task, as the provider stored them."""
+        with self._lock:
+            task = self._tasks.get(task_id)
+            return dict(task.data) if task else None
+
+    @property
+    def tasks_posted(self) -> int:
+        with self._lock:
+            return len(self._tasks)
+
+    # -- deterministic data ----------------------------------------------------------------------
+
+    def ranking(
+        self, keyword: str, device: str, location_code: int, language_code: str
+    ) -> list[str]:
+        """The 100 organic domains, best first, for one context (programmed placements applied)."""
+        keyword = _norm(keyword)
+        rng = random.Random(f"{self.seed}|{keyword}|{device}|{location_code}|{language_code}")
+        slug = _slug(keyword)
+        domains: list[str] = []
+        seen: set[str] = set()
+        while len(domains) < RANKING_SIZE:
+            word = rng.choice(_WORDS)
+            candidate = rng.choice(
+                (f"{word}-{slug}", f"{slug}{word}", f"{word}{rng.randint(1, 99)}", f"{word}-shop")
+            )
+            domain = f"{candidate[:40]}.{rng.choice(_TLDS)}"
+            if domain not in seen:
+                seen.add(domain)
+                domains.append(domain)
+        with self._lock:
+            placements = {
+                **self._placements.get((keyword, None), {}),
+                **self._placements.get((keyword, device), {}),
+            }
+        ordered = [d for d in domains if d not in placements]
+        for domain, position in sorted(
+            ((d, p) for d, p in placements.items() if p is not None), key=lambda dp: dp[1]
+        ):
+            ordered.insert(position - 1, domain)
+        return ordered[:RANKING_SIZE]
+
+    def _serp_items(self, data: dict[str, Any], script: KeywordScript) -> list[dict[str, Any]]:
+        keyword, device = str(data["keyword"]), str(data["device"])
+        location, language = int(data["location_code"]), str(data["language_code"])
+        ranking = self.ranking(keyword, device, location, language)
+        depth = min(int(data["depth"]), RANKING_SIZE)
+        organic_count = depth if script.partial_items is None else min(depth, script.partial_items)
+        features = random.Random(f"{self.seed}|features|{_norm(keyword)}|{device}")
+        slug = _slug(keyword)
+        items: list[dict[str, Any]] = []
+
+        def add(kind: str, rank_group: int, **extra: Any) -> None:
+            items.append(
+                {"type": kind, "rank_group": rank_group, "rank_absolute": len(items) + 1, **extra}
+            )
+
+        for n in range(features.choice((0, 0, 1, 2))):
+            ad = f"{features.choice(_WORDS)}-ads{n}.com"
+            add("paid", n + 1, domain=ad, url=f"https://{ad}/{slug}", title=f"{keyword} deals")
+        if features.random() < 0.3 and organic_count:
+            top = ranking[0]
+            add("featured_snippet", 1, domain=top, url=f"https://{top}/{slug}", title=keyword)
+        paa_after = 3 if features.random() < 0.5 else None
+        for rank in range(1, organic_count + 1):
+            domain = ranking[rank - 1]
+            add(
+                "organic",
+                rank,
+                domain=f"www.{domain}" if rank % 3 == 0 else domain,
+                url=f"https://{domain}/{slug}",
+                title=f"{keyword.title()} – {domain.split('.')[0]}",
+                description=f"Everything about {keyword}.",
+            )
+            if rank == paa_after:
+                add("people_also_ask", 1, domain=None, url=None, title=None)
+        return items
+
+    def _volume_row(
+        self, keyword: str, script: KeywordScript, data: dict[str, Any], now: datetime
+    ) -> dict[str, Any]:
+        location, language = data["location_code"], data["language_code"]
+        row: dict[str, Any] = {
+            "keyword": keyword,
+            "spell": None,
+            "location_code": location,
+            "language_code": language,
+            "search_partners": False,
+        }
+        if script.no_data:
+            row.update(
+                competition=None,
+                competition_index=None,
+                search_volume=None,
+                low_top_of_page_bid=None,
+                high_top_of_page_bid=None,
+                cpc=None,
+                monthly_searches=None,
+            )
+            return row
+        rng = random.Random(f"{self.seed}|volume|{_norm(keyword)}|{location}|{language}")
+        volume = int(round(10 ** rng.uniform(1, 5), -1))
+        index = rng.randint(0, 100)
+        cpc = Decimal(rng.randint(5, 900)) / 100
+        months: list[dict[str, Any]] = []
+        year, month = now.year, now.month
+        for _ in range(12):
+            year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+            months.append(
+                {
+                    "year": year,
+                    "month": month,
+                    "search_volume": int(volume * rng.uniform(0.7, 1.3)),
+                }
+            )
+        row.update(
+            competition="LOW" if index < 34 else "MEDIUM" if index < 67 else "HIGH",
+            competition_index=index,
+            search_volume=volume,
+            low_top_of_page_bid=cpc * Decimal("0.6"),
+            high_top_of_page_bid=cpc * Decimal("1.8"),
+            cpc=cpc,
+            monthly_searches=months,
+        )
+        return row
+
+    # -- the provider's behaviour ----------------------------------------------------------------
+
+    def post_tasks(self, endpoint: str, raw: Any) -> tuple[dict[str, Any], list[_Task]]:
+        """Validate and queue a ``task_post`` body: the answer's envelope, and the created tasks
+        that are ready at once."""
+        if not isinstance(raw, list) or not raw:
+            return _envelope([], status_code=40501, message="Invalid Field: 'tasks'."), []
+        if len(raw) > MAX_TASKS:
+            return _envelope([], status_code=40006), []
+        now = self.clock.now()
+        checked = [
+            _validate_serp(item) if endpoint == "serp" else _validate_keywords(item) for item in raw
+        ]
+        cost = sum(
+            (self._price(endpoint, data) for data, error in checked if error is None), Decimal(0)
+        )
+        created: list[_Task] = []
+        with self._lock:
+            if self.funds is not None and cost > self.funds:
+                return _envelope([], status_code=40200), []
+            if self.funds is not None:
+                self.funds -= cost
+            self.total_cost += cost
+            tasks: list[dict[str, Any]] = []
+            for data, error in checked:
+                self._sequence += 1
+                task_id = _task_id(self.seed, self._sequence, now)
+                echo = {**_api_data(endpoint, "task_post"), **data}
+                if error is not None:
+                    tasks.append(_task(task_id, 40501, echo, message=error))
+                    continue
+                polls, queue_code = self._queueing(endpoint, data)
+                task = _Task(
+                    id=task_id,
+                    endpoint=endpoint,
+                    data=data,
+                    cost=self._price(endpoint, data),
+                    posted_at=now,
+                    polls_left=polls,
+                    queue_code=queue_code,
+                )
+                self._tasks[task_id] = task
+                created.append(task)
+                tasks.append(_task(task_id, 20100, echo, cost=task.cost))
+        return _envelope(tasks, cost=cost), [t for t in created if t.ready]
+
+    def tasks_ready(self, endpoint: str) -> tuple[dict[str, Any], list[_Task]]:
+        """The ``tasks_ready`` envelope, and the tasks that became ready with this poll."""
+        with self._lock:
+            mine = [t for t in self._tasks.values() if t.endpoint == endpoint and not t.collected]
+            ready = [t for t in mine if t.ready][:1000]
+            # Tasks not listed by this poll move one poll closer to being ready.
+            became_ready = self._poll(mine)
+        result = [_ready_entry(t) for t in ready]
+        task = _task(
+            _task_id(self.seed, 0, self.clock.now()),
+            20000,
+            _api_data(endpoint, "tasks_ready"),
+            result=result,
+        )
+        return _envelope([task]), became_ready
+
+    def task_get(self, endpoint: str, task_id: str) -> tuple[dict[str, Any], list[_Task]]:
+        """The ``task_get`` envelope of one task, and the tasks that became ready with this poll."""
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None or task.endpoint != endpoint:
+                return _envelope([_task(task_id, 40400, _api_data(endpoint, "task_get"))]), []
+            answer = self._task_answer(task)
+            if task.ready:
+                task.collected = True
+            became_ready = self._poll([task])
+        return _envelope([answer]), became_ready
+
+    def _task_answer(self, task: _Task) -> dict[str, Any]:
+        """A task as ``task_get`` (and a postback) shows it."""
+        echo = {**_api_data(task.endpoint, "task_get"), **task.data}
+        if not task.ready:
+            return _task(task.id, task.queue_code, echo, cost=task.cost)
+        if task.endpoint == "serp":
+            script = self._scripts.get(_norm(task.data["keyword"])) or KeywordScript()
+            if script.task_error is not None:
+                return _task(task.id, script.task_error, echo, cost=task.cost)
+            if script.no_data:
+                return _task(task.id, 40102, echo, cost=task.cost)
+            items = self._serp_items(task.data, script)
+            page = {
+                "keyword": task.data["keyword"],
+                "type": "organic",
+                "se_domain": "google.com",
+                "location_code": task.data["location_code"],
+                "language_code": task.data["language_code"],
+                "check_url": "https://www.google.com/search?q="
+                + _slug(task.data["keyword"]).replace("-", "+"),
+                "datetime": _provider_time(task.posted_at),
+                "spell": None,
+                "item_types": sorted({i["type"] for i in items}),
+                "se_results_count": 1000 + len(items) * 1713,
+                "items_count": len(items),
+                "items": items,
+            }
+            return _task(task.id, 20000, echo, cost=task.cost, result=[page])
+        keywords: list[str] = task.data["keywords"]
+        scripts = {k: self._scripts.get(_norm(k)) or KeywordScript() for k in keywords}
+        for script in scripts.values():
+            if script.task_error is not None:
+                return _task(task.id, script.task_error, echo, cost=task.cost)
+        rows = [
+            self._volume_row(k, s, task.data, task.posted_at)
+            for k, s in scripts.items()
+            if not s.omit
+        ]
+        return _task(task.id, 20000, echo, cost=task.cost, result=rows)
+
+    def _poll(self, tasks: Any) -> list[_Task]:
+        became_ready: list[_Task] = []
+        for task in tasks:
+            if not task.ready:
+                task.polls_left -= 1
+                if task.ready:
+                    became_ready.append(task)
+        return became_ready
+
+    def _queueing(self, endpoint: str, data: dict[str, Any]) -> tuple[int, int]:
+        """(polls answered "in queue", the code they carry) for a new task."""
+        keywords = [data["keyword"]] if endpoint == "serp" else data["keywords"]
+        scripts = [s for k in keywords if (s := self._scripts.get(_norm(k))) is not None]
+        polls = max([self.ready_after_polls, *(s.queue_polls for s in scripts)])
+        code = next((s.queue_code for s in scripts if s.queue_polls), 40602)
+        return polls, code
+
+    def _price(self, endpoint: str, data: dict[str, Any]) -> Decimal:
+        if endpoint == "serp":
+            return self.prices.serp(int(data["depth"]), int(data["priority"]))
+        return self.prices.keyword_data_task
+
+    # -- postback / pingback ---------------------------------------------------------------------
+
+    def notify(self, tasks: list[_Task]) -> None:
+        """Send the postbacks and pingbacks of tasks that just became ready, in the background."""
+        for task in tasks:
+            with self._lock:
+                if task.notified or not (
+                    task.data.get("postback_url") or task.data.get("pingback_url")
+                ):
+                    continue
+                task.notified = True
+            job = asyncio.get_running_loop().create_task(self._deliver(task))
+            self._background.add(job)
+            job.add_done_callback(self._background.discard)
+
+    async def _deliver(self, task: _Task) -> None:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            postback = task.data.get("postback_url")
+            if isinstance(postback, str):
+                with self._lock:
+                    answer = self._task_answer(task)
+                body = gzip.compress(_encoder.encode(_envelope([answer])))
+                await self._send(
+                    http,
+                    "POST",
+                    postback,
+                    content=body,
+                    headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+                )
+            pingback = task.data.get("pingback_url")
+            if isinstance(pingback, str):
+                url = pingback.replace("$id", task.id).replace("$tag", task.tag)
+                await self._send(http, "GET", url)
+
+    async def _send(self, http: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> None:
+        try:
+            response = await http.request(method, url, **kwargs)
+            outcome: int | str = response.status_code
+        except httpx.HTTPError as exc:
+            outcome = type(exc).__name__
+        with self._lock:
+            self.deliveries.append((url, outcome))
+
+    def authorised(self, header: str) -> bool:
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            login, _, password = base64.b64decode(encoded).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        return login == self.login and password == self.password
+
+
+# -- validation of posted tasks ------------------------------------------------------------------
+
+
+def _validate_common(item: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    data: dict[str, Any] = {}
+    for key in ("location_code", "language_code", "tag", "postback_url", "pingback_url"):
+        if key in item:
+            data[key] = item[key]
+    location = item.get("location_code")
+    if not isinstance(location, int) or isinstance(location, bool) or location <= 0:
+        return data, "Invalid Field: 'location_code'."
+    if item.get("language_code") not in LANGUAGES:
+        return data, "Invalid Field: 'language_code'."
+    tag = item.get("tag")
+    if tag is not None and (not isinstance(tag, str) or len(tag) > 255):
+        return data, "Invalid Field: 'tag'."
+    for key in ("postback_url", "pingback_url"):
+        url = item.get(key)
+        if url is not None and (
+            not isinstance(url, str) or not url.startswith(("http://", "https://"))
+        ):
+            return data, f"Invalid Field: '{key}'."
+    return data, None
+
+
+def _validate_serp(item: Any) -> tuple[dict[str, Any], str | None]:
+    if not isinstance(item, dict):
+        return {}, "Invalid Field: 'task'."
+    data, error = _validate_common(item)
+    keyword = item.get("keyword")
+    device = item.get("device", "desktop")
+    depth = item.get("depth", 100)
+    priority = item.get("priority", 1)
+    data.update(
+        keyword=keyword,
+        device=device,
+        os="windows" if device == "desktop" else "android",
+        depth=depth,
+        priority=priority,
+        se_domain="google.com",
+    )
+    if error is not None:
+        return data, error
+    if not isinstance(keyword, str) or not keyword.strip() or len(keyword) > 700:
+        return data, "Invalid Field: 'keyword'."
+    if device not in ("desktop", "mobile"):
+        return data, "Invalid Field: 'device'."
+    if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 700:
+        return data, "Invalid Field: 'depth'."
+    if priority not in (1, 2):
+        return data, "Invalid Field: 'priority'."
+    return data, None
+
+
+def _validate_keywords(item: Any) -> tuple[dict[str, Any], str | None]:
+    if not isinstance(item, dict):
+        return {}, "Invalid Field: 'task'."
+    data, error = _validate_common(item)
+    keywords = item.get("keywords")
+    data["keywords"] = keywords
+    if error is not None:
+        return data, error
+    if (
+        not isinstance(keywords, list)
+        or not 1 <= len(keywords) <= MAX_KEYWORDS
+        or not all(isinstance(k, str) and k.strip() and len(k) <= 80 for k in keywords)
+    ):
+        return data, "Invalid Field: 'keywords'."
+    return data, None
+
+
+# -- shapes --------------------------------------------------------------------------------------
+
+
+def _envelope(
+    tasks: list[dict[str, Any]],
+    *,
+    status_code: int = 20000,
+    message: str | None = None,
+    cost: Decimal = Decimal(0),
+) -> dict[str, Any]:
+    return {
+        "version": "0.1.20260301",
+        "status_code": status_code,
+        "status_message": message or _MESSAGES.get(status_code, "Error."),
+        "time": "0.0100 sec.",
+        "cost": cost,
+        "tasks_count": len(tasks),
+        "tasks_error": sum(1 for t in tasks if t["status_code"] >= 40000),
+        "tasks": tasks,
+    }
+
+
+def _task(
+    task_id: str,
+    status_code: int,
+    data: dict[str, Any],
+    *,
+    message: str | None = None,
+    cost: Decimal = Decimal(0),
+    result: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": task_id,
+        "status_code": status_code,
+        "status_message": message or _MESSAGES.get(status_code, "Error."),
+        "time": "0.0050 sec.",
+        "cost": cost,
+        "result_count": len(result) if result else 0,
+        "path": _path(data),
+        "data": data,
+        "result": result,
+    }
+
+
+def _api_data(endpoint: str, function: str) -> dict[str, Any]:
+    if endpoint == "serp":
+        return {"api": "serp", "function": function, "se": "google", "se_type": "organic"}
+    return {"api": "keywords_data", "function": function, "se": "google_ads"}
+
+
+def _path(data: dict[str, Any]) -> list[str]:
+    prefix = SERP_PREFIX if data.get("api") == "serp" else KEYWORDS_PREFIX
+    return [*prefix.strip("/").split("/"), str(data.get("function", ""))]
+
+
+def _ready_entry(task: _Task) -> dict[str, Any]:
+    posted = _provider_time(task.posted_at)
+    if task.endpoint == "serp":
+        return {
+            "id": task.id,
+            "se": "google",
+            "se_type": "organic",
+            "date_posted": posted,
+            "tag": task.tag,
+            "endpoint_regular": f"{SERP_PREFIX}/task_get/regular/{task.id}",
+            "endpoint_advanced": f"{SERP_PREFIX}/task_get/advanced/{task.id}",
+            "endpoint_html": f"/v3/serp/google/html/task_get/html/{task.id}",
+        }
+    return {
+        "id": task.id,
+        "se": "google_ads",
+        "function": "search_volume",
+        "date_posted": posted,
+        "tag": task.tag,
+        "endpoint": f"{KEYWORDS_PREFIX}/task_get/{task.id}",
+    }
+
+
+def _task_id(seed: int, sequence: int, now: datetime) -> str:
+    digest = hashlib.sha256(f"{seed}:{sequence}".encode()).hexdigest()[:12]
+    return f"{now:%m%d%H%M}-{seed % 10000:04d}-0066-{sequence % 10000:04d}-{digest}"
+
+
+def _provider_time(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S +00:00")
+
+
+def _norm(keyword: str) -> str:
+    return " ".join(keyword.split()).casefold()
+
+
+def _slug(keyword: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", _norm(keyword)).strip("-")[:30] or "q"
+
+
+def _json(body: dict[str, Any], status: int = 200) -> Response[bytes]:
+    return Response(_encoder.encode(body), status_code=status, media_type=MediaType.JSON)
+
+
+# -- the HTTP app --------------------------------------------------------------------------------
+
+
+Runner = Callable[[], Awaitable[Response[Any]]]
+
+
+def create_serp_app(sim: SerpSimulator) -> Litestar:
+    """The simulator's routes; each call is counted under its kind before anything else."""
+
+    async def answer(
+        request: Request[Any, Any, Any], kind: str, run: Runner, **details: Any
+    ) -> Response[Any]:
+        fault = sim.state.hit(kind, **details)
+        if fault is not None:
+            return await fault_response(fault)
+        if not sim.authorised(request.headers.get("authorization", "")):
+            return _json(_envelope([], status_code=40100), status=401)
+        return await run()
+
+    def poster(endpoint: str, kind: str) -> Any:
+        async def handler(request: Request[Any, Any, Any]) -> Response[Any]:
+            async def run() -> Response[Any]:
+                try:
+                    raw = msgspec.json.decode(await request.body())
+                except msgspec.DecodeError:
+                    return _json(_envelope([], status_code=40501, message="Invalid JSON."))
+                body, ready = sim.post_tasks(endpoint, raw)
+                sim.notify(ready)
+                return _json(body)
+
+            return await answer(request, kind, run)
+
+        return handler
+
+    def ready_lister(endpoint: str, kind: str) -> Any:
+        async def handler(request: Request[Any, Any, Any]) -> Response[Any]:
+            async def run() -> Response[Any]:
+                body, became_ready = sim.tasks_ready(endpoint)
+                sim.notify(became_ready)
+                return _json(body)
+
+            return await answer(request, kind, run)
+
+        return handler
+
+    def getter(endpoint: str, kind: str) -> Any:
+        async def handler(request: Request[Any, Any, Any], task_id: FromPath[str]) -> Response[Any]:
+            async def run() -> Response[Any]:
+                body, became_ready = sim.task_get(endpoint, task_id)
+                sim.notify(became_ready)
+                return _json(body)
+
+            return await answer(request, kind, run, task_id=task_id)
+
+        return handler
+
+    handlers = [
+        post(f"{SERP_PREFIX}/task_post", name="serp_post", status_code=200)(
+            poster("serp", "serp.task_post")
+        ),
+        get(f"{SERP_PREFIX}/tasks_ready", name="serp_ready")(
+            ready_lister("serp", "serp.tasks_ready")
+        ),
+        get(f"{SERP_PREFIX}/task_get/regular/{{task_id:str}}", name="serp_get")(
+            getter("serp", "serp.task_get")
+        ),
+        post(f"{KEYWORDS_PREFIX}/task_post", name="keywords_post", status_code=200)(
+            poster("keywords", "keywords.task_post")
+        ),
+        get(f"{KEYWORDS_PREFIX}/tasks_ready", name="keywords_ready")(
+            ready_lister("keywords", "keywords.tasks_ready")
+        ),
+        get(f"{KEYWORDS_PREFIX}/task_get/{{task_id:str}}", name="keywords_get")(
+            getter("keywords", "keywords.task_get")
+        ),
+    ]
+    return Litestar(route_handlers=handlers, debug=False)
+
+
+def start_serp_sandbox(sim: SerpSimulator | None = None) -> ThreadedServer:
+    """Run the simulator on a free loopback port in its own thread (demo, benchmarks)."""
+    return ThreadedServer((sim or SerpSimulator()).app).start()
