@@ -87,6 +87,8 @@ class WebSettings:
     """``text`` (readable, development) or ``json`` (one JSON object per line, production)."""
     log_level: str = env("LOG_LEVEL", "INFO")
     """Minimum level of log lines."""
+    idempotency_ttl_hours: int = env("IDEMPOTENCY_TTL_HOURS", 24)
+    """How long the answer to a request with an ``Idempotency-Key`` is kept for retries."""
 
 
 @dataclass(frozen=True, slots=True)

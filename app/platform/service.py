@@ -5,6 +5,7 @@ Services never commit: the caller's unit of work does.
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -133,13 +134,18 @@ async def get_workspace(session: ReadSession, workspace_id: int) -> Workspace:
     return ws
 
 
-async def workspace_members(session: ReadSession, workspace_id: int) -> list[tuple[User, str]]:
-    rows = await session.execute(
+async def workspace_members(
+    session: ReadSession, workspace_id: int, *, limit: int = 200, after_user_id: int | None = None
+) -> list[tuple[User, str]]:
+    """Up to ``limit + 1`` members with their role, by user id."""
+    query = (
         select(User, Membership.role)
         .join(Membership, Membership.user_id == User.id)
         .where(Membership.workspace_id == workspace_id)
-        .order_by(User.email)
     )
+    if after_user_id is not None:
+        query = query.where(User.id > after_user_id)
+    rows = await session.execute(query.order_by(User.id).limit(limit + 1))
     return [(u, r) for u, r in rows.all()]
 
 
@@ -163,21 +169,30 @@ async def create_api_key(
     return key, raw
 
 
-async def list_api_keys(session: ReadSession, workspace_id: int) -> list[ApiKey]:
-    rows = await session.execute(
-        select(ApiKey).where(ApiKey.workspace_id == workspace_id).order_by(ApiKey.id)
-    )
+async def list_api_keys(
+    session: ReadSession, workspace_id: int, *, limit: int, after_id: int | None = None
+) -> list[ApiKey]:
+    """Up to ``limit + 1`` keys in creation order (the extra one tells the caller there is more)."""
+    query = select(ApiKey).where(ApiKey.workspace_id == workspace_id)
+    if after_id is not None:
+        query = query.where(ApiKey.id > after_id)
+    rows = await session.execute(query.order_by(ApiKey.id).limit(limit + 1))
     return list(rows.scalars())
 
 
-async def revoke_api_key(
-    session: WriteSession, *, workspace_id: int, key_id: int, now: datetime
-) -> None:
+async def get_api_key(session: ReadSession, *, workspace_id: int, key_id: int) -> ApiKey:
     key = await session.scalar(
         select(ApiKey).where(ApiKey.id == key_id, ApiKey.workspace_id == workspace_id)
     )
     if key is None:
         raise NotFound("API key not found")
+    return key
+
+
+async def revoke_api_key(
+    session: WriteSession, *, workspace_id: int, key_id: int, now: datetime
+) -> None:
+    key = await get_api_key(session, workspace_id=workspace_id, key_id=key_id)
     key.revoked_at = key.revoked_at or now
 
 
@@ -220,7 +235,8 @@ def webhook_secret(box: SecretBox, workspace: Workspace) -> str:
 
 
 async def sign_in(session: WriteSession, *, email: str, password: str, now: datetime) -> str | None:
-    """Check the credentials and open a session; returns the cookie token or None."""
+    """Check the credentials and open a session in the person's first workspace; returns the
+    cookie token or None."""
     user = await session.scalar(select(User).where(User.email == email.strip().lower()))
     if user is None:
         # Same work as a real check, so timing does not reveal which e-mails exist.
@@ -274,7 +290,48 @@ async def sign_out(session: WriteSession, token: str) -> None:
     await session.execute(delete(UserSession).where(UserSession.token_hash == sha256_hex(token)))
 
 
+async def user_workspaces(session: ReadSession, user_id: int) -> list[tuple[Workspace, str]]:
+    """The workspaces a person belongs to, with their role in each."""
+    rows = await session.execute(
+        select(Workspace, Membership.role)
+        .join(Membership, Membership.workspace_id == Workspace.id)
+        .where(Membership.user_id == user_id)
+        .order_by(Workspace.name, Workspace.id)
+    )
+    return [(w, r) for w, r in rows.all()]
+
+
+async def switch_workspace(session: WriteSession, *, token: str, workspace_id: int) -> None:
+    """Point a signed-in session at another workspace the person is a member of."""
+    us = await session.scalar(
+        select(UserSession).where(UserSession.token_hash == sha256_hex(token))
+    )
+    if us is None:
+        raise NotFound("session not found")
+    member = await session.scalar(
+        select(Membership.id).where(
+            Membership.user_id == us.user_id, Membership.workspace_id == workspace_id
+        )
+    )
+    if member is None:
+        raise NotFound("workspace not found")
+    us.workspace_id = workspace_id
+    await session.flush()
+
+
 # -- secrets -----------------------------------------------------------------------------------
+
+
+_SECRET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+
+
+def validate_secret_name(name: str) -> str:
+    if not _SECRET_NAME.match(name):
+        raise ValidationFailed.field(
+            "name",
+            "1 to 100 letters, digits, '_', '.', ':' or '-', starting with a letter or digit",
+        )
+    return name
 
 
 async def set_secret(
@@ -286,6 +343,8 @@ async def set_secret(
     value: str,
     now: datetime,
 ) -> None:
+    """Store ``value`` encrypted under ``name`` (replacing an earlier value)."""
+    validate_secret_name(name)
     row = await session.scalar(
         select(Secret).where(Secret.workspace_id == workspace_id, Secret.name == name)
     )
@@ -315,3 +374,11 @@ async def secret_names(session: ReadSession, workspace_id: int) -> list[str]:
         select(Secret.name).where(Secret.workspace_id == workspace_id).order_by(Secret.name)
     )
     return list(rows.scalars())
+
+
+async def delete_secret(session: WriteSession, *, workspace_id: int, name: str) -> None:
+    result = await session.execute(
+        delete(Secret).where(Secret.workspace_id == workspace_id, Secret.name == name)
+    )
+    if not getattr(result, "rowcount", 0):
+        raise NotFound("secret not found")

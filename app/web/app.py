@@ -7,6 +7,7 @@ applies) the migrations, and starts the workers and sweepers: this is ``python -
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -61,21 +62,29 @@ def _login_redirect(request: Request[Any, Any, Any], exc: LoginRequired) -> Resp
 
 
 def correlation_middleware(app: ASGIApp) -> ASGIApp:
-    """Give every request an id (``X-Request-ID``), attached to each log line it causes."""
+    """Give every request an id (``X-Request-ID``), attached to each log line it causes, and log
+    one line per request when it is answered."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         request_id = uuid.uuid4().hex[:16]
+        started = time.perf_counter()
+        status = 500
 
         async def send_with_id(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
+                status = message["status"]
                 MutableScopeHeaders.from_message(message)["X-Request-ID"] = request_id
             await send(message)
 
         with correlate(request_id):
-            await app(scope, receive, send_with_id)
+            try:
+                await app(scope, receive, send_with_id)
+            finally:
+                ops.log_request(scope, status, started)
 
     return middleware
 

@@ -1,20 +1,20 @@
 """The one place where errors become HTTP responses: ``{"code", "message", "details"}``, never a
-stack trace."""
+stack trace.
+
+Programs (``/api/``, ``/hooks/``, ``/t/`` and anything that does not ask for HTML) get the JSON body;
+a browser on a dashboard page gets the same code and message on a small HTML page instead.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
+from http import HTTPStatus
 from typing import Any
 
 from litestar import MediaType, Request, Response
-from litestar.exceptions import (
-    HTTPException,
-    NotAuthorizedException,
-    NotFoundException,
-    PermissionDeniedException,
-    ValidationException,
-)
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.response import Template
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from app.errors import DomainError
@@ -23,8 +23,9 @@ log = logging.getLogger(__name__)
 
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
 _AT_PATH = re.compile(r" - at `\$\.?([^`]*)`")
+_PROGRAM_PREFIXES = ("/api/", "/hooks/", "/t/", "/schema")
 
-_CODES = {
+CODES = {
     400: "bad_request",
     401: "unauthorized",
     403: "forbidden",
@@ -37,6 +38,13 @@ _CODES = {
     429: "rate_limited",
 }
 
+_MESSAGES = {
+    401: "Authentication is required.",
+    403: "You are not allowed to do this.",
+    404: "Not found.",
+    405: "This method is not allowed on this path.",
+}
+
 
 def error_body(
     code: str, message: str, details: list[dict[str, Any]] | None = None
@@ -44,11 +52,32 @@ def error_body(
     return {"code": code, "message": message, "details": details or []}
 
 
-def _json(
-    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
+def _wants_html(request: Request[Any, Any, Any]) -> bool:
+    if request.url.path.startswith(_PROGRAM_PREFIXES):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def error_response(
+    request: Request[Any, Any, Any],
+    status: int,
+    code: str,
+    message: str,
+    details: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response[Any]:
+    if _wants_html(request):
+        return Template(
+            template_name="platform/error.html",
+            context={"status": status, "code": code, "message": message, "details": details or []},
+            status_code=status,
+            headers=headers,
+        )
     return Response(
-        error_body(code, message, details), status_code=status, media_type=MediaType.JSON
+        error_body(code, message, details),
+        status_code=status,
+        media_type=MediaType.JSON,
+        headers=headers,
     )
 
 
@@ -71,44 +100,74 @@ def _field_details(extra: Any) -> list[dict[str, Any]]:
     return details
 
 
+def _missing_body(extra: Any) -> bool:
+    """Litestar reports an absent request body as a KeyError on the ``data`` parameter."""
+    return isinstance(extra, list) and any(
+        isinstance(item, dict) and item.get("key") == "data" and item.get("message") == "'data'"
+        for item in extra
+    )
+
+
 def validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
+    if _missing_body(exc.extra):
+        return error_response(request, 400, "body_required", "A JSON request body is required.")
     details = _field_details(exc.extra)
     if not details:
-        # No per-field detail means the body itself could not be parsed.
-        return _json(400, "malformed_body", f"The request body could not be read: {exc.detail}")
+        # No per-field detail means the body itself could not be read.
+        return error_response(
+            request, 400, "malformed_body", f"The request body could not be read: {exc.detail}"
+        )
     first = details[0]
     where = f" ({first['field']})" if first["field"] else ""
-    return _json(422, "validation_failed", f"{first['message']}{where}", details)
+    return error_response(request, 422, "validation_failed", f"{first['message']}{where}", details)
 
 
 def domain_handler(request: Request[Any, Any, Any], exc: DomainError) -> Response[Any]:
-    return _json(exc.status, exc.code, exc.message, exc.details)
+    return error_response(request, exc.status, exc.code, exc.message, exc.details)
+
+
+def _body_limit(request: Request[Any, Any, Any]) -> int | None:
+    runtime = getattr(request.app.state, "runtime", None)
+    return None if runtime is None else int(runtime.settings.web.max_body_bytes)
 
 
 def http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
     status = exc.status_code
     if status >= 500:
-        log.error("server error: %s", exc.detail)
-        return _json(status, "server_error", "The server could not complete the request.")
-    message = exc.detail or _CODES.get(status, "error").replace("_", " ")
-    if isinstance(exc, NotFoundException) and message == "Not Found":
-        message = "Not found"
-    return _json(status, _CODES.get(status, "error"), message)
+        log.error("server error on %s %s: %s", request.method, request.url.path, exc.detail)
+        return error_response(
+            request, status, "server_error", "The server could not complete the request."
+        )
+    code = CODES.get(status, "error")
+    message = exc.detail or ""
+    if status == 400 and message.startswith(("JSON is malformed", "Invalid UTF-8")):
+        code = "malformed_body"
+        message = f"The request body is not valid JSON: {message}"
+    elif status == 413:
+        limit = _body_limit(request)
+        message = "The request body is too large" + (
+            f" (at most {limit} bytes are accepted)." if limit else "."
+        )
+    elif not message or message == HTTPStatus(status).phrase:
+        # Litestar's default detail is the bare reason phrase: say something more useful.
+        message = _MESSAGES.get(status, HTTPStatus(status).phrase + ".")
+    headers = dict(exc.headers or {})
+    return error_response(request, status, code, message, headers=headers or None)
 
 
 def unexpected_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return _json(
-        HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "The server could not complete the request."
+    return error_response(
+        request,
+        HTTP_500_INTERNAL_SERVER_ERROR,
+        "server_error",
+        "The server could not complete the request.",
     )
 
 
 EXCEPTION_HANDLERS: dict[Any, Any] = {
     ValidationException: validation_handler,
     DomainError: domain_handler,
-    NotAuthorizedException: http_handler,
-    PermissionDeniedException: http_handler,
-    NotFoundException: http_handler,
     HTTPException: http_handler,
     Exception: unexpected_handler,
 }

@@ -1,24 +1,97 @@
-"""Liveness, readiness and Prometheus metrics."""
+"""Liveness, readiness, Prometheus metrics, and the sweeper overview the dashboard and API show."""
 
 from __future__ import annotations
 
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from litestar import MediaType, Request, Response, get
+from litestar.types import Scope
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from app.runtime import Runtime
+from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
+from app.scheduling.sweeper import sweeper_states
 from app.web.auth import get_runtime
 
+log = logging.getLogger(__name__)
+access_log = logging.getLogger("app.access")
 
-@get("/health", media_type=MediaType.JSON, include_in_schema=True, sync_to_thread=False)
+# Probes and assets would drown the useful lines; they are logged at DEBUG.
+_QUIET_PREFIXES = ("/health", "/ready", "/metrics", "/static/")
+
+
+def log_request(scope: Scope, status: int, started: float) -> None:
+    """One line per answered request. The query string is left out: it may carry a token."""
+    path = str(scope.get("path", ""))
+    level = logging.DEBUG if path.startswith(_QUIET_PREFIXES) else logging.INFO
+    if status >= 500:
+        level = logging.ERROR
+    access_log.log(
+        level,
+        "%s %s %s",
+        scope.get("method", ""),
+        path,
+        status,
+        extra={
+            "method": scope.get("method", ""),
+            "path": path,
+            "status": status,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SweepStatus:
+    name: str
+    schedule: str
+    last_tick_at: datetime | None
+    last_duration_ms: int | None
+    last_lag_ms: int | None
+    last_error: str | None
+    ticks: int
+    failures: int
+    running: bool
+
+
+async def sweeper_overview(runtime: Runtime) -> list[SweepStatus]:
+    """Every registered sweep with its last tick (a sweep that never ran is listed too)."""
+    now = runtime.clock.now()
+    states = {s.name: s for s in await sweeper_states(runtime.db)}
+    schedules = {s.name: s.schedule.describe() for s in runtime.sweeps}
+    out = []
+    for name in sorted(set(states) | set(schedules)):
+        state = states.get(name)
+        out.append(
+            SweepStatus(
+                name=name,
+                schedule=schedules.get(name, ""),
+                last_tick_at=state.last_tick_at if state else None,
+                last_duration_ms=state.last_duration_ms if state else None,
+                last_lag_ms=state.last_lag_ms if state else None,
+                last_error=state.last_error if state else None,
+                ticks=state.ticks if state else 0,
+                failures=state.failures if state else 0,
+                running=bool(state and state.lease_until and state.lease_until > now),
+            )
+        )
+    return out
+
+
+@get("/health", media_type=MediaType.JSON, sync_to_thread=False)
 def health() -> dict[str, str]:
-    """The process is up."""
+    """Liveness: the process answers. Says nothing about the database or the queue."""
     return {"status": "ok"}
 
 
 @get("/ready", media_type=MediaType.JSON)
 async def ready(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
-    """The database and the queue answer. Reports the platform-wide stop too."""
+    """Readiness: the database and the queue answer (503 when either does not). Reports the
+    platform-wide stop too."""
     runtime = get_runtime(request)
     database = await runtime.db.ping()
     queue = await runtime.queue.ping()
@@ -33,8 +106,19 @@ async def ready(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     return Response(body, status_code=200 if ok else 503)
 
 
-@get("/metrics", media_type=CONTENT_TYPE_LATEST, sync_to_thread=False)
-def metrics() -> Response[bytes]:
+@get("/metrics", media_type=CONTENT_TYPE_LATEST)
+async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Prometheus text format. Queue depth is read at scrape time so it is never stale."""
+    runtime = get_runtime(request)
+    try:
+        stats = await runtime.queue.stats()
+    except Exception:
+        # An unreachable queue must not hide the other metrics; /ready reports it.
+        log.warning("queue statistics unavailable for /metrics", exc_info=True)
+    else:
+        JOBS_QUEUED.set(stats.queued)
+        JOBS_RUNNING.set(stats.running)
+        JOBS_DEAD.set(stats.dead)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 

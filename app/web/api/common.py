@@ -1,14 +1,24 @@
-"""Router factory shared by every API module."""
+"""What every API module shares: the router factory, pagination parameters and the
+``Idempotency-Key`` wrapper for state-changing handlers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar, cast
 
-from litestar import Router
+from litestar import MediaType, Request, Response, Router
 from litestar.di import Provide
 
+from app.db.session import UnitOfWork
+from app.platform import idempotency
+from app.platform.service import Principal
+from app.runtime import Runtime
 from app.web.auth import api_principal, provide_runtime
+
+T = TypeVar("T")
+
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 
 def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) -> Router:
@@ -22,4 +32,48 @@ def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) ->
             "runtime": Provide(provide_runtime),
         },
         tags=[tag or path.strip("/") or "platform"],
+    )
+
+
+async def idempotent(
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    runtime: Runtime,
+    action: Callable[[UnitOfWork], Awaitable[T]],
+    *,
+    status_code: int = 201,
+) -> Response[T]:
+    """Run ``action`` once per ``Idempotency-Key`` header (when the caller sent one).
+
+    ``action`` receives the unit of work to write through and returns the response struct. A retry
+    with the same key and body answers the stored response (with ``Idempotent-Replayed: true``)
+    without running ``action``; the same key with another body answers 409. Use it in a handler::
+
+        @post("/things")
+        async def create_thing(
+            request: Request, principal: CurrentPrincipal, runtime: CurrentRuntime,
+            data: JSONBody[ThingIn],
+        ) -> Response[ThingOut]:
+            async def action(uow: UnitOfWork) -> ThingOut:
+                return to_out(await service.create(uow.session, principal.workspace_id, data))
+            return await idempotent(request, principal, runtime, action)
+    """
+    body = await request.body()
+    stored = await idempotency.run_once(
+        runtime.db,
+        workspace_id=principal.workspace_id,
+        key=request.headers.get(idempotency.HEADER),
+        request_hash=idempotency.fingerprint(request.method, request.url.path, body),
+        now=runtime.clock.now(),
+        ttl=timedelta(hours=runtime.settings.web.idempotency_ttl_hours),
+        status_code=status_code,
+        action=action,
+    )
+    headers = {REPLAYED_HEADER: "true"} if stored.replayed else None
+    # The stored body is already JSON; the declared type only documents the schema (OpenAPI).
+    return Response(
+        content=cast(T, stored.body),
+        status_code=stored.status_code,
+        media_type=MediaType.JSON,
+        headers=headers,
     )

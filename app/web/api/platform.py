@@ -1,23 +1,24 @@
-"""Platform API: the calling workspace, its API keys, secrets, members, queue and sweepers."""
+"""Platform API: the calling workspace, its API keys, secrets, members, ingest token, queue and
+sweepers. Every query is scoped by the API key's workspace; another workspace's id answers 404."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
-from litestar import delete, get, post, put
-from litestar.params import FromPath, JSONBody
+from litestar import Request, Response, delete, get, patch, post, put
+from litestar.params import FromPath, FromQuery, JSONBody
 
-from app.platform import service
-from app.scheduling.sweeper import sweeper_states
-from app.schemas import Schema
-from app.web.api.common import api_router
-from app.web.auth import (
-    CurrentPrincipal,
-    CurrentRuntime,
-    require_admin,
-)
+from app.db.session import UnitOfWork
+from app.platform import members, service
+from app.platform.models import ApiKey, User
+from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
+from app.web.api.common import api_router, idempotent
+from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.ops import sweeper_overview
+
+Role = Annotated[str, msgspec.Meta(pattern="^(admin|member)$")]
 
 
 class WorkspaceOut(Schema):
@@ -38,8 +39,11 @@ class ApiKeyOut(Schema):
     prefix: str
     created_at: datetime
     revoked_at: datetime | None = None
-    key: str | None = None
-    """The key itself, present only in the response that created it."""
+
+
+class NewApiKeyOut(ApiKeyOut, kw_only=True):
+    key: str
+    """The key itself. It is shown in this response only; store it now."""
 
 
 class SecretIn(Schema):
@@ -50,9 +54,22 @@ class SecretNames(Schema):
     names: list[str]
 
 
+class MemberIn(Schema):
+    email: Annotated[str, msgspec.Meta(min_length=3, max_length=320)]
+    role: Role
+    password: Annotated[str, msgspec.Meta(min_length=8, max_length=200)] | None = None
+    """Required when the e-mail has no account yet."""
+    name: Annotated[str, msgspec.Meta(max_length=200)] = ""
+
+
+class MemberRoleIn(Schema):
+    role: Role
+
+
 class MemberOut(Schema):
     user_id: int
     email: str
+    name: str
     role: str
 
 
@@ -74,16 +91,33 @@ class QueueOut(Schema):
 
 class SweeperOut(Schema):
     name: str
+    schedule: str
     last_tick_at: datetime | None
     last_duration_ms: int | None
     last_lag_ms: int | None
     last_error: str | None
     ticks: int
     failures: int
+    running: bool
 
 
 class IngestTokenOut(Schema):
     ingest_token: str
+    """The new token. The previous one stops working at once."""
+
+
+def _key_out(key: ApiKey) -> ApiKeyOut:
+    return ApiKeyOut(
+        id=key.id,
+        name=key.name,
+        prefix=key.prefix,
+        created_at=key.created_at,
+        revoked_at=key.revoked_at,
+    )
+
+
+def _member_out(user: User, role: str) -> MemberOut:
+    return MemberOut(user_id=user.id, email=user.email, name=user.name, role=role)
 
 
 @get("/workspace")
@@ -99,43 +133,61 @@ async def get_workspace(principal: CurrentPrincipal, runtime: CurrentRuntime) ->
     )
 
 
-def _key_out(key: object, raw: str | None = None) -> ApiKeyOut:
-    return ApiKeyOut(
-        id=key.id,  # type: ignore[attr-defined]
-        name=key.name,  # type: ignore[attr-defined]
-        prefix=key.prefix,  # type: ignore[attr-defined]
-        created_at=key.created_at,  # type: ignore[attr-defined]
-        revoked_at=key.revoked_at,  # type: ignore[attr-defined]
-        key=raw,
-    )
+# -- API keys ----------------------------------------------------------------------------------
 
 
 @get("/api-keys")
-async def list_keys(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[ApiKeyOut]:
+async def list_keys(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    cursor: FromQuery[str | None] = None,
+) -> Page[ApiKeyOut]:
+    """The workspace's keys, revoked ones included. The keys themselves are never listed."""
     async with runtime.db.read() as session:
-        keys = await service.list_api_keys(session, principal.workspace_id)
-    return [_key_out(k) for k in keys]
+        keys = await service.list_api_keys(
+            session, principal.workspace_id, limit=limit, after_id=id_cursor(cursor)
+        )
+    return page_of([_key_out(k) for k in keys], limit)
 
 
 @post("/api-keys")
 async def create_key(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ApiKeyIn]
-) -> ApiKeyOut:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[ApiKeyIn],
+) -> Response[NewApiKeyOut]:
+    """Create a key; the response is the only place the key is shown. Accepts an
+    ``Idempotency-Key`` header: a retry gets the same answer and creates no second key."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> NewApiKeyOut:
         key, raw = await service.create_api_key(
             uow.session,
             workspace_id=principal.workspace_id,
             name=data.name,
             now=runtime.clock.now(),
         )
-    return _key_out(key, raw)
+        return NewApiKeyOut(**msgspec.structs.asdict(_key_out(key)), key=raw)
+
+    return await idempotent(request, principal, runtime, action)
+
+
+@get("/api-keys/{key_id:int}")
+async def get_key(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, key_id: FromPath[int]
+) -> ApiKeyOut:
+    async with runtime.db.read() as session:
+        key = await service.get_api_key(session, workspace_id=principal.workspace_id, key_id=key_id)
+    return _key_out(key)
 
 
 @delete("/api-keys/{key_id:int}")
 async def revoke_key(
     principal: CurrentPrincipal, runtime: CurrentRuntime, key_id: FromPath[int]
 ) -> None:
+    """Revoke a key: requests made with it answer 401 from now on."""
     require_admin(principal)
     async with runtime.db.write() as uow:
         await service.revoke_api_key(
@@ -143,8 +195,12 @@ async def revoke_key(
         )
 
 
+# -- secrets -----------------------------------------------------------------------------------
+
+
 @get("/secrets")
 async def list_secrets(principal: CurrentPrincipal, runtime: CurrentRuntime) -> SecretNames:
+    """Names only: secret values are never returned."""
     async with runtime.db.read() as session:
         return SecretNames(names=await service.secret_names(session, principal.workspace_id))
 
@@ -163,7 +219,7 @@ async def put_secret(
             uow.session,
             runtime.secrets,
             workspace_id=principal.workspace_id,
-            name=name[:100],
+            name=name,
             value=data.value,
             now=runtime.clock.now(),
         )
@@ -171,15 +227,83 @@ async def put_secret(
     return SecretNames(names=names)
 
 
+@delete("/secrets/{name:str}")
+async def delete_secret(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, name: FromPath[str]
+) -> None:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        await service.delete_secret(uow.session, workspace_id=principal.workspace_id, name=name)
+
+
+# -- members -----------------------------------------------------------------------------------
+
+
 @get("/members")
-async def list_members(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[MemberOut]:
+async def list_members(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    cursor: FromQuery[str | None] = None,
+) -> Page[MemberOut]:
     async with runtime.db.read() as session:
-        rows = await service.workspace_members(session, principal.workspace_id)
-    return [MemberOut(user_id=u.id, email=u.email, role=r) for u, r in rows]
+        rows = await service.workspace_members(
+            session, principal.workspace_id, limit=limit, after_user_id=id_cursor(cursor)
+        )
+    return page_of([_member_out(u, r) for u, r in rows], limit, lambda m: m.user_id)
+
+
+@post("/members")
+async def add_member(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[MemberIn]
+) -> MemberOut:
+    """Add a person to the workspace (a new account needs ``password``)."""
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        user, role = await members.add_member(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            email=data.email,
+            role=data.role,
+            password=data.password,
+            name=data.name,
+            now=runtime.clock.now(),
+        )
+    return _member_out(user, role)
+
+
+@patch("/members/{user_id:int}")
+async def change_role(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    user_id: FromPath[int],
+    data: JSONBody[MemberRoleIn],
+) -> MemberOut:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        user, role = await members.set_role(
+            uow.session, workspace_id=principal.workspace_id, user_id=user_id, role=data.role
+        )
+    return _member_out(user, role)
+
+
+@delete("/members/{user_id:int}")
+async def remove_member(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, user_id: FromPath[int]
+) -> None:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        await members.remove_member(
+            uow.session, workspace_id=principal.workspace_id, user_id=user_id
+        )
+
+
+# -- ingest token, queue, sweepers ---------------------------------------------------------------
 
 
 @post("/ingest-token/rotate")
 async def rotate_ingest(principal: CurrentPrincipal, runtime: CurrentRuntime) -> IngestTokenOut:
+    """Issue a new ingest token for webhook senders; the previous token stops working."""
     require_admin(principal)
     async with runtime.db.write() as uow:
         token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
@@ -210,17 +334,20 @@ async def queue_state(principal: CurrentPrincipal, runtime: CurrentRuntime) -> Q
 
 @get("/sweepers")
 async def sweepers(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[SweeperOut]:
+    """Every sweep with its schedule and its last tick's time, duration, lag and error."""
     return [
         SweeperOut(
             name=s.name,
+            schedule=s.schedule,
             last_tick_at=s.last_tick_at,
             last_duration_ms=s.last_duration_ms,
             last_lag_ms=s.last_lag_ms,
             last_error=s.last_error,
             ticks=s.ticks,
             failures=s.failures,
+            running=s.running,
         )
-        for s in await sweeper_states(runtime.db)
+        for s in await sweeper_overview(runtime)
     ]
 
 
@@ -231,10 +358,15 @@ ROUTERS = [
             get_workspace,
             list_keys,
             create_key,
+            get_key,
             revoke_key,
             list_secrets,
             put_secret,
+            delete_secret,
             list_members,
+            add_member,
+            change_role,
+            remove_member,
             rotate_ingest,
             queue_state,
             sweepers,

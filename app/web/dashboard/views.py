@@ -1,4 +1,5 @@
-"""Sign-in, sign-out and the home page (sweepers, queue depth, dead jobs)."""
+"""Platform pages: sign-in and sign-out, the home page (sweepers, queue depth, dead jobs) and the
+workspace page (switch workspace, API keys, ingest token, members)."""
 
 from __future__ import annotations
 
@@ -6,32 +7,59 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
-from litestar.params import URLEncodedBody
+from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.platform import service
+from app.platform.service import Principal
 from app.runtime import Runtime
-from app.scheduling.sweeper import sweeper_states
 from app.web.auth import (
     SESSION_COOKIE,
     CurrentPrincipal,
     CurrentRuntime,
     get_runtime,
+    require_admin,
     session_principal,
 )
 from app.web.dashboard.common import page
+from app.web.ops import sweeper_overview
+
+WORKSPACE_PAGE = "/ui/workspace"
 
 
 class LoginForm(msgspec.Struct):
     email: str = ""
     password: str = ""
+    next: str = "/"
+
+
+class SwitchForm(msgspec.Struct):
+    workspace_id: int
+
+
+class ApiKeyForm(msgspec.Struct):
+    name: str = ""
+
+
+def _safe_next(target: str) -> str:
+    """Only same-site paths: ``//evil.example`` or ``https://…`` would make an open redirect."""
+    if target.startswith("/") and not target.startswith(("//", "/\\")):
+        return target
+    return "/"
 
 
 @get("/login")
 async def login_page(request: Request[Any, Any, Any]) -> Template | Redirect:
     if await session_principal(request) is not None:
         return Redirect("/")
-    return page(request, "login.html", None, error=None, email="")
+    return page(
+        request,
+        "login.html",
+        None,
+        error=None,
+        email="",
+        next=_safe_next(request.query_params.get("next", "/")),
+    )
 
 
 @post("/login")
@@ -45,10 +73,17 @@ async def login(
             uow.session, email=data.email, password=data.password, now=runtime.clock.now()
         )
     if token is None:
-        tpl = page(request, "login.html", None, error="Wrong e-mail or password.", email=data.email)
+        tpl = page(
+            request,
+            "login.html",
+            None,
+            error="Wrong e-mail or password.",
+            email=data.email,
+            next=_safe_next(data.next),
+        )
         tpl.status_code = 401
         return tpl
-    redirect = Redirect("/")
+    redirect = Redirect(_safe_next(data.next))
     redirect.set_cookie(
         SESSION_COOKIE,
         token,
@@ -73,13 +108,12 @@ async def logout(request: Request[Any, Any, Any]) -> Redirect:
 
 
 async def _status(runtime: Runtime) -> dict[str, Any]:
-    now = runtime.clock.now()
     return {
-        "sweepers": await sweeper_states(runtime.db),
+        "sweepers": await sweeper_overview(runtime),
         "stats": await runtime.queue.stats(),
         "dead_jobs": await runtime.queue.dead_jobs(10),
         "queue_backend": runtime.queue.backend,
-        "now": now,
+        "now": runtime.clock.now(),
     }
 
 
@@ -96,8 +130,120 @@ async def home(
 async def status_partial(
     request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
 ) -> Template:
+    """The part of the home page htmx refreshes."""
     return page(request, "_status.html", principal, **await _status(runtime))
 
 
+# -- workspace page ----------------------------------------------------------------------------
+
+
+async def _workspace_page(
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    runtime: Runtime,
+    *,
+    status_code: int = 200,
+    **extra: Any,
+) -> Template:
+    async with runtime.db.read() as session:
+        workspace = await service.get_workspace(session, principal.workspace_id)
+        assert principal.user_id is not None
+        workspaces = await service.user_workspaces(session, principal.user_id)
+        keys = await service.list_api_keys(session, principal.workspace_id, limit=200)
+        members = await service.workspace_members(session, principal.workspace_id, limit=200)
+    context: dict[str, Any] = {
+        "workspace": workspace,
+        "workspaces": workspaces,
+        "api_keys": keys[:200],
+        "members": members[:200],
+        "new_key": None,
+        "new_ingest_token": None,
+        "key_error": None,
+        "key_name": "",
+        **extra,
+    }
+    tpl = page(request, "platform/workspace.html", principal, **context)
+    tpl.status_code = status_code
+    return tpl
+
+
+@get(WORKSPACE_PAGE)
+async def workspace_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    return await _workspace_page(request, principal, runtime)
+
+
+@post(f"{WORKSPACE_PAGE}/switch")
+async def switch_workspace(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[SwitchForm],
+) -> Redirect:
+    """Make another of the person's workspaces the current one (stored in the session)."""
+    token = request.cookies.get(SESSION_COOKIE, "")
+    async with runtime.db.write() as uow:
+        await service.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
+    return Redirect("/")
+
+
+@post(f"{WORKSPACE_PAGE}/api-keys")
+async def create_api_key(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[ApiKeyForm],
+) -> Template:
+    """Create a key and show it once, on this response only."""
+    require_admin(principal)
+    name = data.name.strip()
+    if not name or len(name) > 200:
+        return await _workspace_page(
+            request,
+            principal,
+            runtime,
+            status_code=422,
+            key_error="Give the key a name of 1 to 200 characters.",
+            key_name=name[:200],
+        )
+    async with runtime.db.write() as uow:
+        _, raw = await service.create_api_key(
+            uow.session, workspace_id=principal.workspace_id, name=name, now=runtime.clock.now()
+        )
+    return await _workspace_page(request, principal, runtime, new_key=raw)
+
+
+@post(f"{WORKSPACE_PAGE}/api-keys/{{key_id:int}}/revoke")
+async def revoke_api_key(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, key_id: FromPath[int]
+) -> Redirect:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        await service.revoke_api_key(
+            uow.session, workspace_id=principal.workspace_id, key_id=key_id, now=runtime.clock.now()
+        )
+    return Redirect(WORKSPACE_PAGE)
+
+
+@post(f"{WORKSPACE_PAGE}/ingest-token")
+async def rotate_ingest_token(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    """Issue a new ingest token and show it once; the previous token stops working."""
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
+    return await _workspace_page(request, principal, runtime, new_ingest_token=token)
+
+
 PUBLIC_ROUTES = [login_page, login, logout]
-ROUTES = [home, status_partial]
+ROUTES = [
+    home,
+    status_partial,
+    workspace_page,
+    switch_workspace,
+    create_api_key,
+    revoke_api_key,
+    rotate_ingest_token,
+]

@@ -1,0 +1,58 @@
+"""Helpers for the platform tests: extra HTTP clients on one app, and signing in through the real
+form (CSRF token included), as a browser does."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import httpx
+import pytest
+
+from app.runtime import Runtime
+from app.settings import Settings
+
+_CSRF_FIELD = re.compile(r'name="_csrf_token" value="([^"]+)"')
+
+
+def csrf_from(html: str) -> str:
+    match = _CSRF_FIELD.search(html)
+    assert match, "the page has no CSRF field"
+    return match.group(1)
+
+
+async def sign_in(client: httpx.AsyncClient, email: str, password: str) -> httpx.Response:
+    """Submit the sign-in form like a browser: load it, then post it with its CSRF token."""
+    form = await client.get("/login")
+    return await client.post(
+        "/login",
+        data={"email": email, "password": password, "_csrf_token": csrf_from(form.text)},
+    )
+
+
+async def post_form(
+    client: httpx.AsyncClient, page: str, action: str, **fields: Any
+) -> httpx.Response:
+    """Post a dashboard form found on ``page`` with that page's CSRF token."""
+    html = (await client.get(page)).text
+    return await client.post(action, data={**fields, "_csrf_token": csrf_from(html)})
+
+
+@pytest.fixture
+async def new_client(settings: Settings, runtime: Runtime) -> AsyncIterator[Callable[[], Any]]:
+    """A factory of independent clients (own cookie jar) on one app, like several browsers."""
+    from app.web.app import create_app
+
+    app = create_app(settings, runtime, background=False)
+    async with AsyncExitStack() as stack:
+
+        async def make() -> httpx.AsyncClient:
+            return await stack.enter_async_context(
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+                )
+            )
+
+        yield make
