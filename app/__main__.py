@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -74,25 +73,10 @@ def _serve(settings: Settings) -> int:
 
 
 async def _worker(settings: Settings) -> int:
+    from app.runtime import run_worker_process
     from app.wiring import assemble
 
-    runtime = assemble(settings)
-    try:
-        await check_current(runtime.db.write_engine)
-    except SchemaOutOfDate as exc:
-        log.error("%s", exc)
-        await runtime.aclose()
-        return 2
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    runtime.start_workers()
-    log.info("worker started (%s queue)", runtime.queue.backend)
-    await stop.wait()
-    log.info("stopping: no more leasing; finishing or releasing in-flight jobs")
-    await runtime.aclose()
-    return 0
+    return await run_worker_process(assemble(settings))
 
 
 def environment_table() -> str:

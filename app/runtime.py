@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from typing import Any
 
 from app.clock import Clock, SystemClock
+from app.db.migrate import SchemaOutOfDate, check_current
 from app.db.session import Database
 from app.platform.crypto import SecretBox, load_or_create_keys
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
@@ -114,16 +116,22 @@ class Runtime:
         self._tasks.append(asyncio.create_task(self._sweeper.run(), name="sweepers"))
 
     async def stop(self) -> None:
-        """Graceful stop: sweepers first, then workers (no more leasing; finish or release)."""
+        """Graceful stop: sweepers first, then workers (no more leasing; finish or release).
+
+        Bounded by the shutdown grace period: in-flight jobs that do not finish within it are
+        cancelled and handed back to the queue.
+        """
         if self._sweeper is not None:
             self._sweeper.stop()
-        for worker in self._workers:
-            worker.stop()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        stopping: list[Any] = []
         for worker in self._workers:
             if isinstance(worker, ArqWorkers):
-                await worker.close()
+                stopping.append(worker.shutdown())
+            else:
+                worker.stop()
+        await asyncio.gather(*stopping, return_exceptions=True)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         self._workers.clear()
         self._sweeper = None
@@ -161,3 +169,33 @@ def build_runtime(
         secrets=SecretBox(keys.encryption_key),
         session_secret=keys.session_secret,
     )
+
+
+async def run_worker_process(runtime: Runtime, *, queues: list[str] | None = None) -> int:
+    """Host queue workers until SIGTERM or SIGINT, then shut down gracefully (``python -m app
+    worker``). Refuses to start on an out-of-date schema. Returns the process exit status."""
+    try:
+        await check_current(runtime.db.write_engine)
+    except SchemaOutOfDate as exc:
+        log.error("%s", exc)
+        await runtime.aclose()
+        return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for sig in signals:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        runtime.start_workers(queues)
+        log.info("worker started (%s queue)", runtime.queue.backend)
+        await stop.wait()
+        log.info(
+            "stopping: no more leasing; in-flight jobs get %.0f s, then are released",
+            runtime.settings.queue.shutdown_grace_seconds,
+        )
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        await runtime.aclose()
+    log.info("worker stopped")
+    return 0

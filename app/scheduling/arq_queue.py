@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import traceback
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -119,6 +118,14 @@ class ArqQueue:
             self._pool = None
 
 
+SHUTDOWN_RETRY_ALLOWANCE = 5
+"""Extra arq tries beyond a job's own ``max_tries``: an attempt cancelled by a worker shutdown counts
+as a try in arq, and must not make arq drop the job before it could fail for real."""
+
+TIMEOUT_MARGIN_SECONDS = 5.0
+"""arq's own job timeout sits this far beyond ours, so our timeout (a retryable failure) fires first."""
+
+
 def _arq_function(
     spec: JobSpec[Any], queue: ArqQueue, make_context: Callable[[str, int], JobContext]
 ) -> Any:
@@ -126,11 +133,19 @@ def _arq_function(
         attempt = int(arq_ctx.get("job_try", 1))
         job_id = str(arq_ctx.get("job_id", ""))
         try:
-            await run_handler(spec, make_context(job_id, attempt), raw)
+            async with asyncio.timeout(spec.timeout_seconds):
+                await run_handler(spec, make_context(job_id, attempt), raw)
         except Exception as exc:
-            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            if isinstance(exc, TimeoutError):
+                error = f"timed out after {spec.timeout_seconds:g} s"
+            else:
+                error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             if attempt < spec.max_tries:
                 JOBS_FINISHED.labels(spec.name, "retry").inc()
+                log.warning(
+                    "job failed",
+                    extra={"job_id": job_id, "job": spec.name, "attempt": attempt, "error": error},
+                )
                 raise Retry(defer=spec.retry_delay(attempt)) from exc
             JOBS_FINISHED.labels(spec.name, "dead").inc()
             await record_dead_job(
@@ -148,8 +163,8 @@ def _arq_function(
     return func(
         run,  # type: ignore[arg-type]
         name=spec.name,
-        max_tries=spec.max_tries + 1,
-        timeout=spec.timeout_seconds,
+        max_tries=spec.max_tries + SHUTDOWN_RETRY_ALLOWANCE,
+        timeout=spec.timeout_seconds + TIMEOUT_MARGIN_SECONDS,
     )
 
 
@@ -168,6 +183,7 @@ class ArqWorkers:
         queues: list[str] | None = None,
     ) -> None:
         self.queue = queue
+        self.shutdown_grace = shutdown_grace
         self.workers: list[Worker] = []
         functions = [_arq_function(s, queue, make_context) for s in registry.specs.values()]
         for name in queues or registry.queues:
@@ -181,9 +197,10 @@ class ArqWorkers:
                     max_jobs=concurrency,
                     handle_signals=False,
                     poll_delay=poll_delay,
-                    job_completion_wait=int(shutdown_grace),
                     keep_result=3600,
                     allow_abort_jobs=False,
+                    # Cron and schedules are ours (the sweepers); arq only runs jobs, in UTC.
+                    timezone=UTC,
                 )
             )
         self._tasks: list[asyncio.Task[None]] = []
@@ -192,11 +209,20 @@ class ArqWorkers:
         self._tasks = [asyncio.create_task(w.async_run()) for w in self.workers]
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def stop(self) -> None:
-        for worker in self.workers:
-            # arq's own graceful stop: no new jobs, in-flight ones finish within the grace period.
-            worker.handle_sig_wait_for_completion(signal.SIGTERM)
+    async def shutdown(self) -> None:
+        """Stop picking jobs, give in-flight jobs the grace period, then cancel the rest.
 
-    async def close(self) -> None:
+        A cancelled arq job stays in its queue (arq retries cancelled jobs), so another worker runs
+        it again: the same finish-or-release promise as the database queue.
+        """
         for worker in self.workers:
-            await worker.close()
+            worker.allow_pick_jobs = False
+        running = [t for w in self.workers for t in w.tasks.values() if not t.done()]
+        if running:
+            log.info("waiting up to %.0f s for %d jobs", self.shutdown_grace, len(running))
+            await asyncio.wait(running, timeout=self.shutdown_grace)
+        for worker in self.workers:
+            await worker.close()  # cancels what is left and closes its Redis pool
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,8 +1,13 @@
 """The database-queue worker: lease in batches, run concurrently, complete in batches.
 
-Leasing many rows per statement and writing completions in one statement per loop is what makes the
-queue fast; each job still runs in its own units of work, so one job's failure never touches another.
-On stop: no more leasing, in-flight jobs get a grace period, then the rest are cancelled and released.
+Leasing many rows per statement, and writing the finished jobs of one batch in the same statement
+that leases the next, is what makes the queue fast; each job still runs in its own units of work, so
+one job's failure never touches another. The loop wakes only when there is something to do: enough
+free slots for a worthwhile batch, jobs committed in this process, a stop, or the poll interval.
+
+While jobs run, the worker extends their leases (a heartbeat), so only a worker that really stopped
+loses its jobs to another one. On stop: no more leasing, in-flight jobs get a grace period, then the
+rest are cancelled and released without counting the attempt.
 """
 
 from __future__ import annotations
@@ -16,15 +21,30 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from app.scheduling.jobs import JobContext, JobRegistry, run_handler
+from app.scheduling.jobs import JobContext, JobRegistry, JobSpec, run_handler
 from app.scheduling.metrics import JOB_DURATION, JOBS_FINISHED, JOBS_LEASED
-from app.scheduling.queue import DatabaseQueue, LeasedJob
+from app.scheduling.queue import DatabaseQueue, Finished, LeasedJob
 
 log = logging.getLogger(__name__)
+
+RECOVERY_INTERVAL_SECONDS = 5.0
+"""How often each worker requeues jobs whose lease expired (at most; see ``_recovery_interval``)."""
 
 
 def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class _JobMetrics:
+    """The labelled metric children of one job name, looked up once instead of once per job."""
+
+    __slots__ = ("dead", "done", "duration", "retry")
+
+    def __init__(self, name: str) -> None:
+        self.duration = JOB_DURATION.labels(name)
+        self.done = JOBS_FINISHED.labels(name, "done")
+        self.retry = JOBS_FINISHED.labels(name, "retry")
+        self.dead = JOBS_FINISHED.labels(name, "dead")
 
 
 class DatabaseWorker:
@@ -43,6 +63,8 @@ class DatabaseWorker:
         shutdown_grace: float,
         queues: list[str] | None = None,
     ) -> None:
+        if concurrency < 1 or batch_size < 1 or lease_seconds <= 0:
+            raise ValueError("concurrency, batch size and lease must be positive")
         self.queue = queue
         self.registry = registry
         self.make_context = make_context
@@ -53,120 +75,175 @@ class DatabaseWorker:
         self.shutdown_grace = shutdown_grace
         self.queues = queues or registry.queues
         self.worker_id = f"{worker_identity()}:{id(self):x}"
-        self._stopping = asyncio.Event()
-        self._inflight: dict[asyncio.Task[None], LeasedJob] = {}
-        self._done: list[tuple[str, int]] = []
-        self._slot_free = asyncio.Event()
+        # Wait for this many free slots before leasing again while jobs are running, so a busy
+        # worker leases in batches instead of one row per finished job.
+        self.refill_at = max(1, min(batch_size, concurrency) // 2)
         self.jobs_run = 0
+        self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._inflight: dict[asyncio.Task[None], LeasedJob] = {}
+        self._done: list[Finished] = []
+        self._metrics: dict[str, _JobMetrics] = {}
 
     def stop(self) -> None:
+        """Stop leasing; :meth:`run` returns once in-flight jobs finished or were released."""
         self._stopping.set()
-        self._slot_free.set()
+        self._wake.set()
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
 
     async def run(self) -> None:
         log.info("worker %s started on queues %s", self.worker_id, ",".join(self.queues))
-        last_recovery = -1e9
+        unsubscribe = self.queue.subscribe(self._on_new_jobs)
         clock = self.queue.clock
+        next_heartbeat = clock.monotonic() + self.lease_seconds / 3
+        next_recovery = clock.monotonic()
+        idle = False
         try:
             while not self._stopping.is_set():
-                if clock.monotonic() - last_recovery > 5:
-                    last_recovery = clock.monotonic()
+                # Cleared before looking for work, so a wake-up that arrives meanwhile is kept.
+                self._wake.clear()
+                now = clock.monotonic()
+                if now >= next_heartbeat:
+                    next_heartbeat = now + self.lease_seconds / 3
+                    await self._heartbeat()
+                if now >= next_recovery:
+                    next_recovery = now + self._recovery_interval()
                     await self._recover()
-                await self._flush_done()
-                free = self.concurrency - len(self._inflight)
-                leased: list[LeasedJob] = []
-                if free > 0:
-                    leased = await self.queue.lease(
-                        self.worker_id, self.queues, min(free, self.batch_size), self.lease_seconds
-                    )
-                    for job in leased:
-                        self._start(job)
-                if leased and len(leased) == min(free, self.batch_size):
-                    await asyncio.sleep(0)  # more may be waiting: lease again straight away
-                    continue
-                await self._idle(free <= 0)
+                want = min(self.concurrency - len(self._inflight), self.batch_size)
+                if want > 0:
+                    leased = await self._lease(want)
+                    if len(leased) == want:
+                        await asyncio.sleep(0)  # let the new jobs start, then lease again
+                        continue
+                elif self._done and idle:
+                    # Completions normally ride along with the next lease; when every slot stays
+                    # busy for a whole poll interval, write them on their own.
+                    await self._flush_done()
+                idle = False
+                try:
+                    async with asyncio.timeout(self.poll_interval):
+                        await self._wake.wait()
+                except TimeoutError:
+                    idle = True
         finally:
+            unsubscribe()
             await self._shutdown()
 
-    async def _idle(self, full: bool) -> None:
-        """Wait for a freed slot, a job queued in this process, a stop, or the poll interval."""
-        self._slot_free.clear()
-        waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._slot_free.wait())}
-        if not full:
-            waiters.add(asyncio.ensure_future(self.queue.wait_for_work(self.poll_interval)))
-        _, pending = await asyncio.wait(
-            waiters, timeout=self.poll_interval, return_when=asyncio.FIRST_COMPLETED
-        )
-        for fut in pending:
-            fut.cancel()
+    def _recovery_interval(self) -> float:
+        return min(RECOVERY_INTERVAL_SECONDS, self.lease_seconds / 2)
+
+    def _on_new_jobs(self) -> None:
+        if len(self._inflight) < self.concurrency:
+            self._wake.set()
+
+    async def _lease(self, want: int) -> list[LeasedJob]:
+        done, self._done = self._done, []
+        try:
+            leased = await self.queue.lease(
+                self.worker_id, self.queues, want, self.lease_seconds, finished=done
+            )
+        except Exception:
+            log.exception("leasing failed")
+            self._done.extend(done)  # written with the next statement instead
+            return []
+        if leased:
+            JOBS_LEASED.inc(len(leased))
+            for job in leased:
+                task = asyncio.create_task(self._execute(job), name=f"job:{job.id}")
+                self._inflight[task] = job
+                task.add_done_callback(self._finished)
+        return leased
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._inflight.pop(task, None)
+        free = self.concurrency - len(self._inflight)
+        if free >= self.refill_at or not self._inflight:
+            self._wake.set()
+
+    async def _heartbeat(self) -> None:
+        if not self._inflight:
+            return
+        try:
+            await self.queue.extend_leases(self.worker_id, self.lease_seconds)
+        except Exception:
+            log.exception("could not extend the leases of worker %s", self.worker_id)
 
     async def _recover(self) -> None:
         try:
             recovered = await self.queue.recover_expired()
-            if recovered:
-                log.warning("requeued %d jobs whose lease expired", recovered)
         except Exception:
             log.exception("lease recovery failed")
+            return
+        if recovered:
+            log.warning("requeued %d jobs whose lease expired", recovered)
 
-    def _start(self, job: LeasedJob) -> None:
-        JOBS_LEASED.inc()
-        task = asyncio.create_task(self._execute(job), name=f"job:{job.id}")
-        self._inflight[task] = job
-        task.add_done_callback(self._finished)
-
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._inflight.pop(task, None)
-        self._slot_free.set()
+    def _job_metrics(self, name: str) -> _JobMetrics:
+        metrics = self._metrics.get(name)
+        if metrics is None:
+            metrics = self._metrics[name] = _JobMetrics(name)
+        return metrics
 
     async def _execute(self, job: LeasedJob) -> None:
-        clock = self.queue.clock
-        try:
-            spec = self.registry.get(job.name)
-        except KeyError:
-            await self._failed(job, f"no job named {job.name!r} is registered", None)
+        metrics = self._job_metrics(job.name)
+        spec: JobSpec[Any] | None = self.registry.specs.get(job.name)
+        if spec is None:
+            # Retrying cannot help: no process running this code knows the job.
+            await self._failed(job, f"no job named {job.name!r} is registered", None, metrics)
             return
-        ctx = self.make_context(job.id, job.attempts)
+        clock = self.queue.clock
         started = clock.monotonic()
         try:
-            await asyncio.wait_for(run_handler(spec, ctx, job.payload), spec.timeout_seconds)
+            async with asyncio.timeout(spec.timeout_seconds):
+                await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             if isinstance(exc, TimeoutError):
                 detail = f"timed out after {spec.timeout_seconds:g} s"
-            await self._failed(job, detail, spec.retry_delay(job.attempts))
+            else:
+                detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
             return
         finally:
-            JOB_DURATION.labels(job.name).observe(max(0.0, clock.monotonic() - started))
+            metrics.duration.observe(max(0.0, clock.monotonic() - started))
         self.jobs_run += 1
-        JOBS_FINISHED.labels(job.name, "done").inc()
+        metrics.done.inc()
         self._done.append((job.id, job.attempts))
 
-    async def _failed(self, job: LeasedJob, error: str, delay: float | None) -> None:
-        now = self.queue.clock.now()
-        if delay is None:
-            job = LeasedJob(job.id, job.name, job.payload, job.max_tries, job.max_tries)
-        retry_at = now + timedelta(seconds=delay or 0)
+    async def _failed(
+        self, job: LeasedJob, error: str, delay: float | None, metrics: _JobMetrics
+    ) -> None:
+        retry_at = self.queue.clock.now() + timedelta(seconds=delay or 0)
         try:
-            dead = await self.queue.fail(job, error, retry_at)
+            dead = await self.queue.fail(job, error, retry_at, give_up=delay is None)
         except Exception:
+            # The lease will expire and the job run again: at-least-once, never lost.
             log.exception("could not record the failure of job %s", job.id)
             return
-        JOBS_FINISHED.labels(job.name, "dead" if dead else "retry").inc()
+        (metrics.dead if dead else metrics.retry).inc()
         log.warning(
             "job failed",
-            extra={"job_id": job.id, "job": job.name, "attempt": job.attempts, "dead": dead},
+            extra={
+                "job_id": job.id,
+                "job": job.name,
+                "attempt": job.attempts,
+                "dead": dead,
+                "error": error,
+            },
         )
 
     async def _flush_done(self) -> None:
         done, self._done = self._done, []
-        if done:
-            try:
-                await self.queue.complete(done)
-            except Exception:
-                log.exception("could not record %d finished jobs", len(done))
-                self._done.extend(done)
+        if not done:
+            return
+        try:
+            await self.queue.complete(done)
+        except Exception:
+            log.exception("could not record %d finished jobs", len(done))
+            self._done.extend(done)
 
     async def _shutdown(self) -> None:
         if self._inflight:
@@ -177,10 +254,11 @@ class DatabaseWorker:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             if unfinished:
-                await self.queue.release(unfinished)
-                log.info("released %d unfinished jobs", len(unfinished))
+                try:
+                    await self.queue.release(unfinished)
+                    log.info("released %d unfinished jobs", len(unfinished))
+                except Exception:
+                    log.exception(
+                        "could not release %d jobs; their leases will expire", len(unfinished)
+                    )
         await self._flush_done()
-
-    @property
-    def inflight(self) -> int:
-        return len(self._inflight)
