@@ -1,0 +1,108 @@
+"""The transport every Graph call goes through: versioned URLs, the token in a header, one pooled
+``httpx.AsyncClient``, errors turned into :class:`~.errors.MetaError` and usage headers kept.
+
+A :class:`GraphClient` does one attempt per call; retry policy belongs to the caller
+(:mod:`.retry`), because the dispatcher's schedule (3 attempts, 1 s then 2 s) is a product rule.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from app.integrations.meta.errors import MetaError, error_from_response
+from app.integrations.meta.usage import Usage, parse_usage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessToken:
+    """A Meta access token. Its ``repr`` hides it, so it cannot leak through a log or traceback."""
+
+    value: str
+
+    def __repr__(self) -> str:
+        return "AccessToken(***)"
+
+    def __str__(self) -> str:
+        return "***"
+
+
+@dataclass(frozen=True, slots=True)
+class GraphReply:
+    status: int
+    content: bytes
+    usage: Usage
+
+
+class GraphClient:
+    """Shared by every reader and writer of a process (``ctx.resources``); ``aclose()`` at exit."""
+
+    def __init__(
+        self,
+        base_url: str,
+        version: str,
+        *,
+        timeout_seconds: float = 30.0,
+        max_connections: int = 100,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.version = version.strip("/")
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_seconds),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+            follow_redirects=False,
+        )
+        self.last_usage = Usage()
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}/{self.version}/{path.lstrip('/')}"
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        token: AccessToken,
+        *,
+        params: dict[str, Any] | None = None,
+        data: dict[str, Any] | None = None,
+        versioned: bool = True,
+    ) -> GraphReply:
+        """One call. Raises :class:`MetaError` (transient for timeouts, network errors, 5xx and
+        Meta's temporary codes). ``versioned=False`` posts to the root (batch requests, whose
+        sub-requests carry the version)."""
+        headers = {"Authorization": f"Bearer {token.value}"}
+        url = self.url(path) if versioned else f"{self.base_url}/"
+        try:
+            response = await self._http.request(
+                method, url, params=params, data=data, headers=headers
+            )
+        except httpx.TimeoutException as exc:
+            raise MetaError(
+                f"the Graph API did not answer in time ({type(exc).__name__})", transient=True
+            ) from None
+        except httpx.TransportError as exc:
+            raise MetaError(
+                f"could not reach the Graph API ({type(exc).__name__})", transient=True
+            ) from None
+        usage = parse_usage(response.headers)
+        self.last_usage = usage
+        if response.status_code >= 400:
+            wait = usage.regain_access_seconds or None
+            error = error_from_response(
+                response.status_code, response.content, retry_after_seconds=wait
+            )
+            log.info("graph call failed: %s %s: %s", method, path, error.describe())
+            raise error
+        return GraphReply(response.status_code, response.content, usage)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

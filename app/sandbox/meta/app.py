@@ -1,0 +1,160 @@
+"""The simulated Graph API over HTTP: versioned GET/POST paths, ``POST /`` batch requests, the token
+from ``Authorization: Bearer`` or ``access_token``, and usage headers on every reply."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import msgspec
+from litestar import Litestar, MediaType, Request, Response, get, post
+
+from app.sandbox.base import Fault, ThreadedServer, fault_response
+from app.sandbox.meta.world import MAX_BATCH, GraphWorld, SimReply, graph_error
+
+AnyRequest = Request[Any, Any, Any]
+
+
+def _token(request: AnyRequest, params: dict[str, str]) -> str | None:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return params.get("access_token") or None
+
+
+async def _params(request: AnyRequest) -> dict[str, str]:
+    params = dict(request.query_params.items())
+    if request.method == "POST":
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("application/json"):
+            body = await request.json()
+            if isinstance(body, dict):
+                params.update(
+                    {
+                        k: v if isinstance(v, str) else msgspec.json.encode(v).decode()
+                        for k, v in body.items()
+                    }
+                )
+        else:
+            form = await request.form()
+            params.update({k: str(v) for k, v in form.items()})
+    return params
+
+
+def _response(reply: SimReply) -> Response[Any]:
+    return Response(
+        reply.body, status_code=reply.status, headers=reply.headers, media_type=MediaType.JSON
+    )
+
+
+def _batch_item(reply: SimReply | Fault, include_headers: bool) -> dict[str, Any] | None:
+    if isinstance(reply, Fault):
+        if reply.delay_seconds:
+            return None  # the sub-request did not finish before Meta's batch timeout
+        body = (
+            reply.raw.decode()
+            if reply.raw is not None
+            else msgspec.json.encode(
+                reply.body if reply.body is not None else graph_error(2, "injected fault")
+            ).decode()
+        )
+        return {"code": reply.status, "headers": [], "body": body}
+    headers = [{"name": k, "value": v} for k, v in reply.headers.items()]
+    if not include_headers:
+        return {"code": reply.status, "body": msgspec.json.encode(reply.body).decode()}
+    return {
+        "code": reply.status,
+        "headers": headers,
+        "body": msgspec.json.encode(reply.body).decode(),
+    }
+
+
+def create_app(world: GraphWorld) -> Litestar:
+    """The simulator's ASGI app over ``world``."""
+
+    async def answer(request: AnyRequest, path: str, params: dict[str, str]) -> Response[Any]:
+        reply = world.handle(request.method, path, params, _token(request, params))
+        if isinstance(reply, Fault):
+            return await fault_response(reply)
+        return _response(reply)
+
+    @get("/{path:path}", media_type=MediaType.JSON)
+    async def graph_get(request: AnyRequest, path: str) -> Response[Any]:
+        return await answer(request, path, await _params(request))
+
+    @post("/{path:path}", media_type=MediaType.JSON, status_code=200)
+    async def graph_post(request: AnyRequest, path: str) -> Response[Any]:
+        params = await _params(request)
+        # ``POST /<version>/`` with a batch is the same batch endpoint as ``POST /``.
+        if "batch" in params and "/" not in path.strip("/"):
+            return await batch(request, params)
+        return await answer(request, path, params)
+
+    @post("/", media_type=MediaType.JSON, status_code=200)
+    async def graph_root(request: AnyRequest) -> Response[Any]:
+        return await batch(request, await _params(request))
+
+    async def batch(request: AnyRequest, params: dict[str, str]) -> Response[Any]:
+        token = _token(request, params)
+        if token is None or token not in world.tokens:
+            return _response(
+                SimReply(
+                    400, graph_error(190, "Invalid OAuth access token - Cannot parse access token")
+                )
+            )
+        fault = world.state.hit("batch")
+        if fault is not None:
+            return await fault_response(fault)
+        try:
+            items = msgspec.json.decode(params.get("batch", ""))
+        except msgspec.DecodeError:
+            items = None
+        if not isinstance(items, list) or not items:
+            return _response(
+                SimReply(400, graph_error(100, "(#100) The parameter batch is required"))
+            )
+        if len(items) > MAX_BATCH:
+            return _response(
+                SimReply(
+                    400,
+                    graph_error(
+                        1, f"Too many requests in batch message. Maximum batch size is {MAX_BATCH}"
+                    ),
+                )
+            )
+        include_headers = params.get("include_headers", "true").lower() != "false"
+        out: list[dict[str, Any] | None] = []
+        for item in items:
+            if not isinstance(item, dict) or "relative_url" not in item:
+                out.append(
+                    {
+                        "code": 400,
+                        "headers": [],
+                        "body": msgspec.json.encode(
+                            graph_error(100, "(#100) relative_url is required")
+                        ).decode(),
+                    }
+                )
+                continue
+            url = urlsplit(str(item["relative_url"]).lstrip("/"))
+            sub = dict(parse_qsl(url.query))
+            if isinstance(item.get("body"), str):
+                sub.update(dict(parse_qsl(item["body"])))
+            method = str(item.get("method", "GET")).upper()
+            reply = world.handle(method, url.path, sub, sub.get("access_token") or token)
+            out.append(_batch_item(reply, include_headers))
+        nulls = world.take_null_items()
+        if nulls:
+            out[-nulls:] = [None] * min(nulls, len(out))
+        return Response(out, status_code=200, media_type=MediaType.JSON)
+
+    return Litestar(
+        route_handlers=[graph_root, graph_get, graph_post], debug=False, logging_config=None
+    )
+
+
+def serve_world(world: GraphWorld, port: int | None = None) -> ThreadedServer:
+    """Start the simulator for ``world`` on a loopback port, in its own thread."""
+    server = ThreadedServer(create_app(world), port=port)
+    world.base_url = server.url
+    return server.start()

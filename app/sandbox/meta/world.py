@@ -1,0 +1,636 @@
+"""The simulated Graph API's data and its answers, as plain functions of a request.
+
+Tests and the demo build a :class:`GraphWorld` (accounts, campaigns, tokens), program faults on its
+:class:`~app.sandbox.base.SandboxState`, and read back the calls it counted and the updates it
+received. :meth:`GraphWorld.handle` answers one call; the HTTP layer and the batch endpoint both use
+it, so a sub-request of a batch behaves exactly like the same request sent alone.
+
+Fault kinds: ``adaccounts.list``, ``account.get``, ``campaigns.list``, ``campaign.get``,
+``campaign.update``, ``insights``, ``batch``. A fault on ``<kind>:<object id>`` (e.g.
+``campaigns.list:act_2``) hits only that object.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from app.sandbox.base import Fault, SandboxState
+from app.sandbox.meta.insights import INSIGHTS_FIELDS, PRESET_DAYS, generate_row
+
+ZERO_DECIMAL = frozenset(
+    {"JPY", "KRW", "IDR", "CLP", "COP", "HUF", "TWD", "VND", "ISK", "PYG", "CRC", "UGX"}
+)
+"""Currencies whose minor-unit offset is 1 (budgets are whole units)."""
+
+CAMPAIGN_FIELDS = frozenset(
+    {"id", "name", "effective_status", "status", "daily_budget", "lifetime_budget", "created_time"}
+)
+ACCOUNT_FIELDS = frozenset(
+    {"id", "account_id", "name", "currency", "timezone_name", "account_status"}
+)
+EFFECTIVE_STATUSES = ("ACTIVE", "PAUSED", "DELETED", "ARCHIVED", "IN_PROCESS", "WITH_ISSUES")
+FILTER_OPERATORS = frozenset({"EQUAL", "NOT_EQUAL", "IN", "NOT_IN", "CONTAIN", "NOT_CONTAIN"})
+SETTABLE_STATUSES = frozenset({"ACTIVE", "PAUSED", "ARCHIVED", "DELETED"})
+MAX_BATCH = 50
+"""Sub-requests allowed in one batch call."""
+
+
+def graph_error(
+    code: int,
+    message: str,
+    *,
+    error_type: str = "OAuthException",
+    subcode: int | None = None,
+    transient: bool = False,
+) -> dict[str, Any]:
+    """A Graph API error body, as Meta sends it."""
+    error: dict[str, Any] = {
+        "message": message,
+        "type": error_type,
+        "code": code,
+        "is_transient": transient,
+        "fbtrace_id": f"SIM{code}{subcode or 0}",
+    }
+    if subcode is not None:
+        error["error_subcode"] = subcode
+    return {"error": error}
+
+
+@dataclass(frozen=True, slots=True)
+class SimReply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SimCampaign:
+    id: str
+    name: str
+    effective_status: str = "ACTIVE"
+    daily_budget: int | None = 5000
+    """Minor units of the account currency."""
+    lifetime_budget: int | None = None
+    created_time: datetime = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
+    delivering: bool = True
+    """False: every Insights request answers with no row (no delivery)."""
+    insights: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """Per date preset: a row to answer with instead of the generated one, or None for no row."""
+
+    def render(self, fields: set[str]) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "effective_status": self.effective_status,
+            "status": self.effective_status
+            if self.effective_status in SETTABLE_STATUSES
+            else "ACTIVE",
+            "created_time": self.created_time.strftime("%Y-%m-%dT%H:%M:%S+0000"),
+        }
+        if self.daily_budget is not None:
+            values["daily_budget"] = str(self.daily_budget)
+        if self.lifetime_budget is not None:
+            values["lifetime_budget"] = str(self.lifetime_budget)
+        return {k: v for k, v in values.items() if k in fields or k == "id"}
+
+
+@dataclass
+class SimAccount:
+    id: str
+    """``act_<digits>``."""
+    name: str
+    currency: str = "USD"
+    timezone_name: str = "America/Los_Angeles"
+    account_status: int = 1
+    campaigns: dict[str, SimCampaign] = field(default_factory=dict)
+
+    @property
+    def money_decimals(self) -> int:
+        return 0 if self.currency in ZERO_DECIMAL else 2
+
+    def render(self, fields: set[str]) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "id": self.id,
+            "account_id": self.id.removeprefix("act_"),
+            "name": self.name,
+            "currency": self.currency,
+            "timezone_name": self.timezone_name,
+            "account_status": self.account_status,
+        }
+        return {k: v for k, v in values.items() if k in fields or k == "id"}
+
+
+def _cursor(offset: int, page: int) -> str:
+    return base64.urlsafe_b64encode(f"{offset}:{page}".encode()).decode().rstrip("=")
+
+
+def _uncursor(raw: str) -> tuple[int, int]:
+    padded = raw + "=" * (-len(raw) % 4)
+    offset, page = base64.urlsafe_b64decode(padded.encode()).decode().split(":")
+    return int(offset), int(page)
+
+
+class BadRequest(Exception):
+    """A request the Graph API would refuse with (#100)."""
+
+    def __init__(self, message: str, code: int = 100, subcode: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.subcode = subcode
+
+
+class GraphWorld:
+    """Ad accounts, campaigns and tokens, and the programmable behaviour of the simulated API."""
+
+    def __init__(self, *, version: str = "v21.0", base_url: str = "") -> None:
+        self.version = version
+        self.base_url = base_url
+        self.state = SandboxState()
+        self.accounts: dict[str, SimAccount] = {}
+        self.tokens: dict[str, set[str]] = {}
+        self.page_sizes: list[int] = []
+        """Sizes of successive campaign pages (page 0, 1, …), capped by ``limit``; pages beyond
+        the list are full. A 0 makes an empty page that still announces a next one."""
+        self.trailing_empty_page = False
+        """Announce one more (empty) page after the last campaign, as Meta sometimes does."""
+        self.null_batch_items = 0
+        """The next batch call answers its last N items with ``null`` (Meta's batch timeout)."""
+        self.updates: list[tuple[str, dict[str, str]]] = []
+        """Every accepted campaign update: ``(campaign_id, fields)``."""
+        self.filters_seen: list[list[dict[str, Any]]] = []
+        """The decoded ``filtering`` parameter of each campaign listing."""
+        self._lock = threading.RLock()
+
+    def reset(self) -> None:
+        """Forget every account, token, fault, count and setting (one world per test scenario)."""
+        with self._lock:
+            self.state.clear_faults()
+            self.state.reset_counts()
+            self.accounts.clear()
+            self.tokens.clear()
+            self.page_sizes = []
+            self.trailing_empty_page = False
+            self.null_batch_items = 0
+            self.updates.clear()
+            self.filters_seen.clear()
+
+    # -- building the world -----------------------------------------------------------------
+
+    def add_account(
+        self,
+        account_id: str,
+        name: str,
+        *,
+        currency: str = "USD",
+        timezone_name: str = "America/Los_Angeles",
+        account_status: int = 1,
+    ) -> SimAccount:
+        if not account_id.startswith("act_"):
+            account_id = f"act_{account_id}"
+        with self._lock:
+            account = SimAccount(account_id, name, currency, timezone_name, account_status)
+            self.accounts[account_id] = account
+            return account
+
+    def add_campaign(self, account_id: str, campaign: SimCampaign) -> SimCampaign:
+        with self._lock:
+            self.accounts[account_id].campaigns[campaign.id] = campaign
+            return campaign
+
+    def add_campaigns(
+        self,
+        account_id: str,
+        count: int,
+        *,
+        first_id: int | None = None,
+        name: str = "Campaign {n}",
+        statuses: tuple[str, ...] = ("ACTIVE",),
+        daily_budget: int | None = 5000,
+    ) -> list[SimCampaign]:
+        """Add ``count`` campaigns with ids from ``first_id`` (default: derived from the account),
+        names from the ``name`` template and effective statuses cycling through ``statuses``."""
+        account = self.accounts[account_id]
+        base = first_id if first_id is not None else int(account_id.removeprefix("act_")) * 10_000
+        base += len(account.campaigns)
+        created = []
+        for i in range(count):
+            n = len(account.campaigns) + 1
+            created.append(
+                self.add_campaign(
+                    account_id,
+                    SimCampaign(
+                        id=str(base + i + 1),
+                        name=name.format(n=n),
+                        effective_status=statuses[i % len(statuses)],
+                        daily_budget=daily_budget,
+                        created_time=datetime(2026, 1, 5, 8, 0, tzinfo=UTC) + timedelta(hours=i),
+                    ),
+                )
+            )
+        return created
+
+    def grant(self, token: str, *account_ids: str) -> None:
+        """Let ``token`` reach ``account_ids`` (a token with no account is still valid)."""
+        with self._lock:
+            self.tokens.setdefault(token, set()).update(account_ids)
+
+    def find_campaign(self, campaign_id: str) -> tuple[SimAccount, SimCampaign] | None:
+        with self._lock:
+            for account in self.accounts.values():
+                campaign = account.campaigns.get(campaign_id)
+                if campaign is not None:
+                    return account, campaign
+        return None
+
+    def campaign(self, campaign_id: str) -> SimCampaign:
+        found = self.find_campaign(campaign_id)
+        if found is None:
+            raise KeyError(campaign_id)
+        return found[1]
+
+    # -- programming faults -----------------------------------------------------------------
+
+    def fail(
+        self,
+        kind: str,
+        *,
+        code: int = 2,
+        status: int = 500,
+        message: str = "Service temporarily unavailable",
+        transient: bool | None = None,
+        subcode: int | None = None,
+        times: int = 1,
+    ) -> Fault:
+        """Make the next ``times`` calls of ``kind`` answer a Graph error."""
+        is_transient = transient if transient is not None else code in {1, 2, 4, 17, 32, 341, 613}
+        return self.state.inject(
+            kind,
+            status=status,
+            body=graph_error(code, message, subcode=subcode, transient=is_transient),
+            times=times,
+        )
+
+    def throttle(self, kind: str, *, minutes: int = 1, times: int = 1) -> Fault:
+        """Answer ``kind`` with the business-use-case throttle (80004) and a usage header saying
+        how long until access is regained."""
+        usage = {
+            "1000000001": [
+                {
+                    "type": "ads_management",
+                    "call_count": 100,
+                    "total_cputime": 40,
+                    "total_time": 40,
+                    "estimated_time_to_regain_access": minutes,
+                }
+            ]
+        }
+        return self.state.inject(
+            kind,
+            status=400,
+            body=graph_error(
+                80004,
+                "There have been too many calls to this ad-account. Wait a bit and try again.",
+                subcode=2446079,
+                transient=True,
+            ),
+            headers={"x-business-use-case-usage": msgspec.json.encode(usage).decode()},
+            times=times,
+        )
+
+    def _hit(self, kind: str, scope: str | None, **details: Any) -> Fault | None:
+        fault = self.state.hit(kind, scope=scope, **details)
+        if fault is not None or scope is None:
+            return fault
+        scoped = f"{kind}:{scope}"
+        with self.state._lock:
+            for candidate in self.state.faults:
+                if candidate.kind == scoped and candidate.times != 0:
+                    if candidate.times > 0:
+                        candidate.times -= 1
+                    return candidate
+        return None
+
+    def take_null_items(self) -> int:
+        """How many trailing items of this batch call to answer with null (then back to 0)."""
+        with self._lock:
+            nulls, self.null_batch_items = self.null_batch_items, 0
+            return nulls
+
+    def count(self, kind: str = "*") -> int:
+        return self.state.count(kind)
+
+    # -- answering ----------------------------------------------------------------------------
+
+    def usage_headers(self, account_id: str | None) -> dict[str, str]:
+        calls = self.state.count("*")
+        pct = min(99, calls // 200)
+        headers = {
+            "x-app-usage": msgspec.json.encode(
+                {"call_count": pct, "total_cputime": pct // 2, "total_time": pct // 2}
+            ).decode()
+        }
+        if account_id is not None:
+            headers["x-ad-account-usage"] = msgspec.json.encode(
+                {"acc_id_util_pct": pct, "reset_time_duration": 0}
+            ).decode()
+            headers["x-business-use-case-usage"] = msgspec.json.encode(
+                {
+                    account_id.removeprefix("act_"): [
+                        {
+                            "type": "ads_management",
+                            "call_count": pct,
+                            "total_cputime": pct // 2,
+                            "total_time": pct // 2,
+                            "estimated_time_to_regain_access": 0,
+                        }
+                    ]
+                }
+            ).decode()
+        return headers
+
+    def handle(
+        self, method: str, path: str, params: dict[str, str], token: str | None
+    ) -> SimReply | Fault:
+        """Answer one Graph call. ``path`` has no leading slash and includes the version."""
+        parts = [p for p in path.split("/") if p]
+        if not parts or not (parts[0].startswith("v") and "." in parts[0]):
+            return SimReply(
+                400,
+                graph_error(2500, "Unknown path components: an API version is required"),
+            )
+        parts = parts[1:]
+        if token is None or token not in self.tokens:
+            return SimReply(
+                400,
+                graph_error(
+                    190, "Invalid OAuth access token - Cannot parse access token", subcode=463
+                ),
+            )
+        try:
+            with self._lock:
+                return self._route(method, parts, params, token)
+        except BadRequest as exc:
+            return SimReply(400, graph_error(exc.code, exc.message, subcode=exc.subcode))
+
+    def _route(
+        self, method: str, parts: list[str], params: dict[str, str], token: str
+    ) -> SimReply | Fault:
+        if method == "GET" and parts == ["me", "adaccounts"]:
+            return self._list_accounts(params, token)
+        if len(parts) == 1 and parts[0].startswith("act_") and method == "GET":
+            account = self._account(parts[0], token)
+            fault = self._hit("account.get", account.id)
+            return fault or SimReply(
+                200, account.render(_fields(params, ACCOUNT_FIELDS)), self.usage_headers(account.id)
+            )
+        if len(parts) == 2 and parts[0].startswith("act_") and method == "GET":
+            account = self._account(parts[0], token)
+            if parts[1] == "campaigns":
+                return self._list_campaigns(account, params)
+            if parts[1] == "insights":
+                return self._account_insights(account, params)
+        if len(parts) == 1 and parts[0].isdigit():
+            account, campaign = self._campaign(parts[0], token)
+            if method == "GET":
+                fault = self._hit("campaign.get", campaign.id)
+                return fault or SimReply(
+                    200,
+                    campaign.render(_fields(params, CAMPAIGN_FIELDS)),
+                    self.usage_headers(account.id),
+                )
+            if method == "POST":
+                return self._update_campaign(account, campaign, params)
+        if len(parts) == 2 and parts[0].isdigit() and parts[1] == "insights" and method == "GET":
+            account, campaign = self._campaign(parts[0], token)
+            return self._campaign_insights(account, campaign, params)
+        raise BadRequest(f"Unsupported {method.lower()} request.", code=100, subcode=33)
+
+    def _account(self, account_id: str, token: str) -> SimAccount:
+        account = self.accounts.get(account_id)
+        if account is None or account_id not in self.tokens[token]:
+            raise BadRequest(
+                f"Unsupported get request. Object with ID '{account_id}' does not exist, cannot "
+                "be loaded due to missing permissions, or does not support this operation.",
+                subcode=33,
+            )
+        return account
+
+    def _campaign(self, campaign_id: str, token: str) -> tuple[SimAccount, SimCampaign]:
+        found = self.find_campaign(campaign_id)
+        if found is None or found[0].id not in self.tokens[token]:
+            raise BadRequest(
+                f"Unsupported request. Object with ID '{campaign_id}' does not exist, cannot be "
+                "loaded due to missing permissions, or does not support this operation.",
+                subcode=33,
+            )
+        return found
+
+    def _list_accounts(self, params: dict[str, str], token: str) -> SimReply | Fault:
+        fault = self._hit("adaccounts.list", None)
+        if fault is not None:
+            return fault
+        fields = _fields(params, ACCOUNT_FIELDS)
+        accounts = [self.accounts[a] for a in sorted(self.tokens[token]) if a in self.accounts]
+        rows = [a.render(fields) for a in accounts]
+        return self._paged(rows, params, "me/adaccounts", None, use_plan=False)
+
+    def _list_campaigns(self, account: SimAccount, params: dict[str, str]) -> SimReply | Fault:
+        filtering = _filtering(params.get("filtering"))
+        fault = self._hit("campaigns.list", account.id, filtering=filtering)
+        self.filters_seen.append(filtering)
+        if fault is not None:
+            return fault
+        fields = _fields(params, CAMPAIGN_FIELDS)
+        matched = [c for c in account.campaigns.values() if _matches(c, filtering)]
+        rows = [c.render(fields) for c in matched]
+        return self._paged(rows, params, f"{account.id}/campaigns", account.id, use_plan=True)
+
+    def _paged(
+        self,
+        rows: list[dict[str, Any]],
+        params: dict[str, str],
+        path: str,
+        account_id: str | None,
+        *,
+        use_plan: bool,
+    ) -> SimReply:
+        try:
+            limit = int(params.get("limit", "25"))
+        except ValueError:
+            raise BadRequest("(#100) Param limit must be an integer") from None
+        if limit < 1:
+            raise BadRequest("(#100) Param limit must be positive")
+        offset, page_no = 0, 0
+        if params.get("after"):
+            try:
+                offset, page_no = _uncursor(params["after"])
+            except (ValueError, UnicodeDecodeError):
+                raise BadRequest("(#100) Invalid cursor") from None
+        size = limit
+        if use_plan and page_no < len(self.page_sizes):
+            size = min(limit, self.page_sizes[page_no])
+        chunk = rows[offset : offset + size]
+        end = offset + len(chunk)
+        body: dict[str, Any] = {"data": chunk}
+        paging: dict[str, Any] = {
+            "cursors": {"before": _cursor(offset, page_no), "after": _cursor(end, page_no + 1)}
+        }
+        more = end < len(rows)
+        if not more and self.trailing_empty_page and use_plan and offset < len(rows):
+            more = True  # one more, empty page: Meta sometimes announces it
+        if more:
+            query = {k: v for k, v in params.items() if k not in {"after", "access_token"}}
+            query["after"] = _cursor(end, page_no + 1)
+            encoded = "&".join(f"{k}={v}" for k, v in query.items())
+            paging["next"] = f"{self.base_url}/{self.version}/{path}?{encoded}"
+        body["paging"] = paging
+        return SimReply(200, body, self.usage_headers(account_id))
+
+    def _update_campaign(
+        self, account: SimAccount, campaign: SimCampaign, params: dict[str, str]
+    ) -> SimReply | Fault:
+        fault = self._hit("campaign.update", campaign.id, fields=dict(params))
+        if fault is not None:
+            return fault
+        changes = {k: v for k, v in params.items() if k in {"status", "daily_budget", "name"}}
+        unknown = set(params) - {"status", "daily_budget", "name", "access_token"}
+        if unknown or not changes:
+            raise BadRequest(f"(#100) Invalid parameter: {', '.join(sorted(unknown)) or 'none'}")
+        if "status" in changes and changes["status"] not in SETTABLE_STATUSES:
+            raise BadRequest("(#100) Param status must be one of {ACTIVE, PAUSED, …}")
+        if "daily_budget" in changes:
+            raw = changes["daily_budget"]
+            if not raw.isdigit() or int(raw) <= 0:
+                raise BadRequest("(#100) Invalid parameter: daily_budget", subcode=1885272)
+            if campaign.lifetime_budget is not None:
+                raise BadRequest(
+                    "(#100) A campaign with a lifetime budget cannot get a daily budget",
+                    subcode=1885621,
+                )
+        if "name" in changes and not changes["name"].strip():
+            raise BadRequest("(#100) Invalid parameter: name")
+        if "status" in changes:
+            campaign.effective_status = changes["status"]
+        if "daily_budget" in changes:
+            campaign.daily_budget = int(changes["daily_budget"])
+        if "name" in changes:
+            campaign.name = changes["name"]
+        self.updates.append((campaign.id, changes))
+        return SimReply(200, {"success": True}, self.usage_headers(account.id))
+
+    def _insights_row(
+        self, account: SimAccount, campaign: SimCampaign, preset: str
+    ) -> dict[str, Any] | None:
+        if preset in campaign.insights:
+            override = campaign.insights[preset]
+            return None if override is None else dict(override)
+        if not campaign.delivering:
+            return None
+        return generate_row(campaign.id, preset, account.money_decimals)
+
+    def _insights_params(self, params: dict[str, str]) -> tuple[str, set[str]]:
+        preset = params.get("date_preset", "last_30d")
+        if preset not in PRESET_DAYS:
+            raise BadRequest(f"(#100) date_preset must be one of {', '.join(PRESET_DAYS)}")
+        fields = {f for f in params.get("fields", "").split(",") if f}
+        unknown = fields - INSIGHTS_FIELDS
+        if unknown:
+            raise BadRequest(f"(#100) {', '.join(sorted(unknown))} are not valid for fields param.")
+        return preset, fields or {"spend", "impressions"}
+
+    def _shape(
+        self, row: dict[str, Any], fields: set[str], account: SimAccount, campaign: SimCampaign
+    ) -> dict[str, Any]:
+        identity = {
+            "campaign_id": campaign.id,
+            "campaign_name": campaign.name,
+            "account_id": account.id.removeprefix("act_"),
+        }
+        shaped = {k: v for k, v in row.items() if k in fields}
+        shaped.update({k: v for k, v in identity.items() if k in fields})
+        shaped["date_start"] = "2026-03-01"
+        shaped["date_stop"] = "2026-03-02"
+        return shaped
+
+    def _campaign_insights(
+        self, account: SimAccount, campaign: SimCampaign, params: dict[str, str]
+    ) -> SimReply | Fault:
+        preset, fields = self._insights_params(params)
+        fault = self._hit("insights", campaign.id, date_preset=preset)
+        if fault is not None:
+            return fault
+        row = self._insights_row(account, campaign, preset)
+        data = [] if row is None else [self._shape(row, fields, account, campaign)]
+        return SimReply(200, {"data": data, "paging": {}}, self.usage_headers(account.id))
+
+    def _account_insights(self, account: SimAccount, params: dict[str, str]) -> SimReply | Fault:
+        """``level=campaign``: one row per delivering campaign of the account."""
+        if params.get("level") != "campaign":
+            raise BadRequest("(#100) this simulator answers account insights at level=campaign")
+        preset, fields = self._insights_params(params)
+        fault = self._hit("insights", account.id, date_preset=preset, level="campaign")
+        if fault is not None:
+            return fault
+        rows = []
+        for campaign in account.campaigns.values():
+            row = self._insights_row(account, campaign, preset)
+            if row is not None:
+                rows.append(self._shape(row, fields | {"campaign_id"}, account, campaign))
+        return self._paged(rows, params, f"{account.id}/insights", account.id, use_plan=False)
+
+
+def _fields(params: dict[str, str], allowed: frozenset[str]) -> set[str]:
+    fields = {f.strip() for f in params.get("fields", "").split(",") if f.strip()}
+    unknown = fields - allowed
+    if unknown:
+        raise BadRequest(f"(#100) Tried accessing nonexisting field ({', '.join(sorted(unknown))})")
+    return fields or {"id", "name"}
+
+
+def _filtering(raw: str | None) -> list[dict[str, Any]]:
+    if not raw:
+        return []
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        raise BadRequest("(#100) param filtering must be a JSON array") from None
+    if not isinstance(value, list):
+        raise BadRequest("(#100) param filtering must be a JSON array")
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"field", "operator", "value"}:
+            raise BadRequest("(#100) each filtering entry has field, operator and value")
+        if item["operator"] not in FILTER_OPERATORS:
+            raise BadRequest(f"(#100) filtering operator {item['operator']!r} is not supported")
+        if item["field"] not in {"id", "name", "effective_status"}:
+            raise BadRequest(f"(#100) filtering field {item['field']!r} is not supported")
+        if item["operator"] in {"IN", "NOT_IN"} and not isinstance(item["value"], list):
+            raise BadRequest(f"(#100) {item['operator']} takes a list value")
+    return value
+
+
+def _matches(campaign: SimCampaign, filtering: list[dict[str, Any]]) -> bool:
+    for item in filtering:
+        actual = {"id": campaign.id, "name": campaign.name}.get(
+            item["field"], campaign.effective_status
+        )
+        op, value = item["operator"], item["value"]
+        if op == "EQUAL" and actual != str(value):
+            return False
+        if op == "NOT_EQUAL" and actual == str(value):
+            return False
+        if op == "IN" and actual not in [str(v) for v in value]:
+            return False
+        if op == "NOT_IN" and actual in [str(v) for v in value]:
+            return False
+        if op == "CONTAIN" and str(value).lower() not in actual.lower():
+            return False
+        if op == "NOT_CONTAIN" and str(value).lower() in actual.lower():
+            return False
+    return True
