@@ -1,0 +1,86 @@
+"""Job specs used by the scheduling tests, importable by the test subprocesses too.
+
+``RECORD`` counts every start and every completion per key in :data:`RUNS` (in-process tests) and,
+when ``SWEEPLINE_TEST_MARKERS`` names a file, appends ``start``/``done`` lines to it (subprocesses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+
+
+class Work(JobPayload):
+    key: str
+    fail_until_attempt: int = 0
+    """Raise on every attempt up to and including this one."""
+    seconds: float = 0.0
+    """Real seconds to spend (overridden by ``SWEEPLINE_TEST_JOB_SECONDS`` when set)."""
+    wait_for_release: bool = False
+    """Block until the test sets :data:`RELEASE` for this key."""
+
+
+@dataclass
+class Runs:
+    started: Counter[str] = field(default_factory=Counter)
+    done: Counter[str] = field(default_factory=Counter)
+    attempts: dict[str, list[int]] = field(default_factory=dict)
+    times: dict[str, list[float]] = field(default_factory=dict)
+    release: dict[str, asyncio.Event] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        self.started.clear()
+        self.done.clear()
+        self.attempts.clear()
+        self.times.clear()
+        self.release.clear()
+
+    def gate(self, key: str) -> asyncio.Event:
+        return self.release.setdefault(key, asyncio.Event())
+
+
+RUNS = Runs()
+
+
+def _mark(line: str) -> None:
+    path = os.environ.get("SWEEPLINE_TEST_MARKERS")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
+async def record(ctx: JobContext, work: Work) -> None:
+    loop = asyncio.get_running_loop()
+    RUNS.started[work.key] += 1
+    RUNS.attempts.setdefault(work.key, []).append(ctx.attempt)
+    RUNS.times.setdefault(work.key, []).append(loop.time())
+    _mark(f"start {work.key} {ctx.attempt} {os.getpid()}")
+    await asyncio.sleep(0)  # give other workers a chance to interleave
+    if work.wait_for_release:
+        await RUNS.gate(work.key).wait()
+    seconds = float(os.environ.get("SWEEPLINE_TEST_JOB_SECONDS", work.seconds))
+    if seconds:
+        await asyncio.sleep(seconds)
+    if ctx.attempt <= work.fail_until_attempt:
+        raise RuntimeError(f"boom at attempt {ctx.attempt}")
+    RUNS.done[work.key] += 1
+    _mark(f"done {work.key} {ctx.attempt} {os.getpid()}")
+
+
+RECORD = JobSpec("test.record", Work, record, max_tries=3, backoff_seconds=10.0)
+"""Retries after 10 s, then 20 s; dead after the third failed attempt."""
+
+RECORD_FAST_RETRY = JobSpec(
+    "test.record_fast_retry", Work, record, max_tries=2, backoff_seconds=0.3
+)
+"""For backends on real time (arq): retries after 0.3 s, dead after the second failure."""
+
+RECORD_SHORT_TIMEOUT = JobSpec(
+    "test.record_short_timeout", Work, record, max_tries=2, timeout_seconds=0.2
+)
+
+ALL = [RECORD, RECORD_FAST_RETRY, RECORD_SHORT_TIMEOUT]
