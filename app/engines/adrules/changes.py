@@ -1,0 +1,183 @@
+"""What an action would change, worked out without touching anything (spec §4, AR-17).
+
+Pure functions from an action and a campaign's current values to a :class:`Change`: the Graph
+fields to write, the value before and after, or why nothing needs doing. Budget changes are clamped
+at the task's maximum / minimum, and the boundary value is what gets written, never the projected
+one. The worker's :mod:`~app.engines.adrules.execute` applies a change after re-reading the live
+value; :mod:`~app.engines.adrules.preview` shows it and writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+from app.engines.adrules.metrics import budget_to_major, major_to_minor
+from app.engines.adrules.schemas import (
+    Action,
+    ActivateCampaign,
+    AppendToName,
+    DecreaseBudget,
+    IncreaseBudget,
+    PauseCampaign,
+    RemoveFromName,
+    Rename,
+    SetBudget,
+)
+
+MAX_NAME_LENGTH = 400
+
+
+class ActionFailed(Exception):
+    """An action could not be carried out (recorded as an ``error`` record)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What an action would do to a campaign."""
+
+    write: dict[str, Any] | None
+    """Graph fields to POST (``status``, ``daily_budget`` in minor units, ``name``); None: none."""
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    noop: str | None = None
+    """Why nothing is to be done (already paused, name already has the text, budget at the cap…)."""
+
+
+def action_parameters(action: Action) -> dict[str, Any]:
+    """The action's parameters as the record shows them (the webhook secret is never shown)."""
+    params: dict[str, Any] = msgspec.to_builtins(action)
+    if "secret" in params:
+        params["secret"] = "***"  # noqa: S105 - a mask, not a secret
+    return params
+
+
+def _money(minor: int, currency: str) -> str:
+    return str(budget_to_major(minor, currency))
+
+
+def plan_budget(
+    action: IncreaseBudget | DecreaseBudget | SetBudget, current_minor: int | None, currency: str
+) -> Change:
+    """The new daily budget, clamped at the cap or floor (the boundary is written, not exceeded)."""
+    if current_minor is None:
+        raise ActionFailed("the campaign has no daily budget to change (is it set on its ad sets?)")
+    current = budget_to_major(current_minor, currency)
+    assert current is not None
+    clamped_at: str | None = None
+    if isinstance(action, SetBudget):
+        projected = action.amount
+    else:
+        step = current * action.amount / 100 if action.by == "percent" else action.amount
+        projected = current + step if isinstance(action, IncreaseBudget) else current - step
+    new_minor = major_to_minor(projected, currency)
+    if isinstance(action, IncreaseBudget) and action.max is not None:
+        cap = major_to_minor(action.max, currency)
+        if current_minor >= cap:
+            return Change(
+                None,
+                noop=f"the daily budget {current} is already at or above the maximum {action.max}",
+            )
+        if new_minor > cap:
+            new_minor, clamped_at = cap, "max"
+    if isinstance(action, DecreaseBudget) and action.min is not None:
+        floor = major_to_minor(action.min, currency)
+        if current_minor <= floor:
+            return Change(
+                None,
+                noop=f"the daily budget {current} is already at or below the minimum {action.min}",
+            )
+        if new_minor < floor:
+            new_minor, clamped_at = floor, "min"
+    if new_minor <= 0:
+        raise ActionFailed(
+            f"the new daily budget would be {_money(new_minor, currency)}, not positive"
+        )
+    if new_minor == current_minor:
+        return Change(None, noop=f"the daily budget is already {current}")
+    after: dict[str, Any] = {"daily_budget": _money(new_minor, currency)}
+    if clamped_at is not None:
+        after["clamped_at"] = clamped_at
+        after["projected"] = str(projected)
+    return Change({"daily_budget": new_minor}, before={"daily_budget": str(current)}, after=after)
+
+
+def render_template(template: str, *, name: str, rule: str, date: str, campaign_id: str) -> str:
+    """Fill ``{name}``, ``{rule}``, ``{date}``, ``{id}``; any other brace text stays as written."""
+    out = template
+    for key, value in (("{name}", name), ("{rule}", rule), ("{date}", date), ("{id}", campaign_id)):
+        out = out.replace(key, value)
+    return out
+
+
+def _has_part(name: str, text: str, sep: str) -> bool:
+    if not sep:
+        return text in name
+    return (
+        name == text
+        or name.endswith(sep + text)
+        or name.startswith(text + sep)
+        or (sep + text + sep) in name
+    )
+
+
+def _remove_part(name: str, text: str, sep: str) -> str:
+    if not sep:
+        return name.replace(text, "", 1)
+    if name.endswith(sep + text):
+        return name[: -len(sep + text)]
+    if name.startswith(text + sep):
+        return name[len(text + sep) :]
+    return name.replace(sep + text + sep, sep, 1)
+
+
+def plan_name(
+    action: Rename | AppendToName | RemoveFromName,
+    current: str,
+    *,
+    rule: str,
+    date: str,
+    campaign_id: str,
+) -> Change:
+    if isinstance(action, Rename):
+        new = render_template(
+            action.template, name=current, rule=rule, date=date, campaign_id=campaign_id
+        )
+    elif isinstance(action, AppendToName):
+        if _has_part(current, action.text, action.separator):
+            return Change(None, noop=f"the name already contains {action.text!r}")
+        new = f"{current}{action.separator}{action.text}" if current else action.text
+    else:
+        if not _has_part(current, action.text, action.separator) or current == action.text:
+            return Change(None, noop=f"the name does not contain {action.text!r}")
+        new = _remove_part(current, action.text, action.separator)
+    new = new.strip()
+    if not new:
+        raise ActionFailed("the new name would be empty")
+    if len(new) > MAX_NAME_LENGTH:
+        raise ActionFailed(f"the new name would be longer than {MAX_NAME_LENGTH} characters")
+    if new == current:
+        return Change(None, noop="the name would not change")
+    return Change({"name": new}, before={"name": current}, after={"name": new})
+
+
+def plan_status(action: PauseCampaign | ActivateCampaign, current: str | None) -> Change:
+    target = "PAUSED" if isinstance(action, PauseCampaign) else "ACTIVE"
+    if current == target:
+        return Change(None, noop=f"the campaign is already {target}")
+    return Change({"status": target}, before={"status": current}, after={"status": target})
+
+
+def minor_units(value: str | None) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = Decimal(value)
+    except ArithmeticError:
+        return None
+    if number != number.to_integral_value():
+        return None
+    return int(number)

@@ -1,0 +1,261 @@
+"""Custom metrics read from a Google Sheet (spec AR-15).
+
+A custom-metric condition names a spreadsheet, a sheet, a lookup column matched against the campaign
+id and a value column read as a number. A sheet's rows are kept in memory for **2 minutes from last
+access** (each read pushes the expiry out again), measured on the runtime's clock. Every live read
+is also saved to the database; when a live read fails the saved copy is used instead. A missing row,
+an empty or non-numeric cell, or a sheet that can be read neither live nor from the copy is a
+condition error the record shows, never a crash of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.clock import Clock
+from app.db.session import Database
+from app.engines.adrules.run_models import SheetCopy
+from app.integrations.sheets import ApiKey, BearerToken, Cell, SheetsClient, SheetsError
+from app.integrations.sheets.client import SheetsCredentials, a1_range
+from app.platform.crypto import SecretBox
+from app.platform.service import get_secret
+
+CACHE_TTL = timedelta(minutes=2)
+"""How long a sheet's rows stay in memory after they were last read."""
+
+SHEETS_API_KEY_SECRET = "google_sheets_api_key"  # noqa: S105 - a secret's name, not a secret
+"""Workspace secret holding a Google API key (sheets shared with "anyone with the link")."""
+SHEETS_TOKEN_SECRET = "google_sheets_access_token"  # noqa: S105
+"""Workspace secret holding an OAuth access token (a service account the sheet is shared with)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SheetRef:
+    workspace_id: int
+    spreadsheet_id: str
+    sheet_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SheetRows:
+    """A sheet's rows and where they came from: ``cache``, ``live`` or ``copy`` (the database)."""
+
+    rows: list[list[Cell]]
+    source: str
+    fetched_at: datetime
+    warning: str | None = None
+    """Why the database copy was used (the live read's error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CustomValue:
+    """A custom metric's number for one campaign, or why there is none."""
+
+    value: Decimal | None
+    error: str | None = None
+    source: str = ""
+
+
+@dataclass
+class _Entry:
+    rows: list[list[Cell]]
+    fetched_at: datetime
+    expires_at: datetime
+
+
+@dataclass
+class SheetCache:
+    """Sheets in memory, per workspace, each expiring 2 minutes after its last access."""
+
+    ttl: timedelta = CACHE_TTL
+    _entries: dict[SheetRef, _Entry] = field(default_factory=dict)
+    _locks: dict[SheetRef, asyncio.Lock] = field(default_factory=dict)
+
+    def get(self, ref: SheetRef, now: datetime) -> _Entry | None:
+        entry = self._entries.get(ref)
+        if entry is None:
+            return None
+        if now >= entry.expires_at:
+            del self._entries[ref]
+            return None
+        entry.expires_at = now + self.ttl  # from last access, not from the fetch
+        return entry
+
+    def put(self, ref: SheetRef, rows: list[list[Cell]], now: datetime) -> None:
+        self._entries[ref] = _Entry(rows=rows, fetched_at=now, expires_at=now + self.ttl)
+
+    def lock(self, ref: SheetRef) -> asyncio.Lock:
+        # One read per sheet at a time: campaigns of one run asking together cause one fetch.
+        return self._locks.setdefault(ref, asyncio.Lock())
+
+
+def column_index(letters: str) -> int:
+    """``A`` → 0, ``Z`` → 25, ``AA`` → 26."""
+    index = 0
+    for ch in letters.upper():
+        index = index * 26 + (ord(ch) - ord("A") + 1)
+    return index - 1
+
+
+def _as_text(cell: Cell) -> str:
+    if isinstance(cell, bool):
+        return str(cell).upper()
+    return str(cell).strip()
+
+
+def _as_number(cell: Cell) -> Decimal | None:
+    if isinstance(cell, bool):
+        return None
+    if isinstance(cell, int | Decimal):
+        return Decimal(cell)
+    try:
+        number = Decimal(cell.strip().replace(",", ""))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def lookup(
+    rows: list[list[Cell]], campaign_id: str, lookup_column: str, value_column: str
+) -> CustomValue:
+    """The number in ``value_column`` of the first row whose ``lookup_column`` is the campaign id."""
+    key_at, value_at = column_index(lookup_column), column_index(value_column)
+    for row in rows:
+        if key_at < len(row) and _as_text(row[key_at]) == campaign_id:
+            cell = row[value_at] if value_at < len(row) else ""
+            if cell == "":
+                return CustomValue(
+                    None, f"the cell {value_column} of campaign {campaign_id} is empty"
+                )
+            number = _as_number(cell)
+            if number is None:
+                return CustomValue(
+                    None,
+                    f"the cell {value_column} of campaign {campaign_id} is not a number: {cell!r}",
+                )
+            return CustomValue(number)
+    return CustomValue(None, f"no row has campaign {campaign_id} in column {lookup_column}")
+
+
+def _to_json(rows: list[list[Cell]]) -> list[list[Any]]:
+    # Decimals are kept as their exact text; JSON numbers would go through float.
+    return [[str(c) if isinstance(c, Decimal) else c for c in row] for row in rows]
+
+
+async def workspace_credentials(
+    db: Database, secrets: SecretBox, workspace_id: int
+) -> SheetsCredentials | None:
+    """The workspace's Sheets credentials: an access token if set, else an API key."""
+    async with db.read() as session:
+        token = await get_secret(
+            session, secrets, workspace_id=workspace_id, name=SHEETS_TOKEN_SECRET
+        )
+        if token:
+            return BearerToken(token)
+        key = await get_secret(
+            session, secrets, workspace_id=workspace_id, name=SHEETS_API_KEY_SECRET
+        )
+    return ApiKey(key) if key else None
+
+
+class CustomMetricSource:
+    """Reads custom metrics for one workspace through the shared cache, client and database."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        clock: Clock,
+        client: SheetsClient,
+        cache: SheetCache,
+        workspace_id: int,
+        credentials: SheetsCredentials | None,
+        save_copies: bool = True,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._client = client
+        self._cache = cache
+        self._workspace_id = workspace_id
+        self._credentials = credentials
+        self._save_copies = save_copies
+
+    async def rows(self, spreadsheet_id: str, sheet_name: str) -> SheetRows | str:
+        """The sheet's rows, or the reason they cannot be had."""
+        ref = SheetRef(self._workspace_id, spreadsheet_id, sheet_name)
+        async with self._cache.lock(ref):
+            now = self._clock.now()
+            cached = self._cache.get(ref, now)
+            if cached is not None:
+                return SheetRows(cached.rows, "cache", cached.fetched_at)
+            try:
+                if self._credentials is None:
+                    raise SheetsError(
+                        "no Google Sheets credentials are configured for the workspace"
+                    )
+                rows = await self._client.get_values(
+                    spreadsheet_id, a1_range(sheet_name), self._credentials
+                )
+            except SheetsError as exc:
+                return await self._from_copy(ref, exc.message)
+            now = self._clock.now()
+            self._cache.put(ref, rows, now)
+            if self._save_copies:
+                await self._save(ref, rows, now)
+            return SheetRows(rows, "live", now)
+
+    async def value(
+        self,
+        *,
+        spreadsheet_id: str,
+        sheet_name: str,
+        lookup_column: str,
+        value_column: str,
+        campaign_id: str,
+    ) -> CustomValue:
+        got = await self.rows(spreadsheet_id, sheet_name)
+        if isinstance(got, str):
+            return CustomValue(None, got)
+        found = lookup(got.rows, campaign_id, lookup_column, value_column)
+        error = found.error
+        if error is None and got.warning:
+            return CustomValue(found.value, None, f"{got.source} ({got.warning})")
+        return CustomValue(found.value, error, got.source)
+
+    async def _from_copy(self, ref: SheetRef, live_error: str) -> SheetRows | str:
+        async with self._db.read() as session:
+            copy = await session.scalar(
+                select(SheetCopy).where(
+                    SheetCopy.workspace_id == ref.workspace_id,
+                    SheetCopy.spreadsheet_id == ref.spreadsheet_id,
+                    SheetCopy.sheet_name == ref.sheet_name,
+                )
+            )
+        if copy is None:
+            return f"the sheet could not be read ({live_error}) and no saved copy exists"
+        rows: list[list[Cell]] = [list(r) for r in copy.rows]
+        return SheetRows(rows, "copy", copy.fetched_at, warning=f"live read failed: {live_error}")
+
+    async def _save(self, ref: SheetRef, rows: list[list[Cell]], now: datetime) -> None:
+        values = {
+            "workspace_id": ref.workspace_id,
+            "spreadsheet_id": ref.spreadsheet_id,
+            "sheet_name": ref.sheet_name,
+            "rows": _to_json(rows),
+            "fetched_at": now,
+        }
+        module: Any = postgresql if self._db.is_postgres else sqlite
+        stmt = module.insert(SheetCopy).values(values)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["workspace_id", "spreadsheet_id", "sheet_name"],
+            set_={"rows": stmt.excluded.rows, "fetched_at": stmt.excluded.fetched_at},
+        )
+        async with self._db.write() as uow:
+            await uow.session.execute(stmt)
