@@ -191,6 +191,25 @@ async def test_a_task_post_whose_answer_was_lost_is_not_sent_again(setup: Setup)
     assert setup.sim.state.count("serp.task_post") == 1
 
 
+@pytest.mark.parametrize(("status", "ambiguous"), [(504, True), (502, True), (503, False)])
+async def test_a_task_post_behind_a_failing_gateway(
+    setup: Setup, status: int, ambiguous: bool
+) -> None:
+    """A 502/504 from a gateway may hide a created task: not re-posted; a 503 created nothing."""
+    setup.sim.state.inject("serp.task_post", status=status, raw=b"<html>gateway</html>")
+    client = setup.client(retries=3)
+    if ambiguous:
+        with pytest.raises(TransientProviderError) as caught:
+            await client.post_serp_tasks([task()])
+        assert caught.value.may_have_succeeded
+        assert setup.sim.state.count("serp.task_post") == 1
+    else:
+        [posted] = await client.post_serp_tasks([task()])
+        assert posted.created
+        assert setup.sleeps.delays == [1.0]
+    await client.aclose()
+
+
 async def test_a_timed_out_read_is_retried_then_raised(setup: Setup) -> None:
     """A timeout is a ProviderError (transient), retried for reads."""
     setup.sim.state.inject("serp.tasks_ready", delay_seconds=0.6, times=2)
@@ -267,7 +286,8 @@ async def test_credentials_never_reach_logs_or_errors(
     caplog.set_level(logging.DEBUG)
     token = base64.b64encode(f"{LOGIN}:{PASSWORD}".encode()).decode()
     messages: list[str] = []
-    client = setup.client(retries=1, timeout_seconds=0.2)
+    client = setup.client(retries=1)
+    impatient = setup.client(retries=1, timeout_seconds=0.2)
 
     await client.post_serp_tasks([task()])
     setup.sim.inject_status("serp.tasks_ready", 50000, times=-1)
@@ -277,17 +297,18 @@ async def test_credentials_never_reach_logs_or_errors(
     setup.sim.state.clear_faults()
     setup.sim.state.inject("serp.task_post", delay_seconds=0.6)
     with pytest.raises(ProviderError) as lost:
-        await client.post_serp_tasks([task()])
+        await impatient.post_serp_tasks([task()])
     messages.append(str(lost.value))
     wrong = setup.client(password=PASSWORD + "x")
     with pytest.raises(ProviderError) as rejected:
         await wrong.serp_tasks_ready()
     messages.append(str(rejected.value))
-    await client.aclose()
-    await wrong.aclose()
+    for each in (client, impatient, wrong):
+        await each.aclose()
 
     assert "retry 1/1" in caplog.text  # the retry was logged…
     assert "task_post" in caplog.text
+    assert "ReadTimeout" in messages[1]
     for text in [caplog.text, *messages, repr(client)]:
         assert PASSWORD not in text  # …without the password
         assert token not in text

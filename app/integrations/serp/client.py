@@ -6,8 +6,9 @@ timeouts carries every call; transient failures (5xx, timeouts, ``40202`` rate l
 retried with exponential backoff on an injectable ``sleep``, permanent ones (``40200`` payment
 required, ``40501`` invalid field, rejected credentials, unreadable answers) are raised at once.
 
-A ``task_post`` whose answer was lost (read timeout, dropped connection) is **not** sent again: the
-provider may have created — and billed — the tasks, and a second post would create them twice.
+A ``task_post`` whose answer was lost (read timeout, dropped connection, a gateway's 502/504) is
+**not** sent again: the provider may have created — and billed — the tasks, and a second post would
+create them twice.
 """
 
 from __future__ import annotations
@@ -285,7 +286,7 @@ class SerpClient:
 
         head = decode_head(response.content)
         if head is None:
-            raise _http_error(response, endpoint)
+            raise _http_error(response, endpoint, may_have_succeeded=method != "GET")
         if head.status_code != codes.OK:
             raise _error_for(head.status_code, head.status_message, endpoint, response)
         return decode_envelope(response.content, result_type, endpoint)
@@ -323,14 +324,19 @@ def _error_for(
     return InvalidRequest(text, status_code=status_code, http_status=http_status)
 
 
-def _http_error(response: httpx.Response, endpoint: str) -> ProviderError:
+def _http_error(
+    response: httpx.Response, endpoint: str, *, may_have_succeeded: bool
+) -> ProviderError:
     """The exception for an answer that is not a provider envelope at all."""
     status = response.status_code
     text = f"{endpoint}: HTTP {status} with an unreadable body"
     if status == 429:
         return RateLimited(text, http_status=status, retry_after=_retry_after(response))
     if status >= 500:
-        return TransientProviderError(text, http_status=status)
+        # A gateway that gave up waiting (502, 504) may have handed the request on before it did.
+        return TransientProviderError(
+            text, http_status=status, may_have_succeeded=may_have_succeeded and status in (502, 504)
+        )
     if status == 401:
         return AuthenticationFailed(f"{endpoint}: credentials rejected", http_status=status)
     return ProviderError(text, http_status=status)
