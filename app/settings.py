@@ -149,13 +149,33 @@ class IntegrationSettings:
 @dataclass(frozen=True, slots=True)
 class RankTrackingSettings:
     price_serp_eur: Decimal = env("RT_PRICE_SERP_EUR", Decimal("0.0006"))
-    """Price of one SERP check (one keyword, one device, top 10), in EUR."""
+    """Price of one SERP check (one keyword, one device, top 10, standard queue), in EUR."""
     price_serp_top100_eur: Decimal = env("RT_PRICE_SERP_TOP100_EUR", Decimal("0.0012"))
-    """Price of one SERP check at depth 100, in EUR."""
+    """Price of one SERP check at depth 100 (one keyword, one device, standard queue), in EUR."""
+    priority_factor: Decimal = env("RT_PRICE_PRIORITY_FACTOR", Decimal("2"))
+    """Multiplier of the SERP price on the priority queue ("measure quickly")."""
+    mobile_factor: Decimal = env("RT_PRICE_MOBILE_FACTOR", Decimal("1"))
+    """Multiplier of the SERP price for a mobile check."""
     price_keyword_data_eur: Decimal = env("RT_PRICE_KEYWORD_DATA_EUR", Decimal("0.0005"))
-    """Price of keyword data (volume, CPC) for one keyword, in EUR."""
+    """Price of the ``volume`` keyword-data package (search volume) for one keyword, in EUR."""
+    price_kd_cpc_eur: Decimal = env("RT_PRICE_KD_CPC_EUR", Decimal("0.0005"))
+    """Price of the ``cpc`` keyword-data package (CPC and competition) for one keyword, in EUR."""
+    price_kd_trends_eur: Decimal = env("RT_PRICE_KD_TRENDS_EUR", Decimal("0.0003"))
+    """Price of the ``trends`` keyword-data package (monthly searches) for one keyword, in EUR."""
     dispatch_batch: int = env("RT_DISPATCH_BATCH", 500)
     """Due schedules taken by one hourly sweep."""
+    dispatch_concurrency: int = env("RT_DISPATCH_CONCURRENCY", 4)
+    """Admissions the hourly sweep runs at the same time (PostgreSQL; SQLite runs one)."""
+    max_active_schedules: int = env("RT_MAX_ACTIVE_SCHEDULES", 30)
+    """Schedules active or paused per workspace."""
+    max_selection_keywords: int = env("RT_MAX_SELECTION_KEYWORDS", 200)
+    """Keywords of a direct selection."""
+    max_run_keywords: int = env("RT_MAX_RUN_KEYWORDS", 500)
+    """Keywords one run may request (checked at creation, estimation and before each dispatch)."""
+    poll_seconds: float = env("RT_POLL_SECONDS", 30.0)
+    """Delay between two polls of the provider for a running child run."""
+    stale_after_minutes: int = env("RT_STALE_AFTER_MINUTES", 360)
+    """An active child run without progress for this long is closed by reconciliation."""
 
 
 @dataclass(frozen=True, slots=True)

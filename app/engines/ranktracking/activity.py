@@ -1,0 +1,64 @@
+"""The workspace activity feed (RT-39): one row per thing a person checks before retrying."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+
+from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking.models import Activity
+
+# Kinds of feed rows.
+SCHEDULE_CREATED = "schedule_created"
+SCHEDULE_EDITED = "schedule_edited"
+SCHEDULE_PAUSED = "schedule_paused"
+SCHEDULE_RESUMED = "schedule_resumed"
+SCHEDULE_ENDED = "schedule_ended"
+RUN_SKIPPED = "run_skipped"
+RUN_FAILED = "run_failed"
+RUN_SETTLED = "run_settled"
+PAUSE_NOTICE = "pause_notice"
+TOPUP = "topup"
+
+
+def record(
+    session: WriteSession,
+    *,
+    workspace_id: int,
+    kind: str,
+    message: str,
+    now: datetime,
+    schedule_id: int | None = None,
+    run_id: int | None = None,
+    code: str | None = None,
+) -> Activity:
+    row = Activity(
+        workspace_id=workspace_id,
+        schedule_id=schedule_id,
+        run_id=run_id,
+        kind=kind,
+        code=code,
+        message=message,
+        created_at=now,
+    )
+    session.add(row)
+    return row
+
+
+async def feed(
+    session: ReadSession,
+    workspace_id: int,
+    *,
+    limit: int = 50,
+    before_id: int | None = None,
+    schedule_id: int | None = None,
+) -> list[Activity]:
+    """Newest first; fetches ``limit`` rows (callers ask for one more to know if there is more)."""
+    stmt = select(Activity).where(Activity.workspace_id == workspace_id)
+    if before_id is not None:
+        stmt = stmt.where(Activity.id < before_id)
+    if schedule_id is not None:
+        stmt = stmt.where(Activity.schedule_id == schedule_id)
+    rows = await session.execute(stmt.order_by(Activity.id.desc()).limit(limit))
+    return list(rows.scalars())

@@ -1,0 +1,200 @@
+"""A schedule's configuration rules (RT-3, RT-7, RT-12, RT-15, RT-20), as pure functions.
+
+:func:`validated` turns a request into a :class:`Config` or raises :class:`ValidationFailed` naming
+every wrong field; :func:`dedup_key` is the duplicate key of RT-15.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from app.engines.ranktracking.keywords import normalise_all
+from app.engines.ranktracking.pricing import DEVICES, PACKAGES
+from app.engines.ranktracking.recurrence import KEYWORD_DATA_FREQUENCIES, SERP_FREQUENCIES
+from app.errors import ValidationFailed
+
+MIN_CAP_CENTS = 500
+"""RT-20: a monthly cap is at least 5 EUR."""
+
+# ISO 639-1 language codes; a region subtag may follow (``pt-BR``, ``zh-TW``).
+_ISO_639_1 = frozenset(
+    (  # noqa: SIM905 - a code list reads better as one string
+        "aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv "
+        "cy da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr "
+        "ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw "
+        "ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv "
+        "ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr "
+        "ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi "
+        "yo za zh zu"
+    ).split()
+)
+_LANGUAGE = re.compile(r"^([a-z]{2})(?:-([A-Za-z]{2}|[0-9]{3}))?$")
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+DEPTHS = {"top10": 10, "top100": 100}
+DEPTH_NAMES = {10: "top10", 100: "top100"}
+
+
+def valid_language(code: str) -> bool:
+    m = _LANGUAGE.match(code)
+    return bool(m) and m is not None and m.group(1) in _ISO_639_1
+
+
+def normalise_domain(raw: str) -> str:
+    domain = raw.strip().lower()
+    for prefix in ("https://", "http://"):
+        domain = domain.removeprefix(prefix)
+    return domain.split("/", 1)[0].removeprefix("www.")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A checked schedule configuration."""
+
+    name: str
+    data_type: str
+    frequency: str
+    list_id: int | None
+    keywords: list[str] | None
+    depth: int | None
+    location_code: int | None
+    language_code: str | None
+    domain: str | None
+    devices: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)
+    monthly_cap_cents: int | None = None
+
+    @property
+    def devices_text(self) -> str | None:
+        return ",".join(self.devices) if self.devices else None
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.details: list[dict[str, Any]] = []
+
+    def add(self, path: str, message: str, code: str = "invalid") -> None:
+        self.details.append({"field": path, "message": message, "code": code})
+
+    def raise_if_any(self) -> None:
+        if self.details:
+            first = self.details[0]
+            raise ValidationFailed(f"{first['field']}: {first['message']}", details=self.details)
+
+
+def cap_cents(value: Decimal | None, errors: _Errors, path: str = "monthly_cap_eur") -> int | None:
+    if value is None:
+        return None
+    cents = value * 100
+    if cents != cents.to_integral_value():
+        errors.add(path, "must be a whole number of cents")
+        return None
+    if cents < MIN_CAP_CENTS:
+        errors.add(path, "a monthly cap is at least 5 EUR (omit it for no cap)", "cap_too_low")
+        return None
+    return int(cents)
+
+
+def validated(
+    *,
+    name: str,
+    data_type: str,
+    frequency: str,
+    list_id: int | None,
+    keywords: list[str] | None,
+    depth: str | None,
+    location_code: int | None,
+    language_code: str | None,
+    domain: str | None,
+    devices: list[str] | None,
+    packages: list[str] | None,
+    monthly_cap_eur: Decimal | None,
+    max_selection: int,
+    require_name: bool = True,
+) -> Config:
+    """Check every rule of a schedule's configuration; raises naming each wrong field."""
+    errors = _Errors()
+    if require_name and not name.strip():
+        errors.add("name", "is required")
+    if (list_id is None) == (keywords is None):
+        errors.add(
+            "list_id", "give either a keyword list (list_id) or a direct selection (keywords)"
+        )
+    selection: list[str] | None = None
+    if keywords is not None:
+        selection = normalise_all(keywords).keywords
+        if data_type != "serp":
+            errors.add(
+                "keywords", "a direct selection is for SERP schedules only", "selection_serp_only"
+            )
+        if not selection:
+            errors.add(
+                "keywords", "a direct selection needs at least one keyword", "selection_empty"
+            )
+        elif len(selection) > max_selection:
+            errors.add(
+                "keywords",
+                f"a direct selection holds at most {max_selection} keywords ({len(selection)} given)",
+                "selection_too_large",
+            )
+    if data_type == "serp":
+        if frequency not in SERP_FREQUENCIES:
+            errors.add("frequency", f"SERP schedules run {', '.join(SERP_FREQUENCIES)}")
+        if depth not in DEPTHS:
+            errors.add("depth", "must be top10 or top100")
+        if not devices:
+            errors.add("devices", "choose desktop, mobile or both")
+        elif len(set(devices)) != len(devices) or not set(devices) <= set(DEVICES):
+            errors.add("devices", "each of desktop and mobile at most once")
+        if not domain or not _DOMAIN.match(normalise_domain(domain)):
+            errors.add("domain", "the site to measure, e.g. example.com")
+        if packages:
+            errors.add("packages", "packages are for keyword-data schedules")
+    else:
+        if frequency not in KEYWORD_DATA_FREQUENCIES:
+            errors.add("frequency", "keyword-data schedules run monthly or quarterly")
+        if not packages:
+            errors.add("packages", "choose at least one package", "packages_empty")
+        elif len(set(packages)) != len(packages) or not set(packages) <= set(PACKAGES):
+            errors.add("packages", f"packages are {', '.join(PACKAGES)}, each at most once")
+        if depth is not None or devices:
+            errors.add("devices", "depth and devices are for SERP schedules")
+    if location_code is None or location_code <= 0:
+        errors.add("location_code", "must be a positive location code")
+    if not language_code or not valid_language(language_code):
+        errors.add("language_code", "must be a language code such as en or pt-BR")
+    cap = cap_cents(monthly_cap_eur, errors)
+    errors.raise_if_any()
+    ordered_devices = [d for d in DEVICES if d in (devices or [])]
+    ordered_packages = [p for p in PACKAGES if p in (packages or [])]
+    return Config(
+        name=name.strip(),
+        data_type=data_type,
+        frequency=frequency,
+        list_id=list_id,
+        keywords=selection,
+        depth=DEPTHS[depth] if depth else None,
+        location_code=location_code,
+        language_code=language_code,
+        domain=normalise_domain(domain) if data_type == "serp" and domain else None,
+        devices=ordered_devices if data_type == "serp" else [],
+        packages=ordered_packages if data_type != "serp" else [],
+        monthly_cap_cents=cap,
+    )
+
+
+def dedup_key(config: Config) -> str | None:
+    """RT-15: (list, data type, frequency) plus, for SERP, (device set, location, language).
+    Depth, packages, cap, domain and name are not in the key. Direct selections have none."""
+    if config.list_id is None:
+        return None
+    parts = [str(config.list_id), config.data_type, config.frequency]
+    if config.data_type == "serp":
+        parts += [config.devices_text or "", str(config.location_code), config.language_code or ""]
+    return "|".join(parts)
+
+
+def with_changes(config: Config, **changes: Any) -> Config:
+    return replace(config, **changes)

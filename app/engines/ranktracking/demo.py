@@ -1,0 +1,96 @@
+"""Demo data: a keyword list, two schedules (a two-device SERP one and a keyword-data one), a funded
+balance, and the provider simulator, so a person sees runs go from dispatching to succeeded."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.engines.ranktracking import ledger
+from app.engines.ranktracking.lists import create_list
+from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.service import create_and_baseline
+from app.platform.service import Principal
+from app.sandbox.base import ThreadedServer
+from app.sandbox.serp import SerpSimulator
+
+if TYPE_CHECKING:
+    from app.engines.plugin import DemoWorkspace, SandboxHandle
+    from app.runtime import Runtime
+
+DEMO_DOMAIN = "sweepline-demo.com"
+DEMO_KEYWORDS = [
+    "trail running shoes",
+    "waterproof hiking boots",
+    "lightweight rain jacket",
+    "merino base layer",
+    "ultralight tent",
+    "down sleeping bag",
+    "trekking poles",
+    "hydration vest",
+]
+# Where the demo site ranks, so the results page has something to show (None: beyond the top 100).
+DEMO_POSITIONS = [3, 7, 12, 1, None, 45, 9, 28]
+
+
+def start_serp_sandbox() -> SandboxHandle:
+    """The SERP provider simulator on a loopback port, with the demo site placed in it."""
+    sim = SerpSimulator(seed=7, login="demo", password="demo", ready_after_polls=1)  # noqa: S106
+    for keyword, position in zip(DEMO_KEYWORDS, DEMO_POSITIONS, strict=True):
+        sim.place(keyword, DEMO_DOMAIN, position)
+        sim.place(keyword, DEMO_DOMAIN, position + 2 if position else None, device="mobile")
+    return ThreadedServer(sim.app).start()
+
+
+async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
+    now = runtime.clock.now()
+    principal = Principal(
+        workspace_id=demo.workspace_id,
+        organisation_id=demo.organisation_id,
+        role="admin",
+        user_id=demo.admin_user_id,
+    )
+    async with runtime.db.write() as uow:
+        await ledger.top_up(
+            uow.session,
+            organisation_id=demo.organisation_id,
+            workspace_id=demo.workspace_id,
+            amount_cents=5000,
+            now=now,
+            note="demo credit",
+        )
+        keyword_list, _ = await create_list(
+            uow.session,
+            workspace_id=demo.workspace_id,
+            name="Outdoor gear",
+            keywords=DEMO_KEYWORDS,
+            now=now,
+        )
+    await create_and_baseline(
+        runtime,
+        principal,
+        ScheduleIn(
+            name="Outdoor gear — daily positions",
+            data_type="serp",
+            frequency="daily",
+            list_id=keyword_list.id,
+            depth="top100",
+            location_code=2840,
+            language_code="en",
+            domain=DEMO_DOMAIN,
+            devices=["desktop", "mobile"],
+            monthly_cap_eur=None,
+        ),
+    )
+    await create_and_baseline(
+        runtime,
+        principal,
+        ScheduleIn(
+            name="Outdoor gear — monthly volumes",
+            data_type="keyword_data",
+            frequency="monthly",
+            list_id=keyword_list.id,
+            location_code=2840,
+            language_code="en",
+            packages=["volume", "cpc"],
+        ),
+    )

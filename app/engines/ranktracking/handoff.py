@@ -1,0 +1,124 @@
+"""Sending admitted child runs to the worker (RT-31).
+
+With the database queue the job rows are written in the admission's own transaction: they exist
+exactly when the runs do. With a separate broker (arq on Redis) the jobs are published after the
+commit; when that fails the runs become ``skipped_dispatch``, their reservations are released and the
+schedule retries in one hour, showing "retrying". A process that dies between the two steps leaves
+``dispatching`` runs that reconciliation closes the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from sqlalchemy import select
+
+from app.db.session import UnitOfWork
+from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking.admission import Launch, schedule_retry
+from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.models import ACTIVE, DISPATCHING, SKIPPED_DISPATCH, Run, Schedule
+from app.engines.ranktracking.pricing import PRIORITY
+from app.engines.ranktracking.worker import POST_JOB, POST_PRIORITY_JOB, RunRef
+from app.scheduling.queue import DatabaseQueue
+
+log = logging.getLogger(__name__)
+
+
+def _spec(launch: Launch):  # type: ignore[no-untyped-def]
+    return POST_PRIORITY_JOB if launch.queue == PRIORITY else POST_JOB
+
+
+async def stage(uow: UnitOfWork, env: Env, launch: Launch) -> bool:
+    """Inside the admission's unit of work: queue the jobs there when the queue is the database.
+    Returns True when the jobs are staged (nothing is left for :func:`send`)."""
+    if not launch.run_ids or not isinstance(env.queue, DatabaseQueue):
+        return False
+    spec = _spec(launch)
+    await env.queue.enqueue_many(
+        uow, [(spec, RunRef(run_id=run_id), f"rt.post:{run_id}") for run_id in launch.run_ids]
+    )
+    return True
+
+
+async def send(env: Env, launch: Launch) -> Launch:
+    """After the commit: publish the jobs; on failure record ``skipped_dispatch`` (RT-31)."""
+    if not launch.run_ids:
+        return launch
+    spec = _spec(launch)
+    try:
+        for run_id in launch.run_ids:
+            await env.queue.enqueue(None, spec, RunRef(run_id=run_id), job_id=f"rt.post:{run_id}")
+    except Exception as exc:
+        log.warning("child runs %s did not reach the worker: %s", launch.run_ids, exc)
+        await not_dispatched(
+            env,
+            launch.run_ids,
+            code="dispatch_failed",
+            message=f"the work queue could not be reached ({type(exc).__name__}); retrying in one hour",
+            now=env.clock.now(),
+        )
+        launch.run_ids = []
+        launch.reason, launch.code = "dispatch", "dispatch_failed"
+        launch.message = "the request did not reach the worker; the schedule retries in one hour"
+    return launch
+
+
+async def not_dispatched(
+    env: Env, run_ids: list[int], *, code: str, message: str, now: datetime
+) -> int:
+    """Close ``dispatching`` runs that never reached the worker and release their reservations."""
+    closed = 0
+    async with env.db.write() as uow:
+        runs = list(
+            (
+                await uow.session.execute(
+                    select(Run)
+                    .where(Run.id.in_(run_ids), Run.status == DISPATCHING)
+                    .with_for_update()
+                    .execution_options(populate_existing=True)
+                )
+            ).scalars()
+        )
+        for run in runs:
+            schedule = await uow.session.get(Schedule, run.schedule_id)
+            assert schedule is not None
+            run.status = SKIPPED_DISPATCH
+            run.error_code, run.error_message = code, message
+            run.finished_at = run.updated_at = now
+            await ledger.release(
+                uow.session,
+                run,
+                organisation_id=schedule.organisation_id,
+                now=now,
+                note=f"run {run.id} not dispatched",
+            )
+            if schedule.status == ACTIVE:
+                schedule_retry(schedule, now)
+            activity.record(
+                uow.session,
+                workspace_id=run.workspace_id,
+                schedule_id=run.schedule_id,
+                run_id=run.id,
+                kind=activity.RUN_SKIPPED,
+                code=code,
+                message=f'"{schedule.name}": run {run.id} {message}',
+                now=now,
+            )
+            closed += 1
+    return closed
+
+
+async def admit_and_send(
+    env: Env, schedule_id: int, *, trigger: str, queue: str, now: datetime
+) -> Launch:
+    """One request end to end: admission in its own unit of work, then the hand-off."""
+    from app.engines.ranktracking.admission import admit
+
+    async with env.db.write() as uow:
+        launch = await admit(uow, env, schedule_id, trigger=trigger, queue=queue, now=now)
+        staged = await stage(uow, env, launch)
+    if staged:
+        return launch
+    return await send(env, launch)

@@ -1,0 +1,315 @@
+"""The append-only money ledger and the balance derived from it (RT-20 to RT-24, RT-37, RT-38).
+
+Entries are only ever inserted: top-ups, reservations, settlements and releases, each carrying the
+run or top-up it belongs to. The ``rt_balances`` row is the same information summed up, updated in
+the same transaction as each entry; admissions lock it (``FOR UPDATE`` on PostgreSQL; SQLite write
+transactions are already serialised by ``BEGIN IMMEDIATE``) and a check constraint keeps it from ever
+going negative. :func:`ledger_available` recomputes the balance from the entries alone.
+
+A reservation resolves once: the run's ``reservation_state`` moves from ``held`` with a conditional
+``UPDATE`` (the loser of a race changes nothing), and the unique ``(reservation_id, kind)`` index
+refuses a second settlement or release even if that guard were bypassed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from sqlalchemy import case, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm.attributes import set_committed_value
+
+from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking.models import (
+    RELEASE,
+    RES_HELD,
+    RES_RELEASED,
+    RES_SETTLED,
+    RESERVATION,
+    SETTLEMENT,
+    TOPUP,
+    Balance,
+    LedgerEntry,
+    Run,
+)
+
+
+def month_start(now: datetime) -> datetime:
+    """Start of the UTC calendar month containing ``now`` (RT-21)."""
+    now = now.astimezone(UTC)
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+async def ensure_balance(session: WriteSession, organisation_id: int, now: datetime) -> None:
+    """Create the organisation's balance row if it does not exist yet (idempotent)."""
+    dialect = session.get_bind().dialect.name
+    module = postgresql if dialect == "postgresql" else sqlite
+    await session.execute(
+        module.insert(Balance)
+        .values(
+            organisation_id=organisation_id,
+            credits_cents=0,
+            settled_cents=0,
+            reserved_cents=0,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["organisation_id"])
+    )
+
+
+async def lock_balance(session: WriteSession, organisation_id: int, now: datetime) -> Balance:
+    """The balance row, locked until the transaction ends (created on first use)."""
+    stmt = (
+        select(Balance)
+        .where(Balance.organisation_id == organisation_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    balance = (await session.execute(stmt)).scalar_one_or_none()
+    if balance is None:
+        await ensure_balance(session, organisation_id, now)
+        balance = (await session.execute(stmt)).scalar_one()
+    return balance
+
+
+@dataclass(frozen=True, slots=True)
+class BalanceView:
+    credits_cents: int
+    settled_cents: int
+    reserved_cents: int
+
+    @property
+    def available_cents(self) -> int:
+        return self.credits_cents - self.settled_cents - self.reserved_cents
+
+
+async def balance_of(session: ReadSession, organisation_id: int) -> BalanceView:
+    row = await session.get(Balance, organisation_id, populate_existing=True)
+    if row is None:
+        return BalanceView(0, 0, 0)
+    return BalanceView(row.credits_cents, row.settled_cents, row.reserved_cents)
+
+
+async def ledger_available(session: ReadSession, organisation_id: int) -> int:
+    """Available balance recomputed from the entries alone: credits − settled − active
+    reservations, which equals top-ups − reservations + releases."""
+    signed = case(
+        (LedgerEntry.kind == TOPUP, LedgerEntry.amount_cents),
+        (LedgerEntry.kind == RESERVATION, -LedgerEntry.amount_cents),
+        (LedgerEntry.kind == RELEASE, LedgerEntry.amount_cents),
+        else_=0,
+    )
+    total = await session.scalar(
+        select(func.coalesce(func.sum(signed), 0)).where(
+            LedgerEntry.organisation_id == organisation_id
+        )
+    )
+    return int(total or 0)
+
+
+async def top_up(
+    session: WriteSession,
+    *,
+    organisation_id: int,
+    amount_cents: int,
+    now: datetime,
+    workspace_id: int | None = None,
+    note: str = "",
+) -> LedgerEntry:
+    """Add credits. Adding balance never reactivates a paused schedule by itself (RT-23)."""
+    if amount_cents <= 0:
+        raise ValueError("a top-up must be positive")
+    await ensure_balance(session, organisation_id, now)
+    entry = LedgerEntry(
+        organisation_id=organisation_id,
+        workspace_id=workspace_id,
+        kind=TOPUP,
+        amount_cents=amount_cents,
+        note=note[:300],
+        created_at=now,
+    )
+    session.add(entry)
+    await session.execute(
+        update(Balance)
+        .where(Balance.organisation_id == organisation_id)
+        .values(credits_cents=Balance.credits_cents + amount_cents, updated_at=now)
+    )
+    await session.flush()
+    return entry
+
+
+async def schedule_month_spend(session: ReadSession, schedule_id: int, now: datetime) -> int:
+    """RT-21: this schedule's settled costs since the UTC month start plus its still-held
+    reservations (manual, recurring, standard, priority and every device alike)."""
+    settled = await session.scalar(
+        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0)).where(
+            LedgerEntry.schedule_id == schedule_id,
+            LedgerEntry.kind == SETTLEMENT,
+            LedgerEntry.created_at >= month_start(now),
+        )
+    )
+    held = await session.scalar(
+        select(func.coalesce(func.sum(Run.reserved_cents), 0)).where(
+            Run.schedule_id == schedule_id, Run.reservation_state == RES_HELD
+        )
+    )
+    return int(settled or 0) + int(held or 0)
+
+
+async def reserve(
+    session: WriteSession,
+    balance: Balance,
+    run: Run,
+    *,
+    organisation_id: int,
+    amount_cents: int,
+    now: datetime,
+) -> bool:
+    """Hold ``amount_cents`` for ``run`` against the locked ``balance``; False when short."""
+    if balance.available_cents < amount_cents:
+        return False
+    session.add(
+        LedgerEntry(
+            organisation_id=organisation_id,
+            workspace_id=run.workspace_id,
+            schedule_id=run.schedule_id,
+            run_id=run.id,
+            kind=RESERVATION,
+            amount_cents=amount_cents,
+            note=f"run {run.id} {run.device or run.data_type}",
+            created_at=now,
+        )
+    )
+    await session.execute(
+        update(Balance)
+        .where(Balance.organisation_id == organisation_id)
+        .values(reserved_cents=Balance.reserved_cents + amount_cents, updated_at=now)
+    )
+    # Keep the locked row's in-memory copy current without marking it dirty (the UPDATE above
+    # is the write; a later flush must not write a stale copy back).
+    set_committed_value(balance, "reserved_cents", balance.reserved_cents + amount_cents)
+    run.reserved_cents = amount_cents
+    run.reservation_state = RES_HELD
+    return True
+
+
+async def _reservation_entry(session: WriteSession, run_id: int) -> LedgerEntry | None:
+    return await session.scalar(
+        select(LedgerEntry).where(LedgerEntry.run_id == run_id, LedgerEntry.kind == RESERVATION)
+    )
+
+
+async def _claim(session: WriteSession, run: Run, new_state: str, settled: int | None) -> bool:
+    """Move the run's reservation out of ``held``; True for the one caller that did."""
+    result = await session.execute(
+        update(Run)
+        .where(Run.id == run.id, Run.reservation_state == RES_HELD)
+        .values(reservation_state=new_state, settled_cents=settled)
+        .execution_options(synchronize_session=False)
+    )
+    claimed = bool(getattr(result, "rowcount", 0))
+    if claimed:
+        run.reservation_state = new_state
+        run.settled_cents = settled
+    return claimed
+
+
+async def settle(
+    session: WriteSession,
+    run: Run,
+    *,
+    organisation_id: int,
+    charge_cents: int,
+    now: datetime,
+    provider_cost: Decimal | None = None,
+) -> int | None:
+    """Charge at most the reservation and release the rest (RT-24, RT-37).
+
+    Returns the charged cents, or None when the reservation was already resolved (idempotent).
+    """
+    charge = max(0, min(charge_cents, run.reserved_cents))
+    if not await _claim(session, run, RES_SETTLED, charge):
+        return None
+    reservation = await _reservation_entry(session, run.id)
+    reservation_id = reservation.id if reservation is not None else None
+    session.add(
+        LedgerEntry(
+            organisation_id=organisation_id,
+            workspace_id=run.workspace_id,
+            schedule_id=run.schedule_id,
+            run_id=run.id,
+            reservation_id=reservation_id,
+            kind=SETTLEMENT,
+            amount_cents=charge,
+            provider_cost=provider_cost,
+            note=f"run {run.id}: {run.retrieved} measured",
+            created_at=now,
+        )
+    )
+    rest = run.reserved_cents - charge
+    if rest > 0:
+        session.add(
+            LedgerEntry(
+                organisation_id=organisation_id,
+                workspace_id=run.workspace_id,
+                schedule_id=run.schedule_id,
+                run_id=run.id,
+                reservation_id=reservation_id,
+                kind=RELEASE,
+                amount_cents=rest,
+                note=f"run {run.id}: unused part of the reservation",
+                created_at=now,
+            )
+        )
+    await session.execute(
+        update(Balance)
+        .where(Balance.organisation_id == organisation_id)
+        .values(
+            reserved_cents=Balance.reserved_cents - run.reserved_cents,
+            settled_cents=Balance.settled_cents + charge,
+            updated_at=now,
+        )
+    )
+    await session.flush()
+    return charge
+
+
+async def release(
+    session: WriteSession, run: Run, *, organisation_id: int, now: datetime, note: str
+) -> bool:
+    """Give the whole reservation back (cancelled, skipped or never dispatched). Idempotent."""
+    if not await _claim(session, run, RES_RELEASED, None):
+        return False
+    reservation = await _reservation_entry(session, run.id)
+    session.add(
+        LedgerEntry(
+            organisation_id=organisation_id,
+            workspace_id=run.workspace_id,
+            schedule_id=run.schedule_id,
+            run_id=run.id,
+            reservation_id=reservation.id if reservation is not None else None,
+            kind=RELEASE,
+            amount_cents=run.reserved_cents,
+            note=note[:300],
+            created_at=now,
+        )
+    )
+    await session.execute(
+        update(Balance)
+        .where(Balance.organisation_id == organisation_id)
+        .values(reserved_cents=Balance.reserved_cents - run.reserved_cents, updated_at=now)
+    )
+    await session.flush()
+    return True
+
+
+async def entries(
+    session: ReadSession, organisation_id: int, *, limit: int, before_id: int | None = None
+) -> list[LedgerEntry]:
+    stmt = select(LedgerEntry).where(LedgerEntry.organisation_id == organisation_id)
+    if before_id is not None:
+        stmt = stmt.where(LedgerEntry.id < before_id)
+    rows = await session.execute(stmt.order_by(LedgerEntry.id.desc()).limit(limit))
+    return list(rows.scalars())

@@ -1,0 +1,343 @@
+"""Position tracking tables: keyword lists, schedules, requests and their child runs, per-keyword
+results, the append-only money ledger with its derived balance row, and the activity feed.
+
+Every table is prefixed ``rt_``. Money is integer euro cents; provider-reported costs (often USD) are
+``Numeric`` and only recorded, never charged.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base
+from app.db.types import BigId, Json, UTCDateTime
+
+FK_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+# Schedule statuses.
+ACTIVE = "active"
+PAUSED_USER = "paused_user"
+PAUSED_BALANCE = "paused_balance"
+ARCHIVED = "archived"
+SCHEDULE_STATUSES = (ACTIVE, PAUSED_USER, PAUSED_BALANCE, ARCHIVED)
+
+# Child run statuses (RT-33).
+DISPATCHING = "dispatching"
+RUNNING = "running"
+SUCCEEDED = "succeeded"
+PARTIAL = "partial"
+FAILED = "failed"
+SKIPPED_BALANCE = "skipped_balance"
+SKIPPED_DISPATCH = "skipped_dispatch"
+ACTIVE_RUN_STATUSES = (DISPATCHING, RUNNING)
+TERMINAL_RUN_STATUSES = (SUCCEEDED, PARTIAL, FAILED, SKIPPED_BALANCE, SKIPPED_DISPATCH)
+
+# Per-keyword result states.
+PENDING = "pending"
+RETRIEVED = "retrieved"
+NO_DATA = "no_data"
+TASK_FAILED = "failed"
+
+# Reservation state kept on the run (the ledger itself is never updated).
+RES_NONE = "none"
+RES_HELD = "held"
+RES_SETTLED = "settled"
+RES_RELEASED = "released"
+
+# Ledger entry kinds (RT-38).
+TOPUP = "topup"
+RESERVATION = "reservation"
+SETTLEMENT = "settlement"
+RELEASE = "release"
+LEDGER_KINDS = (TOPUP, RESERVATION, SETTLEMENT, RELEASE)
+
+_ACTIVE_RUN_SQL = "status IN ('dispatching', 'running')"
+
+
+class KeywordList(Base):
+    __tablename__ = "rt_keyword_lists"
+    __table_args__ = (UniqueConstraint("workspace_id", "name"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("workspaces.id", ondelete="CASCADE")
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ListKeyword(Base):
+    """One normalised keyword of a list (unique per list)."""
+
+    __tablename__ = "rt_list_keywords"
+    __table_args__ = (UniqueConstraint("list_id", "keyword"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    list_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("rt_keyword_lists.id", ondelete="CASCADE")
+    )
+    keyword: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Schedule(Base):
+    """A recurring measurement contract (RT-1). It configures requests; it proves none."""
+
+    __tablename__ = "rt_schedules"
+    __table_args__ = (
+        # RT-15: one live list-linked schedule per duplicate key; archived rows never block.
+        Index(
+            "uq_rt_schedules_dedup",
+            "workspace_id",
+            "dedup_key",
+            unique=True,
+            sqlite_where=text("status != 'archived' AND dedup_key IS NOT NULL"),
+            postgresql_where=text("status != 'archived' AND dedup_key IS NOT NULL"),
+        ),
+        # The dispatcher's query: due active schedules, oldest first.
+        Index(
+            "ix_rt_schedules_due",
+            "next_due_at",
+            sqlite_where=text("status = 'active'"),
+            postgresql_where=text("status = 'active'"),
+        ),
+        Index("ix_rt_schedules_workspace_status", "workspace_id", "status"),
+        CheckConstraint("monthly_cap_cents IS NULL OR monthly_cap_cents >= 500", name="cap_min"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("workspaces.id", ondelete="CASCADE")
+    )
+    organisation_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("organisations.id", ondelete="CASCADE")
+    )
+    owner_user_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    list_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("rt_keyword_lists.id"), nullable=True, index=True
+    )
+    keywords: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    """The direct selection (normalised, de-duplicated); None for a list-linked schedule."""
+    data_type: Mapped[str] = mapped_column(String(16))
+    frequency: Mapped[str] = mapped_column(String(16))
+    depth: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    location_code: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    language_code: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    domain: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    """SERP: the site whose organic position is measured."""
+    devices: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    """``desktop``, ``mobile`` or ``desktop,mobile`` (canonical order)."""
+    packages: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    monthly_cap_cents: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    status: Mapped[str] = mapped_column(String(16))
+    dedup_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    anchor_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    next_due_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    retrying: Mapped[bool] = mapped_column(sa.Boolean, default=False)
+    """The next due time is a one-hour retry after a dispatch that did not reach the worker."""
+    consecutive_blocks: Mapped[int] = mapped_column(sa.Integer, default=0)
+    consecutive_failures: Mapped[int] = mapped_column(sa.Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    @property
+    def device_list(self) -> list[str]:
+        return self.devices.split(",") if self.devices else []
+
+
+class Request(Base):
+    """One admission attempt: a logical group of child runs (one per device, or one for keyword
+    data). Skipped attempts are requests too, so every due time leaves a row."""
+
+    __tablename__ = "rt_requests"
+    __table_args__ = (Index("ix_rt_requests_schedule", "schedule_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("workspaces.id", ondelete="CASCADE")
+    )
+    schedule_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("rt_schedules.id", ondelete="CASCADE")
+    )
+    trigger: Mapped[str] = mapped_column(String(16))
+    """``recurring``, ``manual``, ``baseline``."""
+    queue: Mapped[str] = mapped_column(String(16))
+    """``standard`` or ``priority``."""
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Run(Base):
+    """A child run: one device's (or the keyword-data) measurement of one request (RT-13, RT-33)."""
+
+    __tablename__ = "rt_runs"
+    __table_args__ = (
+        Index("ix_rt_runs_request", "request_id"),
+        Index("ix_rt_runs_schedule", "schedule_id", "id"),
+        Index(
+            "ix_rt_runs_active",
+            "updated_at",
+            sqlite_where=text(_ACTIVE_RUN_SQL),
+            postgresql_where=text(_ACTIVE_RUN_SQL),
+        ),
+        Index(
+            "ix_rt_runs_held",
+            "schedule_id",
+            sqlite_where=text("reservation_state = 'held'"),
+            postgresql_where=text("reservation_state = 'held'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("workspaces.id", ondelete="CASCADE")
+    )
+    schedule_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("rt_schedules.id", ondelete="CASCADE")
+    )
+    request_id: Mapped[int] = mapped_column(FK_ID, ForeignKey("rt_requests.id", ondelete="CASCADE"))
+    data_type: Mapped[str] = mapped_column(String(16))
+    device: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    queue: Mapped[str] = mapped_column(String(16))
+    depth: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    location_code: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    language_code: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    domain: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    packages: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    keywords: Mapped[list[str]] = mapped_column(Json)
+    """The members resolved for this request (immutable; ``requested`` is their count)."""
+    status: Mapped[str] = mapped_column(String(20))
+    error_code: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    error_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    requested: Mapped[int] = mapped_column(sa.Integer, default=0)
+    retrieved: Mapped[int] = mapped_column(sa.Integer, default=0)
+    no_data: Mapped[int] = mapped_column(sa.Integer, default=0)
+    reserved_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    settled_cents: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    reservation_state: Mapped[str] = mapped_column(String(10), default=RES_NONE)
+    provider_cost: Mapped[Decimal | None] = mapped_column(sa.Numeric(14, 6), nullable=True)
+    polls: Mapped[int] = mapped_column(sa.Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Result(Base):
+    """One keyword of one child run: its provider task and what came back (RT-14)."""
+
+    __tablename__ = "rt_results"
+    __table_args__ = (
+        UniqueConstraint("run_id", "keyword"),
+        Index("ix_rt_results_task", "task_id"),
+        Index("ix_rt_results_history", "schedule_id", "keyword", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[int] = mapped_column(FK_ID, ForeignKey("rt_runs.id", ondelete="CASCADE"))
+    schedule_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("rt_schedules.id", ondelete="CASCADE")
+    )
+    keyword: Mapped[str] = mapped_column(String(200))
+    device: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    task_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    state: Mapped[str] = mapped_column(String(12))
+    position: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    """Organic rank; None when not within the requested depth (or no data). Never 0."""
+    url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    features: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    data: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
+    """Keyword data values (search volume, CPC, competition, monthly searches)."""
+    error_code: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Balance(Base):
+    """The organisation's balance, derived from the ledger and kept beside it in the same
+    transaction. It is the row admissions lock; the check keeps it from ever going negative."""
+
+    __tablename__ = "rt_balances"
+    __table_args__ = (
+        CheckConstraint("credits_cents - settled_cents - reserved_cents >= 0", name="not_negative"),
+    )
+
+    organisation_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("organisations.id", ondelete="CASCADE"), primary_key=True
+    )
+    credits_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    settled_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    reserved_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    @property
+    def available_cents(self) -> int:
+        return self.credits_cents - self.settled_cents - self.reserved_cents
+
+
+class LedgerEntry(Base):
+    """An append-only money entry (RT-38). Settlements and releases point at their reservation;
+    the unique index lets a reservation be settled at most once and released at most once."""
+
+    __tablename__ = "rt_ledger"
+    __table_args__ = (
+        UniqueConstraint("reservation_id", "kind"),
+        Index("ix_rt_ledger_org", "organisation_id", "id"),
+        Index("ix_rt_ledger_run", "run_id"),
+        Index("ix_rt_ledger_schedule", "schedule_id", "kind", "created_at"),
+        CheckConstraint("amount_cents >= 0", name="amount_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    organisation_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("organisations.id", ondelete="CASCADE")
+    )
+    workspace_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("workspaces.id", ondelete="SET NULL"), nullable=True
+    )
+    schedule_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("rt_schedules.id", ondelete="SET NULL"), nullable=True
+    )
+    run_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("rt_runs.id", ondelete="SET NULL"), nullable=True
+    )
+    reservation_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("rt_ledger.id"), nullable=True
+    )
+    kind: Mapped[str] = mapped_column(String(12))
+    amount_cents: Mapped[int] = mapped_column(sa.BigInteger)
+    provider_cost: Mapped[Decimal | None] = mapped_column(sa.Numeric(14, 6), nullable=True)
+    note: Mapped[str] = mapped_column(String(300), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Activity(Base):
+    """The workspace's activity feed (RT-39): what a person looks for before retrying."""
+
+    __tablename__ = "rt_activity"
+    __table_args__ = (Index("ix_rt_activity_workspace", "workspace_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(
+        FK_ID, ForeignKey("workspaces.id", ondelete="CASCADE")
+    )
+    schedule_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("rt_schedules.id", ondelete="CASCADE"), nullable=True
+    )
+    run_id: Mapped[int | None] = mapped_column(
+        FK_ID, ForeignKey("rt_runs.id", ondelete="CASCADE"), nullable=True
+    )
+    kind: Mapped[str] = mapped_column(String(40))
+    code: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    message: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

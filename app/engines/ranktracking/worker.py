@@ -1,0 +1,518 @@
+"""The provider worker (spec §12): post a child run's tasks, poll them, store what came back, end
+the run and settle its reservation (RT-13, RT-14, RT-24, RT-33 to RT-35).
+
+Each job is a thin wrapper around an ``*_impl`` function that tests call directly. The child run id
+travels in every task's ``tag``. "Still in queue" answers leave a keyword pending and the run is
+polled again; only when the run ends is an unanswered keyword counted missing. A failed fetch never
+writes a position: ``position`` stays empty unless the provider returned the site within the depth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from app.db.session import UnitOfWork, WriteSession
+from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.models import (
+    DISPATCHING,
+    FAILED,
+    NO_DATA,
+    PARTIAL,
+    PENDING,
+    RETRIEVED,
+    RUNNING,
+    SUCCEEDED,
+    TASK_FAILED,
+    Result,
+    Run,
+    Schedule,
+)
+from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_cents
+from app.engines.ranktracking.provider import serp_client
+from app.integrations.serp import (
+    KeywordDataResult,
+    KeywordDataTask,
+    PaymentRequired,
+    PostedTask,
+    ProviderError,
+    SerpClient,
+    SerpTask,
+    SerpTaskResult,
+    TransientProviderError,
+)
+from app.scheduling.jobs import DEFAULT_QUEUE, PRIORITY_QUEUE, JobContext, JobPayload, JobSpec
+
+log = logging.getLogger(__name__)
+
+DIRECT_GETS_PER_POLL = 20
+"""Pending tasks fetched directly per poll even when ``tasks_ready`` does not list them (so a
+lost "ready" listing cannot leave a keyword pending for ever)."""
+FETCH_CONCURRENCY = 8
+
+
+class RunRef(JobPayload, frozen=True):
+    run_id: int
+
+
+class PollRef(JobPayload, frozen=True):
+    run_id: int
+    n: int
+
+
+# -- posting ----------------------------------------------------------------------------------------
+
+
+def _serp_tasks(run: Run, keywords: list[str]) -> list[SerpTask]:
+    return [
+        SerpTask(
+            tag=str(run.id),
+            keyword=kw,
+            location_code=run.location_code or 0,
+            language_code=run.language_code or "",
+            device=run.device or "desktop",
+            depth=run.depth or 10,
+            priority=2 if run.queue == PRIORITY else 1,
+        )
+        for kw in keywords
+    ]
+
+
+def _error_code(exc: ProviderError) -> str:
+    if isinstance(exc, PaymentRequired):
+        return "provider_payment_required"
+    if isinstance(exc, TransientProviderError):
+        return "provider_unconfirmed" if exc.may_have_succeeded else "provider_unavailable"
+    return f"provider_{exc.status_code}" if exc.status_code else "provider_error"
+
+
+async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt: bool) -> None:
+    """Send a ``dispatching`` run's keywords to the provider (idempotent per keyword)."""
+    async with env.db.read() as session:
+        run = await session.get(Run, run_id)
+        if run is None or run.status != DISPATCHING:
+            return
+        posted_before = set(
+            (await session.execute(select(Result.keyword).where(Result.run_id == run_id))).scalars()
+        )
+    todo = [kw for kw in run.keywords if kw not in posted_before]
+    posted: list[PostedTask] = []
+    error: ProviderError | None = None
+    try:
+        if run.data_type == "serp":
+            posted = await client.post_serp_tasks(_serp_tasks(run, todo))
+        elif todo:
+            posted = await client.post_keyword_data_tasks(
+                [
+                    KeywordDataTask(
+                        tag=str(run.id),
+                        keywords=todo,
+                        location_code=run.location_code or 0,
+                        language_code=run.language_code or "",
+                    )
+                ]
+            )
+    except ProviderError as exc:
+        posted, error = list(exc.posted), exc
+    retry_later = (
+        isinstance(error, TransientProviderError)
+        and not error.may_have_succeeded
+        and not final_attempt
+    )
+    now = env.clock.now()
+    async with env.db.write() as uow:
+        run = await _lock_run(uow.session, run_id)
+        if run is None or run.status != DISPATCHING:
+            return
+        rows = _rows_for_posted(run, todo, posted)
+        answered = {r["keyword"] for r in rows}
+        if error is not None and not retry_later:
+            code = _error_code(error)
+            rows += [
+                _row(run, kw, state=TASK_FAILED, error_code=code)
+                for kw in todo
+                if kw not in answered
+            ]
+        if rows:
+            await uow.session.execute(Result.__table__.insert(), rows)  # type: ignore[attr-defined]
+        run.provider_cost = (run.provider_cost or Decimal(0)) + sum(
+            (p.cost for p in posted), Decimal(0)
+        )
+        run.updated_at = now
+        if retry_later:
+            pass
+        elif await _count(uow.session, run.id, PENDING):
+            run.status = RUNNING
+            run.started_at = now
+            await _queue_poll(uow, env, run.id, 1, now)
+        else:
+            await finalize(uow, env, run, now)
+    if retry_later and error is not None:
+        raise error
+
+
+def _row(
+    run: Run, keyword: str, *, state: str, task_id: str | None = None, error_code: str | None = None
+) -> dict[str, Any]:
+    return {
+        "run_id": run.id,
+        "schedule_id": run.schedule_id,
+        "keyword": keyword,
+        "device": run.device,
+        "task_id": task_id,
+        "state": state,
+        "position": None,
+        "url": None,
+        "features": None,
+        "data": None,
+        "error_code": error_code,
+        "fetched_at": None,
+    }
+
+
+def _rows_for_posted(run: Run, todo: list[str], posted: list[PostedTask]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if run.data_type == "serp":
+        # Answers come back one per task, in order.
+        for keyword, task in zip(todo, posted, strict=False):
+            if task.created:
+                rows.append(_row(run, keyword, state=PENDING, task_id=task.task_id))
+            else:
+                rows.append(
+                    _row(run, keyword, state=TASK_FAILED, error_code=f"provider_{task.status_code}")
+                )
+        return rows
+    if posted:
+        task = posted[0]
+        for keyword in todo:
+            if task.created:
+                rows.append(_row(run, keyword, state=PENDING, task_id=task.task_id))
+            else:
+                rows.append(
+                    _row(run, keyword, state=TASK_FAILED, error_code=f"provider_{task.status_code}")
+                )
+    return rows
+
+
+# -- polling ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What one fetched task says about its keywords: ``{keyword: (state, values)}``; keywords
+    absent from the mapping stay pending."""
+
+    per_keyword: dict[str, tuple[str, dict[str, Any]]]
+
+
+def _serp_outcome(result: SerpTaskResult, keyword: str, domain: str | None) -> _Outcome:
+    if result.state == "in_queue":
+        return _Outcome({})
+    if result.state == "no_results":
+        return _Outcome({keyword: (NO_DATA, {})})
+    if result.state == "error":
+        return _Outcome({keyword: (TASK_FAILED, {"error_code": f"provider_{result.status_code}"})})
+    item = result.find(domain) if domain else None
+    position = item.rank_group if item is not None and item.rank_group > 0 else None
+    return _Outcome(
+        {
+            keyword: (
+                RETRIEVED,
+                {
+                    "position": position,
+                    "url": item.url if item is not None else None,
+                    "features": sorted(set(result.item_types)),
+                },
+            )
+        }
+    )
+
+
+def _keyword_data_outcome(
+    result: KeywordDataResult, keywords: list[str], packages: list[str]
+) -> _Outcome:
+    if result.state == "in_queue":
+        return _Outcome({})
+    if result.state == "no_results":
+        return _Outcome({kw: (NO_DATA, {}) for kw in keywords})
+    if result.state == "error":
+        code = {"error_code": f"provider_{result.status_code}"}
+        return _Outcome({kw: (TASK_FAILED, code) for kw in keywords})
+    rows = {" ".join(r.keyword.split()).casefold(): r for r in result.rows}
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for kw in keywords:
+        row = rows.get(kw)
+        if row is None:
+            out[kw] = (TASK_FAILED, {"error_code": "not_returned"})
+        elif not row.has_data:
+            out[kw] = (NO_DATA, {})
+        else:
+            data: dict[str, Any] = {}
+            if "volume" in packages:
+                data["search_volume"] = row.search_volume
+            if "cpc" in packages:
+                data["cpc"] = str(row.cpc) if row.cpc is not None else None
+                data["competition"] = row.competition
+            if "trends" in packages:
+                data["monthly_searches"] = [
+                    {"year": m.year, "month": m.month, "search_volume": m.search_volume}
+                    for m in row.monthly_searches
+                ]
+            out[kw] = (RETRIEVED, {"data": data})
+    return _Outcome(out)
+
+
+async def _fetch(
+    client: SerpClient, run: Run, task_id: str, keywords: list[str]
+) -> _Outcome | None:
+    """Fetch one task; None when the fetch itself failed transiently (poll again)."""
+    try:
+        if run.data_type == "serp":
+            return _serp_outcome(await client.get_serp_task(task_id), keywords[0], run.domain)
+        result = await client.get_keyword_data_task(task_id)
+        return _keyword_data_outcome(result, keywords, list(run.packages or []))
+    except TransientProviderError:
+        return None
+    except ProviderError as exc:
+        return _Outcome({kw: (TASK_FAILED, {"error_code": _error_code(exc)}) for kw in keywords})
+
+
+async def poll_impl(env: Env, client: SerpClient, run_id: int, n: int) -> None:
+    """One poll of a running child run: collect what is ready, then end the run or poll again."""
+    async with env.db.read() as session:
+        run = await session.get(Run, run_id)
+        if run is None or run.status != RUNNING:
+            return
+        pending = list(
+            (
+                await session.execute(
+                    select(Result.task_id, Result.keyword).where(
+                        Result.run_id == run_id, Result.state == PENDING
+                    )
+                )
+            ).all()
+        )
+    polled = run
+    by_task: dict[str, list[str]] = {}
+    for task_id, keyword in pending:
+        by_task.setdefault(task_id or "", []).append(keyword)
+    try:
+        listed = await (
+            client.serp_tasks_ready()
+            if run.data_type == "serp"
+            else client.keyword_data_tasks_ready()
+        )
+        ready = {t.task_id for t in listed if t.tag == str(run_id)}
+    except ProviderError:
+        ready = set()
+    wanted = [t for t in by_task if t in ready]
+    wanted += [t for t in by_task if t not in ready][:DIRECT_GETS_PER_POLL]
+    gate = asyncio.Semaphore(FETCH_CONCURRENCY)
+
+    async def fetch(task_id: str) -> _Outcome | None:
+        async with gate:
+            return await _fetch(client, polled, task_id, by_task[task_id])
+
+    outcomes = await asyncio.gather(*(fetch(t) for t in wanted))
+    now = env.clock.now()
+    max_polls = max(
+        1,
+        int(
+            env.settings.ranktracking.stale_after_minutes
+            * 60
+            / env.settings.ranktracking.poll_seconds
+        ),
+    )
+    async with env.db.write() as uow:
+        run = await _lock_run(uow.session, run_id)
+        if run is None or run.status != RUNNING:
+            return
+        for outcome in outcomes:
+            if outcome is not None:
+                await _store(uow.session, run, outcome, now)
+        run.polls = n
+        run.retrieved = await _count(uow.session, run.id, RETRIEVED)
+        run.no_data = await _count(uow.session, run.id, NO_DATA)
+        run.updated_at = now
+        if not await _count(uow.session, run.id, PENDING) or n >= max_polls:
+            await finalize(uow, env, run, now)
+        else:
+            await _queue_poll(uow, env, run.id, n + 1, now)
+
+
+async def _store(session: WriteSession, run: Run, outcome: _Outcome, now: datetime) -> None:
+    for keyword, (state, values) in outcome.per_keyword.items():
+        await session.execute(
+            update(Result)
+            .where(Result.run_id == run.id, Result.keyword == keyword, Result.state == PENDING)
+            .values(state=state, fetched_at=now, **values)
+        )
+
+
+# -- ending ----------------------------------------------------------------------------------------
+
+
+async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
+    """End a run from its results (RT-33 to RT-35) and settle its reservation (RT-24)."""
+    session = uow.session
+    counts = Counter(
+        dict(
+            (
+                await session.execute(
+                    select(Result.state, func.count())
+                    .where(Result.run_id == run.id)
+                    .group_by(Result.state)
+                )
+            ).all()
+        )
+    )
+    run.retrieved = int(counts.get(RETRIEVED, 0))
+    run.no_data = int(counts.get(NO_DATA, 0))
+    answered = run.retrieved + run.no_data
+    if run.requested and answered == run.requested:
+        run.status = SUCCEEDED
+    elif answered > 0:
+        run.status = PARTIAL
+        run.error_code = run.error_code or ("incomplete" if counts.get(PENDING) else "some_failed")
+    else:
+        run.status = FAILED
+        first_error = await session.scalar(
+            select(Result.error_code)
+            .where(Result.run_id == run.id, Result.error_code.is_not(None))
+            .limit(1)
+        )
+        run.error_code = run.error_code or first_error or "no_answer"
+        run.error_message = run.error_message or "the provider returned nothing usable"
+    run.finished_at = now
+    run.updated_at = now
+    schedule = await session.get(Schedule, run.schedule_id)
+    assert schedule is not None
+    charge = billable_cents(
+        PriceList.from_settings(env.settings.ranktracking),
+        data_type=run.data_type,
+        billable=run.retrieved,
+        queue=run.queue,
+        depth=run.depth,
+        device=run.device,
+        packages=list(run.packages or []),
+    )
+    settled = await ledger.settle(
+        session,
+        run,
+        organisation_id=schedule.organisation_id,
+        charge_cents=charge,
+        now=now,
+        provider_cost=run.provider_cost,
+    )
+    if settled is not None:
+        activity.record(
+            session,
+            workspace_id=run.workspace_id,
+            schedule_id=run.schedule_id,
+            run_id=run.id,
+            kind=activity.RUN_SETTLED,
+            message=f"run {run.id} ({run.device or run.data_type}) {run.status}: "
+            f"{run.retrieved}/{run.requested} measured, {settled / 100:.2f} EUR charged",
+            now=now,
+        )
+    if run.status == FAILED:
+        activity.record(
+            session,
+            workspace_id=run.workspace_id,
+            schedule_id=run.schedule_id,
+            run_id=run.id,
+            kind=activity.RUN_FAILED,
+            code=run.error_code,
+            message=f"run {run.id} ({run.device or run.data_type}) failed: {run.error_code}",
+            now=now,
+        )
+        await session.execute(
+            update(Schedule)
+            .where(Schedule.id == run.schedule_id)
+            .values(consecutive_failures=Schedule.consecutive_failures + 1)
+        )
+    else:
+        # RT-23: a group ending succeeded or partial resets the consecutive-block counter.
+        await session.execute(
+            update(Schedule)
+            .where(Schedule.id == run.schedule_id)
+            .values(consecutive_blocks=0, consecutive_failures=0)
+        )
+
+
+# -- helpers and job wrappers ---------------------------------------------------------------------
+
+
+async def _lock_run(session: WriteSession, run_id: int) -> Run | None:
+    return (
+        await session.execute(
+            select(Run)
+            .where(Run.id == run_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one_or_none()
+
+
+async def _count(session: WriteSession, run_id: int, state: str) -> int:
+    return int(
+        await session.scalar(
+            select(func.count())
+            .select_from(Result)
+            .where(Result.run_id == run_id, Result.state == state)
+        )
+        or 0
+    )
+
+
+async def _queue_poll(uow: UnitOfWork, env: Env, run_id: int, n: int, now: datetime) -> None:
+    await env.queue.enqueue(
+        uow,
+        POLL_JOB,
+        PollRef(run_id=run_id, n=n),
+        job_id=f"rt.poll:{run_id}:{n}",
+        run_at=now + timedelta(seconds=env.settings.ranktracking.poll_seconds),
+    )
+
+
+async def post_tasks(ctx: JobContext, payload: RunRef) -> None:
+    client = serp_client(ctx.resources, ctx.settings)
+    final = ctx.attempt >= POST_JOB.max_tries
+    await post_impl(ctx, client, payload.run_id, final_attempt=final)
+
+
+async def poll_run(ctx: JobContext, payload: PollRef) -> None:
+    await poll_impl(ctx, serp_client(ctx.resources, ctx.settings), payload.run_id, payload.n)
+
+
+POST_JOB = JobSpec(
+    name="ranktracking.post_tasks",
+    payload_type=RunRef,
+    handler=post_tasks,
+    max_tries=5,
+    queue=DEFAULT_QUEUE,
+    backoff_seconds=20.0,
+)
+POST_PRIORITY_JOB = JobSpec(
+    name="ranktracking.post_tasks_priority",
+    payload_type=RunRef,
+    handler=post_tasks,
+    max_tries=5,
+    queue=PRIORITY_QUEUE,
+    backoff_seconds=10.0,
+)
+POLL_JOB = JobSpec(
+    name="ranktracking.poll",
+    payload_type=PollRef,
+    handler=poll_run,
+    max_tries=5,
+    backoff_seconds=30.0,
+)

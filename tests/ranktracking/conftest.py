@@ -1,0 +1,90 @@
+"""Position tracking fixtures: the provider simulator on loopback, and small factories."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from app.engines.ranktracking import ledger
+from app.engines.ranktracking.lists import create_list
+from app.engines.ranktracking.models import KeywordList, Schedule
+from app.engines.ranktracking.provider import RESOURCE_KEY
+from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.service import create
+from app.integrations.serp import SerpClient
+from app.platform.service import Principal
+from app.runtime import Runtime
+from app.sandbox.base import serve_in_loop
+from app.sandbox.serp import SerpSimulator
+from tests.factories import Tenant
+
+DOMAIN = "acme-shop.com"
+
+
+@pytest.fixture
+async def sim(runtime: Runtime) -> AsyncIterator[SerpSimulator]:
+    """The provider simulator on a loopback port; the runtime's jobs use a client pointed at it
+    (the production client, only the base URL differs)."""
+    simulator = SerpSimulator(seed=3, login="acme", password="acme-secret", clock=runtime.clock)
+    async with serve_in_loop(simulator.app) as url:
+        client = SerpClient(url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
+        runtime.resources.put(RESOURCE_KEY, client)
+        yield simulator
+
+
+def principal(tenant: Tenant) -> Principal:
+    return Principal(
+        workspace_id=tenant.workspace_id,
+        organisation_id=tenant.organisation_id,
+        role="admin",
+        user_id=tenant.user_id,
+    )
+
+
+def serp_in(**overrides: Any) -> ScheduleIn:
+    values: dict[str, Any] = {
+        "name": "Positions",
+        "data_type": "serp",
+        "frequency": "daily",
+        "depth": "top10",
+        "location_code": 2840,
+        "language_code": "en",
+        "domain": DOMAIN,
+        "devices": ["desktop"],
+    }
+    values.update(overrides)
+    if "list_id" not in values and "keywords" not in values:
+        values["keywords"] = ["red shoes", "blue shoes"]
+    return ScheduleIn(**values)
+
+
+async def make_list(runtime: Runtime, tenant: Tenant, keywords: list[str], name: str = "Main") -> KeywordList:
+    async with runtime.db.write() as uow:
+        kl, _ = await create_list(
+            uow.session, workspace_id=tenant.workspace_id, name=name, keywords=keywords, now=runtime.clock.now()
+        )
+    return kl
+
+
+async def make_schedule(runtime: Runtime, tenant: Tenant, **overrides: Any) -> Schedule:
+    """A saved schedule without its baseline request (tests drive requests explicitly)."""
+    async with runtime.db.write() as uow:
+        return await create(
+            uow.session, runtime.settings.ranktracking, principal(tenant), serp_in(**overrides), runtime.clock.now()
+        )
+
+
+async def fund(runtime: Runtime, tenant: Tenant, cents: int) -> None:
+    async with runtime.db.write() as uow:
+        await ledger.top_up(
+            uow.session, organisation_id=tenant.organisation_id, amount_cents=cents, now=runtime.clock.now()
+        )
+
+
+async def available(runtime: Runtime, tenant: Tenant) -> int:
+    async with runtime.db.read() as session:
+        view = await ledger.balance_of(session, tenant.organisation_id)
+        assert await ledger.ledger_available(session, tenant.organisation_id) == view.available_cents
+        return view.available_cents
