@@ -1,6 +1,7 @@
 """Loopback simulators of the two SMS provider shapes the ``send_sms`` action speaks.
 
-**Generic JSON provider** (:class:`SmsSandbox`): ``POST /v1/messages`` with
+**Generic JSON provider** (:class:`SmsSandbox`; its machinery, :class:`JsonProviderSandbox` and
+:func:`accept_json`, also runs the push and letter simulators): ``POST /v1/messages`` with
 ``{"to", "from", "body"}``, ``Authorization: Bearer <api key>`` and ``Idempotency-Key``; answers
 ``201 {"id", "status": "queued", "to", "from", "body", "segments"}``; errors
 ``{"error": {"code", "message", "field"}}`` (401, 422, 429, 5xx). The idempotency key is honoured
@@ -26,6 +27,7 @@ import hashlib
 import itertools
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import format_datetime
@@ -49,7 +51,7 @@ def segments(body: str) -> int:
     return max(1, -(-len(body) // per))
 
 
-def _bearer(request: Request[Any, Any, Any]) -> str:
+def bearer_token(request: Request[Any, Any, Any]) -> str:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" else ""
 
@@ -62,67 +64,117 @@ def json_error(status: int, code: str, message: str, field: str | None = None) -
 
 
 @dataclass
-class SmsSandbox:
-    """The generic JSON SMS provider: accepted messages by id."""
+class JsonProviderSandbox:
+    """What every generic JSON provider simulator holds (SMS here; push and letter reuse it):
+    API keys, the accepted records by id, the idempotency ledger and armed lost replies."""
 
     state: SandboxState = field(default_factory=SandboxState)
-    api_keys: set[str] = field(default_factory=lambda: {"sms-sandbox-key"})
-    messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    api_keys: set[str] = field(default_factory=lambda: {"sandbox-key"})
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
     ledger: IdempotencyLedger = field(default_factory=IdempotencyLedger)
     lost: LostResponses = field(default_factory=LostResponses)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next_id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids):08d}"
+
+
+Validator = Callable[[dict[str, Any]], Response[Any] | None]
+"""Returns the error response for an invalid request body, or ``None``."""
+Builder = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""Builds the accepted record from its new id and the request body."""
+
+
+async def accept_json(
+    sandbox: JsonProviderSandbox,
+    request: Request[Any, Any, Any],
+    *,
+    kind: str,
+    prefix: str,
+    validate: Validator,
+    build: Builder,
+) -> Response[Any]:
+    """The common life of a generic provider's create call: fault, auth, parse, validate,
+    idempotent replay, effect, possibly a lost reply."""
+    if (fault := sandbox.state.hit(kind)) is not None:
+        return await fault_response(fault)
+    key = bearer_token(request)
+    if key not in sandbox.api_keys:
+        return json_error(401, "unauthorized", "invalid API key")
+    try:
+        body = await request.json()
+    except Exception:
+        return json_error(400, "invalid_json", "the body is not JSON")
+    if not isinstance(body, dict):
+        return json_error(422, "invalid_request", "expected an object")
+    if (invalid := validate(body)) is not None:
+        return invalid
+    idem = request.headers.get("idempotency-key")
+    fp = fingerprint("POST", request.url.path, body)
+    try:
+        saved = sandbox.ledger.replay(key, idem, fp)
+    except KeyReused:
+        return json_error(409, "idempotency_key_reused", "the key was used for a different request")
+    if saved is not None:
+        return Response(
+            saved[1],
+            status_code=saved[0],
+            media_type=MediaType.JSON,
+            headers={"Idempotent-Replayed": "true"},
+        )
+    record_id = sandbox.next_id(prefix)
+    record = build(record_id, body)
+    sandbox.records[record_id] = record
+    sandbox.ledger.save(key, idem, fp, 201, record)
+    if (lost := await sandbox.lost.take()) is not None:
+        return lost
+    return Response(record, status_code=201, media_type=MediaType.JSON)
+
+
+@dataclass
+class SmsSandbox(JsonProviderSandbox):
+    """The generic JSON SMS provider."""
+
+    api_keys: set[str] = field(default_factory=lambda: {"sms-sandbox-key"})
+
+    @property
+    def messages(self) -> dict[str, dict[str, Any]]:
+        return self.records
+
+
+def _validate_sms(body: dict[str, Any]) -> Response[Any] | None:
+    to, text, sender = body.get("to"), body.get("body"), body.get("from")
+    if not isinstance(to, str) or not E164.match(to):
+        return json_error(422, "invalid_number", "to must be an E.164 number", "to")
+    if not isinstance(text, str) or not text.strip():
+        return json_error(422, "invalid_request", "body must not be empty", "body")
+    if sender is not None and not isinstance(sender, str):
+        return json_error(422, "invalid_request", "from must be a string", "from")
+    return None
+
+
+def _build_sms(message_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "status": "queued",
+        "to": body["to"],
+        "from": body.get("from"),
+        "body": body["body"],
+        "segments": segments(body["body"]),
+    }
 
 
 def create_sms_app(sandbox: SmsSandbox) -> Litestar:
     @post("/v1/messages")
     async def send(request: Request[Any, Any, Any]) -> Response[Any]:
-        if (fault := sandbox.state.hit("messages.create")) is not None:
-            return await fault_response(fault)
-        key = _bearer(request)
-        if key not in sandbox.api_keys:
-            return json_error(401, "unauthorized", "invalid API key")
-        try:
-            body = await request.json()
-        except Exception:
-            return json_error(400, "invalid_json", "the body is not JSON")
-        if not isinstance(body, dict):
-            return json_error(422, "invalid_request", "expected an object")
-        to, text, sender = body.get("to"), body.get("body"), body.get("from")
-        if not isinstance(to, str) or not E164.match(to):
-            return json_error(422, "invalid_number", "to must be an E.164 number", "to")
-        if not isinstance(text, str) or not text.strip():
-            return json_error(422, "invalid_request", "body must not be empty", "body")
-        if sender is not None and not isinstance(sender, str):
-            return json_error(422, "invalid_request", "from must be a string", "from")
-        idem = request.headers.get("idempotency-key")
-        fp = fingerprint("POST", "/v1/messages", body)
-        try:
-            saved = sandbox.ledger.replay(key, idem, fp)
-        except KeyReused:
-            return json_error(
-                409, "idempotency_key_reused", "the key was used for a different request"
-            )
-        if saved is not None:
-            return Response(
-                saved[1],
-                status_code=saved[0],
-                media_type=MediaType.JSON,
-                headers={"Idempotent-Replayed": "true"},
-            )
-        message_id = f"sms_{next(sandbox._ids):08d}"
-        message = {
-            "id": message_id,
-            "status": "queued",
-            "to": to,
-            "from": sender,
-            "body": text,
-            "segments": segments(text),
-        }
-        sandbox.messages[message_id] = message
-        sandbox.ledger.save(key, idem, fp, 201, message)
-        if (lost := await sandbox.lost.take()) is not None:
-            return lost
-        return Response(message, status_code=201, media_type=MediaType.JSON)
+        return await accept_json(
+            sandbox,
+            request,
+            kind="messages.create",
+            prefix="sms",
+            validate=_validate_sms,
+            build=_build_sms,
+        )
 
     return Litestar(route_handlers=[send], debug=False)
 
