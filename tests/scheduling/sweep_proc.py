@@ -1,0 +1,69 @@
+"""A sweeper process for the multi-process test: ``python -m tests.scheduling.sweep_proc NAME
+FIRST_TICK PERIOD COUNT``.
+
+At each scheduled wall-clock time it tries to run that tick of sweep ``NAME`` through
+:meth:`SweepRunner.run_tick` (the same claim the real loop uses). The tick function records that
+this process handled it as a job row ``NAME:<tick>:<pid>``, so a tick handled twice shows up as two
+rows. Prints one JSON line: the ticks this process claimed, and whether it started late.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+
+from app.clock import SystemClock
+from app.runtime import build_runtime
+from app.scheduling.jobs import JobContext
+from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, SweepRunner
+from app.scheduling.worker import worker_identity
+from app.settings import load_settings
+from tests.scheduling.testjobs import RECORD, Work
+
+
+async def main(name: str, first_tick: float, period: float, count: int) -> dict[str, object]:
+    runtime = build_runtime(load_settings(os.environ), SystemClock())
+
+    async def handle(ctx: JobContext, tick: datetime) -> None:
+        stamp = f"{tick.timestamp():.3f}"
+        await ctx.queue.enqueue(
+            None, RECORD, Work(key=stamp), job_id=f"{name}:{stamp}:{os.getpid()}"
+        )
+        await asyncio.sleep(0.02)  # a tick takes a moment; the other process must not overlap it
+
+    # The schedule object is not used: this process drives the ticks itself, at sub-second pace.
+    sweep = Sweep(name, EVERY_10_SECONDS, handle)
+    runner = SweepRunner(
+        runtime.db,
+        runtime.clock,
+        [sweep],
+        runtime.context,
+        owner=worker_identity(),
+        lease_seconds=60,
+    )
+    late = time.time() > first_tick
+    claimed: list[str] = []
+    try:
+        for i in range(count):
+            due = first_tick + i * period
+            await asyncio.sleep(max(0.0, due - time.time()))
+            tick = datetime.fromtimestamp(due, UTC)
+            if await runner.run_tick(sweep, tick):
+                claimed.append(f"{tick.timestamp():.3f}")
+    finally:
+        await runtime.aclose()
+    return {"claimed": claimed, "late": late}
+
+
+if __name__ == "__main__":
+    name, first, period, count = (
+        sys.argv[1],
+        float(sys.argv[2]),
+        float(sys.argv[3]),
+        int(sys.argv[4]),
+    )
+    print(json.dumps(asyncio.run(main(name, first, period, count))))

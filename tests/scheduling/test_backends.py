@@ -1,0 +1,118 @@
+"""The promises both queue backends keep, with the same job functions on each: the database queue
+always, arq on Redis when ``TEST_REDIS_URL`` is set."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from app.runtime import Runtime
+from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.models import JOB_DONE
+from tests.conftest import TEST_REDIS_URL, eventually
+from tests.scheduling.conftest import BACKENDS, Runtimes, arq_workers, database_worker
+from tests.scheduling.helpers import count_jobs, running
+from tests.scheduling.testjobs import RECORD, RECORD_FAST_RETRY, RUNS, Work
+
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+
+def workers_for(runtime: Runtime) -> Any:
+    if isinstance(runtime.queue, ArqQueue):
+        return arq_workers(runtime)
+    return database_worker(runtime)
+
+
+async def visible(runtime: Runtime, job_id: str) -> bool:
+    """Whether a consumer could see the job (a queued row, or an arq job in Redis)."""
+    if isinstance(runtime.queue, ArqQueue):
+        client = Redis.from_url(TEST_REDIS_URL)
+        try:
+            return bool(await client.exists(f"arq:job:{job_id}"))
+        finally:
+            await client.aclose()
+    return await count_jobs(runtime.db, id=job_id) == 1
+
+
+def unique(backend: str, name: str) -> str:
+    # arq keeps job keys in one Redis namespace: ids must not collide with other test runs.
+    return f"{name}:{id(RUNS):x}:{backend}"
+
+
+async def test_the_same_job_functions_run_on_this_backend(backend: str, runtimes: Runtimes) -> None:
+    runtime = runtimes.make(backend)
+    for i in range(20):
+        await runtime.queue.enqueue(None, RECORD, Work(key=f"j{i}"))
+    async with running(workers_for(runtime)):
+        await eventually(lambda: _true(sum(RUNS.done.values()) == 20))
+    assert set(RUNS.started.values()) == {1}
+    assert set(RUNS.done.values()) == {1}
+
+
+async def test_a_repeated_job_id_runs_once_also_after_the_job_finished(
+    backend: str, runtimes: Runtimes
+) -> None:
+    runtime = runtimes.make(backend)
+    job_id = unique(backend, "dedup")
+    await runtime.queue.enqueue(None, RECORD, Work(key="dedup"), job_id=job_id)
+    await runtime.queue.enqueue(None, RECORD, Work(key="dedup"), job_id=job_id)
+    async with running(workers_for(runtime)):
+        await eventually(lambda: _true(RUNS.done["dedup"] == 1))
+        await runtime.queue.enqueue(None, RECORD, Work(key="dedup"), job_id=job_id)
+        await asyncio.sleep(0.4)
+    assert RUNS.started["dedup"] == 1
+
+
+async def test_a_job_enqueued_in_a_unit_of_work_that_rolls_back_never_runs(
+    backend: str, runtimes: Runtimes
+) -> None:
+    runtime = runtimes.make(backend)
+    dropped, kept = unique(backend, "dropped"), unique(backend, "kept")
+
+    async def change_of_mind() -> None:
+        async with runtime.db.write() as uow:
+            await runtime.queue.enqueue(uow, RECORD, Work(key="dropped"), job_id=dropped)
+            raise RuntimeError("changed my mind")
+
+    with pytest.raises(RuntimeError, match="changed my mind"):
+        await change_of_mind()
+    async with runtime.db.write() as uow:
+        await runtime.queue.enqueue(uow, RECORD, Work(key="kept"), job_id=kept)
+        assert not await visible(runtime, kept), "nothing is visible before the commit"
+    assert await visible(runtime, kept)
+    assert not await visible(runtime, dropped)
+    async with running(workers_for(runtime)):
+        await eventually(lambda: _true(RUNS.done["kept"] == 1))
+        await asyncio.sleep(0.3)
+    assert RUNS.started["dropped"] == 0
+
+
+async def test_retries_with_backoff_then_dead_with_the_last_error(
+    backend: str, runtimes: Runtimes
+) -> None:
+    """Real time here (arq keeps its own clock); the ManualClock version is in
+    test_database_queue.py."""
+    runtime = runtimes.make(backend)
+    job_id = unique(backend, "doomed")
+    work = Work(key="doomed", fail_until_attempt=99)
+    await runtime.queue.enqueue(None, RECORD_FAST_RETRY, work, job_id=job_id)
+    async with running(workers_for(runtime)):
+
+        async def dead() -> bool:
+            return bool(await runtime.queue.dead_jobs())
+
+        await eventually(dead, timeout=15)
+    (job,) = await runtime.queue.dead_jobs()
+    assert (job.id, job.attempts) == (job_id, RECORD_FAST_RETRY.max_tries)
+    assert job.last_error == "RuntimeError: boom at attempt 2"
+    assert RUNS.attempts["doomed"] == [1, 2]
+    first, second = RUNS.times["doomed"]
+    assert second - first >= RECORD_FAST_RETRY.backoff_seconds * 0.9
+    assert await count_jobs(runtime.db, status=JOB_DONE) == 0
+
+
+async def _true(value: bool) -> bool:
+    return value
