@@ -147,6 +147,28 @@ class IntegrationSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FunnelSettings:
+    runner_tasks: int = env("FUNNEL_RUNNER_TASKS", 4)
+    """Runner jobs started per 10-second tick; each leases and executes due runs in batches."""
+    runner_batch: int = env("FUNNEL_RUNNER_BATCH", 200)
+    """Runs leased per statement and committed per transaction (a savepoint per run)."""
+    lease_seconds: int = env("FUNNEL_LEASE_SECONDS", 120)
+    """A leased run not advanced within this time is due again (its worker is presumed dead)."""
+    drain_seconds: float = env("FUNNEL_DRAIN_SECONDS", 9.0)
+    """How long one runner or deliverer job keeps leasing before it hands over to the next tick."""
+    deliver_batch: int = env("FUNNEL_DELIVER_BATCH", 50)
+    """Outbox effects leased per statement by the deliverer."""
+    deliver_tasks: int = env("FUNNEL_DELIVER_TASKS", 2)
+    """Deliverer jobs started per 10-second tick."""
+    max_send_attempts: int = env("FUNNEL_MAX_SEND_ATTEMPTS", 8)
+    """Transient delivery failures are retried (with backoff) up to this many attempts."""
+    retry_base_seconds: int = env("FUNNEL_RETRY_BASE_SECONDS", 60)
+    """First delivery retry delay; doubled on every further attempt."""
+    max_steps_per_wake: int = env("FUNNEL_MAX_STEPS_PER_WAKE", 100)
+    """Nodes one run may execute in one wake before it is put back (a runaway guard)."""
+
+
+@dataclass(frozen=True, slots=True)
 class RankTrackingSettings:
     price_serp_eur: Decimal = env("RT_PRICE_SERP_EUR", Decimal("0.0006"))
     """Price of one SERP check (one keyword, one device, top 10, standard queue), in EUR."""
@@ -196,6 +218,7 @@ class Settings:
     mail: MailSettings = field(default_factory=MailSettings)
     integrations: IntegrationSettings = field(default_factory=IntegrationSettings)
     ranktracking: RankTrackingSettings = field(default_factory=RankTrackingSettings)
+    funnels: FunnelSettings = field(default_factory=FunnelSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
     environment: str = env("APP_ENV", "development")
     """``development`` or ``production`` (production refuses unsafe defaults)."""

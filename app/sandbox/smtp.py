@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from email.message import EmailMessage
-from typing import Any
+from typing import Any, ClassVar
 
 from aiosmtpd.controller import Controller
 
@@ -72,28 +72,35 @@ class _Handler:
 class SmtpSink:
     """The SMTP server; ``messages`` lists what arrived, in order."""
 
+    _running: ClassVar[list[SmtpSink]] = []
+    """Sinks started in this process (the demo's dashboard shows their mailboxes)."""
+
     def __init__(self, port: int | None = None) -> None:
         self.host = "127.0.0.1"
         self.port = port or free_port()
+        self.url = f"smtp://{self.host}:{self.port}"
         self.messages: list[ReceivedMessage] = []
         self._failures: list[_Failure] = []
         self._lock = threading.Lock()
         self._controller = Controller(_Handler(self), hostname=self.host, port=self.port)
-        self._running = False
-
-    @property
-    def url(self) -> str:
-        return f"smtp://{self.host}:{self.port}"
+        self._started = False
 
     def start(self) -> SmtpSink:
         self._controller.start()
-        self._running = True
+        self._started = True
+        SmtpSink._running.append(self)
         return self
 
     def stop(self) -> None:
-        if self._running:
+        if self._started:
             self._controller.stop()
-            self._running = False
+            self._started = False
+            if self in SmtpSink._running:
+                SmtpSink._running.remove(self)
+
+    @classmethod
+    def running(cls) -> list[SmtpSink]:
+        return list(cls._running)
 
     def __enter__(self) -> SmtpSink:
         return self.start()

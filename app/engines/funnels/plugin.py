@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+from app.engines.funnels.demo import seed_demo
+from app.engines.funnels.jobs import JOBS, SWEEPS
 from app.engines.plugin import EnginePlugin
+from app.sandbox.smtp import SmtpSink
 
-PLUGIN = EnginePlugin(name="funnels", title="Funnels")
+
+def _smtp_sink() -> SmtpSink:
+    return SmtpSink().start()
+
+
+PLUGIN = EnginePlugin(
+    name="funnels",
+    title="Funnels",
+    jobs=JOBS,
+    sweeps=SWEEPS,
+    seed_demo=seed_demo,
+    sandboxes={"smtp": _smtp_sink},
+)

@@ -1,0 +1,731 @@
+"""Contacts and what describes them: typed custom fields, tags, lists, time zone, consent and
+suppression per channel; CSV import with a per-row report; deletion that really ends things.
+
+Changes that funnels react to (created, tag added, list joined) are recorded as contact events in
+the same transaction; the trigger matcher picks them up after commit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+
+from app.db.session import ReadSession, WriteSession
+from app.engines.funnels.errors import ContactNotFound, DuplicateContact
+from app.engines.funnels.models import (
+    OUTBOX_CANCELLED,
+    OUTBOX_PENDING,
+    RUN_ACTIVE,
+    RUN_CANCELLED,
+    Contact,
+    ContactEvent,
+    ContactList,
+    ContactTag,
+    DeliveryEvent,
+    FieldDefinition,
+    ListMember,
+    OutboxEffect,
+    Run,
+    Tag,
+)
+from app.engines.funnels.segments import FIELD_TYPES, ContactFacts
+from app.engines.funnels.timing import is_valid_timezone
+from app.errors import ValidationFailed
+
+CHANNELS = ("email", "sms", "push", "letter")
+CONSENT_VALUES = ("granted", "withdrawn")
+
+
+@dataclass(frozen=True, slots=True)
+class ContactData:
+    """Validated input for creating or updating a contact (``None``: leave unchanged)."""
+
+    email: str | None = None
+    phone: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    timezone: str | None = None
+    fields: Mapping[str, Any] | None = None
+    tags: Sequence[str] | None = None
+    lists: Sequence[str] | None = None
+    consent: Mapping[str, str] | None = None
+    suppressed: Mapping[str, str] | None = None
+
+
+def _insert(dialect: str, table: Any) -> Any:
+    module: Any = postgresql if dialect == "postgresql" else sqlite
+    return module.insert(table)
+
+
+def dialect_of(session: ReadSession) -> str:
+    return session.get_bind().dialect.name
+
+
+def affected(result: Any) -> int:
+    """Rows an UPDATE/DELETE/INSERT touched."""
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+# -- custom fields, tags, lists ----------------------------------------------------------------
+
+
+async def field_types(session: ReadSession, workspace_id: int) -> dict[str, str]:
+    rows = await session.execute(
+        select(FieldDefinition.key, FieldDefinition.type).where(
+            FieldDefinition.workspace_id == workspace_id
+        )
+    )
+    return {k: t for k, t in rows.all()}
+
+
+async def define_field(
+    session: WriteSession, workspace_id: int, key: str, type_: str, label: str = ""
+) -> FieldDefinition:
+    if type_ not in FIELD_TYPES:
+        raise ValidationFailed.field("type", f"must be one of {', '.join(FIELD_TYPES)}")
+    if not key.isidentifier():
+        raise ValidationFailed.field(
+            "key", "letters, digits and underscores, not starting with a digit"
+        )
+    existing = await session.scalar(
+        select(FieldDefinition).where(
+            FieldDefinition.workspace_id == workspace_id, FieldDefinition.key == key
+        )
+    )
+    if existing is not None:
+        if existing.type != type_:
+            raise ValidationFailed.field("type", f"field '{key}' already exists as {existing.type}")
+        return existing
+    definition = FieldDefinition(workspace_id=workspace_id, key=key, type=type_, label=label)
+    session.add(definition)
+    await session.flush()
+    return definition
+
+
+async def ensure_names(
+    session: WriteSession,
+    model: type[Tag] | type[ContactList],
+    workspace_id: int,
+    names: Iterable[str],
+) -> dict[str, int]:
+    """Ids of the named tags or lists, creating the missing ones (safe under concurrency)."""
+    wanted = sorted({n.strip() for n in names if n.strip()})
+    if not wanted:
+        return {}
+    await session.execute(
+        _insert(dialect_of(session), model)
+        .values([{"workspace_id": workspace_id, "name": n} for n in wanted])
+        .on_conflict_do_nothing()
+    )
+    rows = await session.execute(
+        select(model.name, model.id).where(
+            model.workspace_id == workspace_id, model.name.in_(wanted)
+        )
+    )
+    return {name: id_ for name, id_ in rows.all()}
+
+
+async def names_of(
+    session: ReadSession, model: type[Tag] | type[ContactList], workspace_id: int
+) -> list[str]:
+    rows = await session.scalars(
+        select(model.name).where(model.workspace_id == workspace_id).order_by(model.name)
+    )
+    return list(rows)
+
+
+def check_field_value(key: str, kind: str, value: Any) -> Any:
+    """The value as stored, or ValidationFailed naming ``fields.<key>``."""
+    if value is None:
+        return None
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationFailed.field(f"fields.{key}", "must be a number")
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise ValidationFailed.field(f"fields.{key}", "must be true or false")
+        return value
+    if kind == "date":
+        if not isinstance(value, str):
+            raise ValidationFailed.field(f"fields.{key}", "must be a date (YYYY-MM-DD)")
+        try:
+            datetime.strptime(value, "%Y-%m-%d")  # noqa: DTZ007 - a calendar date
+        except ValueError:
+            raise ValidationFailed.field(f"fields.{key}", "must be a date (YYYY-MM-DD)") from None
+        return value
+    if not isinstance(value, str):
+        raise ValidationFailed.field(f"fields.{key}", "must be text")
+    return value
+
+
+def _check(data: ContactData, types: Mapping[str, str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, value in (data.fields or {}).items():
+        if key not in types:
+            raise ValidationFailed.field(f"fields.{key}", "no such custom field in this workspace")
+        fields[key] = check_field_value(key, types[key], value)
+    if data.timezone is not None and not is_valid_timezone(data.timezone):
+        raise ValidationFailed.field("timezone", f"unknown time zone '{data.timezone}'")
+    if data.email is not None and data.email and "@" not in data.email:
+        raise ValidationFailed.field("email", "not an e-mail address")
+    for channel, value in (data.consent or {}).items():
+        if channel not in CHANNELS or value not in CONSENT_VALUES:
+            raise ValidationFailed.field(
+                f"consent.{channel}", f"channel one of {CHANNELS}, value one of {CONSENT_VALUES}"
+            )
+    for channel in data.suppressed or {}:
+        if channel not in CHANNELS:
+            raise ValidationFailed.field(f"suppressed.{channel}", f"channel one of {CHANNELS}")
+    return fields
+
+
+async def record_event(
+    session: WriteSession,
+    *,
+    workspace_id: int,
+    contact_id: int,
+    name: str,
+    source: str,
+    now: datetime,
+    occurred_at: datetime | None = None,
+    external_id: str | None = None,
+    properties: Mapping[str, Any] | None = None,
+) -> int | None:
+    """Store an event; returns its id, or ``None`` when ``external_id`` was seen before."""
+    stmt = (
+        _insert(dialect_of(session), ContactEvent)
+        .values(
+            workspace_id=workspace_id,
+            contact_id=contact_id,
+            name=name,
+            source=source,
+            external_id=external_id,
+            properties=dict(properties or {}),
+            occurred_at=occurred_at or now,
+            created_at=now,
+        )
+        .on_conflict_do_nothing()
+        .returning(ContactEvent.id)
+    )
+    event_id: int | None = await session.scalar(stmt)
+    return event_id
+
+
+async def _apply_memberships(
+    session: WriteSession, contact: Contact, data: ContactData, now: datetime, *, replace: bool
+) -> None:
+    ws = contact.workspace_id
+    if data.tags is not None:
+        ids = await ensure_names(session, Tag, ws, data.tags)
+        current = set(
+            await session.scalars(
+                select(ContactTag.tag_id).where(ContactTag.contact_id == contact.id)
+            )
+        )
+        for name, tag_id in ids.items():
+            if tag_id not in current:
+                await add_tag(session, contact, name, now, tag_id=tag_id)
+        if replace:
+            gone = current - set(ids.values())
+            if gone:
+                await session.execute(
+                    delete(ContactTag).where(
+                        ContactTag.contact_id == contact.id, ContactTag.tag_id.in_(gone)
+                    )
+                )
+    if data.lists is not None:
+        ids = await ensure_names(session, ContactList, ws, data.lists)
+        current = set(
+            await session.scalars(
+                select(ListMember.list_id).where(ListMember.contact_id == contact.id)
+            )
+        )
+        for name, list_id in ids.items():
+            if list_id not in current:
+                await add_to_list(session, contact, name, now, list_id=list_id)
+        if replace:
+            gone = current - set(ids.values())
+            if gone:
+                await session.execute(
+                    delete(ListMember).where(
+                        ListMember.contact_id == contact.id, ListMember.list_id.in_(gone)
+                    )
+                )
+
+
+async def create_contact(
+    session: WriteSession, workspace_id: int, data: ContactData, now: datetime
+) -> Contact:
+    types = await field_types(session, workspace_id)
+    fields = _check(data, types)
+    contact = Contact(
+        workspace_id=workspace_id,
+        email=(data.email or None) and data.email.strip().lower(),
+        phone=data.phone or None,
+        first_name=data.first_name or "",
+        last_name=data.last_name or "",
+        timezone=data.timezone or "UTC",
+        fields=fields,
+        consent=dict(data.consent or {}),
+        suppressed=dict(data.suppressed or {}),
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        async with session.begin_nested():
+            session.add(contact)
+            await session.flush()
+    except IntegrityError:
+        raise DuplicateContact(f"a contact with e-mail {contact.email} already exists") from None
+    await record_event(
+        session,
+        workspace_id=workspace_id,
+        contact_id=contact.id,
+        name="contact_created",
+        source="system",
+        now=now,
+    )
+    await _apply_memberships(session, contact, data, now, replace=False)
+    return contact
+
+
+async def get_contact(session: ReadSession, workspace_id: int, contact_id: int) -> Contact:
+    contact = await session.scalar(
+        select(Contact).where(
+            Contact.id == contact_id,
+            Contact.workspace_id == workspace_id,
+            Contact.deleted_at.is_(None),
+        )
+    )
+    if contact is None:
+        raise ContactNotFound(f"contact {contact_id} not found")
+    return contact
+
+
+async def find_by_email(session: ReadSession, workspace_id: int, email: str) -> Contact | None:
+    return await session.scalar(
+        select(Contact).where(
+            Contact.workspace_id == workspace_id,
+            Contact.email == email.strip().lower(),
+            Contact.deleted_at.is_(None),
+        )
+    )
+
+
+async def update_contact(
+    session: WriteSession, workspace_id: int, contact_id: int, data: ContactData, now: datetime
+) -> Contact:
+    contact = await get_contact(session, workspace_id, contact_id)
+    types = await field_types(session, workspace_id)
+    fields = _check(data, types)
+    if data.email is not None:
+        contact.email = data.email.strip().lower() or None
+    if data.phone is not None:
+        contact.phone = data.phone or None
+    if data.first_name is not None:
+        contact.first_name = data.first_name
+    if data.last_name is not None:
+        contact.last_name = data.last_name
+    if data.timezone is not None:
+        contact.timezone = data.timezone
+    if data.fields is not None:
+        contact.fields = {**contact.fields, **fields}
+    if data.consent is not None:
+        contact.consent = {**contact.consent, **data.consent}
+    if data.suppressed is not None:
+        contact.suppressed = dict(data.suppressed)
+    contact.updated_at = now
+    try:
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError:
+        raise DuplicateContact(f"a contact with e-mail {contact.email} already exists") from None
+    await _apply_memberships(session, contact, data, now, replace=True)
+    return contact
+
+
+async def add_tag(
+    session: WriteSession, contact: Contact, tag: str, now: datetime, *, tag_id: int | None = None
+) -> bool:
+    """Tag ``contact``; records ``tag_added`` when the tag is new to it. True when added."""
+    if tag_id is None:
+        tag_id = (await ensure_names(session, Tag, contact.workspace_id, [tag]))[tag]
+    result = await session.execute(
+        _insert(dialect_of(session), ContactTag)
+        .values(contact_id=contact.id, tag_id=tag_id, created_at=now)
+        .on_conflict_do_nothing()
+    )
+    if not affected(result):
+        return False
+    await record_event(
+        session,
+        workspace_id=contact.workspace_id,
+        contact_id=contact.id,
+        name="tag_added",
+        source="system",
+        now=now,
+        properties={"tag": tag},
+    )
+    return True
+
+
+async def remove_tag(session: WriteSession, contact: Contact, tag: str) -> bool:
+    tag_id = await session.scalar(
+        select(Tag.id).where(Tag.workspace_id == contact.workspace_id, Tag.name == tag)
+    )
+    if tag_id is None:
+        return False
+    result = await session.execute(
+        delete(ContactTag).where(ContactTag.contact_id == contact.id, ContactTag.tag_id == tag_id)
+    )
+    return bool(affected(result))
+
+
+async def add_to_list(
+    session: WriteSession, contact: Contact, name: str, now: datetime, *, list_id: int | None = None
+) -> bool:
+    if list_id is None:
+        list_id = (await ensure_names(session, ContactList, contact.workspace_id, [name]))[name]
+    result = await session.execute(
+        _insert(dialect_of(session), ListMember)
+        .values(list_id=list_id, contact_id=contact.id, joined_at=now)
+        .on_conflict_do_nothing()
+    )
+    if not affected(result):
+        return False
+    await record_event(
+        session,
+        workspace_id=contact.workspace_id,
+        contact_id=contact.id,
+        name="list_join",
+        source="system",
+        now=now,
+        properties={"list": name},
+    )
+    return True
+
+
+async def remove_from_list(session: WriteSession, contact: Contact, name: str) -> bool:
+    list_id = await session.scalar(
+        select(ContactList.id).where(
+            ContactList.workspace_id == contact.workspace_id, ContactList.name == name
+        )
+    )
+    if list_id is None:
+        return False
+    result = await session.execute(
+        delete(ListMember).where(ListMember.contact_id == contact.id, ListMember.list_id == list_id)
+    )
+    return bool(affected(result))
+
+
+async def delete_contact(
+    session: WriteSession, workspace_id: int, contact_id: int, now: datetime
+) -> None:
+    """Erase the contact's personal data, end its runs and cancel every pending effect addressed
+    to it, in one transaction (hard case 5: a deletion that leaves a sequence is not one)."""
+    contact = await get_contact(session, workspace_id, contact_id)
+    contact.deleted_at = now
+    contact.updated_at = now
+    contact.email = None
+    contact.phone = None
+    contact.first_name = ""
+    contact.last_name = ""
+    contact.fields = {}
+    await session.execute(delete(ContactTag).where(ContactTag.contact_id == contact_id))
+    await session.execute(delete(ListMember).where(ListMember.contact_id == contact_id))
+    await end_runs_of_contact(session, contact_id, now, reason="contact_deleted")
+
+
+async def end_runs_of_contact(
+    session: WriteSession, contact_id: int, now: datetime, *, reason: str
+) -> None:
+    await session.execute(
+        update(Run)
+        .where(Run.contact_id == contact_id, Run.status == RUN_ACTIVE)
+        .values(
+            status=RUN_CANCELLED,
+            wake_at=None,
+            lease_owner=None,
+            lease_until=None,
+            ended_at=now,
+            updated_at=now,
+            exit_reason=reason,
+        )
+    )
+    await cancel_pending_effects(session, now, reason=reason, contact_id=contact_id)
+
+
+async def cancel_pending_effects(
+    session: WriteSession,
+    now: datetime,
+    *,
+    reason: str,
+    contact_id: int | None = None,
+    run_id: int | None = None,
+) -> int:
+    """Cancel the not-yet-delivered effects of a contact or of a run, recording why."""
+    conditions = [OutboxEffect.status == OUTBOX_PENDING]
+    if contact_id is not None:
+        conditions.append(OutboxEffect.contact_id == contact_id)
+    if run_id is not None:
+        conditions.append(OutboxEffect.run_id == run_id)
+    rows = (
+        await session.execute(
+            update(OutboxEffect)
+            .where(*conditions)
+            .values(status=OUTBOX_CANCELLED, finished_at=now, last_error=reason, lease_owner=None)
+            .returning(OutboxEffect.id, OutboxEffect.workspace_id, OutboxEffect.contact_id)
+        )
+    ).all()
+    if rows:
+        await session.execute(
+            _insert(dialect_of(session), DeliveryEvent),
+            [
+                {
+                    "workspace_id": ws,
+                    "outbox_id": oid,
+                    "contact_id": cid,
+                    "kind": "cancelled",
+                    "detail": reason,
+                    "at": now,
+                }
+                for oid, ws, cid in rows
+            ],
+        )
+    return len(rows)
+
+
+async def list_contacts(
+    session: ReadSession,
+    workspace_id: int,
+    *,
+    after: int | None,
+    limit: int,
+    tag: str | None = None,
+    search: str | None = None,
+) -> list[Contact]:
+    stmt = select(Contact).where(Contact.workspace_id == workspace_id, Contact.deleted_at.is_(None))
+    if after is not None:
+        stmt = stmt.where(Contact.id > after)
+    if tag:
+        stmt = stmt.where(
+            Contact.id.in_(
+                select(ContactTag.contact_id)
+                .join(Tag, Tag.id == ContactTag.tag_id)
+                .where(Tag.workspace_id == workspace_id, Tag.name == tag)
+            )
+        )
+    if search:
+        like = f"%{search.lower()}%"
+        stmt = stmt.where(
+            func.lower(func.coalesce(Contact.email, "")).like(like)
+            | func.lower(Contact.first_name).like(like)
+            | func.lower(Contact.last_name).like(like)
+        )
+    return list(await session.scalars(stmt.order_by(Contact.id).limit(limit)))
+
+
+async def memberships(
+    session: ReadSession, contact_ids: Sequence[int]
+) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+    """Tag names and list names per contact."""
+    tags: dict[int, list[str]] = {c: [] for c in contact_ids}
+    lists: dict[int, list[str]] = {c: [] for c in contact_ids}
+    if not contact_ids:
+        return tags, lists
+    for cid, name in (
+        await session.execute(
+            select(ContactTag.contact_id, Tag.name)
+            .join(Tag, Tag.id == ContactTag.tag_id)
+            .where(ContactTag.contact_id.in_(contact_ids))
+            .order_by(Tag.name)
+        )
+    ).all():
+        tags[cid].append(name)
+    for cid, name in (
+        await session.execute(
+            select(ListMember.contact_id, ContactList.name)
+            .join(ContactList, ContactList.id == ListMember.list_id)
+            .where(ListMember.contact_id.in_(contact_ids))
+            .order_by(ContactList.name)
+        )
+    ).all():
+        lists[cid].append(name)
+    return tags, lists
+
+
+async def load_facts(
+    session: ReadSession,
+    contacts: Sequence[Contact],
+    *,
+    event_names: set[str],
+    since: datetime | None,
+) -> dict[int, ContactFacts]:
+    """Facts for predicate evaluation, for many contacts in a few queries."""
+    ids = [c.id for c in contacts]
+    tags, lists = await memberships(session, ids)
+    events: dict[int, list[tuple[str, datetime]]] = {c: [] for c in ids}
+    if event_names and ids:
+        stmt = select(ContactEvent.contact_id, ContactEvent.name, ContactEvent.occurred_at).where(
+            ContactEvent.contact_id.in_(ids), ContactEvent.name.in_(sorted(event_names))
+        )
+        if since is not None:
+            stmt = stmt.where(ContactEvent.occurred_at >= since)
+        for cid, name, at in (await session.execute(stmt)).all():
+            events[cid].append((name, at))
+    return {c.id: facts_of(c, tags[c.id], lists[c.id], events[c.id]) for c in contacts}
+
+
+def facts_of(
+    contact: Contact,
+    tags: Iterable[str],
+    lists: Iterable[str],
+    events: Iterable[tuple[str, datetime]],
+) -> ContactFacts:
+    return ContactFacts(
+        attributes={
+            "email": contact.email,
+            "phone": contact.phone,
+            "first_name": contact.first_name,
+            "last_name": contact.last_name,
+            "timezone": contact.timezone,
+        },
+        fields=dict(contact.fields or {}),
+        tags=frozenset(tags),
+        lists=frozenset(lists),
+        events=tuple(events),
+    )
+
+
+def facts_window(now: datetime, days: int | None) -> datetime | None:
+    return None if days is None else now - timedelta(days=days)
+
+
+# -- CSV import --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    created: int
+    updated: int
+    errors: list[dict[str, Any]]
+    """One entry per refused row: ``{"row": n, "field": …, "message": …}`` (row 1 = header)."""
+
+
+def _csv_value(kind: str, raw: str) -> Any:
+    raw = raw.strip()
+    if raw == "":
+        return None
+    if kind == "number":
+        try:
+            return int(raw)
+        except ValueError:
+            try:
+                return float(raw)
+            except ValueError:
+                return raw  # refused by the type check, with the field named
+    if kind == "boolean":
+        low = raw.lower()
+        if low in {"true", "yes", "1"}:
+            return True
+        if low in {"false", "no", "0"}:
+            return False
+        return raw
+    return raw
+
+
+STANDARD_COLUMNS = ("email", "phone", "first_name", "last_name", "timezone")
+
+
+async def import_csv(
+    session: WriteSession, workspace_id: int, text: str, now: datetime
+) -> ImportReport:
+    """Create or update (by e-mail) one contact per row. Each row is its own savepoint: a bad
+    row is reported and skipped, the good rows are kept. Columns: the standard attributes,
+    custom field keys, ``tags`` and ``lists`` (separated by ``;``)."""
+    types = await field_types(session, workspace_id)
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    unknown = [
+        h
+        for h in header
+        if h not in STANDARD_COLUMNS and h not in types and h not in ("tags", "lists")
+    ]
+    if "email" not in header:
+        raise ValidationFailed.field("file", "the CSV needs an 'email' column")
+    if unknown:
+        raise ValidationFailed.field("file", f"unknown columns: {', '.join(unknown)}")
+    created = updated = 0
+    errors: list[dict[str, Any]] = []
+    for number, row in enumerate(reader, start=2):
+        fields = {k: _csv_value(types[k], v or "") for k, v in row.items() if k in types}
+        data = ContactData(
+            email=(row.get("email") or "").strip() or None,
+            phone=row.get("phone") or None,
+            first_name=row.get("first_name"),
+            last_name=row.get("last_name"),
+            timezone=(row.get("timezone") or "").strip() or None,
+            fields={k: v for k, v in fields.items() if v is not None},
+            tags=[t for t in (row.get("tags") or "").split(";") if t.strip()]
+            if "tags" in header
+            else None,
+            lists=[t for t in (row.get("lists") or "").split(";") if t.strip()]
+            if "lists" in header
+            else None,
+        )
+        if not data.email:
+            errors.append({"row": number, "field": "email", "message": "e-mail is required"})
+            continue
+        try:
+            async with session.begin_nested():
+                existing = await find_by_email(session, workspace_id, data.email)
+                if existing is None:
+                    await create_contact(session, workspace_id, data, now)
+                    created += 1
+                else:
+                    await _update_for_import(session, existing, data, now)
+                    updated += 1
+        except ValidationFailed as exc:
+            detail = exc.details[0] if exc.details else {"field": "", "message": exc.message}
+            errors.append(
+                {
+                    "row": number,
+                    "field": detail.get("field", ""),
+                    "message": detail.get("message", exc.message),
+                }
+            )
+        except DuplicateContact as exc:
+            errors.append({"row": number, "field": "email", "message": exc.message})
+    return ImportReport(created=created, updated=updated, errors=errors)
+
+
+async def _update_for_import(
+    session: WriteSession, contact: Contact, data: ContactData, now: datetime
+) -> None:
+    # An import adds tags and lists; it never removes the ones a contact already has.
+    await update_contact(
+        session,
+        contact.workspace_id,
+        contact.id,
+        ContactData(
+            phone=data.phone,
+            first_name=data.first_name,
+            last_name=data.last_name,
+            timezone=data.timezone,
+            fields=data.fields,
+        ),
+        now,
+    )
+    await _apply_memberships(
+        session, contact, ContactData(tags=data.tags, lists=data.lists), now, replace=False
+    )

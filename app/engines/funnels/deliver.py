@@ -1,0 +1,282 @@
+"""The deliverer: sends committed outbox effects, after commit, each with its idempotency key.
+
+It leases pending effects in batches (the lease moves ``next_attempt_at`` to the lease expiry, so
+an effect whose deliverer died is due again by itself). **At send time** it re-reads the contact:
+deleted, suppressed on the channel, or consent withdrawn → the effect is skipped, not sent (hard
+case 2: checking at enqueue time would mail people who left during a wait). Transient failures are
+retried with exponential backoff; permanent ones are recorded. Every outcome is a delivery event.
+
+Channels plug in by name (:func:`register_channel`): ``email`` is built in, the other channels
+add their senders the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from sqlalchemy import bindparam, select, text, update
+
+from app.db.session import Database, WriteSession
+from app.db.types import UTCDateTime
+from app.engines.funnels.contacts import _insert, affected, dialect_of
+from app.engines.funnels.models import (
+    OUTBOX_FAILED,
+    OUTBOX_PENDING,
+    OUTBOX_SENT,
+    OUTBOX_SKIPPED,
+    Contact,
+    DeliveryEvent,
+    OutboxEffect,
+)
+from app.integrations.mail import (
+    MailSender,
+    OutgoingEmail,
+    PermanentMailError,
+    TransientMailError,
+)
+from app.settings import FunnelSettings
+
+log = logging.getLogger(__name__)
+
+
+class TransientDeliveryError(Exception):
+    """Worth retrying later (4xx, timeouts, connection failures)."""
+
+
+class PermanentDeliveryError(Exception):
+    """Retrying cannot help (refused address, invalid request)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedEffect:
+    id: int
+    workspace_id: int
+    contact_id: int
+    channel: str
+    idempotency_key: str
+    payload: dict[str, Any]
+    attempts: int
+
+
+class ChannelSender(Protocol):
+    async def send(self, effect: LeasedEffect) -> str:
+        """Deliver one effect; returns a short detail for the delivery record (e.g. the
+        provider's message id). Raises Transient/PermanentDeliveryError."""
+        ...
+
+
+ChannelFactory = Callable[[Any], ChannelSender]
+"""Builds a channel's sender from the job context's resources and settings."""
+
+CHANNELS: dict[str, ChannelFactory] = {}
+
+
+def register_channel(name: str, factory: ChannelFactory) -> None:
+    CHANNELS[name] = factory
+
+
+class EmailChannel:
+    """E-mail over SMTP. The effect's Message-ID is stable, so a redelivery is recognisable."""
+
+    def __init__(self, sender: MailSender) -> None:
+        self.sender = sender
+
+    async def send(self, effect: LeasedEffect) -> str:
+        p = effect.payload
+        email = OutgoingEmail(
+            to=list(p["to"]),
+            subject=p["subject"],
+            text=p["text"],
+            html=p.get("html"),
+            message_id=p["message_id"],
+            headers={"X-Sweepline-Effect": effect.idempotency_key},
+        )
+        try:
+            await self.sender.send(email)
+        except TransientMailError as exc:
+            raise TransientDeliveryError(str(exc)) from exc
+        except PermanentMailError as exc:
+            raise PermanentDeliveryError(str(exc)) from exc
+        return str(p["message_id"])
+
+
+def _lease_statement(is_postgres: bool) -> Any:
+    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
+    return text(
+        f"""
+        UPDATE funnel_outbox
+           SET lease_owner = :owner, next_attempt_at = :expires, attempts = attempts + 1
+         WHERE id IN (SELECT id FROM funnel_outbox
+                       WHERE status = 'pending' AND next_attempt_at <= :now
+                       ORDER BY next_attempt_at LIMIT :limit{lock})
+        RETURNING id, workspace_id, contact_id, channel, idempotency_key, payload, attempts
+        """  # noqa: S608 - only constants are interpolated
+    ).bindparams(bindparam("expires", type_=UTCDateTime()), bindparam("now", type_=UTCDateTime()))
+
+
+def _payload(raw: Any) -> dict[str, Any]:
+    value = json.loads(raw) if isinstance(raw, str | bytes) else raw
+    return dict(value or {})
+
+
+def blocked_reason(contact: Contact | None, channel: str, payload: dict[str, Any]) -> str | None:
+    """Why this effect must not go out now, checked at send time; ``None`` when it may."""
+    if contact is None or contact.deleted_at is not None:
+        return "contact deleted"
+    if payload.get("internal"):
+        return None
+    suppressed = (contact.suppressed or {}).get(channel)
+    if suppressed:
+        return f"suppressed on {channel}: {suppressed}"
+    if (contact.consent or {}).get(channel) == "withdrawn":
+        return f"consent withdrawn for {channel}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryResult:
+    leased: int = 0
+    sent: int = 0
+    skipped: int = 0
+    deferred: int = 0
+    failed: int = 0
+
+
+class Deliverer:
+    def __init__(
+        self,
+        db: Database,
+        settings: FunnelSettings,
+        senders: Callable[[str], ChannelSender | None],
+        *,
+        lease_seconds: int = 120,
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.senders = senders
+        self.lease_seconds = lease_seconds
+
+    async def lease(self, *, owner: str, now: datetime, limit: int) -> list[LeasedEffect]:
+        async with self.db.write() as uow:
+            rows = (
+                await uow.session.execute(
+                    _lease_statement(self.db.is_postgres),
+                    {
+                        "owner": owner,
+                        "expires": now + timedelta(seconds=self.lease_seconds),
+                        "now": now,
+                        "limit": limit,
+                    },
+                )
+            ).all()
+        return [
+            LeasedEffect(r[0], r[1], r[2], r[3], r[4], _payload(r[5]), r[6])
+            for r in sorted(rows, key=lambda r: r[0])
+        ]
+
+    async def run_batch(
+        self, *, owner: str, now: Callable[[], datetime], limit: int | None = None
+    ) -> DeliveryResult:
+        """Lease and deliver one batch. ``now`` is called per effect: sends take real time."""
+        effects = await self.lease(
+            owner=owner, now=now(), limit=limit or self.settings.deliver_batch
+        )
+        counts = {"sent": 0, "skipped": 0, "deferred": 0, "failed": 0}
+        for effect in effects:
+            outcome = await self.deliver(effect, owner=owner, now=now)
+            counts[outcome] += 1
+        return DeliveryResult(leased=len(effects), **counts)
+
+    async def deliver(
+        self, effect: LeasedEffect, *, owner: str, now: Callable[[], datetime]
+    ) -> str:
+        async with self.db.read() as session:
+            contact = await session.get(Contact, effect.contact_id)
+            still_ours = await session.scalar(
+                select(OutboxEffect.id).where(
+                    OutboxEffect.id == effect.id,
+                    OutboxEffect.status == OUTBOX_PENDING,
+                    OutboxEffect.lease_owner == owner,
+                )
+            )
+        if still_ours is None:
+            return "skipped"  # cancelled (contact deleted, goal reached) after we leased it
+        reason = blocked_reason(contact, effect.channel, effect.payload)
+        if reason is not None:
+            await self._finish(effect, owner, now(), OUTBOX_SKIPPED, "suppressed", reason)
+            return "skipped"
+        sender = self.senders(effect.channel)
+        if sender is None:
+            await self._retry(effect, owner, now(), f"no sender for channel {effect.channel}")
+            return "deferred"
+        try:
+            detail = await sender.send(effect)
+        except TransientDeliveryError as exc:
+            return await self._retry(effect, owner, now(), str(exc))
+        except PermanentDeliveryError as exc:
+            await self._finish(effect, owner, now(), OUTBOX_FAILED, "failed", str(exc))
+            return "failed"
+        await self._finish(effect, owner, now(), OUTBOX_SENT, "sent", detail)
+        return "sent"
+
+    async def _retry(self, effect: LeasedEffect, owner: str, at: datetime, error: str) -> str:
+        if effect.attempts >= self.settings.max_send_attempts:
+            await self._finish(effect, owner, at, OUTBOX_FAILED, "failed", f"gave up: {error}")
+            return "failed"
+        delay = self.settings.retry_base_seconds * 2 ** (effect.attempts - 1)
+        retry_at = at + timedelta(seconds=min(delay, 6 * 3600))
+        async with self.db.write() as uow:
+            await uow.session.execute(
+                update(OutboxEffect)
+                .where(OutboxEffect.id == effect.id, OutboxEffect.lease_owner == owner)
+                .values(next_attempt_at=retry_at, lease_owner=None, last_error=error[:2000])
+            )
+            await _event(
+                uow.session, effect, "deferred", f"{error} (retry at {retry_at.isoformat()})", at
+            )
+        return "deferred"
+
+    async def _finish(
+        self, effect: LeasedEffect, owner: str, at: datetime, status: str, kind: str, detail: str
+    ) -> None:
+        async with self.db.write() as uow:
+            result = await uow.session.execute(
+                update(OutboxEffect)
+                .where(
+                    OutboxEffect.id == effect.id,
+                    OutboxEffect.lease_owner == owner,
+                    OutboxEffect.status == OUTBOX_PENDING,
+                )
+                .values(
+                    status=status,
+                    finished_at=at,
+                    lease_owner=None,
+                    last_error=None if status == OUTBOX_SENT else detail[:2000],
+                )
+            )
+            if affected(result):
+                await _event(uow.session, effect, kind, detail, at)
+
+
+async def _event(
+    session: WriteSession, effect: LeasedEffect, kind: str, detail: str, at: datetime
+) -> None:
+    await session.execute(
+        _insert(dialect_of(session), DeliveryEvent).values(
+            workspace_id=effect.workspace_id,
+            outbox_id=effect.id,
+            contact_id=effect.contact_id,
+            kind=kind,
+            detail=detail[:2000],
+            at=at,
+        )
+    )
+
+
+SenderLookup = Callable[[str], ChannelSender | None]
+Flush = Callable[[], Awaitable[None]]

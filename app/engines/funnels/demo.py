@@ -1,0 +1,95 @@
+"""Demo data: contacts, and a published welcome funnel with a wait, a condition and a goal.
+
+The demo's mail goes to the local SMTP sink (``sandboxes["smtp"]``); the dashboard's mailbox page
+shows what arrived.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.models import ContactList, Tag
+from app.engines.funnels.service import create_funnel, parse_definition, publish
+from app.engines.funnels.triggers import enroll
+
+if TYPE_CHECKING:
+    from app.engines.plugin import DemoWorkspace
+    from app.runtime import Runtime
+
+WELCOME: dict[str, Any] = {
+    "triggers": [{"kind": "contact_created"}, {"kind": "list_join", "list": "Newsletter"}],
+    "settings": {"quiet_start_hour": 21, "quiet_end_hour": 8},
+    "nodes": [
+        {
+            "kind": "send_email",
+            "id": "welcome",
+            "entry": True,
+            "subject": "Welcome, {{first_name}}!",
+            "body": "Hello {{first_name}},\n\nthanks for joining {{company}}'s newsletter.",
+            "next": "tag_new",
+        },
+        {"kind": "add_tag", "id": "tag_new", "tag": "onboarding", "next": "wait_2d"},
+        {"kind": "wait", "id": "wait_2d", "days": 2, "hour": 9, "next": "bought"},
+        {
+            "kind": "condition",
+            "id": "bought",
+            "predicate": {"kind": "has_tag", "tag": "customer"},
+            "yes": "done",
+            "no": "nudge",
+        },
+        {
+            "kind": "send_email",
+            "id": "nudge",
+            "subject": "{{first_name}}, a little something for you",
+            "body": "Here is 10% off your first order. See you soon!",
+            "next": "done",
+        },
+        {
+            "kind": "goal",
+            "id": "done",
+            "label": "Became a customer",
+            "predicate": {"kind": "has_tag", "tag": "customer"},
+        },
+    ],
+}
+
+PEOPLE = [
+    ("ada@example.com", "Ada", "Lovelace", "Europe/London", "Analytical Engines"),
+    ("grace@example.com", "Grace", "Hopper", "America/New_York", "Navy"),
+    ("alan@example.com", "Alan", "Turing", "Europe/London", "Bletchley"),
+    ("emmy@example.com", "Emmy", "Noether", "Europe/Berlin", "Göttingen"),
+    ("katherine@example.com", "Katherine", "Johnson", "America/New_York", "NASA"),
+]
+
+
+async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
+    ws = demo.workspace_id
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        s = uow.session
+        await define_field(s, ws, "company", "text", "Company")
+        await define_field(s, ws, "signup_date", "date", "Signed up")
+        await ensure_names(s, Tag, ws, ["customer", "onboarding", "vip"])
+        await ensure_names(s, ContactList, ws, ["Newsletter"])
+        funnel = await create_funnel(s, ws, "Welcome sequence", parse_definition(WELCOME), now)
+        version = await publish(s, ws, funnel.id, user_id=demo.admin_user_id, now=now)
+        ids = []
+        for email, first, last, tz, company in PEOPLE:
+            contact = await create_contact(
+                s,
+                ws,
+                ContactData(
+                    email=email,
+                    first_name=first,
+                    last_name=last,
+                    timezone=tz,
+                    fields={"company": company, "signup_date": now.date().isoformat()},
+                    lists=["Newsletter"],
+                    tags=["vip"] if first == "Grace" else [],
+                    consent={"email": "granted"},
+                ),
+                now,
+            )
+            ids.append(contact.id)
+        await enroll(s, version, now=now, contact_ids=ids)

@@ -1,0 +1,78 @@
+"""The goal watcher (FN-18): contacts in a funnel who meet a goal's condition jump to the goal,
+and what is still pending for their run is cancelled, for them alone.
+
+The runner also checks goals whenever a run wakes; this sweep catches the runs that are asleep
+(in a long wait) so that nobody gets "we miss you" the day after they came back. A run leased
+by a worker is left to that worker, which checks goals itself.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+
+from app.db.session import Database
+from app.engines.funnels.contacts import cancel_pending_effects, field_types
+from app.engines.funnels.graph import graph_for_version
+from app.engines.funnels.models import RUN_ACTIVE, Contact, FunnelVersion, Run
+from app.engines.funnels.segments import compile_sql
+
+
+async def watch_goals(db: Database, *, now: datetime, limit: int = 1000) -> int:
+    """Move runs whose contact meets a goal condition to that goal; returns how many moved."""
+    moved = 0
+    async with db.write() as uow:
+        session = uow.session
+        version_ids = list(
+            await session.scalars(select(Run.version_id).where(Run.status == RUN_ACTIVE).distinct())
+        )
+        if not version_ids:
+            return 0
+        versions = list(
+            await session.scalars(select(FunnelVersion).where(FunnelVersion.id.in_(version_ids)))
+        )
+        for version in versions:
+            graph = graph_for_version(version.id, version.definition)
+            goals = [g for g in graph.goals if g.predicate is not None]
+            if not goals:
+                continue
+            custom = await field_types(session, version.workspace_id)
+            for goal in goals:
+                assert goal.predicate is not None
+                matches = compile_sql(
+                    goal.predicate, workspace_id=version.workspace_id, now=now, custom=custom
+                )
+                run_ids = list(
+                    await session.scalars(
+                        select(Run.id)
+                        .join(Contact, Contact.id == Run.contact_id)
+                        .where(
+                            Run.version_id == version.id,
+                            Run.status == RUN_ACTIVE,
+                            Run.lease_owner.is_(None),
+                            Run.current_node != goal.id,
+                            matches,
+                        )
+                        .limit(limit)
+                    )
+                )
+                if not run_ids:
+                    continue
+                await session.execute(
+                    update(Run)
+                    .where(Run.id.in_(run_ids), Run.lease_owner.is_(None))
+                    .values(
+                        current_node=goal.id,
+                        wake_at=now,
+                        waiting_event=None,
+                        woken_by=None,
+                        updated_at=now,
+                    )
+                )
+                for run_id in run_ids:
+                    await cancel_pending_effects(
+                        session, now, reason=f"goal:{goal.id}", run_id=run_id
+                    )
+                moved += len(run_ids)
+    return moved

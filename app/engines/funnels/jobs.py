@@ -1,0 +1,138 @@
+"""How the engine runs inside ``serve`` and ``worker``: a 10-second sweep enqueues, keyed by
+its tick, the matcher, the goal watcher, ``FUNNEL_RUNNER_TASKS`` runner jobs and
+``FUNNEL_DELIVER_TASKS`` deliverer jobs. Each runner or deliverer job drains due work in batches
+for up to ``FUNNEL_DRAIN_SECONDS``; any worker process (``python -m app worker``) runs them, so
+concurrency scales with worker processes and tasks.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from app.engines.funnels.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.goals import watch_goals
+from app.engines.funnels.runner import Runner
+from app.engines.funnels.triggers import match_events
+from app.integrations.mail import MailSender
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key
+from app.scheduling.worker import worker_identity
+
+MAX_BATCHES_PER_JOB = 1000
+
+
+class Shard(JobPayload, frozen=True):
+    shard: int = 0
+
+
+def mail_domain(ctx: JobContext) -> str:
+    address = ctx.settings.mail.from_address
+    return address.rpartition("@")[2] or "localhost"
+
+
+def runner_for(ctx: JobContext) -> Runner:
+    return ctx.resources.get(
+        "funnels.runner",
+        lambda: Runner(ctx.db, ctx.settings.funnels, mail_domain=mail_domain(ctx)),
+    )
+
+
+def deliverer_for(ctx: JobContext) -> Deliverer:
+    def senders(channel: str) -> ChannelSender | None:
+        factory = CHANNELS.get(channel)
+        return None if factory is None else factory(ctx)
+
+    return ctx.resources.get(
+        "funnels.deliverer",
+        lambda: Deliverer(
+            ctx.db,
+            ctx.settings.funnels,
+            senders,
+            lease_seconds=ctx.settings.funnels.lease_seconds,
+        ),
+    )
+
+
+def email_channel(ctx: JobContext) -> ChannelSender:
+    return ctx.resources.get(
+        "funnels.channel.email", lambda: EmailChannel(MailSender(ctx.settings.mail))
+    )
+
+
+CHANNELS.setdefault("email", email_channel)
+
+
+def _owner(ctx: JobContext) -> str:
+    return f"{worker_identity()}:{ctx.job_id or 'direct'}"[:100]
+
+
+async def advance(ctx: JobContext, payload: Shard) -> None:
+    """Execute due runs until none are due or the drain time is used up."""
+    runner = runner_for(ctx)
+    started = ctx.clock.monotonic()
+    effects = 0
+    for _ in range(MAX_BATCHES_PER_JOB):
+        result = await runner.run_batch(owner=_owner(ctx), now=ctx.clock.now())
+        effects += result.effects
+        if (
+            result.leased == 0
+            or ctx.clock.monotonic() - started > ctx.settings.funnels.drain_seconds
+        ):
+            break
+    if effects:
+        # Deliver promptly rather than at the next tick.
+        await ctx.queue.enqueue(None, DELIVER, Shard(shard=payload.shard))
+
+
+async def deliver(ctx: JobContext, payload: Shard) -> None:
+    deliverer = deliverer_for(ctx)
+    started = ctx.clock.monotonic()
+    for _ in range(MAX_BATCHES_PER_JOB):
+        result = await deliverer.run_batch(owner=_owner(ctx), now=ctx.clock.now)
+        if (
+            result.leased == 0
+            or ctx.clock.monotonic() - started > ctx.settings.funnels.drain_seconds
+        ):
+            break
+
+
+async def match(ctx: JobContext, payload: Shard) -> None:
+    started = 0
+    for _ in range(MAX_BATCHES_PER_JOB):
+        events, entered = await match_events(ctx.db, now=ctx.clock.now())
+        started += entered
+        if events == 0:
+            break
+    if started:
+        await ctx.queue.enqueue(None, ADVANCE, Shard(shard=0))
+
+
+async def goals(ctx: JobContext, payload: Shard) -> None:
+    if await watch_goals(ctx.db, now=ctx.clock.now()):
+        await ctx.queue.enqueue(None, ADVANCE, Shard(shard=0))
+
+
+ADVANCE = JobSpec("funnels.advance", Shard, advance, max_tries=3, timeout_seconds=120)
+DELIVER = JobSpec("funnels.deliver", Shard, deliver, max_tries=3, timeout_seconds=300)
+MATCH = JobSpec("funnels.match", Shard, match, max_tries=5, timeout_seconds=120)
+GOALS = JobSpec("funnels.goals", Shard, goals, max_tries=3, timeout_seconds=120)
+JOBS = [ADVANCE, DELIVER, MATCH, GOALS]
+
+
+async def tick(ctx: JobContext, at: datetime) -> None:
+    """Every 10 seconds: one matcher, one goal watcher, N runners, M deliverers (keyed by the
+    tick, so two processes sweeping the same tick enqueue them once)."""
+    fs = ctx.settings.funnels
+    await ctx.queue.enqueue(None, MATCH, Shard(), job_id=tick_key("funnels.match", 0, at))
+    await ctx.queue.enqueue(None, GOALS, Shard(), job_id=tick_key("funnels.goals", 0, at))
+    for i in range(max(1, fs.runner_tasks)):
+        await ctx.queue.enqueue(
+            None, ADVANCE, Shard(shard=i), job_id=tick_key("funnels.advance", i, at)
+        )
+    for i in range(max(1, fs.deliver_tasks)):
+        await ctx.queue.enqueue(
+            None, DELIVER, Shard(shard=i), job_id=tick_key("funnels.deliver", i, at)
+        )
+
+
+SWEEPS = [Sweep("funnels.tick", EVERY_10_SECONDS, tick)]

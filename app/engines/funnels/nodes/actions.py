@@ -1,0 +1,197 @@
+"""Actions of this release: send_email and notify_team (through the outbox), the contact changes
+(tags, lists, fields) and the moves between funnels.
+
+Sends never talk to SMTP here: they emit an outbox effect that commits with the run's advancement
+and is delivered after commit (FN-7). Quiet hours are applied at this message layer: an effect's
+``not_before`` is the next moment outside the run's (or the funnel's) quiet hours in the contact's
+time zone (FN-20).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.engines.funnels.contacts import (
+    add_tag,
+    add_to_list,
+    cancel_pending_effects,
+    check_field_value,
+    remove_from_list,
+    remove_tag,
+)
+from app.engines.funnels.entry import enter
+from app.engines.funnels.graph import (
+    AddTag,
+    AddToList,
+    EnterFunnel,
+    ExitFunnel,
+    NotifyTeam,
+    RemoveFromList,
+    RemoveTag,
+    SendEmail,
+    SetField,
+)
+from app.engines.funnels.models import (
+    RUN_ACTIVE,
+    RUN_EXITED,
+    Funnel,
+    FunnelVersion,
+    Run,
+)
+from app.engines.funnels.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
+from app.engines.funnels.render import render, variables
+from app.engines.funnels.segments import STANDARD_FIELDS
+from app.engines.funnels.timing import quiet_release, zone
+
+
+def not_before(ctx: NodeContext) -> tuple[str, object]:
+    """When a message may go out: now, or the end of the quiet hours in force."""
+    quiet = ctx.run.context.get("quiet")
+    hours = tuple(quiet) if isinstance(quiet, list) and len(quiet) == 2 else ctx.funnel_quiet
+    if hours is None:
+        return ctx.now.isoformat(), ctx.now
+    release = quiet_release(ctx.now, zone(ctx.contact.timezone), int(hours[0]), int(hours[1]))
+    return release.isoformat(), release
+
+
+def message_id(ctx: NodeContext, key: str) -> str:
+    """Stable per effect: a redelivery carries the same Message-ID."""
+    return f"<{key}.w{ctx.run.workspace_id}@{ctx.mail_domain}>"
+
+
+async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
+    contact = ctx.contact
+    if not contact.email:
+        return Next(node.next, "skipped: contact has no e-mail address")
+    values = variables(contact, ctx.run.context)
+    key = ctx.effect_key()
+    release_iso, release = not_before(ctx)
+    payload = {
+        "to": [contact.email],
+        "subject": render(node.subject, values),
+        "text": render(node.body, values),
+        "html": render(node.html, values) if node.html else None,
+        "message_id": message_id(ctx, key),
+    }
+    ctx.emit(Effect(channel="email", payload=payload, not_before=release))  # type: ignore[arg-type]
+    decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
+    return Next(
+        node.next,
+        decision,
+        {"effect": key, "message_id": payload["message_id"], "subject": payload["subject"]},
+    )
+
+
+async def run_notify_team(ctx: NodeContext, node: NotifyTeam) -> Outcome:
+    values = variables(ctx.contact, ctx.run.context)
+    key = ctx.effect_key()
+    payload = {
+        "to": list(node.to),
+        "subject": render(node.subject, values),
+        "text": render(node.body, values),
+        "html": None,
+        "message_id": message_id(ctx, key),
+        # Team notifications are about the contact, not to them: their consent does not apply.
+        "internal": True,
+    }
+    ctx.emit(Effect(channel="email", payload=payload, not_before=ctx.now))
+    return Next(node.next, f"notified {', '.join(node.to)}", {"effect": key})
+
+
+async def run_add_tag(ctx: NodeContext, node: AddTag) -> Outcome:
+    added = await add_tag(ctx.session, ctx.contact, node.tag, ctx.now)
+    ctx.invalidate_facts()
+    return Next(node.next, f"tag '{node.tag}' " + ("added" if added else "already present"))
+
+
+async def run_remove_tag(ctx: NodeContext, node: RemoveTag) -> Outcome:
+    removed = await remove_tag(ctx.session, ctx.contact, node.tag)
+    ctx.invalidate_facts()
+    return Next(node.next, f"tag '{node.tag}' " + ("removed" if removed else "was not present"))
+
+
+async def run_add_to_list(ctx: NodeContext, node: AddToList) -> Outcome:
+    added = await add_to_list(ctx.session, ctx.contact, node.list, ctx.now)
+    ctx.invalidate_facts()
+    return Next(node.next, f"list '{node.list}' " + ("joined" if added else "already a member"))
+
+
+async def run_remove_from_list(ctx: NodeContext, node: RemoveFromList) -> Outcome:
+    removed = await remove_from_list(ctx.session, ctx.contact, node.list)
+    ctx.invalidate_facts()
+    return Next(node.next, f"list '{node.list}' " + ("left" if removed else "was not a member"))
+
+
+async def run_set_field(ctx: NodeContext, node: SetField) -> Outcome:
+    contact = ctx.contact
+    before: object
+    if node.field in STANDARD_FIELDS:
+        before = getattr(contact, node.field)
+        setattr(contact, node.field, node.value)
+    else:
+        kind = ctx.custom_fields.get(node.field, "text")
+        value = check_field_value(node.field, kind, node.value)
+        before = (contact.fields or {}).get(node.field)
+        contact.fields = {**(contact.fields or {}), node.field: value}
+    contact.updated_at = ctx.now
+    await ctx.session.flush()
+    ctx.invalidate_facts()
+    return Next(
+        node.next,
+        f"{node.field} = {node.value!r}",
+        {"field": node.field, "before": before, "after": node.value},
+    )
+
+
+async def run_enter_funnel(ctx: NodeContext, node: EnterFunnel) -> Outcome:
+    row = (
+        await ctx.session.execute(
+            select(Funnel, FunnelVersion)
+            .join(FunnelVersion, FunnelVersion.id == Funnel.current_version_id)
+            .where(Funnel.id == node.funnel_id, Funnel.workspace_id == ctx.run.workspace_id)
+        )
+    ).first()
+    if row is None:
+        return Next(node.next, f"funnel {node.funnel_id} is not published: not entered")
+    run_id = await enter(ctx.session, version=row[1], contact_id=ctx.contact.id, now=ctx.now)
+    if run_id is None:
+        return Next(node.next, f"already in funnel {node.funnel_id}")
+    return Next(node.next, f"entered funnel {node.funnel_id}", {"run_id": run_id})
+
+
+async def run_exit_funnel(ctx: NodeContext, node: ExitFunnel) -> Outcome:
+    if node.funnel_id is None or node.funnel_id == ctx.run.funnel_id:
+        return End(RUN_EXITED, "exit_funnel", "left the funnel")
+    other = await ctx.session.scalar(
+        select(Run).where(
+            Run.funnel_id == node.funnel_id,
+            Run.contact_id == ctx.contact.id,
+            Run.workspace_id == ctx.run.workspace_id,
+            Run.status == RUN_ACTIVE,
+        )
+    )
+    if other is None:
+        return Next(node.next, f"not in funnel {node.funnel_id}")
+    other.status = RUN_EXITED
+    other.exit_reason = f"exit_funnel from funnel {ctx.run.funnel_id}"
+    other.ended_at = ctx.now
+    other.updated_at = ctx.now
+    other.wake_at = None
+    other.lease_owner = None
+    other.lease_until = None
+    await ctx.session.flush()
+    await cancel_pending_effects(ctx.session, ctx.now, reason="exit_funnel", run_id=other.id)
+    return Next(node.next, f"ended run {other.id} of funnel {node.funnel_id}")
+
+
+EXECUTORS: dict[str, Executor] = {
+    "send_email": run_send_email,
+    "notify_team": run_notify_team,
+    "add_tag": run_add_tag,
+    "remove_tag": run_remove_tag,
+    "add_to_list": run_add_to_list,
+    "remove_from_list": run_remove_from_list,
+    "set_field": run_set_field,
+    "enter_funnel": run_enter_funnel,
+    "exit_funnel": run_exit_funnel,
+}

@@ -1,0 +1,439 @@
+"""The worker tick (FN-4 to FN-9): lease due runs, execute them, commit, sleep.
+
+1. **Lease** — one statement claims up to ``limit`` due runs: ``UPDATE … WHERE id IN (SELECT …
+   ORDER BY wake_at LIMIT n FOR UPDATE SKIP LOCKED) RETURNING id`` on PostgreSQL; the same
+   statement on SQLite, where the write transaction's ``BEGIN IMMEDIATE`` makes it exclusive. The
+   lease writes the owner and the expiry, and moves ``wake_at`` to that expiry: a run whose worker
+   died is simply due again when the lease runs out (FN-9); no separate recovery pass.
+2. **Execute** — one transaction for the whole batch. The leased rows are locked again and
+   checked to still belong to this lease (a worker that lost its lease writes nothing). Each run
+   executes in its own savepoint, node after node, until a wait or a terminator; each node
+   writes a step row (FN-6).
+3. **Commit** — effects (outbox rows), steps and every run's advancement commit together (FN-7);
+   a run that failed rolls back to its savepoint alone and is retried later with backoff.
+4. **Sleep** — the next ``wake_at`` is written and the lease released (FN-8).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, insert, inspect, select, text, update
+
+from app.db.session import Database, WriteSession
+from app.db.types import UTCDateTime
+from app.engines.funnels.contacts import (
+    _insert,
+    cancel_pending_effects,
+    dialect_of,
+    field_types,
+    load_facts,
+)
+from app.engines.funnels.graph import Graph, graph_for_version, kind_of
+from app.engines.funnels.models import (
+    OUTBOX_PENDING,
+    RUN_ACTIVE,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    Contact,
+    FunnelVersion,
+    OutboxEffect,
+    Run,
+    Step,
+)
+from app.engines.funnels.nodes import executor_for
+from app.engines.funnels.nodes.base import (
+    End,
+    Next,
+    NodeContext,
+    NodeFailed,
+    RunState,
+    Sleep,
+    node_of,
+)
+from app.engines.funnels.segments import ContactFacts, evaluate, max_event_window
+from app.settings import FunnelSettings
+
+log = logging.getLogger(__name__)
+
+MAX_FAILURES = 5
+"""A run whose node raised this many times in a row is marked failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    leased: int = 0
+    executed: int = 0
+    steps: int = 0
+    effects: int = 0
+    failed: int = 0
+    fenced: int = 0
+    """Leased runs this worker no longer owned when it came to execute them."""
+
+
+def _lease_statement(is_postgres: bool) -> Any:
+    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
+    return text(
+        f"""
+        UPDATE funnel_runs
+           SET lease_owner = :owner, lease_until = :expires, wake_at = :expires
+         WHERE id IN (
+               SELECT id FROM funnel_runs
+                WHERE status = 'active' AND wake_at <= :now
+                ORDER BY wake_at
+                LIMIT :limit{lock})
+        RETURNING id
+        """  # noqa: S608 - only constants are interpolated
+    ).bindparams(bindparam("expires", type_=UTCDateTime()), bindparam("now", type_=UTCDateTime()))
+
+
+async def lease_runs(
+    db: Database, *, owner: str, now: datetime, limit: int, lease_seconds: int
+) -> list[int]:
+    """Claim up to ``limit`` due runs for ``owner`` (FN-5); returns their ids."""
+    async with db.write() as uow:
+        rows = await uow.session.execute(
+            _lease_statement(db.is_postgres),
+            {
+                "owner": owner,
+                "expires": now + timedelta(seconds=lease_seconds),
+                "now": now,
+                "limit": limit,
+            },
+        )
+        return [int(r[0]) for r in rows.all()]
+
+
+_RUN_COLUMNS = (
+    Run.id,
+    Run.workspace_id,
+    Run.funnel_id,
+    Run.version_id,
+    Run.contact_id,
+    Run.current_node,
+    Run.context,
+    Run.step_count,
+    Run.waiting_event,
+    Run.woken_by,
+    Run.failures,
+)
+
+
+@dataclass(slots=True)
+class _Done:
+    """What one run's wake produced, written in bulk at the end of the batch."""
+
+    state: RunState
+    status: str
+    wake_at: datetime | None
+    ended_at: datetime | None = None
+    exit_reason: str | None = None
+    last_error: str | None = None
+
+
+class Runner:
+    """Executes leased runs. One instance per process; safe to use from several tasks."""
+
+    def __init__(self, db: Database, settings: FunnelSettings, *, mail_domain: str) -> None:
+        self.db = db
+        self.settings = settings
+        self.mail_domain = mail_domain
+
+    async def run_batch(
+        self, *, owner: str, now: datetime, limit: int | None = None
+    ) -> BatchResult:
+        """Lease one batch of due runs and execute it."""
+        ids = await lease_runs(
+            self.db,
+            owner=owner,
+            now=now,
+            limit=limit or self.settings.runner_batch,
+            lease_seconds=self.settings.lease_seconds,
+        )
+        if not ids:
+            return BatchResult()
+        return await self.execute(ids, owner=owner, now=now)
+
+    async def execute(self, ids: Sequence[int], *, owner: str, now: datetime) -> BatchResult:
+        """Execute runs leased by ``owner``, all in one transaction (a savepoint per run)."""
+        async with self.db.write() as uow:
+            return await self._execute(uow.session, ids, owner, now)
+
+    async def _execute(
+        self, session: WriteSession, ids: Sequence[int], owner: str, now: datetime
+    ) -> BatchResult:
+        rows = (
+            await session.execute(
+                select(*_RUN_COLUMNS)
+                .where(Run.id.in_(ids), Run.lease_owner == owner, Run.status == RUN_ACTIVE)
+                .order_by(Run.id)
+                .with_for_update()
+            )
+        ).all()
+        fenced = len(ids) - len(rows)
+        if not rows:
+            return BatchResult(leased=len(ids), fenced=fenced)
+        states = [
+            RunState(
+                id=r.id,
+                workspace_id=r.workspace_id,
+                funnel_id=r.funnel_id,
+                version_id=r.version_id,
+                contact_id=r.contact_id,
+                current_node=r.current_node,
+                context=dict(r.context or {}),
+                step_count=r.step_count,
+                waiting_event=r.waiting_event,
+                woken_by=r.woken_by,
+                failures=r.failures,
+            )
+            for r in rows
+        ]
+        graphs = await self._graphs(session, {s.version_id for s in states})
+        contacts = {
+            c.id: c
+            for c in await session.scalars(
+                select(Contact).where(Contact.id.in_({s.contact_id for s in states}))
+            )
+        }
+        custom: dict[int, dict[str, str]] = {}
+        for ws in {s.workspace_id for s in states}:
+            custom[ws] = await field_types(session, ws)
+        facts = await self._preload_facts(session, states, graphs, contacts, now)
+
+        done: list[_Done] = []
+        steps: list[dict[str, Any]] = []
+        effects: list[dict[str, Any]] = []
+        failed = 0
+        for state in states:
+            contact = contacts.get(state.contact_id)
+            if contact is None or contact.deleted_at is not None:
+                done.append(_Done(state, "cancelled", None, now, "contact_deleted"))
+                continue
+            if inspect(contact).expired_attributes:
+                await session.refresh(contact)
+            graph = graphs[state.version_id]
+            original = copy.deepcopy(state)
+            ctx = self._context(session, state, contact, graph, now, custom, facts)
+            savepoint = await session.begin_nested()
+            try:
+                run_steps, result = await self._walk(ctx, graph)
+                await savepoint.commit()
+            except Exception as exc:
+                await savepoint.rollback()
+                failed += 1
+                log.warning("run %s failed at node %s: %s", state.id, state.current_node, exc)
+                done.append(self._failure(original, exc, now))
+                continue
+            steps.extend(run_steps)
+            for key, node_id, effect in ctx.effects:
+                effects.append(
+                    {
+                        "workspace_id": state.workspace_id,
+                        "run_id": state.id,
+                        "contact_id": state.contact_id,
+                        "node_id": node_id,
+                        "channel": effect.channel,
+                        "idempotency_key": key,
+                        "payload": effect.payload,
+                        "status": OUTBOX_PENDING,
+                        "attempts": 0,
+                        "next_attempt_at": effect.not_before,
+                        "created_at": now,
+                    }
+                )
+            done.append(result)
+
+        if steps:
+            await session.execute(insert(Step), steps)
+        if effects:
+            await session.execute(
+                _insert(dialect_of(session), OutboxEffect).on_conflict_do_nothing(), effects
+            )
+        await session.execute(
+            update(Run),
+            [
+                {
+                    "id": d.state.id,
+                    "status": d.status,
+                    "current_node": d.state.current_node,
+                    "wake_at": d.wake_at,
+                    "context": d.state.context,
+                    "waiting_event": d.state.waiting_event,
+                    "woken_by": d.state.woken_by,
+                    "step_count": d.state.step_count,
+                    "failures": d.state.failures,
+                    "last_error": d.last_error,
+                    "ended_at": d.ended_at,
+                    "exit_reason": d.exit_reason,
+                    "updated_at": now,
+                    "lease_owner": None,
+                    "lease_until": None,
+                }
+                for d in done
+            ],
+        )
+        return BatchResult(
+            leased=len(ids),
+            executed=len(states),
+            steps=len(steps),
+            effects=len(effects),
+            failed=failed,
+            fenced=fenced,
+        )
+
+    async def _graphs(self, session: WriteSession, version_ids: set[int]) -> dict[int, Graph]:
+        rows = await session.execute(
+            select(FunnelVersion.id, FunnelVersion.definition).where(
+                FunnelVersion.id.in_(version_ids)
+            )
+        )
+        return {vid: graph_for_version(vid, definition) for vid, definition in rows.all()}
+
+    async def _preload_facts(
+        self,
+        session: WriteSession,
+        states: list[RunState],
+        graphs: dict[int, Graph],
+        contacts: dict[int, Contact],
+        now: datetime,
+    ) -> dict[int, ContactFacts]:
+        """Facts for every contact whose graph has predicates, in a few queries for the batch."""
+        names: set[str] = set()
+        widest: int | None = 0
+        wanted: list[Contact] = []
+        for state in states:
+            predicates = graph_predicates(graphs[state.version_id])
+            contact = contacts.get(state.contact_id)
+            if not predicates or contact is None:
+                continue
+            wanted.append(contact)
+            for predicate in predicates:
+                n, w = max_event_window(predicate)
+                names |= n
+                widest = None if (w is None or widest is None) else max(widest, w)
+        if not wanted:
+            return {}
+        since = None if widest is None else now - timedelta(days=widest)
+        return await load_facts(session, wanted, event_names=names, since=since)
+
+    def _context(
+        self,
+        session: WriteSession,
+        state: RunState,
+        contact: Contact,
+        graph: Graph,
+        now: datetime,
+        custom: dict[int, dict[str, str]],
+        facts: dict[int, ContactFacts],
+    ) -> NodeContext:
+        settings = graph.definition.settings
+        quiet = (
+            (settings.quiet_start_hour, settings.quiet_end_hour)
+            if settings.quiet_start_hour is not None and settings.quiet_end_hour is not None
+            else None
+        )
+        preloaded = facts.get(contact.id)
+
+        async def loader() -> ContactFacts:
+            predicates = graph_predicates(graph)
+            names: set[str] = set()
+            for predicate in predicates:
+                names |= max_event_window(predicate)[0]
+            loaded = await load_facts(session, [contact], event_names=names, since=None)
+            return loaded[contact.id]
+
+        ctx = NodeContext(
+            session=session,
+            run=state,
+            contact=contact,
+            graph=graph,
+            now=now,
+            mail_domain=self.mail_domain,
+            facts_loader=loader,
+            custom_fields=custom.get(state.workspace_id, {}),
+            funnel_quiet=quiet,
+        )
+        ctx._facts = preloaded
+        return ctx
+
+    async def _walk(self, ctx: NodeContext, graph: Graph) -> tuple[list[dict[str, Any]], _Done]:
+        """Execute nodes until the run sleeps or ends; returns its step rows and outcome."""
+        state = ctx.run
+        steps: list[dict[str, Any]] = []
+        await self._watch_goals(ctx, graph)
+        for _ in range(self.settings.max_steps_per_wake):
+            node = node_of(graph, state.current_node)
+            kind = kind_of(node)
+            executor = executor_for(kind)
+            if executor is None:
+                raise NodeFailed(f"no executor for {kind} nodes on this server")
+            outcome = await executor(ctx, node)
+            if not (isinstance(outcome, Sleep) and not outcome.record):
+                state.step_count += 1
+                steps.append(
+                    {
+                        "run_id": state.id,
+                        "seq": state.step_count,
+                        "node_id": node.id,
+                        "kind": kind,
+                        "decision": outcome.decision[:200],
+                        "output": outcome.output,
+                        "at": ctx.now,
+                    }
+                )
+            if isinstance(outcome, Next):
+                if outcome.node is None:
+                    return steps, _Done(state, RUN_COMPLETED, None, ctx.now, "completed")
+                state.current_node = outcome.node
+                continue
+            if isinstance(outcome, Sleep):
+                return steps, _Done(state, RUN_ACTIVE, outcome.until)
+            if isinstance(outcome, End):
+                return steps, _Done(state, outcome.status, None, ctx.now, outcome.reason)
+        # Runaway guard: hand the run back, due at once, so other runs get their turn.
+        return steps, _Done(state, RUN_ACTIVE, ctx.now)
+
+    async def _watch_goals(self, ctx: NodeContext, graph: Graph) -> None:
+        """FN-18 at wake time: a contact who meets a goal's condition jumps to it, and what is
+        still pending for this run is cancelled."""
+        state = ctx.run
+        current = graph.node(state.current_node)
+        if current is None or kind_of(current) == "goal":
+            return
+        for goal in graph.goals:
+            if goal.predicate is None:
+                continue
+            if evaluate(goal.predicate, await ctx.facts(), now=ctx.now, custom=ctx.custom_fields):
+                await cancel_pending_effects(
+                    ctx.session, ctx.now, reason=f"goal:{goal.id}", run_id=state.id
+                )
+                state.context.pop("wait", None)
+                state.waiting_event = None
+                state.woken_by = None
+                state.context["goal_reached_by"] = "met while in the funnel"
+                state.current_node = goal.id
+                return
+
+    def _failure(self, original: RunState, exc: Exception, now: datetime) -> _Done:
+        original.failures += 1
+        message = f"{type(exc).__name__}: {exc}"[:2000]
+        if original.failures >= MAX_FAILURES:
+            return _Done(original, RUN_FAILED, None, now, "failed", message)
+        backoff = min(3600, 30 * 2 ** (original.failures - 1))
+        return _Done(original, RUN_ACTIVE, now + timedelta(seconds=backoff), last_error=message)
+
+
+def graph_predicates(graph: Graph) -> list[Any]:
+    """Every predicate the runner may evaluate for this graph (conditions and goals)."""
+    out: list[Any] = []
+    for node in graph.nodes.values():
+        predicate = getattr(node, "predicate", None)
+        if predicate is not None:
+            out.append(predicate)
+    return out

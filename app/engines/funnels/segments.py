@@ -1,0 +1,350 @@
+"""The segment predicate language (FN-10): one definition, two evaluators.
+
+A predicate is a msgspec tagged union over contact attributes, custom fields, tags, lists and event
+history (counts within a time window), combined with ``all`` / ``any`` / ``not``. It compiles to a
+SQL boolean expression for membership queries over many contacts, and evaluates in Python for one
+contact whose facts are already loaded (conditions and goals in the runner). The two must agree;
+a property test holds them to it.
+
+Both evaluators use two-valued logic: a comparison with a missing value is false (never SQL's
+unknown), so ``not`` means the same thing on both sides.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal, cast
+
+import msgspec
+from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, select, true
+
+from app.engines.funnels.models import (
+    Contact,
+    ContactEvent,
+    ContactList,
+    ContactTag,
+    ListMember,
+    Tag,
+)
+
+FieldType = Literal["text", "number", "date", "boolean"]
+FIELD_TYPES: tuple[FieldType, ...] = ("text", "number", "date", "boolean")
+
+STANDARD_FIELDS: dict[str, FieldType] = {
+    "email": "text",
+    "phone": "text",
+    "first_name": "text",
+    "last_name": "text",
+    "timezone": "text",
+}
+"""Contact attributes held in columns; everything else is a custom field."""
+
+CompareOp = Literal["eq", "ne", "gt", "gte", "lt", "lte", "contains", "exists", "not_exists"]
+CountOp = Literal["eq", "gt", "gte", "lt", "lte"]
+
+OPS_BY_TYPE: dict[FieldType, frozenset[str]] = {
+    "text": frozenset({"eq", "ne", "contains", "exists", "not_exists"}),
+    "number": frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "exists", "not_exists"}),
+    # ISO dates (YYYY-MM-DD) order the same as strings in every collation.
+    "date": frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "exists", "not_exists"}),
+    "boolean": frozenset({"eq", "ne", "exists", "not_exists"}),
+}
+
+
+class _Predicate(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True):
+    pass
+
+
+class FieldIs(_Predicate, tag="field"):
+    """Compare a contact attribute or custom field with a value."""
+
+    field: str
+    op: CompareOp
+    value: str | int | float | bool | None = None
+
+
+class HasTag(_Predicate, tag="has_tag"):
+    tag: str
+
+
+class InList(_Predicate, tag="in_list"):
+    list: str
+
+
+class EventCount(_Predicate, tag="event_count"):
+    """How many events named ``event`` the contact has (within the last ``within_days``)."""
+
+    event: str
+    op: CountOp = "gte"
+    count: int = 1
+    within_days: int | None = None
+
+
+class AllOf(_Predicate, tag="all"):
+    predicates: list[Predicate]
+
+
+class AnyOf(_Predicate, tag="any"):
+    predicates: list[Predicate]
+
+
+class Not(_Predicate, tag="not"):
+    predicate: Predicate
+
+
+Predicate = FieldIs | HasTag | InList | EventCount | AllOf | AnyOf | Not
+
+
+@dataclass(frozen=True, slots=True)
+class ContactFacts:
+    """Everything a predicate may look at, for one contact."""
+
+    attributes: Mapping[str, Any]
+    fields: Mapping[str, Any]
+    tags: frozenset[str] = frozenset()
+    lists: frozenset[str] = frozenset()
+    events: tuple[tuple[str, datetime], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class References:
+    """Names a predicate refers to (checked against the workspace by the validator)."""
+
+    fields: set[str] = field(default_factory=set)
+    tags: set[str] = field(default_factory=set)
+    lists: set[str] = field(default_factory=set)
+
+
+def walk(predicate: Predicate) -> Iterable[Predicate]:
+    yield predicate
+    if isinstance(predicate, AllOf | AnyOf):
+        for child in predicate.predicates:
+            yield from walk(child)
+    elif isinstance(predicate, Not):
+        yield from walk(predicate.predicate)
+
+
+def references(predicate: Predicate) -> References:
+    refs = References()
+    for p in walk(predicate):
+        if isinstance(p, FieldIs):
+            refs.fields.add(p.field)
+        elif isinstance(p, HasTag):
+            refs.tags.add(p.tag)
+        elif isinstance(p, InList):
+            refs.lists.add(p.list)
+    return refs
+
+
+def max_event_window(predicate: Predicate) -> tuple[set[str], int | None]:
+    """Event names a predicate counts, and the widest window (None: all history)."""
+    names: set[str] = set()
+    widest: int | None = 0
+    for p in walk(predicate):
+        if isinstance(p, EventCount):
+            names.add(p.event)
+            widest = None if p.within_days is None or widest is None else max(widest, p.within_days)
+    return names, widest
+
+
+def field_type(name: str, custom: Mapping[str, str]) -> FieldType:
+    if name in STANDARD_FIELDS:
+        return STANDARD_FIELDS[name]
+    kind = custom.get(name, "text")
+    return kind if kind in FIELD_TYPES else "text"
+
+
+def problems(predicate: Predicate, custom: Mapping[str, str], path: str = "") -> list[str]:
+    """Rule violations inside a predicate (unknown fields, operators that do not fit the type)."""
+    out: list[str] = []
+    for p in walk(predicate):
+        if isinstance(p, FieldIs):
+            if p.field not in STANDARD_FIELDS and p.field not in custom:
+                out.append(f"{path}unknown field '{p.field}'")
+                continue
+            kind = field_type(p.field, custom)
+            if p.op not in OPS_BY_TYPE[kind]:
+                out.append(f"{path}operator '{p.op}' does not apply to {kind} field '{p.field}'")
+            elif p.op not in ("exists", "not_exists") and not _value_fits(kind, p.value):
+                out.append(f"{path}value {p.value!r} is not a {kind} (field '{p.field}')")
+        elif isinstance(p, EventCount) and (
+            p.count < 0 or (p.within_days is not None and p.within_days <= 0)
+        ):
+            out.append(f"{path}event_count needs count >= 0 and within_days > 0")
+        elif isinstance(p, AllOf | AnyOf) and not p.predicates:
+            out.append(f"{path}'{type(p).__name__}' needs at least one predicate")
+    return out
+
+
+def _value_fits(kind: FieldType, value: object) -> bool:
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "date":
+        return isinstance(value, str) and _is_iso_date(value)
+    return isinstance(value, str)
+
+
+def _is_iso_date(value: str) -> bool:
+    try:
+        datetime.strptime(value, "%Y-%m-%d")  # noqa: DTZ007 - a calendar date, no time
+    except ValueError:
+        return False
+    return True
+
+
+# -- Python evaluation -------------------------------------------------------------------------
+
+
+_PY_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "gte": operator.ge,
+    "lt": operator.lt,
+    "lte": operator.le,
+}
+
+
+def _compare(op: str, left: Any, right: Any) -> bool:
+    return bool(_PY_OPS[op](left, right))
+
+
+def _python_value(kind: FieldType, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if kind == "number":
+        return float(raw)
+    if kind == "boolean":
+        return bool(raw)
+    return str(raw)
+
+
+def evaluate(
+    predicate: Predicate, facts: ContactFacts, *, now: datetime, custom: Mapping[str, str]
+) -> bool:
+    """Does this one contact match ``predicate`` at ``now``?"""
+    if isinstance(predicate, AllOf):
+        return all(evaluate(p, facts, now=now, custom=custom) for p in predicate.predicates)
+    if isinstance(predicate, AnyOf):
+        return any(evaluate(p, facts, now=now, custom=custom) for p in predicate.predicates)
+    if isinstance(predicate, Not):
+        return not evaluate(predicate.predicate, facts, now=now, custom=custom)
+    if isinstance(predicate, HasTag):
+        return predicate.tag in facts.tags
+    if isinstance(predicate, InList):
+        return predicate.list in facts.lists
+    if isinstance(predicate, EventCount):
+        since = now - timedelta(days=predicate.within_days) if predicate.within_days else None
+        n = sum(
+            1
+            for name, at in facts.events
+            if name == predicate.event and (since is None or at >= since)
+        )
+        return _compare(predicate.op, n, predicate.count)
+    kind = field_type(predicate.field, custom)
+    source = facts.attributes if predicate.field in STANDARD_FIELDS else facts.fields
+    value = _python_value(kind, source.get(predicate.field))
+    if predicate.op == "exists":
+        return value is not None
+    if predicate.op == "not_exists":
+        return value is None
+    if value is None:
+        return False
+    if predicate.op == "contains":
+        return str(predicate.value).lower() in str(value).lower()
+    return _compare(predicate.op, value, _python_value(kind, predicate.value))
+
+
+# -- SQL compilation ---------------------------------------------------------------------------
+
+
+def _sql_value(kind: FieldType, name: str) -> ColumnElement[Any]:
+    if name in STANDARD_FIELDS:
+        column: ColumnElement[Any] = getattr(Contact, name)
+        return column
+    element = Contact.fields[name]
+    if kind == "number":
+        return cast("ColumnElement[Any]", element.as_float())
+    if kind == "boolean":
+        return cast("ColumnElement[Any]", element.as_boolean())
+    return cast("ColumnElement[Any]", element.as_string())
+
+
+def _sql_compare(op: str, left: ColumnElement[Any], right: Any) -> ColumnElement[bool]:
+    # The same operator table as Python's: SQLAlchemy overloads these operators.
+    return cast("ColumnElement[bool]", _PY_OPS[op](left, right))
+
+
+def compile_sql(
+    predicate: Predicate, *, workspace_id: int, now: datetime, custom: Mapping[str, str]
+) -> ColumnElement[bool]:
+    """A boolean SQL expression over ``contacts`` that is true exactly when :func:`evaluate` is."""
+    if isinstance(predicate, AllOf):
+        parts = [
+            compile_sql(p, workspace_id=workspace_id, now=now, custom=custom)
+            for p in predicate.predicates
+        ]
+        return and_(true(), *parts)
+    if isinstance(predicate, AnyOf):
+        parts = [
+            compile_sql(p, workspace_id=workspace_id, now=now, custom=custom)
+            for p in predicate.predicates
+        ]
+        return or_(false(), *parts)
+    if isinstance(predicate, Not):
+        return not_(
+            compile_sql(predicate.predicate, workspace_id=workspace_id, now=now, custom=custom)
+        )
+    if isinstance(predicate, HasTag):
+        return exists(
+            select(ContactTag.contact_id)
+            .join(Tag, Tag.id == ContactTag.tag_id)
+            .where(
+                ContactTag.contact_id == Contact.id,
+                Tag.workspace_id == workspace_id,
+                Tag.name == predicate.tag,
+            )
+        )
+    if isinstance(predicate, InList):
+        return exists(
+            select(ListMember.contact_id)
+            .join(ContactList, ContactList.id == ListMember.list_id)
+            .where(
+                ListMember.contact_id == Contact.id,
+                ContactList.workspace_id == workspace_id,
+                ContactList.name == predicate.list,
+            )
+        )
+    if isinstance(predicate, EventCount):
+        conditions = [ContactEvent.contact_id == Contact.id, ContactEvent.name == predicate.event]
+        if predicate.within_days:
+            conditions.append(
+                ContactEvent.occurred_at >= now - timedelta(days=predicate.within_days)
+            )
+        counted = (
+            select(func.count()).select_from(ContactEvent).where(*conditions).scalar_subquery()
+        )
+        return _sql_compare(predicate.op, counted, predicate.count)
+    kind = field_type(predicate.field, custom)
+    value = _sql_value(kind, predicate.field)
+    if predicate.op == "exists":
+        return value.is_not(None)
+    if predicate.op == "not_exists":
+        return value.is_(None)
+    if predicate.op == "contains":
+        needle = str(predicate.value).lower()
+        return and_(value.is_not(None), func.lower(value).contains(needle, autoescape=True))
+    right = _python_value(kind, predicate.value)
+    # "x IS NOT NULL AND x op v" is false (not unknown) for a missing value: two-valued logic.
+    return and_(value.is_not(None), _sql_compare(predicate.op, value, right))
+
+
+def decode_predicate(raw: Any) -> Predicate:
+    """Decode a predicate from JSON-compatible data (raises msgspec.ValidationError)."""
+    decoded: Predicate = msgspec.convert(raw, type=Predicate)
+    return decoded

@@ -1,0 +1,196 @@
+"""Triggers: stored events are matched to funnels, off the request path.
+
+An event is written first (``contact_events``, in the transaction that caused it, or by the
+ingestion endpoint). The matcher leases unmatched events in batches and, in one transaction:
+wakes runs whose wait ends early on that event (FN-11, FN-14), and starts runs in every active
+published funnel whose trigger matches, when the entry predicate admits the contact (FN-12).
+Matching and run creation commit together with the event's ``matched_at``; a matcher that dies
+leaves the events unmatched for the next one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select, text, update
+
+from app.db.session import Database, WriteSession
+from app.db.types import UTCDateTime
+from app.engines.funnels.contacts import field_types, load_facts
+from app.engines.funnels.entry import enter, published_versions
+from app.engines.funnels.graph import (
+    ApiEvent,
+    ContactCreated,
+    ListJoin,
+    Manual,
+    TagAdded,
+    Trigger,
+    graph_for_version,
+)
+from app.engines.funnels.models import RUN_ACTIVE, Contact, FunnelVersion, Run
+from app.engines.funnels.segments import Predicate, compile_sql, evaluate, max_event_window
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    id: int
+    workspace_id: int
+    contact_id: int
+    name: str
+    source: str
+    properties: dict[str, Any]
+
+
+def trigger_matches(trigger: Trigger, event: StoredEvent) -> bool:
+    if isinstance(trigger, ContactCreated):
+        return event.name == "contact_created"
+    if isinstance(trigger, TagAdded):
+        return event.name == "tag_added" and event.properties.get("tag") == trigger.tag
+    if isinstance(trigger, ListJoin):
+        return event.name == "list_join" and event.properties.get("list") == trigger.list
+    if isinstance(trigger, ApiEvent):
+        return event.source == "api" and event.name == trigger.event
+    if isinstance(trigger, Manual):
+        return False
+    return False
+
+
+def _lease_events_statement(is_postgres: bool) -> Any:
+    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
+    return text(
+        f"""
+        UPDATE contact_events SET matched_at = :now
+         WHERE id IN (SELECT id FROM contact_events WHERE matched_at IS NULL
+                       ORDER BY id LIMIT :limit{lock})
+        RETURNING id, workspace_id, contact_id, name, source, properties
+        """  # noqa: S608 - only constants are interpolated
+    ).bindparams(bindparam("now", type_=UTCDateTime()))
+
+
+async def match_events(db: Database, *, now: datetime, limit: int = 500) -> tuple[int, int]:
+    """Match one batch of unmatched events. Returns ``(events, runs started)``."""
+    async with db.write() as uow:
+        session = uow.session
+        rows = (
+            await session.execute(
+                _lease_events_statement(db.is_postgres), {"now": now, "limit": limit}
+            )
+        ).all()
+        if not rows:
+            return 0, 0
+        events = [
+            StoredEvent(
+                id=r[0],
+                workspace_id=r[1],
+                contact_id=r[2],
+                name=r[3],
+                source=r[4],
+                properties=_as_dict(r[5]),
+            )
+            for r in sorted(rows, key=lambda r: r[0])
+        ]
+        started = await match(session, events, now=now)
+        return len(events), started
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        import json
+
+        loaded = json.loads(value)
+        return loaded if isinstance(loaded, dict) else {}
+    return {}
+
+
+async def match(session: WriteSession, events: Sequence[StoredEvent], *, now: datetime) -> int:
+    """Wake waiting runs and start runs for ``events`` (inside the caller's transaction)."""
+    await _wake_waiting(session, events, now)
+    by_ws: dict[int, list[StoredEvent]] = defaultdict(list)
+    for event in events:
+        by_ws[event.workspace_id].append(event)
+    funnels = await published_versions(session, sorted(by_ws))
+    started = 0
+    for ws, ws_events in by_ws.items():
+        candidates = [(f, v) for f, v in funnels if f.workspace_id == ws]
+        if not candidates:
+            continue
+        custom = await field_types(session, ws)
+        for event in ws_events:
+            for _funnel, version in candidates:
+                graph = graph_for_version(version.id, version.definition)
+                if not any(trigger_matches(t, event) for t in graph.definition.triggers):
+                    continue
+                if await admit(session, version, event.contact_id, now, custom) and (
+                    await enter(session, version=version, contact_id=event.contact_id, now=now)
+                ):
+                    started += 1
+    return started
+
+
+async def _wake_waiting(
+    session: WriteSession, events: Sequence[StoredEvent], now: datetime
+) -> None:
+    """A run waiting with ``until_event`` wakes now; the wait node then takes its event branch."""
+    for event in events:
+        await session.execute(
+            update(Run)
+            .where(
+                Run.contact_id == event.contact_id,
+                Run.status == RUN_ACTIVE,
+                Run.waiting_event == event.name,
+            )
+            .values(woken_by=event.name, wake_at=now)
+        )
+
+
+async def admit(
+    session: WriteSession,
+    version: FunnelVersion,
+    contact_id: int,
+    now: datetime,
+    custom: dict[str, str],
+) -> bool:
+    """FN-12: the entry predicate decides at the door, before a run exists."""
+    graph = graph_for_version(version.id, version.definition)
+    predicate = graph.definition.entry_predicate
+    contact = await session.get(Contact, contact_id)
+    if contact is None or contact.deleted_at is not None:
+        return False
+    if predicate is None:
+        return True
+    names, _ = max_event_window(predicate)
+    facts = await load_facts(session, [contact], event_names=names, since=None)
+    return evaluate(predicate, facts[contact.id], now=now, custom=custom)
+
+
+async def enroll(
+    session: WriteSession,
+    version: FunnelVersion,
+    *,
+    now: datetime,
+    contact_ids: Sequence[int] | None = None,
+    predicate: Predicate | None = None,
+) -> int:
+    """The ``manual`` trigger: enter the given contacts, or everyone matching ``predicate``
+    (and the funnel's entry predicate). Returns how many runs started."""
+    ws = version.workspace_id
+    custom = await field_types(session, ws)
+    stmt = select(Contact.id).where(Contact.workspace_id == ws, Contact.deleted_at.is_(None))
+    if contact_ids is not None:
+        stmt = stmt.where(Contact.id.in_(list(contact_ids)))
+    if predicate is not None:
+        stmt = stmt.where(compile_sql(predicate, workspace_id=ws, now=now, custom=custom))
+    entry = graph_for_version(version.id, version.definition).definition.entry_predicate
+    if entry is not None:
+        stmt = stmt.where(compile_sql(entry, workspace_id=ws, now=now, custom=custom))
+    started = 0
+    for contact_id in list(await session.scalars(stmt.order_by(Contact.id))):
+        if await enter(session, version=version, contact_id=contact_id, now=now):
+            started += 1
+    return started

@@ -1,0 +1,187 @@
+"""Fixtures and helpers of the Funnels tests: a shared SMTP sink, contacts and published funnels,
+and ``drive`` which runs the matcher, the runner and the deliverer until nothing is due."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from app.clock import ManualClock
+from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.goals import watch_goals
+from app.engines.funnels.models import ContactList, FunnelVersion, OutboxEffect, Run, Step, Tag
+from app.engines.funnels.runner import Runner
+from app.engines.funnels.service import create_funnel, parse_definition, publish
+from app.engines.funnels.triggers import match_events
+from app.integrations.mail import MailSender
+from app.runtime import Runtime
+from app.sandbox.smtp import SmtpSink
+from app.settings import FunnelSettings, MailSettings
+
+
+@pytest.fixture(scope="session")
+def session_sink() -> Iterator[SmtpSink]:
+    with SmtpSink() as sink:
+        yield sink
+
+
+@pytest.fixture
+def sink(session_sink: SmtpSink) -> SmtpSink:
+    session_sink.clear()
+    return session_sink
+
+
+@dataclass
+class Engine:
+    """The engine's moving parts on the test's runtime and clock, with mail going to the sink."""
+
+    runtime: Runtime
+    clock: ManualClock
+    sink: SmtpSink
+    runner: Runner
+    deliverer: Deliverer
+
+    async def drive(self, *, deliver: bool = True, rounds: int = 50) -> None:
+        """Match events, execute due runs and deliver due effects until nothing is left."""
+        for _ in range(rounds):
+            busy = False
+            events, _started = await match_events(self.runtime.db, now=self.clock.now())
+            busy |= events > 0
+            busy |= (await watch_goals(self.runtime.db, now=self.clock.now())) > 0
+            result = await self.runner.run_batch(owner="test-worker", now=self.clock.now())
+            busy |= result.leased > 0
+            if deliver:
+                delivered = await self.deliverer.run_batch(
+                    owner="test-deliverer", now=self.clock.now
+                )
+                busy |= delivered.leased > 0
+            if not busy:
+                return
+        raise AssertionError("the engine did not settle")
+
+    async def advance(self, **delta: float) -> None:
+        """Move the clock and drive what became due."""
+        self.clock.advance(**delta)
+        await self.drive()
+
+
+@pytest.fixture
+def funnel_settings() -> FunnelSettings:
+    return FunnelSettings(lease_seconds=60, retry_base_seconds=60)
+
+
+@pytest.fixture
+def engine(
+    runtime: Runtime, clock: ManualClock, sink: SmtpSink, funnel_settings: FunnelSettings
+) -> Engine:
+    mail = MailSettings(
+        smtp_host=sink.host,
+        smtp_port=sink.port,
+        from_address="funnels@test.example",
+        timeout_seconds=5,
+    )
+    email: ChannelSender = EmailChannel(MailSender(mail))
+
+    def senders(channel: str) -> ChannelSender | None:
+        return email if channel == "email" else None
+
+    runner = Runner(runtime.db, funnel_settings, mail_domain="test.example")
+    deliverer = Deliverer(runtime.db, funnel_settings, senders, lease_seconds=60)
+    return Engine(runtime, clock, sink, runner, deliverer)
+
+
+async def contact(runtime: Runtime, ws: int, email: str, **kw: Any) -> int:
+    async with runtime.db.write() as uow:
+        c = await create_contact(
+            uow.session, ws, ContactData(email=email, **kw), runtime.clock.now()
+        )
+        return c.id
+
+
+async def setup_names(
+    runtime: Runtime,
+    ws: int,
+    *,
+    tags: list[str] = (),
+    lists: list[str] = (),
+    fields: dict[str, str] | None = None,
+) -> None:
+    async with runtime.db.write() as uow:
+        await ensure_names(uow.session, Tag, ws, tags)
+        await ensure_names(uow.session, ContactList, ws, lists)
+        for key, kind in (fields or {}).items():
+            await define_field(uow.session, ws, key, kind)
+
+
+async def published(
+    runtime: Runtime, ws: int, definition: dict[str, Any], name: str = "F"
+) -> tuple[int, FunnelVersion]:
+    async with runtime.db.write() as uow:
+        funnel = await create_funnel(
+            uow.session, ws, name, parse_definition(definition), runtime.clock.now()
+        )
+        version = await publish(uow.session, ws, funnel.id, user_id=None, now=runtime.clock.now())
+        return funnel.id, version
+
+
+async def republish(
+    runtime: Runtime, ws: int, funnel_id: int, definition: dict[str, Any]
+) -> FunnelVersion:
+    from app.engines.funnels.service import update_funnel
+
+    async with runtime.db.write() as uow:
+        await update_funnel(
+            uow.session,
+            ws,
+            funnel_id,
+            now=runtime.clock.now(),
+            definition=parse_definition(definition),
+        )
+        return await publish(uow.session, ws, funnel_id, user_id=None, now=runtime.clock.now())
+
+
+async def runs_of(runtime: Runtime, funnel_id: int) -> list[Run]:
+    async with runtime.db.read() as s:
+        return list(await s.scalars(select(Run).where(Run.funnel_id == funnel_id).order_by(Run.id)))
+
+
+async def steps_of(runtime: Runtime, run_id: int) -> list[Step]:
+    async with runtime.db.read() as s:
+        return list(await s.scalars(select(Step).where(Step.run_id == run_id).order_by(Step.seq)))
+
+
+async def effects(runtime: Runtime, **where: Any) -> list[OutboxEffect]:
+    async with runtime.db.read() as s:
+        stmt = select(OutboxEffect).order_by(OutboxEffect.id)
+        for k, v in where.items():
+            stmt = stmt.where(getattr(OutboxEffect, k) == v)
+        return list(await s.scalars(stmt))
+
+
+async def count(runtime: Runtime, model: Any, *conditions: Any) -> int:
+    async with runtime.db.read() as s:
+        return int(await s.scalar(select(func.count()).select_from(model).where(*conditions)) or 0)
+
+
+def node(kind: str, id: str, **kw: Any) -> dict[str, Any]:
+    return {"kind": kind, "id": id, **kw}
+
+
+def email_node(
+    id: str, subject: str = "Hi {{first_name}}", body: str = "Body", **kw: Any
+) -> dict[str, Any]:
+    return node("send_email", id, subject=subject, body=body, **kw)
+
+
+def graph(
+    *nodes: dict[str, Any], triggers: list[dict[str, Any]] | None = None, **kw: Any
+) -> dict[str, Any]:
+    nodes_list = [dict(n) for n in nodes]
+    if nodes_list and not any(n.get("entry") for n in nodes_list):
+        nodes_list[0]["entry"] = True
+    return {"nodes": nodes_list, "triggers": triggers or [], **kw}
