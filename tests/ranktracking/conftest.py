@@ -60,10 +60,16 @@ def serp_in(**overrides: Any) -> ScheduleIn:
     return ScheduleIn(**values)
 
 
-async def make_list(runtime: Runtime, tenant: Tenant, keywords: list[str], name: str = "Main") -> KeywordList:
+async def make_list(
+    runtime: Runtime, tenant: Tenant, keywords: list[str], name: str = "Main"
+) -> KeywordList:
     async with runtime.db.write() as uow:
         kl, _ = await create_list(
-            uow.session, workspace_id=tenant.workspace_id, name=name, keywords=keywords, now=runtime.clock.now()
+            uow.session,
+            workspace_id=tenant.workspace_id,
+            name=name,
+            keywords=keywords,
+            now=runtime.clock.now(),
         )
     return kl
 
@@ -72,19 +78,28 @@ async def make_schedule(runtime: Runtime, tenant: Tenant, **overrides: Any) -> S
     """A saved schedule without its baseline request (tests drive requests explicitly)."""
     async with runtime.db.write() as uow:
         return await create(
-            uow.session, runtime.settings.ranktracking, principal(tenant), serp_in(**overrides), runtime.clock.now()
+            uow.session,
+            runtime.settings.ranktracking,
+            principal(tenant),
+            serp_in(**overrides),
+            runtime.clock.now(),
         )
 
 
 async def fund(runtime: Runtime, tenant: Tenant, cents: int) -> None:
     async with runtime.db.write() as uow:
         await ledger.top_up(
-            uow.session, organisation_id=tenant.organisation_id, amount_cents=cents, now=runtime.clock.now()
+            uow.session,
+            organisation_id=tenant.organisation_id,
+            amount_cents=cents,
+            now=runtime.clock.now(),
         )
 
 
 async def available(runtime: Runtime, tenant: Tenant) -> int:
     async with runtime.db.read() as session:
         view = await ledger.balance_of(session, tenant.organisation_id)
-        assert await ledger.ledger_available(session, tenant.organisation_id) == view.available_cents
+        assert (
+            await ledger.ledger_available(session, tenant.organisation_id) == view.available_cents
+        )
         return view.available_cents

@@ -55,7 +55,9 @@ async def test_two_device_run_goes_dispatching_running_succeeded(
         run = await _run(runtime, run_id)
         assert run.status == "running"
         assert run_out(run).pending == 2 and run_out(run).missing is None
-    posted = [sim.task(t) for t in [r.task_id for r in (await _results(runtime, run_ids[0])).values()]]
+    posted = [
+        sim.task(t) for t in [r.task_id for r in (await _results(runtime, run_ids[0])).values()]
+    ]
     assert {p["tag"] for p in posted if p} == {str(run_ids[0])}
     for run_id in run_ids:
         await poll_impl(runtime, client, run_id, 1)
@@ -113,7 +115,11 @@ async def test_pending_becomes_missing_when_the_run_ends(
     assert reserved > 0
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)
-    max_polls = int(runtime.settings.ranktracking.stale_after_minutes * 60 / runtime.settings.ranktracking.poll_seconds)
+    max_polls = int(
+        runtime.settings.ranktracking.stale_after_minutes
+        * 60
+        / runtime.settings.ranktracking.poll_seconds
+    )
     await poll_impl(runtime, client, run_id, max_polls)
     run = await _run(runtime, run_id)
     out = run_out(run)

@@ -44,10 +44,13 @@ async def due_schedule_ids(env: Env, now: datetime, limit: int) -> list[int]:
         return list(rows.scalars())
 
 
-async def dispatch_due(env: Env, now: datetime, *, limit: int | None = None) -> DispatchReport:
-    """Admit every due active schedule of one bounded batch."""
+async def dispatch_due(
+    env: Env, now: datetime, *, due_by: datetime | None = None, limit: int | None = None
+) -> DispatchReport:
+    """Admit one bounded batch of the active schedules due by ``due_by`` (the tick; default
+    ``now``). A tick that runs late still takes only what was due at its scheduled time."""
     rt = env.settings.ranktracking
-    ids = await due_schedule_ids(env, now, limit or rt.dispatch_batch)
+    ids = await due_schedule_ids(env, min(due_by or now, now), limit or rt.dispatch_batch)
     report = DispatchReport(selected=len(ids))
     # SQLite serialises writers anyway; PostgreSQL admits several schedules at once (they meet
     # only on their organisation's balance row).
@@ -78,7 +81,7 @@ async def dispatch_due(env: Env, now: datetime, *, limit: int | None = None) -> 
 
 
 async def dispatch_tick(ctx: JobContext, tick: datetime) -> None:
-    await dispatch_due(ctx, max(tick, ctx.clock.now()))
+    await dispatch_due(ctx, ctx.clock.now(), due_by=tick)
 
 
 DISPATCH_SWEEP = Sweep("ranktracking.dispatch", HOURLY_AT_20, dispatch_tick)
