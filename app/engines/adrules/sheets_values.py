@@ -126,21 +126,39 @@ def lookup(
     rows: list[list[Cell]], campaign_id: str, lookup_column: str, value_column: str
 ) -> CustomValue:
     """The number in ``value_column`` of the first row whose ``lookup_column`` is the campaign id."""
+    found = index_sheet(rows, lookup_column, value_column).get(campaign_id)
+    return found if found is not None else missing_row(campaign_id, lookup_column)
+
+
+def index_sheet(
+    rows: list[list[Cell]], lookup_column: str, value_column: str
+) -> dict[str, CustomValue]:
+    """Every campaign id of ``lookup_column`` with its value (or the cell's error); first row wins.
+
+    One pass per sheet and run, so ten thousand campaigns cost one dictionary, not ten thousand
+    scans."""
     key_at, value_at = column_index(lookup_column), column_index(value_column)
+    out: dict[str, CustomValue] = {}
     for row in rows:
-        if key_at < len(row) and _as_text(row[key_at]) == campaign_id:
-            cell = row[value_at] if value_at < len(row) else ""
-            if cell == "":
-                return CustomValue(
-                    None, f"the cell {value_column} of campaign {campaign_id} is empty"
-                )
-            number = _as_number(cell)
-            if number is None:
-                return CustomValue(
-                    None,
-                    f"the cell {value_column} of campaign {campaign_id} is not a number: {cell!r}",
-                )
-            return CustomValue(number)
+        if key_at >= len(row):
+            continue
+        key = _as_text(row[key_at])
+        if not key or key in out:
+            continue
+        cell = row[value_at] if value_at < len(row) else ""
+        number = None if cell == "" else _as_number(cell)
+        if cell == "":
+            out[key] = CustomValue(None, f"the cell {value_column} of campaign {key} is empty")
+        elif number is None:
+            out[key] = CustomValue(
+                None, f"the cell {value_column} of campaign {key} is not a number: {cell!r}"
+            )
+        else:
+            out[key] = CustomValue(number)
+    return out
+
+
+def missing_row(campaign_id: str, lookup_column: str) -> CustomValue:
     return CustomValue(None, f"no row has campaign {campaign_id} in column {lookup_column}")
 
 

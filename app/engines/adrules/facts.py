@@ -1,0 +1,118 @@
+"""Everything conditions need about an account's campaigns, read without changing anything.
+
+Shared by the worker and the preview: the batched Insights read (:mod:`.insights`), the custom
+metrics (:mod:`.sheets_values`, one sheet read per run through the 2-minute cache) and the
+campaign's own fields, gathered into one :class:`~.evaluate.CampaignFacts` per campaign.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.engines.adrules.evaluate import CampaignFacts, CustomKey, CustomResult
+from app.engines.adrules.insights import (
+    ITEM_RETRY_DELAYS,
+    InsightsStats,
+    Sleep,
+    plan_insights,
+    read_insights,
+)
+from app.engines.adrules.metrics import budget_to_major
+from app.engines.adrules.payloads import CampaignEntity
+from app.engines.adrules.schemas import CustomMetricCondition, TaskDocument
+from app.engines.adrules.sheets_values import (
+    CustomMetricSource,
+    CustomValue,
+    index_sheet,
+    missing_row,
+)
+from app.integrations.meta.errors import MetaError
+from app.integrations.meta.reader import MetaReader
+
+
+@dataclass(slots=True)
+class Gathered:
+    facts: dict[str, CampaignFacts] = field(default_factory=dict)
+    errors: dict[str, MetaError] = field(default_factory=dict)
+    """Campaigns whose Insights could not be read (their tasks are recorded as errors)."""
+    insights_seconds: float = 0.0
+    custom_seconds: float = 0.0
+    stats: InsightsStats = field(default_factory=InsightsStats)
+
+
+def custom_keys(tasks: Sequence[TaskDocument]) -> list[CustomKey]:
+    keys: dict[CustomKey, None] = {}
+    for task in tasks:
+        for cond in task.conditions:
+            if isinstance(cond, CustomMetricCondition):
+                keys[CustomKey.of(cond)] = None
+    return list(keys)
+
+
+async def _custom_values(
+    source: CustomMetricSource | None, keys: list[CustomKey]
+) -> dict[CustomKey, tuple[dict[str, CustomValue], CustomValue | None, str]]:
+    """Per custom key: the sheet's index, a sheet-wide error, and where the rows came from."""
+    out: dict[CustomKey, tuple[dict[str, CustomValue], CustomValue | None, str]] = {}
+    for key in keys:
+        if source is None:
+            out[key] = ({}, CustomValue(None, "custom metrics are not available here"), "")
+            continue
+        got = await source.rows(key.spreadsheet_id, key.sheet_name)
+        if isinstance(got, str):
+            out[key] = ({}, CustomValue(None, got), "")
+            continue
+        where = got.source if got.warning is None else f"{got.source} ({got.warning})"
+        out[key] = (index_sheet(got.rows, key.lookup_column, key.value_column), None, where)
+    return out
+
+
+async def gather(
+    *,
+    tasks: Sequence[TaskDocument],
+    campaigns: Sequence[CampaignEntity],
+    currency: str,
+    timezone: str,
+    now: datetime,
+    reader: MetaReader,
+    custom: CustomMetricSource | None,
+    mode: str = "packed",
+    sleep: Sleep,
+    retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS,
+) -> Gathered:
+    out = Gathered()
+    ids = [c.id for c in campaigns]
+    started = time.perf_counter()
+    read = await read_insights(
+        reader, ids, plan_insights(tasks), mode=mode, sleep=sleep, retry_delays=retry_delays
+    )
+    out.insights_seconds = time.perf_counter() - started
+    out.stats = read.stats
+    out.errors = read.errors
+    started = time.perf_counter()
+    sheets = await _custom_values(custom, custom_keys(tasks))
+    out.custom_seconds = time.perf_counter() - started
+    for campaign in campaigns:
+        if campaign.id in read.errors:
+            continue
+        values: dict[CustomKey, CustomResult] = {}
+        for key, (index, sheet_error, where) in sheets.items():
+            found = (
+                sheet_error or index.get(campaign.id) or missing_row(campaign.id, key.lookup_column)
+            )
+            values[key] = CustomResult(found.value, found.error, where)
+        out.facts[campaign.id] = CampaignFacts(
+            campaign_id=campaign.id,
+            name=campaign.name,
+            now=now,
+            timezone=timezone,
+            daily_budget=budget_to_major(campaign.daily_budget, currency),
+            lifetime_budget=budget_to_major(campaign.lifetime_budget, currency),
+            created_time=campaign.created_time,
+            rows=read.rows.get(campaign.id, {}),
+            custom=values,
+        )
+    return out

@@ -1,0 +1,224 @@
+"""Writing and reading the evidence of runs (spec AR-18, AR-22, AR-25).
+
+The worker writes one execution record per campaign × task × run and closes the dispatch's batch
+record with its counts and status. The rule log reads batches newest first and a batch's records.
+Cooldowns read the latest executed record of each task and campaign.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+
+from app.db.session import ReadSession, WriteSession
+from app.engines.adrules.cooldown import LastExecution
+from app.engines.adrules.models import (
+    BATCH_COMPLETED,
+    BATCH_FAILED,
+    BATCH_RUNNING,
+    AdAccount,
+    Batch,
+    Rule,
+)
+from app.engines.adrules.run_models import (
+    RECORD_ERROR,
+    RECORD_EXECUTED,
+    RECORD_NOT_EXECUTED,
+    RECORD_SKIPPED,
+    ExecutionRecord,
+)
+from app.errors import NotFound
+
+CHUNK = 500
+"""Ids per ``IN (…)`` list (SQLite allows a few thousand parameters per statement)."""
+
+
+def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterable[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+async def last_executions(
+    session: ReadSession, task_ids: Sequence[int], campaign_ids: Sequence[str]
+) -> dict[tuple[int, str], LastExecution]:
+    """The latest executed record of each (task, campaign) pair, for the cooldown check."""
+    out: dict[tuple[int, str], LastExecution] = {}
+    if not task_ids or not campaign_ids:
+        return out
+    for chunk in _chunks(list(campaign_ids)):
+        latest = (
+            select(func.max(ExecutionRecord.id).label("id"))
+            .where(
+                ExecutionRecord.status == RECORD_EXECUTED,
+                ExecutionRecord.task_id.in_(task_ids),
+                ExecutionRecord.campaign_id.in_(chunk),
+            )
+            .group_by(ExecutionRecord.task_id, ExecutionRecord.campaign_id)
+            .subquery()
+        )
+        rows = await session.execute(
+            select(
+                ExecutionRecord.task_id,
+                ExecutionRecord.campaign_id,
+                ExecutionRecord.created_at,
+                ExecutionRecord.next_permitted_at,
+            ).join(latest, latest.c.id == ExecutionRecord.id)
+        )
+        for task_id, campaign_id, created_at, next_at in rows.all():
+            out[(task_id, campaign_id)] = LastExecution(created_at, next_at)
+    return out
+
+
+async def recorded_pairs(
+    session: ReadSession, batch_id: str, ad_account_id: int
+) -> set[tuple[int, str]]:
+    """(task, campaign) pairs already recorded for this batch and account: a retried job skips
+    them instead of acting twice."""
+    rows = await session.execute(
+        select(ExecutionRecord.task_id, ExecutionRecord.campaign_id).where(
+            ExecutionRecord.batch_id == batch_id,
+            ExecutionRecord.ad_account_id == ad_account_id,
+        )
+    )
+    return {(t, c) for t, c in rows.all()}
+
+
+async def insert_records(session: WriteSession, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(insert(ExecutionRecord), rows)
+
+
+async def start_batch(session: WriteSession, batch_record_id: int, now: datetime) -> None:
+    await session.execute(
+        update(Batch)
+        .where(Batch.id == batch_record_id)
+        .values(status=BATCH_RUNNING, started_at=func.coalesce(Batch.started_at, now))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    executed: int = 0
+    not_executed: int = 0
+    skipped: int = 0
+    errors: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.executed + self.not_executed + self.skipped + self.errors
+
+
+async def batch_counts(session: ReadSession, batch_id: str, ad_account_id: int) -> Counts:
+    rows = await session.execute(
+        select(ExecutionRecord.status, func.count())
+        .where(ExecutionRecord.batch_id == batch_id, ExecutionRecord.ad_account_id == ad_account_id)
+        .group_by(ExecutionRecord.status)
+    )
+    by_status = {status: count for status, count in rows.all()}
+    return Counts(
+        executed=by_status.get(RECORD_EXECUTED, 0),
+        not_executed=by_status.get(RECORD_NOT_EXECUTED, 0),
+        skipped=by_status.get(RECORD_SKIPPED, 0),
+        errors=by_status.get(RECORD_ERROR, 0),
+    )
+
+
+async def finish_batch(
+    session: WriteSession,
+    batch_record_id: int,
+    counts: Counts,
+    now: datetime,
+    *,
+    error: str | None = None,
+) -> str:
+    """Close the batch record: counts from the records, ``failed`` when nothing but errors came
+    out of a non-empty run (or the run itself broke), ``completed`` otherwise."""
+    failed = error is not None or (counts.total > 0 and counts.errors == counts.total)
+    status = BATCH_FAILED if failed else BATCH_COMPLETED
+    await session.execute(
+        update(Batch)
+        .where(Batch.id == batch_record_id)
+        .values(
+            status=status,
+            executed=counts.executed,
+            not_executed=counts.not_executed,
+            skipped=counts.skipped,
+            errors=counts.errors,
+            error=error,
+            finished_at=now,
+        )
+    )
+    return status
+
+
+# -- the rule log ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSummary:
+    batch: Batch
+    rule_name: str
+    account_name: str
+
+
+async def list_batches(
+    session: ReadSession,
+    workspace_id: int,
+    *,
+    rule_id: int | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> list[BatchSummary]:
+    """Batches newest first (``limit + 1`` rows so the caller can tell there is more)."""
+    stmt = (
+        select(Batch, Rule.name, AdAccount.name)
+        .join(Rule, Rule.id == Batch.rule_id)
+        .join(AdAccount, AdAccount.id == Batch.ad_account_id)
+        .where(Batch.workspace_id == workspace_id)
+        .order_by(Batch.created_at.desc(), Batch.id.desc())
+        .limit(limit + 1)
+    )
+    if rule_id is not None:
+        stmt = stmt.where(Batch.rule_id == rule_id)
+    if before_id is not None:
+        # Newest first by creation time, then id; the cursor is the last row's id.
+        cursor = await session.get(Batch, before_id)
+        if cursor is not None:
+            stmt = stmt.where(
+                (Batch.created_at < cursor.created_at)
+                | ((Batch.created_at == cursor.created_at) & (Batch.id < cursor.id))
+            )
+    rows = await session.execute(stmt)
+    return [BatchSummary(b, rule, account) for b, rule, account in rows.all()]
+
+
+async def get_batch(session: ReadSession, workspace_id: int, batch_record_id: int) -> BatchSummary:
+    row = (
+        await session.execute(
+            select(Batch, Rule.name, AdAccount.name)
+            .join(Rule, Rule.id == Batch.rule_id)
+            .join(AdAccount, AdAccount.id == Batch.ad_account_id)
+            .where(Batch.id == batch_record_id, Batch.workspace_id == workspace_id)
+        )
+    ).first()
+    if row is None:
+        raise NotFound("batch not found")
+    return BatchSummary(*row)
+
+
+async def batch_records(session: ReadSession, batch: Batch) -> list[ExecutionRecord]:
+    """The records of one batch and account, by task then campaign."""
+    rows = await session.scalars(
+        select(ExecutionRecord)
+        .where(
+            ExecutionRecord.workspace_id == batch.workspace_id,
+            ExecutionRecord.batch_id == batch.batch_id,
+            ExecutionRecord.ad_account_id == batch.ad_account_id,
+        )
+        .order_by(ExecutionRecord.task_id, ExecutionRecord.campaign_id, ExecutionRecord.id)
+    )
+    return list(rows.all())

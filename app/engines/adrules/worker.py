@@ -1,0 +1,434 @@
+"""The per-account job (spec AR-14 to AR-18, AR-21, AR-22): read, evaluate, act, record.
+
+For one ad account of one dispatch: mark the batch running, read the Insights every condition
+needs in batched calls, resolve custom metrics, then for every campaign and task evaluate the
+conditions, check the cooldown, carry out the action and write one execution record. A campaign
+that fails is recorded as an error and the others carry on. The batch record is closed with its
+counts and status at the end.
+
+Records of runs that changed something (a Graph write, a notification) are committed straight
+after that campaign, the rest in chunks; a retried job finds them and does not act twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.clock import Clock
+from app.db.session import Database
+from app.engines.adrules import records
+from app.engines.adrules.changes import ActionFailed, action_parameters
+from app.engines.adrules.cooldown import LastExecution, check_cooldown, next_permitted_at
+from app.engines.adrules.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
+from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef
+from app.engines.adrules.facts import gather
+from app.engines.adrules.insights import ITEM_RETRY_DELAYS, Sleep
+from app.engines.adrules.models import AdAccount
+from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload
+from app.engines.adrules.run_models import (
+    RECORD_ERROR,
+    RECORD_EXECUTED,
+    RECORD_NOT_EXECUTED,
+    RECORD_SKIPPED,
+)
+from app.engines.adrules.schemas import TaskDocument
+from app.engines.adrules.sheets_values import (
+    CustomMetricSource,
+    SheetCache,
+    workspace_credentials,
+)
+from app.integrations.http_guard import GuardedHttp, OutboundError, RetryPolicy
+from app.integrations.mail import MailError, MailSender
+from app.integrations.meta.client import GraphClient
+from app.integrations.meta.errors import MetaError
+from app.integrations.meta.reader import MetaReader
+from app.integrations.meta.writer import MetaWriter
+from app.integrations.sheets import SheetsClient
+from app.platform.crypto import SecretBox
+from app.platform.models import Workspace
+from app.scheduling.jobs import JobContext
+
+log = logging.getLogger(__name__)
+
+GRAPH_RESOURCE = "meta.graph"
+SHEETS_RESOURCE = "sheets.client"
+SHEET_CACHE_RESOURCE = "adrules.sheet_cache"
+WEBHOOK_RESOURCE = "adrules.webhook_http"
+
+FLUSH_EVERY = 500
+"""Records of runs that changed nothing are written in chunks of this many."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerDeps:
+    db: Database
+    clock: Clock
+    secrets: SecretBox
+    graph: GraphClient
+    sheets: SheetsClient
+    sheet_cache: SheetCache
+    mail: MailSender | None
+    http: GuardedHttp | None
+    sleep: Sleep
+    insights_mode: str = "packed"
+    retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS
+    concurrency: int = 16
+
+
+def shared_graph(ctx: JobContext) -> GraphClient:
+    integrations = ctx.settings.integrations
+    return ctx.resources.get(
+        GRAPH_RESOURCE,
+        lambda: GraphClient(
+            integrations.meta_graph_url,
+            integrations.meta_graph_version,
+            timeout_seconds=integrations.http_timeout_seconds,
+        ),
+    )
+
+
+def shared_sheets(ctx: JobContext) -> SheetsClient:
+    integrations = ctx.settings.integrations
+    return ctx.resources.get(
+        SHEETS_RESOURCE,
+        lambda: SheetsClient(
+            integrations.sheets_url, timeout_seconds=integrations.http_timeout_seconds
+        ),
+    )
+
+
+def deps_from_context(ctx: JobContext) -> WorkerDeps:
+    return WorkerDeps(
+        db=ctx.db,
+        clock=ctx.clock,
+        secrets=ctx.secrets,
+        graph=shared_graph(ctx),
+        sheets=shared_sheets(ctx),
+        sheet_cache=ctx.resources.get(SHEET_CACHE_RESOURCE, SheetCache),
+        mail=MailSender(ctx.settings.mail),
+        http=ctx.resources.get(
+            WEBHOOK_RESOURCE,
+            lambda: GuardedHttp(timeout=10.0, policy=RetryPolicy(attempts=2, backoff_seconds=1.0)),
+        ),
+        sleep=ctx.clock.sleep,
+    )
+
+
+async def run_account(ctx: JobContext, payload: RunAccountPayload) -> None:
+    """Job handler of ``adrules.run_account``."""
+    await run_account_job(deps_from_context(ctx), payload)
+
+
+@dataclass(slots=True)
+class _Run:
+    """One job's state shared by the campaigns it processes."""
+
+    deps: WorkerDeps
+    payload: RunAccountPayload
+    runner: ActionRunner
+    last: dict[tuple[int, str], LastExecution]
+    done: set[tuple[int, str]]
+    allow_private_http: bool
+    insights_seconds: float
+    custom_seconds: float
+    buffer: list[dict[str, Any]]
+    lock: asyncio.Lock
+
+    async def flush(self, force: bool = False) -> None:
+        async with self.lock:
+            if not self.buffer or (not force and len(self.buffer) < FLUSH_EVERY):
+                return
+            rows, self.buffer = self.buffer, []
+            async with self.deps.db.write() as uow:
+                await records.insert_records(uow.session, rows)
+
+
+async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
+    """Run the job; returns the batch's final status."""
+    rule = payload.rule
+    async with deps.db.write() as uow:
+        await records.start_batch(uow.session, payload.batch_record_id, deps.clock.now())
+        account = await uow.session.get(AdAccount, payload.account.id)
+        workspace = await uow.session.get(Workspace, payload.workspace_id)
+    if account is None or not account.active or account.workspace_id != payload.workspace_id:
+        # Deactivated between the dispatch and now: nothing runs on it (spec AR-20).
+        return await _finish(deps, payload, error="the ad account is not active")
+    try:
+        async with deps.db.read() as session:
+            done = await records.recorded_pairs(session, payload.batch_id, payload.account.id)
+            last = await records.last_executions(
+                session, [t.id for t in rule.tasks], [c.id for c in payload.entities]
+            )
+        token = payload.access_token(deps.secrets)
+        reader = MetaReader(deps.graph, token)
+        credentials = await workspace_credentials(deps.db, deps.secrets, payload.workspace_id)
+        custom = CustomMetricSource(
+            db=deps.db,
+            clock=deps.clock,
+            client=deps.sheets,
+            cache=deps.sheet_cache,
+            workspace_id=payload.workspace_id,
+            credentials=credentials,
+        )
+        pending = [c for c in payload.entities if any((t.id, c.id) not in done for t in rule.tasks)]
+        gathered = await gather(
+            tasks=rule.tasks,
+            campaigns=pending,
+            currency=payload.account.currency,
+            timezone=rule.timezone,
+            now=deps.clock.now(),
+            reader=reader,
+            custom=custom,
+            mode=deps.insights_mode,
+            sleep=deps.sleep,
+            retry_delays=deps.retry_delays,
+        )
+        run = _Run(
+            deps=deps,
+            payload=payload,
+            runner=ActionRunner(
+                reader=reader,
+                writer=MetaWriter(deps.graph, token),
+                mail=deps.mail,
+                http=deps.http,
+                timer=time.perf_counter,
+            ),
+            last=last,
+            done=done,
+            allow_private_http=bool(workspace and workspace.allow_private_http),
+            insights_seconds=gathered.insights_seconds,
+            custom_seconds=gathered.custom_seconds / max(1, len(pending)),
+            buffer=[],
+            lock=asyncio.Lock(),
+        )
+        gate = asyncio.Semaphore(deps.concurrency)
+
+        async def one(campaign: CampaignEntity) -> None:
+            async with gate:
+                error = gathered.errors.get(campaign.id)
+                facts = gathered.facts.get(campaign.id)
+                changed = await _campaign(run, campaign, facts, error)
+                await run.flush(force=changed)
+
+        await asyncio.gather(*(one(c) for c in pending))
+        await run.flush(force=True)
+    except Exception as exc:
+        log.exception(
+            "ad rules run failed: batch %s account %s", payload.batch_id, payload.account.meta_id
+        )
+        await _finish(deps, payload, error=f"the run stopped: {type(exc).__name__}: {exc}")
+        raise
+    return await _finish(deps, payload)
+
+
+async def _finish(deps: WorkerDeps, payload: RunAccountPayload, *, error: str | None = None) -> str:
+    async with deps.db.write() as uow:
+        counts = await records.batch_counts(uow.session, payload.batch_id, payload.account.id)
+        return await records.finish_batch(
+            uow.session, payload.batch_record_id, counts, deps.clock.now(), error=error
+        )
+
+
+async def _campaign(
+    run: _Run, campaign: CampaignEntity, facts: CampaignFacts | None, error: MetaError | None
+) -> bool:
+    """Process every task on one campaign; True when something was changed or sent."""
+    changed = False
+    for task in run.payload.rule.tasks:
+        if (task.id, campaign.id) in run.done:
+            continue  # recorded by an earlier attempt of this job
+        started = time.perf_counter()
+        try:
+            row = await _task(run, task, campaign, facts, error)
+        except Exception as exc:  # one campaign's failure never ends the run (AR-22)
+            log.exception("task %s failed on campaign %s", task.id, campaign.id)
+            row = _row(
+                run,
+                task,
+                campaign,
+                status=RECORD_ERROR,
+                reason=f"{type(exc).__name__}: {exc}",
+                steps=[("task", time.perf_counter() - started)],
+            )
+        changed = changed or row.pop("_changed", False)
+        run.buffer.append(row)
+    return changed
+
+
+async def _task(
+    run: _Run,
+    task: TaskDocument,
+    campaign: CampaignEntity,
+    facts: CampaignFacts | None,
+    error: MetaError | None,
+) -> dict[str, Any]:
+    steps: list[tuple[str, float]] = [
+        ("insights_read", run.insights_seconds),
+        ("custom_metrics", run.custom_seconds),
+    ]
+    if error is not None or facts is None:
+        reason = error.describe() if error is not None else "no data was read for the campaign"
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_ERROR,
+            reason=f"Insights read failed: {reason}",
+            steps=steps,
+        )
+    started = time.perf_counter()
+    evaluation = evaluate_conditions(task.conditions, task.group, facts)
+    steps.append(("evaluate", time.perf_counter() - started))
+    last = run.last.get((task.id, campaign.id))
+    now = run.deps.clock.now()
+    if not evaluation.passed:
+        waiting = (
+            last.next_permitted_at
+            if last and last.next_permitted_at and last.next_permitted_at > now
+            else None
+        )
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_NOT_EXECUTED,
+            reason=_why_not(evaluation.conditions, task.group),
+            conditions=evaluation.conditions,
+            steps=steps,
+            next_at=waiting,
+        )
+    started = time.perf_counter()
+    verdict = check_cooldown(last, task.cooldown, now)
+    steps.append(("cooldown", time.perf_counter() - started))
+    if not verdict.allowed:
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_SKIPPED,
+            reason=verdict.reason,
+            conditions=evaluation.conditions,
+            steps=steps,
+            next_at=verdict.next_allowed_at,
+        )
+    scope = ActionScope(
+        rule_id=run.payload.rule.id,
+        rule_name=run.payload.rule.name,
+        task_id=task.id,
+        task_name=task.name,
+        batch_id=run.payload.batch_id,
+        account_id=run.payload.account.meta_id,
+        currency=run.payload.account.currency,
+        timezone=run.payload.rule.timezone,
+        now=now,
+        allow_private_http=run.allow_private_http,
+    )
+    ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
+    try:
+        outcome = await run.runner.run(task.action, ref, scope, evaluation.conditions)
+    except (MetaError, ActionFailed, MailError, OutboundError) as exc:
+        text = exc.describe() if isinstance(exc, MetaError) else str(exc)
+        row = _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_ERROR,
+            reason=f"the action failed: {text}",
+            conditions=evaluation.conditions,
+            steps=steps,
+        )
+        row["_changed"] = True  # it may have reached the outside world: commit at once
+        return row
+    steps.extend(outcome.steps)
+    if not outcome.executed:
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_NOT_EXECUTED,
+            reason=outcome.reason,
+            conditions=evaluation.conditions,
+            steps=steps,
+        )
+    executed_at = run.deps.clock.now()
+    nxt = next_permitted_at(executed_at, task.cooldown)
+    run.last[(task.id, campaign.id)] = LastExecution(executed_at, nxt)
+    row = _row(
+        run,
+        task,
+        campaign,
+        status=RECORD_EXECUTED,
+        conditions=evaluation.conditions,
+        steps=steps,
+        before=outcome.before,
+        after=outcome.after,
+        next_at=nxt,
+    )
+    row["_changed"] = True
+    return row
+
+
+def _why_not(conditions: Sequence[ConditionResult], group: str) -> str:
+    failed = [c for c in conditions if not c.passed]
+    parts = [
+        f"{c.text} (saw {c.seen if c.seen is not None else 'no value'}"
+        + (f": {c.reason})" if c.reason else ")")
+        for c in failed
+    ]
+    joiner = "none of the conditions passed: " if group == "or" else "conditions not met: "
+    return joiner + "; ".join(parts)
+
+
+def _row(
+    run: _Run,
+    task: TaskDocument,
+    campaign: CampaignEntity,
+    *,
+    status: str,
+    steps: list[tuple[str, float]],
+    reason: str | None = None,
+    conditions: Sequence[ConditionResult] = (),
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    next_at: datetime | None = None,
+) -> dict[str, Any]:
+    payload = run.payload
+    timeline = [{"step": name, "seconds": round(seconds, 6)} for name, seconds in steps]
+    return {
+        "workspace_id": payload.workspace_id,
+        "rule_id": payload.rule.id,
+        "task_id": task.id,
+        "ad_account_id": payload.account.id,
+        "batch_id": payload.batch_id,
+        "campaign_id": campaign.id,
+        "campaign_name": campaign.name[:400],
+        "action": type(task.action).__struct_config__.tag or "",
+        "status": status,
+        "reason": reason,
+        "parameters": action_parameters(task.action),
+        "before": before,
+        "after": after,
+        "conditions": [_condition_json(c) for c in conditions],
+        "steps": timeline,
+        "elapsed_seconds": round(sum(s for _, s in steps), 6),
+        "next_permitted_at": next_at,
+        "created_at": run.deps.clock.now(),
+    }
+
+
+def _condition_json(result: ConditionResult) -> dict[str, Any]:
+    return {
+        "index": result.index,
+        "kind": result.kind,
+        "text": result.text,
+        "seen": result.seen,
+        "compared": result.compared,
+        "passed": result.passed,
+        "reason": result.reason,
+    }

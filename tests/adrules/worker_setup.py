@@ -1,0 +1,241 @@
+"""Builders for worker tests: an active ad account, a rule with tasks, a batch record and the job
+payload the dispatcher would send, plus worker dependencies pointed at loopback simulators."""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from app.clock import ManualClock
+from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
+from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
+from app.engines.adrules.schemas import PreFilters, RuleDocument, TaskDocument, TaskIn
+from app.engines.adrules.sheets_values import SheetCache
+from app.engines.adrules.worker import WorkerDeps
+from app.integrations.http_guard import GuardedHttp, RetryPolicy
+from app.integrations.mail import MailSender
+from app.integrations.meta.client import GraphClient
+from app.integrations.sheets import SheetsClient
+from app.runtime import Runtime
+from app.sandbox.base import serve_in_loop
+from app.sandbox.meta import GraphWorld, create_app
+
+TOKEN = "EAAB-test-token"
+
+
+@dataclass
+class Setup:
+    workspace_id: int
+    account_id: int
+    account_meta_id: str
+    currency: str
+    rule_id: int
+    rule_name: str
+    timezone: str
+    tasks: list[TaskDocument]
+
+
+async def create_setup(
+    runtime: Runtime,
+    workspace_id: int,
+    *,
+    tasks: Sequence[TaskIn],
+    account_meta_id: str = "act_1001",
+    currency: str = "USD",
+    timezone: str = "UTC",
+    rule_name: str = "Test rule",
+    status: str = "active",
+) -> Setup:
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        s = uow.session
+        account = AdAccount(
+            workspace_id=workspace_id,
+            meta_id=account_meta_id,
+            name=f"Account {account_meta_id}",
+            currency=currency,
+            timezone_name=timezone,
+            account_status=1,
+            active=True,
+            discovered_at=now,
+            activated_at=now,
+        )
+        rule = Rule(
+            workspace_id=workspace_id,
+            name=rule_name,
+            status=status,
+            prefilters={},
+            schedule={"mode": "interval", "minutes": 60},
+            next_execution_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        s.add_all([account, rule])
+        await s.flush()
+        s.add(RuleAccount(rule_id=rule.id, ad_account_id=account.id))
+        docs: list[TaskDocument] = []
+        for position, task in enumerate(tasks):
+            body = msgspec.to_builtins(task)
+            body.pop("id", None)
+            name = body.pop("name", "") or f"Task {position + 1}"
+            row = Task(
+                rule_id=rule.id,
+                workspace_id=workspace_id,
+                position=position,
+                name=name,
+                document=body,
+                created_at=now,
+                updated_at=now,
+            )
+            s.add(row)
+            await s.flush()
+            docs.append(msgspec.convert({**body, "id": row.id, "name": name}, TaskDocument))
+    return Setup(
+        workspace_id, account.id, account_meta_id, currency, rule.id, rule_name, timezone, docs
+    )
+
+
+async def create_batch(runtime: Runtime, setup: Setup, entities: int) -> tuple[str, int]:
+    batch_id = uuid.uuid4().hex
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        batch = Batch(
+            batch_id=batch_id,
+            workspace_id=setup.workspace_id,
+            rule_id=setup.rule_id,
+            ad_account_id=setup.account_id,
+            account_meta_id=setup.account_meta_id,
+            status="queued",
+            entities=entities,
+            pages=1,
+            fetch_attempts=1,
+            executed=0,
+            not_executed=0,
+            skipped=0,
+            errors=0,
+            tick_at=now,
+            created_at=now,
+        )
+        uow.session.add(batch)
+        await uow.session.flush()
+    return batch_id, batch.id
+
+
+def entities_from_world(world: GraphWorld, account_meta_id: str) -> list[CampaignEntity]:
+    """The campaigns as the dispatcher would have fetched them (a snapshot)."""
+    out = []
+    for c in world.accounts[account_meta_id].campaigns.values():
+        out.append(
+            CampaignEntity(
+                id=c.id,
+                name=c.name,
+                effective_status=c.effective_status,
+                daily_budget=c.daily_budget,
+                lifetime_budget=c.lifetime_budget,
+                created_time=c.created_time,
+            )
+        )
+    return out
+
+
+async def make_payload(
+    runtime: Runtime, setup: Setup, entities: list[CampaignEntity], *, token: str = TOKEN
+) -> RunAccountPayload:
+    batch_id, record_id = await create_batch(runtime, setup, len(entities))
+    rule = RuleDocument(
+        id=setup.rule_id,
+        workspace_id=setup.workspace_id,
+        name=setup.rule_name,
+        timezone=setup.timezone,
+        prefilters=PreFilters(),
+        tasks=setup.tasks,
+        updated_at=runtime.clock.now(),
+    )
+    return RunAccountPayload(
+        batch_id=batch_id,
+        batch_record_id=record_id,
+        workspace_id=setup.workspace_id,
+        rule=rule,
+        account=AccountRef(
+            id=setup.account_id,
+            meta_id=setup.account_meta_id,
+            currency=setup.currency,
+            timezone_name=setup.timezone,
+        ),
+        entities=entities,
+        access_token_encrypted=seal_token(runtime.secrets, token),
+        dispatched_at=runtime.clock.now(),
+    )
+
+
+@asynccontextmanager
+async def serve_graph(world: GraphWorld) -> AsyncIterator[str]:
+    """The Graph API simulator on a loopback port (started with deprecation warnings quiet: its
+    route declarations are the simulator's business, not what these tests check)."""
+    async with AsyncExitStack() as stack:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            url = await stack.enter_async_context(serve_in_loop(create_app(world)))
+        world.base_url = url
+        yield url
+
+
+def manual_sleep(clock: Any) -> Any:
+    """Waiting on a ManualClock in a test: move the clock instead of blocking."""
+
+    async def sleep(seconds: float) -> None:
+        if isinstance(clock, ManualClock):
+            clock.advance(seconds)
+
+    return sleep
+
+
+@dataclass
+class Clients:
+    graph: GraphClient
+    sheets: SheetsClient
+    http: GuardedHttp
+
+    async def aclose(self) -> None:
+        await self.graph.aclose()
+        await self.sheets.aclose()
+        await self.http.aclose()
+
+
+def make_clients(graph_url: str, sheets_url: str = "http://127.0.0.1:9") -> Clients:
+    async def no_wait(_: float) -> None:
+        return None
+
+    return Clients(
+        graph=GraphClient(graph_url, "v21.0", timeout_seconds=10),
+        sheets=SheetsClient(sheets_url, retry_delays=(0.0,), sleep=no_wait),
+        http=GuardedHttp(timeout=5.0, policy=RetryPolicy(attempts=1)),
+    )
+
+
+def make_deps(
+    runtime: Runtime,
+    clients: Clients,
+    *,
+    mode: str = "packed",
+    cache: SheetCache | None = None,
+    mail: MailSender | None = None,
+) -> WorkerDeps:
+    return WorkerDeps(
+        db=runtime.db,
+        clock=runtime.clock,
+        secrets=runtime.secrets,
+        graph=clients.graph,
+        sheets=clients.sheets,
+        sheet_cache=cache or SheetCache(),
+        mail=mail,
+        http=clients.http,
+        sleep=manual_sleep(runtime.clock),
+        insights_mode=mode,
+    )
