@@ -83,6 +83,8 @@ class ProviderHttp:
         policy: In-process retries of transient failures.
         retry_hint_header: A header by which the provider says whether a failure is worth
             retrying (Stripe's ``Stripe-Should-Retry``); it overrides the status-based guess.
+        permanent_codes: Provider error codes that are final whatever the status (OpenAI's
+            ``insufficient_quota`` comes as a 429 but will not pass by waiting).
         clock: For ``Retry-After`` given as a date.
         transport: An httpx transport (tests of the client alone may pass a MockTransport).
     """
@@ -97,12 +99,14 @@ class ProviderHttp:
         timeout: float = 10.0,
         policy: RetryPolicy | None = None,
         retry_hint_header: str | None = None,
+        permanent_codes: frozenset[str] = frozenset(),
         clock: Clock | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.provider = provider
         self.policy = policy or RetryPolicy()
         self._hint = retry_hint_header
+        self._permanent_codes = permanent_codes
         self._clock: Clock = clock or SystemClock()
         self._client = httpx.AsyncClient(
             base_url=base_url,
@@ -193,6 +197,8 @@ class ProviderHttp:
         message = f"HTTP {status}: {message}"
         retry_after = retry_after_seconds(response.headers, self._clock.now())
         hint = response.headers.get(self._hint, "").lower() if self._hint else ""
+        if code in self._permanent_codes:
+            hint = "false"
         if hint == "true" or (hint != "false" and (status >= 500 or status in _TRANSIENT_4XX)):
             return TransientError(
                 message, provider=self.provider, status=status, code=code, retry_after=retry_after

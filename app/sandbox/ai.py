@@ -1,0 +1,188 @@
+"""A loopback simulator of the OpenAI chat completions API (the ``ai_generate`` action).
+
+``POST /v1/chat/completions`` with ``{"model", "messages": [{"role", "content"}], "max_tokens" |
+"max_completion_tokens", "temperature"}`` and ``Authorization: Bearer <key>``; answers the
+``chat.completion`` object (``choices[0].message.content``, ``finish_reason``, ``usage`` with
+prompt, completion and total tokens). Errors use OpenAI's shape ``{"error": {"message", "type",
+"param", "code"}}``: 401 ``invalid_api_key``, 404 ``model_not_found``, 400 for bad messages and
+``context_length_exceeded``, 429 ``insufficient_quota`` once :attr:`AiSandbox.quota_tokens` is
+spent (which waiting does not fix), 429 ``rate_limit_exceeded`` by injection.
+
+Deterministic: the same model and messages always give the same text and token counts (tokens are
+counted as one per four characters, plus four per message), so tests can assert exact usage. Like
+OpenAI there is no idempotency key: every call is billed, which is why the engine caches results.
+Fault kind: ``chat.completions``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from litestar import Litestar, MediaType, Request, Response, post
+
+from app.clock import Clock, SystemClock
+from app.sandbox.base import SandboxState, ThreadedServer, fault_response
+
+ROLES = frozenset({"system", "developer", "user", "assistant"})
+CONTEXT_TOKENS = 8192
+
+
+def count_tokens(text: str) -> int:
+    """The simulator's tokenizer: one token per four characters, rounded up."""
+    return math.ceil(len(text) / 4)
+
+
+def prompt_tokens(messages: list[dict[str, str]]) -> int:
+    return sum(count_tokens(m["content"]) + 4 for m in messages)
+
+
+def openai_error(
+    status: int, message: str, *, type_: str, code: str | None = None, param: str | None = None
+) -> Response[Any]:
+    return Response(
+        {"error": {"message": message, "type": type_, "param": param, "code": code}},
+        status_code=status,
+        media_type=MediaType.JSON,
+    )
+
+
+@dataclass
+class AiSandbox:
+    state: SandboxState = field(default_factory=SandboxState)
+    api_keys: set[str] = field(default_factory=lambda: {"sk-sandbox-ai"})
+    models: set[str] = field(default_factory=lambda: {"gpt-4o-mini", "sandbox-small"})
+    quota_tokens: int | None = None
+    """Tokens the account may spend in total; ``None`` for no limit."""
+    clock: Clock = field(default_factory=SystemClock)
+    tokens_billed: int = 0
+    completions: list[dict[str, Any]] = field(default_factory=list)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def generate(model: str, messages: list[dict[str, str]]) -> str:
+    """The deterministic "model": a reply naming the last user message and a digest of them all."""
+    digest = hashlib.sha256(repr((model, messages)).encode()).hexdigest()[:8]
+    last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    return f"[{digest}] {last_user}"
+
+
+def _validate(body: Any) -> Response[Any] | None:
+    if not isinstance(body, dict):
+        return openai_error(400, "We could not parse the JSON body.", type_="invalid_request_error")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return openai_error(
+            400, "[] is too short - 'messages'", type_="invalid_request_error", param="messages"
+        )
+    for index, message in enumerate(messages):
+        if (
+            not isinstance(message, dict)
+            or message.get("role") not in ROLES
+            or not isinstance(message.get("content"), str)
+        ):
+            return openai_error(
+                400,
+                f"Invalid value for 'messages[{index}]'.",
+                type_="invalid_request_error",
+                param=f"messages[{index}]",
+            )
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        return openai_error(
+            400,
+            "max_tokens must be a positive integer",
+            type_="invalid_request_error",
+            param="max_tokens",
+        )
+    return None
+
+
+def create_ai_app(sandbox: AiSandbox) -> Litestar:
+    @post("/v1/chat/completions")
+    async def complete(request: Request[Any, Any, Any]) -> Response[Any]:
+        if (fault := sandbox.state.hit("chat.completions")) is not None:
+            return await fault_response(fault)
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or key.strip() not in sandbox.api_keys:
+            return openai_error(
+                401,
+                "Incorrect API key provided.",
+                type_="invalid_request_error",
+                code="invalid_api_key",
+            )
+        try:
+            body = await request.json()
+        except Exception:
+            body = None
+        if (invalid := _validate(body)) is not None:
+            return invalid
+        model = body.get("model")
+        if model not in sandbox.models:
+            return openai_error(
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                type_="invalid_request_error",
+                code="model_not_found",
+            )
+        messages = [{"role": m["role"], "content": m["content"]} for m in body["messages"]]
+        used_prompt = prompt_tokens(messages)
+        if used_prompt > CONTEXT_TOKENS:
+            return openai_error(
+                400,
+                f"This model's maximum context length is {CONTEXT_TOKENS} tokens.",
+                type_="invalid_request_error",
+                code="context_length_exceeded",
+                param="messages",
+            )
+        text = generate(model, messages)
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        finish = "stop"
+        if limit is not None and count_tokens(text) > limit:
+            text, finish = text[: limit * 4], "length"
+        usage = {
+            "prompt_tokens": used_prompt,
+            "completion_tokens": count_tokens(text),
+            "total_tokens": used_prompt + count_tokens(text),
+        }
+        with sandbox._lock:
+            if (
+                sandbox.quota_tokens is not None
+                and sandbox.tokens_billed + usage["total_tokens"] > sandbox.quota_tokens
+            ):
+                return openai_error(
+                    429,
+                    "You exceeded your current quota, please check your plan and billing details.",
+                    type_="insufficient_quota",
+                    code="insufficient_quota",
+                )
+            sandbox.tokens_billed += usage["total_tokens"]
+            completion = {
+                "id": f"chatcmpl-sandbox{next(sandbox._ids):010d}",
+                "object": "chat.completion",
+                "created": int(sandbox.clock.now().timestamp()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text, "refusal": None},
+                        "logprobs": None,
+                        "finish_reason": finish,
+                    }
+                ],
+                "usage": usage,
+                "system_fingerprint": "fp_sandbox",
+            }
+            sandbox.completions.append(completion)
+        return Response(completion, media_type=MediaType.JSON)
+
+    return Litestar(route_handlers=[complete], debug=False)
+
+
+def start_ai_sandbox(sandbox: AiSandbox | None = None) -> ThreadedServer:
+    return ThreadedServer(create_ai_app(sandbox or AiSandbox())).start()
