@@ -13,7 +13,7 @@ from http import HTTPStatus
 from typing import Any
 
 from litestar import MediaType, Request, Response
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, SerializationException, ValidationException
 from litestar.response import Template
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
@@ -140,7 +140,7 @@ def http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respons
         )
     code = CODES.get(status, "error")
     message = exc.detail or ""
-    if status == 400 and message.startswith(("JSON is malformed", "Invalid UTF-8")):
+    if status == 400 and isinstance(exc.__cause__, SerializationException):
         code = "malformed_body"
         message = f"The request body is not valid JSON: {message}"
     elif status == 413:

@@ -1,24 +1,42 @@
-"""What every API module shares: the router factory, pagination parameters and the
+"""What every API module shares: the router factory, the pagination parameters and the
 ``Idempotency-Key`` wrapper for state-changing handlers."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 from litestar import MediaType, Request, Response, Router
 from litestar.di import Provide
+from litestar.params import QueryParameter
 
 from app.db.session import UnitOfWork
 from app.platform import idempotency
 from app.platform.service import Principal
 from app.runtime import Runtime
+from app.schemas import MAX_PAGE_SIZE
 from app.web.auth import api_principal, provide_runtime
 
 T = TypeVar("T")
 
 REPLAYED_HEADER = "Idempotent-Replayed"
+
+Limit = Annotated[
+    int,
+    QueryParameter(
+        ge=1,
+        le=MAX_PAGE_SIZE,
+        description=f"Items per page (1 to {MAX_PAGE_SIZE}).",
+    ),
+]
+"""The page size of a list endpoint: ``limit: Limit = DEFAULT_PAGE_SIZE``."""
+
+Cursor = Annotated[
+    str | None,
+    QueryParameter(description="The ``next_cursor`` of the previous page."),
+]
+"""Where a list continues: ``cursor: Cursor = None`` (decode with ``app.schemas.id_cursor``)."""
 
 
 def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) -> Router:

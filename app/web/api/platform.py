@@ -8,13 +8,13 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post, put
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody
 
 from app.db.session import UnitOfWork
 from app.platform import members, service
 from app.platform.models import ApiKey, User
-from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
-from app.web.api.common import api_router, idempotent
+from app.schemas import DEFAULT_PAGE_SIZE, Page, Schema, id_cursor, page_of
+from app.web.api.common import Cursor, Limit, api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.ops import sweeper_overview
 
@@ -140,8 +140,8 @@ async def get_workspace(principal: CurrentPrincipal, runtime: CurrentRuntime) ->
 async def list_keys(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
-    cursor: FromQuery[str | None] = None,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
 ) -> Page[ApiKeyOut]:
     """The workspace's keys, revoked ones included. The keys themselves are never listed."""
     async with runtime.db.read() as session:
@@ -243,8 +243,8 @@ async def delete_secret(
 async def list_members(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
-    cursor: FromQuery[str | None] = None,
+    limit: Limit = DEFAULT_PAGE_SIZE,
+    cursor: Cursor = None,
 ) -> Page[MemberOut]:
     async with runtime.db.read() as session:
         rows = await service.workspace_members(
