@@ -19,7 +19,20 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 import msgspec
-from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    and_,
+    exists,
+    false,
+    func,
+    not_,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from app.engines.funnels.models import (
     Contact,
@@ -256,11 +269,29 @@ def evaluate(
     if value is None:
         return False
     if predicate.op == "contains":
-        return str(predicate.value).lower() in str(value).lower()
+        return str(predicate.value) in str(value)
     return _compare(predicate.op, value, _python_value(kind, predicate.value))
 
 
 # -- SQL compilation ---------------------------------------------------------------------------
+
+
+class position(FunctionElement[int]):
+    """1-based position of a substring, 0 when absent: case-sensitive on every backend and free
+    of LIKE wildcards (SQLite's LIKE ignores ASCII case, PostgreSQL's does not)."""
+
+    type = Integer()
+    inherit_cache = True
+
+
+@compiles(position, "sqlite")
+def _position_sqlite(element: position, compiler: Any, **kw: Any) -> str:
+    return f"instr({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(position)
+def _position_default(element: position, compiler: Any, **kw: Any) -> str:
+    return f"strpos({compiler.process(element.clauses, **kw)})"
 
 
 def _sql_value(kind: FieldType, name: str) -> ColumnElement[Any]:
@@ -337,8 +368,7 @@ def compile_sql(
     if predicate.op == "not_exists":
         return value.is_(None)
     if predicate.op == "contains":
-        needle = str(predicate.value).lower()
-        return and_(value.is_not(None), func.lower(value).contains(needle, autoescape=True))
+        return and_(value.is_not(None), position(value, str(predicate.value)) > 0)
     right = _python_value(kind, predicate.value)
     # "x IS NOT NULL AND x op v" is false (not unknown) for a missing value: two-valued logic.
     return and_(value.is_not(None), _sql_compare(predicate.op, value, right))
