@@ -8,6 +8,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 from litestar import Litestar, MediaType, Request, Response, get, post
+from litestar.params import FromPath
 
 from app.sandbox.base import Fault, ThreadedServer, fault_response
 from app.sandbox.meta.world import MAX_BATCH, GraphWorld, SimReply, graph_error
@@ -79,11 +80,11 @@ def create_app(world: GraphWorld) -> Litestar:
         return _response(reply)
 
     @get("/{path:path}", media_type=MediaType.JSON)
-    async def graph_get(request: AnyRequest, path: str) -> Response[Any]:
+    async def graph_get(request: AnyRequest, path: FromPath[str]) -> Response[Any]:
         return await answer(request, path, await _params(request))
 
     @post("/{path:path}", media_type=MediaType.JSON, status_code=200)
-    async def graph_post(request: AnyRequest, path: str) -> Response[Any]:
+    async def graph_post(request: AnyRequest, path: FromPath[str]) -> Response[Any]:
         params = await _params(request)
         # ``POST /<version>/`` with a batch is the same batch endpoint as ``POST /``.
         if "batch" in params and "/" not in path.strip("/"):

@@ -1,0 +1,286 @@
+"""The dispatcher: turn due rules into one job per active ad account (spec AR-10 to AR-13).
+
+Each sweep claims the due rules (advancing ``next_execution_at`` in the same transaction), then for
+every claimed rule and each of its *active* ad accounts fetches the campaigns its pre-filters
+select, and in one transaction per rule writes a batch record per account and queues the account's
+job. An account whose fetch fails is recorded as skipped and the others go on (AR-22).
+
+This module reads and never writes to Meta: it receives a :class:`MetaReader` factory and cannot
+import the write client or the action code (an import-linter contract in ``pyproject.toml``).
+The job spec is handed in by the plugin for the same reason: the job's handler lives on the worker
+side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+
+from app.db.session import Database, ReadSession
+from app.engines.adrules.claim import ClaimedRule, claim_due_rules
+from app.engines.adrules.documents import rule_document
+from app.engines.adrules.fetch import Fetched, FetchFailed, fetch_campaigns
+from app.engines.adrules.models import (
+    BATCH_EMPTY,
+    BATCH_QUEUED,
+    BATCH_SKIPPED,
+    META_TOKEN_SECRET,
+    AdAccount,
+    Batch,
+    Rule,
+    RuleAccount,
+    Task,
+)
+from app.engines.adrules.payloads import (
+    RUN_ACCOUNT_JOB,
+    AccountRef,
+    RunAccountPayload,
+    seal_token,
+)
+from app.engines.adrules.prefilters import to_filtering
+from app.engines.adrules.schemas import RuleDocument
+from app.integrations.meta.errors import MetaError
+from app.integrations.meta.reader import PAGE_SIZE, MetaReader
+from app.integrations.meta.retry import RETRY_DELAYS, Sleep
+from app.platform.crypto import SecretBox
+from app.platform.service import get_secret
+from app.scheduling.jobs import JobSpec
+from app.scheduling.queue import JobQueue
+from app.scheduling.sweeper import tick_key
+
+log = logging.getLogger(__name__)
+
+MISSING_CREDENTIAL = "no Meta access token is configured for this workspace"
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchDeps:
+    """What a sweep needs. Tests and the benchmark build it directly."""
+
+    db: Database
+    queue: JobQueue
+    secrets: SecretBox
+    reader_for: Callable[[str], MetaReader]
+    """A read-only client for an access token."""
+    job: JobSpec[RunAccountPayload]
+    sleep: Sleep
+    """Waits between fetch attempts (the clock's sleep: manual time in tests)."""
+    stopped: Callable[[], bool] = lambda: False
+    """The platform-wide stop (spec AR-23)."""
+    claim_batch: int = 500
+    fetch_concurrency: int = 16
+    page_size: int = PAGE_SIZE
+    retry_delays: tuple[float, ...] = RETRY_DELAYS
+
+
+@dataclass(slots=True)
+class DispatchSummary:
+    """What one sweep did (logged, and read by tests and the benchmark)."""
+
+    stopped: bool = False
+    rules: int = 0
+    jobs: int = 0
+    skipped_accounts: int = 0
+    empty_accounts: int = 0
+    batch_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _AccountRow:
+    id: int
+    meta_id: str
+    currency: str
+    timezone_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _RuleWork:
+    document: RuleDocument
+    accounts: list[_AccountRow]
+    filtering: list[dict[str, Any]]
+    token: str | None
+
+
+async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) -> _RuleWork | None:
+    rule = await session.get(Rule, claimed.id)
+    # Paused or archived between the claim and now: the person's latest word wins.
+    if rule is None or rule.status != "active":
+        return None
+    tasks = list(
+        (
+            await session.execute(
+                select(Task)
+                .where(Task.rule_id == rule.id, Task.archived_at.is_(None))
+                .order_by(Task.position, Task.id)
+            )
+        ).scalars()
+    )
+    accounts = [
+        _AccountRow(a.id, a.meta_id, a.currency, a.timezone_name)
+        for a in (
+            await session.execute(
+                select(AdAccount)
+                .join(RuleAccount, RuleAccount.ad_account_id == AdAccount.id)
+                .where(
+                    RuleAccount.rule_id == rule.id,
+                    AdAccount.workspace_id == rule.workspace_id,
+                    # Spec AR-20: nothing runs on an account nobody activated.
+                    AdAccount.active.is_(True),
+                )
+                .order_by(AdAccount.id)
+            )
+        ).scalars()
+    ]
+    token = await get_secret(
+        session, secrets, workspace_id=rule.workspace_id, name=META_TOKEN_SECRET
+    )
+    document = rule_document(rule, tasks, claimed.timezone)
+    return _RuleWork(document, accounts, to_filtering(document.prefilters), token)
+
+
+async def _fetch_account(
+    deps: DispatchDeps,
+    reader: MetaReader | None,
+    account: _AccountRow,
+    filtering: list[dict[str, Any]],
+    limit: asyncio.Semaphore,
+) -> Fetched | FetchFailed:
+    if reader is None:
+        return FetchFailed(MetaError(MISSING_CREDENTIAL, transient=False), attempts=0, pages=0)
+    async with limit:
+        try:
+            return await fetch_campaigns(
+                reader,
+                account.meta_id,
+                filtering,
+                sleep=deps.sleep,
+                page_size=deps.page_size,
+                delays=deps.retry_delays,
+            )
+        except FetchFailed as failed:
+            log.warning("ad account %s skipped: %s", account.meta_id, failed.error.describe())
+            return failed
+
+
+async def _dispatch_rule(
+    deps: DispatchDeps,
+    claimed: ClaimedRule,
+    tick: datetime,
+    now: datetime,
+    limit: asyncio.Semaphore,
+    summary: DispatchSummary,
+) -> None:
+    async with deps.db.read() as session:
+        work = await _load(session, deps.secrets, claimed)
+    if work is None or not work.accounts:
+        return
+    reader = deps.reader_for(work.token) if work.token else None
+    results = await asyncio.gather(
+        *(_fetch_account(deps, reader, a, work.filtering, limit) for a in work.accounts)
+    )
+    batch_id = uuid.uuid4().hex
+    sealed = seal_token(deps.secrets, work.token) if work.token else ""
+    async with deps.db.write() as uow:
+        session = uow.session
+        for account, result in zip(work.accounts, results, strict=True):
+            batch = Batch(
+                batch_id=batch_id,
+                workspace_id=claimed.workspace_id,
+                rule_id=claimed.id,
+                ad_account_id=account.id,
+                account_meta_id=account.meta_id,
+                entities=0,
+                pages=result.pages,
+                fetch_attempts=result.attempts,
+                executed=0,
+                not_executed=0,
+                skipped=0,
+                errors=0,
+                tick_at=tick,
+                created_at=now,
+            )
+            if isinstance(result, FetchFailed):
+                batch.status = BATCH_SKIPPED
+                batch.error = result.error.describe()[:2000]
+                batch.finished_at = now
+                summary.skipped_accounts += 1
+            elif not result.campaigns:
+                batch.status = BATCH_EMPTY
+                batch.finished_at = now
+                summary.empty_accounts += 1
+            else:
+                batch.status = BATCH_QUEUED
+                batch.entities = len(result.campaigns)
+            session.add(batch)
+            await session.flush()
+            if isinstance(result, Fetched) and result.campaigns:
+                payload = RunAccountPayload(
+                    batch_id=batch_id,
+                    batch_record_id=batch.id,
+                    workspace_id=claimed.workspace_id,
+                    rule=work.document,
+                    account=AccountRef(
+                        id=account.id,
+                        meta_id=account.meta_id,
+                        currency=account.currency,
+                        timezone_name=account.timezone_name,
+                    ),
+                    entities=result.campaigns,
+                    access_token_encrypted=sealed,
+                    dispatched_at=tick,
+                )
+                await deps.queue.enqueue(
+                    uow,
+                    deps.job,
+                    payload,
+                    job_id=tick_key(RUN_ACCOUNT_JOB, f"{claimed.id}-{account.id}", tick),
+                )
+                summary.jobs += 1
+        await session.execute(
+            update(Rule).where(Rule.id == claimed.id).values(last_batch_id=batch_id)
+        )
+    summary.batch_ids.append(batch_id)
+
+
+async def dispatch_due(
+    deps: DispatchDeps, tick: datetime, now: Callable[[], datetime]
+) -> DispatchSummary:
+    """One sweep: claim every due rule (in chunks of ``claim_batch``) and dispatch each."""
+    summary = DispatchSummary()
+    # Checked first, every sweep: a stopped platform dispatches nothing (spec AR-23).
+    if deps.stopped():
+        summary.stopped = True
+        return summary
+    limit = asyncio.Semaphore(deps.fetch_concurrency)
+    while True:
+        at = now()
+        claimed = await claim_due_rules(deps.db, at, deps.claim_batch)
+        summary.rules += len(claimed)
+        await _gather_rules(deps, claimed, tick, at, limit, summary)
+        if len(claimed) < deps.claim_batch or deps.stopped():
+            return summary
+
+
+async def _gather_rules(
+    deps: DispatchDeps,
+    claimed: list[ClaimedRule],
+    tick: datetime,
+    now: datetime,
+    limit: asyncio.Semaphore,
+    summary: DispatchSummary,
+) -> None:
+    async def guarded(rule: ClaimedRule) -> None:
+        try:
+            await _dispatch_rule(deps, rule, tick, now, limit, summary)
+        except Exception:
+            # One rule's failure (a database error, a bug) must not stop the other rules.
+            log.exception("dispatching rule %s failed", rule.id)
+
+    await asyncio.gather(*(guarded(rule) for rule in claimed))
