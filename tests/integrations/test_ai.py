@@ -46,19 +46,31 @@ class Setup:
     sleeps: Sleeps
 
 
-@pytest.fixture
-async def ai() -> AsyncIterator[Setup]:
-    sandbox = AiSandbox(api_keys={API_KEY})
-    sleeps = Sleeps()
+def fresh_sandbox() -> AiSandbox:
+    return AiSandbox(api_keys={API_KEY})
+
+
+@pytest.fixture(scope="module")
+async def served() -> AsyncIterator[tuple[AiSandbox, str]]:
+    """One server per module; each test gets a clean simulator behind it."""
+    sandbox = fresh_sandbox()
     async with serve_in_loop(create_ai_app(sandbox)) as url:
-        client = ChatClient(
-            api_key=API_KEY,
-            base_url=url,
-            timeout=0.2,
-            policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-        )
-        yield Setup(sandbox, url, client, sleeps)
-        await client.aclose()
+        yield sandbox, url
+
+
+@pytest.fixture
+async def ai(served: tuple[AiSandbox, str]) -> AsyncIterator[Setup]:
+    sandbox, url = served
+    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sleeps = Sleeps()
+    client = ChatClient(
+        api_key=API_KEY,
+        base_url=url,
+        timeout=0.2,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+    yield Setup(sandbox, url, client, sleeps)
+    await client.aclose()
 
 
 MESSAGES = build_messages(CREATIVE, "Invite Ada from London to the spring sale.")

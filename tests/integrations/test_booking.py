@@ -41,20 +41,32 @@ class Setup:
     slots: list[str]
 
 
+def fresh_sandbox() -> BookingSandbox:
+    return BookingSandbox(api_keys={API_KEY})
+
+
+@pytest.fixture(scope="module")
+async def served() -> AsyncIterator[tuple[BookingSandbox, str]]:
+    """One server per module; each test gets a clean simulator behind it."""
+    sandbox = fresh_sandbox()
+    async with serve_in_loop(create_booking_app(sandbox)) as url:
+        yield sandbox, url
+
+
 @pytest.fixture
-async def booking() -> AsyncIterator[Setup]:
-    sandbox = BookingSandbox(api_keys={API_KEY})
+async def booking(served: tuple[BookingSandbox, str]) -> AsyncIterator[Setup]:
+    sandbox, url = served
+    sandbox.__dict__.update(vars(fresh_sandbox()))
     slots = sandbox.add_slots("demo-room", MONDAY, count=4, minutes=30)
     sleeps = Sleeps()
-    async with serve_in_loop(create_booking_app(sandbox)) as url:
-        client = BookingClient(
-            base_url=url,
-            api_key=API_KEY,
-            timeout=0.2,
-            policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-        )
-        yield Setup(sandbox, url, client, sleeps, slots)
-        await client.aclose()
+    client = BookingClient(
+        base_url=url,
+        api_key=API_KEY,
+        timeout=0.2,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+    yield Setup(sandbox, url, client, sleeps, slots)
+    await client.aclose()
 
 
 async def book_first(setup: Setup, key: str, client: BookingClient | None = None):  # type: ignore[no-untyped-def]

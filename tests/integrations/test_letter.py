@@ -32,21 +32,33 @@ class Setup:
     sleeps: Sleeps
 
 
-@pytest.fixture
-async def letters() -> AsyncIterator[Setup]:
-    sandbox = LetterSandbox(
+def fresh_sandbox() -> LetterSandbox:
+    return LetterSandbox(
         api_keys={API_KEY}, clock=ManualClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
     )
-    sleeps = Sleeps()
+
+
+@pytest.fixture(scope="module")
+async def served() -> AsyncIterator[tuple[LetterSandbox, str]]:
+    """One server per module; each test gets a clean simulator behind it."""
+    sandbox = fresh_sandbox()
     async with serve_in_loop(create_letter_app(sandbox)) as url:
-        client = JsonLetterClient(
-            base_url=url,
-            api_key=API_KEY,
-            timeout=0.2,
-            policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-        )
-        yield Setup(sandbox, client, sleeps)
-        await client.aclose()
+        yield sandbox, url
+
+
+@pytest.fixture
+async def letters(served: tuple[LetterSandbox, str]) -> AsyncIterator[Setup]:
+    sandbox, url = served
+    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sleeps = Sleeps()
+    client = JsonLetterClient(
+        base_url=url,
+        api_key=API_KEY,
+        timeout=0.2,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+    yield Setup(sandbox, client, sleeps)
+    await client.aclose()
 
 
 ADA = PostalAddress(

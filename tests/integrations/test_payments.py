@@ -40,19 +40,31 @@ class Setup:
         return PaymentsClient(base_url=self.url, **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-async def stripe() -> AsyncIterator[Setup]:
-    sandbox = PaymentsSandbox(secret_keys={SECRET: "acct_7"})
-    sleeps = Sleeps()
+def fresh_sandbox() -> PaymentsSandbox:
+    return PaymentsSandbox(secret_keys={SECRET: "acct_7"})
+
+
+@pytest.fixture(scope="module")
+async def served() -> AsyncIterator[tuple[PaymentsSandbox, str]]:
+    """One server per module; each test gets a clean simulator behind it."""
+    sandbox = fresh_sandbox()
     async with serve_in_loop(create_payments_app(sandbox)) as url:
-        client = PaymentsClient(
-            secret_key=SECRET,
-            base_url=url,
-            timeout=0.2,
-            policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-        )
-        yield Setup(sandbox, url, client, sleeps)
-        await client.aclose()
+        yield sandbox, url
+
+
+@pytest.fixture
+async def stripe(served: tuple[PaymentsSandbox, str]) -> AsyncIterator[Setup]:
+    sandbox, url = served
+    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sleeps = Sleeps()
+    client = PaymentsClient(
+        secret_key=SECRET,
+        base_url=url,
+        timeout=0.2,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+    yield Setup(sandbox, url, client, sleeps)
+    await client.aclose()
 
 
 INTENT = PaymentIntentRequest(amount=4900, currency="EUR", metadata={"run": "17", "node": "pay"})

@@ -30,19 +30,31 @@ class Setup:
     sleeps: Sleeps
 
 
-@pytest.fixture
-async def push() -> AsyncIterator[Setup]:
-    sandbox = PushSandbox(api_keys={API_KEY}, unregistered_tokens={"dead-token"})
-    sleeps = Sleeps()
+def fresh_sandbox() -> PushSandbox:
+    return PushSandbox(api_keys={API_KEY}, unregistered_tokens={"dead-token"})
+
+
+@pytest.fixture(scope="module")
+async def served() -> AsyncIterator[tuple[PushSandbox, str]]:
+    """One server per module; each test gets a clean simulator behind it."""
+    sandbox = fresh_sandbox()
     async with serve_in_loop(create_push_app(sandbox)) as url:
-        client = JsonPushClient(
-            base_url=url,
-            api_key=API_KEY,
-            timeout=0.2,
-            policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-        )
-        yield Setup(sandbox, client, sleeps)
-        await client.aclose()
+        yield sandbox, url
+
+
+@pytest.fixture
+async def push(served: tuple[PushSandbox, str]) -> AsyncIterator[Setup]:
+    sandbox, url = served
+    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sleeps = Sleeps()
+    client = JsonPushClient(
+        base_url=url,
+        api_key=API_KEY,
+        timeout=0.2,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+    yield Setup(sandbox, client, sleeps)
+    await client.aclose()
 
 
 NOTE = PushNotification(

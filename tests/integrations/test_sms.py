@@ -32,20 +32,32 @@ class Setup:
     sleeps: Sleeps
 
 
-@pytest.fixture
-async def sms() -> AsyncIterator[Setup]:
-    sandbox = SmsSandbox(api_keys={API_KEY})
-    sleeps = Sleeps()
+def fresh_sandbox() -> SmsSandbox:
+    return SmsSandbox(api_keys={API_KEY})
+
+
+@pytest.fixture(scope="module")
+async def served() -> AsyncIterator[tuple[SmsSandbox, str]]:
+    """One server per module; each test gets a clean simulator behind it."""
+    sandbox = fresh_sandbox()
     async with serve_in_loop(create_sms_app(sandbox)) as url:
-        client = JsonSmsClient(
-            base_url=url,
-            api_key=API_KEY,
-            default_sender="Sweepline",
-            timeout=0.2,
-            policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-        )
-        yield Setup(sandbox, url, client, sleeps)
-        await client.aclose()
+        yield sandbox, url
+
+
+@pytest.fixture
+async def sms(served: tuple[SmsSandbox, str]) -> AsyncIterator[Setup]:
+    sandbox, url = served
+    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sleeps = Sleeps()
+    client = JsonSmsClient(
+        base_url=url,
+        api_key=API_KEY,
+        default_sender="Sweepline",
+        timeout=0.2,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+    yield Setup(sandbox, url, client, sleeps)
+    await client.aclose()
 
 
 HELLO = SmsMessage(to="+4915112345678", body="Hello Ada, your order shipped.")

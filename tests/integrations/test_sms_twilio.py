@@ -54,15 +54,27 @@ class Setup:
         return TwilioSmsClient(**options)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-async def twilio() -> AsyncIterator[Setup]:
-    sandbox = TwilioSandbox(accounts={SID: TOKEN})
-    sleeps = Sleeps()
+def fresh_sandbox() -> TwilioSandbox:
+    return TwilioSandbox(accounts={SID: TOKEN})
+
+
+@pytest.fixture(scope="module")
+async def served() -> AsyncIterator[tuple[TwilioSandbox, str]]:
+    """One server per module; each test gets a clean simulator behind it."""
+    sandbox = fresh_sandbox()
     async with serve_in_loop(create_twilio_app(sandbox)) as url:
-        setup = Setup(sandbox, url, None, sleeps)  # type: ignore[arg-type]
-        setup.client = setup.other_client(status_callback="https://app.example.com/hooks/sms?w=3")
-        yield setup
-        await setup.client.aclose()
+        yield sandbox, url
+
+
+@pytest.fixture
+async def twilio(served: tuple[TwilioSandbox, str]) -> AsyncIterator[Setup]:
+    sandbox, url = served
+    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sleeps = Sleeps()
+    setup = Setup(sandbox, url, None, sleeps)  # type: ignore[arg-type]
+    setup.client = setup.other_client(status_callback="https://app.example.com/hooks/sms?w=3")
+    yield setup
+    await setup.client.aclose()
 
 
 TEXT = SmsMessage(to="+14155550100", body="Your table is ready.")
