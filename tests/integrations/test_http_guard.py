@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from ipaddress import ip_address
 
 import pytest
@@ -27,6 +28,7 @@ from app.integrations.http_guard import (
     refusal_reason,
 )
 from app.integrations.http_guard.addresses import IPAddress
+from app.integrations.http_guard.retry import backoff_delay, retry_after_seconds
 from app.sandbox.base import SandboxState, serve_in_loop
 
 
@@ -360,3 +362,29 @@ def test_allowing_private_targets_never_allows_unspecified_or_multicast() -> Non
     assert refusal_reason(ip_address("::1"), allow_private=True) is None
     assert refusal_reason(ip_address("0.0.0.0"), allow_private=True) is not None
     assert refusal_reason(ip_address("ff02::1"), allow_private=True) is not None
+
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        ("7", 7.0),
+        ("0", 0.0),
+        ("-3", 0.0),
+        ("Mon, 02 Mar 2026 09:00:30 GMT", 30.0),
+        ("Mon, 02 Mar 2026 08:00:00 GMT", 0.0),
+        ("soon", None),
+    ],
+)
+def test_retry_after_reads_seconds_and_dates(header: str, seconds: float | None) -> None:
+    assert retry_after_seconds({"retry-after": header}, NOW) == seconds
+
+
+def test_backoff_grows_and_is_capped() -> None:
+    policy = RetryPolicy(backoff_seconds=1.0, max_backoff_seconds=4.0)
+    assert 0.5 <= backoff_delay(policy, 1, None) <= 1.0
+    assert 1.0 <= backoff_delay(policy, 2, None) <= 2.0
+    assert 2.0 <= backoff_delay(policy, 10, None) <= 4.0
+    assert backoff_delay(policy, 1, 12.0) == 12.0
