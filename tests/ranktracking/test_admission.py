@@ -203,7 +203,8 @@ async def test_rt23_counter_reset_by_a_partial_group(
     await poll_impl(runtime, client, launch.run_ids[0], 1)
     async with runtime.db.read() as session:
         run = await session.get(Run, launch.run_ids[0])
-        assert run is not None and run.status == "partial"
+        assert run is not None
+        assert run.status == "partial"
     assert (await _schedule(runtime, schedule.id)).consecutive_blocks == 0
 
 
@@ -248,24 +249,27 @@ async def test_rt25_measure_quickly_uses_the_priority_queue_and_price(
     if isinstance(runtime.queue, DatabaseQueue):
         async with runtime.db.read() as session:
             job = await session.scalar(select(Job).where(Job.id == f"rt.post:{launch.run_ids[0]}"))
-            assert job is not None and job.queue == "priority"
+            assert job is not None
+            assert job.queue == "priority"
 
 
 async def test_rt27_creation_reports_the_baseline_outcome(runtime: Runtime, tenant: Tenant) -> None:
     schedule, launch = await create_and_baseline(runtime, principal(tenant), serp_in())
-    assert schedule.id and (launch.launched, launch.reason, launch.code) == (
+    assert schedule.id
+    assert (launch.launched, launch.reason, launch.code) == (
         0,
         "balance",
         "insufficient_balance",
     )
     await fund(runtime, tenant, 1000)
-    other, launch = await create_and_baseline(
+    _other, launch = await create_and_baseline(
         runtime, principal(tenant), serp_in(name="second", location_code=2250)
     )
     assert (launch.launched, launch.reason) == (1, None)
     async with runtime.db.read() as session:
         request = await session.get(Request, launch.request_id)
-        assert request is not None and request.trigger == "baseline"
+        assert request is not None
+        assert request.trigger == "baseline"
 
 
 async def test_rt28_pause_closes_runs_and_releases_resume_is_due_now(

@@ -109,14 +109,16 @@ async def test_rt31_skipped_dispatch_releases_and_retries_after_one_hour(
     async with runtime.db.read() as session:
         run = await session.scalar(select(Run).where(Run.schedule_id == schedule.id))
         row = await session.get(Schedule, schedule.id)
-    assert run is not None and row is not None
+    assert run is not None
+    assert row is not None
     assert (run.status, run.error_code, run.reservation_state) == (
         "skipped_dispatch",
         "dispatch_failed",
         "released",
     )
     assert await available(runtime, tenant) == 1000
-    assert row.retrying and row.next_due_at == clock.now() + timedelta(hours=1)
+    assert row.retrying
+    assert row.next_due_at == clock.now() + timedelta(hours=1)
     assert next_run_label(row, clock.now()) == "retrying"
     await broker.aclose()
     # One hour later the worker is reachable again: the retry goes out and the frequency resumes
@@ -177,7 +179,8 @@ async def test_rt24_reconciliation_closes_lost_dispatches_and_stale_runs(
     async with runtime.db.read() as session:
         lost_run = await session.get(Run, lost)
         stale_run = await session.get(Run, stale)
-    assert lost_run is not None and stale_run is not None
+    assert lost_run is not None
+    assert stale_run is not None
     assert (lost_run.status, lost_run.error_code, lost_run.reservation_state) == (
         "skipped_dispatch",
         "dispatch_lost",

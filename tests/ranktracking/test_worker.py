@@ -54,7 +54,8 @@ async def test_two_device_run_goes_dispatching_running_succeeded(
         await post_impl(runtime, client, run_id, final_attempt=False)
         run = await _run(runtime, run_id)
         assert run.status == "running"
-        assert run_out(run).pending == 2 and run_out(run).missing is None
+        assert run_out(run).pending == 2
+        assert run_out(run).missing is None
     posted = [
         sim.task(t) for t in [r.task_id for r in (await _results(runtime, run_ids[0])).values()]
     ]
@@ -66,7 +67,8 @@ async def test_two_device_run_goes_dispatching_running_succeeded(
         assert (run.retrieved, run.no_data) == (2, 0)
         results = await _results(runtime, run_id)
         assert results["red shoes"].position == 4
-        assert results["red shoes"].url and DOMAIN in results["red shoes"].url
+        assert results["red shoes"].url
+        assert DOMAIN in results["red shoes"].url
         assert results["blue shoes"].position is None  # RT-14: not within the requested depth
         assert results["blue shoes"].state == "retrieved"
         assert "organic" in (results["red shoes"].features or [])
@@ -125,7 +127,8 @@ async def test_pending_becomes_missing_when_the_run_ends(
     out = run_out(run)
     assert run.status == "partial"
     assert (out.pending, out.missing, run.retrieved) == (None, 1, 1)
-    assert run.settled_cents is not None and run.settled_cents <= reserved
+    assert run.settled_cents is not None
+    assert run.settled_cents <= reserved
     assert run.reservation_state == "settled"
     assert await available(runtime, tenant) == before + reserved - run.settled_cents
 
@@ -152,4 +155,5 @@ async def test_no_data_and_task_errors_never_write_a_position(
     assert run.settled_cents == 0  # nothing measured, nothing charged
     async with runtime.db.read() as session:
         schedule_row = await session.get(Schedule, schedule.id)
-        assert schedule_row is not None and schedule_row.consecutive_blocks == 0
+        assert schedule_row is not None
+        assert schedule_row.consecutive_blocks == 0
