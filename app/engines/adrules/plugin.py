@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+from app.engines.adrules.demo import seed_demo
+from app.engines.adrules.jobs import RUN_ACCOUNT
+from app.engines.adrules.sweep import DISPATCH_SWEEP
 from app.engines.plugin import EnginePlugin
+from app.sandbox.meta.demo import start_demo_sandbox
 
-PLUGIN = EnginePlugin(name="adrules", title="Ad rules")
+PLUGIN = EnginePlugin(
+    name="adrules",
+    title="Ad rules",
+    jobs=[RUN_ACCOUNT],
+    sweeps=[DISPATCH_SWEEP],
+    seed_demo=seed_demo,
+    sandboxes={"meta": start_demo_sandbox},
+)

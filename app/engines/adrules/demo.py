@@ -1,0 +1,71 @@
+"""The demo's ad rules: the sandbox token stored as the workspace secret, the sandbox ad accounts
+discovered (the first one activated), and a draft rule a person can switch on to watch a dispatch."""
+
+from __future__ import annotations
+
+import msgspec
+
+from app.engines.adrules import accounts, rules
+from app.engines.adrules.schemas import RuleIn
+from app.engines.plugin import DemoWorkspace
+from app.integrations.meta.client import GraphClient
+from app.integrations.meta.reader import MetaReader
+from app.runtime import Runtime
+from app.sandbox.meta.demo import DEMO_STORE, DEMO_TOKEN
+
+DEMO_RULE = {
+    "name": "Pause summer campaigns with poor ROAS (draft)",
+    "status": "draft",
+    "prefilters": {
+        "name_contains": "Summer",
+        "effective_status": {"operator": "in", "values": ["ACTIVE"]},
+    },
+    "schedule": {"mode": "interval", "minutes": 15},
+    "tasks": [
+        {
+            "name": "Flag losers",
+            "conditions": [
+                {
+                    "type": "metric_value",
+                    "metric": "purchase_roas",
+                    "period": "last_7d",
+                    "operator": "lt",
+                    "value": "1.2",
+                },
+                {
+                    "type": "metric_value",
+                    "metric": "spend",
+                    "period": "today",
+                    "operator": "gt",
+                    "value": "5",
+                },
+            ],
+            "group": "and",
+            "action": {"type": "log_only"},
+            "cooldown": "1h",
+        }
+    ],
+}
+
+
+async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
+    url = demo.sandbox_urls.get("meta") or runtime.settings.integrations.meta_graph_url
+    graph = GraphClient(url, runtime.settings.integrations.meta_graph_version)
+    try:
+        found = await MetaReader(graph, DEMO_TOKEN).ad_accounts()
+    finally:
+        await graph.aclose()
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        await accounts.store_token(
+            uow.session, runtime.secrets, workspace_id=demo.workspace_id, token=DEMO_TOKEN, now=now
+        )
+        stored = await accounts.record_discovered(
+            uow.session, workspace_id=demo.workspace_id, found=found, now=now
+        )
+        store = next(a for a in stored if a.meta_id == DEMO_STORE)
+        await accounts.set_active(
+            uow.session, workspace_id=demo.workspace_id, account_id=store.id, active=True, now=now
+        )
+        data = msgspec.convert({**DEMO_RULE, "account_ids": [store.id]}, RuleIn)
+        await rules.create_rule(uow.session, workspace_id=demo.workspace_id, data=data, now=now)
