@@ -30,20 +30,21 @@ from tests.adrules.worker_setup import (
     make_clients,
     make_deps,
     make_payload,
-    serve_graph,
 )
-from tests.factories import Tenant
 
 
 @pytest.fixture
-async def graph() -> AsyncIterator[tuple[GraphWorld, Clients]]:
-    world = GraphWorld()
+def workspace_id(ws: Any) -> int:
+    return int(ws.workspace_id)
+
+
+@pytest.fixture
+async def graph(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
     world.grant(TOKEN, "act_1001")
-    async with serve_graph(world) as url:
-        clients = make_clients(url)
-        yield world, clients
-        await clients.aclose()
+    clients = make_clients(world.base_url)
+    yield world, clients
+    await clients.aclose()
 
 
 def _three_period_tasks() -> list[TaskIn]:
@@ -101,12 +102,12 @@ async def _batch(runtime: Runtime, record_id: int) -> Batch:
 
 
 async def test_ar14_at_most_one_graph_call_per_campaign(
-    runtime: Runtime, tenant: Tenant, graph: tuple[GraphWorld, Clients]
+    runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
 ) -> None:
     """Per-campaign mode: one batch HTTP call per campaign carrying one sub-request per period."""
     world, clients = graph
     world.add_campaigns("act_1001", 12)
-    setup = await create_setup(runtime, tenant.workspace_id, tasks=_three_period_tasks())
+    setup = await create_setup(runtime, workspace_id, tasks=_three_period_tasks())
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
     world.state.reset_counts()
 
@@ -124,12 +125,12 @@ async def test_ar14_at_most_one_graph_call_per_campaign(
 
 
 async def test_ar14_packed_mode_gives_identical_results_with_far_fewer_calls(
-    runtime: Runtime, tenant: Tenant, graph: tuple[GraphWorld, Clients]
+    runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
 ) -> None:
     world, clients = graph
     world.add_campaigns("act_1001", 40)
     world.campaign(next(iter(world.accounts["act_1001"].campaigns))).delivering = False
-    setup = await create_setup(runtime, tenant.workspace_id, tasks=_three_period_tasks())
+    setup = await create_setup(runtime, workspace_id, tasks=_three_period_tasks())
     entities = entities_from_world(world, "act_1001")
 
     seen: dict[str, list[Any]] = {}
@@ -155,11 +156,11 @@ async def test_ar14_packed_mode_gives_identical_results_with_far_fewer_calls(
 
 
 async def test_null_items_and_transient_item_errors_are_retried(
-    runtime: Runtime, tenant: Tenant, graph: tuple[GraphWorld, Clients]
+    runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
 ) -> None:
     world, clients = graph
     campaigns = world.add_campaigns("act_1001", 5)
-    setup = await create_setup(runtime, tenant.workspace_id, tasks=_three_period_tasks())
+    setup = await create_setup(runtime, workspace_id, tasks=_three_period_tasks())
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
     world.null_batch_items = 4  # Meta's batch timeout: the last items come back null
     world.fail(f"insights:{campaigns[0].id}", code=2, status=500, transient=True)
@@ -173,7 +174,7 @@ async def test_null_items_and_transient_item_errors_are_retried(
 
 
 async def test_ar22_one_campaign_erroring_while_the_others_complete(
-    runtime: Runtime, tenant: Tenant, graph: tuple[GraphWorld, Clients]
+    runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
 ) -> None:
     world, clients = graph
     campaigns = world.add_campaigns("act_1001", 4)
@@ -187,7 +188,7 @@ async def test_ar22_one_campaign_erroring_while_the_others_complete(
             action=PauseCampaign(),
         )
     ]
-    setup = await create_setup(runtime, tenant.workspace_id, tasks=tasks)
+    setup = await create_setup(runtime, workspace_id, tasks=tasks)
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
 
     status = await run_account_job(make_deps(runtime, clients), payload)
@@ -204,7 +205,7 @@ async def test_ar22_one_campaign_erroring_while_the_others_complete(
 
 
 async def test_ar18_record_fields(
-    runtime: Runtime, tenant: Tenant, graph: tuple[GraphWorld, Clients]
+    runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
 ) -> None:
     world, clients = graph
     world.add_campaign("act_1001", SimCampaign(id="555", name="Spring", daily_budget=5000))
@@ -226,7 +227,7 @@ async def test_ar18_record_fields(
             action=PauseCampaign(),
         ),
     ]
-    setup = await create_setup(runtime, tenant.workspace_id, tasks=tasks)
+    setup = await create_setup(runtime, workspace_id, tasks=tasks)
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
 
     await run_account_job(make_deps(runtime, clients), payload)

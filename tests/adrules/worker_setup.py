@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import select
 
 from app.clock import ManualClock
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
@@ -55,17 +56,24 @@ async def create_setup(
     now = runtime.clock.now()
     async with runtime.db.write() as uow:
         s = uow.session
-        account = AdAccount(
-            workspace_id=workspace_id,
-            meta_id=account_meta_id,
-            name=f"Account {account_meta_id}",
-            currency=currency,
-            timezone_name=timezone,
-            account_status=1,
-            active=True,
-            discovered_at=now,
-            activated_at=now,
+        account = await s.scalar(
+            select(AdAccount).where(
+                AdAccount.workspace_id == workspace_id, AdAccount.meta_id == account_meta_id
+            )
         )
+        if account is None:
+            account = AdAccount(
+                workspace_id=workspace_id,
+                meta_id=account_meta_id,
+                name=f"Account {account_meta_id}",
+                currency=currency,
+                timezone_name=timezone,
+                account_status=1,
+                active=True,
+                discovered_at=now,
+                activated_at=now,
+            )
+            s.add(account)
         rule = Rule(
             workspace_id=workspace_id,
             name=rule_name,
@@ -76,7 +84,7 @@ async def create_setup(
             created_at=now,
             updated_at=now,
         )
-        s.add_all([account, rule])
+        s.add(rule)
         await s.flush()
         s.add(RuleAccount(rule_id=rule.id, ad_account_id=account.id))
         docs: list[TaskDocument] = []
@@ -239,3 +247,21 @@ def make_deps(
         sleep=manual_sleep(runtime.clock),
         insights_mode=mode,
     )
+
+
+async def make_workspace(runtime: Runtime, *, timezone: str = "UTC") -> int:
+    """A bare workspace (no people: hashing their passwords is the slow part of a tenant)."""
+    from app.platform import service
+
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        org = await service.create_organisation(uow.session, name="Worker tests", now=now)
+        created = await service.create_workspace(
+            uow.session,
+            runtime.secrets,
+            organisation_id=org.id,
+            name="Ads",
+            timezone=timezone,
+            now=now,
+        )
+    return created.workspace.id
