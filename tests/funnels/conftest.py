@@ -185,3 +185,24 @@ def graph(
     if nodes_list and not any(n.get("entry") for n in nodes_list):
         nodes_list[0]["entry"] = True
     return {"nodes": nodes_list, "triggers": triggers or [], **kw}
+
+
+@dataclass(frozen=True)
+class Space:
+    """A bare workspace (no users: password hashing is slow and engine tests need none)."""
+
+    workspace_id: int
+    ingest_token: str
+
+
+@pytest.fixture
+async def space(runtime: Runtime) -> Space:
+    from app.platform import service
+
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        org = await service.create_organisation(uow.session, name="Org", now=now)
+        created = await service.create_workspace(
+            uow.session, runtime.secrets, organisation_id=org.id, name="Main", now=now
+        )
+    return Space(created.workspace.id, created.ingest_token)

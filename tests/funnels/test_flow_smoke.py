@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from app.engines.funnels.models import RUN_ACTIVE, RUN_COMPLETED
-from tests.factories import Tenant
 from tests.funnels.conftest import (
     Engine,
+    Space,
     contact,
     email_node,
     graph,
@@ -17,8 +17,8 @@ from tests.funnels.conftest import (
 )
 
 
-async def test_welcome_flow_end_to_end(engine: Engine, tenant: Tenant) -> None:
-    ws = tenant.workspace_id
+async def test_welcome_flow_end_to_end(engine: Engine, space: Space) -> None:
+    ws = space.workspace_id
     rt = engine.runtime
     await setup_names(rt, ws, tags=["customer"])
     funnel_id, _ = await published(

@@ -45,7 +45,7 @@ from app.engines.funnels.segments import (
 )
 from app.settings import Settings
 from tests.conftest import START
-from tests.factories import Tenant
+from tests.funnels.conftest import Space
 
 T = TypeVar("T")
 
@@ -74,12 +74,12 @@ class LoopThread:
 
 
 @pytest.fixture
-def population(settings: Settings, tenant: Tenant) -> Iterator[tuple[LoopThread, Database, int]]:
+def population(settings: Settings, space: Space) -> Iterator[tuple[LoopThread, Database, int]]:
     helper = LoopThread()
     db = helper.run(_make_db(settings))
-    helper.run(_seed(db, tenant.workspace_id))
+    helper.run(_seed(db, space.workspace_id))
     try:
-        yield helper, db, tenant.workspace_id
+        yield helper, db, space.workspace_id
     finally:
         helper.run(db.dispose())
         helper.close()
