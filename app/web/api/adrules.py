@@ -1,7 +1,482 @@
-"""Ad rules JSON API."""
+"""Ad rules JSON API: the Meta token, ad accounts (discover, activate), rules and their tasks, and
+the batch log. Every query is scoped to the caller's workspace; another workspace's id answers 404.
+The Meta token is write-only: no response ever carries it (spec AR-24)."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Annotated
 
-ROUTERS: list[Any] = []
+import msgspec
+from litestar import delete, get, post, put
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from app.engines.adrules import accounts as account_service
+from app.engines.adrules import rules as rule_service
+from app.engines.adrules.catalogue import RuleStatus
+from app.engines.adrules.documents import load_prefilters, load_schedule
+from app.engines.adrules.errors import MetaUnavailable
+from app.engines.adrules.models import AdAccount, Batch
+from app.engines.adrules.schemas import (
+    PreFilters,
+    RuleIn,
+    Schedule,
+    StatusIn,
+    TaskDocument,
+    TaskIn,
+)
+from app.engines.adrules.sweep import shared_graph
+from app.errors import ValidationFailed
+from app.integrations.meta.errors import MetaError
+from app.integrations.meta.reader import MetaReader
+from app.runtime import Runtime
+from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
+from app.web.api.common import api_router
+from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+
+
+class TokenIn(Schema):
+    token: Annotated[str, msgspec.Meta(min_length=10, max_length=1000)]
+
+
+class TokenState(Schema):
+    configured: bool
+    """Whether a token is stored; the token itself is never returned."""
+
+
+class AccountOut(Schema):
+    id: int
+    meta_id: str
+    name: str
+    currency: str
+    timezone_name: str
+    account_status: int
+    active: bool
+    discovered_at: datetime
+    activated_at: datetime | None
+
+
+class RuleOut(Schema):
+    id: int
+    name: str
+    status: str
+    account_ids: list[int]
+    prefilters: PreFilters
+    schedule: Schedule
+    tasks: list[TaskDocument]
+    next_execution_at: datetime | None
+    last_dispatched_at: datetime | None
+    last_batch_id: str | None
+    last_batch_status: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class BatchOut(Schema):
+    id: int
+    batch_id: str
+    rule_id: int
+    rule_name: str
+    ad_account_id: int
+    account_meta_id: str
+    status: str
+    entities: int
+    pages: int
+    fetch_attempts: int
+    executed: int
+    not_executed: int
+    skipped: int
+    errors: int
+    error: str | None
+    tick_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+def account_out(a: AdAccount) -> AccountOut:
+    return AccountOut(
+        id=a.id,
+        meta_id=a.meta_id,
+        name=a.name,
+        currency=a.currency,
+        timezone_name=a.timezone_name,
+        account_status=a.account_status,
+        active=a.active,
+        discovered_at=a.discovered_at,
+        activated_at=a.activated_at,
+    )
+
+
+def rule_out(view: rule_service.RuleView) -> RuleOut:
+    r = view.rule
+    return RuleOut(
+        id=r.id,
+        name=r.name,
+        status=r.status,
+        account_ids=view.account_ids,
+        prefilters=load_prefilters(r.prefilters),
+        schedule=load_schedule(r.schedule),
+        tasks=view.tasks,
+        next_execution_at=r.next_execution_at,
+        last_dispatched_at=r.last_dispatched_at,
+        last_batch_id=r.last_batch_id,
+        last_batch_status=view.last_batch_status,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def batch_out(b: Batch, rule_name: str) -> BatchOut:
+    return BatchOut(
+        id=b.id,
+        batch_id=b.batch_id,
+        rule_id=b.rule_id,
+        rule_name=rule_name,
+        ad_account_id=b.ad_account_id,
+        account_meta_id=b.account_meta_id,
+        status=b.status,
+        entities=b.entities,
+        pages=b.pages,
+        fetch_attempts=b.fetch_attempts,
+        executed=b.executed,
+        not_executed=b.not_executed,
+        skipped=b.skipped,
+        errors=b.errors,
+        error=b.error,
+        tick_at=b.tick_at,
+        created_at=b.created_at,
+        started_at=b.started_at,
+        finished_at=b.finished_at,
+    )
+
+
+def _cursor(cursor: str | None) -> int | None:
+    if cursor is None:
+        return None
+    if not cursor.isdigit():
+        raise ValidationFailed.field("cursor", "not a cursor this API returned")
+    return int(cursor)
+
+
+def _limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise ValidationFailed.field("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
+    return limit
+
+
+# -- Meta token and ad accounts -------------------------------------------------------------------
+
+
+@put("/meta-token", status_code=200)
+async def set_meta_token(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[TokenIn]
+) -> TokenState:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        await account_service.store_token(
+            uow.session,
+            runtime.secrets,
+            workspace_id=principal.workspace_id,
+            token=data.token.strip(),
+            now=runtime.clock.now(),
+        )
+    return TokenState(configured=True)
+
+
+@get("/meta-token")
+async def get_meta_token(principal: CurrentPrincipal, runtime: CurrentRuntime) -> TokenState:
+    async with runtime.db.read() as session:
+        return TokenState(
+            configured=await account_service.has_token(session, principal.workspace_id)
+        )
+
+
+async def discover(runtime: Runtime, workspace_id: int) -> list[AdAccount]:
+    """Ask Meta which ad accounts the workspace's token reaches; new ones are stored inactive."""
+    async with runtime.db.read() as session:
+        token = await account_service.require_token(session, runtime.secrets, workspace_id)
+    reader = MetaReader(shared_graph(runtime.context()), token)
+    try:
+        found = await reader.ad_accounts()
+    except MetaError as exc:
+        raise MetaUnavailable(f"Meta refused the ad account list: {exc.describe()}") from None
+    async with runtime.db.write() as uow:
+        return await account_service.record_discovered(
+            uow.session, workspace_id=workspace_id, found=found, now=runtime.clock.now()
+        )
+
+
+@post("/accounts/discover", status_code=200)
+async def discover_accounts(
+    principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> list[AccountOut]:
+    require_admin(principal)
+    return [account_out(a) for a in await discover(runtime, principal.workspace_id)]
+
+
+@get("/accounts")
+async def list_accounts(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[AccountOut]:
+    async with runtime.db.read() as session:
+        return [
+            account_out(a)
+            for a in await account_service.list_accounts(session, principal.workspace_id)
+        ]
+
+
+@get("/accounts/{account_id:int}")
+async def get_account(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+) -> AccountOut:
+    async with runtime.db.read() as session:
+        return account_out(
+            await account_service.get_account(session, principal.workspace_id, account_id)
+        )
+
+
+async def _set_active(
+    principal: CurrentPrincipal, runtime: Runtime, account_id: int, active: bool
+) -> AccountOut:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        account = await account_service.set_active(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            account_id=account_id,
+            active=active,
+            now=runtime.clock.now(),
+        )
+    return account_out(account)
+
+
+@post("/accounts/{account_id:int}/activate", status_code=200)
+async def activate_account(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+) -> AccountOut:
+    return await _set_active(principal, runtime, account_id, True)
+
+
+@post("/accounts/{account_id:int}/deactivate", status_code=200)
+async def deactivate_account(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+) -> AccountOut:
+    return await _set_active(principal, runtime, account_id, False)
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+
+async def _view(runtime: Runtime, workspace_id: int, rule_id: int) -> RuleOut:
+    async with runtime.db.read() as session:
+        return rule_out(
+            await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        )
+
+
+@post("/rules", status_code=201)
+async def create_rule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[RuleIn]
+) -> RuleOut:
+    async with runtime.db.write() as uow:
+        rule = await rule_service.create_rule(
+            uow.session, workspace_id=principal.workspace_id, data=data, now=runtime.clock.now()
+        )
+    return await _view(runtime, principal.workspace_id, rule.id)
+
+
+@get("/rules")
+async def list_rules(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    status: FromQuery[RuleStatus | None] = None,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[int] = 50,
+) -> Page[RuleOut]:
+    size = _limit(limit)
+    async with runtime.db.read() as session:
+        views = await rule_service.list_rules(
+            session,
+            workspace_id=principal.workspace_id,
+            status=status,
+            after_id=_cursor(cursor),
+            limit=size,
+        )
+    return page_of([rule_out(v) for v in views], size)
+
+
+@get("/rules/{rule_id:int}")
+async def get_rule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
+) -> RuleOut:
+    return await _view(runtime, principal.workspace_id, rule_id)
+
+
+@put("/rules/{rule_id:int}")
+async def replace_rule(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+    data: JSONBody[RuleIn],
+) -> RuleOut:
+    async with runtime.db.write() as uow:
+        await rule_service.update_rule(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            rule_id=rule_id,
+            data=data,
+            now=runtime.clock.now(),
+        )
+    return await _view(runtime, principal.workspace_id, rule_id)
+
+
+@post("/rules/{rule_id:int}/status", status_code=200)
+async def change_status(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+    data: JSONBody[StatusIn],
+) -> RuleOut:
+    async with runtime.db.write() as uow:
+        await rule_service.set_status(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            rule_id=rule_id,
+            status=data.status,
+            now=runtime.clock.now(),
+        )
+    return await _view(runtime, principal.workspace_id, rule_id)
+
+
+@delete("/rules/{rule_id:int}", status_code=200)
+async def archive_rule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
+) -> RuleOut:
+    """Archive (rules are kept with their batch log; an archived rule never runs)."""
+    async with runtime.db.write() as uow:
+        await rule_service.set_status(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            rule_id=rule_id,
+            status="archived",
+            now=runtime.clock.now(),
+        )
+    return await _view(runtime, principal.workspace_id, rule_id)
+
+
+# -- tasks ----------------------------------------------------------------------------------------
+
+
+@get("/rules/{rule_id:int}/tasks")
+async def list_tasks(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
+) -> list[TaskDocument]:
+    return (await _view(runtime, principal.workspace_id, rule_id)).tasks
+
+
+@post("/rules/{rule_id:int}/tasks", status_code=201)
+async def add_task(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+    data: JSONBody[TaskIn],
+) -> TaskDocument:
+    async with runtime.db.write() as uow:
+        task = await rule_service.add_task(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            rule_id=rule_id,
+            task=data,
+            now=runtime.clock.now(),
+        )
+    tasks = (await _view(runtime, principal.workspace_id, rule_id)).tasks
+    return next(t for t in tasks if t.id == task.id)
+
+
+@put("/rules/{rule_id:int}/tasks/{task_id:int}")
+async def replace_task(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+    task_id: FromPath[int],
+    data: JSONBody[TaskIn],
+) -> TaskDocument:
+    async with runtime.db.write() as uow:
+        await rule_service.update_task(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            rule_id=rule_id,
+            task_id=task_id,
+            task=data,
+            now=runtime.clock.now(),
+        )
+    tasks = (await _view(runtime, principal.workspace_id, rule_id)).tasks
+    return next(t for t in tasks if t.id == task_id)
+
+
+@delete("/rules/{rule_id:int}/tasks/{task_id:int}", status_code=204)
+async def remove_task(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+    task_id: FromPath[int],
+) -> None:
+    async with runtime.db.write() as uow:
+        await rule_service.remove_task(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            rule_id=rule_id,
+            task_id=task_id,
+            now=runtime.clock.now(),
+        )
+
+
+# -- batch log ------------------------------------------------------------------------------------
+
+
+@get("/batches")
+async def list_batches(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromQuery[int | None] = None,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[int] = 50,
+) -> Page[BatchOut]:
+    """Batch records newest first (one per dispatch and ad account)."""
+    size = _limit(limit)
+    async with runtime.db.read() as session:
+        rows = await rule_service.list_batches(
+            session,
+            workspace_id=principal.workspace_id,
+            rule_id=rule_id,
+            before_id=_cursor(cursor),
+            limit=size,
+        )
+    return page_of([batch_out(b, name) for b, name in rows], size)
+
+
+ROUTERS = [
+    api_router(
+        "/adrules",
+        [
+            set_meta_token,
+            get_meta_token,
+            discover_accounts,
+            list_accounts,
+            get_account,
+            activate_account,
+            deactivate_account,
+            create_rule,
+            list_rules,
+            get_rule,
+            replace_rule,
+            change_status,
+            archive_rule,
+            list_tasks,
+            add_task,
+            replace_task,
+            remove_task,
+            list_batches,
+        ],
+        tag="adrules",
+    )
+]
