@@ -87,6 +87,9 @@ class _Errors:
 def cap_cents(value: Decimal | None, errors: _Errors, path: str = "monthly_cap_eur") -> int | None:
     if value is None:
         return None
+    if not value.is_finite():
+        errors.add(path, "must be an amount in EUR")
+        return None
     cents = value * 100
     if cents != cents.to_integral_value():
         errors.add(path, "must be a whole number of cents")

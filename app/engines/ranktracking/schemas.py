@@ -273,7 +273,8 @@ class BalanceOut(Schema):
 
 
 class TopUpIn(Schema):
-    amount_eur: Annotated[Decimal, msgspec.Meta(gt=0, le=1_000_000)]
+    amount_eur: Decimal
+    """Positive, whole cents, at most 1,000,000 EUR."""
     note: Annotated[str, msgspec.Meta(max_length=300)] = ""
 
 
@@ -297,3 +298,18 @@ class ActivityOut(Schema):
     schedule_id: int | None
     run_id: int | None
     created_at: datetime
+
+
+class ListWriteOut(Schema):
+    list: ListOut
+    report: BulkAddOut
+
+
+class LedgerPage(Schema):
+    items: list[LedgerEntryOut]
+    next_cursor: str | None
+
+
+class ActivityPage(Schema):
+    items: list[ActivityOut]
+    next_cursor: str | None

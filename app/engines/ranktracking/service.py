@@ -46,6 +46,7 @@ from app.engines.ranktracking.models import (
     Run,
     Schedule,
 )
+from app.engines.ranktracking.money import eur
 from app.engines.ranktracking.pricing import PRIORITY, STANDARD, PriceList, quote
 from app.engines.ranktracking.recurrence import RUNS_PER_MONTH, first_due
 from app.engines.ranktracking.schemas import (
@@ -62,11 +63,6 @@ from app.platform.service import Principal
 from app.settings import RankTrackingSettings
 
 LIVE_STATUSES = (ACTIVE, PAUSED_USER, PAUSED_BALANCE)
-
-
-def eur(cents: int) -> str:
-    sign = "-" if cents < 0 else ""
-    return f"{sign}{abs(cents) // 100}.{abs(cents) % 100:02d}"
 
 
 # -- lookups -------------------------------------------------------------------------------------

@@ -1,7 +1,412 @@
-"""Position tracking JSON API."""
+"""Position tracking JSON API under ``/api/v1/ranktracking``: keyword lists, schedules, estimates,
+manual runs, pause/resume/end, the log and results, the balance, its ledger and the activity feed.
+
+Handlers stay thin: a unit of work, a service call, a response shape. Every lookup is scoped by the
+caller's workspace, so another workspace's id answers 404.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-ROUTERS: list[Any] = []
+from litestar import get, patch, post, put
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from app.engines.ranktracking import lists as list_service
+from app.engines.ranktracking import money
+from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.errors import RunNotFound
+from app.engines.ranktracking.keywords import parse_import
+from app.engines.ranktracking.log import schedule_log
+from app.engines.ranktracking.models import Run
+from app.engines.ranktracking.results import keyword_history, latest_results, run_results
+from app.engines.ranktracking.schemas import (
+    ActivityPage,
+    BalanceOut,
+    BulkAddOut,
+    CreatedOut,
+    EstimateOut,
+    ImportIn,
+    KeywordHistoryOut,
+    KeywordsIn,
+    LaunchOut,
+    LedgerPage,
+    ListDetailOut,
+    ListIn,
+    ListOut,
+    ListRename,
+    ListWriteOut,
+    LogOut,
+    QueueName,
+    RemovedOut,
+    ResultOut,
+    RunNowIn,
+    ScheduleEdit,
+    ScheduleIn,
+    ScheduleOut,
+    SelectionIn,
+    TopUpIn,
+)
+from app.web.api.common import api_router
+from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+
+# -- keyword lists ----------------------------------------------------------------------------------
+
+
+@get("/lists")
+async def get_lists(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[ListOut]:
+    async with runtime.db.read() as session:
+        return await list_service.all_lists(session, principal.workspace_id)
+
+
+@post("/lists")
+async def create_list(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ListIn]
+) -> ListWriteOut:
+    async with runtime.db.write() as uow:
+        kl, report = await list_service.create_list(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            name=data.name,
+            keywords=data.keywords,
+            now=runtime.clock.now(),
+        )
+        out = await list_service.list_out(uow.session, kl)
+    return ListWriteOut(list=out, report=report)
+
+
+@get("/lists/{list_id:int}")
+async def get_list(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, list_id: FromPath[int]
+) -> ListDetailOut:
+    async with runtime.db.read() as session:
+        kl = await list_service.get_list(session, principal.workspace_id, list_id)
+        return await list_service.detail_out(session, kl)
+
+
+@patch("/lists/{list_id:int}")
+async def rename_list(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    list_id: FromPath[int],
+    data: JSONBody[ListRename],
+) -> ListOut:
+    async with runtime.db.write() as uow:
+        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
+        await list_service.rename_list(uow.session, kl, data.name, runtime.clock.now())
+        return await list_service.list_out(uow.session, kl)
+
+
+@post("/lists/{list_id:int}/keywords")
+async def add_keywords(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    list_id: FromPath[int],
+    data: JSONBody[KeywordsIn],
+) -> BulkAddOut:
+    async with runtime.db.write() as uow:
+        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
+        return await list_service.add_keywords(
+            uow.session, kl, data.keywords, now=runtime.clock.now()
+        )
+
+
+@post("/lists/{list_id:int}/keywords/remove")
+async def remove_keywords(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    list_id: FromPath[int],
+    data: JSONBody[KeywordsIn],
+) -> RemovedOut:
+    async with runtime.db.write() as uow:
+        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
+        return await list_service.remove_keywords(
+            uow.session, kl, data.keywords, now=runtime.clock.now()
+        )
+
+
+@post("/lists/{list_id:int}/import")
+async def import_keywords(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    list_id: FromPath[int],
+    data: JSONBody[ImportIn],
+) -> BulkAddOut:
+    """One keyword a line (``text``) or the first column of a CSV (``csv``)."""
+    async with runtime.db.write() as uow:
+        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
+        return await list_service.add_keywords(
+            uow.session, kl, parse_import(data.text, fmt=data.format), now=runtime.clock.now()
+        )
+
+
+# -- schedules --------------------------------------------------------------------------------------
+
+
+@get("/schedules")
+async def get_schedules(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    include_archived: FromQuery[bool] = False,
+) -> list[ScheduleOut]:
+    now = runtime.clock.now()
+    async with runtime.db.read() as session:
+        rows = await schedules.list_schedules(
+            session, principal.workspace_id, include_archived=include_archived
+        )
+        return [await schedules.schedule_out(session, s, now) for s in rows]
+
+
+@post("/schedules")
+async def create_schedule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ScheduleIn]
+) -> CreatedOut:
+    """Save the schedule, then request its baseline; the response says what the baseline did."""
+    schedule, launch = await schedules.create_and_baseline(runtime, principal, data)
+    async with runtime.db.read() as session:
+        return CreatedOut(
+            schedule=await schedules.schedule_out(session, schedule, runtime.clock.now()),
+            baseline=await schedules.launch_out(session, launch),
+        )
+
+
+@post("/estimate", status_code=200)
+async def estimate_new(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ScheduleIn]
+) -> EstimateOut:
+    """The admission estimate of a schedule not yet created (the wizard's live figure)."""
+    async with runtime.db.read() as session:
+        return await schedules.estimate_new(session, runtime.settings.ranktracking, principal, data)
+
+
+@get("/schedules/{schedule_id:int}")
+async def get_schedule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+) -> ScheduleOut:
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await schedules.schedule_out(session, schedule, runtime.clock.now())
+
+
+@patch("/schedules/{schedule_id:int}")
+async def edit_schedule(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    data: JSONBody[ScheduleEdit],
+) -> ScheduleOut:
+    async with runtime.db.write() as uow:
+        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+        await schedules.edit(
+            uow.session, runtime.settings.ranktracking, schedule, data, runtime.clock.now()
+        )
+        return await schedules.schedule_out(uow.session, schedule, runtime.clock.now())
+
+
+@put("/schedules/{schedule_id:int}/keywords")
+async def set_selection(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    data: JSONBody[SelectionIn],
+) -> ScheduleOut:
+    async with runtime.db.write() as uow:
+        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+        await schedules.set_selection(
+            uow.session, runtime.settings.ranktracking, schedule, data.keywords, runtime.clock.now()
+        )
+        return await schedules.schedule_out(uow.session, schedule, runtime.clock.now())
+
+
+@get("/schedules/{schedule_id:int}/estimate")
+async def estimate_schedule(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    queue: FromQuery[QueueName] = "standard",
+) -> EstimateOut:
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await schedules.estimate_existing(
+            session, runtime.settings.ranktracking, schedule, queue
+        )
+
+
+@post("/schedules/{schedule_id:int}/run", status_code=200)
+async def run_schedule(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    data: JSONBody[RunNowIn],
+) -> LaunchOut:
+    """ "Run now" (standard) or "measure quickly" (priority); ``launched`` says what really went
+    out and ``reason`` why nothing did."""
+    launch = await schedules.run_now(runtime, principal, schedule_id, data.queue)
+    async with runtime.db.read() as session:
+        return await schedules.launch_out(session, launch)
+
+
+async def _transition(principal: Any, runtime: Any, schedule_id: int, action: Any) -> ScheduleOut:
+    async with runtime.db.write() as uow:
+        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+        await action(uow.session, schedule, runtime.clock.now())
+        out: ScheduleOut = await schedules.schedule_out(uow.session, schedule, runtime.clock.now())
+        return out
+
+
+@post("/schedules/{schedule_id:int}/pause", status_code=200)
+async def pause_schedule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+) -> ScheduleOut:
+    return await _transition(principal, runtime, schedule_id, schedules.pause)
+
+
+@post("/schedules/{schedule_id:int}/resume", status_code=200)
+async def resume_schedule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+) -> ScheduleOut:
+    return await _transition(principal, runtime, schedule_id, schedules.resume)
+
+
+@post("/schedules/{schedule_id:int}/end", status_code=200)
+async def end_schedule(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+) -> ScheduleOut:
+    return await _transition(principal, runtime, schedule_id, schedules.end)
+
+
+@get("/schedules/{schedule_id:int}/mobile-draft")
+async def mobile_draft(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+) -> ScheduleIn:
+    """A new mobile schedule pre-filled from this one, to POST to ``/schedules`` (RT-17)."""
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return schedules.mobile_draft(schedule)
+
+
+@get("/schedules/{schedule_id:int}/log")
+async def get_log(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    cursor: FromQuery[str | None] = None,
+) -> LogOut:
+    async with runtime.db.read() as session:
+        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await schedule_log(session, schedule_id, before_id=money.cursor_id(cursor))
+
+
+@get("/schedules/{schedule_id:int}/results")
+async def get_results(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+) -> list[ResultOut]:
+    async with runtime.db.read() as session:
+        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await latest_results(session, schedule_id)
+
+
+@get("/schedules/{schedule_id:int}/history")
+async def get_history(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    keyword: FromQuery[str],
+) -> KeywordHistoryOut:
+    async with runtime.db.read() as session:
+        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await keyword_history(session, schedule_id, " ".join(keyword.split()).casefold())
+
+
+@get("/runs/{run_id:int}/results")
+async def get_run_results(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, run_id: FromPath[int]
+) -> list[ResultOut]:
+    async with runtime.db.read() as session:
+        run = await session.get(Run, run_id)
+        if run is None or run.workspace_id != principal.workspace_id:
+            raise RunNotFound("run not found")
+        return await run_results(session, run_id)
+
+
+# -- money and activity -----------------------------------------------------------------------------
+
+
+@get("/balance")
+async def get_balance(principal: CurrentPrincipal, runtime: CurrentRuntime) -> BalanceOut:
+    async with runtime.db.read() as session:
+        return await money.balance_out(session, principal.organisation_id)
+
+
+@post("/balance/top-ups")
+async def top_up(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[TopUpIn]
+) -> BalanceOut:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        await money.top_up(
+            uow.session,
+            organisation_id=principal.organisation_id,
+            workspace_id=principal.workspace_id,
+            amount_eur=data.amount_eur,
+            note=data.note,
+            now=runtime.clock.now(),
+        )
+        return await money.balance_out(uow.session, principal.organisation_id)
+
+
+@get("/ledger")
+async def get_ledger(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, cursor: FromQuery[str | None] = None
+) -> LedgerPage:
+    async with runtime.db.read() as session:
+        return await money.ledger_page(session, principal.organisation_id, cursor)
+
+
+@get("/activity")
+async def get_activity(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    cursor: FromQuery[str | None] = None,
+    schedule_id: FromQuery[int | None] = None,
+) -> ActivityPage:
+    async with runtime.db.read() as session:
+        return await money.activity_page(
+            session, principal.workspace_id, cursor, schedule_id=schedule_id
+        )
+
+
+ROUTERS: list[Any] = [
+    api_router(
+        "/ranktracking",
+        [
+            get_lists,
+            create_list,
+            get_list,
+            rename_list,
+            add_keywords,
+            remove_keywords,
+            import_keywords,
+            get_schedules,
+            create_schedule,
+            estimate_new,
+            get_schedule,
+            edit_schedule,
+            set_selection,
+            estimate_schedule,
+            run_schedule,
+            pause_schedule,
+            resume_schedule,
+            end_schedule,
+            mobile_draft,
+            get_log,
+            get_results,
+            get_history,
+            get_run_results,
+            get_balance,
+            top_up,
+            get_ledger,
+            get_activity,
+        ],
+    )
+]

@@ -1,0 +1,140 @@
+"""Read shapes of the organisation balance, its ledger and the activity feed, plus top-ups."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking.models import Activity, LedgerEntry
+from app.engines.ranktracking.schemas import (
+    ActivityOut,
+    ActivityPage,
+    BalanceOut,
+    LedgerEntryOut,
+    LedgerPage,
+)
+from app.errors import ValidationFailed
+
+PAGE = 50
+MAX_TOP_UP_EUR = Decimal(1_000_000)
+
+
+def eur(cents: int) -> str:
+    sign = "-" if cents < 0 else ""
+    return f"{sign}{abs(cents) // 100}.{abs(cents) % 100:02d}"
+
+
+def cursor_id(cursor: str | None) -> int | None:
+    if cursor is None or cursor == "":
+        return None
+    if not cursor.isdigit():
+        raise ValidationFailed.field("cursor", "not a cursor from a previous page")
+    return int(cursor)
+
+
+async def balance_out(session: ReadSession, organisation_id: int) -> BalanceOut:
+    view = await ledger.balance_of(session, organisation_id)
+    return BalanceOut(
+        credits_cents=view.credits_cents,
+        settled_cents=view.settled_cents,
+        reserved_cents=view.reserved_cents,
+        available_cents=view.available_cents,
+        available_eur=eur(view.available_cents),
+    )
+
+
+async def top_up(
+    session: WriteSession,
+    *,
+    organisation_id: int,
+    workspace_id: int,
+    amount_eur: Decimal,
+    note: str,
+    now: datetime,
+) -> None:
+    if not amount_eur.is_finite() or amount_eur <= 0 or amount_eur > MAX_TOP_UP_EUR:
+        raise ValidationFailed.field("amount_eur", "must be more than 0 and at most 1000000 EUR")
+    cents = amount_eur * 100
+    if cents != cents.to_integral_value():
+        raise ValidationFailed.field("amount_eur", "must be a whole number of cents")
+    await ledger.top_up(
+        session,
+        organisation_id=organisation_id,
+        workspace_id=workspace_id,
+        amount_cents=int(cents),
+        now=now,
+        note=note or "top-up",
+    )
+    activity.record(
+        session,
+        workspace_id=workspace_id,
+        kind=activity.TOPUP,
+        message=f"balance topped up by {eur(int(cents))} EUR"
+        + " (paused schedules stay paused until resumed)",
+        now=now,
+    )
+
+
+def entry_out(e: LedgerEntry) -> LedgerEntryOut:
+    return LedgerEntryOut(
+        id=e.id,
+        kind=e.kind,
+        amount_cents=e.amount_cents,
+        schedule_id=e.schedule_id,
+        run_id=e.run_id,
+        reservation_id=e.reservation_id,
+        provider_cost=str(e.provider_cost) if e.provider_cost is not None else None,
+        note=e.note,
+        created_at=e.created_at,
+    )
+
+
+async def ledger_page(
+    session: ReadSession, organisation_id: int, cursor: str | None, limit: int = PAGE
+) -> LedgerPage:
+    rows = await ledger.entries(
+        session, organisation_id, limit=limit + 1, before_id=cursor_id(cursor)
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return LedgerPage(
+        items=[entry_out(e) for e in rows],
+        next_cursor=str(rows[-1].id) if more and rows else None,
+    )
+
+
+def activity_out(a: Activity) -> ActivityOut:
+    return ActivityOut(
+        id=a.id,
+        kind=a.kind,
+        code=a.code,
+        message=a.message,
+        schedule_id=a.schedule_id,
+        run_id=a.run_id,
+        created_at=a.created_at,
+    )
+
+
+async def activity_page(
+    session: ReadSession,
+    workspace_id: int,
+    cursor: str | None,
+    *,
+    schedule_id: int | None = None,
+    limit: int = PAGE,
+) -> ActivityPage:
+    rows = await activity.feed(
+        session,
+        workspace_id,
+        limit=limit + 1,
+        before_id=cursor_id(cursor),
+        schedule_id=schedule_id,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return ActivityPage(
+        items=[activity_out(a) for a in rows],
+        next_cursor=str(rows[-1].id) if more and rows else None,
+    )
