@@ -1,0 +1,279 @@
+"""Preview (spec AR-4): evaluate a rule now against one ad account and show, per campaign, every
+condition's value and result and the action that *would* run — reading only.
+
+This module holds a :class:`~app.integrations.meta.reader.MetaReader` and nothing that writes: the
+campaigns are listed with the rule's pre-filters, Insights and custom metrics are read exactly as a
+run reads them (the sheet copy is not even refreshed), cooldowns are checked against the records,
+and the change an action would make is worked out by the pure planners of :mod:`.changes` from the
+values just read. An import-linter contract keeps the Graph writer out of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.clock import Clock
+from app.db.session import Database
+from app.engines.adrules import accounts as account_service
+from app.engines.adrules import records
+from app.engines.adrules import rules as rule_service
+from app.engines.adrules.changes import (
+    ActionFailed,
+    Change,
+    action_parameters,
+    plan_budget,
+    plan_name,
+    plan_status,
+)
+from app.engines.adrules.cooldown import check_cooldown
+from app.engines.adrules.documents import load_prefilters
+from app.engines.adrules.errors import MetaUnavailable
+from app.engines.adrules.evaluate import evaluate_conditions
+from app.engines.adrules.facts import gather
+from app.engines.adrules.fetch import FetchFailed, fetch_campaigns
+from app.engines.adrules.insights import Sleep
+from app.engines.adrules.metrics import local_time
+from app.engines.adrules.payloads import CampaignEntity
+from app.engines.adrules.prefilters import to_filtering
+from app.engines.adrules.schemas import (
+    Action,
+    ActivateCampaign,
+    AppendToName,
+    DecreaseBudget,
+    IncreaseBudget,
+    PauseCampaign,
+    RemoveFromName,
+    Rename,
+    SetBudget,
+    TaskDocument,
+)
+from app.engines.adrules.sheets_values import CustomMetricSource, SheetCache, workspace_credentials
+from app.errors import Conflict
+from app.integrations.meta.client import GraphClient
+from app.integrations.meta.errors import MetaError
+from app.integrations.meta.reader import MetaReader
+from app.integrations.sheets import SheetsClient
+from app.platform.crypto import SecretBox
+from app.platform.service import get_workspace
+from app.schemas import Schema
+
+MAX_CAMPAIGNS = 500
+"""A preview evaluates at most this many campaigns (the first ones Meta lists)."""
+
+
+class PreviewCondition(Schema, kw_only=True):
+    text: str
+    seen: str | None
+    compared: str | None
+    passed: bool
+    reason: str | None = None
+
+
+class PreviewTask(Schema, kw_only=True):
+    task_id: int
+    task_name: str
+    action: str
+    parameters: dict[str, Any]
+    passed: bool
+    conditions: list[PreviewCondition]
+    would: str
+    """``act``, ``skip`` (cooldown), ``nothing`` (conditions not met, or nothing to change), ``error``."""
+    reason: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    next_allowed_at: datetime | None = None
+
+
+class PreviewCampaign(Schema, kw_only=True):
+    id: str
+    name: str
+    effective_status: str
+    error: str | None = None
+    tasks: list[PreviewTask]
+
+
+class PreviewResult(Schema, kw_only=True):
+    rule_id: int
+    ad_account_id: int
+    account_meta_id: str
+    evaluated_at: datetime
+    campaigns: list[PreviewCampaign]
+    total_campaigns: int
+    truncated: bool
+    graph_calls: int
+    """Batch calls made for Insights (listing pages not included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewDeps:
+    db: Database
+    clock: Clock
+    secrets: SecretBox
+    graph: GraphClient
+    sheets: SheetsClient
+    sheet_cache: SheetCache
+    sleep: Sleep
+    retry_delays: tuple[float, ...] = (1.0, 2.0)
+
+
+def _would_change(
+    action: Action,
+    campaign: CampaignEntity,
+    currency: str,
+    rule_name: str,
+    now: datetime,
+    timezone: str,
+) -> Change | None:
+    """What the action would write, from the values just listed (no live re-read: they are live)."""
+    if isinstance(action, PauseCampaign | ActivateCampaign):
+        return plan_status(action, campaign.effective_status)
+    if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
+        return plan_budget(action, campaign.daily_budget, currency)
+    if isinstance(action, Rename | AppendToName | RemoveFromName):
+        return plan_name(
+            action,
+            campaign.name,
+            rule=rule_name,
+            date=f"{local_time(now, timezone):%Y-%m-%d}",
+            campaign_id=campaign.id,
+        )
+    return None  # notifications and log_only change nothing on Meta
+
+
+async def preview_rule(
+    deps: PreviewDeps, *, workspace_id: int, rule_id: int, ad_account_id: int
+) -> PreviewResult:
+    now = deps.clock.now()
+    async with deps.db.read() as session:
+        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        account = await account_service.get_account(session, workspace_id, ad_account_id)
+        workspace = await get_workspace(session, workspace_id)
+        token = await account_service.require_token(session, deps.secrets, workspace_id)
+    if not account.active:
+        raise Conflict(
+            "activate the ad account first: nothing is read from an inactive account",
+            code="ad_account_inactive",
+        )
+    tasks: Sequence[TaskDocument] = view.tasks
+    reader = MetaReader(deps.graph, token)
+    filtering = to_filtering(load_prefilters(view.rule.prefilters))
+    try:
+        fetched = await fetch_campaigns(
+            reader, account.meta_id, filtering, sleep=deps.sleep, delays=deps.retry_delays
+        )
+    except FetchFailed as exc:
+        raise MetaUnavailable(
+            f"the campaigns could not be listed: {exc.error.describe()}"
+        ) from None
+    campaigns = fetched.campaigns[:MAX_CAMPAIGNS]
+    custom = CustomMetricSource(
+        db=deps.db,
+        clock=deps.clock,
+        client=deps.sheets,
+        cache=deps.sheet_cache,
+        workspace_id=workspace_id,
+        credentials=await workspace_credentials(deps.db, deps.secrets, workspace_id),
+        save_copies=False,
+    )
+    gathered = await gather(
+        tasks=tasks,
+        campaigns=campaigns,
+        currency=account.currency,
+        timezone=workspace.timezone,
+        now=now,
+        reader=reader,
+        custom=custom,
+        sleep=deps.sleep,
+        retry_delays=deps.retry_delays,
+    )
+    async with deps.db.read() as session:
+        last = await records.last_executions(
+            session, [t.id for t in tasks], [c.id for c in campaigns]
+        )
+    out: list[PreviewCampaign] = []
+    for campaign in campaigns:
+        error = gathered.errors.get(campaign.id)
+        facts = gathered.facts.get(campaign.id)
+        if error is not None or facts is None:
+            reason = error.describe() if isinstance(error, MetaError) else "no data"
+            out.append(
+                PreviewCampaign(
+                    id=campaign.id,
+                    name=campaign.name,
+                    effective_status=campaign.effective_status,
+                    error=f"Insights read failed: {reason}",
+                    tasks=[],
+                )
+            )
+            continue
+        items: list[PreviewTask] = []
+        for task in tasks:
+            evaluation = evaluate_conditions(task.conditions, task.group, facts)
+            item = PreviewTask(
+                task_id=task.id,
+                task_name=task.name,
+                action=str(type(task.action).__struct_config__.tag),
+                parameters=action_parameters(task.action),
+                passed=evaluation.passed,
+                conditions=[
+                    PreviewCondition(
+                        text=c.text,
+                        seen=c.seen,
+                        compared=c.compared,
+                        passed=c.passed,
+                        reason=c.reason,
+                    )
+                    for c in evaluation.conditions
+                ],
+                would="nothing",
+                reason=None if evaluation.passed else "conditions not met",
+            )
+            if evaluation.passed:
+                verdict = check_cooldown(last.get((task.id, campaign.id)), task.cooldown, now)
+                if not verdict.allowed:
+                    item.would, item.reason, item.next_allowed_at = (
+                        "skip",
+                        verdict.reason,
+                        verdict.next_allowed_at,
+                    )
+                else:
+                    try:
+                        change = _would_change(
+                            task.action,
+                            campaign,
+                            account.currency,
+                            view.rule.name,
+                            now,
+                            workspace.timezone,
+                        )
+                    except ActionFailed as exc:
+                        item.would, item.reason = "error", str(exc)
+                    else:
+                        if change is not None and change.write is None:
+                            item.reason = change.noop
+                        else:
+                            item.would = "act"
+                            if change is not None:
+                                item.before, item.after = change.before, change.after
+            items.append(item)
+        out.append(
+            PreviewCampaign(
+                id=campaign.id,
+                name=campaign.name,
+                effective_status=campaign.effective_status,
+                tasks=items,
+            )
+        )
+    return PreviewResult(
+        rule_id=rule_id,
+        ad_account_id=ad_account_id,
+        account_meta_id=account.meta_id,
+        evaluated_at=now,
+        campaigns=out,
+        total_campaigns=len(fetched.campaigns),
+        truncated=len(fetched.campaigns) > MAX_CAMPAIGNS,
+        graph_calls=gathered.stats.calls,
+    )
