@@ -1,13 +1,505 @@
-"""Position tracking dashboard pages."""
+"""Position tracking dashboard pages under ``/ui/ranktracking``: schedules with their status and next
+due time (or "retrying"), the creation wizard with its live estimate, each schedule's log with a
+health chart, results with position over time, keyword lists, and the organisation balance with its
+ledger and the activity feed.
+
+Pages call the same services as the API. A form that breaks a rule is shown again with the message.
+"""
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import quote
 
-NAV: list[tuple[str, str]] = []
+import msgspec
+from litestar import Request, get, post
+from litestar.params import FromPath, FromQuery, URLEncodedBody
+from litestar.response import Redirect, Template
+
+from app.engines.ranktracking import lists as list_service
+from app.engines.ranktracking import money
+from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.keywords import normalise, parse_import
+from app.engines.ranktracking.log import schedule_log
+from app.engines.ranktracking.results import keyword_history, latest_results
+from app.engines.ranktracking.schemas import ScheduleIn
+from app.errors import DomainError
+from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.dashboard.common import page
+
+PREFIX = "/ui/ranktracking"
+
+
+class ScheduleForm(msgspec.Struct, kw_only=True):
+    """The wizard's fields as the browser posts them (all text; checkboxes "on" or absent).
+    Unknown fields (the CSRF token) are ignored."""
+
+    name: str = ""
+    data_type: str = "serp"
+    frequency: str = "weekly"
+    source: str = "list"
+    list_id: str = ""
+    keywords: str = ""
+    depth: str = "top10"
+    location_code: str = "2840"
+    language_code: str = "en"
+    domain: str = ""
+    device_desktop: str = ""
+    device_mobile: str = ""
+    package_volume: str = ""
+    package_cpc: str = ""
+    package_trends: str = ""
+    monthly_cap_eur: str = ""
+
+
+class ListForm(msgspec.Struct, kw_only=True):
+    name: str = ""
+    keywords: str = ""
+    format: str = "text"
+
+
+class RunForm(msgspec.Struct, kw_only=True):
+    queue: str = "standard"
+
+
+class TopUpForm(msgspec.Struct, kw_only=True):
+    amount_eur: str = ""
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value.strip())
+    except ValueError:
+        return None
+
+
+def _decimal(value: str) -> Decimal | None:
+    if not value.strip():
+        return None
+    try:
+        return Decimal(value.strip().replace(",", "."))
+    except InvalidOperation:
+        return Decimal("NaN")
+
+
+def schedule_in(form: ScheduleForm) -> ScheduleIn:
+    """The wizard's form as the API's request struct (the services check every rule)."""
+    serp = form.data_type == "serp"
+    devices: list[Any] = [d for d in ("desktop", "mobile") if getattr(form, f"device_{d}")]
+    packages: list[Any] = [p for p in ("volume", "cpc", "trends") if getattr(form, f"package_{p}")]
+    use_list = form.source == "list"
+    return ScheduleIn(
+        name=form.name,
+        data_type=form.data_type if form.data_type in ("serp", "keyword_data") else "serp",  # type: ignore[arg-type]
+        frequency=form.frequency  # type: ignore[arg-type]
+        if form.frequency in ("daily", "weekly", "biweekly", "monthly", "quarterly")
+        else "weekly",
+        list_id=_int(form.list_id) if use_list else None,
+        keywords=None if use_list else parse_import(form.keywords),
+        depth=(form.depth if form.depth in ("top10", "top100") else None) if serp else None,  # type: ignore[arg-type]
+        location_code=_int(form.location_code),
+        language_code=form.language_code.strip() or None,
+        domain=form.domain.strip() or None if serp else None,
+        devices=devices if serp else None,
+        packages=packages if not serp else None,
+        monthly_cap_eur=_decimal(form.monthly_cap_eur),
+    )
+
+
+def _error_text(exc: DomainError) -> list[str]:
+    if exc.details:
+        return [
+            f"{d.get('field', '')}: {d.get('message', '')}".strip(": ")
+            for d in exc.details
+            if isinstance(d, dict)
+        ]
+    return [exc.message]
+
+
+# -- schedules ------------------------------------------------------------------------------------
+
+
+@get(PREFIX)
+async def overview(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    now = runtime.clock.now()
+    async with runtime.db.read() as session:
+        rows = await schedules.list_schedules(session, principal.workspace_id)
+        items = [await schedules.schedule_out(session, s, now) for s in rows]
+        balance = await money.balance_out(session, principal.organisation_id)
+    return page(
+        request,
+        "ranktracking/overview.html",
+        principal,
+        schedules=items,
+        balance=balance,
+        limit=runtime.settings.ranktracking.max_active_schedules,
+    )
+
+
+async def _wizard(
+    request: Request[Any, Any, Any],
+    principal: Any,
+    runtime: Any,
+    form: ScheduleForm,
+    errors: list[str] | None = None,
+) -> Template:
+    async with runtime.db.read() as session:
+        keyword_lists = await list_service.all_lists(session, principal.workspace_id)
+    return page(
+        request,
+        "ranktracking/wizard.html",
+        principal,
+        form=form,
+        lists=keyword_lists,
+        errors=errors or [],
+    )
+
+
+@get(f"{PREFIX}/new")
+async def wizard(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    mobile_of: FromQuery[int | None] = None,
+) -> Template:
+    form = ScheduleForm(device_desktop="on")
+    if mobile_of is not None:
+        # RT-17: "duplicate for mobile" opens the wizard pre-filled; the source is untouched.
+        async with runtime.db.read() as session:
+            source = await schedules.get_schedule(session, principal.workspace_id, mobile_of)
+        draft = schedules.mobile_draft(source)
+        form = ScheduleForm(
+            name=draft.name,
+            data_type="serp",
+            frequency=draft.frequency,
+            source="list" if draft.list_id is not None else "selection",
+            list_id=str(draft.list_id or ""),
+            keywords="\n".join(draft.keywords or []),
+            depth=draft.depth or "top10",
+            location_code=str(draft.location_code or ""),
+            language_code=draft.language_code or "",
+            domain=draft.domain or "",
+            device_mobile="on",
+            monthly_cap_eur=str(draft.monthly_cap_eur or ""),
+        )
+    return await _wizard(request, principal, runtime, form)
+
+
+@post(f"{PREFIX}/estimate")
+async def live_estimate(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[ScheduleForm],
+) -> Template:
+    """The wizard's live estimate (an htmx fragment)."""
+    estimate = None
+    errors: list[str] = []
+    try:
+        async with runtime.db.read() as session:
+            estimate = await schedules.estimate_new(
+                session, runtime.settings.ranktracking, principal, schedule_in(data)
+            )
+    except DomainError as exc:
+        errors = _error_text(exc)
+    return page(request, "ranktracking/_estimate.html", principal, estimate=estimate, errors=errors)
+
+
+@post(f"{PREFIX}/new")
+async def create_schedule(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[ScheduleForm],
+) -> Template | Redirect:
+    try:
+        schedule, launch = await schedules.create_and_baseline(
+            runtime, principal, schedule_in(data)
+        )
+    except DomainError as exc:
+        tpl = await _wizard(request, principal, runtime, data, _error_text(exc))
+        tpl.status_code = 422
+        return tpl
+    outcome = (
+        f"Baseline: {launch.launched} child run(s) launched"
+        if launch.launched
+        else f"Baseline not launched ({launch.code}): {launch.message}"
+    )
+    return Redirect(f"{PREFIX}/schedules/{schedule.id}?notice={quote(outcome)}")
+
+
+@get(f"{PREFIX}/schedules/{{schedule_id:int}}")
+async def schedule_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    cursor: FromQuery[str | None] = None,
+    notice: FromQuery[str | None] = None,
+) -> Template:
+    now = runtime.clock.now()
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        out = await schedules.schedule_out(session, schedule, now)
+        log = await schedule_log(session, schedule_id, before_id=money.cursor_id(cursor))
+        results = await latest_results(session, schedule_id)
+        feed = await money.activity_page(
+            session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
+        )
+    return page(
+        request,
+        "ranktracking/schedule.html",
+        principal,
+        schedule=out,
+        log=log,
+        results=results,
+        feed=feed.items,
+        notice=notice,
+    )
+
+
+@post(f"{PREFIX}/schedules/{{schedule_id:int}}/run")
+async def run_now(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    data: URLEncodedBody[RunForm],
+) -> Redirect:
+    queue = "priority" if data.queue == "priority" else "standard"
+    try:
+        launch = await schedules.run_now(runtime, principal, schedule_id, queue)
+        text = (
+            f"{launch.launched} child run(s) launched"
+            if launch.launched
+            else f"Nothing launched ({launch.code}): {launch.message}"
+        )
+    except DomainError as exc:
+        text = "; ".join(_error_text(exc))
+    return Redirect(f"{PREFIX}/schedules/{schedule_id}?notice={quote(text)}")
+
+
+def _transition(action: Any, path: str, label: str) -> Any:
+    @post(f"{PREFIX}/schedules/{{schedule_id:int}}/{path}", name=f"ranktracking_{path}")
+    async def handler(
+        principal: CurrentPrincipal,
+        runtime: CurrentRuntime,
+        schedule_id: FromPath[int],
+        data: URLEncodedBody[RunForm],
+    ) -> Redirect:
+        try:
+            async with runtime.db.write() as uow:
+                schedule = await schedules.lock_schedule(
+                    uow.session, principal.workspace_id, schedule_id
+                )
+                await action(uow.session, schedule, runtime.clock.now())
+            text = label
+        except DomainError as exc:
+            text = exc.message
+        return Redirect(f"{PREFIX}/schedules/{schedule_id}?notice={quote(text)}")
+
+    return handler
+
+
+pause = _transition(schedules.pause, "pause", "Paused; active runs cancelled")
+resume = _transition(schedules.resume, "resume", "Resumed; due at the next hourly sweep")
+end = _transition(schedules.end, "end", "Ended")
+
+
+CHART_WIDTH, CHART_HEIGHT = 600, 200
+
+
+def history_chart(points: list[Any], depth: int) -> dict[str, Any]:
+    """Polyline points per device (position 1 at the top) and the x of every run in which the
+    keyword was not found within the depth or had no data (drawn as dots under the axis)."""
+    step = (CHART_WIDTH - 40) / max(len(points) - 1, 1)
+    lines: dict[str, list[str]] = {}
+    absent: list[float] = []
+    for i, p in enumerate(points):
+        x = round(30 + i * step, 1)
+        if p.position is None:
+            absent.append(x)
+            continue
+        y = round(10 + (p.position - 1) / max(depth - 1, 1) * (CHART_HEIGHT - 20), 1)
+        lines.setdefault(p.device or "keyword data", []).append(f"{x},{y}")
+    return {"lines": {d: " ".join(v) for d, v in lines.items()}, "absent": absent}
+
+
+@get(f"{PREFIX}/schedules/{{schedule_id:int}}/keyword")
+async def keyword_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    keyword: FromQuery[str],
+) -> Template:
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        history = await keyword_history(session, schedule_id, normalise(keyword))
+    return page(
+        request,
+        "ranktracking/keyword.html",
+        principal,
+        schedule=schedule,
+        history=history,
+        depth=schedule.depth or 100,
+        chart=history_chart(history.points, schedule.depth or 100),
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+    )
+
+
+# -- keyword lists ---------------------------------------------------------------------------------
+
+
+@get(f"{PREFIX}/lists")
+async def lists_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    async with runtime.db.read() as session:
+        items = await list_service.all_lists(session, principal.workspace_id)
+    return page(request, "ranktracking/lists.html", principal, lists=items, errors=[])
+
+
+@post(f"{PREFIX}/lists")
+async def create_list(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[ListForm],
+) -> Template | Redirect:
+    try:
+        if not data.name.strip():
+            raise DomainError("name: a list needs a name")
+        async with runtime.db.write() as uow:
+            kl, _ = await list_service.create_list(
+                uow.session,
+                workspace_id=principal.workspace_id,
+                name=data.name,
+                keywords=parse_import(data.keywords),
+                now=runtime.clock.now(),
+            )
+    except DomainError as exc:
+        async with runtime.db.read() as session:
+            items = await list_service.all_lists(session, principal.workspace_id)
+        tpl = page(
+            request, "ranktracking/lists.html", principal, lists=items, errors=_error_text(exc)
+        )
+        tpl.status_code = 422
+        return tpl
+    return Redirect(f"{PREFIX}/lists/{kl.id}")
+
+
+@get(f"{PREFIX}/lists/{{list_id:int}}")
+async def list_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    list_id: FromPath[int],
+    notice: FromQuery[str | None] = None,
+) -> Template:
+    async with runtime.db.read() as session:
+        kl = await list_service.get_list(session, principal.workspace_id, list_id)
+        detail = await list_service.detail_out(session, kl)
+    return page(request, "ranktracking/list.html", principal, kl=detail, notice=notice)
+
+
+@post(f"{PREFIX}/lists/{{list_id:int}}/keywords")
+async def add_to_list(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    list_id: FromPath[int],
+    data: URLEncodedBody[ListForm],
+) -> Redirect:
+    fmt = "csv" if data.format == "csv" else "text"
+    try:
+        async with runtime.db.write() as uow:
+            kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
+            report = await list_service.add_keywords(
+                uow.session, kl, parse_import(data.keywords, fmt=fmt), now=runtime.clock.now()
+            )
+        text = (
+            f"Added {len(report.added)}; skipped {len(report.skipped_existing)} already in the list"
+        )
+        if report.skipped_duplicates:
+            text += f" and {len(report.skipped_duplicates)} repeated"
+    except DomainError as exc:
+        text = exc.message
+    return Redirect(f"{PREFIX}/lists/{list_id}?notice={quote(text)}")
+
+
+# -- money ----------------------------------------------------------------------------------------
+
+
+@get(f"{PREFIX}/balance")
+async def balance_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    cursor: FromQuery[str | None] = None,
+    notice: FromQuery[str | None] = None,
+) -> Template:
+    async with runtime.db.read() as session:
+        balance = await money.balance_out(session, principal.organisation_id)
+        entries = await money.ledger_page(session, principal.organisation_id, cursor)
+        feed = await money.activity_page(session, principal.workspace_id, None, limit=30)
+    return page(
+        request,
+        "ranktracking/balance.html",
+        principal,
+        balance=balance,
+        ledger=entries,
+        feed=feed.items,
+        notice=notice,
+        eur=money.eur,
+    )
+
+
+@post(f"{PREFIX}/balance/top-ups")
+async def top_up(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: URLEncodedBody[TopUpForm]
+) -> Redirect:
+    require_admin(principal)
+    amount = _decimal(data.amount_eur) or Decimal(0)
+    try:
+        async with runtime.db.write() as uow:
+            await money.top_up(
+                uow.session,
+                organisation_id=principal.organisation_id,
+                workspace_id=principal.workspace_id,
+                amount_eur=amount,
+                note="dashboard top-up",
+                now=runtime.clock.now(),
+            )
+        text = f"Added {amount} EUR"
+    except DomainError as exc:
+        text = exc.message
+    return Redirect(f"{PREFIX}/balance?notice={quote(text)}")
+
+
+NAV: list[tuple[str, str]] = [(PREFIX, "Position tracking")]
 """(href, label) links this engine adds to the navigation bar."""
 
-ROUTES: list[Any] = []
+ROUTES: list[Any] = [
+    overview,
+    wizard,
+    live_estimate,
+    create_schedule,
+    schedule_page,
+    run_now,
+    pause,
+    resume,
+    end,
+    keyword_page,
+    lists_page,
+    create_list,
+    list_page,
+    add_to_list,
+    balance_page,
+    top_up,
+]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 
 PUBLIC_ROUTES: list[Any] = []
