@@ -82,6 +82,8 @@ class DatabaseWorker:
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._inflight: dict[asyncio.Task[None], LeasedJob] = {}
+        self._deadlines: dict[asyncio.Task[None], asyncio.TimerHandle] = {}
+        self._timed_out: set[asyncio.Task[None]] = set()
         self._done: list[Finished] = []
         self._metrics: dict[str, _JobMetrics] = {}
 
@@ -151,14 +153,31 @@ class DatabaseWorker:
             return []
         if leased:
             JOBS_LEASED.inc(len(leased))
+            loop = asyncio.get_running_loop()
             for job in leased:
-                task = asyncio.create_task(self._execute(job), name=f"job:{job.id}")
+                spec = self.registry.specs.get(job.name)
+                task = loop.create_task(self._execute(job, spec))
                 self._inflight[task] = job
+                if spec is not None:
+                    # A plain timer per job: asyncio.timeout() costs several times more, and this
+                    # loop runs for every job.
+                    self._deadlines[task] = loop.call_later(
+                        spec.timeout_seconds, self._time_out, task
+                    )
                 task.add_done_callback(self._finished)
         return leased
 
+    def _time_out(self, task: asyncio.Task[None]) -> None:
+        if not task.done():
+            self._timed_out.add(task)
+            task.cancel()
+
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._inflight.pop(task, None)
+        deadline = self._deadlines.pop(task, None)
+        if deadline is not None:
+            deadline.cancel()
+        self._timed_out.discard(task)
         free = self.concurrency - len(self._inflight)
         if free >= self.refill_at or not self._inflight:
             self._wake.set()
@@ -186,9 +205,8 @@ class DatabaseWorker:
             metrics = self._metrics[name] = _JobMetrics(name)
         return metrics
 
-    async def _execute(self, job: LeasedJob) -> None:
+    async def _execute(self, job: LeasedJob, spec: JobSpec[Any] | None) -> None:
         metrics = self._job_metrics(job.name)
-        spec: JobSpec[Any] | None = self.registry.specs.get(job.name)
         if spec is None:
             # Retrying cannot help: no process running this code knows the job.
             await self._failed(job, f"no job named {job.name!r} is registered", None, metrics)
@@ -196,15 +214,17 @@ class DatabaseWorker:
         clock = self.queue.clock
         started = clock.monotonic()
         try:
-            async with asyncio.timeout(spec.timeout_seconds):
-                await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
+            await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is None or task not in self._timed_out:
+                raise  # shutdown: the job is released
+            task.uncancel()
+            detail = f"timed out after {spec.timeout_seconds:g} s"
+            await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
+            return
         except Exception as exc:
-            if isinstance(exc, TimeoutError):
-                detail = f"timed out after {spec.timeout_seconds:g} s"
-            else:
-                detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
             return
         finally:

@@ -1,0 +1,371 @@
+"""Job queue throughput: 20,000 no-op jobs enqueued and drained, beside raw baselines.
+
+    /tmp/venv0/bin/python bench/queue_throughput.py [--jobs 20000] [--pg URL] [--redis URL]
+
+Measured in the same run, on fresh databases:
+
+* raw baselines: a bare lease + update loop on one connection, leasing 1 row per statement and 100
+  rows per statement — asyncpg (``UPDATE … (SELECT … FOR UPDATE SKIP LOCKED) RETURNING`` with a
+  partial index on leasable rows, then ``UPDATE … WHERE id = ANY(…)``) and sqlite3 (WAL, NORMAL);
+* the database queue (``DatabaseQueue`` + one ``DatabaseWorker``) on PostgreSQL and on SQLite;
+* arq on Redis (``ArqQueue`` + ``ArqWorkers``), when ``--redis`` answers.
+
+Enqueue and drain are timed separately; drain ends when every job is recorded as done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+# Run as a plain script from any directory: make the repository's `app` package importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import asyncpg
+from cryptography.fernet import Fernet
+from redis.asyncio import Redis
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.clock import SystemClock
+from app.db.migrate import upgrade
+from app.runtime import Runtime, build_runtime
+from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.queue import DatabaseQueue
+from app.scheduling.worker import DatabaseWorker
+from app.settings import Settings, load_settings
+
+
+class Noop(JobPayload):
+    n: int
+
+
+@dataclass
+class Counter:
+    done: int = 0
+    target: int = 0
+    finished: asyncio.Event | None = None
+
+
+COUNTER = Counter()
+
+
+async def noop(ctx: JobContext, payload: Noop) -> None:
+    COUNTER.done += 1
+    if COUNTER.done >= COUNTER.target and COUNTER.finished is not None:
+        COUNTER.finished.set()
+
+
+NOOP = JobSpec("bench.noop", Noop, noop, max_tries=3)
+
+
+@dataclass
+class Result:
+    name: str
+    enqueue_per_s: float | None
+    drain_per_s: float
+
+
+# -- raw baselines -----------------------------------------------------------------------------
+
+
+async def raw_asyncpg(dsn: str, jobs: int, batch: int) -> float:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("DROP TABLE IF EXISTS bench_raw")
+        await conn.execute(
+            "CREATE TABLE bench_raw (id bigserial PRIMARY KEY, status text NOT NULL, "
+            "payload bytea NOT NULL, lease_expires_at timestamptz)"
+        )
+        await conn.execute(
+            "CREATE INDEX bench_raw_leasable ON bench_raw (id) WHERE status = 'queued'"
+        )
+        await conn.copy_records_to_table(
+            "bench_raw",
+            records=[("queued", b"{}") for _ in range(jobs)],
+            columns=["status", "payload"],
+        )
+        await conn.execute("ANALYZE bench_raw")
+        lease = await conn.prepare(
+            "UPDATE bench_raw SET status = 'running', lease_expires_at = now() + interval '5 min' "
+            "WHERE id IN (SELECT id FROM bench_raw WHERE status = 'queued' ORDER BY id "
+            "LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING id, payload"
+        )
+        finish = await conn.prepare(
+            "UPDATE bench_raw SET status = 'done', lease_expires_at = NULL WHERE id = ANY($1::bigint[])"
+        )
+        began = time.perf_counter()
+        drained = 0
+        while True:
+            rows = await lease.fetch(batch)
+            if not rows:
+                break
+            await finish.fetch([r[0] for r in rows])
+            drained += len(rows)
+        elapsed = time.perf_counter() - began
+        assert drained == jobs
+        await conn.execute("DROP TABLE bench_raw")
+        return jobs / elapsed
+    finally:
+        await conn.close()
+
+
+def raw_sqlite(path: Path, jobs: int, batch: int) -> float:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("DROP TABLE IF EXISTS bench_raw")
+        conn.execute(
+            "CREATE TABLE bench_raw (id INTEGER PRIMARY KEY, status TEXT NOT NULL, "
+            "payload BLOB NOT NULL, lease_expires_at TEXT)"
+        )
+        conn.execute("CREATE INDEX bench_raw_leasable ON bench_raw (id) WHERE status = 'queued'")
+        conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO bench_raw (status, payload) VALUES ('queued', ?)", [(b"{}",)] * jobs
+        )
+        conn.execute("COMMIT")
+        began = time.perf_counter()
+        drained = 0
+        while True:
+            rows = conn.execute(
+                "UPDATE bench_raw SET status = 'running', lease_expires_at = datetime('now', '+5 minutes') "
+                "WHERE id IN (SELECT id FROM bench_raw WHERE status = 'queued' ORDER BY id LIMIT ?) "
+                "RETURNING id, payload",
+                (batch,),
+            ).fetchall()
+            if not rows:
+                break
+            ids = [r[0] for r in rows]
+            conn.execute(
+                f"UPDATE bench_raw SET status = 'done', lease_expires_at = NULL "
+                f"WHERE id IN ({','.join('?' * len(ids))})",
+                ids,
+            )
+            drained += len(rows)
+        elapsed = time.perf_counter() - began
+        assert drained == jobs
+        return jobs / elapsed
+    finally:
+        conn.close()
+
+
+# -- the product -------------------------------------------------------------------------------
+
+
+def bench_settings(database_url: str, redis_url: str = "", tmp: Path | None = None) -> Settings:
+    env = {
+        "DATABASE_URL": database_url,
+        "ENCRYPTION_KEY": Fernet.generate_key().decode(),
+        "SESSION_SECRET": uuid.uuid4().hex,
+        "KEY_FILE": str((tmp or Path(tempfile.gettempdir())) / "bench-keys.json"),
+        "LOG_LEVEL": "WARNING",
+    }
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+        env["ARQ_QUEUE_NAME"] = f"bench-{uuid.uuid4().hex[:8]}"
+    return load_settings(env)
+
+
+async def enqueue_database(runtime: Runtime, jobs: int) -> float:
+    queue = runtime.queue
+    assert isinstance(queue, DatabaseQueue)
+    began = time.perf_counter()
+    chunk = 5000
+    for start in range(0, jobs, chunk):
+        async with runtime.db.write() as uow:
+            await queue.enqueue_many(
+                uow, [(NOOP, Noop(n=i), None) for i in range(start, min(jobs, start + chunk))]
+            )
+    return jobs / (time.perf_counter() - began)
+
+
+async def drain_database(runtime: Runtime, jobs: int, concurrency: int, batch: int) -> float:
+    queue = runtime.queue
+    assert isinstance(queue, DatabaseQueue)
+    COUNTER.done, COUNTER.target, COUNTER.finished = 0, jobs, asyncio.Event()
+    worker = DatabaseWorker(
+        queue,
+        runtime.registry,
+        runtime.context,
+        concurrency=concurrency,
+        batch_size=batch,
+        lease_seconds=300,
+        poll_interval=0.5,
+        shutdown_grace=5,
+    )
+    began = time.perf_counter()
+    task = asyncio.create_task(worker.run())
+    await COUNTER.finished.wait()
+    worker.stop()  # writes the last completions
+    await task
+    elapsed = time.perf_counter() - began
+    stats = await queue.stats()
+    assert stats.done == jobs, stats
+    assert stats.queued == stats.running == 0, stats
+    return jobs / elapsed
+
+
+async def database_queue(url: str, jobs: int, concurrency: int, batch: int, name: str) -> Result:
+    await upgrade(url)
+    runtime = build_runtime(bench_settings(url), SystemClock())
+    runtime.add_jobs([NOOP])
+    try:
+        enqueue_rate = await enqueue_database(runtime, jobs)
+        drain_rate = await drain_database(runtime, jobs, concurrency, batch)
+    finally:
+        await runtime.aclose()
+    return Result(name, enqueue_rate, drain_rate)
+
+
+async def arq_queue(pg_url: str, redis_url: str, jobs: int, concurrency: int) -> Result:
+    settings = bench_settings(pg_url, redis_url)
+    runtime = build_runtime(settings, SystemClock())
+    runtime.add_jobs([NOOP])
+    queue = runtime.queue
+    assert isinstance(queue, ArqQueue)
+    try:
+        began = time.perf_counter()
+        for start in range(0, jobs, 500):
+            await asyncio.gather(
+                *(
+                    queue.enqueue(None, NOOP, Noop(n=i))
+                    for i in range(start, min(jobs, start + 500))
+                )
+            )
+        enqueue_rate = jobs / (time.perf_counter() - began)
+        COUNTER.done, COUNTER.target, COUNTER.finished = 0, jobs, asyncio.Event()
+        workers = ArqWorkers(
+            queue,
+            runtime.registry,
+            runtime.context,
+            concurrency=concurrency,
+            shutdown_grace=5,
+            poll_delay=0.05,
+        )
+        began = time.perf_counter()
+        task = asyncio.create_task(workers.run())
+        await COUNTER.finished.wait()
+        elapsed = time.perf_counter() - began
+        await workers.shutdown()
+        await task
+        client = Redis.from_url(redis_url)
+        keys = [k async for k in client.scan_iter(f"{settings.queue.arq_queue_name}*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+        return Result("arq on Redis (ArqQueue + ArqWorkers)", enqueue_rate, jobs / elapsed)
+    finally:
+        await runtime.aclose()
+
+
+async def fresh_pg_database(base_url: str) -> str:
+    url = make_url(base_url)
+    name = f"sweepline_bench_{uuid.uuid4().hex[:8]}"
+    admin = create_async_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    async with admin.connect() as conn:
+        await conn.execute(text(f'CREATE DATABASE "{name}"'))
+    await admin.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+async def drop_pg_database(db_url: str) -> None:
+    url = make_url(db_url)
+    admin = create_async_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    async with admin.connect() as conn:
+        await conn.execute(text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+    await admin.dispose()
+
+
+def asyncpg_dsn(sqlalchemy_url: str) -> str:
+    return (
+        make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    )
+
+
+async def redis_answers(url: str) -> bool:
+    client = Redis.from_url(url)
+    try:
+        return bool(await client.ping())
+    except Exception:
+        return False
+    finally:
+        await client.aclose()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--pg", default="postgresql+asyncpg://postgres@127.0.0.1/postgres")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--concurrency", type=int, default=200, help="worker slots")
+    parser.add_argument("--batch", type=int, default=100, help="jobs leased per statement")
+    parser.add_argument("--skip-arq", action="store_true")
+    args = parser.parse_args()
+    jobs = args.jobs
+    results: list[Result] = []
+    pg_url = await fresh_pg_database(args.pg)
+    tmp = Path(tempfile.mkdtemp(prefix="sweepline-bench-"))
+    try:
+        dsn = asyncpg_dsn(pg_url)
+        results.append(
+            Result("raw asyncpg, 1 row per statement", None, await raw_asyncpg(dsn, jobs, 1))
+        )
+        results.append(
+            Result("raw asyncpg, 100 rows per statement", None, await raw_asyncpg(dsn, jobs, 100))
+        )
+        results.append(
+            await database_queue(
+                pg_url, jobs, args.concurrency, args.batch, "database queue on PostgreSQL"
+            )
+        )
+        results.append(
+            Result("raw sqlite3, 1 row per statement", None, raw_sqlite(tmp / "raw.db", jobs, 1))
+        )
+        results.append(
+            Result(
+                "raw sqlite3, 100 rows per statement", None, raw_sqlite(tmp / "raw.db", jobs, 100)
+            )
+        )
+        sqlite_url = f"sqlite+aiosqlite:///{tmp / 'queue.db'}"
+        results.append(
+            await database_queue(
+                sqlite_url, jobs, args.concurrency, args.batch, "database queue on SQLite"
+            )
+        )
+        if not args.skip_arq and await redis_answers(args.redis):
+            # arq records dead jobs in the database, so it gets one too (migrated, like a deployment).
+            await upgrade(pg_url)
+            results.append(await arq_queue(pg_url, args.redis, jobs, args.concurrency))
+    finally:
+        await drop_pg_database(pg_url)
+    print(f"\n{jobs:,} no-op jobs; worker: {args.concurrency} slots, {args.batch} jobs per lease\n")
+    print(f"| {'what':<44} | {'enqueue jobs/s':>14} | {'drain jobs/s':>12} |")
+    print(f"|{'-' * 46}|{'-' * 16}:|{'-' * 14}:|")
+    for r in results:
+        enqueue = f"{r.enqueue_per_s:,.0f}" if r.enqueue_per_s else "—"
+        print(f"| {r.name:<44} | {enqueue:>14} | {r.drain_per_s:>12,.0f} |")
+    by_name = {r.name: r.drain_per_s for r in results}
+    pg_ratio = (
+        by_name["database queue on PostgreSQL"] / by_name["raw asyncpg, 100 rows per statement"]
+    )
+    lite_ratio = (
+        by_name["database queue on SQLite"] / by_name["raw sqlite3, 100 rows per statement"]
+    )
+    print(
+        f"\ndatabase queue / raw 100-row loop: PostgreSQL {pg_ratio:.2f}, SQLite {lite_ratio:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
