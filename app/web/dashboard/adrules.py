@@ -1,13 +1,483 @@
-"""Ad rules dashboard pages."""
+"""Ad rules dashboard pages: rules (status, next run, last batch), the rule editor with validation
+messages beside the fields, ad accounts (token, discovery, activation) and the batch log.
+
+The editor posts a plain form; it is turned into the same :class:`RuleIn` the JSON API takes and goes
+through the same services, so a rule is valid in one place or in neither.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-NAV: list[tuple[str, str]] = []
+import msgspec
+from litestar import Request, get, post
+from litestar.datastructures import FormMultiDict
+from litestar.params import FromPath
+from litestar.response import Redirect, Template
+
+from app.engines.adrules import accounts as account_service
+from app.engines.adrules import rules as rule_service
+from app.engines.adrules.catalogue import (
+    COOLDOWN_LABELS,
+    EFFECTIVE_STATUSES,
+    RULE_STATUSES,
+    WEEKDAYS,
+)
+from app.engines.adrules.documents import load_prefilters, load_schedule
+from app.engines.adrules.errors import MetaTokenMissing, MetaUnavailable
+from app.engines.adrules.schemas import RuleIn, TimetableSchedule
+from app.engines.adrules.validation import check_rule
+from app.errors import ValidationFailed
+from app.platform.service import Principal
+from app.runtime import Runtime
+from app.web.api.adrules import discover
+from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.dashboard.common import page
+
+AnyRequest = Request[Any, Any, Any]
+
+NAV: list[tuple[str, str]] = [("/ui/adrules", "Ad rules")]
 """(href, label) links this engine adds to the navigation bar."""
 
-ROUTES: list[Any] = []
+EXAMPLE_TASKS = [
+    {
+        "name": "Flag losers",
+        "conditions": [
+            {
+                "type": "metric_value",
+                "metric": "purchase_roas",
+                "period": "last_7d",
+                "operator": "lt",
+                "value": "1.2",
+            }
+        ],
+        "group": "and",
+        "action": {"type": "log_only"},
+        "cooldown": "1h",
+    }
+]
+
+_AT_PATH = re.compile(r" - at `\$\.?([^`]*)`")
+
+
+def _pretty(value: Any) -> str:
+    return msgspec.json.format(msgspec.json.encode(value), indent=2).decode()
+
+
+def _csv(raw: str) -> list[str]:
+    return [part.strip() for part in raw.replace("\n", ",").split(",") if part.strip()]
+
+
+def _number(raw: str) -> Any:
+    raw = raw.strip()
+    return int(raw) if raw.isdigit() else raw
+
+
+def form_to_rule(form: FormMultiDict) -> tuple[dict[str, Any], dict[str, str]]:
+    """The rule document a form describes, and the errors found while reading it."""
+    errors: dict[str, str] = {}
+    prefilters: dict[str, Any] = {"campaign_ids": _csv(form.get("campaign_ids", ""))}
+    if form.get("name_contains", "").strip():
+        prefilters["name_contains"] = form.get("name_contains", "")
+    statuses = form.getall("status_values") if "status_values" in form else []
+    if statuses:
+        prefilters["effective_status"] = {
+            "operator": form.get("status_operator", "in"),
+            "values": statuses,
+        }
+    schedule: dict[str, Any] = {"mode": form.get("mode", "interval")}
+    if schedule["mode"] == "timetable":
+        schedule["week"] = {day: _csv(form.get(f"week_{day}", "")) for day in WEEKDAYS}
+    else:
+        schedule["minutes"] = _number(form.get("minutes", "60") or "60")
+    for key in ("start_date", "end_date"):
+        if form.get(key, "").strip():
+            schedule[key] = form.get(key, "").strip()
+    tasks: Any = []
+    try:
+        tasks = msgspec.json.decode(form.get("tasks_json", "") or "[]")
+    except msgspec.DecodeError as exc:
+        errors["tasks"] = f"not valid JSON: {exc}"
+    account_ids = form.getall("account_ids") if "account_ids" in form else []
+    document = {
+        "name": form.get("name", ""),
+        "status": form.get("status", "draft"),
+        "account_ids": [_number(a) for a in account_ids],
+        "prefilters": prefilters,
+        "schedule": schedule,
+        "tasks": tasks,
+    }
+    return document, errors
+
+
+def _field_errors(exc: ValidationFailed) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for detail in exc.details:
+        out.setdefault(str(detail.get("field", "")), str(detail.get("message", "")))
+    return out
+
+
+def errors_by_input(errors: dict[str, str]) -> dict[str, list[str]]:
+    """Group error paths under the form input that shows them."""
+    grouped: dict[str, list[str]] = {}
+    for path, message in errors.items():
+        if path.startswith("tasks"):
+            key = "tasks"
+        elif path.startswith("schedule.week"):
+            key = "week"
+        elif path.startswith("schedule."):
+            key = path.split(".")[1].split("[")[0]
+        elif path.startswith("prefilters.effective_status"):
+            key = "status_values"
+        elif path.startswith("prefilters."):
+            key = path.split(".")[1].split("[")[0]
+        else:
+            key = path.split(".")[0].split("[")[0] or "form"
+        label = message if key == path else f"{path}: {message}"
+        grouped.setdefault(key, []).append(label)
+    return grouped
+
+
+def parse_rule(document: dict[str, Any]) -> RuleIn:
+    """Decode like the API does; msgspec's path becomes the field of a ValidationFailed."""
+    try:
+        return msgspec.convert(document, RuleIn)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        match = _AT_PATH.search(message)
+        field = match.group(1) if match else "form"
+        raise ValidationFailed.field(field, _AT_PATH.sub("", message)) from None
+
+
+async def _editor(
+    request: AnyRequest,
+    principal: Principal,
+    runtime: Runtime,
+    *,
+    rule_id: int | None,
+    values: dict[str, Any],
+    errors: dict[str, str],
+    view: rule_service.RuleView | None = None,
+) -> Template:
+    async with runtime.db.read() as session:
+        accounts = await account_service.list_accounts(session, principal.workspace_id)
+    template = page(
+        request,
+        "adrules/rule_edit.html",
+        principal,
+        rule_id=rule_id,
+        view=view,
+        values=values,
+        errors=errors_by_input(errors),
+        accounts=accounts,
+        statuses=RULE_STATUSES,
+        effective_statuses=EFFECTIVE_STATUSES,
+        weekdays=WEEKDAYS,
+        cooldowns=COOLDOWN_LABELS,
+        saved=request.query_params.get("saved") == "1" and not errors,
+    )
+    if errors:
+        template.status_code = 422
+    return template
+
+
+def _values_from_view(view: rule_service.RuleView) -> dict[str, Any]:
+    rule = view.rule
+    prefilters = load_prefilters(rule.prefilters)
+    schedule = load_schedule(rule.schedule)
+    tasks = [msgspec.to_builtins(rule_service.task_in(t)) for t in view.tasks]
+    week = (
+        {d: ", ".join(schedule.week.slots(i)) for i, d in enumerate(WEEKDAYS)}
+        if isinstance(schedule, TimetableSchedule)
+        else {}
+    )
+    return {
+        "name": rule.name,
+        "status": rule.status,
+        "account_ids": [str(a) for a in view.account_ids],
+        "campaign_ids": ", ".join(prefilters.campaign_ids),
+        "name_contains": prefilters.name_contains or "",
+        "status_operator": prefilters.effective_status.operator
+        if prefilters.effective_status
+        else "in",
+        "status_values": list(prefilters.effective_status.values)
+        if prefilters.effective_status
+        else [],
+        "mode": "timetable" if isinstance(schedule, TimetableSchedule) else "interval",
+        "minutes": getattr(schedule, "minutes", 60),
+        "week": week,
+        "start_date": str(schedule.start_date or ""),
+        "end_date": str(schedule.end_date or ""),
+        "tasks_json": _pretty(tasks),
+    }
+
+
+def _values_from_form(form: FormMultiDict) -> dict[str, Any]:
+    return {
+        "name": form.get("name", ""),
+        "status": form.get("status", "draft"),
+        "account_ids": form.getall("account_ids") if "account_ids" in form else [],
+        "campaign_ids": form.get("campaign_ids", ""),
+        "name_contains": form.get("name_contains", ""),
+        "status_operator": form.get("status_operator", "in"),
+        "status_values": form.getall("status_values") if "status_values" in form else [],
+        "mode": form.get("mode", "interval"),
+        "minutes": form.get("minutes", "60"),
+        "week": {d: form.get(f"week_{d}", "") for d in WEEKDAYS},
+        "start_date": form.get("start_date", ""),
+        "end_date": form.get("end_date", ""),
+        "tasks_json": form.get("tasks_json", ""),
+    }
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+
+@get("/ui/adrules")
+async def rules_page(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    async with runtime.db.read() as session:
+        views = await rule_service.list_rules(
+            session, workspace_id=principal.workspace_id, limit=200
+        )
+        has_token = await account_service.has_token(session, principal.workspace_id)
+    return page(request, "adrules/rules.html", principal, views=views[:200], has_token=has_token)
+
+
+@get("/ui/adrules/rules/new")
+async def new_rule_page(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    values = {
+        "status": "draft",
+        "mode": "interval",
+        "minutes": 60,
+        "week": {},
+        "tasks_json": _pretty(EXAMPLE_TASKS),
+        "account_ids": [],
+        "status_values": [],
+        "status_operator": "in",
+    }
+    return await _editor(request, principal, runtime, rule_id=None, values=values, errors={})
+
+
+@get("/ui/adrules/rules/{rule_id:int}")
+async def edit_rule_page(
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+) -> Template:
+    async with runtime.db.read() as session:
+        view = await rule_service.view_rule(
+            session, workspace_id=principal.workspace_id, rule_id=rule_id
+        )
+    return await _editor(
+        request,
+        principal,
+        runtime,
+        rule_id=rule_id,
+        values=_values_from_view(view),
+        errors={},
+        view=view,
+    )
+
+
+async def _save(
+    request: AnyRequest, principal: Principal, runtime: Runtime, rule_id: int | None
+) -> Template | Redirect:
+    form = await request.form()
+    document, errors = form_to_rule(form)
+    if not str(document["name"]).strip():
+        # Reported here so the rest of the rule is still checked and every message shows at once.
+        errors["name"] = "must not be blank"
+        document["name"] = "untitled"
+    try:
+        data = parse_rule(document)
+        try:
+            check_rule(data)
+        except ValidationFailed as exc:
+            errors = {**_field_errors(exc), **errors}
+        if not errors:
+            async with runtime.db.write() as uow:
+                if rule_id is None:
+                    rule = await rule_service.create_rule(
+                        uow.session,
+                        workspace_id=principal.workspace_id,
+                        data=data,
+                        now=runtime.clock.now(),
+                    )
+                    rule_id = rule.id
+                else:
+                    await rule_service.update_rule(
+                        uow.session,
+                        workspace_id=principal.workspace_id,
+                        rule_id=rule_id,
+                        data=data,
+                        now=runtime.clock.now(),
+                    )
+            return Redirect(f"/ui/adrules/rules/{rule_id}?saved=1")
+    except ValidationFailed as exc:
+        errors = {**_field_errors(exc), **errors}
+    return await _editor(
+        request,
+        principal,
+        runtime,
+        rule_id=rule_id,
+        values=_values_from_form(form),
+        errors=errors,
+    )
+
+
+@post("/ui/adrules/rules")
+async def create_rule(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template | Redirect:
+    return await _save(request, principal, runtime, None)
+
+
+@post("/ui/adrules/rules/{rule_id:int}")
+async def update_rule(
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+) -> Template | Redirect:
+    async with runtime.db.read() as session:  # 404 for another workspace's rule
+        await rule_service.view_rule(session, workspace_id=principal.workspace_id, rule_id=rule_id)
+    return await _save(request, principal, runtime, rule_id)
+
+
+# -- ad accounts ----------------------------------------------------------------------------------
+
+
+async def _accounts_page(
+    request: AnyRequest,
+    principal: Principal,
+    runtime: Runtime,
+    *,
+    message: str = "",
+    error: str = "",
+) -> Template:
+    async with runtime.db.read() as session:
+        accounts = await account_service.list_accounts(session, principal.workspace_id)
+        has_token = await account_service.has_token(session, principal.workspace_id)
+    template = page(
+        request,
+        "adrules/accounts.html",
+        principal,
+        accounts=accounts,
+        has_token=has_token,
+        message=message,
+        error=error,
+    )
+    if error:
+        template.status_code = 422 if "token" in error.lower() else 502
+    return template
+
+
+@get("/ui/adrules/accounts")
+async def accounts_page(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    return await _accounts_page(request, principal, runtime)
+
+
+@post("/ui/adrules/meta-token")
+async def save_token(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template | Redirect:
+    require_admin(principal)
+    token = str((await request.form()).get("token", "")).strip()
+    if len(token) < 10:
+        return await _accounts_page(
+            request, principal, runtime, error="The access token looks too short."
+        )
+    async with runtime.db.write() as uow:
+        await account_service.store_token(
+            uow.session,
+            runtime.secrets,
+            workspace_id=principal.workspace_id,
+            token=token,
+            now=runtime.clock.now(),
+        )
+    return Redirect("/ui/adrules/accounts")
+
+
+@post("/ui/adrules/accounts/discover")
+async def discover_accounts(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    require_admin(principal)
+    try:
+        found = await discover(runtime, principal.workspace_id)
+    except (MetaTokenMissing, MetaUnavailable) as exc:
+        return await _accounts_page(request, principal, runtime, error=exc.message)
+    return await _accounts_page(
+        request, principal, runtime, message=f"Meta reports {len(found)} ad account(s)."
+    )
+
+
+async def _toggle(
+    principal: Principal, runtime: Runtime, account_id: int, active: bool
+) -> Redirect:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        await account_service.set_active(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            account_id=account_id,
+            active=active,
+            now=runtime.clock.now(),
+        )
+    return Redirect("/ui/adrules/accounts")
+
+
+@post("/ui/adrules/accounts/{account_id:int}/activate")
+async def activate_account(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+) -> Redirect:
+    return await _toggle(principal, runtime, account_id, True)
+
+
+@post("/ui/adrules/accounts/{account_id:int}/deactivate")
+async def deactivate_account(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+) -> Redirect:
+    return await _toggle(principal, runtime, account_id, False)
+
+
+# -- batch log ------------------------------------------------------------------------------------
+
+
+@get("/ui/adrules/batches")
+async def batches_page(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    raw = request.query_params.get("rule_id")
+    rule_id = int(raw) if raw and raw.isdigit() else None
+    async with runtime.db.read() as session:
+        rows = await rule_service.list_batches(
+            session, workspace_id=principal.workspace_id, rule_id=rule_id, limit=200
+        )
+    return page(request, "adrules/batches.html", principal, rows=rows[:200], rule_id=rule_id)
+
+
+ROUTES: list[Any] = [
+    rules_page,
+    new_rule_page,
+    edit_rule_page,
+    create_rule,
+    update_rule,
+    accounts_page,
+    save_token,
+    discover_accounts,
+    activate_account,
+    deactivate_account,
+    batches_page,
+]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 
 PUBLIC_ROUTES: list[Any] = []
