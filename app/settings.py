@@ -166,6 +166,8 @@ class FunnelSettings:
     """First delivery retry delay; doubled on every further attempt."""
     max_steps_per_wake: int = env("FUNNEL_MAX_STEPS_PER_WAKE", 100)
     """Nodes one run may execute in one wake before it is put back (a runaway guard)."""
+    campaign_in_flight: int = env("FUNNEL_CAMPAIGN_IN_FLIGHT", 8)
+    """Campaign messages sent at the same time (one persistent SMTP connection each)."""
 
 
 @dataclass(frozen=True, slots=True)

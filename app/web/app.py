@@ -33,6 +33,8 @@ from app.settings import Settings
 from app.web import ops
 from app.web.api import adrules as adrules_api
 from app.web.api import funnels as funnels_api
+from app.web.api import funnels_campaigns as funnels_campaigns_api
+from app.web.api import funnels_events as funnels_events_api
 from app.web.api import platform as platform_api
 from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
@@ -43,6 +45,7 @@ from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
+from app.web.hooks import funnels_public as funnels_public_hooks
 from app.web.hooks import ranktracking as ranktracking_hooks
 from app.wiring import assemble
 
@@ -50,8 +53,8 @@ log = logging.getLogger(__name__)
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
 ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui]
-ENGINE_APIS = [adrules_api, funnels_api, ranktracking_api]
-ENGINE_HOOKS = [adrules_hooks, funnels_hooks, ranktracking_hooks]
+ENGINE_APIS = [adrules_api, funnels_api, ranktracking_api, funnels_events_api, funnels_campaigns_api]
+ENGINE_HOOKS = [adrules_hooks, funnels_hooks, ranktracking_hooks, funnels_public_hooks]
 
 # Programs authenticate with keys, tokens or signatures, not cookies: no CSRF token there.
 CSRF_EXEMPT = ["^/api/", "^/hooks/", "^/t/"]

@@ -276,7 +276,81 @@ class ApiEvent(_Trigger, tag="api_event"):
     event: str
 
 
-Trigger = ContactCreated | TagAdded | ListJoin | Manual | ApiEvent
+class FormSubmit(_Trigger, tag="form_submit"):
+    form: str
+    """The public id of a hosted form of the workspace."""
+
+
+class SegmentEnter(_Trigger, tag="segment_enter"):
+    """Fires when a contact starts matching ``predicate`` (re-fires after they stopped)."""
+
+    predicate: Predicate
+
+
+class PageVisit(_Trigger, tag="page_visit"):
+    url_contains: str = ""
+    """Visits whose URL contains this text (empty: any page)."""
+
+
+class MessageOpened(_Trigger, tag="message_opened"):
+    campaign_id: int | None = None
+    """Only opens of this campaign's message (``None``: any tracked message)."""
+
+
+class LinkClicked(_Trigger, tag="link_clicked"):
+    url_contains: str = ""
+
+
+class BookingMade(_Trigger, tag="booking_made"):
+    resource: str = ""
+    """Only bookings of this resource (empty: any)."""
+
+
+class PaymentMade(_Trigger, tag="payment_made"):
+    min_amount_minor: int = 0
+    currency: str = ""
+
+
+class DateField(_Trigger, tag="date_field"):
+    """Fires at ``hour:minute`` (contact's time zone) on the date held in ``field`` plus
+    ``offset_days``; with ``yearly`` on every anniversary (birthdays, renewals)."""
+
+    field: str
+    offset_days: int = 0
+    hour: int = 9
+    minute: int = 0
+    yearly: bool = False
+
+
+class Schedule(_Trigger, tag="schedule"):
+    """Fires every ``every_days`` days (or on ``weekdays``) at ``hour:minute`` in ``timezone``
+    and enters everyone matching ``segment`` (and the entry predicate)."""
+
+    hour: int = 9
+    minute: int = 0
+    every_days: int = 1
+    weekdays: list[int] = msgspec.field(default_factory=list)
+    """0 = Monday … 6 = Sunday; when set, replaces ``every_days``."""
+    timezone: str = "UTC"
+    segment: Predicate | None = None
+
+
+Trigger = (
+    ContactCreated
+    | TagAdded
+    | ListJoin
+    | Manual
+    | ApiEvent
+    | FormSubmit
+    | SegmentEnter
+    | PageVisit
+    | MessageOpened
+    | LinkClicked
+    | BookingMade
+    | PaymentMade
+    | DateField
+    | Schedule
+)
 
 
 class FunnelSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

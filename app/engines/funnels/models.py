@@ -350,3 +350,9 @@ class ThrottleWindow(Base):
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     window_start: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)
     used: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# Ingestion, trigger bookkeeping and campaign tables live beside the code that owns them; importing
+# them here puts them in the metadata with the rest of the engine.
+from app.engines.funnels import events as _ingestion_tables  # noqa: E402, F401
+from app.engines.funnels.campaigns import models as _campaign_tables  # noqa: E402, F401

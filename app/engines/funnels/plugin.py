@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from app.engines.funnels import schedule_triggers
+from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.demo import seed_demo
 from app.engines.funnels.jobs import JOBS, SWEEPS
 from app.engines.plugin import EnginePlugin
@@ -15,8 +17,8 @@ def _smtp_sink() -> SmtpSink:
 PLUGIN = EnginePlugin(
     name="funnels",
     title="Funnels",
-    jobs=JOBS,
-    sweeps=SWEEPS,
+    jobs=[*JOBS, *schedule_triggers.JOBS, *campaign_jobs.JOBS],
+    sweeps=[*SWEEPS, *schedule_triggers.SWEEPS, *campaign_jobs.SWEEPS],
     seed_demo=seed_demo,
     sandboxes={"smtp": _smtp_sink},
 )

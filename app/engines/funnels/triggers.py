@@ -24,9 +24,15 @@ from app.engines.funnels.contacts import field_types, load_facts
 from app.engines.funnels.entry import enter, published_versions
 from app.engines.funnels.graph import (
     ApiEvent,
+    BookingMade,
     ContactCreated,
+    FormSubmit,
+    LinkClicked,
     ListJoin,
     Manual,
+    MessageOpened,
+    PageVisit,
+    PaymentMade,
     TagAdded,
     Trigger,
     graph_for_version,
@@ -56,6 +62,33 @@ def trigger_matches(trigger: Trigger, event: StoredEvent) -> bool:
         return event.source == "api" and event.name == trigger.event
     if isinstance(trigger, Manual):
         return False
+    return _activity_matches(trigger, event)
+
+
+def _activity_matches(trigger: Trigger, event: StoredEvent) -> bool:
+    """Triggers fed by ingested activity (forms, site, tracking, bookings, payments). The
+    time-based ones (date_field, schedule) and segment_enter start runs from their sweeps."""
+    props = event.properties
+    if isinstance(trigger, FormSubmit):
+        return event.name == "form_submit" and props.get("form") == trigger.form
+    if isinstance(trigger, PageVisit):
+        return event.name == "page_visit" and trigger.url_contains in str(props.get("url", ""))
+    if isinstance(trigger, MessageOpened):
+        return event.name == "message_opened" and (
+            trigger.campaign_id is None or props.get("campaign_id") == trigger.campaign_id
+        )
+    if isinstance(trigger, LinkClicked):
+        return event.name == "link_clicked" and trigger.url_contains in str(props.get("url", ""))
+    if isinstance(trigger, BookingMade):
+        return event.name == "booking_made" and trigger.resource in ("", props.get("resource"))
+    if isinstance(trigger, PaymentMade):
+        amount = props.get("amount_minor")
+        return (
+            event.name == "payment_made"
+            and isinstance(amount, int)
+            and amount >= trigger.min_amount_minor
+            and trigger.currency.lower() in ("", str(props.get("currency", "")).lower())
+        )
     return False
 
 

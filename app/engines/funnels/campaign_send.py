@@ -1,0 +1,433 @@
+"""The campaign sender: resumable, rate-limited, suppression checked at send time (FN-28, FN-30).
+
+One sender holds a campaign's lease at a time (``lease_owner``/``lease_until``, renewed with every
+commit; a sender that lost it stops). It walks the recipients in ``seq`` order, ``in_flight``
+messages at a time over persistent SMTP connections, and after each group commits the group's
+outcomes and moves the checkpoint — **on confirmed sends, never on fetch**. A sender killed at any
+moment therefore leaves every confirmed recipient marked sent (never sent again) and every other
+one pending (sent by the next sender): nobody is skipped, and nobody confirmed is sent twice.
+
+The one window no SMTP client can close (RFC 1047): a server that accepted a message whose "250"
+the sender never got to record. Such a message is sent again with the same ``Message-ID``
+(``<c{campaign}.r{seq}.w{workspace}@domain>``), so receivers recognise the repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import aiosmtplib
+from sqlalchemy import func, or_, select, update
+
+from app.db.session import Database
+from app.engines.funnels.campaigns.models import (
+    DONE,
+    R_FAILED,
+    R_PENDING,
+    R_SENT,
+    R_SKIPPED,
+    SENDING,
+    Campaign,
+    Recipient,
+)
+from app.engines.funnels.models import Contact
+from app.engines.funnels.render import render
+from app.engines.funnels.tracking import MessageRef, link_url, pixel_url
+from app.integrations.mail import OutgoingEmail, build_message
+from app.settings import MailSettings
+
+log = logging.getLogger(__name__)
+
+HREF = __import__("re").compile(r'href="(https?://[^"]+)"')
+
+
+class Transient(Exception):
+    """The server deferred the message or could not be reached: try again later."""
+
+
+class Permanent(Exception):
+    """The server refused this recipient: retrying cannot help."""
+
+
+class Transport(Protocol):
+    async def send(self, email: OutgoingEmail) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SmtpPool:
+    """``size`` persistent SMTP connections (a campaign sends thousands of messages: one
+    conversation per message would spend most of its time on handshakes)."""
+
+    def __init__(self, settings: MailSettings, size: int) -> None:
+        self.settings = settings
+        self._idle: asyncio.Queue[aiosmtplib.SMTP] = asyncio.Queue()
+        self._size = size
+        self._made = 0
+
+    async def _client(self) -> aiosmtplib.SMTP:
+        if self._idle.empty() and self._made < self._size:
+            self._made += 1
+            s = self.settings
+            client = aiosmtplib.SMTP(
+                hostname=s.smtp_host,
+                port=s.smtp_port,
+                timeout=s.timeout_seconds,
+                start_tls=s.smtp_starttls,
+                username=s.smtp_username or None,
+                password=s.smtp_password or None,
+            )
+            return client
+        return await self._idle.get()
+
+    async def send(self, email: OutgoingEmail) -> None:
+        client = await self._client()
+        healthy = True
+        try:
+            if not client.is_connected:
+                await client.connect()
+            await client.send_message(build_message(email, sender=self.settings.from_address))
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            codes = [r.code for r in exc.recipients] or [550]
+            raise (Transient if max(codes) < 500 else Permanent)(str(exc)) from exc
+        except aiosmtplib.SMTPResponseException as exc:
+            if exc.code >= 500:
+                raise Permanent(f"SMTP {exc.code}: {exc.message}") from exc
+            healthy = False
+            raise Transient(f"SMTP {exc.code}: {exc.message}") from exc
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+            healthy = False
+            raise Transient(f"SMTP connection failed: {exc}") from exc
+        finally:
+            if not healthy:
+                client.close()
+            self._idle.put_nowait(client)
+
+    async def aclose(self) -> None:
+        while not self._idle.empty():
+            client = self._idle.get_nowait()
+            if client.is_connected:
+                try:
+                    await client.quit()
+                except (aiosmtplib.SMTPException, OSError):
+                    client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    sent: int = 0
+    skipped: int = 0
+    failed: int = 0
+    deferred: int = 0
+    done: bool = False
+    lost_lease: bool = False
+    next_at: datetime | None = None
+    """When the rate limit allows the next step."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    seq: int
+    contact_id: int
+    email: str | None
+    first_name: str
+    last_name: str
+    phone: str | None
+    timezone: str
+    fields: dict[str, Any]
+    suppressed: dict[str, str]
+    consent: dict[str, str]
+    deleted: bool
+
+
+def blocked(row: _Row) -> str | None:
+    """Why this recipient must not get the message now (checked at send time, FN-30)."""
+    if row.deleted or not row.email:
+        return "contact deleted"
+    if (row.suppressed or {}).get("email"):
+        return f"suppressed: {row.suppressed['email']}"
+    if (row.consent or {}).get("email") == "withdrawn":
+        return "consent withdrawn"
+    return None
+
+
+def message_id(campaign: Campaign, seq: int, domain: str) -> str:
+    return f"<c{campaign.id}.r{seq}.w{campaign.workspace_id}@{domain}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Tracking:
+    base_url: str
+    secret: str
+
+
+def compose(
+    campaign: Campaign, row: _Row, *, domain: str, tracking: Tracking | None
+) -> OutgoingEmail:
+    values: dict[str, Any] = dict(row.fields or {})
+    values.update(
+        email=row.email or "",
+        phone=row.phone or "",
+        first_name=row.first_name,
+        last_name=row.last_name,
+        timezone=row.timezone,
+    )
+    html = render(campaign.html, values) if campaign.html else None
+    if html is not None and tracking is not None:
+        ref = MessageRef(campaign.workspace_id, row.contact_id, campaign.id, row.seq)
+        html = HREF.sub(
+            lambda m: f'href="{link_url(tracking.base_url, tracking.secret, ref, m.group(1))}"',
+            html,
+        )
+        pixel = pixel_url(tracking.base_url, tracking.secret, ref)
+        html += f'<img src="{pixel}" width="1" height="1" alt="">'
+    mid = message_id(campaign, row.seq, domain)
+    return OutgoingEmail(
+        to=[row.email or ""],
+        subject=render(campaign.subject, values),
+        text=render(campaign.body, values),
+        html=html,
+        message_id=mid,
+        headers={"X-Sweepline-Campaign": str(campaign.id)},
+    )
+
+
+class CampaignSender:
+    def __init__(
+        self,
+        db: Database,
+        transport: Transport,
+        *,
+        owner: str,
+        domain: str,
+        in_flight: int = 8,
+        lease_seconds: int = 60,
+        tracking: Tracking | None = None,
+    ) -> None:
+        self.db = db
+        self.transport = transport
+        self.owner = owner
+        self.domain = domain
+        self.in_flight = max(1, in_flight)
+        self.lease_seconds = lease_seconds
+        self.tracking = tracking
+
+    async def claim(self, campaign_id: int, now: datetime) -> Campaign | None:
+        """Take the campaign's lease (free, expired, or already ours)."""
+        async with self.db.write() as uow:
+            claimed = await uow.session.scalar(
+                update(Campaign)
+                .where(
+                    Campaign.id == campaign_id,
+                    Campaign.status == SENDING,
+                    or_(
+                        Campaign.lease_owner.is_(None),
+                        Campaign.lease_owner == self.owner,
+                        Campaign.lease_until < now,
+                    ),
+                )
+                .values(
+                    lease_owner=self.owner, lease_until=now + timedelta(seconds=self.lease_seconds)
+                )
+                .returning(Campaign.id)
+            )
+            if claimed is None:
+                return None
+            return await uow.session.get(Campaign, campaign_id)
+
+    async def release(self, campaign_id: int) -> None:
+        async with self.db.write() as uow:
+            await uow.session.execute(
+                update(Campaign)
+                .where(Campaign.id == campaign_id, Campaign.lease_owner == self.owner)
+                .values(lease_owner=None, lease_until=None)
+            )
+
+    async def step(self, campaign: Campaign, now: Any) -> StepResult:
+        """Send up to one minute's worth of messages (the campaign's rate limit), in groups of
+        ``in_flight``; ``now`` is a callable returning the current time."""
+        started = now()
+        budget = campaign.rate_per_minute
+        totals = {"sent": 0, "skipped": 0, "failed": 0, "deferred": 0}
+        while budget > 0:
+            rows = await self._fetch(campaign, min(budget, max(self.in_flight * 8, 64)))
+            if not rows:
+                await self._finish(campaign, now())
+                return StepResult(**totals, done=True)
+            for start in range(0, len(rows), self.in_flight):
+                group = rows[start : start + self.in_flight]
+                outcome = await self._send_group(campaign, group)
+                for status, _ in outcome.values():
+                    key = {R_SENT: "sent", R_SKIPPED: "skipped", R_FAILED: "failed"}.get(
+                        status, "deferred"
+                    )
+                    totals[key] += 1
+                if not await self._confirm(campaign, outcome, now()):
+                    return StepResult(**totals, lost_lease=True)
+                budget -= len(group)
+                if totals["deferred"]:
+                    # The server is deferring: give it time instead of hammering it.
+                    return StepResult(**totals, next_at=now() + timedelta(seconds=60))
+        return StepResult(**totals, next_at=started + timedelta(seconds=60))
+
+    async def _fetch(self, campaign: Campaign, limit: int) -> list[_Row]:
+        async with self.db.read() as session:
+            result = await session.execute(
+                select(
+                    Recipient.seq,
+                    Recipient.contact_id,
+                    Contact.email,
+                    Contact.first_name,
+                    Contact.last_name,
+                    Contact.phone,
+                    Contact.timezone,
+                    Contact.fields,
+                    Contact.suppressed,
+                    Contact.consent,
+                    Contact.deleted_at,
+                )
+                .join(Contact, Contact.id == Recipient.contact_id)
+                .where(
+                    Recipient.campaign_id == campaign.id,
+                    Recipient.status == R_PENDING,
+                    Recipient.seq > campaign.checkpoint,
+                )
+                .order_by(Recipient.seq)
+                .limit(limit)
+            )
+            return [
+                _Row(
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    r[5],
+                    r[6],
+                    r[7] or {},
+                    r[8] or {},
+                    r[9] or {},
+                    r[10] is not None,
+                )
+                for r in result.all()
+            ]
+
+    async def _send_group(
+        self, campaign: Campaign, group: Sequence[_Row]
+    ) -> dict[int, tuple[str, str]]:
+        async def one(row: _Row) -> tuple[int, tuple[str, str]]:
+            reason = blocked(row)
+            if reason is not None:
+                return row.seq, (R_SKIPPED, reason)
+            email = compose(campaign, row, domain=self.domain, tracking=self.tracking)
+            try:
+                await self.transport.send(email)
+            except Permanent as exc:
+                return row.seq, (R_FAILED, str(exc))
+            except Transient as exc:
+                return row.seq, (R_PENDING, str(exc))
+            return row.seq, (R_SENT, email.message_id)
+
+        return dict(await asyncio.gather(*(one(r) for r in group)))
+
+    async def _confirm(
+        self, campaign: Campaign, outcome: dict[int, tuple[str, str]], at: datetime
+    ) -> bool:
+        """Commit the group's outcomes and move the checkpoint past every settled recipient.
+        False when the lease was lost (another sender took over): nothing is written."""
+        async with self.db.write() as uow:
+            session = uow.session
+            still_ours = await session.scalar(
+                update(Campaign)
+                .where(Campaign.id == campaign.id, Campaign.lease_owner == self.owner)
+                .values(lease_until=at + timedelta(seconds=self.lease_seconds), updated_at=at)
+                .returning(Campaign.id)
+            )
+            if still_ours is None:
+                return False
+            settled = [
+                {
+                    "campaign_id": campaign.id,
+                    "seq": seq,
+                    "status": status,
+                    "detail": detail[:500],
+                    "sent_at": at if status == R_SENT else None,
+                }
+                for seq, (status, detail) in outcome.items()
+                if status != R_PENDING
+            ]
+            for status in (R_SENT, R_SKIPPED, R_FAILED):
+                seqs = [s["seq"] for s in settled if s["status"] == status]
+                if not seqs:
+                    continue
+                await session.execute(
+                    update(Recipient)
+                    .where(
+                        Recipient.campaign_id == campaign.id,
+                        Recipient.seq.in_(seqs),
+                        Recipient.status == R_PENDING,
+                    )
+                    .values(status=status, sent_at=at if status == R_SENT else None)
+                )
+            first_pending = await session.scalar(
+                select(func.min(Recipient.seq)).where(
+                    Recipient.campaign_id == campaign.id, Recipient.status == R_PENDING
+                )
+            )
+            checkpoint = campaign.audience_size if first_pending is None else int(first_pending) - 1
+            await session.execute(
+                update(Campaign).where(Campaign.id == campaign.id).values(checkpoint=checkpoint)
+            )
+            campaign.checkpoint = checkpoint
+        return True
+
+    async def _finish(self, campaign: Campaign, at: datetime) -> None:
+        async with self.db.write() as uow:
+            await uow.session.execute(
+                update(Campaign)
+                .where(
+                    Campaign.id == campaign.id,
+                    Campaign.lease_owner == self.owner,
+                    Campaign.status == SENDING,
+                )
+                .values(
+                    status=DONE,
+                    finished_at=at,
+                    checkpoint=campaign.audience_size,
+                    lease_owner=None,
+                    lease_until=None,
+                    updated_at=at,
+                )
+            )
+
+
+async def send_until_done(
+    sender: CampaignSender, campaign_id: int, clock: Any, *, max_seconds: float | None = None
+) -> bool:
+    """Claim the campaign and send it to the end, pausing between steps for the rate limit.
+    Returns True when the campaign is finished (False: not ours, lost lease, or out of time)."""
+    campaign = await sender.claim(campaign_id, clock.now())
+    if campaign is None:
+        return False
+    began = time.monotonic()
+    while True:
+        result = await sender.step(campaign, clock.now)
+        if result.done:
+            return True
+        if result.lost_lease:
+            return False
+        if max_seconds is not None and time.monotonic() - began > max_seconds:
+            await sender.release(campaign_id)
+            return False
+        if result.next_at is not None:
+            wait = (result.next_at - clock.now()).total_seconds()
+            if wait > 0:
+                # Keep the lease alive across the pause.
+                await sender._confirm(campaign, {}, clock.now() + timedelta(seconds=wait))
+                await clock.sleep(wait)

@@ -1,0 +1,93 @@
+"""Campaign jobs: every 10 seconds due campaigns get their audience snapshot and a sender job;
+a campaign whose sender died (lease expired) gets a new sender job, which resumes it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import or_, select
+
+from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, Tracking, send_until_done
+from app.engines.funnels.campaigns.models import SCHEDULED, SENDING, Campaign
+from app.engines.funnels.campaigns.service import AlreadyMaterialised, materialise
+from app.engines.funnels.jobs import mail_domain
+from app.platform.models import Workspace
+from app.platform.service import webhook_secret
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key
+from app.scheduling.worker import worker_identity
+
+SEND_SLICE_SECONDS = 50.0
+"""One sender job sends for at most this long, then hands over to the next tick's job."""
+
+
+class CampaignPayload(JobPayload, frozen=True):
+    campaign_id: int
+
+
+async def start_due(ctx: JobContext, now: datetime) -> list[int]:
+    """Snapshot the audience of every campaign whose time has come; ids of campaigns that need a
+    sender (just started, or sending without a live sender)."""
+    async with ctx.db.read() as session:
+        due = list(
+            await session.scalars(
+                select(Campaign.id).where(Campaign.status == SCHEDULED, Campaign.send_at <= now)
+            )
+        )
+    for campaign_id in due:
+        try:
+            async with ctx.db.write() as uow:
+                await materialise(uow.session, campaign_id, now)
+        except AlreadyMaterialised:
+            continue  # another process started it a moment ago
+    async with ctx.db.read() as session:
+        return list(
+            await session.scalars(
+                select(Campaign.id).where(
+                    Campaign.status == SENDING,
+                    or_(Campaign.lease_owner.is_(None), Campaign.lease_until < now),
+                )
+            )
+        )
+
+
+async def tick(ctx: JobContext, at: datetime) -> None:
+    for campaign_id in await start_due(ctx, ctx.clock.now()):
+        await ctx.queue.enqueue(
+            None,
+            SEND,
+            CampaignPayload(campaign_id=campaign_id),
+            job_id=tick_key("funnels.campaign", campaign_id, at),
+        )
+
+
+async def send(ctx: JobContext, payload: CampaignPayload) -> None:
+    async with ctx.db.read() as session:
+        workspace = await session.scalar(
+            select(Workspace)
+            .join(Campaign, Campaign.workspace_id == Workspace.id)
+            .where(Campaign.id == payload.campaign_id)
+        )
+    if workspace is None:
+        return
+    tracking = Tracking(ctx.settings.web.public_url, webhook_secret(ctx.secrets, workspace))
+    pool = SmtpPool(ctx.settings.mail, ctx.settings.funnels.campaign_in_flight)
+    sender = CampaignSender(
+        ctx.db,
+        pool,
+        owner=f"{worker_identity()}:{ctx.job_id or 'direct'}"[:100],
+        domain=mail_domain(ctx),
+        in_flight=ctx.settings.funnels.campaign_in_flight,
+        tracking=tracking,
+    )
+    try:
+        await send_until_done(
+            sender, payload.campaign_id, ctx.clock, max_seconds=SEND_SLICE_SECONDS
+        )
+    finally:
+        await pool.aclose()
+
+
+SEND = JobSpec("funnels.campaign_send", CampaignPayload, send, max_tries=3, timeout_seconds=120)
+JOBS = [SEND]
+SWEEPS = [Sweep("funnels.campaigns", EVERY_10_SECONDS, tick)]

@@ -1,0 +1,111 @@
+"""Tables of campaigns: the campaign, its recipients (the audience snapshot, numbered) and the
+delivery events its counters are recomputed from."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import Base
+from app.db.types import BigId, Json, UTCDateTime
+
+FK = BigInteger().with_variant(Integer(), "sqlite")
+
+DRAFT = "draft"
+SCHEDULED = "scheduled"
+SENDING = "sending"
+DONE = "done"
+CANCELLED = "cancelled"
+
+R_PENDING = "pending"
+R_SENT = "sent"
+R_SKIPPED = "skipped"
+R_FAILED = "failed"
+
+COUNTED_KINDS = ("delivered", "opened", "clicked", "bounced", "complained", "unsubscribed")
+
+
+class Campaign(Base):
+    __tablename__ = "campaigns"
+    __table_args__ = (
+        Index("ix_campaigns_workspace", "workspace_id", "id"),
+        Index(
+            "ix_campaigns_due",
+            "send_at",
+            sqlite_where=text("status IN ('scheduled', 'sending')"),
+            postgresql_where=text("status IN ('scheduled', 'sending')"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(FK, ForeignKey("workspaces.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    subject: Mapped[str] = mapped_column(String(500))
+    body: Mapped[str] = mapped_column(Text)
+    html: Mapped[str | None] = mapped_column(Text, nullable=True)
+    audience: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
+    """A segment predicate (``None``: every contact with an e-mail address)."""
+    status: Mapped[str] = mapped_column(String(16))
+    send_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    rate_per_minute: Mapped[int] = mapped_column(Integer)
+    materialised_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    audience_size: Mapped[int] = mapped_column(Integer, default=0)
+    checkpoint: Mapped[int] = mapped_column(Integer, default=0)
+    """Every recipient with ``seq <= checkpoint`` is settled (sent, skipped or failed)."""
+    lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class Recipient(Base):
+    __tablename__ = "campaign_recipients"
+    __table_args__ = (
+        Index("ux_campaign_recipients_contact", "campaign_id", "contact_id", unique=True),
+        Index(
+            "ix_campaign_recipients_pending",
+            "campaign_id",
+            "seq",
+            sqlite_where=text("status = 'pending'"),
+            postgresql_where=text("status = 'pending'"),
+        ),
+    )
+
+    campaign_id: Mapped[int] = mapped_column(
+        FK, ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    contact_id: Mapped[int] = mapped_column(FK, ForeignKey("contacts.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class CampaignEvent(Base):
+    """A delivery report about one recipient (delivered, opened, clicked, bounced, …). The
+    campaign's counters are counts of distinct recipients per kind over these rows."""
+
+    __tablename__ = "campaign_events"
+    __table_args__ = (
+        Index(
+            "ux_campaign_events_sender_id",
+            "campaign_id",
+            "external_id",
+            unique=True,
+            sqlite_where=text("external_id IS NOT NULL"),
+            postgresql_where=text("external_id IS NOT NULL"),
+        ),
+        Index("ix_campaign_events_kind", "campaign_id", "kind", "seq"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(FK, ForeignKey("campaigns.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(32))
+    external_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)

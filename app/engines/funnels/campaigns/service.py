@@ -1,0 +1,311 @@
+"""Campaign lifecycle: create, edit while a draft, schedule, cancel; the audience snapshot
+(FN-28) and the counters recomputed from delivery events (FN-29).
+
+The audience is materialised **once**: a conditional ``UPDATE … WHERE materialised_at IS NULL``
+claims the right to do it, and the recipients are inserted by one ``INSERT … SELECT`` in the same
+transaction, numbered in a stable order. A second attempt is refused — re-resolving would silently
+add everyone who joined after the send started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, literal, select, update
+
+from app.db.session import ReadSession, WriteSession
+from app.engines.funnels.campaigns.models import (
+    CANCELLED,
+    DRAFT,
+    R_FAILED,
+    R_PENDING,
+    R_SENT,
+    R_SKIPPED,
+    SCHEDULED,
+    SENDING,
+    Campaign,
+    CampaignEvent,
+    Recipient,
+)
+from app.engines.funnels.contacts import _insert, affected, dialect_of, field_types
+from app.engines.funnels.models import Contact
+from app.engines.funnels.segments import Predicate, compile_sql, decode_predicate
+from app.errors import Conflict, NotFound, ValidationFailed
+
+
+class CampaignNotFound(NotFound):
+    code = "campaign_not_found"
+
+
+class AlreadyMaterialised(Conflict):
+    code = "audience_already_materialised"
+
+
+class CampaignNotEditable(Conflict):
+    code = "campaign_not_editable"
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignData:
+    name: str
+    subject: str
+    body: str
+    html: str | None = None
+    audience: dict[str, Any] | None = None
+    rate_per_minute: int = 600
+
+
+def _audience(raw: dict[str, Any] | None) -> Predicate | None:
+    if raw is None:
+        return None
+    import msgspec
+
+    try:
+        return decode_predicate(raw)
+    except msgspec.ValidationError as exc:
+        raise ValidationFailed.field("audience", str(exc)) from None
+
+
+def _check(data: CampaignData) -> None:
+    if not data.name.strip():
+        raise ValidationFailed.field("name", "must not be empty")
+    if not data.subject.strip():
+        raise ValidationFailed.field("subject", "a campaign needs a subject")
+    if not data.body.strip():
+        raise ValidationFailed.field("body", "a campaign needs a body")
+    if not 1 <= data.rate_per_minute <= 100_000:
+        raise ValidationFailed.field("rate_per_minute", "between 1 and 100000")
+    _audience(data.audience)
+
+
+async def create_campaign(
+    session: WriteSession, workspace_id: int, data: CampaignData, now: datetime
+) -> Campaign:
+    _check(data)
+    campaign = Campaign(
+        workspace_id=workspace_id,
+        name=data.name.strip(),
+        subject=data.subject,
+        body=data.body,
+        html=data.html,
+        audience=data.audience,
+        status=DRAFT,
+        rate_per_minute=data.rate_per_minute,
+        audience_size=0,
+        checkpoint=0,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(campaign)
+    await session.flush()
+    return campaign
+
+
+async def get_campaign(session: ReadSession, workspace_id: int, campaign_id: int) -> Campaign:
+    campaign = await session.scalar(
+        select(Campaign).where(Campaign.id == campaign_id, Campaign.workspace_id == workspace_id)
+    )
+    if campaign is None:
+        raise CampaignNotFound(f"campaign {campaign_id} not found")
+    return campaign
+
+
+async def list_campaigns(
+    session: ReadSession, workspace_id: int, *, after: int | None = None, limit: int = 50
+) -> list[Campaign]:
+    stmt = select(Campaign).where(Campaign.workspace_id == workspace_id)
+    if after is not None:
+        stmt = stmt.where(Campaign.id < after)
+    return list(await session.scalars(stmt.order_by(Campaign.id.desc()).limit(limit)))
+
+
+async def update_campaign(
+    session: WriteSession, workspace_id: int, campaign_id: int, data: CampaignData, now: datetime
+) -> Campaign:
+    campaign = await get_campaign(session, workspace_id, campaign_id)
+    if campaign.status not in (DRAFT, SCHEDULED) or campaign.materialised_at is not None:
+        raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}: not editable")
+    _check(data)
+    campaign.name = data.name.strip()
+    campaign.subject = data.subject
+    campaign.body = data.body
+    campaign.html = data.html
+    campaign.audience = data.audience
+    campaign.rate_per_minute = data.rate_per_minute
+    campaign.updated_at = now
+    await session.flush()
+    return campaign
+
+
+async def schedule_campaign(
+    session: WriteSession, workspace_id: int, campaign_id: int, send_at: datetime, now: datetime
+) -> Campaign:
+    """Send at ``send_at`` (now or later). Only a draft or a scheduled campaign may be
+    (re)scheduled."""
+    campaign = await get_campaign(session, workspace_id, campaign_id)
+    if campaign.status not in (DRAFT, SCHEDULED):
+        raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}")
+    campaign.status = SCHEDULED
+    campaign.send_at = max(send_at, now)
+    campaign.updated_at = now
+    await session.flush()
+    return campaign
+
+
+async def cancel_campaign(
+    session: WriteSession, workspace_id: int, campaign_id: int, now: datetime
+) -> Campaign:
+    """Stop a campaign; recipients not yet sent stay unsent."""
+    campaign = await get_campaign(session, workspace_id, campaign_id)
+    if campaign.status in (CANCELLED,) or campaign.finished_at is not None:
+        raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}")
+    campaign.status = CANCELLED
+    campaign.finished_at = now
+    campaign.updated_at = now
+    await session.flush()
+    return campaign
+
+
+async def materialise(session: WriteSession, campaign_id: int, now: datetime) -> int:
+    """Snapshot the audience (FN-28) and start the send; returns the number of recipients.
+
+    Raises:
+        AlreadyMaterialised: the audience was snapshotted before (never done twice).
+    """
+    claimed = await session.scalar(
+        update(Campaign)
+        .where(Campaign.id == campaign_id, Campaign.materialised_at.is_(None))
+        .values(materialised_at=now, status=SENDING, started_at=now, updated_at=now)
+        .returning(Campaign.workspace_id)
+    )
+    if claimed is None:
+        raise AlreadyMaterialised(f"the audience of campaign {campaign_id} is already fixed")
+    workspace_id = int(claimed)
+    campaign = await session.get(Campaign, campaign_id)
+    assert campaign is not None
+    conditions: list[Any] = [
+        Contact.workspace_id == workspace_id,
+        Contact.deleted_at.is_(None),
+        Contact.email.is_not(None),
+    ]
+    predicate = _audience(campaign.audience)
+    if predicate is not None:
+        custom = await field_types(session, workspace_id)
+        conditions.append(compile_sql(predicate, workspace_id=workspace_id, now=now, custom=custom))
+    numbered = select(
+        literal(campaign_id).label("campaign_id"),
+        func.row_number().over(order_by=Contact.id).label("seq"),
+        Contact.id.label("contact_id"),
+        literal(R_PENDING).label("status"),
+    ).where(and_(*conditions))
+    result = await session.execute(
+        _insert(dialect_of(session), Recipient).from_select(
+            ["campaign_id", "seq", "contact_id", "status"], numbered
+        )
+    )
+    size = affected(result)
+    await session.execute(
+        update(Campaign).where(Campaign.id == campaign_id).values(audience_size=size)
+    )
+    return size
+
+
+async def record_delivery_event(
+    session: WriteSession,
+    *,
+    workspace_id: int,
+    campaign_id: int,
+    seq: int,
+    kind: str,
+    external_id: str | None,
+    at: datetime,
+) -> int | None:
+    """Store one delivery report about a recipient; returns the recipient's contact id (``None``
+    when there is no such recipient in this workspace). A report repeated with the same sender id
+    is stored once; counters count distinct recipients, so even a repeat under a new id cannot
+    inflate them (FN-29)."""
+    contact_id = await session.scalar(
+        select(Recipient.contact_id)
+        .join(Campaign, Campaign.id == Recipient.campaign_id)
+        .where(
+            Recipient.campaign_id == campaign_id,
+            Recipient.seq == seq,
+            Campaign.workspace_id == workspace_id,
+        )
+    )
+    if contact_id is None:
+        return None
+    await session.execute(
+        _insert(dialect_of(session), CampaignEvent)
+        .values(campaign_id=campaign_id, seq=seq, kind=kind, external_id=external_id, at=at)
+        .on_conflict_do_nothing()
+    )
+    return int(contact_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    audience: int
+    pending: int
+    sent: int
+    skipped: int
+    failed: int
+    delivered: int
+    opened: int
+    clicked: int
+    bounced: int
+    complained: int
+    unsubscribed: int
+
+
+async def counters(session: ReadSession, campaign_id: int) -> Counters:
+    """Recomputed from the recipients' send records and the delivery events, never stored."""
+    by_status = {
+        status: int(n)
+        for status, n in (
+            await session.execute(
+                select(Recipient.status, func.count())
+                .where(Recipient.campaign_id == campaign_id)
+                .group_by(Recipient.status)
+            )
+        ).all()
+    }
+    by_kind = {
+        kind: int(n)
+        for kind, n in (
+            await session.execute(
+                select(CampaignEvent.kind, func.count(func.distinct(CampaignEvent.seq)))
+                .where(CampaignEvent.campaign_id == campaign_id)
+                .group_by(CampaignEvent.kind)
+            )
+        ).all()
+    }
+    # An open is implied by a click (images may be blocked while the link was followed).
+    opened = await session.scalar(
+        select(func.count(func.distinct(CampaignEvent.seq))).where(
+            CampaignEvent.campaign_id == campaign_id,
+            CampaignEvent.kind.in_(("opened", "clicked")),
+        )
+    )
+    return Counters(
+        audience=sum(by_status.values()),
+        pending=by_status.get(R_PENDING, 0),
+        sent=by_status.get(R_SENT, 0),
+        skipped=by_status.get(R_SKIPPED, 0),
+        failed=by_status.get(R_FAILED, 0),
+        delivered=by_kind.get("delivered", 0),
+        opened=int(opened or 0),
+        clicked=by_kind.get("clicked", 0),
+        bounced=by_kind.get("bounced", 0),
+        complained=by_kind.get("complained", 0),
+        unsubscribed=by_kind.get("unsubscribed", 0),
+    )
+
+
+def progress(counts: Counters) -> float:
+    """Share of the audience settled (sent, skipped or failed), 0..1."""
+    if counts.audience == 0:
+        return 1.0
+    return (counts.audience - counts.pending) / counts.audience

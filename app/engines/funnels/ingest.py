@@ -1,0 +1,471 @@
+"""Event ingestion (FN-13): store first, answer, then turn stored events into contact events.
+
+The request path does one thing: :func:`store` inserts the raw event into
+``funnel_inbound_events`` (``ON CONFLICT DO NOTHING`` on the sender's event id, so a retried
+webhook stores nothing new) and the sender is answered. :func:`process_batch` runs off the request
+path (a job, and every tick): it leases unprocessed rows in one statement, finds or creates the
+contact, applies what the event means (form fields, tags and lists, suppression after a bounce,
+a complaint or an unsubscribe, a campaign's delivery report) and records a contact event, which the
+trigger matcher then matches to funnels. Each event is processed in its own savepoint: a bad one
+is recorded as dropped, with the reason, and does not hold back the others.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select, text, update
+
+from app.db.session import Database, WriteSession
+from app.db.types import UTCDateTime
+from app.engines.funnels.campaigns.service import record_delivery_event
+from app.engines.funnels.contacts import (
+    ContactData,
+    _insert,
+    add_tag,
+    add_to_list,
+    check_field_value,
+    create_contact,
+    dialect_of,
+    field_types,
+    find_by_email,
+    record_event,
+)
+from app.engines.funnels.errors import DuplicateContact
+from app.engines.funnels.events import Form, InboundEvent
+from app.engines.funnels.jobs import ADVANCE, Shard
+from app.engines.funnels.models import Contact
+from app.engines.funnels.segment_triggers import evaluate_segments
+from app.engines.funnels.tracking import MessageRef
+from app.engines.funnels.triggers import match_events
+from app.errors import DomainError
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.queue import JobQueue
+
+log = logging.getLogger(__name__)
+
+SUPPRESSING = {"bounced": "bounced", "complained": "complained", "unsubscribed": "unsubscribed"}
+DELIVERY_KINDS = ("delivered", "opened", "clicked", *SUPPRESSING)
+
+
+async def store(
+    session: WriteSession,
+    *,
+    workspace_id: int,
+    source: str,
+    name: str,
+    external_id: str | None,
+    payload: Mapping[str, Any],
+    now: datetime,
+) -> int | None:
+    """Insert one inbound event; its id, or ``None`` when the sender's id was seen before."""
+    stmt = (
+        _insert(dialect_of(session), InboundEvent)
+        .values(
+            workspace_id=workspace_id,
+            source=source,
+            name=name,
+            external_id=external_id,
+            payload=dict(payload),
+            received_at=now,
+        )
+        .on_conflict_do_nothing()
+        .returning(InboundEvent.id)
+    )
+    event_id: int | None = await session.scalar(stmt)
+    return event_id
+
+
+@dataclass(slots=True)
+class ProcessResult:
+    processed: int = 0
+    recorded: int = 0
+    dropped: int = 0
+    contacts: dict[int, set[int]] = field(default_factory=dict)
+    """Contacts touched, by workspace (their segment triggers are evaluated next)."""
+
+
+class Dropped(Exception):
+    """The event cannot be applied (unknown contact, unknown form, …); kept with the reason."""
+
+
+def _lease(is_postgres: bool) -> Any:
+    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
+    return text(
+        f"""
+        UPDATE funnel_inbound_events SET processed_at = :now
+         WHERE id IN (SELECT id FROM funnel_inbound_events WHERE processed_at IS NULL
+                       ORDER BY id LIMIT :limit{lock})
+        RETURNING id, workspace_id, source, name, external_id, payload, received_at
+        """  # noqa: S608 - only constants are interpolated
+    ).bindparams(bindparam("now", type_=UTCDateTime()))
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str | bytes):
+        value = json.loads(value)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+async def process_batch(db: Database, *, now: datetime, limit: int = 200) -> ProcessResult:
+    """Process one batch of stored events, all in one transaction (a savepoint per event)."""
+    result = ProcessResult()
+    async with db.write() as uow:
+        session = uow.session
+        rows = (await session.execute(_lease(db.is_postgres), {"now": now, "limit": limit})).all()
+        for row in sorted(rows, key=lambda r: r[0]):
+            inbound = _Inbound(row[0], row[1], row[2], row[3], row[4], _as_dict(row[5]))
+            result.processed += 1
+            try:
+                async with session.begin_nested():
+                    contact_id = await _apply(session, inbound, now)
+                outcome, recorded = "recorded", True
+            except (Dropped, DomainError) as exc:
+                contact_id, outcome, recorded = None, f"dropped: {exc}", False
+            if recorded:
+                result.recorded += 1
+                if contact_id is not None:
+                    result.contacts.setdefault(inbound.workspace_id, set()).add(contact_id)
+            else:
+                result.dropped += 1
+            await session.execute(
+                update(InboundEvent)
+                .where(InboundEvent.id == inbound.id)
+                .values(contact_id=contact_id, outcome=outcome[:2000])
+            )
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Inbound:
+    id: int
+    workspace_id: int
+    source: str
+    name: str
+    external_id: str | None
+    payload: dict[str, Any]
+
+
+def _occurred_at(payload: Mapping[str, Any], now: datetime) -> datetime:
+    raw = payload.get("occurred_at")
+    if isinstance(raw, str):
+        try:
+            parsed = datetime.fromisoformat(raw)
+        except ValueError:
+            return now
+        if parsed.tzinfo is not None:
+            return min(parsed, now)
+    return now
+
+
+async def _apply(session: WriteSession, event: _Inbound, now: datetime) -> int | None:
+    handlers = {
+        "api": _apply_api,
+        "form": _apply_form,
+        "site": _apply_site,
+        "tracking": _apply_tracking,
+        "booking": _apply_booking,
+        "payment": _apply_payment,
+        "delivery": _apply_delivery,
+    }
+    handler = handlers.get(event.source)
+    if handler is None:
+        raise Dropped(f"unknown source {event.source}")
+    return await handler(session, event, now)
+
+
+async def _record(
+    session: WriteSession,
+    event: _Inbound,
+    contact: Contact,
+    name: str,
+    properties: Mapping[str, Any],
+    now: datetime,
+) -> None:
+    await record_event(
+        session,
+        workspace_id=event.workspace_id,
+        contact_id=contact.id,
+        name=name,
+        source=event.source,
+        now=now,
+        occurred_at=_occurred_at(event.payload, now),
+        # Unique per inbound row, which is itself unique per sender id: a reprocessed row
+        # cannot record its contact event twice.
+        external_id=f"in:{event.id}",
+        properties=dict(properties),
+    )
+
+
+async def resolve_contact(
+    session: WriteSession,
+    workspace_id: int,
+    who: Mapping[str, Any],
+    now: datetime,
+    *,
+    create: bool,
+) -> Contact:
+    """The contact an event is about: by ``id``, or by ``email`` (created when ``create``)."""
+    contact_id = who.get("id")
+    if isinstance(contact_id, int):
+        contact = await session.scalar(
+            select(Contact).where(
+                Contact.id == contact_id,
+                Contact.workspace_id == workspace_id,
+                Contact.deleted_at.is_(None),
+            )
+        )
+        if contact is None:
+            raise Dropped(f"no contact {contact_id}")
+        return contact
+    email = who.get("email")
+    if not isinstance(email, str) or "@" not in email:
+        raise Dropped("the event names no contact (contact.id or contact.email)")
+    found = await find_by_email(session, workspace_id, email)
+    if found is not None:
+        return found
+    if not create:
+        raise Dropped(f"no contact with e-mail {email}")
+    data = ContactData(
+        email=email,
+        first_name=_text(who.get("first_name")),
+        last_name=_text(who.get("last_name")),
+        phone=_text(who.get("phone")),
+    )
+    try:
+        async with session.begin_nested():
+            return await create_contact(session, workspace_id, data, now)
+    except DuplicateContact:
+        # Created by a concurrent event for the same person a moment ago.
+        found = await find_by_email(session, workspace_id, email)
+        if found is None:
+            raise
+        return found
+
+
+def _text(value: Any) -> str | None:
+    return value.strip()[:200] if isinstance(value, str) and value.strip() else None
+
+
+async def _apply_api(session: WriteSession, event: _Inbound, now: datetime) -> int:
+    p = event.payload
+    contact = await resolve_contact(
+        session, event.workspace_id, p.get("contact") or {}, now, create=bool(p.get("create"))
+    )
+    await _record(session, event, contact, event.name, p.get("properties") or {}, now)
+    return contact.id
+
+
+async def _apply_form(session: WriteSession, event: _Inbound, now: datetime) -> int:
+    p = event.payload
+    form = await session.scalar(
+        select(Form).where(Form.public_id == p.get("form"), Form.workspace_id == event.workspace_id)
+    )
+    if form is None:
+        raise Dropped("the form no longer exists")
+    values: dict[str, Any] = {
+        k: v for k, v in (p.get("values") or {}).items() if isinstance(k, str)
+    }
+    contact = await resolve_contact(session, event.workspace_id, values, now, create=True)
+    types = await field_types(session, event.workspace_id)
+    custom: dict[str, Any] = {}
+    for key, raw in values.items():
+        if key in types and raw not in (None, ""):
+            try:
+                custom[key] = check_field_value(key, types[key], _typed(types[key], raw))
+            except DomainError:
+                continue  # a wrong value in one field does not lose the submission
+    for attribute in ("first_name", "last_name", "phone"):
+        given = _text(values.get(attribute))
+        if given:
+            setattr(contact, attribute, given)
+    if custom:
+        contact.fields = {**(contact.fields or {}), **custom}
+    contact.updated_at = now
+    await session.flush()
+    if form.add_tag:
+        await add_tag(session, contact, form.add_tag, now)
+    if form.add_list:
+        await add_to_list(session, contact, form.add_list, now)
+    await _record(session, event, contact, "form_submit", {"form": form.public_id}, now)
+    return contact.id
+
+
+def _typed(kind: str, raw: Any) -> Any:
+    """Form posts carry text; numbers and booleans are converted before the type check."""
+    if not isinstance(raw, str):
+        return raw
+    if kind == "number":
+        try:
+            return int(raw)
+        except ValueError:
+            try:
+                return float(raw)
+            except ValueError:
+                return raw
+    if kind == "boolean":
+        return raw.lower() in {"true", "yes", "on", "1"}
+    return raw
+
+
+async def _apply_site(session: WriteSession, event: _Inbound, now: datetime) -> int:
+    p = event.payload
+    contact = await resolve_contact(
+        session, event.workspace_id, {"id": p.get("contact_id")}, now, create=False
+    )
+    props = {"url": str(p.get("url", ""))[:2000], "title": str(p.get("title", ""))[:300]}
+    await _record(session, event, contact, "page_visit", props, now)
+    return contact.id
+
+
+async def _apply_tracking(session: WriteSession, event: _Inbound, now: datetime) -> int:
+    p = event.payload
+    ref = MessageRef.from_claims(p.get("ref") or {})
+    if ref is None or ref.workspace_id != event.workspace_id:
+        raise Dropped("malformed tracking reference")
+    contact = await resolve_contact(
+        session, event.workspace_id, {"id": ref.contact_id}, now, create=False
+    )
+    kind = "opened" if event.name == "message_opened" else "clicked"
+    props: dict[str, Any] = {"campaign_id": ref.campaign_id, "effect": ref.effect}
+    if kind == "clicked":
+        props["url"] = str(p.get("url", ""))[:2000]
+    if ref.campaign_id is not None and ref.seq is not None:
+        await record_delivery_event(
+            session,
+            campaign_id=ref.campaign_id,
+            seq=ref.seq,
+            kind=kind,
+            external_id=None,
+            at=now,
+            workspace_id=event.workspace_id,
+        )
+    await _record(session, event, contact, event.name, props, now)
+    return contact.id
+
+
+async def _apply_booking(session: WriteSession, event: _Inbound, now: datetime) -> int:
+    booking = event.payload.get("booking") or {}
+    attendee = booking.get("attendee") or {}
+    contact = await resolve_contact(session, event.workspace_id, attendee, now, create=True)
+    props = {
+        "booking_id": booking.get("id"),
+        "resource": booking.get("resource_id"),
+        "start": booking.get("start"),
+    }
+    await _record(session, event, contact, "booking_made", props, now)
+    return contact.id
+
+
+async def _apply_payment(session: WriteSession, event: _Inbound, now: datetime) -> int:
+    obj = (event.payload.get("data") or {}).get("object") or {}
+    metadata = obj.get("metadata") or {}
+    email = metadata.get("email") or obj.get("receipt_email") or obj.get("customer_email")
+    contact = await resolve_contact(session, event.workspace_id, {"email": email}, now, create=True)
+    amount = obj.get("amount_received", obj.get("amount"))
+    props = {
+        "payment_id": obj.get("id"),
+        "amount_minor": amount if isinstance(amount, int) else None,
+        "currency": str(obj.get("currency", "")).lower(),
+    }
+    await _record(session, event, contact, "payment_made", props, now)
+    return contact.id
+
+
+async def _apply_delivery(session: WriteSession, event: _Inbound, now: datetime) -> int:
+    """A provider's report about one message: delivered, opened, clicked, bounced, complained or
+    unsubscribed. Campaign messages are found by the Message-ID we gave them."""
+    p = event.payload
+    kind = event.name
+    if kind not in DELIVERY_KINDS:
+        raise Dropped(f"unknown delivery event kind {kind}")
+    ref = parse_campaign_message_id(str(p.get("message_id", "")))
+    who: dict[str, Any] = {"email": p.get("email")}
+    if ref is not None:
+        campaign_id, seq = ref
+        contact_id = await record_delivery_event(
+            session,
+            campaign_id=campaign_id,
+            seq=seq,
+            kind=kind,
+            external_id=event.external_id,
+            at=now,
+            workspace_id=event.workspace_id,
+        )
+        if contact_id is None:
+            raise Dropped("no such campaign message in this workspace")
+        who = {"id": contact_id}
+    contact = await resolve_contact(session, event.workspace_id, who, now, create=False)
+    if kind in SUPPRESSING:
+        contact.suppressed = {**(contact.suppressed or {}), "email": SUPPRESSING[kind]}
+        contact.updated_at = now
+        await session.flush()
+    names = {"opened": "message_opened", "clicked": "link_clicked"}
+    name = names.get(kind, f"email_{kind}")
+    props = {"campaign_id": ref[0] if ref else None, "url": str(p.get("url", ""))[:2000]}
+    await _record(session, event, contact, name, props, now)
+    return contact.id
+
+
+def parse_campaign_message_id(message_id: str) -> tuple[int, int] | None:
+    """``<c{campaign}.r{seq}.w{workspace}@domain>`` → ``(campaign, seq)``."""
+    local = message_id.strip().strip("<>").partition("@")[0]
+    parts = local.split(".")
+    if len(parts) != 3 or not parts[0].startswith("c") or not parts[1].startswith("r"):
+        return None
+    try:
+        return int(parts[0][1:]), int(parts[1][1:])
+    except ValueError:
+        return None
+
+
+# -- the job that processes stored events ------------------------------------------------------
+
+
+class IngestPayload(JobPayload, frozen=True):
+    pass
+
+
+async def run_ingest(ctx: JobContext, payload: IngestPayload) -> None:
+    """Process stored events, evaluate the segments of the contacts they touched, match the
+    resulting contact events to funnels, and wake the runner when runs started."""
+    started = 0
+    for _ in range(100):
+        result = await process_batch(ctx.db, now=ctx.clock.now())
+        if result.contacts:
+            async with ctx.db.write() as uow:
+                for ws, contacts in result.contacts.items():
+                    started += await evaluate_segments(
+                        uow.session, now=ctx.clock.now(), workspace_id=ws, contact_ids=contacts
+                    )
+        if result.processed == 0:
+            break
+    for _ in range(100):
+        events, entered = await match_events(ctx.db, now=ctx.clock.now())
+        started += entered
+        if events == 0:
+            break
+    if started:
+        await ctx.queue.enqueue(None, ADVANCE, Shard(shard=0))
+
+
+INGEST = JobSpec("funnels.ingest", IngestPayload, run_ingest, max_tries=5, timeout_seconds=120)
+
+_last_request = 0.0
+
+
+async def request_processing(queue: JobQueue, *, monotonic: float, wall: datetime) -> None:
+    """Ask for stored events to be processed soon. Called after a request stored one; at most
+    one job per half second per process (and per half second across processes, by job id), so
+    a burst of events costs a burst of inserts, not a burst of jobs."""
+    global _last_request
+    if monotonic - _last_request < 0.5:
+        return
+    _last_request = monotonic
+    bucket = int(wall.timestamp() * 2)
+    await queue.enqueue(None, INGEST, IngestPayload(), job_id=f"funnels.ingest:{bucket}")

@@ -1,0 +1,146 @@
+"""``segment_enter`` (FN-10): a run starts when a contact *starts* matching a predicate.
+
+Who matched at the last evaluation is kept in ``funnel_segment_members``; an evaluation compares
+the predicate's SQL membership with it: contacts matching now and not kept are the entrants (kept,
+then offered entry — the entry predicate decides at the door, FN-12), kept contacts that stopped
+matching are forgotten, so they enter again when they match again. The first evaluation of a
+trigger only records the baseline: people already in the segment when the funnel went live did not
+*enter* it.
+
+Evaluations run for the contacts an event touched (right after ingestion) and for everyone on a
+periodic sweep (catching changes that produce no event, and time windows that move).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import datetime
+
+import msgspec
+from sqlalchemy import delete, select
+
+from app.db.session import WriteSession
+from app.engines.funnels.contacts import _insert, dialect_of, field_types
+from app.engines.funnels.entry import enter
+from app.engines.funnels.events import SegmentMember, TriggerFire
+from app.engines.funnels.graph import SegmentEnter, Trigger, graph_for_version
+from app.engines.funnels.models import Contact, Funnel, FunnelVersion
+from app.engines.funnels.segments import compile_sql
+from app.engines.funnels.triggers import admit
+
+BASELINE = "baseline"
+
+
+def trigger_key(trigger: Trigger) -> str:
+    """Stable id of a trigger (its content), so republishing the same trigger keeps its state."""
+    return hashlib.sha256(msgspec.json.encode(trigger)).hexdigest()[:32]
+
+
+async def live_versions(
+    session: WriteSession, workspace_ids: Iterable[int] | None = None
+) -> list[tuple[Funnel, FunnelVersion]]:
+    stmt = (
+        select(Funnel, FunnelVersion)
+        .join(FunnelVersion, FunnelVersion.id == Funnel.current_version_id)
+        .where(Funnel.active.is_(True))
+        .order_by(Funnel.id)
+    )
+    if workspace_ids is not None:
+        stmt = stmt.where(Funnel.workspace_id.in_(list(workspace_ids)))
+    return [(f, v) for f, v in (await session.execute(stmt)).all()]
+
+
+async def evaluate_segments(
+    session: WriteSession,
+    *,
+    now: datetime,
+    workspace_id: int | None = None,
+    contact_ids: Iterable[int] | None = None,
+) -> int:
+    """Evaluate every live ``segment_enter`` trigger (of one workspace, for some contacts, or
+    all); returns how many runs started."""
+    wanted = None if contact_ids is None else sorted(set(contact_ids))
+    started = 0
+    versions = await live_versions(session, None if workspace_id is None else [workspace_id])
+    for funnel, version in versions:
+        graph = graph_for_version(version.id, version.definition)
+        for trigger in graph.definition.triggers:
+            if isinstance(trigger, SegmentEnter):
+                started += await _evaluate(session, funnel, version, trigger, now, wanted)
+    return started
+
+
+async def _evaluate(
+    session: WriteSession,
+    funnel: Funnel,
+    version: FunnelVersion,
+    trigger: SegmentEnter,
+    now: datetime,
+    contact_ids: list[int] | None,
+) -> int:
+    ws = funnel.workspace_id
+    key = trigger_key(trigger)
+    dialect = dialect_of(session)
+    custom = await field_types(session, ws)
+    matching_stmt = select(Contact.id).where(
+        Contact.workspace_id == ws,
+        Contact.deleted_at.is_(None),
+        compile_sql(trigger.predicate, workspace_id=ws, now=now, custom=custom),
+    )
+    kept_stmt = select(SegmentMember.contact_id).where(
+        SegmentMember.funnel_id == funnel.id, SegmentMember.trigger_key == key
+    )
+    if contact_ids is not None:
+        matching_stmt = matching_stmt.where(Contact.id.in_(contact_ids))
+        kept_stmt = kept_stmt.where(SegmentMember.contact_id.in_(contact_ids))
+    matching = set(await session.scalars(matching_stmt))
+    kept = set(await session.scalars(kept_stmt))
+    gone = kept - matching
+    if gone:
+        await session.execute(
+            delete(SegmentMember).where(
+                SegmentMember.funnel_id == funnel.id,
+                SegmentMember.trigger_key == key,
+                SegmentMember.contact_id.in_(sorted(gone)),
+            )
+        )
+    entrants = sorted(matching - kept)
+    if not entrants:
+        await _baseline_taken(session, funnel.id, key, now)
+        return 0
+    newly = list(
+        await session.scalars(
+            _insert(dialect, SegmentMember)
+            .values(
+                [
+                    {"funnel_id": funnel.id, "trigger_key": key, "contact_id": c, "since": now}
+                    for c in entrants
+                ]
+            )
+            .on_conflict_do_nothing()
+            .returning(SegmentMember.contact_id)
+        )
+    )
+    if not await _baseline_taken(session, funnel.id, key, now):
+        return 0  # the segment's first evaluation: these were members already
+    started = 0
+    for contact_id in sorted(newly):
+        if await admit(session, version, contact_id, now, custom) and await enter(
+            session, version=version, contact_id=contact_id, now=now
+        ):
+            started += 1
+    return started
+
+
+async def _baseline_taken(session: WriteSession, funnel_id: int, key: str, now: datetime) -> bool:
+    """True when this trigger was evaluated before; records the first evaluation otherwise."""
+    inserted = await session.scalar(
+        _insert(dialect_of(session), TriggerFire)
+        .values(
+            funnel_id=funnel_id, trigger_key=key, contact_id=0, occurrence=BASELINE, fired_at=now
+        )
+        .on_conflict_do_nothing()
+        .returning(TriggerFire.funnel_id)
+    )
+    return inserted is None

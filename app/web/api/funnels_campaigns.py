@@ -1,0 +1,211 @@
+"""Campaigns API (FN-28 to FN-30): create, edit, schedule, snapshot the audience, cancel, and read
+progress and counters (recomputed from delivery events on every read)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from litestar import get, patch, post
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from app.engines.funnels.campaigns.models import Campaign
+from app.engines.funnels.campaigns.service import (
+    CampaignData,
+    cancel_campaign,
+    counters,
+    create_campaign,
+    get_campaign,
+    list_campaigns,
+    materialise,
+    progress,
+    schedule_campaign,
+    update_campaign,
+)
+from app.engines.funnels.segments import Predicate
+from app.errors import ValidationFailed
+from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
+from app.web.api.common import api_router
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+
+import msgspec
+
+
+class CampaignIn(Schema):
+    name: str
+    subject: str
+    body: str
+    html: str | None = None
+    audience: Predicate | None = None
+    rate_per_minute: int = 600
+
+
+class CountersOut(Schema):
+    audience: int
+    pending: int
+    sent: int
+    skipped: int
+    failed: int
+    delivered: int
+    opened: int
+    clicked: int
+    bounced: int
+    complained: int
+    unsubscribed: int
+
+
+class CampaignOut(Schema):
+    id: int
+    name: str
+    subject: str
+    body: str
+    html: str | None
+    audience: dict[str, Any] | None
+    status: str
+    send_at: datetime | None
+    rate_per_minute: int
+    materialised_at: datetime | None
+    audience_size: int
+    checkpoint: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    progress: float | None = None
+    counters: CountersOut | None = None
+
+
+class ScheduleIn(Schema):
+    send_at: datetime | None = None
+    """When to send (``None``: now)."""
+
+
+def _data(data: CampaignIn) -> CampaignData:
+    audience = None if data.audience is None else msgspec.to_builtins(data.audience)
+    return CampaignData(
+        name=data.name,
+        subject=data.subject,
+        body=data.body,
+        html=data.html,
+        audience=audience,
+        rate_per_minute=data.rate_per_minute,
+    )
+
+
+def campaign_out(c: Campaign, counts: Any = None) -> CampaignOut:
+    return CampaignOut(
+        id=c.id,
+        name=c.name,
+        subject=c.subject,
+        body=c.body,
+        html=c.html,
+        audience=c.audience,
+        status=c.status,
+        send_at=c.send_at,
+        rate_per_minute=c.rate_per_minute,
+        materialised_at=c.materialised_at,
+        audience_size=c.audience_size,
+        checkpoint=c.checkpoint,
+        started_at=c.started_at,
+        finished_at=c.finished_at,
+        progress=None if counts is None else round(progress(counts), 4),
+        counters=None if counts is None else CountersOut(**_counts(counts)),
+    )
+
+
+def _counts(counts: Any) -> dict[str, int]:
+    return {name: getattr(counts, name) for name in CountersOut.__struct_fields__}
+
+
+@post("/campaigns")
+async def create(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[CampaignIn]
+) -> CampaignOut:
+    async with runtime.db.write() as uow:
+        campaign = await create_campaign(
+            uow.session, principal.workspace_id, _data(data), runtime.clock.now()
+        )
+    return campaign_out(campaign)
+
+
+@get("/campaigns")
+async def index(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+) -> Page[CampaignOut]:
+    async with runtime.db.read() as session:
+        rows = await list_campaigns(
+            session, principal.workspace_id, after=id_cursor(cursor), limit=limit + 1
+        )
+    return page_of([campaign_out(c) for c in rows], limit)
+
+
+@get("/campaigns/{campaign_id:int}")
+async def show(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+) -> CampaignOut:
+    async with runtime.db.read() as session:
+        campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+        counts = await counters(session, campaign.id)
+    return campaign_out(campaign, counts)
+
+
+@patch("/campaigns/{campaign_id:int}")
+async def edit(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    campaign_id: FromPath[int],
+    data: JSONBody[CampaignIn],
+) -> CampaignOut:
+    async with runtime.db.write() as uow:
+        campaign = await update_campaign(
+            uow.session, principal.workspace_id, campaign_id, _data(data), runtime.clock.now()
+        )
+    return campaign_out(campaign)
+
+
+@post("/campaigns/{campaign_id:int}/schedule", status_code=200)
+async def schedule(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    campaign_id: FromPath[int],
+    data: JSONBody[ScheduleIn],
+) -> CampaignOut:
+    now = runtime.clock.now()
+    if data.send_at is not None and data.send_at.tzinfo is None:
+        raise ValidationFailed.field("send_at", "needs a time zone offset")
+    async with runtime.db.write() as uow:
+        campaign = await schedule_campaign(
+            uow.session, principal.workspace_id, campaign_id, data.send_at or now, now
+        )
+    return campaign_out(campaign)
+
+
+@post("/campaigns/{campaign_id:int}/audience", status_code=200)
+async def snapshot(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+) -> CampaignOut:
+    """Snapshot the audience now and start sending (refused when already snapshotted)."""
+    async with runtime.db.write() as uow:
+        await get_campaign(uow.session, principal.workspace_id, campaign_id)
+        await materialise(uow.session, campaign_id, runtime.clock.now())
+    async with runtime.db.read() as session:
+        campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+        counts = await counters(session, campaign_id)
+    return campaign_out(campaign, counts)
+
+
+@post("/campaigns/{campaign_id:int}/cancel", status_code=200)
+async def cancel(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+) -> CampaignOut:
+    async with runtime.db.write() as uow:
+        campaign = await cancel_campaign(
+            uow.session, principal.workspace_id, campaign_id, runtime.clock.now()
+        )
+    return campaign_out(campaign)
+
+
+ROUTERS: list[Any] = [
+    api_router("/funnels", [create, index, show, edit, schedule, snapshot, cancel], tag="funnels")
+]

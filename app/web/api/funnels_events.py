@@ -1,0 +1,342 @@
+"""Funnels API: the event stream, inbound events, hosted forms, the site snippet, the simulator
+(FN-27) and manual entry of a segment."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+from litestar import get, post
+from litestar.params import FromPath, FromQuery
+from sqlalchemy import select
+
+from app.engines.funnels.contacts import get_contact
+from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.forms import FormField, create_form, embed_code, list_forms
+from app.engines.funnels.models import ContactEvent
+from app.engines.funnels.segments import Predicate
+from app.engines.funnels.service import current_version, get_funnel
+from app.engines.funnels.simulate import simulate
+from app.engines.funnels.site_snippet import snippet_tag
+from app.engines.funnels.tracking import contact_token, site_key
+from app.engines.funnels.triggers import enroll
+from app.platform.service import get_workspace, webhook_secret
+from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
+from app.web.api.common import api_router
+from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from litestar.params import JSONBody
+
+
+class EventOut(Schema):
+    id: int
+    contact_id: int
+    name: str
+    source: str
+    properties: dict[str, Any]
+    occurred_at: datetime
+
+
+class InboundOut(Schema):
+    id: int
+    source: str
+    name: str
+    external_id: str | None
+    received_at: datetime
+    processed_at: datetime | None
+    contact_id: int | None
+    outcome: str | None
+
+
+@get("/events")
+async def list_events(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    contact_id: FromQuery[int | None] = None,
+    name: FromQuery[str | None] = None,
+) -> Page[EventOut]:
+    """The workspace's contact events, newest first."""
+    stmt = select(ContactEvent).where(ContactEvent.workspace_id == principal.workspace_id)
+    after = id_cursor(cursor)
+    if after is not None:
+        stmt = stmt.where(ContactEvent.id < after)
+    if contact_id is not None:
+        stmt = stmt.where(ContactEvent.contact_id == contact_id)
+    if name:
+        stmt = stmt.where(ContactEvent.name == name)
+    async with runtime.db.read() as session:
+        rows = list(await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(limit + 1)))
+    return page_of(
+        [
+            EventOut(
+                id=e.id,
+                contact_id=e.contact_id,
+                name=e.name,
+                source=e.source,
+                properties=e.properties or {},
+                occurred_at=e.occurred_at,
+            )
+            for e in rows
+        ],
+        limit,
+    )
+
+
+@get("/inbound")
+async def list_inbound(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+) -> Page[InboundOut]:
+    """Events as received (before processing), newest first, with what processing did."""
+    stmt = select(InboundEvent).where(InboundEvent.workspace_id == principal.workspace_id)
+    after = id_cursor(cursor)
+    if after is not None:
+        stmt = stmt.where(InboundEvent.id < after)
+    async with runtime.db.read() as session:
+        rows = list(await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(limit + 1)))
+    return page_of([inbound_out(e) for e in rows], limit)
+
+
+def inbound_out(e: InboundEvent) -> InboundOut:
+    return InboundOut(
+        id=e.id,
+        source=e.source,
+        name=e.name,
+        external_id=e.external_id,
+        received_at=e.received_at,
+        processed_at=e.processed_at,
+        contact_id=e.contact_id,
+        outcome=e.outcome,
+    )
+
+
+# -- forms -------------------------------------------------------------------------------------
+
+
+class FormFieldIn(Schema):
+    key: str
+    label: str = ""
+    required: bool = False
+
+
+class FormIn(Schema):
+    name: str
+    fields: list[FormFieldIn] = msgspec.field(default_factory=list)
+    add_tag: str | None = None
+    add_list: str | None = None
+    success_message: str = "Thank you!"
+
+
+class FormOut(Schema):
+    id: int
+    public_id: str
+    name: str
+    fields: list[dict[str, Any]]
+    add_tag: str | None
+    add_list: str | None
+    hosted_url: str
+    embed_html: str
+
+
+def form_out(form: Any, base_url: str) -> FormOut:
+    return FormOut(
+        id=form.id,
+        public_id=form.public_id,
+        name=form.name,
+        fields=form.fields,
+        add_tag=form.add_tag,
+        add_list=form.add_list,
+        hosted_url=f"{base_url.rstrip('/')}/t/f/{form.public_id}",
+        embed_html=embed_code(form, base_url),
+    )
+
+
+@post("/forms")
+async def create_form_api(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FormIn]
+) -> FormOut:
+    async with runtime.db.write() as uow:
+        form = await create_form(
+            uow.session,
+            principal.workspace_id,
+            name=data.name,
+            fields=[FormField(f.key, f.label, f.required) for f in data.fields],
+            add_tag=data.add_tag,
+            add_list=data.add_list,
+            success_message=data.success_message,
+            now=runtime.clock.now(),
+        )
+    return form_out(form, runtime.settings.web.public_url)
+
+
+@get("/forms")
+async def list_forms_api(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[FormOut]:
+    async with runtime.db.read() as session:
+        forms = await list_forms(session, principal.workspace_id)
+    return [form_out(f, runtime.settings.web.public_url) for f in forms]
+
+
+# -- site snippet ------------------------------------------------------------------------------
+
+
+class SiteOut(Schema):
+    site_key: str
+    script_tag: str
+
+
+class VisitorOut(Schema):
+    contact_id: int
+    token: str
+    """Append as ``?swl=<token>`` to links to your site so the snippet knows the visitor."""
+
+
+async def _secret(runtime: Any, workspace_id: int) -> str:
+    async with runtime.db.read() as session:
+        workspace = await get_workspace(session, workspace_id)
+    return webhook_secret(runtime.secrets, workspace)
+
+
+@get("/site")
+async def site_info(principal: CurrentPrincipal, runtime: CurrentRuntime) -> SiteOut:
+    key = site_key(await _secret(runtime, principal.workspace_id), principal.workspace_id)
+    return SiteOut(site_key=key, script_tag=snippet_tag(runtime.settings.web.public_url, key))
+
+
+@get("/contacts/{contact_id:int}/visitor-token")
+async def visitor_token(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+) -> VisitorOut:
+    async with runtime.db.read() as session:
+        await get_contact(session, principal.workspace_id, contact_id)
+    secret = await _secret(runtime, principal.workspace_id)
+    return VisitorOut(
+        contact_id=contact_id, token=contact_token(secret, principal.workspace_id, contact_id)
+    )
+
+
+# -- simulator and manual entry ----------------------------------------------------------------
+
+
+class SimulateIn(Schema):
+    contact_id: int
+    source: Literal["draft", "published"] = "draft"
+    start: datetime | None = None
+    horizon_days: int = 400
+
+
+class SimStepOut(Schema):
+    at: datetime
+    node_id: str
+    kind: str
+    decision: str
+
+
+class SimMessageOut(Schema):
+    node_id: str
+    channel: str
+    at: datetime
+    local_time: str
+    day: int
+    content: dict[str, Any]
+
+
+class SimulationOut(Schema):
+    entered: bool
+    outcome: str
+    started_at: datetime
+    finished_at: datetime
+    path: list[SimStepOut]
+    messages: list[SimMessageOut]
+
+
+@post("/{funnel_id:int}/simulation", status_code=200)
+async def simulate_api(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: JSONBody[SimulateIn],
+) -> SimulationOut:
+    """Dry-run a contact through the funnel (FN-27); writes nothing."""
+    start = data.start or runtime.clock.now()
+    if start.tzinfo is None:
+        from app.errors import ValidationFailed
+
+        raise ValidationFailed.field("start", "needs a time zone offset")
+    result = await simulate(
+        runtime.db,
+        principal.workspace_id,
+        funnel_id=funnel_id,
+        contact_id=data.contact_id,
+        source=data.source,
+        start=start,
+        horizon_days=data.horizon_days,
+    )
+    return simulation_out(result)
+
+
+def simulation_out(result: Any) -> SimulationOut:
+    return SimulationOut(
+        entered=result.entered,
+        outcome=result.outcome,
+        started_at=result.started_at,
+        finished_at=result.finished_at,
+        path=[SimStepOut(at=s.at, node_id=s.node_id, kind=s.kind, decision=s.decision) for s in result.path],
+        messages=[
+            SimMessageOut(
+                node_id=m.node_id,
+                channel=m.channel,
+                at=m.at,
+                local_time=m.local_time,
+                day=m.day,
+                content=m.content,
+            )
+            for m in result.messages
+        ],
+    )
+
+
+class SegmentEntryIn(Schema):
+    segment: Predicate | None = None
+    """Who enters (``None``: every contact); the funnel's entry predicate applies too."""
+
+
+class SegmentEntryOut(Schema):
+    started: int
+
+
+@post("/{funnel_id:int}/segment-entries", status_code=200)
+async def enter_segment(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: JSONBody[SegmentEntryIn],
+) -> SegmentEntryOut:
+    """The ``manual`` trigger for a segment: an announcement you decide to send."""
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        funnel = await get_funnel(uow.session, principal.workspace_id, funnel_id)
+        version = await current_version(uow.session, funnel)
+        started = await enroll(uow.session, version, now=runtime.clock.now(), predicate=data.segment)
+    return SegmentEntryOut(started=started)
+
+
+ROUTERS: list[Any] = [
+    api_router(
+        "/funnels",
+        [
+            list_events,
+            list_inbound,
+            create_form_api,
+            list_forms_api,
+            site_info,
+            visitor_token,
+            simulate_api,
+            enter_segment,
+        ],
+        tag="funnels",
+    )
+]

@@ -1,0 +1,460 @@
+"""The Funnels engine's public surface: event ingestion (FN-13), hosted forms, the site snippet and
+its collect endpoint, tracking pixels and signed redirect links, and signed booking and payment
+webhooks.
+
+Every receiver authenticates (ingest token, HMAC signature, or a token signed with the workspace's
+secret), stores one inbound event and answers; processing happens off the request path. A request
+that fails authentication stores nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import datetime
+from typing import Annotated, Any
+
+import msgspec
+from litestar import MediaType, Request, Response, get, post
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath
+from litestar.response import Redirect
+
+from app.engines.funnels.forms import FormNotFound, form_html, public_form, submission
+from app.engines.funnels.ingest import request_processing, store
+from app.engines.funnels.site_snippet import SNIPPET
+from app.engines.funnels.tracking import (
+    SIGNATURE_HEADER,
+    MessageRef,
+    token_workspace,
+    verify_body,
+    verify_token,
+)
+from app.errors import Unauthorized, ValidationFailed
+from app.platform.models import Workspace
+from app.platform.service import webhook_secret, workspace_for_ingest_token
+from app.runtime import Runtime
+from app.web.auth import CurrentRuntime
+
+PIXEL = (
+    b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00"
+    b",\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+)
+CACHE_SECONDS = 30.0
+"""How long a resolved ingest token or decrypted workspace secret is reused in this process
+(a rotated token stops working within this time)."""
+
+_tokens: dict[str, tuple[int, float]] = {}
+_secrets: dict[int, tuple[str, float]] = {}
+
+
+# -- authentication ----------------------------------------------------------------------------
+
+
+async def _token_workspace(runtime: Runtime, token: str) -> int | None:
+    key = hashlib.sha256(token.encode()).hexdigest()
+    hit = _tokens.get(key)
+    if hit is not None and hit[1] > time.monotonic():
+        return hit[0]
+    async with runtime.db.read() as session:
+        workspace = await workspace_for_ingest_token(session, token)
+    if workspace is None:
+        return None
+    _tokens[key] = (workspace.id, time.monotonic() + CACHE_SECONDS)
+    return workspace.id
+
+
+async def workspace_secret(runtime: Runtime, workspace_id: int) -> str | None:
+    hit = _secrets.get(workspace_id)
+    if hit is not None and hit[1] > time.monotonic():
+        return hit[0]
+    async with runtime.db.read() as session:
+        workspace = await session.get(Workspace, workspace_id)
+    if workspace is None:
+        return None
+    secret = webhook_secret(runtime.secrets, workspace)
+    _secrets[workspace_id] = (secret, time.monotonic() + CACHE_SECONDS)
+    return secret
+
+
+async def _signed_workspace(
+    request: Request[Any, Any, Any], runtime: Runtime, workspace_id: int | None, body: bytes
+) -> int:
+    """The workspace of an HMAC-signed request (``X-Sweepline-Signature`` or, for payment
+    providers, ``Stripe-Signature``), or :class:`Unauthorized`."""
+    header = request.headers.get(SIGNATURE_HEADER) or request.headers.get("stripe-signature")
+    if workspace_id is None:
+        raw = request.headers.get("x-sweepline-workspace", "")
+        workspace_id = int(raw) if raw.isdigit() else None
+    if not header or workspace_id is None:
+        raise Unauthorized("a signature is required (X-Sweepline-Signature)")
+    secret = await workspace_secret(runtime, workspace_id)
+    now = int(runtime.clock.now().timestamp())
+    if secret is None or not verify_body(secret, body, header, now):
+        raise Unauthorized("the signature does not match")
+    return workspace_id
+
+
+async def _authenticated(request: Request[Any, Any, Any], runtime: Runtime, body: bytes) -> int:
+    """Ingest token (``X-Ingest-Token``) or HMAC signature (plus ``X-Sweepline-Workspace``)."""
+    token = request.headers.get("x-ingest-token")
+    if token:
+        workspace_id = await _token_workspace(runtime, token)
+        if workspace_id is None:
+            raise Unauthorized("the ingest token is unknown")
+        return workspace_id
+    return await _signed_workspace(request, runtime, None, body)
+
+
+def _decode(body: bytes, kind: type[Any]) -> Any:
+    try:
+        return msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError as exc:
+        raise ValidationFailed.field("body", str(exc)) from None
+    except msgspec.DecodeError:
+        raise ValidationFailed.field("body", "not valid JSON") from None
+
+
+async def _store(
+    runtime: Runtime,
+    *,
+    workspace_id: int,
+    source: str,
+    name: str,
+    external_id: str | None,
+    payload: dict[str, Any],
+) -> int | None:
+    async with runtime.db.write() as uow:
+        stored = await store(
+            uow.session,
+            workspace_id=workspace_id,
+            source=source,
+            name=name,
+            external_id=external_id,
+            payload=payload,
+            now=runtime.clock.now(),
+        )
+    if stored is not None:
+        await request_processing(
+            runtime.queue, monotonic=time.monotonic(), wall=runtime.clock.now()
+        )
+    return stored
+
+
+class Accepted(msgspec.Struct, kw_only=True):
+    stored: bool
+    """False when the sender's event id was received before (nothing new was stored)."""
+    id: int | None = None
+
+
+# -- api_event and delivery reports ------------------------------------------------------------
+
+
+EventName = Annotated[str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-:]+$")]
+EventId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class ContactRef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    id: int | None = None
+    email: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    phone: str | None = None
+
+
+class ApiEventIn(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    event_id: EventId
+    """Your id for this event: sending it again stores nothing new."""
+    name: EventName
+    contact: ContactRef
+    properties: dict[str, Any] = msgspec.field(default_factory=dict)
+    occurred_at: datetime | None = None
+    create_contact: bool = False
+    """Create the contact when no contact has this e-mail address."""
+
+
+@post("/hooks/funnels/events", status_code=202)
+async def api_event(request: Request[Any, Any, Any], runtime: CurrentRuntime) -> Accepted:
+    """Store a custom event posted by the customer's own code (``api_event`` trigger)."""
+    body = await request.body()
+    workspace_id = await _authenticated(request, runtime, body)
+    event = _decode(body, ApiEventIn)
+    if event.contact.id is None and not event.contact.email:
+        raise ValidationFailed.field("contact", "give the contact's id or email")
+    if event.occurred_at is not None and event.occurred_at.tzinfo is None:
+        raise ValidationFailed.field("occurred_at", "needs a time zone offset")
+    payload = {
+        "contact": msgspec.to_builtins(event.contact),
+        "properties": event.properties,
+        "occurred_at": event.occurred_at.isoformat() if event.occurred_at else None,
+        "create": event.create_contact,
+    }
+    stored = await _store(
+        runtime,
+        workspace_id=workspace_id,
+        source="api",
+        name=event.name,
+        external_id=event.event_id,
+        payload=payload,
+    )
+    return Accepted(stored=stored is not None, id=stored)
+
+
+class DeliveryIn(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    event_id: EventId
+    kind: str
+    """delivered, opened, clicked, bounced, complained or unsubscribed."""
+    message_id: str = ""
+    email: str | None = None
+    url: str | None = None
+
+
+@post("/hooks/funnels/delivery", status_code=202)
+async def delivery_report(request: Request[Any, Any, Any], runtime: CurrentRuntime) -> Accepted:
+    """A mail provider's report about one message (counters, suppression, FN-11 events)."""
+    body = await request.body()
+    workspace_id = await _authenticated(request, runtime, body)
+    report = _decode(body, DeliveryIn)
+    kinds = ("delivered", "opened", "clicked", "bounced", "complained", "unsubscribed")
+    if report.kind not in kinds:
+        raise ValidationFailed.field("kind", f"one of {', '.join(kinds)}")
+    stored = await _store(
+        runtime,
+        workspace_id=workspace_id,
+        source="delivery",
+        name=report.kind,
+        external_id=report.event_id,
+        payload=msgspec.to_builtins(report),
+    )
+    return Accepted(stored=stored is not None, id=stored)
+
+
+# -- bookings and payments (signed webhooks) ---------------------------------------------------
+
+
+PAYMENT_TYPES = ("payment_intent.succeeded", "charge.succeeded", "checkout.session.completed")
+
+
+class ProviderEvent(msgspec.Struct, kw_only=True):
+    id: EventId
+    type: str
+
+
+@post("/hooks/funnels/{workspace_id:int}/payments", status_code=202)
+async def payment_webhook(
+    request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
+) -> Accepted:
+    """Payment provider events (Stripe's shape and signature scheme): ``payment_made``."""
+    body = await request.body()
+    await _signed_workspace(request, runtime, workspace_id, body)
+    event = _decode(body, ProviderEvent)
+    if event.type not in PAYMENT_TYPES:
+        return Accepted(stored=False)
+    stored = await _store(
+        runtime,
+        workspace_id=workspace_id,
+        source="payment",
+        name="payment_made",
+        external_id=event.id,
+        payload=msgspec.json.decode(body),
+    )
+    return Accepted(stored=stored is not None, id=stored)
+
+
+@post("/hooks/funnels/{workspace_id:int}/bookings", status_code=202)
+async def booking_webhook(
+    request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
+) -> Accepted:
+    """Booking events (``booking.created``): ``booking_made``."""
+    body = await request.body()
+    await _signed_workspace(request, runtime, workspace_id, body)
+    event = _decode(body, ProviderEvent)
+    if event.type != "booking.created":
+        return Accepted(stored=False)
+    payload = msgspec.json.decode(body)
+    if not isinstance(payload.get("booking"), dict):
+        raise ValidationFailed.field("booking", "the booking is missing")
+    stored = await _store(
+        runtime,
+        workspace_id=workspace_id,
+        source="booking",
+        name="booking_made",
+        external_id=event.id,
+        payload=payload,
+    )
+    return Accepted(stored=stored is not None, id=stored)
+
+
+# -- hosted forms ------------------------------------------------------------------------------
+
+
+def _page(title: str, content: str, status: int = 200) -> Response[str]:
+    html = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width'><title>{title}</title>"
+        "<style>body{font-family:system-ui;max-width:32rem;margin:3rem auto}"
+        "label{display:block;margin:.6rem 0}input{display:block;width:100%}</style>"
+        f"</head><body>{content}</body></html>"
+    )
+    return Response(html, media_type=MediaType.HTML, status_code=status)
+
+
+@get("/t/f/{public_id:str}")
+async def form_page(runtime: CurrentRuntime, public_id: FromPath[str]) -> Response[str]:
+    from html import escape
+
+    try:
+        async with runtime.db.read() as session:
+            form = await public_form(session, public_id)
+    except FormNotFound:
+        return _page("Not found", "<p>This form does not exist.</p>", 404)
+    return _page(escape(form.name), f"<h1>{escape(form.name)}</h1>" + form_html(form, f"/t/f/{public_id}"))
+
+
+@post("/t/f/{public_id:str}", status_code=200)
+async def form_submit(
+    runtime: CurrentRuntime,
+    public_id: FromPath[str],
+    data: Annotated[dict[str, Any], Body(media_type=RequestEncodingType.URL_ENCODED)],
+) -> Response[str]:
+    from html import escape
+
+    try:
+        async with runtime.db.read() as session:
+            form = await public_form(session, public_id)
+    except FormNotFound:
+        return _page("Not found", "<p>This form does not exist.</p>", 404)
+    try:
+        submission_id, values = submission(form, data)
+    except ValidationFailed as exc:
+        detail = exc.details[0]["message"] if exc.details else exc.message
+        again = form_html(form, f"/t/f/{public_id}")
+        return _page("Check the form", f"<p role='alert'>{escape(detail)}</p>{again}", 422)
+    await _store(
+        runtime,
+        workspace_id=form.workspace_id,
+        source="form",
+        name="form_submit",
+        external_id=submission_id,
+        payload={"form": form.public_id, "values": values},
+    )
+    return _page("Thank you", f"<p class='thanks'>{escape(form.success_message)}</p>")
+
+
+# -- site snippet, pixel, links ----------------------------------------------------------------
+
+
+@get("/t/s.js", media_type="application/javascript")
+async def site_script() -> Response[str]:
+    return Response(
+        SNIPPET,
+        media_type="application/javascript",
+        headers={"Cache-Control": "public, max-age=3600"},
+    )
+
+
+class VisitIn(msgspec.Struct, kw_only=True):
+    key: str
+    visitor: str
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    url: str = ""
+    title: str = ""
+
+
+@post("/t/c", status_code=204)
+async def collect(request: Request[Any, Any, Any], runtime: CurrentRuntime) -> None:
+    """A page view reported by the site snippet (``page_visit``)."""
+    visit = _decode(await request.body(), VisitIn)
+    workspace_id = token_workspace(visit.key)
+    secret = None if workspace_id is None else await workspace_secret(runtime, workspace_id)
+    site = verify_token(secret, visit.key) if secret else None
+    visitor = verify_token(secret, visit.visitor) if secret else None
+    if (
+        site is None
+        or visitor is None
+        or site.get("t") != "site"
+        or visitor.get("t") != "visitor"
+        or visitor.get("w") != workspace_id
+        or not isinstance(visitor.get("k"), int)
+    ):
+        raise Unauthorized("unknown site key or visitor")
+    assert workspace_id is not None
+    await _store(
+        runtime,
+        workspace_id=workspace_id,
+        source="site",
+        name="page_visit",
+        external_id=visit.id,
+        payload={"contact_id": visitor["k"], "url": visit.url[:2000], "title": visit.title[:300]},
+    )
+
+
+async def _message_ref(runtime: Runtime, token: str) -> tuple[MessageRef, dict[str, Any]] | None:
+    workspace_id = token_workspace(token)
+    secret = None if workspace_id is None else await workspace_secret(runtime, workspace_id)
+    claims = verify_token(secret, token) if secret else None
+    ref = MessageRef.from_claims(claims) if claims else None
+    if ref is None or claims is None:
+        return None
+    return ref, claims
+
+
+def _bucket(token: str, kind: str, runtime: Runtime, seconds: int) -> str:
+    """Repeated loads of one pixel (or clicks of one link) within ``seconds`` are one event."""
+    digest = hashlib.sha256(token.encode()).hexdigest()[:24]
+    return f"{kind}:{digest}:{int(runtime.clock.now().timestamp()) // seconds}"
+
+
+@get("/t/o/{token:str}")
+async def open_pixel(runtime: CurrentRuntime, token: FromPath[str]) -> Response[bytes]:
+    """The tracking pixel: records ``message_opened`` for the message it was sent in."""
+    token = token.removesuffix(".gif")
+    found = await _message_ref(runtime, token)
+    if found is None:
+        return Response(b"", status_code=404, media_type=MediaType.TEXT)
+    ref, _claims = found
+    await _store(
+        runtime,
+        workspace_id=ref.workspace_id,
+        source="tracking",
+        name="message_opened",
+        external_id=_bucket(token, "open", runtime, 60),
+        payload={"ref": ref.claims()},
+    )
+    return Response(
+        PIXEL, media_type="image/gif", headers={"Cache-Control": "no-store, max-age=0"}
+    )
+
+
+@get("/t/l/{token:str}")
+async def link_redirect(runtime: CurrentRuntime, token: FromPath[str]) -> Response[Any]:
+    """A signed redirect link: records ``link_clicked`` and sends the reader on. The target is
+    inside the signature, so the link cannot be turned into an open redirect."""
+    found = await _message_ref(runtime, token)
+    target = found[1].get("u") if found else None
+    if found is None or not isinstance(target, str) or not target.startswith(("http://", "https://")):
+        return Response("unknown link", status_code=404, media_type=MediaType.TEXT)
+    ref, _claims = found
+    await _store(
+        runtime,
+        workspace_id=ref.workspace_id,
+        source="tracking",
+        name="link_clicked",
+        external_id=_bucket(token, "click", runtime, 5),
+        payload={"ref": ref.claims(), "url": target},
+    )
+    return Redirect(target, status_code=302)
+
+
+ROUTES: list[Any] = [
+    api_event,
+    delivery_report,
+    payment_webhook,
+    booking_webhook,
+    form_page,
+    form_submit,
+    site_script,
+    collect,
+    open_pixel,
+    link_redirect,
+]
