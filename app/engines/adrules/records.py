@@ -23,6 +23,7 @@ from app.engines.adrules.models import (
     AdAccount,
     Batch,
     Rule,
+    Task,
 )
 from app.engines.adrules.run_models import (
     RECORD_ERROR,
@@ -222,3 +223,34 @@ async def batch_records(session: ReadSession, batch: Batch) -> list[ExecutionRec
         .order_by(ExecutionRecord.task_id, ExecutionRecord.campaign_id, ExecutionRecord.id)
     )
     return list(rows.all())
+
+
+async def records_page(
+    session: ReadSession,
+    batch: Batch,
+    *,
+    status: str | None = None,
+    after_id: int | None = None,
+    limit: int = 100,
+) -> list[ExecutionRecord]:
+    """One page of a batch's records in the order they were written (``limit + 1`` rows)."""
+    stmt = select(ExecutionRecord).where(
+        ExecutionRecord.workspace_id == batch.workspace_id,
+        ExecutionRecord.batch_id == batch.batch_id,
+        ExecutionRecord.ad_account_id == batch.ad_account_id,
+    )
+    if status is not None:
+        stmt = stmt.where(ExecutionRecord.status == status)
+    if after_id is not None:
+        stmt = stmt.where(ExecutionRecord.id > after_id)
+    rows = await session.scalars(stmt.order_by(ExecutionRecord.id).limit(limit + 1))
+    return list(rows.all())
+
+
+async def task_names(session: ReadSession, task_ids: Iterable[int]) -> dict[int, str]:
+    """Names of tasks, archived ones included (old records keep pointing at them)."""
+    ids = sorted(set(task_ids))
+    if not ids:
+        return {}
+    rows = await session.execute(select(Task.id, Task.name, Task.position).where(Task.id.in_(ids)))
+    return {task_id: name or f"Task {position + 1}" for task_id, name, position in rows.all()}

@@ -1,0 +1,287 @@
+"""Ad rules JSON API, worker side: the rule log's batch detail and records (spec AR-18, AR-25),
+the preview of a rule on one ad account (AR-4), and the shipped templates (AR-3).
+
+Every query is scoped to the caller's workspace; another workspace's ids answer 404. The per-step
+timeline of a record is shown to workspace admins only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from litestar import get, post
+from litestar.params import FromPath, FromQuery, JSONBody
+
+from app.engines.adrules import records as record_service
+from app.engines.adrules.preview import PreviewDeps, PreviewResult, preview_rule
+from app.engines.adrules.run_models import RECORD_STATUSES, ExecutionRecord
+from app.engines.adrules.sheets_values import SheetCache
+from app.engines.adrules.templates import (
+    TEMPLATES,
+    FromTemplateIn,
+    TemplateParams,
+    create_from_template,
+)
+from app.engines.adrules.worker import SHEET_CACHE_RESOURCE, shared_graph, shared_sheets
+from app.errors import ValidationFailed
+from app.platform.service import Principal
+from app.runtime import Runtime
+from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
+from app.web.api.common import api_router
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+
+
+class StepOut(Schema):
+    step: str
+    seconds: float
+
+
+class ConditionOut(Schema):
+    text: str
+    seen: str | None
+    compared: str | None
+    passed: bool
+    reason: str | None = None
+
+
+class RecordOut(Schema):
+    id: int
+    task_id: int
+    task_name: str
+    campaign_id: str
+    campaign_name: str
+    action: str
+    status: str
+    reason: str | None
+    parameters: dict[str, Any]
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    conditions: list[ConditionOut]
+    elapsed_seconds: float
+    steps: list[StepOut] | None
+    """The per-step timeline; ``null`` unless the caller is a workspace admin."""
+    next_permitted_at: datetime | None
+    batch_id: str
+    created_at: datetime
+
+
+class BatchDetailOut(Schema):
+    id: int
+    batch_id: str
+    rule_id: int
+    rule_name: str
+    ad_account_id: int
+    account_meta_id: str
+    account_name: str
+    status: str
+    entities: int
+    executed: int
+    not_executed: int
+    skipped: int
+    errors: int
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class PreviewIn(Schema):
+    account_id: int
+
+
+class TemplateOut(Schema):
+    key: str
+    title: str
+    description: str
+    defaults: TemplateParams
+
+
+class CreatedRule(Schema):
+    id: int
+    name: str
+    status: str
+    template: str
+
+
+def record_out(r: ExecutionRecord, task_name: str, *, with_steps: bool) -> RecordOut:
+    return RecordOut(
+        id=r.id,
+        task_id=r.task_id,
+        task_name=task_name,
+        campaign_id=r.campaign_id,
+        campaign_name=r.campaign_name,
+        action=r.action,
+        status=r.status,
+        reason=r.reason,
+        parameters=r.parameters,
+        before=r.before,
+        after=r.after,
+        conditions=[
+            ConditionOut(
+                text=c["text"],
+                seen=c["seen"],
+                compared=c["compared"],
+                passed=c["passed"],
+                reason=c.get("reason"),
+            )
+            for c in r.conditions
+        ],
+        elapsed_seconds=r.elapsed_seconds,
+        steps=[StepOut(step=s["step"], seconds=s["seconds"]) for s in r.steps]
+        if with_steps
+        else None,
+        next_permitted_at=r.next_permitted_at,
+        batch_id=r.batch_id,
+        created_at=r.created_at,
+    )
+
+
+def batch_detail_out(summary: record_service.BatchSummary) -> BatchDetailOut:
+    b = summary.batch
+    return BatchDetailOut(
+        id=b.id,
+        batch_id=b.batch_id,
+        rule_id=b.rule_id,
+        rule_name=summary.rule_name,
+        ad_account_id=b.ad_account_id,
+        account_meta_id=b.account_meta_id,
+        account_name=summary.account_name,
+        status=b.status,
+        entities=b.entities,
+        executed=b.executed,
+        not_executed=b.not_executed,
+        skipped=b.skipped,
+        errors=b.errors,
+        error=b.error,
+        created_at=b.created_at,
+        started_at=b.started_at,
+        finished_at=b.finished_at,
+    )
+
+
+def _after(cursor: str | None) -> int | None:
+    if cursor is None:
+        return None
+    if not cursor.isdigit():
+        raise ValidationFailed.field("cursor", "not a cursor this API returned")
+    return int(cursor)
+
+
+def _size(limit: int) -> int:
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise ValidationFailed.field("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
+    return limit
+
+
+async def load_records_page(
+    runtime: Runtime,
+    principal: Principal,
+    batch_record_id: int,
+    *,
+    status: str | None,
+    cursor: str | None,
+    limit: int,
+) -> tuple[BatchDetailOut, Page[RecordOut]]:
+    """The batch and one page of its records as the caller may see them (shared with the pages)."""
+    if status is not None and status not in RECORD_STATUSES:
+        raise ValidationFailed.field("status", f"must be one of {', '.join(RECORD_STATUSES)}")
+    size = _size(limit)
+    async with runtime.db.read() as session:
+        summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
+        rows = await record_service.records_page(
+            session, summary.batch, status=status, after_id=_after(cursor), limit=size
+        )
+        names = await record_service.task_names(session, (r.task_id for r in rows))
+    items = [record_out(r, names.get(r.task_id, ""), with_steps=principal.is_admin) for r in rows]
+    return batch_detail_out(summary), page_of(items, size)
+
+
+@get("/batches/{batch_record_id:int}")
+async def get_batch(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, batch_record_id: FromPath[int]
+) -> BatchDetailOut:
+    async with runtime.db.read() as session:
+        summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
+    return batch_detail_out(summary)
+
+
+@get("/batches/{batch_record_id:int}/records")
+async def list_batch_records(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    batch_record_id: FromPath[int],
+    status: FromQuery[str | None] = None,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[int] = 100,
+) -> Page[RecordOut]:
+    """One record per campaign and task of this batch, in the order they were written."""
+    _, page = await load_records_page(
+        runtime, principal, batch_record_id, status=status, cursor=cursor, limit=limit
+    )
+    return page
+
+
+def preview_deps(runtime: Runtime) -> PreviewDeps:
+    ctx = runtime.context()
+    return PreviewDeps(
+        db=runtime.db,
+        clock=runtime.clock,
+        secrets=runtime.secrets,
+        graph=shared_graph(ctx),
+        sheets=shared_sheets(ctx),
+        sheet_cache=runtime.resources.get(SHEET_CACHE_RESOURCE, SheetCache),
+        sleep=runtime.clock.sleep,
+    )
+
+
+@post("/rules/{rule_id:int}/preview", status_code=200)
+async def preview(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+    data: JSONBody[PreviewIn],
+) -> PreviewResult:
+    """Evaluate the rule now on one ad account; nothing is written anywhere."""
+    return await preview_rule(
+        preview_deps(runtime),
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        ad_account_id=data.account_id,
+    )
+
+
+@get("/templates")
+async def list_templates() -> list[TemplateOut]:
+    return [
+        TemplateOut(key=t.key, title=t.title, description=t.description, defaults=t.defaults)
+        for t in TEMPLATES.values()
+    ]
+
+
+@post("/templates/{key:str}/rules", status_code=201)
+async def create_rule_from_template(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    key: FromPath[str],
+    data: JSONBody[FromTemplateIn],
+) -> CreatedRule:
+    """A new draft rule from a template (set it live with ``POST /rules/{id}/status``)."""
+    async with runtime.db.write() as uow:
+        rule = await create_from_template(
+            uow.session,
+            workspace_id=principal.workspace_id,
+            key=key,
+            data=data,
+            now=runtime.clock.now(),
+        )
+    return CreatedRule(id=rule.id, name=rule.name, status=rule.status, template=key)
+
+
+ROUTERS = [
+    api_router(
+        "/adrules",
+        [get_batch, list_batch_records, preview, list_templates, create_rule_from_template],
+        tag="adrules",
+    )
+]

@@ -1,0 +1,190 @@
+"""Ad rules dashboard pages, worker side: the rule log (batches newest first, a batch's records per
+task and campaign; the per-step timeline only for workspace admins), the preview of a rule on one
+ad account, and creating a draft rule from a template (spec AR-3, AR-4, AR-25)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import msgspec
+from litestar import Request, get, post
+from litestar.params import FromPath, FromQuery, URLEncodedBody
+from litestar.response import Redirect, Template
+
+from app.engines.adrules import accounts as account_service
+from app.engines.adrules import records as record_service
+from app.engines.adrules import rules as rule_service
+from app.engines.adrules.preview import preview_rule
+from app.engines.adrules.templates import TEMPLATES, FromTemplateIn, create_from_template
+from app.errors import DomainError
+from app.web.api.adrules_runs import load_records_page, preview_deps
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard.common import page
+
+LOG = "/ui/adrules/log"
+
+NAV: list[tuple[str, str]] = [(LOG, "Rule log")]
+"""(href, label) links these pages add to the navigation bar."""
+
+
+@get(LOG)
+async def log_list(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromQuery[int | None] = None,
+    cursor: FromQuery[int | None] = None,
+) -> Template:
+    size = 50
+    async with runtime.db.read() as session:
+        rows = await record_service.list_batches(
+            session, principal.workspace_id, rule_id=rule_id, before_id=cursor, limit=size
+        )
+    more = len(rows) > size
+    rows = rows[:size]
+    return page(
+        request,
+        "adrules/log_list.html",
+        principal,
+        batches=rows,
+        rule_id=rule_id,
+        next_cursor=rows[-1].batch.id if more and rows else None,
+    )
+
+
+@get(f"{LOG}/{{batch_record_id:int}}")
+async def log_detail(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    batch_record_id: FromPath[int],
+    status: FromQuery[str | None] = None,
+    cursor: FromQuery[str | None] = None,
+) -> Template:
+    batch, records = await load_records_page(
+        runtime, principal, batch_record_id, status=status or None, cursor=cursor, limit=200
+    )
+    by_task: dict[tuple[int, str], list[Any]] = defaultdict(list)
+    for record in records.items:
+        by_task[(record.task_id, record.task_name)].append(record)
+    return page(
+        request,
+        "adrules/log_detail.html",
+        principal,
+        batch=batch,
+        tasks=sorted(by_task.items()),
+        status=status or "",
+        next_cursor=records.next_cursor,
+        show_steps=principal.is_admin,
+    )
+
+
+@get("/ui/adrules/rules/{rule_id:int}/preview")
+async def preview_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    rule_id: FromPath[int],
+    account_id: FromQuery[int | None] = None,
+) -> Template:
+    async with runtime.db.read() as session:
+        view = await rule_service.view_rule(
+            session, workspace_id=principal.workspace_id, rule_id=rule_id
+        )
+        accounts = [
+            a
+            for a in await account_service.list_accounts(session, principal.workspace_id)
+            if a.id in view.account_ids
+        ]
+    result, error = None, None
+    chosen = account_id if account_id is not None else (accounts[0].id if accounts else None)
+    if chosen is not None:
+        try:
+            result = await preview_rule(
+                preview_deps(runtime),
+                workspace_id=principal.workspace_id,
+                rule_id=rule_id,
+                ad_account_id=chosen,
+            )
+        except DomainError as exc:
+            error = exc.message
+    return page(
+        request,
+        "adrules/preview.html",
+        principal,
+        rule=view.rule,
+        accounts=accounts,
+        chosen=chosen,
+        result=result,
+        error=error,
+    )
+
+
+class TemplateForm(msgspec.Struct):
+    name: str = ""
+    account_id: str = ""
+    """An ad account id, or empty for none yet."""
+
+
+@get("/ui/adrules/templates")
+async def templates_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    async with runtime.db.read() as session:
+        accounts = [
+            a
+            for a in await account_service.list_accounts(session, principal.workspace_id)
+            if a.active
+        ]
+    return page(
+        request,
+        "adrules/rule_templates.html",
+        principal,
+        templates=list(TEMPLATES.values()),
+        accounts=accounts,
+        error=None,
+    )
+
+
+@post("/ui/adrules/templates/{key:str}")
+async def create_from_template_form(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    key: FromPath[str],
+    data: URLEncodedBody[TemplateForm],
+) -> Redirect | Template:
+    form = FromTemplateIn(
+        name=data.name.strip() or None,
+        account_ids=[int(data.account_id)] if data.account_id.isdigit() else [],
+    )
+    try:
+        async with runtime.db.write() as uow:
+            rule = await create_from_template(
+                uow.session,
+                workspace_id=principal.workspace_id,
+                key=key,
+                data=form,
+                now=runtime.clock.now(),
+            )
+    except DomainError as exc:
+        async with runtime.db.read() as session:
+            accounts = [
+                a
+                for a in await account_service.list_accounts(session, principal.workspace_id)
+                if a.active
+            ]
+        return page(
+            request,
+            "adrules/rule_templates.html",
+            principal,
+            templates=list(TEMPLATES.values()),
+            accounts=accounts,
+            error=exc.message,
+        )
+    return Redirect(f"/ui/adrules/rules/{rule.id}/preview")
+
+
+ROUTES: list[Any] = [log_list, log_detail, preview_page, templates_page, create_from_template_form]
+"""Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
