@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
+from app.platform import service
 from app.runtime import Runtime
 from app.settings import Settings
 
@@ -56,3 +58,31 @@ async def new_client(settings: Settings, runtime: Runtime) -> AsyncIterator[Call
             )
 
         yield make
+
+
+@dataclass(frozen=True)
+class ApiTenant:
+    """A workspace reached only through its API key (no people: no password hashing to wait for)."""
+
+    organisation_id: int
+    workspace_id: int
+    api_key: str
+    ingest_token: str
+
+
+async def create_api_tenant(runtime: Runtime, name: str) -> ApiTenant:
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        org = await service.create_organisation(uow.session, name=name, now=now)
+        created = await service.create_workspace(
+            uow.session, runtime.secrets, organisation_id=org.id, name=f"{name} main", now=now
+        )
+        _, key = await service.create_api_key(
+            uow.session, workspace_id=created.workspace.id, name="tests", now=now
+        )
+    return ApiTenant(org.id, created.workspace.id, key, created.ingest_token)
+
+
+@pytest.fixture
+async def api_tenant(runtime: Runtime) -> ApiTenant:
+    return await create_api_tenant(runtime, "Initech")

@@ -11,7 +11,15 @@ import pytest
 from app.platform import service
 from app.runtime import Runtime
 from tests.conftest import auth
-from tests.factories import Tenant
+from tests.platform.conftest import ApiTenant
+
+Tenant = ApiTenant
+
+
+@pytest.fixture
+def tenant(api_tenant: ApiTenant) -> ApiTenant:
+    """These tests act through an API key only."""
+    return api_tenant
 
 
 def assert_error(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -142,11 +150,11 @@ async def test_unauthenticated_is_401(client: httpx.AsyncClient) -> None:
 
 
 async def test_conflict_is_409(client: httpx.AsyncClient, tenant: Tenant) -> None:
-    r = await client.post(
-        "/api/v1/members",
-        json={"email": tenant.member_email, "role": "admin"},
-        headers=auth(tenant),
-    )
+    person = {"email": "pat@initech.test", "role": "member", "password": "long enough pw"}
+    assert (
+        await client.post("/api/v1/members", json=person, headers=auth(tenant))
+    ).status_code == 201
+    r = await client.post("/api/v1/members", json=person, headers=auth(tenant))
     assert_error(r, 409, "already_member")
 
 

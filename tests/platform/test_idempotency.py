@@ -17,7 +17,20 @@ from app.platform import idempotency
 from app.platform.models import ApiKey, IdempotencyRecord
 from app.runtime import Runtime
 from tests.conftest import auth
-from tests.factories import Tenant
+from tests.platform.conftest import ApiTenant, create_api_tenant
+
+Tenant = ApiTenant
+
+
+@pytest.fixture
+def tenant(api_tenant: ApiTenant) -> ApiTenant:
+    """These tests act through an API key only."""
+    return api_tenant
+
+
+@pytest.fixture
+async def other_tenant(runtime: Runtime) -> ApiTenant:
+    return await create_api_tenant(runtime, "Umbrella")
 
 
 async def key_count(runtime: Runtime, tenant: Tenant) -> int:

@@ -20,6 +20,7 @@ from app.settings import Settings
 from app.wiring import assemble
 from tests.conftest import auth
 from tests.factories import Tenant
+from tests.platform.conftest import ApiTenant
 
 CLOSED_PORT = 1  # nothing listens on tcpmux here
 
@@ -153,8 +154,9 @@ def json_log() -> Any:
 
 
 async def test_json_log_line_carries_the_request_id(
-    client: httpx.AsyncClient, tenant: Tenant, json_log: io.StringIO
+    client: httpx.AsyncClient, api_tenant: ApiTenant, json_log: io.StringIO
 ) -> None:
+    tenant = api_tenant
     r = await client.get("/api/v1/workspace", headers=auth(tenant))
     request_id = r.headers["x-request-id"]
     assert request_id

@@ -14,7 +14,16 @@ from app.platform.crypto import SecretBox, SecretBoxError
 from app.platform.models import Secret
 from app.runtime import Runtime
 from tests.conftest import auth
-from tests.factories import Tenant
+from tests.platform.conftest import ApiTenant
+
+Tenant = ApiTenant
+
+
+@pytest.fixture
+def tenant(api_tenant: ApiTenant) -> ApiTenant:
+    """These tests act through an API key only."""
+    return api_tenant
+
 
 PLAINTEXT = "EAAG-meta-token-Zm9vYmFyYmF6cXV4"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
 from app.platform import service
 from app.runtime import Runtime
@@ -26,25 +25,19 @@ async def member_id(runtime: Runtime, tenant: Tenant, email: str) -> int:
     return next(u.id for u, _ in rows if u.email == email)
 
 
-@pytest.mark.parametrize(
-    ("method", "path", "body"),
-    [
-        ("GET", "/api/v1/api-keys/{key}", None),
-        ("DELETE", "/api/v1/api-keys/{key}", None),
-        ("PATCH", "/api/v1/members/{member}", {"role": "admin"}),
-        ("DELETE", "/api/v1/members/{member}", None),
-        ("DELETE", "/api/v1/secrets/{secret}", None),
-    ],
-)
+FOREIGN_ID_REQUESTS = [
+    ("GET", "/api/v1/api-keys/{key}", None),
+    ("DELETE", "/api/v1/api-keys/{key}", None),
+    ("PATCH", "/api/v1/members/{member}", {"role": "admin"}),
+    ("DELETE", "/api/v1/members/{member}", None),
+    ("DELETE", "/api/v1/secrets/{secret}", None),
+]
+
+
 async def test_pl1_another_workspaces_ids_answer_404(
-    client: httpx.AsyncClient,
-    runtime: Runtime,
-    tenant: Tenant,
-    other_tenant: Tenant,
-    method: str,
-    path: str,
-    body: Any,
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant, other_tenant: Tenant
 ) -> None:
+    """Every platform endpoint taking an id, called with the other workspace's ids."""
     put = await client.put(
         "/api/v1/secrets/smtp", json={"value": "globex-pw"}, headers=auth(other_tenant)
     )
@@ -54,9 +47,10 @@ async def test_pl1_another_workspaces_ids_answer_404(
         "member": await member_id(runtime, other_tenant, other_tenant.member_email),
         "secret": "smtp",
     }
-    r = await client.request(method, path.format(**ids), json=body, headers=auth(tenant))
-    assert r.status_code == 404
-    assert r.json()["code"] == "not_found"
+    for method, path, body in FOREIGN_ID_REQUESTS:
+        r = await client.request(method, path.format(**ids), json=body, headers=auth(tenant))
+        assert r.status_code == 404, (method, path, r.text)
+        assert r.json()["code"] == "not_found"
     # Nothing changed on the other side.
     assert (await client.get("/api/v1/workspace", headers=auth(other_tenant))).status_code == 200
     async with runtime.db.read() as session:
