@@ -47,6 +47,11 @@ log = logging.getLogger(__name__)
 class TransientDeliveryError(Exception):
     """Worth retrying later (4xx, timeouts, connection failures)."""
 
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        """Seconds the provider asked us to wait, when it said so (the retry is not sooner)."""
+
 
 class PermanentDeliveryError(Exception):
     """Retrying cannot help (refused address, invalid request)."""
@@ -217,18 +222,25 @@ class Deliverer:
         try:
             detail = await sender.send(effect)
         except TransientDeliveryError as exc:
-            return await self._retry(effect, owner, now(), str(exc))
+            return await self._retry(effect, owner, now(), str(exc), exc.retry_after)
         except PermanentDeliveryError as exc:
             await self._finish(effect, owner, now(), OUTBOX_FAILED, "failed", str(exc))
             return "failed"
         await self._finish(effect, owner, now(), OUTBOX_SENT, "sent", detail)
         return "sent"
 
-    async def _retry(self, effect: LeasedEffect, owner: str, at: datetime, error: str) -> str:
+    async def _retry(
+        self,
+        effect: LeasedEffect,
+        owner: str,
+        at: datetime,
+        error: str,
+        retry_after: float | None = None,
+    ) -> str:
         if effect.attempts >= self.settings.max_send_attempts:
             await self._finish(effect, owner, at, OUTBOX_FAILED, "failed", f"gave up: {error}")
             return "failed"
-        delay = self.settings.retry_base_seconds * 2 ** (effect.attempts - 1)
+        delay = max(self.settings.retry_base_seconds * 2 ** (effect.attempts - 1), retry_after or 0)
         retry_at = at + timedelta(seconds=min(delay, 6 * 3600))
         async with self.db.write() as uow:
             await uow.session.execute(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
 from app.engines.funnels.models import ContactList, Tag
+from app.engines.funnels.outside.demo import configure_demo_providers
 from app.engines.funnels.service import create_funnel, parse_definition, publish
 from app.engines.funnels.triggers import enroll
 
@@ -93,3 +94,4 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             )
             ids.append(contact.id)
         await enroll(s, version, now=now, contact_ids=ids)
+    await configure_demo_providers(runtime, demo)

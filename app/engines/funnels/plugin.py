@@ -6,6 +6,8 @@ from app.engines.funnels import schedule_triggers
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.demo import seed_demo
 from app.engines.funnels.jobs import JOBS, SWEEPS
+from app.engines.funnels.outside.channels import install as install_outside_channels
+from app.engines.funnels.outside.demo import SANDBOXES as OUTSIDE_SANDBOXES
 from app.engines.plugin import EnginePlugin
 from app.sandbox.smtp import SmtpSink
 
@@ -14,11 +16,13 @@ def _smtp_sink() -> SmtpSink:
     return SmtpSink().start()
 
 
+install_outside_channels()
+
 PLUGIN = EnginePlugin(
     name="funnels",
     title="Funnels",
     jobs=[*JOBS, *schedule_triggers.JOBS, *campaign_jobs.JOBS],
     sweeps=[*SWEEPS, *schedule_triggers.SWEEPS, *campaign_jobs.SWEEPS],
     seed_demo=seed_demo,
-    sandboxes={"smtp": _smtp_sink},
+    sandboxes={"smtp": _smtp_sink, **OUTSIDE_SANDBOXES},
 )

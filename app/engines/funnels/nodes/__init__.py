@@ -31,6 +31,8 @@ def _load_builtin() -> None:
         return
     _loaded = True
     from app.engines.funnels.nodes import actions, flow
+    from app.engines.funnels.outside import executors as outside
 
-    for kind, executor in {**flow.EXECUTORS, **actions.EXECUTORS}.items():
+    # The outside actions come last: their notify_team (members only) replaces the basic one.
+    for kind, executor in {**flow.EXECUTORS, **actions.EXECUTORS, **outside.EXECUTORS}.items():
         EXECUTORS.setdefault(kind, executor)

@@ -1,0 +1,292 @@
+"""Node executors of the actions that reach outside (FN-7: none of them calls out itself).
+
+**Sends** — ``send_sms``, ``send_push``, ``send_letter`` and ``notify_team`` — write their effect
+to the outbox and move on, like ``send_email``; quiet hours hold the message (FN-20).
+
+**Requests whose answer the run needs** — ``http_request``, ``create_payment``, ``book_slot`` and
+``ai_generate`` — write their effect and sleep on their own node. The deliverer records the
+answer and wakes the run; the node then runs again, stores the answer in the run's context and
+continues:
+
+- ``http_request`` → ``context["http"][node id]`` (status, final URL, headers, body, parsed JSON);
+- ``create_payment`` → ``context["payments"][node id]`` (payment id, checkout URL, status);
+- ``book_slot`` → ``context["bookings"][node id]`` (booking id, start, end);
+- ``ai_generate`` → ``context["vars"][variable]``, the merge variable later messages use.
+
+**Failure**: an effect that failed for good (a refused target, a declined request, an exhausted AI
+quota, retries used up) ends the run as ``failed``, with the error on the step and on the
+delivery events. Continuing would send later messages built on an answer that never came
+("Hello ," to everyone whose generation was refused); the steps say exactly where and why it
+stopped. A cache hit of ``ai_generate`` needs no effect at all: the text is filled in at once, no
+provider call is made and no quota is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import msgspec
+from sqlalchemy import select
+
+from app.engines.funnels.graph import (
+    AiGenerate,
+    BookSlot,
+    CreatePayment,
+    HttpRequest,
+    Node,
+    NotifyTeam,
+    SendLetter,
+    SendPush,
+    SendSms,
+)
+from app.engines.funnels.models import (
+    OUTBOX_CANCELLED,
+    OUTBOX_FAILED,
+    OUTBOX_SKIPPED,
+    RUN_FAILED,
+)
+from app.engines.funnels.nodes.actions import message_id, not_before
+from app.engines.funnels.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome, Sleep
+from app.engines.funnels.outside import ai_ledger
+from app.engines.funnels.outside.config import AiOptions
+from app.engines.funnels.outside.models import ProviderConfig
+from app.engines.funnels.outside.results import effect_state
+from app.engines.funnels.render import render, variables
+from app.engines.funnels.validate import merge_variables
+from app.integrations.ai import Creative, cache_key
+
+POLL = timedelta(minutes=10)
+"""A run waiting on its effect looks again after this long even if nobody woke it (the deliverer
+gave up on a transient failure, or the wake-up met the run while it was leased)."""
+
+
+def _held(ctx: NodeContext, channel: str, payload: dict[str, Any]) -> tuple[str, str]:
+    """Emit a message effect, held for quiet hours; its key and the step's decision."""
+    release_iso, release = not_before(ctx)
+    key = ctx.emit(Effect(channel=channel, payload=payload, not_before=release))  # type: ignore[arg-type]
+    decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
+    return key, decision
+
+
+async def run_send_sms(ctx: NodeContext, node: SendSms) -> Outcome:
+    if not ctx.contact.phone:
+        return Next(node.next, "skipped: contact has no phone number")
+    text = render(node.text, variables(ctx.contact, ctx.run.context))
+    key, decision = _held(ctx, "sms", {"to": ctx.contact.phone, "text": text})
+    return Next(node.next, decision, {"effect": key, "text": text})
+
+
+async def run_send_push(ctx: NodeContext, node: SendPush) -> Outcome:
+    values = variables(ctx.contact, ctx.run.context)
+    payload = {"title": render(node.title, values), "body": render(node.body, values)}
+    key, decision = _held(ctx, "push", payload)
+    return Next(node.next, decision, {"effect": key, **payload})
+
+
+async def run_send_letter(ctx: NodeContext, node: SendLetter) -> Outcome:
+    values = variables(ctx.contact, ctx.run.context)
+    content = render(node.body or node.template, values)
+    key, decision = _held(ctx, "letter", {"content": content})
+    return Next(node.next, decision, {"effect": key})
+
+
+async def run_notify_team(ctx: NodeContext, node: NotifyTeam) -> Outcome:
+    """E-mail members of the workspace: ``to`` holds ``@all``, ``@admins`` or members' e-mail
+    addresses, resolved against the members when the message is sent."""
+    values = variables(ctx.contact, ctx.run.context)
+    key = ctx.effect_key()
+    payload = {
+        "to": list(node.to),
+        "subject": render(node.subject, values),
+        "text": render(node.body, values),
+        "message_id": message_id(ctx, key),
+        # About the contact, not to them: their consent and suppression do not apply.
+        "internal": True,
+    }
+    ctx.emit(Effect(channel="team", payload=payload, not_before=ctx.now))
+    return Next(node.next, f"notifying {', '.join(node.to)}", {"effect": key})
+
+
+# -- requests whose answer the run waits for ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a delivered request brought back."""
+
+    effect: str
+    result: dict[str, Any]
+
+
+async def _request(
+    ctx: NodeContext, node: Node, channel: str, payload: dict[str, Any]
+) -> Answer | Outcome:
+    """Emit the node's effect on its first pass; on later passes, the answer (a dict) once it
+    is recorded, the end of the run if the effect failed, or another sleep."""
+    pending = ctx.run.context.get("outside")
+    if not (isinstance(pending, dict) and pending.get("node") == node.id):
+        key = ctx.emit(
+            Effect(
+                channel=channel,
+                payload={**payload, "run_id": ctx.run.id, "node_id": node.id},
+                not_before=ctx.now,
+            )
+        )
+        ctx.run.context["outside"] = {"node": node.id, "effect": key}
+        return Sleep(ctx.now + POLL, f"{channel} requested", {"effect": key})
+    key = str(pending["effect"])
+    state = await effect_state(ctx.session, key)
+    if state is not None and state.outcome is None and state.status not in _GONE:
+        return Sleep(ctx.now + POLL, record=False)
+    ctx.run.context.pop("outside", None)
+    if state is not None and state.outcome is not None and state.outcome.ok:
+        return Answer(key, state.outcome.result)
+    if state is None:
+        error, code = "the effect disappeared before it was delivered", "lost"
+    elif state.outcome is not None:
+        error = state.outcome.error or "failed"
+        code = str(state.outcome.result.get("code") or "failed")
+    else:
+        error, code = state.last_error or f"effect {state.status}", state.status
+    reason = "ai_quota_exhausted" if code == "ai_quota_exhausted" else f"{channel}_failed"
+    return End(RUN_FAILED, reason, error[:200], {"effect": key, "error": error, "code": code})
+
+
+_GONE = frozenset({OUTBOX_FAILED, OUTBOX_SKIPPED, OUTBOX_CANCELLED})
+
+
+async def run_http_request(ctx: NodeContext, node: HttpRequest) -> Outcome:
+    values = variables(ctx.contact, ctx.run.context)
+    waited = await _request(
+        ctx,
+        node,
+        "http",
+        {
+            "method": node.method,
+            "url": render(node.url, values),
+            "headers": {name: render(value, values) for name, value in node.headers.items()},
+            "body": None if node.body is None else render(node.body, values),
+        },
+    )
+    if not isinstance(waited, Answer):
+        return waited
+    result = waited.result
+    ctx.run.context.setdefault("http", {})[node.id] = result
+    return Next(
+        node.next, f"HTTP {result.get('status')}", {"effect": waited.effect, **_brief(result)}
+    )
+
+
+def _brief(result: dict[str, Any]) -> dict[str, Any]:
+    """What the step shows of a response (the full one is in the run's context)."""
+    return {"status": result.get("status"), "url": result.get("url"), "bytes": len(result["body"])}
+
+
+async def run_create_payment(ctx: NodeContext, node: CreatePayment) -> Outcome:
+    waited = await _request(
+        ctx,
+        node,
+        "payment",
+        {
+            "amount_minor": node.amount_minor,
+            "currency": node.currency.lower(),
+            "description": render(node.description, variables(ctx.contact, ctx.run.context)),
+            "email": ctx.contact.email,
+        },
+    )
+    if not isinstance(waited, Answer):
+        return waited
+    result = waited.result
+    stored = {k: result.get(k) for k in ("payment_id", "url", "status", "client_secret")}
+    ctx.run.context.setdefault("payments", {})[node.id] = stored
+    return Next(
+        node.next,
+        f"payment {result.get('payment_id')} created",
+        {"effect": waited.effect, "payment_id": result.get("payment_id"), "url": result.get("url")},
+    )
+
+
+async def run_book_slot(ctx: NodeContext, node: BookSlot) -> Outcome:
+    waited = await _request(
+        ctx, node, "booking", {"resource": node.resource, "window_start": ctx.now.isoformat()}
+    )
+    if not isinstance(waited, Answer):
+        return waited
+    result = waited.result
+    ctx.run.context.setdefault("bookings", {})[node.id] = result
+    return Next(
+        node.next,
+        f"booked {result.get('start')}",
+        {
+            "effect": waited.effect,
+            "booking_id": result.get("booking_id"),
+            "start": result.get("start"),
+        },
+    )
+
+
+async def _ai_options(ctx: NodeContext) -> AiOptions:
+    raw = await ctx.session.scalar(
+        select(ProviderConfig.options).where(
+            ProviderConfig.workspace_id == ctx.run.workspace_id, ProviderConfig.kind == "ai"
+        )
+    )
+    options: AiOptions = msgspec.convert(raw or {}, type=AiOptions)
+    return options
+
+
+async def run_ai_generate(ctx: NodeContext, node: AiGenerate) -> Outcome:
+    """Fill ``node.variable`` for this contact, from the cache when the same creative was already
+    generated for the same values of the attributes the prompt uses."""
+    pending = ctx.run.context.get("outside")
+    if not (isinstance(pending, dict) and pending.get("node") == node.id):
+        options = await _ai_options(ctx)
+        creative = Creative(
+            model=options.model,
+            prompt=node.prompt,
+            system=options.system,
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+        )
+        values = variables(ctx.contact, ctx.run.context)
+        used = {name: values.get(name) for name in merge_variables(node.prompt)}
+        key = cache_key(creative, used)
+        hit = await ai_ledger.cached_text(ctx.session, ctx.run.workspace_id, key)
+        if hit is not None:
+            ctx.run.context.setdefault("vars", {})[node.variable] = hit
+            return Next(node.next, f"{{{{{node.variable}}}}} from cache", {"cached": True})
+        payload = {
+            "creative": msgspec.to_builtins(creative),
+            "prompt": render(node.prompt, values),
+            "cache_key": key,
+        }
+    else:
+        payload = {}
+    waited = await _request(ctx, node, "ai", payload)
+    if not isinstance(waited, Answer):
+        return waited
+    result = waited.result
+    ctx.run.context.setdefault("vars", {})[node.variable] = result["text"]
+    return Next(
+        node.next,
+        f"{{{{{node.variable}}}}} generated",
+        {
+            "effect": waited.effect,
+            "cached": bool(result.get("cached")),
+            "tokens": result.get("tokens"),
+        },
+    )
+
+
+EXECUTORS: dict[str, Executor] = {
+    "send_sms": run_send_sms,
+    "send_push": run_send_push,
+    "send_letter": run_send_letter,
+    "notify_team": run_notify_team,
+    "http_request": run_http_request,
+    "create_payment": run_create_payment,
+    "book_slot": run_book_slot,
+    "ai_generate": run_ai_generate,
+}

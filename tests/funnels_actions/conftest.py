@@ -1,0 +1,192 @@
+"""Fixtures of the outside-action tests: the engine with every outside channel delivering to
+loopback simulators (started per test, so each test sees fresh counters and idempotency ledgers),
+an HTTP echo target for ``http_request``, and helpers to configure a workspace's providers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from litestar import Litestar, Request, route
+from litestar.params import FromPath
+
+from app.clock import ManualClock
+from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel, blocked_reason
+from app.engines.funnels.models import Contact
+from app.engines.funnels.outside.channels import CHANNEL_TYPES, OutsideDeps
+from app.engines.funnels.outside.config import configure
+from app.engines.funnels.runner import Runner
+from app.integrations.mail import MailSender
+from app.runtime import Runtime
+from app.sandbox.ai import AiSandbox, create_ai_app
+from app.sandbox.base import SandboxState, ThreadedServer, fault_response
+from app.sandbox.booking import BookingSandbox, create_booking_app
+from app.sandbox.letter import LetterSandbox, create_letter_app
+from app.sandbox.payments import PaymentsSandbox, create_payments_app
+from app.sandbox.push import PushSandbox, create_push_app
+from app.sandbox.sms import SmsSandbox, TwilioSandbox, create_sms_app, create_twilio_app
+from app.sandbox.smtp import SmtpSink
+from app.scheduling.resources import Resources
+from app.settings import FunnelSettings, MailSettings
+from tests.funnels.conftest import Engine, Space, session_sink, sink, space
+
+__all__ = ["session_sink", "sink", "space"]
+
+
+@dataclass
+class EchoTarget:
+    """Any HTTP endpoint an ``http_request`` may call: answers what it received, counts calls."""
+
+    state: SandboxState = field(default_factory=SandboxState)
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+
+def create_echo_app(target: EchoTarget) -> Litestar:
+    @route("/{path:path}", http_method=["GET", "POST", "PUT", "PATCH", "DELETE"])
+    async def echo(request: Request[Any, Any, Any], path: FromPath[str]) -> Any:
+        if (fault := target.state.hit("echo")) is not None:
+            return await fault_response(fault)
+        body = (await request.body()).decode()
+        seen = {
+            "method": request.method,
+            "path": path,
+            "body": body,
+            "token": request.headers.get("x-token"),
+            "idempotency_key": request.headers.get("idempotency-key"),
+        }
+        target.received.append(seen)
+        return {"ok": True, "score": 42, **seen}
+
+    return Litestar([echo])
+
+
+@dataclass
+class Sims:
+    """Simulators started on demand for one test."""
+
+    servers: list[ThreadedServer] = field(default_factory=list)
+    urls: dict[str, str] = field(default_factory=dict)
+    objects: dict[str, Any] = field(default_factory=dict)
+
+    def start(self, name: str, sandbox: Any, app: Callable[[Any], Litestar]) -> Any:
+        server = ThreadedServer(app(sandbox)).start()
+        self.servers.append(server)
+        self.urls[name] = server.url
+        self.objects[name] = sandbox
+        return sandbox
+
+
+@pytest.fixture
+def sims() -> Iterator[Sims]:
+    started = Sims()
+    yield started
+    for server in started.servers:
+        server.stop()
+
+
+@dataclass
+class Outside(Engine):
+    """The engine, with the outside channels and the simulators the test started."""
+
+    sims: Sims = field(default_factory=Sims)
+    senders: dict[str, ChannelSender] = field(default_factory=dict)
+
+    async def provider(
+        self,
+        ws: int,
+        kind: str,
+        *,
+        shape: str,
+        secret: str | None,
+        options: dict[str, Any] | None = None,
+        url: str | None = None,
+    ) -> None:
+        async with self.runtime.db.write() as uow:
+            await configure(
+                uow.session,
+                self.runtime.secrets,
+                workspace_id=ws,
+                kind=kind,
+                shape=shape,
+                base_url=url if url is not None else self.sims.urls[kind],
+                options=options,
+                secret=secret,
+                now=self.clock.now(),
+            )
+
+    async def crash_after_send(self) -> int:
+        """A deliverer leases every due effect, sends each, and dies before marking any; the
+        lease then runs out and the engine carries on. Returns how many were sent."""
+        leased = await self.deliverer.lease(owner="doomed", now=self.clock.now(), limit=100)
+        for effect in leased:
+            async with self.runtime.db.read() as session:
+                person = await session.get(Contact, effect.contact_id)
+            if blocked_reason(person, effect.channel, effect.payload) is None:
+                await self.senders[effect.channel].send(effect)
+        self.clock.advance(seconds=61)
+        await self.drive()
+        return len(leased)
+
+    def sms(self) -> SmsSandbox:
+        return self.sims.objects.get("sms") or self.sims.start("sms", SmsSandbox(), create_sms_app)
+
+    def twilio(self) -> TwilioSandbox:
+        return self.sims.objects.get("twilio") or self.sims.start(
+            "twilio", TwilioSandbox(), create_twilio_app
+        )
+
+    def push(self) -> PushSandbox:
+        return self.sims.objects.get("push") or self.sims.start(
+            "push", PushSandbox(), create_push_app
+        )
+
+    def letter(self) -> LetterSandbox:
+        return self.sims.objects.get("letter") or self.sims.start(
+            "letter", LetterSandbox(), create_letter_app
+        )
+
+    def payments(self) -> PaymentsSandbox:
+        return self.sims.objects.get("payments") or self.sims.start(
+            "payments", PaymentsSandbox(), create_payments_app
+        )
+
+    def booking(self) -> BookingSandbox:
+        return self.sims.objects.get("booking") or self.sims.start(
+            "booking", BookingSandbox(), create_booking_app
+        )
+
+    def ai(self) -> AiSandbox:
+        return self.sims.objects.get("ai") or self.sims.start("ai", AiSandbox(), create_ai_app)
+
+    def echo(self) -> EchoTarget:
+        return self.sims.objects.get("echo") or self.sims.start(
+            "echo", EchoTarget(), create_echo_app
+        )
+
+
+@pytest.fixture
+async def outside(
+    runtime: Runtime, clock: ManualClock, sink: SmtpSink, sims: Sims
+) -> AsyncIterator[Outside]:
+    settings = FunnelSettings(lease_seconds=60, retry_base_seconds=60, max_send_attempts=4)
+    mail = MailSettings(
+        smtp_host=sink.host,
+        smtp_port=sink.port,
+        from_address="funnels@test.example",
+        timeout_seconds=5,
+    )
+    resources = Resources()
+    deps = OutsideDeps(runtime.db, runtime.secrets, resources, clock, mail)
+    senders: dict[str, ChannelSender] = {
+        "email": EmailChannel(MailSender(mail)),
+        **{name: kind(deps) for name, kind in CHANNEL_TYPES.items()},
+    }
+    runner = Runner(runtime.db, settings, mail_domain="test.example")
+    deliverer = Deliverer(runtime.db, settings, senders.get, lease_seconds=60)
+    yield Outside(runtime, clock, sink, runner, deliverer, sims=sims, senders=senders)
+    await resources.aclose()
+
+
+__all__ += ["Outside", "Space"]
