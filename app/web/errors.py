@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
 _AT_PATH = re.compile(r" - at `\$\.?([^`]*)`")
 _PROGRAM_PREFIXES = ("/api/", "/hooks/", "/t/", "/schema")
+_CSRF_FAILED = "CSRF token verification failed"  # Litestar's CSRF middleware detail
 
 CODES = {
     400: "bad_request",
@@ -143,6 +144,12 @@ def http_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Respons
     if status == 400 and isinstance(exc.__cause__, SerializationException):
         code = "malformed_body"
         message = f"The request body is not valid JSON: {message}"
+    elif status == 403 and message == _CSRF_FAILED:
+        code = "csrf_failed"
+        message = (
+            "The form could not be verified (it expired or came from another site). "
+            "Reload the page and try again."
+        )
     elif status == 413:
         limit = _body_limit(request)
         message = "The request body is too large" + (

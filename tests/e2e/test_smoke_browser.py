@@ -17,6 +17,7 @@ from app.sandbox.base import serve_in_loop
 from app.scheduling.jobs import JobContext
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, SweepRunner
 from app.settings import Settings
+from app.web.app import ENGINE_UIS
 from app.wiring import assemble
 from tests.e2e.conftest import sign_in
 from tests.factories import Tenant
@@ -36,7 +37,11 @@ async def test_sign_in_and_see_home(
         assert await row.count() == 1
         assert "never" in await row.inner_text()
     assert "Queued 0" in await page.locator("#queue-depth").inner_text()
-    assert await page.locator("nav[aria-label=Main] a", has_text="Home").count() == 1
+    nav = page.locator("nav[aria-label=Main]")
+    assert await nav.locator("a", has_text="Home").count() == 1
+    for ui in ENGINE_UIS:  # each engine's links, as the engines declare them
+        for href, label in ui.NAV:
+            assert await nav.locator(f'a[href="{href}"]', has_text=label).count() == 1
     assert await page.locator("#platform-stop").count() == 0
     # The status part refreshes itself with htmx.
     assert await page.locator("#status").get_attribute("hx-get") == "/ui/partials/status"
@@ -138,3 +143,19 @@ async def test_member_sees_no_admin_forms(page: Any, live_url: str, tenant: Tena
     await page.goto(f"{live_url}/ui/workspace")
     assert await page.locator("#create-key").count() == 0
     assert await page.locator("#api-keys button", has_text="Revoke").count() == 0
+
+
+async def test_htmx_requests_carry_the_csrf_token(page: Any, live_url: str, tenant: Tenant) -> None:
+    """A page's htmx POSTs pass the CSRF check without a form field (``hx-headers`` on <body>)."""
+    await sign_in(page, live_url, tenant.email, tenant.password)
+    await page.goto(f"{live_url}/ui/workspace")
+    async with page.expect_response("**/ui/workspace/ingest-token") as answer:
+        await page.evaluate(
+            "htmx.ajax('POST', '/ui/workspace/ingest-token', {target: '#ingest-token', swap: 'none'})"
+        )
+    assert (await answer.value).status == 200
+    # The same request without the header is refused.
+    status = await page.evaluate(
+        "fetch('/ui/workspace/ingest-token', {method: 'POST'}).then(r => r.status)"
+    )
+    assert status == 403

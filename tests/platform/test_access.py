@@ -94,7 +94,7 @@ async def test_pl2_csrf_login_without_token_is_refused(
     await client.get("/login")  # the CSRF cookie is set, but the form field is missing
     r = await client.post("/login", data={"email": tenant.email, "password": tenant.password})
     assert r.status_code == 403
-    assert r.json()["code"] == "forbidden"
+    assert r.json()["code"] == "csrf_failed"
     assert "swl_session" not in r.cookies
     async with runtime.db.read() as session:
         assert await session.scalar(select(UserSession.id)) is None
@@ -120,6 +120,7 @@ async def test_pl2_csrf_logout_without_token_is_refused(
     await sign_in(client, tenant.email, tenant.password)
     r = await client.post("/logout")
     assert r.status_code == 403
+    assert r.json()["code"] == "csrf_failed"
     # Still signed in: the forged sign-out did nothing.
     assert (await client.get("/")).status_code == 200
     async with runtime.db.read() as session:
@@ -237,6 +238,7 @@ async def test_pl2_member_is_refused_admin_actions_with_403(
     token = csrf_from(page.text)
     r = await client.post("/ui/workspace/api-keys", data={"name": "sneaky", "_csrf_token": token})
     assert r.status_code == 403  # ...and posting it anyway is refused
+    assert r.json()["code"] == "forbidden"
     r = await client.post("/ui/workspace/ingest-token", data={"_csrf_token": token})
     assert r.status_code == 403
     async with runtime.db.read() as session:

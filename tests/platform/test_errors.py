@@ -158,8 +158,8 @@ async def test_conflict_is_409(client: httpx.AsyncClient, tenant: Tenant) -> Non
     assert_error(r, 409, "already_member")
 
 
-async def test_forbidden_is_403_for_a_forged_form(client: httpx.AsyncClient) -> None:
-    assert_error(await client.post("/logout"), 403, "forbidden")
+async def test_forged_form_is_403(client: httpx.AsyncClient) -> None:
+    assert_error(await client.post("/logout"), 403, "csrf_failed")
 
 
 async def test_unexpected_error_is_500_without_details(caplog: pytest.LogCaptureFixture) -> None:
