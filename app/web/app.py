@@ -35,6 +35,7 @@ from app.web.api import adrules as adrules_api
 from app.web.api import funnels as funnels_api
 from app.web.api import funnels_campaigns as funnels_campaigns_api
 from app.web.api import funnels_events as funnels_events_api
+from app.web.api import funnels_providers as funnels_providers_api
 from app.web.api import platform as platform_api
 from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
@@ -53,7 +54,14 @@ log = logging.getLogger(__name__)
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
 ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui]
-ENGINE_APIS = [adrules_api, funnels_api, ranktracking_api, funnels_events_api, funnels_campaigns_api]
+ENGINE_APIS = [
+    adrules_api,
+    funnels_api,
+    ranktracking_api,
+    funnels_events_api,
+    funnels_campaigns_api,
+    funnels_providers_api,
+]
 ENGINE_HOOKS = [adrules_hooks, funnels_hooks, ranktracking_hooks, funnels_public_hooks]
 
 # Programs authenticate with keys, tokens or signatures, not cookies: no CSRF token there.
