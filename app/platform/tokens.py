@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -24,6 +25,18 @@ def verify_password(password_hash: str, password: str) -> bool:
         return bool(_hasher.verify(password_hash, password))
     except (VerificationError, InvalidHashError):
         return False
+
+
+def needs_rehash(password_hash: str) -> bool:
+    """True when the hash was made with weaker parameters than the current ones."""
+    return bool(_hasher.check_needs_rehash(password_hash))
+
+
+@functools.cache
+def dummy_hash() -> str:
+    """A hash to verify against when the account does not exist, so a sign-in attempt costs the
+    same either way and its timing does not reveal which e-mails have accounts."""
+    return hash_password(secrets.token_urlsafe(16))
 
 
 def sha256_hex(value: str) -> str:

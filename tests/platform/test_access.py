@@ -10,6 +10,7 @@ from sqlalchemy import select, text
 
 from app.platform import service
 from app.platform.models import ApiKey, User, UserSession
+from app.platform.tokens import needs_rehash
 from app.runtime import Runtime
 from tests.conftest import auth
 from tests.factories import Tenant
@@ -290,3 +291,22 @@ async def test_pl2_member_role_comes_from_the_membership(
     assert "you are member" in (await browser.get("/ui/workspace")).text
     # API keys always act as admin of their workspace.
     assert (await client.get("/api/v1/workspace", headers=auth(tenant))).json()["role"] == "admin"
+
+
+async def test_pl2_weaker_password_hash_is_upgraded_at_sign_in(
+    new_client: Any, runtime: Runtime, tenant: Tenant
+) -> None:
+    from argon2 import PasswordHasher
+
+    weak = PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1).hash(tenant.password)
+    async with runtime.db.write() as uow:
+        user = await uow.session.get(User, tenant.user_id)
+        assert user is not None
+        user.password_hash = weak
+    client = await new_client()
+    assert (await sign_in(client, tenant.email, tenant.password)).status_code in (302, 303)
+    async with runtime.db.read() as session:
+        stored = await session.scalar(select(User.password_hash).where(User.id == tenant.user_id))
+    assert stored != weak
+    assert stored is not None
+    assert not needs_rehash(stored)
