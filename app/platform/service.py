@@ -11,7 +11,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
 from app.db.session import ReadSession, WriteSession
 from app.errors import Conflict, NotFound, ValidationFailed
@@ -237,21 +237,37 @@ def webhook_secret(box: SecretBox, workspace: Workspace) -> str:
 # -- dashboard sessions ------------------------------------------------------------------------
 
 
-async def sign_in(session: WriteSession, *, email: str, password: str, now: datetime) -> str | None:
-    """Check the credentials and open a session in the person's first workspace; returns the
-    cookie token or None."""
+async def authenticate(session: ReadSession, *, email: str, password: str) -> User | None:
+    """The person with these credentials, or None.
+
+    Takes a read session on purpose: argon2 costs a few hundred milliseconds of CPU, which runs in
+    a thread and must not hold SQLite's write lock meanwhile. An unknown e-mail is checked against
+    a dummy hash, so the answer takes as long and does not reveal which e-mails have accounts.
+    """
     user = await session.scalar(select(User).where(User.email == email.strip().lower()))
-    # argon2 takes a few hundred milliseconds of CPU: run it off the event loop.
     stored = await asyncio.to_thread(dummy_hash) if user is None else user.password_hash
-    if not await asyncio.to_thread(verify_password, stored, password) or user is None:
+    if not await asyncio.to_thread(verify_password, stored, password):
         return None
-    if needs_rehash(user.password_hash):
-        user.password_hash = await asyncio.to_thread(hash_password, password)
+    return user
+
+
+async def open_session(
+    session: WriteSession, *, user: User, password: str, now: datetime
+) -> str | None:
+    """Open a dashboard session in the person's first workspace; returns the cookie token, or
+    None when the person belongs to no workspace. A hash made with weaker parameters than the
+    current ones is replaced while the password is at hand."""
     membership = await session.scalar(
         select(Membership).where(Membership.user_id == user.id).order_by(Membership.id).limit(1)
     )
     if membership is None:
         return None
+    if needs_rehash(user.password_hash):
+        await session.execute(
+            update(User)
+            .where(User.id == user.id)
+            .values(password_hash=await asyncio.to_thread(hash_password, password))
+        )
     token = secrets.token_urlsafe(32)
     session.add(
         UserSession(

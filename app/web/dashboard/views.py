@@ -68,10 +68,14 @@ async def login(
     data: URLEncodedBody[LoginForm],
 ) -> Response[Any]:
     runtime = get_runtime(request)
-    async with runtime.db.write() as uow:
-        token = await service.sign_in(
-            uow.session, email=data.email, password=data.password, now=runtime.clock.now()
-        )
+    token = None
+    async with runtime.db.read() as session:
+        user = await service.authenticate(session, email=data.email, password=data.password)
+    if user is not None:
+        async with runtime.db.write() as uow:
+            token = await service.open_session(
+                uow.session, user=user, password=data.password, now=runtime.clock.now()
+            )
     if token is None:
         tpl = page(
             request,
