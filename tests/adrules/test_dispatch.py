@@ -7,7 +7,6 @@ import asyncio
 from datetime import date, timedelta
 
 import msgspec
-import pytest
 from sqlalchemy import select, update
 
 from app.clock import ManualClock
@@ -353,25 +352,20 @@ async def test_ar12_ar22_account_skipped_after_three_failures_while_others_are_d
     assert len({b.batch_id for b in records.values()}) == 1
 
 
-@pytest.mark.parametrize(
-    ("code", "status", "message"),
-    [
-        (190, 400, "Error validating access token: Session has expired"),
-        (100, 400, "Invalid parameter"),
-        (200, 403, "Permissions error"),
-    ],
-)
+PERMANENT = [
+    (190, 400, "Error validating access token: Session has expired"),
+    (100, 400, "Invalid parameter"),
+    (200, 403, "Permissions error"),
+]
+
+
 async def test_ar12_permanent_errors_are_not_retried(
-    runtime: Runtime,
-    ws: Workspace,
-    world: GraphWorld,
-    graph: GraphClient,
-    code: int,
-    status: int,
-    message: str,
+    runtime: Runtime, ws: Workspace, world: GraphWorld, graph: GraphClient
 ) -> None:
-    ids = await _setup_accounts(runtime, world, ws, {"act_1": (2, True)})
-    world.fail("campaigns.list", code=code, status=status, message=message, times=3)
+    metas = [f"act_{i + 1}" for i in range(len(PERMANENT))]
+    ids = await _setup_accounts(runtime, world, ws, {m: (2, True) for m in metas})
+    for meta_id, (code, status, message) in zip(metas, PERMANENT, strict=True):
+        world.fail(f"campaigns.list:{meta_id}", code=code, status=status, message=message, times=3)
     await create_rule(runtime, workspace_id=ws.workspace_id, account_ids=list(ids.values()))
     sleep = RecordingSleep()
 
@@ -380,12 +374,14 @@ async def test_ar12_permanent_errors_are_not_retried(
     )
 
     assert sleep.waits == []
-    assert world.count("campaigns.list") == 1
-    (batch,) = await _batches(runtime)
-    assert (batch.status, batch.fetch_attempts) == ("skipped", 1)
-    assert message in (batch.error or "")
-    assert "permanent" in (batch.error or "")
-    assert TOKEN not in (batch.error or "")
+    assert world.count("campaigns.list") == len(PERMANENT)
+    records = {b.account_meta_id: b for b in await _batches(runtime)}
+    for meta_id, (_, _, message) in zip(metas, PERMANENT, strict=True):
+        batch = records[meta_id]
+        assert (batch.status, batch.fetch_attempts) == ("skipped", 1)
+        assert message in (batch.error or "")
+        assert "permanent" in (batch.error or "")
+        assert TOKEN not in (batch.error or "")
 
 
 async def test_ar22_an_unreadable_reply_skips_the_account(
