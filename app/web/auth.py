@@ -60,6 +60,12 @@ async def ui_principal(request: Request[Any, Any, Any]) -> Principal:
     """The signed-in person; pages without one redirect to the sign-in page."""
     principal = await session_principal(request)
     if principal is None:
+        if request.headers.get("hx-request") == "true":
+            # An htmx refresh would follow a plain redirect and swap the sign-in page into a
+            # fragment of the page: ask htmx to navigate the whole page instead.
+            raise NotAuthorizedException(
+                "The session has ended; sign in again.", headers={"HX-Redirect": "/login"}
+            )
         raise LoginRequired
     return principal
 

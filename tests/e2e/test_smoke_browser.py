@@ -9,9 +9,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import delete
 
 from app.clock import ManualClock
 from app.db.session import Database
+from app.platform.models import UserSession
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
 from app.scheduling.jobs import JobContext
@@ -159,3 +161,16 @@ async def test_htmx_requests_carry_the_csrf_token(page: Any, live_url: str, tena
         "fetch('/ui/workspace/ingest-token', {method: 'POST'}).then(r => r.status)"
     )
     assert status == 403
+
+
+async def test_status_refresh_after_the_session_ended_goes_to_sign_in(
+    page: Any, live_url: str, tenant: Tenant, runtime: Runtime
+) -> None:
+    await sign_in(page, live_url, tenant.email, tenant.password)
+    async with runtime.db.write() as uow:  # the session ends elsewhere (expired, signed out)
+        await uow.session.execute(delete(UserSession))
+    await page.evaluate(
+        "htmx.ajax('GET', '/ui/partials/status', {target: '#status', swap: 'innerHTML'})"
+    )
+    await page.wait_for_url(f"{live_url}/login")
+    assert await page.locator("#status").count() == 0

@@ -310,3 +310,13 @@ async def test_pl2_weaker_password_hash_is_upgraded_at_sign_in(
     assert stored != weak
     assert stored is not None
     assert not needs_rehash(stored)
+
+
+async def test_pl2_htmx_refresh_after_the_session_ended_navigates_to_sign_in(
+    client: httpx.AsyncClient,
+) -> None:
+    r = await client.get("/ui/partials/status", headers={"HX-Request": "true"})
+    assert r.status_code == 401
+    assert r.headers["hx-redirect"] == "/login"
+    plain = await client.get("/ui/partials/status")
+    assert plain.status_code in (302, 303)
