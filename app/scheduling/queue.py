@@ -167,39 +167,39 @@ _PG_LEASE_SET = f"""
            lease_expires_at = :expires, leased_by = :worker
 """  # noqa: S608
 
+# Finished jobs, as parallel arrays of ids and attempt numbers; `id = ANY(…)` lets the planner
+# find them by primary key.
+_PG_FINISH = f"""
+    UPDATE jobs SET status = '{JOB_DONE}', finished_at = :now, lease_expires_at = NULL
+    FROM unnest(CAST(:done_ids AS varchar[]), CAST(:done_attempts AS integer[])) AS d(id, attempt)
+    WHERE jobs.id = ANY(CAST(:done_ids AS varchar[]))
+      AND jobs.id = d.id AND jobs.attempts = d.attempt AND jobs.status = '{JOB_RUNNING}'
+"""  # noqa: S608
+
+# `id = ANY(ARRAY(…))` rather than a join with the picked rows: it keeps the planner on primary-key
+# lookups, where a join was planned as a hash join over a scan of the whole table.
 _PG_LEASE = _sql(
     f"""
     WITH picked AS ({_PG_PICK})
     {_PG_LEASE_SET}
-    FROM picked WHERE jobs.id = picked.id
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
     {_RETURNING}
-    """
+    """  # noqa: S608
 )
 
 # The previous batch's completions ride along with the next lease: a data-modifying CTE always runs
 # to completion, whether or not the main statement reads it.
 _PG_COMPLETE_AND_LEASE = _sql(
     f"""
-    WITH finished AS (
-        UPDATE jobs SET status = '{JOB_DONE}', finished_at = :now, lease_expires_at = NULL
-        FROM unnest(CAST(:done_ids AS varchar[]), CAST(:done_attempts AS integer[]))
-            AS d(id, attempt)
-        WHERE jobs.id = d.id AND jobs.attempts = d.attempt AND jobs.status = '{JOB_RUNNING}'
-    ),
+    WITH finished AS ({_PG_FINISH}),
     picked AS ({_PG_PICK})
     {_PG_LEASE_SET}
-    FROM picked WHERE jobs.id = picked.id
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
     {_RETURNING}
     """  # noqa: S608
 )
 
-_PG_COMPLETE = _sql(
-    f"""
-    UPDATE jobs SET status = '{JOB_DONE}', finished_at = :now, lease_expires_at = NULL
-    FROM unnest(CAST(:done_ids AS varchar[]), CAST(:done_attempts AS integer[])) AS d(id, attempt)
-    WHERE jobs.id = d.id AND jobs.attempts = d.attempt AND jobs.status = '{JOB_RUNNING}'
-    """  # noqa: S608
-)
+_PG_COMPLETE = _sql(_PG_FINISH)
 
 _SQLITE_LEASE = _sql(
     f"""

@@ -1,5 +1,5 @@
 """A sweeper process for the multi-process test: ``python -m tests.scheduling.sweep_proc NAME
-FIRST_TICK PERIOD COUNT``.
+PERIOD COUNT``. Prints ``ready`` once connected, then reads the first tick's Unix time on stdin.
 
 At each scheduled wall-clock time it tries to run that tick of sweep ``NAME`` through
 :meth:`SweepRunner.run_tick` (the same claim the real loop uses). The tick function records that
@@ -25,8 +25,11 @@ from app.settings import load_settings
 from tests.scheduling.testjobs import RECORD, Work
 
 
-async def main(name: str, first_tick: float, period: float, count: int) -> dict[str, object]:
+async def main(name: str, period: float, count: int) -> dict[str, object]:
     runtime = build_runtime(load_settings(os.environ), SystemClock())
+    await runtime.db.ping()  # connected before the test picks the first tick
+    print("ready", flush=True)
+    first_tick = float(await asyncio.to_thread(sys.stdin.readline))
 
     async def handle(ctx: JobContext, tick: datetime) -> None:
         stamp = f"{tick.timestamp():.3f}"
@@ -60,10 +63,5 @@ async def main(name: str, first_tick: float, period: float, count: int) -> dict[
 
 
 if __name__ == "__main__":
-    name, first, period, count = (
-        sys.argv[1],
-        float(sys.argv[2]),
-        float(sys.argv[3]),
-        int(sys.argv[4]),
-    )
-    print(json.dumps(asyncio.run(main(name, first, period, count))))
+    name, period, count = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    print(json.dumps(asyncio.run(main(name, period, count))))

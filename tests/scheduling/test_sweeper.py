@@ -273,8 +273,7 @@ async def test_two_processes_handle_each_tick_exactly_once(
     settings: Settings, shared_db: Database
 ) -> None:
     name = f"test.two_processes.{uuid.uuid4().hex[:6]}"
-    period, count = 0.3, 10
-    first_tick = time.time() + 4.0  # both processes are up by then
+    period, count = 0.5, 8
     env = {
         **os.environ,
         "DATABASE_URL": settings.database.url,
@@ -282,22 +281,31 @@ async def test_two_processes_handle_each_tick_exactly_once(
         "SESSION_SECRET": settings.web.session_secret,
         "REDIS_URL": "",
     }
-    args = [
-        sys.executable,
-        "-m",
-        "tests.scheduling.sweep_proc",
-        name,
-        str(first_tick),
-        str(period),
-        str(count),
-    ]
+    args = [sys.executable, "-m", "tests.scheduling.sweep_proc", name, str(period), str(count)]
     procs = [
-        subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            args,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for _ in range(2)
     ]
+    for proc in procs:
+        assert proc.stdout is not None
+        ready = await asyncio.to_thread(proc.stdout.readline)
+        assert ready.strip() == b"ready", ready
+    first_tick = time.time() + 1.0  # both processes wait for the same wall-clock instants
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write(f"{first_tick}\n".encode())
+        proc.stdin.close()
+        proc.stdin = None  # so communicate() below only collects the output
     outputs = []
     for proc in procs:
-        out, err = proc.communicate(timeout=60)
+        out, err = await asyncio.to_thread(proc.communicate, None, 60)
         assert proc.returncode == 0, err.decode()
         outputs.append(json.loads(out.decode().strip().splitlines()[-1]))
     claimed = [set(o["claimed"]) for o in outputs]
