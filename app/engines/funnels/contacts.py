@@ -238,9 +238,9 @@ async def _apply_memberships(
             gone = current - set(ids.values())
             if gone:
                 await session.execute(
-                    delete(ContactTag).where(
-                        ContactTag.contact_id == contact.id, ContactTag.tag_id.in_(gone)
-                    )
+                    delete(ContactTag)
+                    .execution_options(synchronize_session=False)
+                    .where(ContactTag.contact_id == contact.id, ContactTag.tag_id.in_(gone))
                 )
     if data.lists is not None:
         ids = await ensure_names(session, ContactList, ws, data.lists)
@@ -256,9 +256,9 @@ async def _apply_memberships(
             gone = current - set(ids.values())
             if gone:
                 await session.execute(
-                    delete(ListMember).where(
-                        ListMember.contact_id == contact.id, ListMember.list_id.in_(gone)
-                    )
+                    delete(ListMember)
+                    .execution_options(synchronize_session=False)
+                    .where(ListMember.contact_id == contact.id, ListMember.list_id.in_(gone))
                 )
 
 
@@ -385,7 +385,9 @@ async def remove_tag(session: WriteSession, contact: Contact, tag: str) -> bool:
     if tag_id is None:
         return False
     result = await session.execute(
-        delete(ContactTag).where(ContactTag.contact_id == contact.id, ContactTag.tag_id == tag_id)
+        delete(ContactTag)
+        .execution_options(synchronize_session=False)
+        .where(ContactTag.contact_id == contact.id, ContactTag.tag_id == tag_id)
     )
     return bool(affected(result))
 
@@ -423,7 +425,9 @@ async def remove_from_list(session: WriteSession, contact: Contact, name: str) -
     if list_id is None:
         return False
     result = await session.execute(
-        delete(ListMember).where(ListMember.contact_id == contact.id, ListMember.list_id == list_id)
+        delete(ListMember)
+        .execution_options(synchronize_session=False)
+        .where(ListMember.contact_id == contact.id, ListMember.list_id == list_id)
     )
     return bool(affected(result))
 
@@ -441,8 +445,16 @@ async def delete_contact(
     contact.first_name = ""
     contact.last_name = ""
     contact.fields = {}
-    await session.execute(delete(ContactTag).where(ContactTag.contact_id == contact_id))
-    await session.execute(delete(ListMember).where(ListMember.contact_id == contact_id))
+    await session.execute(
+        delete(ContactTag)
+        .execution_options(synchronize_session=False)
+        .where(ContactTag.contact_id == contact_id)
+    )
+    await session.execute(
+        delete(ListMember)
+        .execution_options(synchronize_session=False)
+        .where(ListMember.contact_id == contact_id)
+    )
     await end_runs_of_contact(session, contact_id, now, reason="contact_deleted")
 
 
@@ -451,6 +463,7 @@ async def end_runs_of_contact(
 ) -> None:
     await session.execute(
         update(Run)
+        .execution_options(synchronize_session=False)
         .where(Run.contact_id == contact_id, Run.status == RUN_ACTIVE)
         .values(
             status=RUN_CANCELLED,
@@ -482,6 +495,7 @@ async def cancel_pending_effects(
     rows = (
         await session.execute(
             update(OutboxEffect)
+            .execution_options(synchronize_session=False)
             .where(*conditions)
             .values(status=OUTBOX_CANCELLED, finished_at=now, last_error=reason, lease_owner=None)
             .returning(OutboxEffect.id, OutboxEffect.workspace_id, OutboxEffect.contact_id)

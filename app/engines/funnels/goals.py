@@ -61,6 +61,7 @@ async def watch_goals(db: Database, *, now: datetime, limit: int = 1000) -> int:
                     continue
                 await session.execute(
                     update(Run)
+                    .execution_options(synchronize_session=False)
                     .where(Run.id.in_(run_ids), Run.lease_owner.is_(None))
                     .values(
                         current_node=goal.id,

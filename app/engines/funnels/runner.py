@@ -16,14 +16,15 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, insert, inspect, select, text, update
+import msgspec
+from sqlalchemy import Table, bindparam, insert, inspect, select, text, update
 
 from app.db.session import Database, WriteSession
 from app.db.types import UTCDateTime
@@ -48,6 +49,7 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.nodes import executor_for
 from app.engines.funnels.nodes.base import (
+    SAVEPOINT,
     End,
     Next,
     NodeContext,
@@ -61,8 +63,47 @@ from app.settings import FunnelSettings
 
 log = logging.getLogger(__name__)
 
+STEPS = cast(Table, Step.__table__)
+RUNS = cast(Table, Run.__table__)
+ADVANCE = (
+    update(RUNS)
+    .where(RUNS.c.id == bindparam("rid"))
+    .values(
+        {
+            name: bindparam(name)
+            for name in (
+                "status",
+                "current_node",
+                "wake_at",
+                "context",
+                "waiting_event",
+                "woken_by",
+                "step_count",
+                "failures",
+                "last_error",
+                "ended_at",
+                "exit_reason",
+                "updated_at",
+                "lease_owner",
+                "lease_until",
+            )
+        }
+    )
+)
+"""The run's advancement: one executemany for the whole batch."""
+
+
+def _copy_json(value: dict[str, Any]) -> dict[str, Any]:
+    copied: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(value))
+    return copied
+
+
 MAX_FAILURES = 5
 """A run whose node raised this many times in a row is marked failed."""
+
+
+class _RunFailed(Exception):
+    """A run failed in an optimistic batch: retry the batch with a savepoint per run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,12 +201,27 @@ class Runner:
         return await self.execute(ids, owner=owner, now=now)
 
     async def execute(self, ids: Sequence[int], *, owner: str, now: datetime) -> BatchResult:
-        """Execute runs leased by ``owner``, all in one transaction (a savepoint per run)."""
-        async with self.db.write() as uow:
-            return await self._execute(uow.session, ids, owner, now)
+        """Execute runs leased by ``owner``, all in one transaction.
+
+        Optimistic first: without per-run savepoints (each costs two round trips). If any run
+        fails, that whole transaction is rolled back and the batch is executed again with a
+        savepoint per run, so the failing run rolls back alone and the others commit. Either
+        way each run's effects and advancement commit together or not at all."""
+        try:
+            async with self.db.write() as uow:
+                return await self._execute(uow.session, ids, owner, now, isolate=False)
+        except _RunFailed:
+            async with self.db.write() as uow:
+                return await self._execute(uow.session, ids, owner, now, isolate=True)
 
     async def _execute(
-        self, session: WriteSession, ids: Sequence[int], owner: str, now: datetime
+        self,
+        session: WriteSession,
+        ids: Sequence[int],
+        owner: str,
+        now: datetime,
+        *,
+        isolate: bool,
     ) -> BatchResult:
         rows = (
             await session.execute(
@@ -218,14 +274,21 @@ class Runner:
             if inspect(contact).expired_attributes:
                 await session.refresh(contact)
             graph = graphs[state.version_id]
-            original = copy.deepcopy(state)
+            original = dataclasses.replace(state, context=_copy_json(state.context))
             ctx = self._context(session, state, contact, graph, now, custom, facts)
-            savepoint = await session.begin_nested()
+            ctx.isolated = isolate
             try:
                 run_steps, result = await self._walk(ctx, graph)
-                await savepoint.commit()
+                if ctx.savepoint:
+                    await session.execute(text(f"RELEASE SAVEPOINT {SAVEPOINT}"))
             except Exception as exc:
-                await savepoint.rollback()
+                if not isolate:
+                    raise _RunFailed from exc
+                if ctx.savepoint:
+                    await session.execute(text(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}"))
+                    await session.execute(text(f"RELEASE SAVEPOINT {SAVEPOINT}"))
+                # Values written in memory by the failed run are not in the database.
+                session.expire(contact)
                 failed += 1
                 log.warning("run %s failed at node %s: %s", state.id, state.current_node, exc)
                 done.append(self._failure(original, exc, now))
@@ -249,17 +312,18 @@ class Runner:
                 )
             done.append(result)
 
+        # Core statements (not ORM bulk operations): one executemany each, no unit-of-work cost.
         if steps:
-            await session.execute(insert(Step), steps)
+            await session.execute(insert(STEPS), steps)
         if effects:
             await session.execute(
                 _insert(dialect_of(session), OutboxEffect).on_conflict_do_nothing(), effects
             )
         await session.execute(
-            update(Run),
+            ADVANCE,
             [
                 {
-                    "id": d.state.id,
+                    "rid": d.state.id,
                     "status": d.status,
                     "current_node": d.state.current_node,
                     "wake_at": d.wake_at,
@@ -410,6 +474,7 @@ class Runner:
             if goal.predicate is None:
                 continue
             if evaluate(goal.predicate, await ctx.facts(), now=ctx.now, custom=ctx.custom_fields):
+                await ctx.writing()
                 await cancel_pending_effects(
                     ctx.session, ctx.now, reason=f"goal:{goal.id}", run_id=state.id
                 )

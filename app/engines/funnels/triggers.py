@@ -173,6 +173,7 @@ async def _wake_waiting(
     for event in events:
         await session.execute(
             update(Run)
+            .execution_options(synchronize_session=False)
             .where(
                 Run.contact_id == event.contact_id,
                 Run.status == RUN_ACTIVE,

@@ -9,7 +9,10 @@ time zone (FN-20).
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import cast
+
+from sqlalchemy import Table, select, update
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.engines.funnels.contacts import (
     add_tag,
@@ -34,6 +37,7 @@ from app.engines.funnels.graph import (
 from app.engines.funnels.models import (
     RUN_ACTIVE,
     RUN_EXITED,
+    Contact,
     Funnel,
     FunnelVersion,
     Run,
@@ -99,42 +103,52 @@ async def run_notify_team(ctx: NodeContext, node: NotifyTeam) -> Outcome:
 
 
 async def run_add_tag(ctx: NodeContext, node: AddTag) -> Outcome:
+    await ctx.writing()
     added = await add_tag(ctx.session, ctx.contact, node.tag, ctx.now)
     ctx.invalidate_facts()
     return Next(node.next, f"tag '{node.tag}' " + ("added" if added else "already present"))
 
 
 async def run_remove_tag(ctx: NodeContext, node: RemoveTag) -> Outcome:
+    await ctx.writing()
     removed = await remove_tag(ctx.session, ctx.contact, node.tag)
     ctx.invalidate_facts()
     return Next(node.next, f"tag '{node.tag}' " + ("removed" if removed else "was not present"))
 
 
 async def run_add_to_list(ctx: NodeContext, node: AddToList) -> Outcome:
+    await ctx.writing()
     added = await add_to_list(ctx.session, ctx.contact, node.list, ctx.now)
     ctx.invalidate_facts()
     return Next(node.next, f"list '{node.list}' " + ("joined" if added else "already a member"))
 
 
 async def run_remove_from_list(ctx: NodeContext, node: RemoveFromList) -> Outcome:
+    await ctx.writing()
     removed = await remove_from_list(ctx.session, ctx.contact, node.list)
     ctx.invalidate_facts()
     return Next(node.next, f"list '{node.list}' " + ("left" if removed else "was not a member"))
 
 
 async def run_set_field(ctx: NodeContext, node: SetField) -> Outcome:
+    await ctx.writing()
     contact = ctx.contact
     before: object
+    values: dict[str, object] = {"updated_at": ctx.now}
     if node.field in STANDARD_FIELDS:
         before = getattr(contact, node.field)
-        setattr(contact, node.field, node.value)
+        values[node.field] = node.value
     else:
         kind = ctx.custom_fields.get(node.field, "text")
         value = check_field_value(node.field, kind, node.value)
         before = (contact.fields or {}).get(node.field)
-        contact.fields = {**(contact.fields or {}), node.field: value}
-    contact.updated_at = ctx.now
-    await ctx.session.flush()
+        values["fields"] = {**(contact.fields or {}), node.field: value}
+    # A Core UPDATE, and the loaded object told the new values as already stored: an ORM flush
+    # here would walk every object of the batch's session for each run.
+    table = cast(Table, Contact.__table__)
+    await ctx.session.execute(update(table).where(table.c.id == contact.id).values(values))
+    for name, value in values.items():
+        set_committed_value(contact, name, value)
     ctx.invalidate_facts()
     return Next(
         node.next,
@@ -144,6 +158,7 @@ async def run_set_field(ctx: NodeContext, node: SetField) -> Outcome:
 
 
 async def run_enter_funnel(ctx: NodeContext, node: EnterFunnel) -> Outcome:
+    await ctx.writing()
     row = (
         await ctx.session.execute(
             select(Funnel, FunnelVersion)
@@ -160,28 +175,33 @@ async def run_enter_funnel(ctx: NodeContext, node: EnterFunnel) -> Outcome:
 
 
 async def run_exit_funnel(ctx: NodeContext, node: ExitFunnel) -> Outcome:
+    await ctx.writing()
     if node.funnel_id is None or node.funnel_id == ctx.run.funnel_id:
         return End(RUN_EXITED, "exit_funnel", "left the funnel")
     other = await ctx.session.scalar(
-        select(Run).where(
+        update(Run)
+        .execution_options(synchronize_session=False)
+        .where(
             Run.funnel_id == node.funnel_id,
             Run.contact_id == ctx.contact.id,
             Run.workspace_id == ctx.run.workspace_id,
             Run.status == RUN_ACTIVE,
         )
+        .values(
+            status=RUN_EXITED,
+            exit_reason=f"exit_funnel from funnel {ctx.run.funnel_id}",
+            ended_at=ctx.now,
+            updated_at=ctx.now,
+            wake_at=None,
+            lease_owner=None,
+            lease_until=None,
+        )
+        .returning(Run.id)
     )
     if other is None:
         return Next(node.next, f"not in funnel {node.funnel_id}")
-    other.status = RUN_EXITED
-    other.exit_reason = f"exit_funnel from funnel {ctx.run.funnel_id}"
-    other.ended_at = ctx.now
-    other.updated_at = ctx.now
-    other.wake_at = None
-    other.lease_owner = None
-    other.lease_until = None
-    await ctx.session.flush()
-    await cancel_pending_effects(ctx.session, ctx.now, reason="exit_funnel", run_id=other.id)
-    return Next(node.next, f"ended run {other.id} of funnel {node.funnel_id}")
+    await cancel_pending_effects(ctx.session, ctx.now, reason="exit_funnel", run_id=other)
+    return Next(node.next, f"ended run {other} of funnel {node.funnel_id}")
 
 
 EXECUTORS: dict[str, Executor] = {

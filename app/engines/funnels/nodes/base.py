@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import text
+
 from app.db.session import WriteSession
 from app.engines.funnels.graph import Graph, Node
 from app.engines.funnels.models import Contact
@@ -91,6 +93,10 @@ class NodeContext:
     effects: list[tuple[str, str, Effect]] = field(default_factory=list)
     """``(idempotency key, node id, effect)`` emitted by this wake."""
     _facts: ContactFacts | None = None
+    isolated: bool = True
+    """Whether this run's writes must be isolated in a savepoint (see Runner.execute)."""
+    savepoint: bool = False
+    """Whether the run's savepoint was begun (by :meth:`writing`, before the first write)."""
 
     @property
     def seq(self) -> int:
@@ -107,6 +113,15 @@ class NodeContext:
         self.effects.append((key, self.run.current_node, effect))
         return key
 
+    async def writing(self) -> None:
+        """Call before writing to the database: the run's writes go into its own savepoint, so
+        a failing run rolls back alone. Runs that only move (waits, branches, sends) need none."""
+        if self.isolated and not self.savepoint:
+            # Plain SQL savepoints: the ORM's begin_nested() snapshots every object of the
+            # session, which made a batch quadratic in its size.
+            await self.session.execute(text(f"SAVEPOINT {SAVEPOINT}"))
+            self.savepoint = True
+
     async def facts(self) -> ContactFacts:
         if self._facts is None:
             self._facts = await self.facts_loader()
@@ -115,6 +130,8 @@ class NodeContext:
     def invalidate_facts(self) -> None:
         self._facts = None
 
+
+SAVEPOINT = "funnel_run"
 
 Executor = Callable[[NodeContext, Any], Awaitable[Outcome]]
 

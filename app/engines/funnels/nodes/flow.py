@@ -130,6 +130,7 @@ async def run_throttle(ctx: NodeContext, node: Throttle) -> Outcome:
     else:
         key = f"funnel:{ctx.run.funnel_id}:{node.id}"
     start = window_start(ctx.now, node.period_seconds)
+    await ctx.writing()
     session = ctx.session
     await session.execute(
         _insert(dialect_of(session), ThrottleWindow)

@@ -1,0 +1,61 @@
+"""A funnels worker as a separate process, for the SIGKILL hard case (run by the tests).
+
+    python -m tests.funnels.worker_process DATABASE_URL SMTP_PORT LEASE_SECONDS [--die-on-advance]
+
+It leases and executes due runs and delivers due effects until it has been idle for two seconds.
+With ``--die-on-advance`` it sends itself SIGKILL at the moment its first batch's advancement
+statement reaches the database: after the outbox rows were written in that transaction and before
+it commits — the worst moment to die.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+from sqlalchemy import event
+
+from app.clock import SystemClock
+from app.db.session import Database
+from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.runner import Runner
+from app.integrations.mail import MailSender
+from app.settings import DatabaseSettings, FunnelSettings, MailSettings
+
+
+async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
+    db = Database(DatabaseSettings(url=url))
+    clock = SystemClock()
+    settings = FunnelSettings(lease_seconds=lease_seconds, runner_batch=10, deliver_batch=10)
+    if die:
+
+        def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            if statement.lstrip().upper().startswith("UPDATE FUNNEL_RUNS SET STATUS"):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        event.listen(db.write_engine.sync_engine, "before_cursor_execute", before)
+    mail = MailSettings(smtp_host="127.0.0.1", smtp_port=smtp_port, from_address="w@test.example")
+    email: ChannelSender = EmailChannel(MailSender(mail))
+    runner = Runner(db, settings, mail_domain="test.example")
+    deliverer = Deliverer(
+        db, settings, lambda c: email if c == "email" else None, lease_seconds=lease_seconds
+    )
+    owner = f"proc-{os.getpid()}"
+    idle_since = clock.monotonic()
+    while clock.monotonic() - idle_since < 2.0:
+        ran = await runner.run_batch(owner=owner, now=clock.now())
+        sent = await deliverer.run_batch(owner=owner, now=clock.now)
+        if ran.leased or sent.leased:
+            idle_since = clock.monotonic()
+        else:
+            await asyncio.sleep(0.05)
+    await db.dispose()
+
+
+if __name__ == "__main__":
+    asyncio.run(
+        main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), "--die-on-advance" in sys.argv)
+    )
