@@ -377,3 +377,29 @@ async def test_ai_quota_is_per_organisation_and_reserved_atomically(
         later = await ai_ledger.quota_of(s, org, now + timedelta(days=31))
     assert later.used_tokens == 0
     assert await count(outside.runtime, OutboxEffect) == 0
+
+
+async def test_http_request_retries_exhausted_end_the_run(outside: Outside, space: Space) -> None:
+    """A target that keeps failing transiently is retried with backoff until the attempts run out;
+    the run waiting on it then ends as failed with the last error (found at its next look)."""
+    ws = space.workspace_id
+    echo = outside.echo()
+    echo.state.inject("echo", status=503, times=-1)
+    await allow_private(outside, ws)
+    funnel_id, _ = await published(
+        outside.runtime, ws, http_funnel(outside.sims.urls["echo"] + "/hook")
+    )
+    await contact(outside.runtime, ws, "ada@example.com")
+    await outside.drive()
+    for delay in (60, 120, 240):  # retry_base_seconds doubled per attempt
+        await outside.advance(seconds=delay)
+    assert echo.state.count("echo") == 4
+    [effect] = await effects(outside.runtime)
+    assert effect.status == OUTBOX_FAILED
+    assert (effect.last_error or "").startswith("gave up")
+    await outside.advance(minutes=10)
+    [run] = await runs_of(outside.runtime, funnel_id)
+    assert run.status == RUN_FAILED
+    assert run.exit_reason == "http_failed"
+    [*_, step] = await steps_of(outside.runtime, run.id)
+    assert "503" in step.output["error"]
