@@ -1,7 +1,474 @@
-"""Funnels JSON API."""
+"""Funnels JSON API: contacts (with CSV import), custom fields, tags, lists, segment previews,
+funnels with drafts, validation, publishing and versions, manual entry, runs and timelines.
+
+Controllers stay thin: a unit of work, a service call, the response shape. Every query is scoped
+to the caller's workspace; another workspace's id answers 404.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-ROUTERS: list[Any] = []
+from litestar import delete, get, patch, post
+from litestar.params import FromPath, FromQuery, JSONBody
+from sqlalchemy import func, select
+
+from app.engines.funnels import contacts as contacts_service
+from app.engines.funnels import service
+from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
+from app.engines.funnels.schemas import (
+    ContactIn,
+    ContactOut,
+    EnrollIn,
+    EnrollOut,
+    FieldIn,
+    FieldOut,
+    FunnelIn,
+    FunnelOut,
+    FunnelPatch,
+    ImportIn,
+    ImportOut,
+    ImportRowError,
+    NameIn,
+    NamesOut,
+    ProblemOut,
+    RunDetailOut,
+    RunOut,
+    SegmentPreviewIn,
+    SegmentPreviewOut,
+    TimelineEntryOut,
+    TimelineOut,
+    ValidationOut,
+    VersionOut,
+    contact_out,
+    effect_out,
+    funnel_out,
+    run_out,
+    step_out,
+    version_out,
+)
+from app.engines.funnels.segments import compile_sql
+from app.engines.funnels.segments import problems as predicate_problems
+from app.engines.funnels.triggers import enroll
+from app.errors import ValidationFailed
+from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, id_cursor, page_of
+from app.web.api.common import api_router
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+
+# -- contacts ----------------------------------------------------------------------------------
+
+
+async def _contact_out(session: Any, contact: Contact) -> ContactOut:
+    tags, lists = await contacts_service.memberships(session, [contact.id])
+    return contact_out(contact, tags[contact.id], lists[contact.id])
+
+
+@post("/contacts", status_code=201)
+async def create_contact(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ContactIn]
+) -> ContactOut:
+    async with runtime.db.write() as uow:
+        contact = await contacts_service.create_contact(
+            uow.session, principal.workspace_id, data.data(), runtime.clock.now()
+        )
+        out = await _contact_out(uow.session, contact)
+    return out
+
+
+@get("/contacts")
+async def list_contacts(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    tag: FromQuery[str | None] = None,
+    q: FromQuery[str | None] = None,
+) -> Page[ContactOut]:
+    async with runtime.db.read() as session:
+        rows = await contacts_service.list_contacts(
+            session,
+            principal.workspace_id,
+            after=id_cursor(cursor),
+            limit=limit + 1,
+            tag=tag,
+            search=q,
+        )
+        tags, lists = await contacts_service.memberships(session, [c.id for c in rows])
+    return page_of([contact_out(c, tags[c.id], lists[c.id]) for c in rows], limit)
+
+
+@get("/contacts/{contact_id:int}")
+async def show_contact(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+) -> ContactOut:
+    async with runtime.db.read() as session:
+        contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
+        return await _contact_out(session, contact)
+
+
+@patch("/contacts/{contact_id:int}")
+async def update_contact(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    contact_id: FromPath[int],
+    data: JSONBody[ContactIn],
+) -> ContactOut:
+    """Change the given attributes; ``tags`` and ``lists``, when given, replace the sets."""
+    async with runtime.db.write() as uow:
+        contact = await contacts_service.update_contact(
+            uow.session, principal.workspace_id, contact_id, data.data(), runtime.clock.now()
+        )
+        out = await _contact_out(uow.session, contact)
+    return out
+
+
+@delete("/contacts/{contact_id:int}", status_code=204)
+async def delete_contact(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+) -> None:
+    """Erase the contact's personal data, end its runs and cancel what was still to be sent."""
+    async with runtime.db.write() as uow:
+        await contacts_service.delete_contact(
+            uow.session, principal.workspace_id, contact_id, runtime.clock.now()
+        )
+
+
+@post("/contacts/import", status_code=200)
+async def import_contacts(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ImportIn]
+) -> ImportOut:
+    """Create or update contacts from CSV; every refused row is reported with its number."""
+    async with runtime.db.write() as uow:
+        report = await contacts_service.import_csv(
+            uow.session, principal.workspace_id, data.csv, runtime.clock.now()
+        )
+    return ImportOut(
+        created=report.created,
+        updated=report.updated,
+        errors=[ImportRowError(**e) for e in report.errors],
+    )
+
+
+@get("/contacts/{contact_id:int}/timeline")
+async def contact_timeline(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+) -> TimelineOut:
+    async with runtime.db.read() as session:
+        contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
+        out = await _contact_out(session, contact)
+    return TimelineOut(
+        contact=out,
+        entries=[
+            TimelineEntryOut(at=e.at, kind=e.kind, title=e.title, detail=e.detail, run_id=e.run_id)
+            for e in entries
+        ],
+    )
+
+
+# -- fields, tags, lists, segments -------------------------------------------------------------
+
+
+@post("/fields", status_code=201)
+async def define_field(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FieldIn]
+) -> FieldOut:
+    async with runtime.db.write() as uow:
+        f = await contacts_service.define_field(
+            uow.session, principal.workspace_id, data.key, data.type, data.label
+        )
+    return FieldOut(key=f.key, type=f.type, label=f.label)
+
+
+@get("/fields")
+async def list_fields(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[FieldOut]:
+    async with runtime.db.read() as session:
+        rows = await session.scalars(
+            select(FieldDefinition)
+            .where(FieldDefinition.workspace_id == principal.workspace_id)
+            .order_by(FieldDefinition.key)
+        )
+        return [FieldOut(key=f.key, type=f.type, label=f.label) for f in rows]
+
+
+def _clean_name(name: str) -> str:
+    cleaned = name.strip()
+    if not cleaned or len(cleaned) > 100:
+        raise ValidationFailed.field("name", "1 to 100 characters")
+    return cleaned
+
+
+@post("/tags", status_code=201)
+async def create_tag(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[NameIn]
+) -> NamesOut:
+    async with runtime.db.write() as uow:
+        await contacts_service.ensure_names(
+            uow.session, Tag, principal.workspace_id, [_clean_name(data.name)]
+        )
+        names = await contacts_service.names_of(uow.session, Tag, principal.workspace_id)
+    return NamesOut(names=names)
+
+
+@get("/tags")
+async def list_tags(principal: CurrentPrincipal, runtime: CurrentRuntime) -> NamesOut:
+    async with runtime.db.read() as session:
+        return NamesOut(names=await contacts_service.names_of(session, Tag, principal.workspace_id))
+
+
+@post("/lists", status_code=201)
+async def create_list(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[NameIn]
+) -> NamesOut:
+    async with runtime.db.write() as uow:
+        await contacts_service.ensure_names(
+            uow.session, ContactList, principal.workspace_id, [_clean_name(data.name)]
+        )
+        names = await contacts_service.names_of(uow.session, ContactList, principal.workspace_id)
+    return NamesOut(names=names)
+
+
+@get("/lists")
+async def list_lists(principal: CurrentPrincipal, runtime: CurrentRuntime) -> NamesOut:
+    async with runtime.db.read() as session:
+        return NamesOut(
+            names=await contacts_service.names_of(session, ContactList, principal.workspace_id)
+        )
+
+
+@post("/segments/preview", status_code=200)
+async def preview_segment(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[SegmentPreviewIn]
+) -> SegmentPreviewOut:
+    """How many contacts match a predicate now (the SQL side of FN-10)."""
+    ws = principal.workspace_id
+    now = runtime.clock.now()
+    async with runtime.db.read() as session:
+        custom = await contacts_service.field_types(session, ws)
+        problems = predicate_problems(data.predicate, custom)
+        if problems:
+            raise ValidationFailed(
+                "the predicate has problems",
+                details=[{"field": "predicate", "message": p} for p in problems],
+            )
+        matches = compile_sql(data.predicate, workspace_id=ws, now=now, custom=custom)
+        where = (Contact.workspace_id == ws, Contact.deleted_at.is_(None), matches)
+        total = await session.scalar(select(func.count()).select_from(Contact).where(*where))
+        sample = list(
+            await session.scalars(select(Contact.id).where(*where).order_by(Contact.id).limit(20))
+        )
+    return SegmentPreviewOut(count=int(total or 0), sample=sample)
+
+
+# -- funnels, versions, runs -------------------------------------------------------------------
+
+
+async def _funnel_out(session: Any, funnel: Any) -> FunnelOut:
+    number = None
+    if funnel.current_version_id is not None:
+        number = await session.scalar(
+            select(FunnelVersion.number).where(FunnelVersion.id == funnel.current_version_id)
+        )
+    counts = await service.run_counts(session, [funnel.id])
+    return funnel_out(funnel, number, counts[funnel.id])
+
+
+@post("", status_code=201)
+async def create_funnel(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FunnelIn]
+) -> FunnelOut:
+    definition = service.parse_definition(data.definition)
+    async with runtime.db.write() as uow:
+        funnel = await service.create_funnel(
+            uow.session, principal.workspace_id, data.name, definition, runtime.clock.now()
+        )
+        out = await _funnel_out(uow.session, funnel)
+    return out
+
+
+@get("")
+async def list_funnels(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[FunnelOut]:
+    async with runtime.db.read() as session:
+        funnels = await service.list_funnels(session, principal.workspace_id)
+        return [await _funnel_out(session, f) for f in funnels]
+
+
+@get("/{funnel_id:int}")
+async def show_funnel(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+) -> FunnelOut:
+    async with runtime.db.read() as session:
+        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+        return await _funnel_out(session, funnel)
+
+
+@patch("/{funnel_id:int}")
+async def edit_funnel(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: JSONBody[FunnelPatch],
+) -> FunnelOut:
+    """Edit the draft (published versions never change) or switch the funnel on or off."""
+    definition = None if data.definition is None else service.parse_definition(data.definition)
+    async with runtime.db.write() as uow:
+        funnel = await service.update_funnel(
+            uow.session,
+            principal.workspace_id,
+            funnel_id,
+            now=runtime.clock.now(),
+            name=data.name,
+            definition=definition,
+            active=data.active,
+        )
+        out = await _funnel_out(uow.session, funnel)
+    return out
+
+
+@post("/{funnel_id:int}/validate", status_code=200)
+async def validate_draft(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+) -> ValidationOut:
+    """The validator's verdict on the draft, each problem naming its node and rule."""
+    async with runtime.db.read() as session:
+        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+        problems = await service.check(
+            session, principal.workspace_id, service.parse_definition(funnel.draft)
+        )
+    return ValidationOut(
+        valid=not problems,
+        problems=[ProblemOut(**p) for p in service.problems_to_dicts(problems)],
+    )
+
+
+@post("/{funnel_id:int}/publish", status_code=201)
+async def publish(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+) -> VersionOut:
+    """Freeze the draft as the next immutable version; 422 with every problem when invalid."""
+    async with runtime.db.write() as uow:
+        version = await service.publish(
+            uow.session,
+            principal.workspace_id,
+            funnel_id,
+            user_id=principal.user_id,
+            now=runtime.clock.now(),
+        )
+    return version_out(version)
+
+
+@get("/{funnel_id:int}/versions")
+async def list_versions(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+) -> list[VersionOut]:
+    async with runtime.db.read() as session:
+        return [
+            version_out(v)
+            for v in await service.versions(session, principal.workspace_id, funnel_id)
+        ]
+
+
+@get("/{funnel_id:int}/versions/{number:int}")
+async def show_version(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    number: FromPath[int],
+) -> VersionOut:
+    async with runtime.db.read() as session:
+        return version_out(
+            await service.get_version(session, principal.workspace_id, funnel_id, number)
+        )
+
+
+@post("/{funnel_id:int}/enroll", status_code=200)
+async def enroll_contacts(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: JSONBody[EnrollIn],
+) -> EnrollOut:
+    """The ``manual`` trigger: enter the listed contacts, or everyone matching a predicate."""
+    if data.contact_ids is None and data.predicate is None:
+        raise ValidationFailed.field("contact_ids", "give contact_ids or a predicate")
+    async with runtime.db.write() as uow:
+        funnel = await service.get_funnel(uow.session, principal.workspace_id, funnel_id)
+        version = await service.current_version(uow.session, funnel)
+        started = await enroll(
+            uow.session,
+            version,
+            now=runtime.clock.now(),
+            contact_ids=data.contact_ids,
+            predicate=data.predicate,
+        )
+    return EnrollOut(started=started)
+
+
+@get("/{funnel_id:int}/runs")
+async def list_runs(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    status: FromQuery[str | None] = None,
+) -> Page[RunOut]:
+    async with runtime.db.read() as session:
+        runs = await service.list_runs(
+            session,
+            principal.workspace_id,
+            funnel_id,
+            after=id_cursor(cursor),
+            limit=limit + 1,
+            status=status,
+        )
+    return page_of([run_out(r) for r in runs], limit)
+
+
+@get("/runs/{run_id:int}")
+async def show_run(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, run_id: FromPath[int]
+) -> RunDetailOut:
+    async with runtime.db.read() as session:
+        run = await service.get_run(session, principal.workspace_id, run_id)
+        steps = await service.steps_of(session, run.id)
+        effects = await service.effects_of_run(session, run.id)
+    return RunDetailOut(
+        run=run_out(run),
+        steps=[step_out(s) for s in steps],
+        effects=[effect_out(e) for e in effects],
+    )
+
+
+ROUTERS: list[Any] = [
+    api_router(
+        "/funnels",
+        [
+            create_contact,
+            list_contacts,
+            show_contact,
+            update_contact,
+            delete_contact,
+            import_contacts,
+            contact_timeline,
+            define_field,
+            list_fields,
+            create_tag,
+            list_tags,
+            create_list,
+            list_lists,
+            preview_segment,
+            create_funnel,
+            list_funnels,
+            show_funnel,
+            edit_funnel,
+            validate_draft,
+            publish,
+            list_versions,
+            show_version,
+            enroll_contacts,
+            list_runs,
+            show_run,
+        ],
+        tag="funnels",
+    )
+]

@@ -1,0 +1,293 @@
+"""Request and response structs of the Funnels API (contacts, funnels, versions, runs)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+from app.engines.funnels.contacts import ContactData
+from app.engines.funnels.models import Contact, Funnel, FunnelVersion, OutboxEffect, Run, Step
+from app.engines.funnels.segments import Predicate
+from app.schemas import Schema
+
+FieldValue = str | int | float | bool | None
+Consent = Literal["granted", "withdrawn"]
+
+
+class ContactIn(Schema):
+    email: str | None = None
+    phone: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    timezone: str | None = None
+    fields: dict[str, FieldValue] | None = None
+    tags: list[str] | None = None
+    lists: list[str] | None = None
+    consent: dict[str, Consent] | None = None
+    suppressed: dict[str, str] | None = None
+    """Channel -> reason (unsubscribed, bounced, complained); replaces the whole map."""
+
+    def data(self) -> ContactData:
+        return ContactData(
+            email=self.email,
+            phone=self.phone,
+            first_name=self.first_name,
+            last_name=self.last_name,
+            timezone=self.timezone,
+            fields=self.fields,
+            tags=self.tags,
+            lists=self.lists,
+            consent=self.consent,
+            suppressed=self.suppressed,
+        )
+
+
+class ContactOut(Schema):
+    id: int
+    email: str | None
+    phone: str | None
+    first_name: str
+    last_name: str
+    timezone: str
+    fields: dict[str, Any]
+    tags: list[str]
+    lists: list[str]
+    consent: dict[str, str]
+    suppressed: dict[str, str]
+    created_at: datetime
+    updated_at: datetime
+
+
+def contact_out(c: Contact, tags: list[str], lists: list[str]) -> ContactOut:
+    return ContactOut(
+        id=c.id,
+        email=c.email,
+        phone=c.phone,
+        first_name=c.first_name,
+        last_name=c.last_name,
+        timezone=c.timezone,
+        fields=dict(c.fields or {}),
+        tags=tags,
+        lists=lists,
+        consent=dict(c.consent or {}),
+        suppressed=dict(c.suppressed or {}),
+        created_at=c.created_at,
+        updated_at=c.updated_at,
+    )
+
+
+class ImportIn(Schema):
+    csv: str
+    """The file's text: a header row, then one contact per row."""
+
+
+class ImportRowError(Schema):
+    row: int
+    field: str
+    message: str
+
+
+class ImportOut(Schema):
+    created: int
+    updated: int
+    errors: list[ImportRowError]
+
+
+class FieldIn(Schema):
+    key: str
+    type: Literal["text", "number", "date", "boolean"]
+    label: str = ""
+
+
+class FieldOut(Schema):
+    key: str
+    type: str
+    label: str
+
+
+class NameIn(Schema):
+    name: str
+
+
+class NamesOut(Schema):
+    names: list[str]
+
+
+class SegmentPreviewIn(Schema):
+    predicate: Predicate
+
+
+class SegmentPreviewOut(Schema):
+    count: int
+    sample: list[int]
+    """Ids of up to 20 matching contacts."""
+
+
+class FunnelIn(Schema):
+    name: str
+    definition: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class FunnelPatch(Schema):
+    name: str | None = None
+    definition: dict[str, Any] | None = None
+    active: bool | None = None
+
+
+class ProblemOut(Schema):
+    node_id: str | None
+    rule: str
+    code: str
+    message: str
+
+
+class FunnelOut(Schema):
+    id: int
+    name: str
+    active: bool
+    draft: dict[str, Any]
+    current_version: int | None
+    runs: dict[str, int]
+    created_at: datetime
+    updated_at: datetime
+
+
+def funnel_out(f: Funnel, version_number: int | None, runs: dict[str, int]) -> FunnelOut:
+    return FunnelOut(
+        id=f.id,
+        name=f.name,
+        active=f.active,
+        draft=f.draft,
+        current_version=version_number,
+        runs=runs,
+        created_at=f.created_at,
+        updated_at=f.updated_at,
+    )
+
+
+class ValidationOut(Schema):
+    valid: bool
+    problems: list[ProblemOut]
+
+
+class VersionOut(Schema):
+    id: int
+    number: int
+    definition: dict[str, Any]
+    reentry: bool
+    published_at: datetime
+
+
+def version_out(v: FunnelVersion) -> VersionOut:
+    return VersionOut(
+        id=v.id,
+        number=v.number,
+        definition=v.definition,
+        reentry=v.reentry,
+        published_at=v.published_at,
+    )
+
+
+class EnrollIn(Schema):
+    """The manual trigger: the given contacts, or everyone matching ``predicate``."""
+
+    contact_ids: list[int] | None = None
+    predicate: Predicate | None = None
+
+
+class EnrollOut(Schema):
+    started: int
+
+
+class RunOut(Schema):
+    id: int
+    contact_id: int
+    version_id: int
+    status: str
+    current_node: str
+    wake_at: datetime | None
+    context: dict[str, Any]
+    step_count: int
+    failures: int
+    last_error: str | None
+    entered_at: datetime
+    ended_at: datetime | None
+    exit_reason: str | None
+
+
+def run_out(r: Run) -> RunOut:
+    return RunOut(
+        id=r.id,
+        contact_id=r.contact_id,
+        version_id=r.version_id,
+        status=r.status,
+        current_node=r.current_node,
+        wake_at=r.wake_at,
+        context=r.context or {},
+        step_count=r.step_count,
+        failures=r.failures,
+        last_error=r.last_error,
+        entered_at=r.entered_at,
+        ended_at=r.ended_at,
+        exit_reason=r.exit_reason,
+    )
+
+
+class StepOut(Schema):
+    seq: int
+    node_id: str
+    kind: str
+    decision: str
+    output: dict[str, Any]
+    at: datetime
+
+
+def step_out(s: Step) -> StepOut:
+    return StepOut(
+        seq=s.seq, node_id=s.node_id, kind=s.kind, decision=s.decision, output=s.output, at=s.at
+    )
+
+
+class EffectOut(Schema):
+    id: int
+    node_id: str
+    channel: str
+    status: str
+    attempts: int
+    next_attempt_at: datetime
+    finished_at: datetime | None
+    last_error: str | None
+
+
+def effect_out(e: OutboxEffect) -> EffectOut:
+    return EffectOut(
+        id=e.id,
+        node_id=e.node_id,
+        channel=e.channel,
+        status=e.status,
+        attempts=e.attempts,
+        next_attempt_at=e.next_attempt_at,
+        finished_at=e.finished_at,
+        last_error=e.last_error,
+    )
+
+
+class RunDetailOut(Schema):
+    run: RunOut
+    steps: list[StepOut]
+    effects: list[EffectOut]
+
+
+class TimelineEntryOut(Schema):
+    at: datetime
+    kind: str
+    title: str
+    detail: str
+    run_id: int | None
+
+
+class TimelineOut(Schema):
+    contact: ContactOut
+    entries: list[TimelineEntryOut]
