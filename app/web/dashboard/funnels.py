@@ -1,13 +1,314 @@
-"""Funnels dashboard pages."""
+"""Funnels dashboard pages under ``/ui/funnels``: the funnels list, a funnel's draft edited as JSON
+with the validator's problems shown per node, publishing, versions, runs with their steps, a
+contact's timeline, and (in the demo) the local SMTP sink's mailbox.
+
+Pages call the same services as the API. A draft that does not parse is shown again with the
+message; nothing is lost.
+"""
 
 from __future__ import annotations
 
+import json
+from collections import defaultdict
 from typing import Any
+from urllib.parse import quote
 
-NAV: list[tuple[str, str]] = []
+import msgspec
+from litestar import Request, get, post
+from litestar.params import FromPath, FromQuery, URLEncodedBody
+from litestar.response import Redirect, Template
+from sqlalchemy import select
+
+from app.engines.funnels import contacts as contacts_service
+from app.engines.funnels import service
+from app.engines.funnels.models import FunnelVersion
+from app.errors import DomainError
+from app.sandbox.smtp import SmtpSink
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard.common import page
+
+PREFIX = "/ui/funnels"
+
+
+class DraftForm(msgspec.Struct, kw_only=True):
+    """The editor's fields as posted (unknown fields, e.g. the CSRF token, are ignored)."""
+
+    name: str = ""
+    definition: str = ""
+
+
+class NewFunnelForm(msgspec.Struct, kw_only=True):
+    name: str = ""
+
+
+EMPTY_DEFINITION = {"triggers": [{"kind": "manual"}], "nodes": []}
+
+
+@get(PREFIX)
+async def funnels_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    async with runtime.db.read() as session:
+        funnels = await service.list_funnels(session, principal.workspace_id)
+        counts = await service.run_counts(session, [f.id for f in funnels])
+        numbers = dict(
+            (
+                await session.execute(
+                    select(FunnelVersion.id, FunnelVersion.number).where(
+                        FunnelVersion.workspace_id == principal.workspace_id
+                    )
+                )
+            ).all()
+        )
+    rows = [
+        {
+            "funnel": f,
+            "version": numbers.get(f.current_version_id) if f.current_version_id else None,
+            "counts": counts[f.id],
+        }
+        for f in funnels
+    ]
+    return page(request, "funnels/list.html", principal, rows=rows, errors=[])
+
+
+@post(PREFIX)
+async def create_funnel_page(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[NewFunnelForm],
+) -> Redirect:
+    async with runtime.db.write() as uow:
+        funnel = await service.create_funnel(
+            uow.session,
+            principal.workspace_id,
+            data.name or "Untitled funnel",
+            service.parse_definition(EMPTY_DEFINITION),
+            runtime.clock.now(),
+        )
+    return Redirect(f"{PREFIX}/{funnel.id}")
+
+
+async def _editor(
+    request: Request[Any, Any, Any],
+    principal: Any,
+    runtime: Any,
+    funnel_id: int,
+    *,
+    text: str | None = None,
+    error: str | None = None,
+    notice: str | None = None,
+    problems: list[dict[str, Any]] | None = None,
+) -> Template:
+    async with runtime.db.read() as session:
+        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+        versions = await service.versions(session, principal.workspace_id, funnel_id)
+        runs = await service.list_runs(
+            session, principal.workspace_id, funnel_id, after=None, limit=50
+        )
+        if problems is None and error is None:
+            found = await service.check(
+                session, principal.workspace_id, service.parse_definition(funnel.draft)
+            )
+            problems = service.problems_to_dicts(found)
+    by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in problems or []:
+        by_node[p["node_id"] or "(graph)"].append(p)
+    node_ids = [n.get("id") for n in funnel.draft.get("nodes", []) if isinstance(n, dict)]
+    return page(
+        request,
+        "funnels/edit.html",
+        principal,
+        funnel=funnel,
+        text=text if text is not None else json.dumps(funnel.draft, indent=2, ensure_ascii=False),
+        error=error,
+        notice=notice,
+        problems=problems or [],
+        by_node=dict(by_node),
+        node_ids=node_ids,
+        versions=versions,
+        runs=runs,
+    )
+
+
+@get(f"{PREFIX}/{{funnel_id:int}}")
+async def edit_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    notice: FromQuery[str | None] = None,
+) -> Template:
+    return await _editor(request, principal, runtime, funnel_id, notice=notice)
+
+
+@post(f"{PREFIX}/{{funnel_id:int}}")
+async def save_draft(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: URLEncodedBody[DraftForm],
+) -> Template | Redirect:
+    """Save the draft. JSON that does not parse, or does not decode as a definition, is shown
+    again with the message; the stored draft is left as it was."""
+    try:
+        raw = json.loads(data.definition)
+        definition = service.parse_definition(raw)
+    except (json.JSONDecodeError, DomainError) as exc:
+        message = exc.message if isinstance(exc, DomainError) else f"not valid JSON: {exc}"
+        return await _editor(
+            request, principal, runtime, funnel_id, text=data.definition, error=message
+        )
+    async with runtime.db.write() as uow:
+        await service.update_funnel(
+            uow.session,
+            principal.workspace_id,
+            funnel_id,
+            now=runtime.clock.now(),
+            name=data.name or None,
+            definition=definition,
+        )
+    return Redirect(f"{PREFIX}/{funnel_id}?notice={quote('Draft saved')}")
+
+
+@post(f"{PREFIX}/{{funnel_id:int}}/publish")
+async def publish_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+) -> Template | Redirect:
+    try:
+        async with runtime.db.write() as uow:
+            version = await service.publish(
+                uow.session,
+                principal.workspace_id,
+                funnel_id,
+                user_id=principal.user_id,
+                now=runtime.clock.now(),
+            )
+    except DomainError as exc:
+        if exc.code != "invalid_graph":
+            raise
+        return await _editor(
+            request,
+            principal,
+            runtime,
+            funnel_id,
+            error="Not published: fix the problems below first.",
+            problems=list(exc.details),
+        )
+    return Redirect(f"{PREFIX}/{funnel_id}?notice={quote(f'Published version {version.number}')}")
+
+
+@get(f"{PREFIX}/{{funnel_id:int}}/versions/{{number:int}}")
+async def version_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    number: FromPath[int],
+) -> Template:
+    async with runtime.db.read() as session:
+        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+        version = await service.get_version(session, principal.workspace_id, funnel_id, number)
+    return page(
+        request,
+        "funnels/version.html",
+        principal,
+        funnel=funnel,
+        version=version,
+        text=json.dumps(version.definition, indent=2, ensure_ascii=False),
+    )
+
+
+@get(f"{PREFIX}/runs/{{run_id:int}}")
+async def run_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    run_id: FromPath[int],
+) -> Template:
+    async with runtime.db.read() as session:
+        run = await service.get_run(session, principal.workspace_id, run_id)
+        funnel = await service.get_funnel(session, principal.workspace_id, run.funnel_id)
+        steps = await service.steps_of(session, run.id)
+        effects = await service.effects_of_run(session, run.id)
+        version = await session.get(FunnelVersion, run.version_id)
+    return page(
+        request,
+        "funnels/run.html",
+        principal,
+        run=run,
+        funnel=funnel,
+        steps=steps,
+        effects=effects,
+        version=version,
+    )
+
+
+@get(f"{PREFIX}/contacts")
+async def contacts_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    q: FromQuery[str | None] = None,
+) -> Template:
+    async with runtime.db.read() as session:
+        rows = await contacts_service.list_contacts(
+            session, principal.workspace_id, after=None, limit=200, search=q
+        )
+        tags, lists = await contacts_service.memberships(session, [c.id for c in rows])
+    return page(
+        request, "funnels/contacts.html", principal, contacts=rows, tags=tags, lists=lists, q=q
+    )
+
+
+@get(f"{PREFIX}/contacts/{{contact_id:int}}")
+async def timeline_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    contact_id: FromPath[int],
+) -> Template:
+    async with runtime.db.read() as session:
+        contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
+        tags, lists = await contacts_service.memberships(session, [contact.id])
+    return page(
+        request,
+        "funnels/timeline.html",
+        principal,
+        contact=contact,
+        entries=entries,
+        tags=tags[contact.id],
+        lists=lists[contact.id],
+    )
+
+
+@get(f"{PREFIX}/mailbox")
+async def mailbox_page(request: Request[Any, Any, Any], principal: CurrentPrincipal) -> Template:
+    """What the local SMTP sink received (the demo sends its mail there)."""
+    messages = [m for sink in SmtpSink.running() for m in sink.snapshot()]
+    return page(
+        request, "funnels/mailbox.html", principal, messages=list(reversed(messages[-200:]))
+    )
+
+
+NAV: list[tuple[str, str]] = [(PREFIX, "Funnels")]
 """(href, label) links this engine adds to the navigation bar."""
 
-ROUTES: list[Any] = []
+ROUTES: list[Any] = [
+    funnels_page,
+    create_funnel_page,
+    edit_page,
+    save_draft,
+    publish_page,
+    version_page,
+    run_page,
+    contacts_page,
+    timeline_page,
+    mailbox_page,
+]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 
 PUBLIC_ROUTES: list[Any] = []
