@@ -121,9 +121,10 @@ class Runtime:
         Bounded by the shutdown grace period: in-flight jobs that do not finish within it are
         cancelled and handed back to the queue.
         """
-        if self._sweeper is not None:
-            self._sweeper.stop()
+        grace = self.settings.queue.shutdown_grace_seconds
         stopping: list[Any] = []
+        if self._sweeper is not None:
+            stopping.append(self._sweeper.shutdown(grace))
         for worker in self._workers:
             if isinstance(worker, ArqWorkers):
                 stopping.append(worker.shutdown())

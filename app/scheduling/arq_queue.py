@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,7 +21,15 @@ from arq import Retry, Worker
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.worker import func
 
-from app.scheduling.jobs import JobContext, JobRegistry, JobSpec, run_handler
+from app.logs import correlate
+from app.scheduling.jobs import (
+    JobContext,
+    JobRegistry,
+    JobSpec,
+    log_job_done,
+    log_job_failed,
+    run_handler,
+)
 from app.scheduling.metrics import JOBS_FINISHED
 from app.scheduling.queue import DeadJob, QueueStats, list_dead_jobs, record_dead_job
 
@@ -132,20 +141,20 @@ def _arq_function(
     async def run(arq_ctx: dict[str, Any], raw: bytes) -> None:
         attempt = int(arq_ctx.get("job_try", 1))
         job_id = str(arq_ctx.get("job_id", ""))
+        started = time.monotonic()
         try:
-            async with asyncio.timeout(spec.timeout_seconds):
-                await run_handler(spec, make_context(job_id, attempt), raw)
+            with correlate(job_id):
+                async with asyncio.timeout(spec.timeout_seconds):
+                    await run_handler(spec, make_context(job_id, attempt), raw)
         except Exception as exc:
             if isinstance(exc, TimeoutError):
                 error = f"timed out after {spec.timeout_seconds:g} s"
             else:
                 error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            if attempt < spec.max_tries:
+            dead = attempt >= spec.max_tries
+            log_job_failed(job_id, spec.name, attempt, error, dead=dead)
+            if not dead:
                 JOBS_FINISHED.labels(spec.name, "retry").inc()
-                log.warning(
-                    "job failed",
-                    extra={"job_id": job_id, "job": spec.name, "attempt": attempt, "error": error},
-                )
                 raise Retry(defer=spec.retry_delay(attempt)) from exc
             JOBS_FINISHED.labels(spec.name, "dead").inc()
             await record_dead_job(
@@ -159,6 +168,7 @@ def _arq_function(
             )
             return
         JOBS_FINISHED.labels(spec.name, "done").inc()
+        log_job_done(job_id, spec.name, attempt, time.monotonic() - started)
 
     return func(
         run,  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ msgspec structs encoded as JSON, never pickled.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
     from app.settings import Settings
 
 P = TypeVar("P", bound=msgspec.Struct)
+
+job_log = logging.getLogger("app.jobs")
+"""One line per finished job attempt (both backends). Raise this logger's level to WARNING to keep
+only failures when the per-job lines cost more than they tell."""
 
 DEFAULT_QUEUE = "default"
 PRIORITY_QUEUE = "priority"
@@ -98,3 +103,23 @@ class JobRegistry:
 async def run_handler(spec: JobSpec[Any], ctx: JobContext, raw: bytes) -> None:
     """Decode and run one job (shared by both queue backends)."""
     await spec.handler(ctx, spec.decode(raw))
+
+
+def log_job_done(job_id: str, name: str, attempt: int, seconds: float) -> None:
+    if job_log.isEnabledFor(logging.INFO):
+        job_log.info(
+            "job done",
+            extra={
+                "job": name,
+                "job_id": job_id,
+                "attempt": attempt,
+                "duration_ms": round(seconds * 1000, 1),
+            },
+        )
+
+
+def log_job_failed(job_id: str, name: str, attempt: int, error: str, *, dead: bool) -> None:
+    job_log.warning(
+        "job dead" if dead else "job failed, will retry",
+        extra={"job": name, "job_id": job_id, "attempt": attempt, "error": error},
+    )

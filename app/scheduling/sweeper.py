@@ -6,6 +6,10 @@ So a tick runs once across all processes, and never overlaps the previous tick, 
 runs long in another process. Within a process the loop is sequential; ticks missed while a slow
 tick ran are skipped, not replayed. Work a tick creates should be keyed by the tick (:func:`tick_key`)
 so a repeated tick enqueues nothing new.
+
+Lag is "now − oldest due": a tick function may return the due time of the oldest item it found (a
+rule, a step, a schedule that should have run by then); otherwise the tick's own scheduled time is the
+oldest due thing, and the lag is how late the tick started.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import or_, select, update
 
+from app.logs import correlate
 from app.scheduling.metrics import SWEEP_DURATION, SWEEP_FAILURES, SWEEP_LAG, SWEEP_TICKS
 from app.scheduling.models import SweeperState
 
@@ -66,7 +71,8 @@ Schedule = Every | HourlyAt
 EVERY_10_SECONDS = Every(10)
 HOURLY_AT_20 = HourlyAt(20)
 
-TickFunction = Callable[["JobContext", datetime], Awaitable[None]]
+TickFunction = Callable[["JobContext", datetime], Awaitable[datetime | None]]
+"""Called with a job context and the tick's scheduled time; may return the oldest due time it saw."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +80,7 @@ class Sweep:
     name: str
     schedule: Schedule
     run: TickFunction
-    """Called with a job context and the tick's scheduled time."""
+    """Called with a job context and the tick's scheduled time; may return the oldest due time."""
     honours_stop: bool = True
     """Skip the tick while the platform-wide stop is on (housekeeping sweeps set False)."""
 
@@ -119,20 +125,30 @@ def insert_ignoring_duplicates_state(dialect: str) -> Any:
 
 
 async def finish_tick(
-    db: Database, name: str, owner: str, now: datetime, duration_ms: int, error: str | None
+    db: Database,
+    name: str,
+    owner: str,
+    now: datetime,
+    duration_ms: int,
+    error: str | None,
+    lag_ms: int | None = None,
 ) -> None:
+    """Record how the tick went and release its claim (``lag_ms`` replaces the start lag)."""
+    values: dict[str, Any] = {
+        "lease_until": None,
+        "last_finished_at": now,
+        "last_duration_ms": duration_ms,
+        "last_error": error,
+        "ticks": SweeperState.ticks + 1,
+        "failures": SweeperState.failures + (1 if error else 0),
+    }
+    if lag_ms is not None:
+        values["last_lag_ms"] = lag_ms
     async with db.write() as uow:
         await uow.session.execute(
             update(SweeperState)
             .where(SweeperState.name == name, SweeperState.lease_owner == owner)
-            .values(
-                lease_until=None,
-                last_finished_at=now,
-                last_duration_ms=duration_ms,
-                last_error=error,
-                ticks=SweeperState.ticks + 1,
-                failures=SweeperState.failures + (1 if error else 0),
-            )
+            .values(**values)
         )
 
 
@@ -179,17 +195,37 @@ class SweepRunner:
             raise
 
     def stop(self) -> None:
+        """No new ticks; a tick already running finishes (see :meth:`shutdown`)."""
         self._stop.set()
-        for task in self._tasks:
+
+    async def shutdown(self, grace: float) -> None:
+        """Stop, give running ticks ``grace`` seconds, then cancel them (their claim is
+        released and the next tick picks up where they left off)."""
+        self.stop()
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(self._tasks, timeout=grace)
+        for task in pending:
             task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     async def _loop(self, sweep: Sweep) -> None:
         while not self._stop.is_set():
             tick = sweep.schedule.next_tick(self.clock.now())
-            await self.clock.sleep((tick - self.clock.now()).total_seconds())
-            if self._stop.is_set():
+            if not await self._sleep_until(tick):
                 return
             await self.run_tick(sweep, tick)
+
+    async def _sleep_until(self, when: datetime) -> bool:
+        """Sleep on the clock until ``when``; False when stopped first."""
+        sleeper = asyncio.ensure_future(self.clock.sleep((when - self.clock.now()).total_seconds()))
+        stopper = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            stopper.cancel()
+        return not self._stop.is_set()
 
     async def run_tick(self, sweep: Sweep, tick: datetime) -> bool:
         """Claim and run one tick. Returns False when another process (or tick) holds it."""
@@ -203,44 +239,53 @@ class SweepRunner:
             return False
         if not claimed:
             return False
-        started = self.clock.monotonic()
-        SWEEP_LAG.labels(sweep.name).set(max(0.0, (now - tick).total_seconds()))
-        error: str | None = None
         if sweep.honours_stop and self.platform_stopped():
             log.info("sweep %s skipped: platform stop is on", sweep.name)
-        else:
-            try:
-                await sweep.run(self.make_context(), tick)
-            except asyncio.CancelledError:
-                error = "cancelled during shutdown"
-                raise
-            except Exception as exc:
-                error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                SWEEP_FAILURES.labels(sweep.name).inc()
-                log.exception("sweep %s failed at tick %s", sweep.name, tick.isoformat())
-            finally:
-                elapsed = self.clock.monotonic() - started
-                SWEEP_DURATION.labels(sweep.name).observe(elapsed)
-                SWEEP_TICKS.labels(sweep.name).inc()
-                await asyncio.shield(
-                    finish_tick(
-                        self.db,
-                        sweep.name,
-                        self.owner,
-                        self.clock.now(),
-                        int(elapsed * 1000),
-                        error,
-                    )
-                )
-                log.info(
-                    "sweep tick",
-                    extra={
-                        "sweep": sweep.name,
-                        "tick": tick.isoformat(),
-                        "duration_ms": int(elapsed * 1000),
-                        "error": error,
-                    },
-                )
+            SWEEP_LAG.labels(sweep.name).set(max(0.0, (now - tick).total_seconds()))
+            await finish_tick(self.db, sweep.name, self.owner, self.clock.now(), 0, None)
             return True
-        await finish_tick(self.db, sweep.name, self.owner, self.clock.now(), 0, None)
+        with correlate(f"{sweep.name}@{tick.astimezone(UTC).isoformat()}"):
+            await self._run_claimed(sweep, tick, now)
         return True
+
+    async def _run_claimed(self, sweep: Sweep, tick: datetime, started_at: datetime) -> None:
+        started = self.clock.monotonic()
+        error: str | None = None
+        oldest_due: datetime | None = None
+        try:
+            oldest_due = await sweep.run(self.make_context(), tick)
+        except asyncio.CancelledError:
+            error = "cancelled during shutdown"
+            raise
+        except Exception as exc:
+            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            SWEEP_FAILURES.labels(sweep.name).inc()
+            log.exception("sweep %s failed at tick %s", sweep.name, tick.isoformat())
+        finally:
+            elapsed = self.clock.monotonic() - started
+            lag = (started_at - min(tick, oldest_due or tick)).total_seconds()
+            SWEEP_DURATION.labels(sweep.name).observe(elapsed)
+            SWEEP_LAG.labels(sweep.name).set(max(0.0, lag))
+            SWEEP_TICKS.labels(sweep.name).inc()
+            # Shielded: a tick cancelled at shutdown still releases its claim.
+            await asyncio.shield(
+                finish_tick(
+                    self.db,
+                    sweep.name,
+                    self.owner,
+                    self.clock.now(),
+                    int(elapsed * 1000),
+                    error,
+                    int(max(0.0, lag) * 1000) if oldest_due is not None else None,
+                )
+            )
+            log.info(
+                "sweep tick",
+                extra={
+                    "sweep": sweep.name,
+                    "tick": tick.isoformat(),
+                    "duration_ms": int(elapsed * 1000),
+                    "lag_ms": int(max(0.0, lag) * 1000),
+                    "error": error,
+                },
+            )

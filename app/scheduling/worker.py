@@ -21,7 +21,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from app.scheduling.jobs import JobContext, JobRegistry, JobSpec, run_handler
+from app.logs import correlate
+from app.scheduling.jobs import (
+    JobContext,
+    JobRegistry,
+    JobSpec,
+    log_job_done,
+    log_job_failed,
+    run_handler,
+)
 from app.scheduling.metrics import JOB_DURATION, JOBS_FINISHED, JOBS_LEASED
 from app.scheduling.queue import DatabaseQueue, Finished, LeasedJob
 
@@ -214,7 +222,8 @@ class DatabaseWorker:
         clock = self.queue.clock
         started = clock.monotonic()
         try:
-            await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
+            with correlate(job.id):
+                await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is None or task not in self._timed_out:
@@ -228,10 +237,12 @@ class DatabaseWorker:
             await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
             return
         finally:
-            metrics.duration.observe(max(0.0, clock.monotonic() - started))
+            elapsed = max(0.0, clock.monotonic() - started)
+            metrics.duration.observe(elapsed)
         self.jobs_run += 1
         metrics.done.inc()
         self._done.append((job.id, job.attempts))
+        log_job_done(job.id, job.name, job.attempts, elapsed)
 
     async def _failed(
         self, job: LeasedJob, error: str, delay: float | None, metrics: _JobMetrics
@@ -244,16 +255,7 @@ class DatabaseWorker:
             log.exception("could not record the failure of job %s", job.id)
             return
         (metrics.dead if dead else metrics.retry).inc()
-        log.warning(
-            "job failed",
-            extra={
-                "job_id": job.id,
-                "job": job.name,
-                "attempt": job.attempts,
-                "dead": dead,
-                "error": error,
-            },
-        )
+        log_job_failed(job.id, job.name, job.attempts, error, dead=dead)
 
     async def _flush_done(self) -> None:
         done, self._done = self._done, []

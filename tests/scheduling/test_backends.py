@@ -4,6 +4,7 @@ always, arq on Redis when ``TEST_REDIS_URL`` is set."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -112,6 +113,20 @@ async def test_retries_with_backoff_then_dead_with_the_last_error(
     first, second = RUNS.times["doomed"]
     assert second - first >= RECORD_FAST_RETRY.backoff_seconds * 0.9
     assert await count_jobs(runtime.db, status=JOB_DONE) == 0
+
+
+async def test_each_job_logs_one_line_and_runs_under_its_id_as_correlation_id(
+    backend: str, runtimes: Runtimes, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = runtimes.make(backend)
+    job_id = unique(backend, "traced")
+    await runtime.queue.enqueue(None, RECORD, Work(key="traced"), job_id=job_id)
+    with caplog.at_level(logging.INFO, logger="app.jobs"):
+        async with running(workers_for(runtime)):
+            await eventually(lambda: _true(RUNS.done["traced"] == 1))
+    assert RUNS.correlation["traced"] == job_id
+    (line,) = [r for r in caplog.records if r.name == "app.jobs" and r.getMessage() == "job done"]
+    assert (line.job, line.job_id, line.attempt) == ("test.record", job_id, 1)  # type: ignore[attr-defined]
 
 
 async def _true(value: bool) -> bool:

@@ -243,6 +243,75 @@ async def test_tick_duration_lag_and_failures_are_recorded_and_exported(
     assert f'sweepline_sweep_lag_seconds{{sweep="{name}"}} 3.0' in exported
 
 
+async def test_lag_is_now_minus_the_oldest_due_item_a_tick_reports(
+    runtimes: Runtimes, manual: ManualClock
+) -> None:
+    runtime = runtimes.make("database", manual)
+    name = f"test.lag.{uuid.uuid4().hex[:6]}"
+    tick = at("2026-03-02 09:00:10")
+
+    async def behind(ctx: JobContext, when: datetime) -> datetime:
+        return when - timedelta(seconds=90)  # a due row that has waited since 08:58:40
+
+    sweep = Sweep(name, EVERY_10_SECONDS, behind)
+    manual.set(tick + timedelta(seconds=3))
+    assert await runner(runtime, [sweep]).run_tick(sweep, tick)
+    assert (await state(runtime.db, name)).last_lag_ms == 93_000
+    assert _sample("sweepline_sweep_lag_seconds", name) == 93.0
+
+
+async def test_shutdown_lets_a_running_tick_finish_within_the_grace_period(
+    runtimes: Runtimes, manual: ManualClock
+) -> None:
+    runtime = runtimes.make("database", manual)
+    finished: list[datetime] = []
+    proceed = asyncio.Event()
+
+    async def tick(ctx: JobContext, when: datetime) -> None:
+        await proceed.wait()
+        finished.append(when)
+
+    sweeps = [Sweep("test.graceful", EVERY_10_SECONDS, tick)]
+    sweeper = runner(runtime, sweeps)
+    task = asyncio.create_task(sweeper.run())
+    await settle(manual)
+    manual.advance(10)
+    await asyncio.sleep(0.05)
+    stopping = asyncio.create_task(sweeper.shutdown(grace=5))
+    await asyncio.sleep(0.05)
+    proceed.set()
+    await asyncio.wait_for(stopping, 5)
+    await asyncio.wait_for(task, 5)
+    assert finished == [at("2026-03-02 09:00:10")]
+    row = await state(runtime.db, "test.graceful")
+    assert (row.last_error, row.lease_until) == (None, None)
+
+
+async def test_shutdown_cancels_a_tick_outlasting_the_grace_and_releases_its_claim(
+    runtimes: Runtimes, manual: ManualClock
+) -> None:
+    runtime = runtimes.make("database", manual)
+
+    async def hangs(ctx: JobContext, when: datetime) -> None:
+        await asyncio.Event().wait()
+
+    sweeps = [Sweep("test.hangs", EVERY_10_SECONDS, hangs)]
+    sweeper = runner(runtime, sweeps)
+    task = asyncio.create_task(sweeper.run())
+    await settle(manual)
+    manual.advance(10)
+    await asyncio.sleep(0.05)
+    await asyncio.wait_for(sweeper.shutdown(grace=0.2), 5)
+    await asyncio.gather(task, return_exceptions=True)
+
+    async def released() -> bool:
+        return (await state(runtime.db, "test.hangs")).lease_until is None
+
+    await eventually(released)
+    row = await state(runtime.db, "test.hangs")
+    assert row.last_error == "cancelled during shutdown"
+
+
 async def test_a_platform_stop_skips_ticks_but_keeps_the_schedule(
     runtimes: Runtimes, manual: ManualClock
 ) -> None:

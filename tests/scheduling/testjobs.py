@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
+from app.logs import current_correlation
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 
 
@@ -31,8 +32,10 @@ class Runs:
     attempts: dict[str, list[int]] = field(default_factory=dict)
     times: dict[str, list[float]] = field(default_factory=dict)
     release: dict[str, asyncio.Event] = field(default_factory=dict)
+    correlation: dict[str, str | None] = field(default_factory=dict)
 
     def reset(self) -> None:
+        self.correlation.clear()
         self.started.clear()
         self.done.clear()
         self.attempts.clear()
@@ -58,6 +61,7 @@ async def record(ctx: JobContext, work: Work) -> None:
     RUNS.started[work.key] += 1
     RUNS.attempts.setdefault(work.key, []).append(ctx.attempt)
     RUNS.times.setdefault(work.key, []).append(loop.time())
+    RUNS.correlation[work.key] = current_correlation()
     _mark(f"start {work.key} {ctx.attempt} {os.getpid()}")
     await asyncio.sleep(0)  # give other workers a chance to interleave
     if work.wait_for_release:
