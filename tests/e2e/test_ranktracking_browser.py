@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.async_api import expect
 
 from app.engines.ranktracking.models import Run
 from app.engines.ranktracking.provider import RESOURCE_KEY
@@ -54,13 +55,10 @@ async def test_wizard_baseline_log_results_and_balance(
     await page.fill("input[name=domain]", DOMAIN)
     await page.check("input[name=device_mobile]")
     await page.select_option("select[name=frequency]", "daily")
-    figure = page.locator("#rt-estimate-figures td[data-k=keyword_count]")
-    await figure.wait_for()
-    assert await figure.inner_text() == "2"
-    assert (
-        "0.02 EUR"
-        in await page.locator("#rt-estimate-figures td[data-k=cost_per_run]").inner_text()
-    )
+    # The live estimate follows the form (htmx); expect() waits for the latest refresh.
+    figures = page.locator("#rt-estimate-figures")
+    await expect(figures.locator("td[data-k=keyword_count]")).to_have_text("2")
+    await expect(figures.locator("td[data-k=cost_per_run]")).to_contain_text("0.02 EUR")
     await page.click("#rt-wizard button[type=submit]")
     await page.wait_for_selector("#rt-notice")
     assert "Baseline: 2 child run(s) launched" in await page.locator("#rt-notice").inner_text()
