@@ -1,0 +1,43 @@
+"""The demo: contacts and a published welcome funnel (a wait, a condition and a goal) whose mail
+reaches the local SMTP sink."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from app.engines.funnels.models import RUN_COMPLETED
+from app.engines.funnels.plugin import PLUGIN
+from app.engines.funnels.service import list_funnels
+from app.engines.plugin import DemoWorkspace
+from app.sandbox.smtp import SmtpSink
+from tests.funnels.conftest import Engine, Space, runs_of
+
+
+async def test_demo_welcome_funnel_sends_to_the_local_sink(engine: Engine, space: Space) -> None:
+    assert PLUGIN.seed_demo is not None
+    started = PLUGIN.sandboxes["smtp"]()
+    assert isinstance(started, SmtpSink)
+    started.stop()
+    engine.clock.set(datetime(2026, 3, 2, 10, 0, tzinfo=UTC))  # 05:00 in New York: quiet hours
+    await PLUGIN.seed_demo(
+        engine.runtime,
+        DemoWorkspace(
+            organisation_id=0, workspace_id=space.workspace_id, admin_user_id=0, sandbox_urls={}
+        ),
+    )
+    async with engine.runtime.db.read() as s:
+        [funnel] = await list_funnels(s, space.workspace_id)
+    await engine.drive()
+    assert sorted(m.subject for m in engine.sink.messages) == [
+        "Welcome, Ada!",
+        "Welcome, Alan!",
+        "Welcome, Emmy!",
+    ]
+    await engine.advance(hours=3)  # 08:00 in New York
+    assert len([m for m in engine.sink.messages if m.subject.startswith("Welcome")]) == 5
+    await engine.advance(days=3)
+    runs = await runs_of(engine.runtime, funnel.id)
+    assert len(runs) == 5
+    assert {r.status for r in runs} == {RUN_COMPLETED}
+    nudges = [m for m in engine.sink.messages if "little something" in m.subject]
+    assert len(nudges) == 5
