@@ -15,15 +15,17 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from sqlalchemy import delete
 
 from app.clock import Clock, ManualClock, SystemClock
 from app.db.session import Database
 from app.runtime import Runtime, build_runtime
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.models import Job, SweeperState
 from app.scheduling.queue import DatabaseQueue
 from app.scheduling.worker import DatabaseWorker
 from app.settings import Settings
-from tests.conftest import TEST_REDIS_URL, truncate_all
+from tests.conftest import TEST_REDIS_URL
 from tests.scheduling import testjobs
 
 BACKENDS = [
@@ -55,7 +57,11 @@ async def _clean(shared_db: Database) -> AsyncIterator[None]:
     testjobs.RUNS.reset()
     yield
     testjobs.RUNS.reset()
-    await truncate_all(shared_db)
+    # These tests write only the queue's and the sweepers' tables; emptying just those is much
+    # cheaper on PostgreSQL than truncating every table.
+    async with shared_db.write() as uow:
+        await uow.session.execute(delete(Job))
+        await uow.session.execute(delete(SweeperState))
 
 
 @pytest.fixture

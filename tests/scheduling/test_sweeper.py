@@ -342,7 +342,7 @@ async def test_two_processes_handle_each_tick_exactly_once(
     settings: Settings, shared_db: Database
 ) -> None:
     name = f"test.two_processes.{uuid.uuid4().hex[:6]}"
-    period, count = 0.5, 8
+    period, count = 0.4, 6
     env = {
         **os.environ,
         "DATABASE_URL": settings.database.url,
