@@ -347,7 +347,6 @@ async def admit(
                 ):
                     raise _Short
                 runs.append(run)
-            await session.flush()
     except _Short:
         # The savepoint rolled back every reservation and provisional row of this request.
         available = (await ledger.balance_of(session, schedule.organisation_id)).available_cents

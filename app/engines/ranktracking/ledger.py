@@ -143,19 +143,22 @@ async def top_up(
 async def schedule_month_spend(session: ReadSession, schedule_id: int, now: datetime) -> int:
     """RT-21: this schedule's settled costs since the UTC month start plus its still-held
     reservations (manual, recurring, standard, priority and every device alike)."""
-    settled = await session.scalar(
-        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0)).where(
+    settled = (
+        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0))
+        .where(
             LedgerEntry.schedule_id == schedule_id,
             LedgerEntry.kind == SETTLEMENT,
             LedgerEntry.created_at >= month_start(now),
         )
+        .scalar_subquery()
     )
-    held = await session.scalar(
-        select(func.coalesce(func.sum(Run.reserved_cents), 0)).where(
-            Run.schedule_id == schedule_id, Run.reservation_state == RES_HELD
-        )
+    held = (
+        select(func.coalesce(func.sum(Run.reserved_cents), 0))
+        .where(Run.schedule_id == schedule_id, Run.reservation_state == RES_HELD)
+        .scalar_subquery()
     )
-    return int(settled or 0) + int(held or 0)
+    # One round trip: admission runs this for every capped schedule of every sweep.
+    return int(await session.scalar(select(settled + held)) or 0)
 
 
 async def reserve(
