@@ -98,6 +98,11 @@ class SecuritySettings:
     file is generated on first run."""
     key_file: str = env("KEY_FILE", "var/sweepline.key")
     """Where the embedded default keeps its generated keys."""
+    sign_in_max_failures: int = env("SIGN_IN_MAX_FAILURES", 10)
+    """Failed sign-ins allowed per e-mail and client address within ``SIGN_IN_WINDOW_SECONDS``;
+    further attempts are refused (429) until the window has passed."""
+    sign_in_window_seconds: int = env("SIGN_IN_WINDOW_SECONDS", 900)
+    """The window over which failed sign-ins are counted."""
 
 
 @dataclass(frozen=True, slots=True)

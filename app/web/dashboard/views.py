@@ -3,6 +3,8 @@ workspace page (switch workspace, API keys, ingest token, members)."""
 
 from __future__ import annotations
 
+import math
+from datetime import timedelta
 from typing import Any
 
 import msgspec
@@ -12,6 +14,7 @@ from litestar.response import Redirect, Template
 
 from app.platform import service
 from app.platform.service import Principal
+from app.platform.throttle import SignInThrottle
 from app.runtime import Runtime
 from app.web.auth import (
     SESSION_COOKIE,
@@ -48,6 +51,27 @@ def _safe_next(target: str) -> str:
     return "/"
 
 
+def _sign_in_throttle(runtime: Runtime) -> SignInThrottle:
+    security = runtime.settings.security
+    return runtime.resources.get(
+        "platform.sign_in_throttle",
+        lambda: SignInThrottle(
+            max_failures=security.sign_in_max_failures,
+            window=timedelta(seconds=security.sign_in_window_seconds),
+        ),
+    )
+
+
+def _login_error(
+    request: Request[Any, Any, Any], data: LoginForm, status: int, error: str
+) -> Template:
+    tpl = page(
+        request, "login.html", None, error=error, email=data.email, next=_safe_next(data.next)
+    )
+    tpl.status_code = status
+    return tpl
+
+
 @get("/login")
 async def login_page(request: Request[Any, Any, Any]) -> Template | Redirect:
     if await session_principal(request) is not None:
@@ -68,25 +92,26 @@ async def login(
     data: URLEncodedBody[LoginForm],
 ) -> Response[Any]:
     runtime = get_runtime(request)
+    throttle = _sign_in_throttle(runtime)
+    address = request.client.host if request.client else ""
+    now = runtime.clock.now()
+    if (wait := throttle.retry_after(data.email, address, now)) is not None:
+        minutes = max(1, math.ceil(wait.total_seconds() / 60))
+        return _login_error(
+            request, data, 429, f"Too many failed sign-ins. Try again in {minutes} min."
+        )
     token = None
     async with runtime.db.read() as session:
         user = await service.authenticate(session, email=data.email, password=data.password)
     if user is not None:
         async with runtime.db.write() as uow:
             token = await service.open_session(
-                uow.session, user=user, password=data.password, now=runtime.clock.now()
+                uow.session, user=user, password=data.password, now=now
             )
     if token is None:
-        tpl = page(
-            request,
-            "login.html",
-            None,
-            error="Wrong e-mail or password.",
-            email=data.email,
-            next=_safe_next(data.next),
-        )
-        tpl.status_code = 401
-        return tpl
+        throttle.failed(data.email, address, now)
+        return _login_error(request, data, 401, "Wrong e-mail or password.")
+    throttle.succeeded(data.email, address)
     redirect = Redirect(_safe_next(data.next))
     redirect.set_cookie(
         SESSION_COOKIE,
