@@ -55,6 +55,41 @@ async def enter(
     return run_id
 
 
+async def enter_many(
+    session: WriteSession, entries: list[tuple[FunnelVersion, int]], *, now: datetime
+) -> int:
+    """Start many runs in one statement (the trigger matcher's batch); returns how many started.
+    Duplicates, within the batch or against existing runs, are dropped by the same indexes."""
+    rows = []
+    for version, contact_id in entries:
+        graph = graph_for_version(version.id, version.definition)
+        if graph.entry is None:
+            continue
+        rows.append(
+            {
+                "workspace_id": version.workspace_id,
+                "funnel_id": version.funnel_id,
+                "version_id": version.id,
+                "contact_id": contact_id,
+                "reentry": version.reentry,
+                "status": RUN_ACTIVE,
+                "current_node": graph.entry,
+                "wake_at": now,
+                "context": {},
+                "step_count": 0,
+                "failures": 0,
+                "entered_at": now,
+                "updated_at": now,
+            }
+        )
+    if not rows:
+        return 0
+    created = await session.scalars(
+        _insert(dialect_of(session), Run).values(rows).on_conflict_do_nothing().returning(Run.id)
+    )
+    return len(list(created))
+
+
 async def published_versions(
     session: WriteSession, workspace_ids: list[int], *, only_active: bool = True
 ) -> list[tuple[Funnel, FunnelVersion]]:

@@ -1,16 +1,17 @@
 """The worker tick (FN-4 to FN-9): lease due runs, execute them, commit, sleep.
 
-1. **Lease** — one statement claims up to ``limit`` due runs: ``UPDATE … WHERE id IN (SELECT …
-   ORDER BY wake_at LIMIT n FOR UPDATE SKIP LOCKED) RETURNING id`` on PostgreSQL; the same
-   statement on SQLite, where the write transaction's ``BEGIN IMMEDIATE`` makes it exclusive. The
-   lease writes the owner and the expiry, and moves ``wake_at`` to that expiry: a run whose worker
-   died is simply due again when the lease runs out (FN-9); no separate recovery pass.
+1. **Lease** — one statement claims up to ``limit`` due runs: ``UPDATE … WHERE id = ANY(ARRAY(
+   SELECT … ORDER BY wake_at LIMIT n FOR UPDATE SKIP LOCKED)) RETURNING id`` on PostgreSQL; the
+   same statement with ``IN (SELECT …)`` on SQLite, where the write transaction's ``BEGIN
+   IMMEDIATE`` makes it exclusive. The lease writes the owner and the expiry, and moves
+   ``wake_at`` to that expiry: a run whose worker died is simply due again when the lease runs
+   out (FN-9); no separate recovery pass.
 2. **Execute** — one transaction for the whole batch. The leased rows are locked again and
    checked to still belong to this lease (a worker that lost its lease writes nothing). Each run
-   executes in its own savepoint, node after node, until a wait or a terminator; each node
-   writes a step row (FN-6).
-3. **Commit** — effects (outbox rows), steps and every run's advancement commit together (FN-7);
-   a run that failed rolls back to its savepoint alone and is retried later with backoff.
+   executes node after node until a wait or a terminator; each node writes a step row (FN-6).
+3. **Commit** — effects (outbox rows), steps and every run's advancement commit together (FN-7).
+   A run that fails makes the batch run again with a savepoint per run, so it rolls back alone
+   and is retried later with backoff while the others commit.
 4. **Sleep** — the next ``wake_at`` is written and the lease released (FN-8).
 """
 
@@ -118,16 +119,22 @@ class BatchResult:
 
 
 def _lease_statement(is_postgres: bool) -> Any:
-    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
+    # PostgreSQL: "id = ANY(ARRAY(subquery))" keeps the plan a primary-key lookup of the leased
+    # ids; with "id IN (subquery)" the planner may hash-join against a scan of the whole table.
+    # SQLite has no arrays; its IN (subquery) is a key lookup already.
+    if is_postgres:
+        head, tail = "id = ANY(ARRAY(", " FOR UPDATE SKIP LOCKED))"
+    else:
+        head, tail = "id IN (", ")"
     return text(
         f"""
         UPDATE funnel_runs
            SET lease_owner = :owner, lease_until = :expires, wake_at = :expires
-         WHERE id IN (
+         WHERE {head}
                SELECT id FROM funnel_runs
                 WHERE status = 'active' AND wake_at <= :now
                 ORDER BY wake_at
-                LIMIT :limit{lock})
+                LIMIT :limit{tail}
         RETURNING id
         """  # noqa: S608 - only constants are interpolated
     ).bindparams(bindparam("expires", type_=UTCDateTime()), bindparam("now", type_=UTCDateTime()))

@@ -21,7 +21,7 @@ from sqlalchemy import bindparam, select, text, update
 from app.db.session import Database, WriteSession
 from app.db.types import UTCDateTime
 from app.engines.funnels.contacts import field_types, load_facts
-from app.engines.funnels.entry import enter, published_versions
+from app.engines.funnels.entry import enter, enter_many, published_versions
 from app.engines.funnels.graph import (
     ApiEvent,
     BookingMade,
@@ -148,22 +148,34 @@ async def match(session: WriteSession, events: Sequence[StoredEvent], *, now: da
     for event in events:
         by_ws[event.workspace_id].append(event)
     funnels = await published_versions(session, sorted(by_ws))
-    started = 0
+    if not funnels:
+        return 0
+    live = set(
+        await session.scalars(
+            select(Contact.id).where(
+                Contact.id.in_({e.contact_id for e in events}), Contact.deleted_at.is_(None)
+            )
+        )
+    )
+    entries: list[tuple[FunnelVersion, int]] = []
     for ws, ws_events in by_ws.items():
-        candidates = [(f, v) for f, v in funnels if f.workspace_id == ws]
+        candidates = [v for f, v in funnels if f.workspace_id == ws]
         if not candidates:
             continue
-        custom = await field_types(session, ws)
+        custom: dict[str, str] | None = None
         for event in ws_events:
-            for _funnel, version in candidates:
+            if event.contact_id not in live:
+                continue
+            for version in candidates:
                 graph = graph_for_version(version.id, version.definition)
                 if not any(trigger_matches(t, event) for t in graph.definition.triggers):
                     continue
-                if await admit(session, version, event.contact_id, now, custom) and (
-                    await enter(session, version=version, contact_id=event.contact_id, now=now)
-                ):
-                    started += 1
-    return started
+                if graph.definition.entry_predicate is not None:
+                    custom = custom if custom is not None else await field_types(session, ws)
+                    if not await admit(session, version, event.contact_id, now, custom):
+                        continue
+                entries.append((version, event.contact_id))
+    return await enter_many(session, entries, now=now)
 
 
 async def _wake_waiting(
