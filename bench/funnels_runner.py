@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.db.migrate import upgrade
 from app.db.session import Database
 from app.engines.funnels.contacts import record_event
-from app.engines.funnels.models import Contact, Funnel, FunnelVersion, Run
+from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.runner import Runner
 from app.engines.funnels.triggers import match_events
 from app.platform.models import Organisation, Workspace
@@ -54,7 +54,13 @@ GRAPH: dict[str, Any] = {
             "no": "j",
         },
         {"kind": "join", "id": "j", "next": "mail"},
-        {"kind": "send_email", "id": "mail", "subject": "Hi {{first_name}}", "body": "Hello", "next": "w"},
+        {
+            "kind": "send_email",
+            "id": "mail",
+            "subject": "Hi {{first_name}}",
+            "body": "Hello",
+            "next": "w",
+        },
         {"kind": "wait", "id": "w", "days": 1},
     ],
 }
@@ -142,11 +148,23 @@ async def seed(db: Database, runs: int, due: int) -> tuple[int, FunnelVersion]:
         )
         s.add(ws)
         await s.flush()
-        funnel = Funnel(workspace_id=ws.id, name="bench", draft=GRAPH, active=True, created_at=NOW, updated_at=NOW)
+        funnel = Funnel(
+            workspace_id=ws.id,
+            name="bench",
+            draft=GRAPH,
+            active=True,
+            created_at=NOW,
+            updated_at=NOW,
+        )
         s.add(funnel)
         await s.flush()
         version = FunnelVersion(
-            funnel_id=funnel.id, workspace_id=ws.id, number=1, definition=GRAPH, reentry=False, published_at=NOW
+            funnel_id=funnel.id,
+            workspace_id=ws.id,
+            number=1,
+            definition=GRAPH,
+            reentry=False,
+            published_at=NOW,
         )
         s.add(version)
         await s.flush()
@@ -184,14 +202,22 @@ async def seed(db: Database, runs: int, due: int) -> tuple[int, FunnelVersion]:
                 " CASE WHEN row_number() OVER (ORDER BY id) <= :due THEN CAST(:now AS timestamptz)"
                 " ELSE CAST(:later AS timestamptz) END, '{}', 0, 0, :now, :now FROM contacts"
             ),
-            {"f": version.funnel_id, "v": version.id, "due": due, "now": NOW, "later": NOW + timedelta(days=3)},
+            {
+                "f": version.funnel_id,
+                "v": version.id,
+                "due": due,
+                "now": NOW,
+                "later": NOW + timedelta(days=3),
+            },
         )
         await uow.session.execute(text("ANALYZE funnel_runs"))
     return workspace_id, version
 
 
 async def steps_per_second(db: Database, workers: int, batch: int) -> tuple[float, int]:
-    runner = Runner(db, FunnelSettings(runner_batch=batch, lease_seconds=300), mail_domain="bench.test")
+    runner = Runner(
+        db, FunnelSettings(runner_batch=batch, lease_seconds=300), mail_domain="bench.test"
+    )
 
     async def drain(i: int) -> int:
         steps = 0
@@ -226,10 +252,17 @@ async def entering_per_second(db: Database, workspace_id: int, count: int, worke
                 for i in range(count)
             ],
         )
-        ids = list(await uow.session.scalars(text("SELECT id FROM contacts WHERE email LIKE 'new%'")))
+        ids = list(
+            await uow.session.scalars(text("SELECT id FROM contacts WHERE email LIKE 'new%'"))
+        )
         for cid in ids:
             await record_event(
-                uow.session, workspace_id=workspace_id, contact_id=cid, name="contact_created", source="system", now=NOW
+                uow.session,
+                workspace_id=workspace_id,
+                contact_id=cid,
+                name="contact_created",
+                source="system",
+                now=NOW,
             )
 
     async def matcher() -> int:
@@ -247,10 +280,11 @@ async def entering_per_second(db: Database, workspace_id: int, count: int, worke
 
 
 LEASE_EXPLAIN = (
-    "EXPLAIN (FORMAT JSON) UPDATE funnel_runs SET lease_owner = 'x' WHERE id IN ("
+    "EXPLAIN (FORMAT JSON) UPDATE funnel_runs SET lease_owner = 'x' WHERE id = ANY(ARRAY("
     " SELECT id FROM funnel_runs WHERE status = 'active' AND wake_at <= '2026-03-02 09:00+00'"
-    " ORDER BY wake_at LIMIT 200 FOR UPDATE SKIP LOCKED) RETURNING id"
+    " ORDER BY wake_at LIMIT 200 FOR UPDATE SKIP LOCKED)) RETURNING id"
 )
+"""The runner's lease statement (app.engines.funnels.runner) with literal values."""
 
 
 async def lease_plan(db_url: str) -> tuple[float, str]:
@@ -284,23 +318,35 @@ async def main() -> None:
     url = await create_database(base)
     try:
         await upgrade(url)
-        print(f"raw lease+update, 1 row/statement, {args.workers} connections: "
-              f"{await raw_loop(url, 20_000, 1, args.workers):,.0f} rows/s")
-        print(f"raw lease+update, 100 rows/statement, {args.workers} connections: "
-              f"{await raw_loop(url, 200_000, 100, args.workers):,.0f} rows/s")
+        print(
+            f"raw lease+update, 1 row/statement, {args.workers} connections: "
+            f"{await raw_loop(url, 20_000, 1, args.workers):,.0f} rows/s"
+        )
+        print(
+            f"raw lease+update, 100 rows/statement, {args.workers} connections: "
+            f"{await raw_loop(url, 200_000, 100, args.workers):,.0f} rows/s"
+        )
         db = Database(DatabaseSettings(url=url, pool_size=args.workers + 2))
         small_cost = None
         workspace_id, _ = await seed(db, 10_000, 2_000)
         small_cost, small_plan = await lease_plan(url)
         async with db.write() as uow:
-            await uow.session.execute(text("TRUNCATE funnel_runs, contacts, funnels, funnel_versions, workspaces, organisations CASCADE"))
+            await uow.session.execute(
+                text(
+                    "TRUNCATE funnel_runs, contacts, funnels, funnel_versions, workspaces, organisations CASCADE"
+                )
+            )
         workspace_id, _ = await seed(db, args.runs, args.due)
         big_cost, big_plan = await lease_plan(url)
         rate, steps = await steps_per_second(db, args.workers, args.batch)
-        print(f"runner, {args.workers} worker tasks, batch {args.batch}, {args.runs:,} runs in flight "
-              f"({args.due:,} due, 4 steps each): {rate:,.0f} run-steps/s ({steps:,} steps)")
+        print(
+            f"runner, {args.workers} worker tasks, batch {args.batch}, {args.runs:,} runs in flight "
+            f"({args.due:,} due, 4 steps each): {rate:,.0f} run-steps/s ({steps:,} steps)"
+        )
         entering = await entering_per_second(db, workspace_id, args.entering, args.workers)
-        print(f"contacts entering (contact_created matched by {args.workers} matchers): {entering:,.0f}/s")
+        print(
+            f"contacts entering (contact_created matched by {args.workers} matchers): {entering:,.0f}/s"
+        )
         print(f"lease query with 10,000 runs:  cost {small_cost:.2f}  plan {small_plan}")
         print(f"lease query with {args.runs:,} runs: cost {big_cost:.2f}  plan {big_plan}")
         await db.dispose()

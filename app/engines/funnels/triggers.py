@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import bindparam, select, text, tuple_, update
 
 from app.db.session import Database, WriteSession
 from app.db.types import UTCDateTime
@@ -181,18 +181,21 @@ async def match(session: WriteSession, events: Sequence[StoredEvent], *, now: da
 async def _wake_waiting(
     session: WriteSession, events: Sequence[StoredEvent], now: datetime
 ) -> None:
-    """A run waiting with ``until_event`` wakes now; the wait node then takes its event branch."""
-    for event in events:
-        await session.execute(
-            update(Run)
-            .execution_options(synchronize_session=False)
-            .where(
-                Run.contact_id == event.contact_id,
-                Run.status == RUN_ACTIVE,
-                Run.waiting_event == event.name,
-            )
-            .values(woken_by=event.name, wake_at=now)
+    """A run waiting with ``until_event`` wakes now; the wait node then takes its event branch.
+    One statement for the whole batch."""
+    pairs = sorted({(e.contact_id, e.name) for e in events})
+    if not pairs:
+        return
+    await session.execute(
+        update(Run)
+        .execution_options(synchronize_session=False)
+        .where(
+            Run.status == RUN_ACTIVE,
+            Run.waiting_event.is_not(None),
+            tuple_(Run.contact_id, Run.waiting_event).in_(pairs),
         )
+        .values(woken_by=Run.waiting_event, wake_at=now)
+    )
 
 
 async def admit(
