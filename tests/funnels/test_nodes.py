@@ -577,3 +577,68 @@ async def test_fn5_two_workers_never_lease_the_same_run(engine: Engine, space: S
     leased = [rid for b in batches for rid in b]
     assert len(leased) == 60
     assert len(set(leased)) == 60
+
+
+async def test_a_failing_run_rolls_back_alone_and_retries_with_backoff(
+    engine: Engine, space: Space
+) -> None:
+    """FN-7 per run: one run whose node fails does not hold back the batch; its own writes roll
+    back (savepoint), the others commit, and it is retried later."""
+    ws = space.workspace_id
+    await setup_names(engine.runtime, ws, tags=["seen"])
+    funnel_id, version = await published(
+        engine.runtime, ws, graph(node("add_tag", "t", tag="seen", next="e"), email_node("e"))
+    )
+    ids = [await contact(engine.runtime, ws, f"c{i}@x.test") for i in range(3)]
+    async with engine.runtime.db.write() as uow:
+        for cid in ids:
+            await enter(uow.session, version=version, contact_id=cid, now=engine.clock.now())
+        # The middle run points at a node its version does not have: executing it fails.
+        await uow.session.execute(
+            update(Run).where(Run.contact_id == ids[1]).values(current_node="ghost")
+        )
+    result = await engine.runner.run_batch(owner="w", now=engine.clock.now())
+    assert (result.executed, result.failed) == (3, 1)
+    runs = {r.contact_id: r for r in await runs_of(engine.runtime, funnel_id)}
+    assert runs[ids[0]].status == RUN_COMPLETED
+    assert runs[ids[2]].status == RUN_COMPLETED
+    broken = runs[ids[1]]
+    assert (broken.status, broken.failures, broken.current_node) == (RUN_ACTIVE, 1, "ghost")
+    assert broken.wake_at == engine.clock.now() + timedelta(seconds=30)
+    assert "ghost" in (broken.last_error or "")
+    assert len(await effects(engine.runtime)) == 2
+
+
+async def test_jobs_drain_due_runs_and_hand_effects_to_the_deliverer(
+    engine: Engine, space: Space
+) -> None:
+    """The runner as it runs inside serve and worker: the 10-second sweep enqueues runner and
+    deliverer jobs keyed by the tick; a runner job drains what is due."""
+    from app.engines.funnels import jobs
+    from app.scheduling.models import Job
+
+    ws = space.workspace_id
+    _, version = await published(engine.runtime, ws, graph(email_node("e")))
+    cid = await contact(engine.runtime, ws, "a@x.test")
+    async with engine.runtime.db.write() as uow:
+        await enter(uow.session, version=version, contact_id=cid, now=engine.clock.now())
+    ctx = engine.runtime.context(job_id="test")
+    await jobs.tick(ctx, engine.clock.now())
+    await jobs.tick(ctx, engine.clock.now())  # the same tick again enqueues nothing new
+    if engine.runtime.queue.backend == "database":
+        names = [j.name for j in await _jobs(engine, Job)]
+        expected = (
+            2
+            + engine.runtime.settings.funnels.runner_tasks
+            + engine.runtime.settings.funnels.deliver_tasks
+        )
+        assert len(names) == expected
+    await jobs.advance(ctx, jobs.Shard())
+    assert len(await effects(engine.runtime)) == 1
+
+
+async def _jobs(engine: Engine, model: type) -> list:
+    from sqlalchemy import select
+
+    async with engine.runtime.db.read() as s:
+        return list(await s.scalars(select(model)))
