@@ -25,10 +25,6 @@ def _ws() -> sa.Column[int]:
     )
 
 
-def _partial(where: str) -> dict[str, sa.TextClause]:
-    return {"sqlite_where": sa.text(where), "postgresql_where": sa.text(where)}
-
-
 def upgrade() -> None:
     op.create_table(
         "contacts",
@@ -51,7 +47,8 @@ def upgrade() -> None:
         "contacts",
         ["workspace_id", "email"],
         unique=True,
-        **_partial("deleted_at IS NULL AND email IS NOT NULL"),
+        sqlite_where=sa.text("deleted_at IS NULL AND email IS NOT NULL"),
+        postgresql_where=sa.text("deleted_at IS NULL AND email IS NOT NULL"),
     )
     op.create_index("ix_contacts_workspace_id", "contacts", ["workspace_id", "id"])
 
@@ -128,13 +125,18 @@ def upgrade() -> None:
         "contact_events",
         ["workspace_id", "source", "external_id"],
         unique=True,
-        **_partial("external_id IS NOT NULL"),
+        sqlite_where=sa.text("external_id IS NOT NULL"),
+        postgresql_where=sa.text("external_id IS NOT NULL"),
     )
     op.create_index(
         "ix_contact_events_contact", "contact_events", ["contact_id", "name", "occurred_at"]
     )
     op.create_index(
-        "ix_contact_events_unmatched", "contact_events", ["id"], **_partial("matched_at IS NULL")
+        "ix_contact_events_unmatched",
+        "contact_events",
+        ["id"],
+        sqlite_where=sa.text("matched_at IS NULL"),
+        postgresql_where=sa.text("matched_at IS NULL"),
     )
 
     op.create_table(
@@ -206,10 +208,15 @@ def upgrade() -> None:
         "funnel_runs",
         ["funnel_id", "contact_id"],
         unique=True,
-        **_partial("status = 'active'"),
+        sqlite_where=sa.text("status = 'active'"),
+        postgresql_where=sa.text("status = 'active'"),
     )
     op.create_index(
-        "ix_funnel_runs_due", "funnel_runs", ["wake_at"], **_partial("status = 'active'")
+        "ix_funnel_runs_due",
+        "funnel_runs",
+        ["wake_at"],
+        sqlite_where=sa.text("status = 'active'"),
+        postgresql_where=sa.text("status = 'active'"),
     )
     op.create_index("ix_funnel_runs_contact", "funnel_runs", ["contact_id"])
     op.create_index("ix_funnel_runs_funnel_status", "funnel_runs", ["funnel_id", "status"])
@@ -256,7 +263,8 @@ def upgrade() -> None:
         "ix_funnel_outbox_due",
         "funnel_outbox",
         ["next_attempt_at"],
-        **_partial("status = 'pending'"),
+        sqlite_where=sa.text("status = 'pending'"),
+        postgresql_where=sa.text("status = 'pending'"),
     )
     op.create_index("ix_funnel_outbox_run", "funnel_outbox", ["run_id"])
     op.create_index("ix_funnel_outbox_contact", "funnel_outbox", ["contact_id", "status"])
