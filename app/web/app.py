@@ -41,6 +41,7 @@ from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
 from app.web.dashboard import adrules as adrules_ui
 from app.web.dashboard import funnels as funnels_ui
+from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
@@ -53,7 +54,7 @@ from app.wiring import assemble
 log = logging.getLogger(__name__)
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
-ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui]
+ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui, funnels_campaigns_ui]
 ENGINE_APIS = [
     adrules_api,
     funnels_api,

@@ -34,19 +34,25 @@ async def settle(runtime: Runtime) -> None:
     await run_ingest(runtime.context(job_id="test-ingest"), IngestPayload())
 
 
-def signed(secret: str, payload: Any, *, workspace_id: int | None = None, at: int | None = None,
-           header: str = "X-Sweepline-Signature") -> tuple[bytes, dict[str, str]]:
+def signed(
+    secret: str,
+    payload: Any,
+    *,
+    workspace_id: int | None = None,
+    at: int | None = None,
+    header: str = "X-Sweepline-Signature",
+) -> tuple[bytes, dict[str, str]]:
     body = json.dumps(payload).encode()
-    headers = {header: sign_body(secret, body, at if at is not None else int(time.time())),
-               "Content-Type": "application/json"}
+    headers = {
+        header: sign_body(secret, body, at if at is not None else int(time.time())),
+        "Content-Type": "application/json",
+    }
     if workspace_id is not None:
         headers["X-Sweepline-Workspace"] = str(workspace_id)
     return body, headers
 
 
-async def tagging_funnel(
-    runtime: Runtime, ws: int, *triggers: dict[str, Any], **kw: Any
-) -> int:
+async def tagging_funnel(runtime: Runtime, ws: int, *triggers: dict[str, Any], **kw: Any) -> int:
     """A published funnel that tags whoever enters it ``entered``; returns its id."""
     await setup_names(runtime, ws, tags=["entered"])
     funnel_id, _ = await published(

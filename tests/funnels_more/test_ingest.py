@@ -42,7 +42,8 @@ async def test_fn13_api_event_is_stored_first_then_starts_a_run(client, runtime,
     assert len(runs) == 1
     async with runtime.db.read() as s:
         event = await s.scalar(select(ContactEvent).where(ContactEvent.name == "order_placed"))
-    assert event is not None and event.properties == {"total": 42}
+    assert event is not None
+    assert event.properties == {"total": 42}
 
 
 async def test_fn13_duplicated_webhook_stores_one_event(client, runtime, tenant) -> None:
@@ -55,7 +56,8 @@ async def test_fn13_duplicated_webhook_stores_one_event(client, runtime, tenant)
     await settle(runtime)
     second = await client.post("/hooks/funnels/events", json=api_event("evt-dup"), headers=headers)
     assert first.json()["stored"] is True
-    assert second.status_code == 202 and second.json()["stored"] is False
+    assert second.status_code == 202
+    assert second.json()["stored"] is False
     await settle(runtime)
     assert await count(runtime, InboundEvent) == 1
     assert await count(runtime, ContactEvent, ContactEvent.name == "order_placed") == 1
@@ -76,16 +78,28 @@ async def test_fn13_hmac_signature_authenticates(client, runtime, tenant, clock)
     assert await count(runtime, ContactEvent, ContactEvent.name == "order_placed") == 1
 
 
-async def test_fn13_bad_signature_is_401_and_stores_nothing(client, runtime, tenant, other_tenant, clock) -> None:
+async def test_fn13_bad_signature_is_401_and_stores_nothing(
+    client, runtime, tenant, other_tenant, clock
+) -> None:
     """FN-13: a wrong secret, a tampered body or a stale timestamp → 401, nothing stored."""
     now = int(clock.now().timestamp())
-    wrong, headers = signed(other_tenant.webhook_secret, api_event("e1"), workspace_id=tenant.workspace_id, at=now)
+    wrong, headers = signed(
+        other_tenant.webhook_secret, api_event("e1"), workspace_id=tenant.workspace_id, at=now
+    )
     r1 = await client.post("/hooks/funnels/events", content=wrong, headers=headers)
-    body, headers = signed(tenant.webhook_secret, api_event("e2"), workspace_id=tenant.workspace_id, at=now)
-    r2 = await client.post("/hooks/funnels/events", content=body.replace(b"e2", b"e3"), headers=headers)
-    stale, headers = signed(tenant.webhook_secret, api_event("e4"), workspace_id=tenant.workspace_id, at=now - 3600)
+    body, headers = signed(
+        tenant.webhook_secret, api_event("e2"), workspace_id=tenant.workspace_id, at=now
+    )
+    r2 = await client.post(
+        "/hooks/funnels/events", content=body.replace(b"e2", b"e3"), headers=headers
+    )
+    stale, headers = signed(
+        tenant.webhook_secret, api_event("e4"), workspace_id=tenant.workspace_id, at=now - 3600
+    )
     r3 = await client.post("/hooks/funnels/events", content=stale, headers=headers)
-    r4 = await client.post("/hooks/funnels/events", json=api_event("e5"), headers={"X-Ingest-Token": "nope"})
+    r4 = await client.post(
+        "/hooks/funnels/events", json=api_event("e5"), headers={"X-Ingest-Token": "nope"}
+    )
     r5 = await client.post("/hooks/funnels/events", json=api_event("e6"))
     for r in (r1, r2, r3, r4, r5):
         assert r.status_code == 401, r.text
@@ -109,9 +123,13 @@ async def test_fn13_bad_input_is_4xx_and_stores_nothing(client, runtime, tenant)
     assert await count(runtime, InboundEvent) == 0
 
 
-async def test_fn13_unknown_contact_is_dropped_with_reason_or_created(client, runtime, tenant) -> None:
+async def test_fn13_unknown_contact_is_dropped_with_reason_or_created(
+    client, runtime, tenant
+) -> None:
     headers = {"X-Ingest-Token": tenant.ingest_token}
-    await client.post("/hooks/funnels/events", json=api_event("u1", email="ghost@example.com"), headers=headers)
+    await client.post(
+        "/hooks/funnels/events", json=api_event("u1", email="ghost@example.com"), headers=headers
+    )
     await client.post(
         "/hooks/funnels/events",
         json=api_event("u2", email="new@example.com", create_contact=True),
@@ -121,8 +139,10 @@ async def test_fn13_unknown_contact_is_dropped_with_reason_or_created(client, ru
     async with runtime.db.read() as s:
         rows = {e.external_id: e for e in await s.scalars(select(InboundEvent))}
         created = await s.scalar(select(Contact).where(Contact.email == "new@example.com"))
-    assert rows["u1"].outcome is not None and rows["u1"].outcome.startswith("dropped")
-    assert rows["u2"].outcome == "recorded" and created is not None
+    assert rows["u1"].outcome is not None
+    assert rows["u1"].outcome.startswith("dropped")
+    assert rows["u2"].outcome == "recorded"
+    assert created is not None
 
 
 async def test_fn12_entry_condition_is_checked_before_a_run_exists(client, runtime, tenant) -> None:
@@ -138,8 +158,12 @@ async def test_fn12_entry_condition_is_checked_before_a_run_exists(client, runti
         entry_predicate={"kind": "has_tag", "tag": "customer"},
     )
     headers = {"X-Ingest-Token": tenant.ingest_token}
-    await client.post("/hooks/funnels/events", json=api_event("a", "ann@example.com"), headers=headers)
-    await client.post("/hooks/funnels/events", json=api_event("b", "bob@example.com"), headers=headers)
+    await client.post(
+        "/hooks/funnels/events", json=api_event("a", "ann@example.com"), headers=headers
+    )
+    await client.post(
+        "/hooks/funnels/events", json=api_event("b", "bob@example.com"), headers=headers
+    )
     await settle(runtime)
     runs = await runs_of(runtime, funnel_id)
     assert len(runs) == 1
@@ -151,7 +175,9 @@ async def test_fn13_events_are_listed_per_workspace(client, runtime, tenant, oth
 
     await contact(runtime, tenant.workspace_id, "ann@example.com")
     await client.post(
-        "/hooks/funnels/events", json=api_event("l1"), headers={"X-Ingest-Token": tenant.ingest_token}
+        "/hooks/funnels/events",
+        json=api_event("l1"),
+        headers={"X-Ingest-Token": tenant.ingest_token},
     )
     await settle(runtime)
     mine = await client.get("/api/v1/funnels/events?name=order_placed", headers=auth(tenant))

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -44,7 +44,13 @@ from app.settings import MailSettings
 
 log = logging.getLogger(__name__)
 
-HREF = __import__("re").compile(r'href="(https?://[^"]+)"')
+HREF = re.compile(r'href="(https?://[^"]+)"')
+CONFIRM_EVERY_SECONDS = 0.01
+"""Outcomes are committed at most this often (bounds what a crash can leave unrecorded)."""
+
+
+class _LeaseLost(Exception):
+    """Raised inside a confirmation to roll it back: another sender holds the campaign."""
 
 
 class Transient(Exception):
@@ -144,6 +150,16 @@ class _Row:
     suppressed: dict[str, str]
     consent: dict[str, str]
     deleted: bool
+
+
+def _result(totals: dict[str, int], **kw: Any) -> StepResult:
+    return StepResult(
+        sent=totals[R_SENT],
+        skipped=totals[R_SKIPPED],
+        failed=totals[R_FAILED],
+        deferred=totals[R_PENDING],
+        **kw,
+    )
 
 
 def blocked(row: _Row) -> str | None:
@@ -250,31 +266,76 @@ class CampaignSender:
             )
 
     async def step(self, campaign: Campaign, now: Any) -> StepResult:
-        """Send up to one minute's worth of messages (the campaign's rate limit), in groups of
-        ``in_flight``; ``now`` is a callable returning the current time."""
+        """Send up to one minute's worth of messages (the campaign's rate limit); ``now`` is a
+        callable returning the current time.
+
+        Up to ``in_flight`` messages are on the wire at once (a sliding window, so one slow
+        message does not hold the others), and outcomes are committed as they come in: each
+        commit takes whatever finished since the previous one. So the only messages a crash can
+        leave unrecorded are the few accepted in the last moments before it."""
         started = now()
         budget = campaign.rate_per_minute
-        totals = {"sent": 0, "skipped": 0, "failed": 0, "deferred": 0}
+        totals = {R_SENT: 0, R_SKIPPED: 0, R_FAILED: 0, R_PENDING: 0}
         while budget > 0:
-            rows = await self._fetch(campaign, min(budget, max(self.in_flight * 8, 64)))
+            rows = await self._fetch(campaign, min(budget, 256))
             if not rows:
                 await self._finish(campaign, now())
-                return StepResult(**totals, done=True)
-            for start in range(0, len(rows), self.in_flight):
-                group = rows[start : start + self.in_flight]
-                outcome = await self._send_group(campaign, group)
-                for status, _ in outcome.values():
-                    key = {R_SENT: "sent", R_SKIPPED: "skipped", R_FAILED: "failed"}.get(
-                        status, "deferred"
-                    )
-                    totals[key] += 1
-                if not await self._confirm(campaign, outcome, now()):
-                    return StepResult(**totals, lost_lease=True)
-                budget -= len(group)
-                if totals["deferred"]:
-                    # The server is deferring: give it time instead of hammering it.
-                    return StepResult(**totals, next_at=now() + timedelta(seconds=60))
-        return StepResult(**totals, next_at=started + timedelta(seconds=60))
+                return _result(totals, done=True)
+            if not await self._send_rows(campaign, rows, now, totals):
+                return _result(totals, lost_lease=True)
+            budget -= len(rows)
+            if totals[R_PENDING]:
+                # The server is deferring: give it time instead of hammering it.
+                return _result(totals, next_at=now() + timedelta(seconds=60))
+        return _result(totals, next_at=started + timedelta(seconds=60))
+
+    async def _send_rows(
+        self, campaign: Campaign, rows: list[_Row], now: Any, totals: dict[str, int]
+    ) -> bool:
+        """Send ``rows`` through a sliding window, committing outcomes as they arrive. False
+        when the lease was lost."""
+        finished: list[tuple[int, tuple[str, str]]] = []
+        arrived = asyncio.Event()
+        window = asyncio.Semaphore(self.in_flight)
+
+        async def one(row: _Row) -> None:
+            async with window:
+                outcome = await self._send_one(campaign, row)
+            finished.append((row.seq, outcome))
+            arrived.set()
+
+        tasks = [asyncio.create_task(one(row)) for row in rows]
+        settled = 0
+        try:
+            while settled < len(rows):
+                await arrived.wait()
+                # Let a few more outcomes arrive, so one commit carries several of them.
+                await asyncio.sleep(CONFIRM_EVERY_SECONDS)
+                arrived.clear()
+                batch, finished[:] = list(finished), []
+                settled += len(batch)
+                for _seq, (status, _detail) in batch:
+                    totals[status] += 1
+                if not await self._confirm(campaign, dict(batch), now()):
+                    return False
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return True
+
+    async def _send_one(self, campaign: Campaign, row: _Row) -> tuple[str, str]:
+        reason = blocked(row)
+        if reason is not None:
+            return R_SKIPPED, reason
+        email = compose(campaign, row, domain=self.domain, tracking=self.tracking)
+        try:
+            await self.transport.send(email)
+        except Permanent as exc:
+            return R_FAILED, str(exc)
+        except Transient as exc:
+            return R_PENDING, str(exc)
+        return R_SENT, email.message_id
 
     async def _fetch(self, campaign: Campaign, limit: int) -> list[_Row]:
         async with self.db.read() as session:
@@ -318,73 +379,47 @@ class CampaignSender:
                 for r in result.all()
             ]
 
-    async def _send_group(
-        self, campaign: Campaign, group: Sequence[_Row]
-    ) -> dict[int, tuple[str, str]]:
-        async def one(row: _Row) -> tuple[int, tuple[str, str]]:
-            reason = blocked(row)
-            if reason is not None:
-                return row.seq, (R_SKIPPED, reason)
-            email = compose(campaign, row, domain=self.domain, tracking=self.tracking)
-            try:
-                await self.transport.send(email)
-            except Permanent as exc:
-                return row.seq, (R_FAILED, str(exc))
-            except Transient as exc:
-                return row.seq, (R_PENDING, str(exc))
-            return row.seq, (R_SENT, email.message_id)
-
-        return dict(await asyncio.gather(*(one(r) for r in group)))
-
     async def _confirm(
         self, campaign: Campaign, outcome: dict[int, tuple[str, str]], at: datetime
     ) -> bool:
-        """Commit the group's outcomes and move the checkpoint past every settled recipient.
-        False when the lease was lost (another sender took over): nothing is written."""
-        async with self.db.write() as uow:
-            session = uow.session
-            still_ours = await session.scalar(
-                update(Campaign)
-                .where(Campaign.id == campaign.id, Campaign.lease_owner == self.owner)
-                .values(lease_until=at + timedelta(seconds=self.lease_seconds), updated_at=at)
-                .returning(Campaign.id)
-            )
-            if still_ours is None:
-                return False
-            settled = [
-                {
-                    "campaign_id": campaign.id,
-                    "seq": seq,
-                    "status": status,
-                    "detail": detail[:500],
-                    "sent_at": at if status == R_SENT else None,
-                }
-                for seq, (status, detail) in outcome.items()
-                if status != R_PENDING
-            ]
-            for status in (R_SENT, R_SKIPPED, R_FAILED):
-                seqs = [s["seq"] for s in settled if s["status"] == status]
-                if not seqs:
-                    continue
-                await session.execute(
-                    update(Recipient)
-                    .where(
-                        Recipient.campaign_id == campaign.id,
-                        Recipient.seq.in_(seqs),
-                        Recipient.status == R_PENDING,
+        """Commit outcomes, renew the lease and move the checkpoint past every settled
+        recipient, in one transaction. False when the lease was lost (another sender took
+        over): then nothing is written."""
+        try:
+            async with self.db.write() as uow:
+                session = uow.session
+                for status in (R_SENT, R_SKIPPED, R_FAILED):
+                    seqs = [seq for seq, (st, _) in outcome.items() if st == status]
+                    if seqs:
+                        await session.execute(
+                            update(Recipient)
+                            .where(
+                                Recipient.campaign_id == campaign.id,
+                                Recipient.seq.in_(seqs),
+                                Recipient.status == R_PENDING,
+                            )
+                            .values(status=status, sent_at=at if status == R_SENT else None)
+                        )
+                first_pending = (
+                    select(func.min(Recipient.seq) - 1)
+                    .where(Recipient.campaign_id == campaign.id, Recipient.status == R_PENDING)
+                    .scalar_subquery()
+                )
+                checkpoint = await session.scalar(
+                    update(Campaign)
+                    .where(Campaign.id == campaign.id, Campaign.lease_owner == self.owner)
+                    .values(
+                        checkpoint=func.coalesce(first_pending, Campaign.audience_size),
+                        lease_until=at + timedelta(seconds=self.lease_seconds),
+                        updated_at=at,
                     )
-                    .values(status=status, sent_at=at if status == R_SENT else None)
+                    .returning(Campaign.checkpoint)
                 )
-            first_pending = await session.scalar(
-                select(func.min(Recipient.seq)).where(
-                    Recipient.campaign_id == campaign.id, Recipient.status == R_PENDING
-                )
-            )
-            checkpoint = campaign.audience_size if first_pending is None else int(first_pending) - 1
-            await session.execute(
-                update(Campaign).where(Campaign.id == campaign.id).values(checkpoint=checkpoint)
-            )
-            campaign.checkpoint = checkpoint
+                if checkpoint is None:
+                    raise _LeaseLost
+        except _LeaseLost:
+            return False
+        campaign.checkpoint = int(checkpoint)
         return True
 
     async def _finish(self, campaign: Campaign, at: datetime) -> None:

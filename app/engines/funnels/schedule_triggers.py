@@ -10,6 +10,7 @@ up to a day (a stopped server) fires late, older ones are skipped.
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
+from typing import Any
 
 from app.db.session import WriteSession
 from app.engines.funnels.contacts import _insert, dialect_of
@@ -117,4 +118,4 @@ async def tick(ctx: JobContext, at: datetime) -> None:
 
 
 SWEEPS = [Sweep("funnels.triggers", EVERY_10_SECONDS, tick)]
-JOBS = [TIME_TRIGGERS, INGEST]
+JOBS: list[JobSpec[Any]] = [TIME_TRIGGERS, INGEST]

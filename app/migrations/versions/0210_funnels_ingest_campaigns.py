@@ -6,6 +6,8 @@ Revises: 0200_funnels
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -25,7 +27,7 @@ def _ws() -> sa.Column[int]:
     )
 
 
-def _partial(where: str) -> dict[str, sa.TextClause]:
+def _partial(where: str) -> dict[str, Any]:
     return {"sqlite_where": sa.text(where), "postgresql_where": sa.text(where)}
 
 
@@ -95,9 +97,7 @@ def upgrade() -> None:
         ),
         sa.Column("since", UTCDateTime, nullable=False),
     )
-    op.create_index(
-        "ix_funnel_segment_members_contact", "funnel_segment_members", ["contact_id"]
-    )
+    op.create_index("ix_funnel_segment_members_contact", "funnel_segment_members", ["contact_id"])
 
     op.create_table(
         "campaigns",
@@ -123,7 +123,10 @@ def upgrade() -> None:
     )
     op.create_index("ix_campaigns_workspace", "campaigns", ["workspace_id", "id"])
     op.create_index(
-        "ix_campaigns_due", "campaigns", ["send_at"], **_partial("status IN ('scheduled', 'sending')")
+        "ix_campaigns_due",
+        "campaigns",
+        ["send_at"],
+        **_partial("status IN ('scheduled', 'sending')"),
     )
 
     op.create_table(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from litestar import get, patch, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
@@ -27,8 +28,6 @@ from app.errors import ValidationFailed
 from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
 from app.web.api.common import api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-
-import msgspec
 
 
 class CampaignIn(Schema):

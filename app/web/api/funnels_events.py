@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import msgspec
 from litestar import get, post
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, FromQuery, JSONBody
 from sqlalchemy import select
 
 from app.engines.funnels.contacts import get_contact
@@ -25,7 +25,6 @@ from app.platform.service import get_workspace, webhook_secret
 from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
 from app.web.api.common import api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from litestar.params import JSONBody
 
 
 class EventOut(Schema):
@@ -284,7 +283,10 @@ def simulation_out(result: Any) -> SimulationOut:
         outcome=result.outcome,
         started_at=result.started_at,
         finished_at=result.finished_at,
-        path=[SimStepOut(at=s.at, node_id=s.node_id, kind=s.kind, decision=s.decision) for s in result.path],
+        path=[
+            SimStepOut(at=s.at, node_id=s.node_id, kind=s.kind, decision=s.decision)
+            for s in result.path
+        ],
         messages=[
             SimMessageOut(
                 node_id=m.node_id,
@@ -320,7 +322,9 @@ async def enter_segment(
     async with runtime.db.write() as uow:
         funnel = await get_funnel(uow.session, principal.workspace_id, funnel_id)
         version = await current_version(uow.session, funnel)
-        started = await enroll(uow.session, version, now=runtime.clock.now(), predicate=data.segment)
+        started = await enroll(
+            uow.session, version, now=runtime.clock.now(), predicate=data.segment
+        )
     return SegmentEntryOut(started=started)
 
 

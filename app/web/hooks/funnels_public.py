@@ -44,8 +44,11 @@ CACHE_SECONDS = 30.0
 """How long a resolved ingest token or decrypted workspace secret is reused in this process
 (a rotated token stops working within this time)."""
 
-_tokens: dict[str, tuple[int, float]] = {}
-_secrets: dict[int, tuple[str, float]] = {}
+
+def _cache(runtime: Runtime, name: str) -> dict[Any, tuple[Any, float]]:
+    """A per-runtime cache (a process has one runtime; tests get a fresh one each)."""
+    cache: dict[Any, tuple[Any, float]] = runtime.resources.get(f"funnels.public.{name}", dict)
+    return cache
 
 
 # -- authentication ----------------------------------------------------------------------------
@@ -53,27 +56,29 @@ _secrets: dict[int, tuple[str, float]] = {}
 
 async def _token_workspace(runtime: Runtime, token: str) -> int | None:
     key = hashlib.sha256(token.encode()).hexdigest()
-    hit = _tokens.get(key)
+    tokens = _cache(runtime, "tokens")
+    hit = tokens.get(key)
     if hit is not None and hit[1] > time.monotonic():
-        return hit[0]
+        return int(hit[0])
     async with runtime.db.read() as session:
         workspace = await workspace_for_ingest_token(session, token)
     if workspace is None:
         return None
-    _tokens[key] = (workspace.id, time.monotonic() + CACHE_SECONDS)
+    tokens[key] = (workspace.id, time.monotonic() + CACHE_SECONDS)
     return workspace.id
 
 
 async def workspace_secret(runtime: Runtime, workspace_id: int) -> str | None:
-    hit = _secrets.get(workspace_id)
+    secrets = _cache(runtime, "secrets")
+    hit = secrets.get(workspace_id)
     if hit is not None and hit[1] > time.monotonic():
-        return hit[0]
+        return str(hit[0])
     async with runtime.db.read() as session:
         workspace = await session.get(Workspace, workspace_id)
     if workspace is None:
         return None
     secret = webhook_secret(runtime.secrets, workspace)
-    _secrets[workspace_id] = (secret, time.monotonic() + CACHE_SECONDS)
+    secrets[workspace_id] = (secret, time.monotonic() + CACHE_SECONDS)
     return secret
 
 
@@ -150,7 +155,9 @@ class Accepted(msgspec.Struct, kw_only=True):
 # -- api_event and delivery reports ------------------------------------------------------------
 
 
-EventName = Annotated[str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-:]+$")]
+EventName = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-:]+$")
+]
 EventId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
@@ -308,7 +315,9 @@ async def form_page(runtime: CurrentRuntime, public_id: FromPath[str]) -> Respon
             form = await public_form(session, public_id)
     except FormNotFound:
         return _page("Not found", "<p>This form does not exist.</p>", 404)
-    return _page(escape(form.name), f"<h1>{escape(form.name)}</h1>" + form_html(form, f"/t/f/{public_id}"))
+    return _page(
+        escape(form.name), f"<h1>{escape(form.name)}</h1>" + form_html(form, f"/t/f/{public_id}")
+    )
 
 
 @post("/t/f/{public_id:str}", status_code=200)
@@ -421,9 +430,7 @@ async def open_pixel(runtime: CurrentRuntime, token: FromPath[str]) -> Response[
         external_id=_bucket(token, "open", runtime, 60),
         payload={"ref": ref.claims()},
     )
-    return Response(
-        PIXEL, media_type="image/gif", headers={"Cache-Control": "no-store, max-age=0"}
-    )
+    return Response(PIXEL, media_type="image/gif", headers={"Cache-Control": "no-store, max-age=0"})
 
 
 @get("/t/l/{token:str}")
@@ -432,7 +439,11 @@ async def link_redirect(runtime: CurrentRuntime, token: FromPath[str]) -> Respon
     inside the signature, so the link cannot be turned into an open redirect."""
     found = await _message_ref(runtime, token)
     target = found[1].get("u") if found else None
-    if found is None or not isinstance(target, str) or not target.startswith(("http://", "https://")):
+    if (
+        found is None
+        or not isinstance(target, str)
+        or not target.startswith(("http://", "https://"))
+    ):
         return Response("unknown link", status_code=404, media_type=MediaType.TEXT)
     ref, _claims = found
     await _store(

@@ -4,6 +4,7 @@ a campaign whose sender died (lease expired) gets a new sender job, which resume
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import or_, select
 
@@ -89,5 +90,5 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
 
 
 SEND = JobSpec("funnels.campaign_send", CampaignPayload, send, max_tries=3, timeout_seconds=120)
-JOBS = [SEND]
+JOBS: list[JobSpec[Any]] = [SEND]
 SWEEPS = [Sweep("funnels.campaigns", EVERY_10_SECONDS, tick)]

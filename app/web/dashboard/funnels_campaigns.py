@@ -1,0 +1,357 @@
+"""Dashboard pages of ingestion and campaigns: the event stream, hosted forms and the site
+snippet, campaigns (create, schedule, progress and counters), and a funnel's simulator."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, get, post
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath, FromQuery
+from litestar.response import Redirect, Template
+from sqlalchemy import select
+
+from app.engines.funnels.campaigns.service import (
+    CampaignData,
+    cancel_campaign,
+    counters,
+    create_campaign,
+    get_campaign,
+    list_campaigns,
+    progress,
+    schedule_campaign,
+)
+from app.engines.funnels.contacts import find_by_email
+from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.forms import FormField, create_form, embed_code, list_forms
+from app.engines.funnels.models import Contact, ContactEvent
+from app.engines.funnels.service import get_funnel
+from app.engines.funnels.simulate import simulate
+from app.engines.funnels.site_snippet import snippet_tag
+from app.engines.funnels.tracking import site_key
+from app.errors import DomainError
+from app.platform.service import get_workspace, webhook_secret
+from app.runtime import Runtime
+from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.dashboard.common import page
+
+Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
+
+EVENTS = "/ui/funnels/events"
+FORMS = "/ui/funnels/forms"
+CAMPAIGNS = "/ui/funnels/campaigns"
+
+
+@get(EVENTS)
+async def events_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    return page(
+        request,
+        "funnels_campaigns/events.html",
+        principal,
+        **await _events(principal.workspace_id, runtime),
+    )
+
+
+@get(f"{EVENTS}/stream")
+async def events_stream(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    """The table part, refreshed by htmx every few seconds."""
+    return page(
+        request,
+        "funnels_campaigns/_events.html",
+        principal,
+        **await _events(principal.workspace_id, runtime),
+    )
+
+
+async def _events(workspace_id: int, runtime: Runtime) -> dict[str, Any]:
+    async with runtime.db.read() as s:
+        events = (
+            await s.execute(
+                select(ContactEvent, Contact.email)
+                .join(Contact, Contact.id == ContactEvent.contact_id)
+                .where(ContactEvent.workspace_id == workspace_id)
+                .order_by(ContactEvent.id.desc())
+                .limit(100)
+            )
+        ).all()
+        inbound = list(
+            await s.scalars(
+                select(InboundEvent)
+                .where(InboundEvent.workspace_id == workspace_id)
+                .order_by(InboundEvent.id.desc())
+                .limit(50)
+            )
+        )
+    return {"events": events, "inbound": inbound}
+
+
+@get(FORMS)
+async def forms_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    return await _forms(request, principal, runtime)
+
+
+async def _forms(request: Any, principal: Any, runtime: Runtime, **extra: Any) -> Template:
+    base = runtime.settings.web.public_url
+    async with runtime.db.read() as s:
+        forms = await list_forms(s, principal.workspace_id)
+        workspace = await get_workspace(s, principal.workspace_id)
+    key = site_key(webhook_secret(runtime.secrets, workspace), workspace.id)
+    tpl = page(
+        request,
+        "funnels_campaigns/forms.html",
+        principal,
+        forms=[(f, embed_code(f, base), f"{base.rstrip('/')}/t/f/{f.public_id}") for f in forms],
+        script_tag=snippet_tag(base, key),
+        **extra,
+    )
+    if extra.get("error"):
+        tpl.status_code = 422
+    return tpl
+
+
+@post(FORMS)
+async def create_form_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: Form,
+) -> Template | Redirect:
+    require_admin(principal)
+    keys = [k.strip() for k in data.get("fields", "").split(",") if k.strip()]
+    try:
+        async with runtime.db.write() as uow:
+            await create_form(
+                uow.session,
+                principal.workspace_id,
+                name=data.get("name", ""),
+                fields=[FormField(k, k.replace("_", " ").capitalize()) for k in keys],
+                add_tag=data.get("add_tag", "").strip() or None,
+                add_list=data.get("add_list", "").strip() or None,
+                now=runtime.clock.now(),
+            )
+    except DomainError as exc:
+        return await _forms(request, principal, runtime, error=_message(exc))
+    return Redirect(FORMS)
+
+
+def _message(exc: DomainError) -> str:
+    if exc.details:
+        d = exc.details[0]
+        return f"{d.get('field', '')}: {d.get('message', exc.message)}"
+    return exc.message
+
+
+@get(CAMPAIGNS)
+async def campaigns_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    return await _campaigns(request, principal, runtime)
+
+
+async def _campaigns(request: Any, principal: Any, runtime: Runtime, **extra: Any) -> Template:
+    async with runtime.db.read() as s:
+        rows = await list_campaigns(s, principal.workspace_id, limit=100)
+        listed = [(c, await counters(s, c.id)) for c in rows]
+    tpl = page(request, "funnels_campaigns/campaigns.html", principal, campaigns=listed, **extra)
+    if extra.get("error"):
+        tpl.status_code = 422
+    return tpl
+
+
+@post(CAMPAIGNS)
+async def create_campaign_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: Form,
+) -> Template | Redirect:
+    require_admin(principal)
+    audience = None
+    tag = data.get("audience_tag", "").strip()
+    if tag:
+        audience = {"kind": "has_tag", "tag": tag}
+    try:
+        rate = int(data.get("rate_per_minute", "600") or 600)
+        async with runtime.db.write() as uow:
+            campaign = await create_campaign(
+                uow.session,
+                principal.workspace_id,
+                CampaignData(
+                    name=data.get("name", ""),
+                    subject=data.get("subject", ""),
+                    body=data.get("body", ""),
+                    html=data.get("html") or None,
+                    audience=audience,
+                    rate_per_minute=rate,
+                ),
+                runtime.clock.now(),
+            )
+    except ValueError:
+        return await _campaigns(
+            request, principal, runtime, error="rate_per_minute: a whole number"
+        )
+    except DomainError as exc:
+        return await _campaigns(request, principal, runtime, error=_message(exc))
+    return Redirect(f"{CAMPAIGNS}/{campaign.id}")
+
+
+async def _detail(
+    request: Any, principal: Any, runtime: Runtime, campaign_id: int, template: str, **extra: Any
+) -> Template:
+    async with runtime.db.read() as s:
+        campaign = await get_campaign(s, principal.workspace_id, campaign_id)
+        counts = await counters(s, campaign_id)
+    tpl = page(
+        request,
+        template,
+        principal,
+        campaign=campaign,
+        counts=counts,
+        share=progress(counts),
+        **extra,
+    )
+    if extra.get("error"):
+        tpl.status_code = 422
+    return tpl
+
+
+@get(f"{CAMPAIGNS}/{{campaign_id:int}}")
+async def campaign_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    campaign_id: FromPath[int],
+) -> Template:
+    return await _detail(
+        request, principal, runtime, campaign_id, "funnels_campaigns/campaign.html"
+    )
+
+
+@get(f"{CAMPAIGNS}/{{campaign_id:int}}/progress")
+async def campaign_progress(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    campaign_id: FromPath[int],
+) -> Template:
+    return await _detail(
+        request, principal, runtime, campaign_id, "funnels_campaigns/_progress.html"
+    )
+
+
+@post(f"{CAMPAIGNS}/{{campaign_id:int}}/schedule")
+async def schedule_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    campaign_id: FromPath[int],
+    data: Form,
+) -> Template | Redirect:
+    require_admin(principal)
+    now = runtime.clock.now()
+    raw = data.get("send_at", "").strip()
+    try:
+        send_at = datetime.fromisoformat(raw).replace(tzinfo=UTC) if raw else now
+    except ValueError:
+        return await _detail(
+            request,
+            principal,
+            runtime,
+            campaign_id,
+            "funnels_campaigns/campaign.html",
+            error="send_at: a date and time (UTC)",
+        )
+    try:
+        async with runtime.db.write() as uow:
+            await schedule_campaign(uow.session, principal.workspace_id, campaign_id, send_at, now)
+    except DomainError as exc:
+        return await _detail(
+            request,
+            principal,
+            runtime,
+            campaign_id,
+            "funnels_campaigns/campaign.html",
+            error=_message(exc),
+        )
+    return Redirect(f"{CAMPAIGNS}/{campaign_id}")
+
+
+@post(f"{CAMPAIGNS}/{{campaign_id:int}}/cancel")
+async def cancel_page(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+) -> Redirect:
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        await cancel_campaign(uow.session, principal.workspace_id, campaign_id, runtime.clock.now())
+    return Redirect(f"{CAMPAIGNS}/{campaign_id}")
+
+
+@get("/ui/funnels/{funnel_id:int}/simulate")
+async def simulate_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    email: FromQuery[str | None] = None,
+    source: FromQuery[str] = "draft",
+) -> Template:
+    """Pick a contact, see the path they would take and every message they would get."""
+    async with runtime.db.read() as s:
+        funnel = await get_funnel(s, principal.workspace_id, funnel_id)
+        contact = await find_by_email(s, principal.workspace_id, email) if email else None
+    result = None
+    error = None
+    if email and contact is None:
+        error = f"No contact with e-mail {email}"
+    elif contact is not None:
+        try:
+            result = await simulate(
+                runtime.db,
+                principal.workspace_id,
+                funnel_id=funnel_id,
+                contact_id=contact.id,
+                source="published" if source == "published" else "draft",
+                start=runtime.clock.now(),
+            )
+        except DomainError as exc:
+            error = _message(exc)
+    tpl = page(
+        request,
+        "funnels_campaigns/simulate.html",
+        principal,
+        funnel=funnel,
+        email=email or "",
+        source=source,
+        result=result,
+        error=error,
+    )
+    if error:
+        tpl.status_code = 422
+    return tpl
+
+
+NAV: list[tuple[str, str]] = [(EVENTS, "Events"), (FORMS, "Forms"), (CAMPAIGNS, "Campaigns")]
+ROUTES: list[Any] = [
+    events_page,
+    events_stream,
+    forms_page,
+    create_form_page,
+    campaigns_page,
+    create_campaign_page,
+    campaign_page,
+    campaign_progress,
+    schedule_page,
+    cancel_page,
+    simulate_page,
+]
+PUBLIC_ROUTES: list[Any] = []
+
+_ = msgspec
