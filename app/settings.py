@@ -227,8 +227,6 @@ class Settings:
     ranktracking: RankTrackingSettings = field(default_factory=RankTrackingSettings)
     funnels: FunnelSettings = field(default_factory=FunnelSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
-    environment: str = env("APP_ENV", "development")
-    """``development`` or ``production`` (production refuses unsafe defaults)."""
 
 
 _TRUE = {"1", "true", "yes", "on"}
