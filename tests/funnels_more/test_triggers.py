@@ -4,8 +4,6 @@ ending early on an event (FN-11)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from sqlalchemy import select
 
 from app.engines.funnels.date_triggers import fire_date_triggers
@@ -13,7 +11,7 @@ from app.engines.funnels.events import InboundEvent
 from app.engines.funnels.models import Contact, ContactEvent
 from app.engines.funnels.schedule_triggers import fire_schedules
 from app.engines.funnels.segment_triggers import evaluate_segments
-from app.engines.funnels.tracking import MessageRef, contact_token, link_url, pixel_url, site_key
+from app.engines.funnels.tracking import MessageRef, contact_token, link_url, pixel_url
 from tests.conftest import auth
 from tests.funnels_more.conftest import (
     contact,
@@ -384,4 +382,26 @@ async def test_manual_entry_for_a_segment(client, runtime, tenant, other_tenant)
     assert [r.contact_id for r in await runs_of(runtime, funnel_id)] == [ann]
 
 
-_ = (timedelta, site_key)
+async def test_fn26_time_and_segment_triggers_are_validated(runtime, tenant) -> None:
+    """A date_field on a field that is not a date, a schedule with an impossible hour, a segment
+    naming an unknown field: publishing is refused, each problem named."""
+    from app.engines.funnels.errors import InvalidGraph
+
+    ws = tenant.workspace_id
+    await setup_names(runtime, ws, tags=["entered"], fields={"plan": "text"})
+    triggers = [
+        {"kind": "date_field", "field": "plan"},
+        {"kind": "schedule", "hour": 25, "weekdays": [7], "timezone": "Mars/Olympus"},
+        {"kind": "segment_enter", "predicate": {"kind": "field", "field": "nope", "op": "exists"}},
+    ]
+    try:
+        await published(runtime, ws, graph(node("add_tag", "t", tag="entered"), triggers=triggers))
+    except InvalidGraph as exc:
+        messages = " | ".join(d["message"] for d in exc.details)
+    else:
+        raise AssertionError("an invalid trigger was published")
+    assert "date_field needs a custom field of type date" in messages
+    assert "hour 0-23" in messages
+    assert "weekdays 0 (Monday) to 6" in messages
+    assert "unknown time zone" in messages
+    assert "unknown field 'nope'" in messages

@@ -24,6 +24,7 @@ from app.engines.funnels.graph import (
     BookSlot,
     Condition,
     CreatePayment,
+    DateField,
     Definition,
     EnterFunnel,
     ExitFunnel,
@@ -35,6 +36,8 @@ from app.engines.funnels.graph import (
     QuietHours,
     RemoveFromList,
     RemoveTag,
+    Schedule,
+    SegmentEnter,
     SendEmail,
     SendLetter,
     SendPush,
@@ -43,12 +46,14 @@ from app.engines.funnels.graph import (
     Split,
     TagAdded,
     Throttle,
+    Trigger,
     Wait,
     edges,
     kind_of,
 )
 from app.engines.funnels.segments import STANDARD_FIELDS, Predicate, references
 from app.engines.funnels.segments import problems as predicate_problems
+from app.engines.funnels.timing import is_valid_timezone
 
 MERGE_VARIABLE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 BUILTIN_VARIABLES = frozenset({*STANDARD_FIELDS, "unsubscribe_url"})
@@ -459,7 +464,32 @@ def _triggers(definition: Definition, known: KnownNames) -> list[Problem]:
             )
         elif isinstance(trigger, ApiEvent) and not trigger.event:
             out.append(Problem("FN-26", "required", "trigger: api_event needs an event name"))
+        else:
+            out += [Problem("FN-26", "trigger", f"trigger: {m}") for m in _timed(trigger, known)]
     return out
+
+
+def _timed(trigger: Trigger, known: KnownNames) -> list[str]:
+    """Problems of the segment, date and schedule triggers."""
+    if isinstance(trigger, SegmentEnter):
+        return _predicate_problems(trigger.predicate, known)
+    if isinstance(trigger, DateField):
+        problems = []
+        if known.fields.get(trigger.field) != "date":
+            problems.append(f"date_field needs a custom field of type date, not '{trigger.field}'")
+        if not (0 <= trigger.hour <= 23 and 0 <= trigger.minute <= 59):
+            problems.append("date_field: hour 0-23 and minute 0-59")
+        return problems
+    if isinstance(trigger, Schedule):
+        problems = [] if trigger.segment is None else _predicate_problems(trigger.segment, known)
+        if not (0 <= trigger.hour <= 23 and 0 <= trigger.minute <= 59):
+            problems.append("schedule: hour 0-23 and minute 0-59")
+        if trigger.every_days < 1 or any(not 0 <= d <= 6 for d in trigger.weekdays):
+            problems.append("schedule: every_days >= 1 and weekdays 0 (Monday) to 6")
+        if not is_valid_timezone(trigger.timezone):
+            problems.append(f"schedule: unknown time zone '{trigger.timezone}'")
+        return problems
+    return []
 
 
 def decode_problems(exc: msgspec.ValidationError) -> list[Problem]:

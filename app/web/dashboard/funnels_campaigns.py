@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-import msgspec
 from litestar import Request, get, post
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath, FromQuery
@@ -353,5 +352,3 @@ ROUTES: list[Any] = [
     simulate_page,
 ]
 PUBLIC_ROUTES: list[Any] = []
-
-_ = msgspec
