@@ -205,6 +205,9 @@ class RankTrackingSettings:
     """Delay between two polls of the provider for a running child run."""
     stale_after_minutes: int = env("RT_STALE_AFTER_MINUTES", 360)
     """An active child run without progress for this long is closed by reconciliation."""
+    postbacks: bool = env("RT_POSTBACKS", False)
+    """Ask the provider to POST each finished task to ``PUBLIC_URL``/hooks/ranktracking/postback/…
+    (that address must be reachable from the provider); polling stays on as the fallback."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from app.clock import Clock
     from app.db.session import Database
+    from app.platform.crypto import SecretBox
     from app.scheduling.queue import JobQueue
     from app.scheduling.resources import Resources
     from app.settings import Settings
@@ -28,3 +29,6 @@ class Env(Protocol):
 
     @property
     def resources(self) -> Resources: ...
+
+    @property
+    def secrets(self) -> SecretBox: ...

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.errors import Conflict, DomainError, NotFound, Unauthorized, ValidationFailed
 
 
 class ScheduleNotFound(NotFound):
@@ -35,9 +35,24 @@ class ScheduleStateConflict(Conflict):
     code = "schedule_state"
 
 
+class PostbackRefused(Unauthorized):
+    """A postback whose token does not authenticate a child run (nothing is stored)."""
+
+    code = "postback_unauthorized"
+
+
+class PostbackUnreadable(DomainError):
+    """A postback body that is not a provider result (bad gzip, too large, not the shape)."""
+
+    status = 400
+    code = "postback_unreadable"
+
+
 __all__ = [
     "DuplicateSchedule",
     "ListNotFound",
+    "PostbackRefused",
+    "PostbackUnreadable",
     "RunNotFound",
     "ScheduleLimitReached",
     "ScheduleNotFound",

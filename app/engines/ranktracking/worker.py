@@ -5,6 +5,9 @@ Each job is a thin wrapper around an ``*_impl`` function that tests call directl
 travels in every task's ``tag``. "Still in queue" answers leave a keyword pending and the run is
 polled again; only when the run ends is an unanswered keyword counted missing. A failed fetch never
 writes a position: ``position`` stays empty unless the provider returned the site within the depth.
+When postbacks are on (``RT_POSTBACKS``) every task carries the run's postback address; what the
+provider posts back goes through :func:`apply_outcomes` like a poll's results, and polling stays
+on as the fallback.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from app.engines.ranktracking.models import (
     Run,
     Schedule,
 )
+from app.engines.ranktracking.postback_token import postback_url
 from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_cents
 from app.engines.ranktracking.provider import serp_client
 from app.integrations.serp import (
@@ -71,7 +75,7 @@ class PollRef(JobPayload, frozen=True):
 # -- posting ----------------------------------------------------------------------------------------
 
 
-def _serp_tasks(run: Run, keywords: list[str]) -> list[SerpTask]:
+def _serp_tasks(run: Run, keywords: list[str], postback: str | None) -> list[SerpTask]:
     return [
         SerpTask(
             tag=str(run.id),
@@ -81,6 +85,7 @@ def _serp_tasks(run: Run, keywords: list[str]) -> list[SerpTask]:
             device=run.device or "desktop",
             depth=run.depth or 10,
             priority=2 if run.queue == PRIORITY else 1,
+            postback_url=postback,
         )
         for kw in keywords
     ]
@@ -103,12 +108,17 @@ async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt:
         posted_before = set(
             (await session.execute(select(Result.keyword).where(Result.run_id == run_id))).scalars()
         )
+        postback = (
+            await postback_url(session, env.secrets, env.settings.web.public_url, run)
+            if env.settings.ranktracking.postbacks
+            else None
+        )
     todo = [kw for kw in run.keywords if kw not in posted_before]
     posted: list[PostedTask] = []
     error: ProviderError | None = None
     try:
         if run.data_type == "serp":
-            posted = await client.post_serp_tasks(_serp_tasks(run, todo))
+            posted = await client.post_serp_tasks(_serp_tasks(run, todo, postback))
         elif todo:
             posted = await client.post_keyword_data_tasks(
                 [
@@ -117,6 +127,7 @@ async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt:
                         keywords=todo,
                         location_code=run.location_code or 0,
                         language_code=run.language_code or "",
+                        postback_url=postback,
                     )
                 ]
             )
@@ -206,23 +217,32 @@ def _rows_for_posted(run: Run, todo: list[str], posted: list[PostedTask]) -> lis
 
 
 @dataclass(frozen=True, slots=True)
-class _Outcome:
+class Outcome:
     """What one fetched task says about its keywords: ``{keyword: (state, values)}``; keywords
     absent from the mapping stay pending."""
 
     per_keyword: dict[str, tuple[str, dict[str, Any]]]
 
 
-def _serp_outcome(result: SerpTaskResult, keyword: str, domain: str | None) -> _Outcome:
+def outcome_of(
+    run: Run, result: SerpTaskResult | KeywordDataResult, keywords: list[str]
+) -> Outcome:
+    """What a task result (fetched by a poll or posted back) says about ``keywords``."""
+    if isinstance(result, SerpTaskResult):
+        return _serp_outcome(result, keywords[0], run.domain)
+    return _keyword_data_outcome(result, keywords, list(run.packages or []))
+
+
+def _serp_outcome(result: SerpTaskResult, keyword: str, domain: str | None) -> Outcome:
     if result.state == "in_queue":
-        return _Outcome({})
+        return Outcome({})
     if result.state == "no_results":
-        return _Outcome({keyword: (NO_DATA, {})})
+        return Outcome({keyword: (NO_DATA, {})})
     if result.state == "error":
-        return _Outcome({keyword: (TASK_FAILED, {"error_code": f"provider_{result.status_code}"})})
+        return Outcome({keyword: (TASK_FAILED, {"error_code": f"provider_{result.status_code}"})})
     item = result.find(domain) if domain else None
     position = item.rank_group if item is not None and item.rank_group > 0 else None
-    return _Outcome(
+    return Outcome(
         {
             keyword: (
                 RETRIEVED,
@@ -238,14 +258,14 @@ def _serp_outcome(result: SerpTaskResult, keyword: str, domain: str | None) -> _
 
 def _keyword_data_outcome(
     result: KeywordDataResult, keywords: list[str], packages: list[str]
-) -> _Outcome:
+) -> Outcome:
     if result.state == "in_queue":
-        return _Outcome({})
+        return Outcome({})
     if result.state == "no_results":
-        return _Outcome({kw: (NO_DATA, {}) for kw in keywords})
+        return Outcome({kw: (NO_DATA, {}) for kw in keywords})
     if result.state == "error":
         code = {"error_code": f"provider_{result.status_code}"}
-        return _Outcome({kw: (TASK_FAILED, code) for kw in keywords})
+        return Outcome({kw: (TASK_FAILED, code) for kw in keywords})
     rows = {" ".join(r.keyword.split()).casefold(): r for r in result.rows}
     out: dict[str, tuple[str, dict[str, Any]]] = {}
     for kw in keywords:
@@ -267,22 +287,22 @@ def _keyword_data_outcome(
                     for m in row.monthly_searches
                 ]
             out[kw] = (RETRIEVED, {"data": data})
-    return _Outcome(out)
+    return Outcome(out)
 
 
-async def _fetch(
-    client: SerpClient, run: Run, task_id: str, keywords: list[str]
-) -> _Outcome | None:
+async def _fetch(client: SerpClient, run: Run, task_id: str, keywords: list[str]) -> Outcome | None:
     """Fetch one task; None when the fetch itself failed transiently (poll again)."""
     try:
+        result: SerpTaskResult | KeywordDataResult
         if run.data_type == "serp":
-            return _serp_outcome(await client.get_serp_task(task_id), keywords[0], run.domain)
-        result = await client.get_keyword_data_task(task_id)
-        return _keyword_data_outcome(result, keywords, list(run.packages or []))
+            result = await client.get_serp_task(task_id)
+        else:
+            result = await client.get_keyword_data_task(task_id)
     except TransientProviderError:
         return None
     except ProviderError as exc:
-        return _Outcome({kw: (TASK_FAILED, {"error_code": _error_code(exc)}) for kw in keywords})
+        return Outcome({kw: (TASK_FAILED, {"error_code": _error_code(exc)}) for kw in keywords})
+    return outcome_of(run, result, keywords)
 
 
 async def poll_impl(env: Env, client: SerpClient, run_id: int, n: int) -> None:
@@ -317,44 +337,68 @@ async def poll_impl(env: Env, client: SerpClient, run_id: int, n: int) -> None:
     wanted += [t for t in by_task if t not in ready][:DIRECT_GETS_PER_POLL]
     gate = asyncio.Semaphore(FETCH_CONCURRENCY)
 
-    async def fetch(task_id: str) -> _Outcome | None:
+    async def fetch(task_id: str) -> Outcome | None:
         async with gate:
             return await _fetch(client, polled, task_id, by_task[task_id])
 
     outcomes = await asyncio.gather(*(fetch(t) for t in wanted))
-    now = env.clock.now()
-    max_polls = max(
-        1,
-        int(
-            env.settings.ranktracking.stale_after_minutes
-            * 60
-            / env.settings.ranktracking.poll_seconds
-        ),
-    )
     async with env.db.write() as uow:
-        run = await _lock_run(uow.session, run_id)
-        if run is None or run.status != RUNNING:
-            return
-        for outcome in outcomes:
-            if outcome is not None:
-                await _store(uow.session, run, outcome, now)
-        run.polls = n
+        await apply_outcomes(
+            uow, env, run_id, [o for o in outcomes if o is not None], env.clock.now(), poll=n
+        )
+
+
+async def apply_outcomes(
+    uow: UnitOfWork,
+    env: Env,
+    run_id: int,
+    outcomes: list[Outcome],
+    now: datetime,
+    *,
+    poll: int | None = None,
+) -> int:
+    """Apply task results to a running child run — the one path of polls and postbacks alike.
+
+    Idempotent: a keyword's result is written only while it is still pending, and the run ends
+    (and settles) only while it is ``running`` under the row lock, so a postback followed by a
+    poll, or the same postback twice, stores each result once and settles once. A poll (``poll``
+    is its number) also queues the next poll or, past the stale limit, ends the run with what it
+    has; a postback only ends the run when nothing is left pending.
+
+    Returns how many keyword results were written.
+    """
+    run = await _lock_run(uow.session, run_id)
+    if run is None or run.status != RUNNING:
+        return 0
+    written = 0
+    for outcome in outcomes:
+        written += await _store(uow.session, run, outcome, now)
+    if poll is not None:
+        run.polls = poll
+    if written or poll is not None:
         run.retrieved = await _count(uow.session, run.id, RETRIEVED)
         run.no_data = await _count(uow.session, run.id, NO_DATA)
         run.updated_at = now
-        if not await _count(uow.session, run.id, PENDING) or n >= max_polls:
-            await finalize(uow, env, run, now)
-        else:
-            await _queue_poll(uow, env, run.id, n + 1, now)
+    rt = env.settings.ranktracking
+    max_polls = max(1, int(rt.stale_after_minutes * 60 / rt.poll_seconds))
+    if not await _count(uow.session, run.id, PENDING) or (poll is not None and poll >= max_polls):
+        await finalize(uow, env, run, now)
+    elif poll is not None:
+        await _queue_poll(uow, env, run.id, poll + 1, now)
+    return written
 
 
-async def _store(session: WriteSession, run: Run, outcome: _Outcome, now: datetime) -> None:
+async def _store(session: WriteSession, run: Run, outcome: Outcome, now: datetime) -> int:
+    written = 0
     for keyword, (state, values) in outcome.per_keyword.items():
-        await session.execute(
+        result = await session.execute(
             update(Result)
             .where(Result.run_id == run.id, Result.keyword == keyword, Result.state == PENDING)
             .values(state=state, fetched_at=now, **values)
+            .execution_options(synchronize_session=False)
         )
+        written += int(getattr(result, "rowcount", 0) or 0)
+    return written
 
 
 # -- ending ----------------------------------------------------------------------------------------
