@@ -40,7 +40,6 @@ from app.engines.funnels.errors import DuplicateContact
 from app.engines.funnels.events import Form, InboundEvent
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Contact
-from app.engines.funnels.segment_triggers import evaluate_segments
 from app.engines.funnels.tracking import MessageRef
 from app.engines.funnels.triggers import match_events
 from app.errors import DomainError
@@ -87,7 +86,7 @@ class ProcessResult:
     recorded: int = 0
     dropped: int = 0
     contacts: dict[int, set[int]] = field(default_factory=dict)
-    """Contacts touched, by workspace (their segment triggers are evaluated next)."""
+    """Contacts the processed events were about, by workspace."""
 
 
 class Dropped(Exception):
@@ -432,17 +431,12 @@ class IngestPayload(JobPayload, frozen=True):
 
 
 async def run_ingest(ctx: JobContext, payload: IngestPayload) -> None:
-    """Process stored events, evaluate the segments of the contacts they touched, match the
-    resulting contact events to funnels, and wake the runner when runs started."""
+    """Process stored events, match the resulting contact events to funnels (which also
+    evaluates the segments of the contacts they touched), and wake the runner when runs
+    started."""
     started = 0
     for _ in range(100):
         result = await process_batch(ctx.db, now=ctx.clock.now())
-        if result.contacts:
-            async with ctx.db.write() as uow:
-                for ws, contacts in result.contacts.items():
-                    started += await evaluate_segments(
-                        uow.session, now=ctx.clock.now(), workspace_id=ws, contact_ids=contacts
-                    )
         if result.processed == 0:
             break
     for _ in range(100):

@@ -175,7 +175,29 @@ async def match(session: WriteSession, events: Sequence[StoredEvent], *, now: da
                     if not await admit(session, version, event.contact_id, now, custom):
                         continue
                 entries.append((version, event.contact_id))
-    return await enter_many(session, entries, now=now)
+    started = await enter_many(session, entries, now=now)
+    return started + await _segment_entries(session, by_ws, live, now)
+
+
+async def _segment_entries(
+    session: WriteSession,
+    by_ws: dict[int, list[StoredEvent]],
+    live: set[int],
+    now: datetime,
+) -> int:
+    """FN-10: the contacts these events are about may have started matching a ``segment_enter``
+    trigger's segment (a tag added, a list joined, …); evaluated for them now, not only on the
+    periodic sweep."""
+    from app.engines.funnels.segment_triggers import evaluate_segments  # it imports this module
+
+    started = 0
+    for ws, ws_events in by_ws.items():
+        touched = {e.contact_id for e in ws_events} & live
+        if touched:
+            started += await evaluate_segments(
+                session, now=now, workspace_id=ws, contact_ids=touched
+            )
+    return started
 
 
 async def _wake_waiting(
