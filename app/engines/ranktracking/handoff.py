@@ -122,3 +122,22 @@ async def admit_and_send(
     if staged:
         return launch
     return await send(env, launch)
+
+
+async def admit_within(
+    uow: UnitOfWork, env: Env, schedule_id: int, *, trigger: str, queue: str, now: datetime
+) -> Launch:
+    """One request inside the caller's unit of work (a request made with an ``Idempotency-Key``
+    stores its answer in the same transaction). The jobs are staged in it with the database queue;
+    with a broker they are published once it commits, and a publish that fails then leaves the
+    runs ``skipped_dispatch`` exactly as :func:`send` does (RT-31)."""
+    from app.engines.ranktracking.admission import admit
+
+    launch = await admit(uow, env, schedule_id, trigger=trigger, queue=queue, now=now)
+    if launch.run_ids and not await stage(uow, env, launch):
+
+        async def publish() -> None:
+            await send(env, launch)
+
+        uow.after_commit(publish)
+    return launch

@@ -13,7 +13,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from app.db.session import ReadSession, WriteSession
+from app.db.session import ReadSession, UnitOfWork, WriteSession
 from app.engines.ranktracking import activity, ledger
 from app.engines.ranktracking.admission import BASELINE, MANUAL, Launch
 from app.engines.ranktracking.config import (
@@ -31,7 +31,7 @@ from app.engines.ranktracking.errors import (
     ScheduleNotFound,
     ScheduleStateConflict,
 )
-from app.engines.ranktracking.handoff import admit_and_send
+from app.engines.ranktracking.handoff import admit_and_send, admit_within
 from app.engines.ranktracking.keywords import normalise_all
 from app.engines.ranktracking.lists import get_list
 from app.engines.ranktracking.log import last_group, run_out
@@ -355,6 +355,17 @@ async def create_and_baseline(
     return schedule, launch
 
 
+async def create_with_baseline_in(
+    uow: UnitOfWork, env: Env, principal: Principal, data: ScheduleIn
+) -> tuple[Schedule, Launch]:
+    """RT-27 in one unit of work (the API's retryable creation): the schedule and its baseline
+    request commit together, so a retry with the same ``Idempotency-Key`` finds both or neither."""
+    now = env.clock.now()
+    schedule = await create(uow.session, env.settings.ranktracking, principal, data, now)
+    launch = await admit_within(uow, env, schedule.id, trigger=BASELINE, queue=STANDARD, now=now)
+    return schedule, launch
+
+
 FIXED_MESSAGE = "is fixed after creation; create another schedule instead"
 
 
@@ -605,11 +616,26 @@ async def run_now(env: Env, principal: Principal, schedule_id: int, queue: str) 
     queue (SERP only)."""
     async with env.db.read() as session:
         schedule = await get_schedule(session, principal.workspace_id, schedule_id)
+    _check_queue(schedule, queue)
+    return await admit_and_send(env, schedule_id, trigger=MANUAL, queue=queue, now=env.clock.now())
+
+
+async def run_now_in(
+    uow: UnitOfWork, env: Env, principal: Principal, schedule_id: int, queue: str
+) -> Launch:
+    """:func:`run_now` inside the caller's unit of work (the API's retryable manual request)."""
+    schedule = await get_schedule(uow.session, principal.workspace_id, schedule_id)
+    _check_queue(schedule, queue)
+    return await admit_within(
+        uow, env, schedule_id, trigger=MANUAL, queue=queue, now=env.clock.now()
+    )
+
+
+def _check_queue(schedule: Schedule, queue: str) -> None:
     if queue == PRIORITY and schedule.data_type != "serp":
         raise ValidationFailed.field(
             "queue", "keyword data has no priority queue", code="no_priority"
         )
-    return await admit_and_send(env, schedule_id, trigger=MANUAL, queue=queue, now=env.clock.now())
 
 
 # -- read shapes ------------------------------------------------------------------------------------

@@ -2,16 +2,20 @@
 manual runs, pause/resume/end, the log and results, the balance, its ledger and the activity feed.
 
 Handlers stay thin: a unit of work, a service call, a response shape. Every lookup is scoped by the
-caller's workspace, so another workspace's id answers 404.
+caller's workspace, so another workspace's id answers 404. The requests an outside system may retry
+(create a list, add or import keywords, create a schedule, run now / measure quickly, top up) accept
+an ``Idempotency-Key`` header: a retry with the same key and body gets the first answer back and
+changes nothing; the same key with another body answers 409.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from litestar import get, patch, post, put
+from litestar import Request, Response, get, patch, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from app.db.session import UnitOfWork
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import money
 from app.engines.ranktracking import service as schedules
@@ -47,7 +51,7 @@ from app.engines.ranktracking.schemas import (
     SelectionIn,
     TopUpIn,
 )
-from app.web.api.common import api_router
+from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 
 # -- keyword lists ----------------------------------------------------------------------------------
@@ -61,9 +65,12 @@ async def get_lists(principal: CurrentPrincipal, runtime: CurrentRuntime) -> lis
 
 @post("/lists")
 async def create_list(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ListIn]
-) -> ListWriteOut:
-    async with runtime.db.write() as uow:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[ListIn],
+) -> Response[ListWriteOut]:
+    async def action(uow: UnitOfWork) -> ListWriteOut:
         kl, report = await list_service.create_list(
             uow.session,
             workspace_id=principal.workspace_id,
@@ -71,8 +78,9 @@ async def create_list(
             keywords=data.keywords,
             now=runtime.clock.now(),
         )
-        out = await list_service.list_out(uow.session, kl)
-    return ListWriteOut(list=out, report=report)
+        return ListWriteOut(list=await list_service.list_out(uow.session, kl), report=report)
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @get("/lists/{list_id:int}")
@@ -99,16 +107,19 @@ async def rename_list(
 
 @post("/lists/{list_id:int}/keywords")
 async def add_keywords(
+    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     list_id: FromPath[int],
     data: JSONBody[KeywordsIn],
-) -> BulkAddOut:
-    async with runtime.db.write() as uow:
+) -> Response[BulkAddOut]:
+    async def action(uow: UnitOfWork) -> BulkAddOut:
         kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
         return await list_service.add_keywords(
             uow.session, kl, data.keywords, now=runtime.clock.now()
         )
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @post("/lists/{list_id:int}/keywords/remove")
@@ -127,17 +138,21 @@ async def remove_keywords(
 
 @post("/lists/{list_id:int}/import")
 async def import_keywords(
+    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     list_id: FromPath[int],
     data: JSONBody[ImportIn],
-) -> BulkAddOut:
+) -> Response[BulkAddOut]:
     """One keyword a line (``text``) or the first column of a CSV (``csv``)."""
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> BulkAddOut:
         kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
         return await list_service.add_keywords(
             uow.session, kl, parse_import(data.text, fmt=data.format), now=runtime.clock.now()
         )
+
+    return await idempotent(request, principal, runtime, action)
 
 
 # -- schedules --------------------------------------------------------------------------------------
@@ -159,15 +174,21 @@ async def get_schedules(
 
 @post("/schedules")
 async def create_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ScheduleIn]
-) -> CreatedOut:
-    """Save the schedule, then request its baseline; the response says what the baseline did."""
-    schedule, launch = await schedules.create_and_baseline(runtime, principal, data)
-    async with runtime.db.read() as session:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[ScheduleIn],
+) -> Response[CreatedOut]:
+    """Save the schedule and request its baseline; the response says what the baseline did."""
+
+    async def action(uow: UnitOfWork) -> CreatedOut:
+        schedule, launch = await schedules.create_with_baseline_in(uow, runtime, principal, data)
         return CreatedOut(
-            schedule=await schedules.schedule_out(session, schedule, runtime.clock.now()),
-            baseline=await schedules.launch_out(session, launch),
+            schedule=await schedules.schedule_out(uow.session, schedule, runtime.clock.now()),
+            baseline=await schedules.launch_out(uow.session, launch),
         )
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @post("/estimate", status_code=200)
@@ -238,12 +259,16 @@ async def run_schedule(
     runtime: CurrentRuntime,
     schedule_id: FromPath[int],
     data: JSONBody[RunNowIn],
-) -> LaunchOut:
+    request: Request[Any, Any, Any],
+) -> Response[LaunchOut]:
     """ "Run now" (standard) or "measure quickly" (priority); ``launched`` says what really went
     out and ``reason`` why nothing did."""
-    launch = await schedules.run_now(runtime, principal, schedule_id, data.queue)
-    async with runtime.db.read() as session:
-        return await schedules.launch_out(session, launch)
+
+    async def action(uow: UnitOfWork) -> LaunchOut:
+        launch = await schedules.run_now_in(uow, runtime, principal, schedule_id, data.queue)
+        return await schedules.launch_out(uow.session, launch)
+
+    return await idempotent(request, principal, runtime, action, status_code=200)
 
 
 async def _transition(principal: Any, runtime: Any, schedule_id: int, action: Any) -> ScheduleOut:
@@ -340,10 +365,14 @@ async def get_balance(principal: CurrentPrincipal, runtime: CurrentRuntime) -> B
 
 @post("/balance/top-ups")
 async def top_up(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[TopUpIn]
-) -> BalanceOut:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[TopUpIn],
+) -> Response[BalanceOut]:
     require_admin(principal)
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> BalanceOut:
         await money.top_up(
             uow.session,
             organisation_id=principal.organisation_id,
@@ -353,6 +382,8 @@ async def top_up(
             now=runtime.clock.now(),
         )
         return await money.balance_out(uow.session, principal.organisation_id)
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @get("/ledger")
