@@ -124,7 +124,7 @@ async def test_ar14_at_most_one_graph_call_per_campaign(
     assert {r.status for r in records} == {"executed"}
 
 
-async def test_ar14_packed_mode_gives_identical_results_with_far_fewer_calls(
+async def test_ar14_packed_and_account_level_modes_give_identical_results_with_far_fewer_calls(
     runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
 ) -> None:
     world, clients = graph
@@ -135,12 +135,13 @@ async def test_ar14_packed_mode_gives_identical_results_with_far_fewer_calls(
 
     seen: dict[str, list[Any]] = {}
     calls: dict[str, int] = {}
-    for mode in ("per_campaign", "packed"):
+    for mode in ("per_campaign", "packed", "account"):
         payload = await make_payload(runtime, setup, entities)
         world.state.reset_counts()
         runtime.clock.advance(3600)  # past the 15-minute cooldown of the first run
         await run_account_job(make_deps(runtime, clients, mode=mode), payload)
-        calls[mode] = world.count("batch")
+        # Batch calls, or for account-level reads the direct Insights requests.
+        calls[mode] = world.count("batch") if mode != "account" else world.count("insights")
         seen[mode] = [
             (
                 r.campaign_id,
@@ -150,9 +151,11 @@ async def test_ar14_packed_mode_gives_identical_results_with_far_fewer_calls(
             )
             for r in await _records(runtime, payload.batch_id)
         ]
-    assert seen["per_campaign"] == seen["packed"]
+    assert seen["per_campaign"] == seen["packed"] == seen["account"]
     assert calls["per_campaign"] == 40
     assert calls["packed"] == 3  # 120 sub-requests, 16 campaigns × 3 periods per call
+    assert calls["account"] == 3  # one level=campaign request per period
+    assert world.count("batch") == 0
 
 
 async def test_null_items_and_transient_item_errors_are_retried(

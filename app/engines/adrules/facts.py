@@ -80,6 +80,7 @@ async def gather(
     reader: MetaReader,
     custom: CustomMetricSource | None,
     mode: str = "packed",
+    account_id: str = "",
     sleep: Sleep,
     retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS,
 ) -> Gathered:
@@ -87,7 +88,13 @@ async def gather(
     ids = [c.id for c in campaigns]
     started = time.perf_counter()
     read = await read_insights(
-        reader, ids, plan_insights(tasks), mode=mode, sleep=sleep, retry_delays=retry_delays
+        reader,
+        ids,
+        plan_insights(tasks),
+        mode=mode,
+        account_id=account_id,
+        sleep=sleep,
+        retry_delays=retry_delays,
     )
     out.insights_seconds = time.perf_counter() - started
     out.stats = read.stats

@@ -186,6 +186,7 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             reader=reader,
             custom=custom,
             mode=deps.insights_mode,
+            account_id=payload.account.meta_id,
             sleep=deps.sleep,
             retry_delays=deps.retry_delays,
         )
