@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -303,6 +304,10 @@ async def redis_answers(url: str) -> bool:
         await client.aclose()
 
 
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=20_000)
@@ -310,61 +315,85 @@ async def main() -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--concurrency", type=int, default=200, help="worker slots")
     parser.add_argument("--batch", type=int, default=100, help="jobs leased per statement")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="interleaved rounds of each measurement (median)"
+    )
     parser.add_argument("--skip-arq", action="store_true")
     args = parser.parse_args()
     jobs = args.jobs
-    results: list[Result] = []
-    pg_url = await fresh_pg_database(args.pg)
+    rows: dict[str, list[Result]] = {}
+
+    def add(result: Result) -> None:
+        rows.setdefault(result.name, []).append(result)
+
     tmp = Path(tempfile.mkdtemp(prefix="sweepline-bench-"))
+    use_arq = not args.skip_arq and await redis_answers(args.redis)
+    # One-row-per-statement loops are slow and steady: one round. The others alternate, so a
+    # change in machine load hits the baseline and the queue alike.
+    scratch = await fresh_pg_database(args.pg)
     try:
-        dsn = asyncpg_dsn(pg_url)
-        results.append(
-            Result("raw asyncpg, 1 row per statement", None, await raw_asyncpg(dsn, jobs, 1))
-        )
-        results.append(
-            Result("raw asyncpg, 100 rows per statement", None, await raw_asyncpg(dsn, jobs, 100))
-        )
-        results.append(
-            await database_queue(
-                pg_url, jobs, args.concurrency, args.batch, "database queue on PostgreSQL"
+        dsn = asyncpg_dsn(scratch)
+        add(Result("raw asyncpg, 1 row per statement", None, await raw_asyncpg(dsn, jobs, 1)))
+        add(Result("raw sqlite3, 1 row per statement", None, raw_sqlite(tmp / "raw.db", jobs, 1)))
+        for _ in range(args.rounds):
+            add(
+                Result(
+                    "raw asyncpg, 100 rows per statement", None, await raw_asyncpg(dsn, jobs, 100)
+                )
             )
-        )
-        results.append(
-            Result("raw sqlite3, 1 row per statement", None, raw_sqlite(tmp / "raw.db", jobs, 1))
-        )
-        results.append(
-            Result(
-                "raw sqlite3, 100 rows per statement", None, raw_sqlite(tmp / "raw.db", jobs, 100)
+            pg_url = await fresh_pg_database(args.pg)
+            try:
+                add(await database_queue(pg_url, jobs, args.concurrency, args.batch, PG_QUEUE))
+                if use_arq:
+                    # arq keeps its dead jobs in the database, so it has a migrated one too.
+                    add(await arq_queue(pg_url, args.redis, jobs, args.concurrency))
+            finally:
+                await drop_pg_database(pg_url)
+            add(
+                Result(
+                    "raw sqlite3, 100 rows per statement",
+                    None,
+                    raw_sqlite(tmp / "raw.db", jobs, 100),
+                )
             )
-        )
-        sqlite_url = f"sqlite+aiosqlite:///{tmp / 'queue.db'}"
-        results.append(
-            await database_queue(
-                sqlite_url, jobs, args.concurrency, args.batch, "database queue on SQLite"
-            )
-        )
-        if not args.skip_arq and await redis_answers(args.redis):
-            # arq records dead jobs in the database, so it gets one too (migrated, like a deployment).
-            await upgrade(pg_url)
-            results.append(await arq_queue(pg_url, args.redis, jobs, args.concurrency))
+            sqlite_url = f"sqlite+aiosqlite:///{tmp / f'queue-{uuid.uuid4().hex[:6]}.db'}"
+            add(await database_queue(sqlite_url, jobs, args.concurrency, args.batch, SQLITE_QUEUE))
     finally:
-        await drop_pg_database(pg_url)
-    print(f"\n{jobs:,} no-op jobs; worker: {args.concurrency} slots, {args.batch} jobs per lease\n")
+        await drop_pg_database(scratch)
+
+    print(
+        f"\n{jobs:,} no-op jobs; worker: {args.concurrency} slots, {args.batch} jobs per lease; "
+        f"median of {args.rounds} interleaved rounds\n"
+    )
     print(f"| {'what':<44} | {'enqueue jobs/s':>14} | {'drain jobs/s':>12} |")
-    print(f"|{'-' * 46}|{'-' * 16}:|{'-' * 14}:|")
-    for r in results:
-        enqueue = f"{r.enqueue_per_s:,.0f}" if r.enqueue_per_s else "—"
-        print(f"| {r.name:<44} | {enqueue:>14} | {r.drain_per_s:>12,.0f} |")
-    by_name = {r.name: r.drain_per_s for r in results}
-    pg_ratio = (
-        by_name["database queue on PostgreSQL"] / by_name["raw asyncpg, 100 rows per statement"]
-    )
-    lite_ratio = (
-        by_name["database queue on SQLite"] / by_name["raw sqlite3, 100 rows per statement"]
-    )
+    print(f"|{'-' * 46}|{'-' * 15}:|{'-' * 13}:|")
+    drain: dict[str, float] = {}
+    for name in ORDER:
+        if name not in rows:
+            continue
+        results = rows[name]
+        drain[name] = median([r.drain_per_s for r in results])
+        enqueues = [r.enqueue_per_s for r in results if r.enqueue_per_s]
+        enqueue = f"{median(enqueues):,.0f}" if enqueues else "—"
+        print(f"| {name:<44} | {enqueue:>14} | {drain[name]:>12,.0f} |")
+    pg_ratio = drain[PG_QUEUE] / drain["raw asyncpg, 100 rows per statement"]
+    lite_ratio = drain[SQLITE_QUEUE] / drain["raw sqlite3, 100 rows per statement"]
     print(
         f"\ndatabase queue / raw 100-row loop: PostgreSQL {pg_ratio:.2f}, SQLite {lite_ratio:.2f}"
     )
+
+
+PG_QUEUE = "database queue on PostgreSQL"
+SQLITE_QUEUE = "database queue on SQLite"
+ORDER = [
+    "raw asyncpg, 1 row per statement",
+    "raw asyncpg, 100 rows per statement",
+    PG_QUEUE,
+    "raw sqlite3, 1 row per statement",
+    "raw sqlite3, 100 rows per statement",
+    SQLITE_QUEUE,
+    "arq on Redis (ArqQueue + ArqWorkers)",
+]
 
 
 if __name__ == "__main__":

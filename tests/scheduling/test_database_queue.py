@@ -21,7 +21,8 @@ from tests.scheduling.testjobs import RECORD, RECORD_SHORT_TIMEOUT, RUNS, Work, 
 async def test_several_concurrent_workers_run_each_job_exactly_once(
     runtimes: Runtimes, settings: Settings
 ) -> None:
-    """500 jobs, 4 workers each on its own connection pool (as separate processes would be)."""
+    """500 jobs, 4 workers each on its own connection pool (as separate processes would be). Each
+    job takes 10 ms, so no single worker can drain the queue before the others get going."""
     runtime = runtimes.make("database")
     databases = [Database(settings.database) for _ in range(4)]
     try:
@@ -31,7 +32,7 @@ async def test_several_concurrent_workers_run_each_job_exactly_once(
             worker.queue = queue
         async with runtime.db.write() as uow:
             await runtime.queue.enqueue_many(  # type: ignore[attr-defined]
-                uow, [(RECORD, Work(key=f"k{i}"), f"once-{i}") for i in range(500)]
+                uow, [(RECORD, Work(key=f"k{i}", seconds=0.01), f"once-{i}") for i in range(500)]
             )
         async with running(*workers):
 
