@@ -99,7 +99,15 @@ def free_port() -> int:
 
 def _server(app: Any, port: int) -> uvicorn.Server:
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        # A client holding a request open (a browser's poll, a slow test) must not keep the
+        # server from stopping.
+        timeout_graceful_shutdown=2,
     )
     return uvicorn.Server(config)
 
@@ -118,7 +126,11 @@ async def serve_in_loop(app: Any, port: int | None = None) -> AsyncIterator[str]
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        await task
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 5)
+        except TimeoutError:
+            server.force_exit = True
+            await task
 
 
 class ThreadedServer:
