@@ -20,7 +20,7 @@ from sqlalchemy import select
 from app.db.session import UnitOfWork, WriteSession
 from app.engines.ranktracking import activity, ledger
 from app.engines.ranktracking.env import Env
-from app.engines.ranktracking.members import resolve
+from app.engines.ranktracking.members import resolve_many
 from app.engines.ranktracking.models import (
     ACTIVE,
     ACTIVE_RUN_STATUSES,
@@ -69,30 +69,39 @@ class Launch:
         return len(self.run_ids)
 
 
-class _Short(Exception):
-    """A device's reservation did not fit in the balance: undo the whole group."""
+async def lock_schedules(session: WriteSession, schedule_ids: list[int]) -> dict[int, Schedule]:
+    """The schedule rows, locked in id order for the rest of the transaction (PostgreSQL; SQLite
+    write transactions are serialised already). Every admission locks its schedules before any
+    balance row, and both in id order, so concurrent admissions wait instead of deadlocking."""
+    rows = await session.execute(
+        select(Schedule)
+        .where(Schedule.id.in_(schedule_ids))
+        .order_by(Schedule.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return {s.id: s for s in rows.scalars()}
 
 
 async def lock_schedule(session: WriteSession, schedule_id: int) -> Schedule | None:
-    """The schedule row, locked for the rest of the transaction (PostgreSQL; SQLite write
-    transactions are serialised already)."""
-    return (
-        await session.execute(
-            select(Schedule)
-            .where(Schedule.id == schedule_id)
-            .with_for_update()
-            .execution_options(populate_existing=True)
-        )
-    ).scalar_one_or_none()
+    """One schedule row, locked for the rest of the transaction."""
+    return (await lock_schedules(session, [schedule_id])).get(schedule_id)
+
+
+async def with_active_runs(session: WriteSession, schedule_ids: list[int]) -> set[int]:
+    """Which of the schedules have a run still ``dispatching`` or ``running``."""
+    if not schedule_ids:
+        return set()
+    rows = await session.execute(
+        select(Run.schedule_id)
+        .where(Run.schedule_id.in_(schedule_ids), Run.status.in_(ACTIVE_RUN_STATUSES))
+        .distinct()
+    )
+    return set(rows.scalars())
 
 
 async def has_active_run(session: WriteSession, schedule_id: int) -> bool:
-    found = await session.scalar(
-        select(Run.id)
-        .where(Run.schedule_id == schedule_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-        .limit(1)
-    )
-    return found is not None
+    return schedule_id in await with_active_runs(session, [schedule_id])
 
 
 def _devices(schedule: Schedule) -> list[str | None]:
@@ -139,7 +148,7 @@ def _new_run(
     )
 
 
-async def _trace(
+def _trace(
     session: WriteSession,
     schedule: Schedule,
     request: Request,
@@ -165,7 +174,6 @@ async def _trace(
         message=f'"{schedule.name}": {message}',
         now=now,
     )
-    await session.flush()
 
 
 def _advance(schedule: Schedule, trigger: str, *, admitted: bool, now: datetime) -> None:
@@ -201,7 +209,7 @@ async def _block(
     now: datetime,
 ) -> None:
     """RT-23: a cap or balance block; the second in a row pauses the schedule."""
-    await _trace(
+    _trace(
         uow.session, schedule, request, status=SKIPPED_BALANCE, code=code, message=message, now=now
     )
     schedule.consecutive_blocks += 1
@@ -221,22 +229,181 @@ async def admit(
     now: datetime,
 ) -> Launch:
     """Run one request of ``schedule_id`` through admission inside ``uow``."""
+    (launch,) = await admit_many(uow, env, [schedule_id], trigger=trigger, queue=queue, now=now)
+    return launch
+
+
+async def admit_many(
+    uow: UnitOfWork,
+    env: Env,
+    schedule_ids: list[int],
+    *,
+    trigger: str,
+    queue: str = STANDARD,
+    now: datetime,
+) -> list[Launch]:
+    """Run one request of each schedule through admission inside ``uow``; one launch per id, in
+    order.
+
+    The state every decision needs is read for the whole batch at once (schedules and balances
+    locked, active runs, members, month spend), each schedule is decided in memory in order —
+    its devices reserved all together or not at all against the balance left by the schedules
+    before it — and the rows are written with one multi-row statement per table.
+    """
     session = uow.session
     rt = env.settings.ranktracking
-    launch = Launch(schedule_id=schedule_id, queue=queue)
-    schedule = await lock_schedule(session, schedule_id)
+    launches = [Launch(schedule_id=i, queue=queue) for i in schedule_ids]
+    locked = await lock_schedules(session, schedule_ids)
+    open_: list[tuple[Launch, Schedule]] = []
+    for launch in launches:
+        schedule = locked.get(launch.schedule_id)
+        if _refused(launch, schedule, trigger, now):
+            continue
+        assert schedule is not None
+        open_.append((launch, schedule))
+    if not open_:
+        return launches
+
+    active = await with_active_runs(session, [s.id for _, s in open_])
+    requests: dict[int, Request] = {}
+    for launch, schedule in open_:
+        if schedule.id in active:
+            launch.reason, launch.code = "active_run", "run_active"
+            launch.message = "a run of this schedule is still active"
+            if trigger != RECURRING:
+                continue  # a manual refusal: the caller's response carries it
+        requests[schedule.id] = _new_request(schedule, trigger, queue, now)
+    session.add_all(requests.values())
+    await session.flush()
+    for launch, _ in open_:
+        request = requests.get(launch.schedule_id)
+        launch.request_id = request.id if request is not None else None
+
+    ready = [(launch, s) for launch, s in open_ if s.id not in active]
+    members = await resolve_many(session, [s for _, s in ready], rt.max_run_keywords)
+    capped = [s.id for _, s in ready if s.monthly_cap_cents is not None]
+    spent = await ledger.month_spend_of(session, capped, now)
+    balances = await ledger.lock_balances(session, [s.organisation_id for _, s in ready], now)
+    available = {org: b.available_cents for org, b in balances.items()}
+    prices = PriceList.from_settings(rt)
+
+    admitted: list[tuple[Launch, Schedule, list[Run], list[int]]] = []
+    for launch, schedule in open_:
+        request = requests.get(schedule.id)
+        if schedule.id in active:
+            if request is not None:
+                # A due time that cannot run still leaves its row, and is retried in an hour.
+                _trace(
+                    session,
+                    schedule,
+                    request,
+                    status=SKIPPED_DISPATCH,
+                    code="run_active",
+                    message=launch.message,
+                    now=now,
+                )
+                schedule_retry(schedule, now)
+            continue
+        assert request is not None
+        found = members[schedule.id]
+        if not found.keywords or found.over:
+            launch.reason = "members"
+            if found.over:
+                launch.code = "members_over_limit"
+                launch.message = (
+                    f"the list has {found.total} keywords, more than the {rt.max_run_keywords} "
+                    "a run may request; nothing was sent"
+                )
+            else:
+                launch.code = "members_empty"
+                launch.message = "the schedule has no keywords to request"
+            _trace(
+                session,
+                schedule,
+                request,
+                status=FAILED,
+                code=launch.code,
+                message=launch.message,
+                now=now,
+            )
+            _advance(schedule, trigger, admitted=False, now=now)
+            continue
+
+        group = quote(
+            prices,
+            data_type=schedule.data_type,
+            count=len(found.keywords),
+            queue=queue,
+            depth=schedule.depth,
+            devices=schedule.device_list,
+            packages=list(schedule.packages or []),
+        )
+        if (
+            schedule.monthly_cap_cents is not None
+            and spent[schedule.id] + group.total_cents > schedule.monthly_cap_cents
+        ):
+            launch.reason, launch.code = "cap", "cap_reached"
+            launch.message = (
+                f"the monthly cap of {schedule.monthly_cap_cents / 100:.2f} EUR would be passed "
+                f"({spent[schedule.id] / 100:.2f} EUR used, "
+                f"{group.total_cents / 100:.2f} EUR needed)"
+            )
+        elif available[schedule.organisation_id] < group.total_cents:
+            # RT-22: every device's reservation or none — nothing of this group is written.
+            launch.reason, launch.code = "balance", "insufficient_balance"
+            launch.message = (
+                f"the organisation balance ({available[schedule.organisation_id] / 100:.2f} EUR "
+                f"available) does not cover this request ({group.total_cents / 100:.2f} EUR)"
+            )
+        if launch.reason is not None:
+            await _block(
+                uow, env, schedule, request, code=launch.code or "", message=launch.message, now=now
+            )
+            _advance(schedule, trigger, admitted=False, now=now)
+            continue
+
+        available[schedule.organisation_id] -= group.total_cents
+        runs = [
+            _new_run(
+                schedule,
+                request,
+                device=device,
+                status=DISPATCHING,
+                now=now,
+                keywords=found.keywords,
+            )
+            for device, _ in group.parts
+        ]
+        session.add_all(runs)
+        admitted.append((launch, schedule, runs, [cents for _, cents in group.parts]))
+        _advance(schedule, trigger, admitted=True, now=now)
+
+    await session.flush()  # every new run (and trace row) of the batch in one INSERT
+    holds: list[ledger.Hold] = []
+    for launch, schedule, runs, amounts in admitted:
+        holds += [
+            ledger.Hold(run=run, organisation_id=schedule.organisation_id, amount_cents=cents)
+            for run, cents in zip(runs, amounts, strict=True)
+        ]
+        launch.run_ids = [r.id for r in runs]
+        launch.message = f"{len(runs)} child run(s) sent"
+    await ledger.reserve_many(session, balances, holds, now)
+    await session.flush()
+    return launches
+
+
+def _refused(launch: Launch, schedule: Schedule | None, trigger: str, now: datetime) -> bool:
+    """Refusals that leave no row: a missing, ended or paused schedule, or one not due yet."""
     if schedule is None:
         launch.reason, launch.code, launch.message = (
             "archived",
             "schedule_missing",
             "no such schedule",
         )
-        return launch
-    if schedule.status == ARCHIVED:
+    elif schedule.status == ARCHIVED:
         launch.reason, launch.code = "archived", "schedule_archived"
         launch.message = "the schedule has ended"
-        return launch
-    if schedule.status in (PAUSED_USER, PAUSED_BALANCE):
+    elif schedule.status in (PAUSED_USER, PAUSED_BALANCE):
         launch.reason = "paused"
         launch.code = (
             "schedule_paused" if schedule.status == PAUSED_USER else "schedule_paused_balance"
@@ -246,129 +413,15 @@ async def admit(
             if schedule.status == PAUSED_USER
             else "the schedule is paused after balance blocks; resume it first"
         )
-        return launch
-    if trigger == RECURRING and schedule.next_due_at > now:
+    elif trigger == RECURRING and schedule.next_due_at > now:
         launch.reason, launch.code, launch.message = "not_due", "not_due", "not due yet"
-        return launch
-
-    if await has_active_run(session, schedule.id):
-        launch.reason, launch.code = "active_run", "run_active"
-        launch.message = "a run of this schedule is still active"
-        if trigger == RECURRING:
-            # A due time that cannot run still leaves its row, and is retried in an hour.
-            request = await _new_request(session, schedule, trigger, queue, now)
-            launch.request_id = request.id
-            await _trace(
-                session,
-                schedule,
-                request,
-                status=SKIPPED_DISPATCH,
-                code="run_active",
-                message=launch.message,
-                now=now,
-            )
-            schedule_retry(schedule, now)
-        return launch
-
-    request = await _new_request(session, schedule, trigger, queue, now)
-    launch.request_id = request.id
-
-    members = await resolve(session, schedule, rt.max_run_keywords)
-    if not members.keywords or members.over:
-        launch.reason = "members"
-        if members.over:
-            launch.code = "members_over_limit"
-            launch.message = (
-                f"the list has {members.total} keywords, more than the {rt.max_run_keywords} "
-                "a run may request; nothing was sent"
-            )
-        else:
-            launch.code = "members_empty"
-            launch.message = "the schedule has no keywords to request"
-        await _trace(
-            session,
-            schedule,
-            request,
-            status=FAILED,
-            code=launch.code,
-            message=launch.message,
-            now=now,
-        )
-        _advance(schedule, trigger, admitted=False, now=now)
-        return launch
-
-    prices = PriceList.from_settings(rt)
-    group = quote(
-        prices,
-        data_type=schedule.data_type,
-        count=len(members.keywords),
-        queue=queue,
-        depth=schedule.depth,
-        devices=schedule.device_list,
-        packages=list(schedule.packages or []),
-    )
-
-    if schedule.monthly_cap_cents is not None:
-        spent = await ledger.schedule_month_spend(session, schedule.id, now)
-        if spent + group.total_cents > schedule.monthly_cap_cents:
-            launch.reason, launch.code = "cap", "cap_reached"
-            launch.message = (
-                f"the monthly cap of {schedule.monthly_cap_cents / 100:.2f} EUR would be passed "
-                f"({spent / 100:.2f} EUR used, {group.total_cents / 100:.2f} EUR needed)"
-            )
-            await _block(
-                uow, env, schedule, request, code=launch.code, message=launch.message, now=now
-            )
-            _advance(schedule, trigger, admitted=False, now=now)
-            return launch
-
-    balance = await ledger.lock_balance(session, schedule.organisation_id, now)
-    runs: list[Run] = []
-    try:
-        async with session.begin_nested():
-            for device, cents in group.parts:
-                run = _new_run(
-                    schedule,
-                    request,
-                    device=device,
-                    status=DISPATCHING,
-                    now=now,
-                    keywords=members.keywords,
-                )
-                session.add(run)
-                await session.flush()
-                if not await ledger.reserve(
-                    session,
-                    balance,
-                    run,
-                    organisation_id=schedule.organisation_id,
-                    amount_cents=cents,
-                    now=now,
-                ):
-                    raise _Short
-                runs.append(run)
-    except _Short:
-        # The savepoint rolled back every reservation and provisional row of this request.
-        available = (await ledger.balance_of(session, schedule.organisation_id)).available_cents
-        launch.reason, launch.code = "balance", "insufficient_balance"
-        launch.message = (
-            f"the organisation balance ({available / 100:.2f} EUR available) does not cover "
-            f"this request ({group.total_cents / 100:.2f} EUR)"
-        )
-        await _block(uow, env, schedule, request, code=launch.code, message=launch.message, now=now)
-        _advance(schedule, trigger, admitted=False, now=now)
-        return launch
-
-    launch.run_ids = [r.id for r in runs]
-    launch.message = f"{len(runs)} child run(s) sent"
-    _advance(schedule, trigger, admitted=True, now=now)
-    return launch
+    else:
+        return False
+    return True
 
 
-async def _new_request(
-    session: WriteSession, schedule: Schedule, trigger: str, queue: str, now: datetime
-) -> Request:
-    request = Request(
+def _new_request(schedule: Schedule, trigger: str, queue: str, now: datetime) -> Request:
+    return Request(
         workspace_id=schedule.workspace_id,
         schedule_id=schedule.id,
         trigger=trigger,
@@ -376,6 +429,3 @@ async def _new_request(
         due_at=schedule.next_due_at if trigger == RECURRING else None,
         created_at=now,
     )
-    session.add(request)
-    await session.flush()
-    return request

@@ -33,12 +33,20 @@ def _spec(launch: Launch):  # type: ignore[no-untyped-def]
 async def stage(uow: UnitOfWork, env: Env, launch: Launch) -> bool:
     """Inside the admission's unit of work: queue the jobs there when the queue is the database.
     Returns True when the jobs are staged (nothing is left for :func:`send`)."""
-    if not launch.run_ids or not isinstance(env.queue, DatabaseQueue):
+    return await stage_many(uow, env, [launch])
+
+
+async def stage_many(uow: UnitOfWork, env: Env, launches: list[Launch]) -> bool:
+    """:func:`stage` for a batch of launches: every job in one statement."""
+    if not isinstance(env.queue, DatabaseQueue):
         return False
-    spec = _spec(launch)
-    await env.queue.enqueue_many(
-        uow, [(spec, RunRef(run_id=run_id), f"rt.post:{run_id}") for run_id in launch.run_ids]
-    )
+    jobs = [
+        (_spec(launch), RunRef(run_id=run_id), f"rt.post:{run_id}")
+        for launch in launches
+        for run_id in launch.run_ids
+    ]
+    if jobs:
+        await env.queue.enqueue_many(uow, jobs)
     return True
 
 
@@ -114,14 +122,24 @@ async def admit_and_send(
     env: Env, schedule_id: int, *, trigger: str, queue: str, now: datetime
 ) -> Launch:
     """One request end to end: admission in its own unit of work, then the hand-off."""
-    from app.engines.ranktracking.admission import admit
+    (launch,) = await admit_batch_and_send(
+        env, [schedule_id], trigger=trigger, queue=queue, now=now
+    )
+    return launch
+
+
+async def admit_batch_and_send(
+    env: Env, schedule_ids: list[int], *, trigger: str, queue: str, now: datetime
+) -> list[Launch]:
+    """A request of each schedule, admitted in one unit of work, then the hand-off."""
+    from app.engines.ranktracking.admission import admit_many
 
     async with env.db.write() as uow:
-        launch = await admit(uow, env, schedule_id, trigger=trigger, queue=queue, now=now)
-        staged = await stage(uow, env, launch)
+        launches = await admit_many(uow, env, schedule_ids, trigger=trigger, queue=queue, now=now)
+        staged = await stage_many(uow, env, launches)
     if staged:
-        return launch
-    return await send(env, launch)
+        return launches
+    return [await send(env, launch) for launch in launches]
 
 
 async def admit_within(

@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any, cast
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import Table, bindparam, case, func, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -61,17 +62,31 @@ async def ensure_balance(session: WriteSession, organisation_id: int, now: datet
 
 async def lock_balance(session: WriteSession, organisation_id: int, now: datetime) -> Balance:
     """The balance row, locked until the transaction ends (created on first use)."""
+    return (await lock_balances(session, [organisation_id], now))[organisation_id]
+
+
+async def lock_balances(
+    session: WriteSession, organisation_ids: list[int], now: datetime
+) -> dict[int, Balance]:
+    """The balance rows of several organisations, locked in organisation order (so that two
+    transactions locking overlapping sets wait for each other instead of deadlocking)."""
+    wanted = sorted(set(organisation_ids))
+    if not wanted:
+        return {}
     stmt = (
         select(Balance)
-        .where(Balance.organisation_id == organisation_id)
+        .where(Balance.organisation_id.in_(wanted))
+        .order_by(Balance.organisation_id)
         .with_for_update()
         .execution_options(populate_existing=True)
     )
-    balance = (await session.execute(stmt)).scalar_one_or_none()
-    if balance is None:
-        await ensure_balance(session, organisation_id, now)
-        balance = (await session.execute(stmt)).scalar_one()
-    return balance
+    found = {b.organisation_id: b for b in (await session.execute(stmt)).scalars()}
+    missing = [org for org in wanted if org not in found]
+    if missing:
+        for org in missing:
+            await ensure_balance(session, org, now)
+        found = {b.organisation_id: b for b in (await session.execute(stmt)).scalars()}
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +176,83 @@ async def schedule_month_spend(session: ReadSession, schedule_id: int, now: date
     return int(await session.scalar(select(settled + held)) or 0)
 
 
+async def month_spend_of(
+    session: ReadSession, schedule_ids: list[int], now: datetime
+) -> dict[int, int]:
+    """:func:`schedule_month_spend` of several schedules in one round trip."""
+    if not schedule_ids:
+        return {}
+    settled = (
+        select(LedgerEntry.schedule_id, func.sum(LedgerEntry.amount_cents))
+        .where(
+            LedgerEntry.schedule_id.in_(schedule_ids),
+            LedgerEntry.kind == SETTLEMENT,
+            LedgerEntry.created_at >= month_start(now),
+        )
+        .group_by(LedgerEntry.schedule_id)
+    )
+    held = (
+        select(Run.schedule_id, func.sum(Run.reserved_cents))
+        .where(Run.schedule_id.in_(schedule_ids), Run.reservation_state == RES_HELD)
+        .group_by(Run.schedule_id)
+    )
+    spent = dict.fromkeys(schedule_ids, 0)
+    rows: list[Any] = list((await session.execute(union_all(settled, held))).all())
+    for schedule_id, cents in rows:
+        spent[int(schedule_id)] += int(cents or 0)
+    return spent
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """One reservation to write: ``amount_cents`` held for ``run``."""
+
+    run: Run
+    organisation_id: int
+    amount_cents: int
+
+
+async def reserve_many(
+    session: WriteSession, balances: dict[int, Balance], holds: list[Hold], now: datetime
+) -> None:
+    """Write reservations the caller has checked against the locked ``balances`` (admission
+    decides the whole group in memory first): one entry per hold, one balance update per
+    organisation. The check constraint still refuses anything that would overdraw."""
+    if not holds:
+        return
+    per_org: dict[int, int] = {}
+    for hold in holds:
+        run = hold.run
+        session.add(
+            LedgerEntry(
+                organisation_id=hold.organisation_id,
+                workspace_id=run.workspace_id,
+                schedule_id=run.schedule_id,
+                run_id=run.id,
+                kind=RESERVATION,
+                amount_cents=hold.amount_cents,
+                note=f"run {run.id} {run.device or run.data_type}",
+                created_at=now,
+            )
+        )
+        run.reserved_cents = hold.amount_cents
+        run.reservation_state = RES_HELD
+        per_org[hold.organisation_id] = per_org.get(hold.organisation_id, 0) + hold.amount_cents
+    # Core (not ORM) executemany: one prepared statement for every organisation of the batch.
+    table = cast(Table, Balance.__table__)
+    await session.execute(
+        update(table)
+        .where(table.c.organisation_id == bindparam("org"))
+        .values(reserved_cents=table.c.reserved_cents + bindparam("amount"), updated_at=now),
+        [{"org": org, "amount": amount} for org, amount in sorted(per_org.items())],
+    )
+    for org, amount in per_org.items():
+        balance = balances[org]
+        # Keep the locked row's in-memory copy current without marking it dirty (the UPDATE
+        # above is the write; a later flush must not write a stale copy back).
+        set_committed_value(balance, "reserved_cents", balance.reserved_cents + amount)
+
+
 async def reserve(
     session: WriteSession,
     balance: Balance,
@@ -173,28 +265,8 @@ async def reserve(
     """Hold ``amount_cents`` for ``run`` against the locked ``balance``; False when short."""
     if balance.available_cents < amount_cents:
         return False
-    session.add(
-        LedgerEntry(
-            organisation_id=organisation_id,
-            workspace_id=run.workspace_id,
-            schedule_id=run.schedule_id,
-            run_id=run.id,
-            kind=RESERVATION,
-            amount_cents=amount_cents,
-            note=f"run {run.id} {run.device or run.data_type}",
-            created_at=now,
-        )
-    )
-    await session.execute(
-        update(Balance)
-        .where(Balance.organisation_id == organisation_id)
-        .values(reserved_cents=Balance.reserved_cents + amount_cents, updated_at=now)
-    )
-    # Keep the locked row's in-memory copy current without marking it dirty (the UPDATE above
-    # is the write; a later flush must not write a stale copy back).
-    set_committed_value(balance, "reserved_cents", balance.reserved_cents + amount_cents)
-    run.reserved_cents = amount_cents
-    run.reservation_state = RES_HELD
+    hold = Hold(run=run, organisation_id=organisation_id, amount_cents=amount_cents)
+    await reserve_many(session, {organisation_id: balance}, [hold], now)
     return True
 
 

@@ -42,10 +42,44 @@ async def list_size(session: ReadSession, list_id: int) -> int:
 async def resolve(session: ReadSession, schedule: Schedule, limit: int) -> Members:
     """The current members: the fixed selection, or the list's members read now. At most
     ``limit`` are loaded; ``total`` tells whether there were more (never a silent truncation)."""
-    if schedule.list_id is None:
-        keywords = list(schedule.keywords or [])
-        return Members(keywords[:limit], len(keywords))
-    keywords = await list_keywords(session, schedule.list_id, limit + 1)
-    if len(keywords) <= limit:
-        return Members(keywords, len(keywords))
-    return Members(keywords[:limit], await list_size(session, schedule.list_id))
+    return (await resolve_many(session, [schedule], limit))[schedule.id]
+
+
+async def resolve_many(
+    session: ReadSession, schedules: list[Schedule], limit: int
+) -> dict[int, Members]:
+    """:func:`resolve` for many schedules, reading every list's first ``limit + 1`` members in
+    one statement (the hourly sweep admits schedules in batches)."""
+    list_ids = sorted({s.list_id for s in schedules if s.list_id is not None})
+    loaded: dict[int, list[str]] = {}
+    if list_ids:
+        rank = (
+            func.row_number()
+            .over(partition_by=ListKeyword.list_id, order_by=ListKeyword.id)
+            .label("n")
+        )
+        ranked = (
+            select(ListKeyword.list_id, ListKeyword.keyword, rank)
+            .where(ListKeyword.list_id.in_(list_ids))
+            .subquery()
+        )
+        rows = await session.execute(
+            select(ranked.c.list_id, ranked.c.keyword)
+            .where(ranked.c.n <= limit + 1)
+            .order_by(ranked.c.list_id, ranked.c.n)
+        )
+        for list_id, keyword in rows:
+            loaded.setdefault(list_id, []).append(keyword)
+    out: dict[int, Members] = {}
+    for schedule in schedules:
+        if schedule.list_id is None:
+            keywords = list(schedule.keywords or [])
+            out[schedule.id] = Members(keywords[:limit], len(keywords))
+            continue
+        keywords = loaded.get(schedule.list_id, [])
+        if len(keywords) <= limit:
+            out[schedule.id] = Members(keywords, len(keywords))
+        else:
+            total = await list_size(session, schedule.list_id)
+            out[schedule.id] = Members(keywords[:limit], total)
+    return out
