@@ -8,11 +8,12 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, Tracking, send_until_done
+from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.models import Campaign, Recipient
 from app.engines.funnels.campaigns.service import counters
 from app.engines.funnels.models import Contact
+from app.engines.funnels.tracking import Tracking
 from app.settings import MailSettings
 from tests.conftest import auth
 from tests.funnels_more.conftest import contact, settle, setup_names

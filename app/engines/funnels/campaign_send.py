@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,13 +37,12 @@ from app.engines.funnels.campaigns.models import (
 )
 from app.engines.funnels.models import Contact
 from app.engines.funnels.render import render
-from app.engines.funnels.tracking import MessageRef, link_url, pixel_url
+from app.engines.funnels.tracking import MessageRef, Tracking, track_html
 from app.integrations.mail import OutgoingEmail, build_message
 from app.settings import MailSettings
 
 log = logging.getLogger(__name__)
 
-HREF = re.compile(r'href="(https?://[^"]+)"')
 CONFIRM_EVERY_SECONDS = 0.01
 """Outcomes are committed at most this often (bounds what a crash can leave unrecorded)."""
 
@@ -177,12 +175,6 @@ def message_id(campaign: Campaign, seq: int, domain: str) -> str:
     return f"<c{campaign.id}.r{seq}.w{campaign.workspace_id}@{domain}>"
 
 
-@dataclass(frozen=True, slots=True)
-class Tracking:
-    base_url: str
-    secret: str
-
-
 def compose(
     campaign: Campaign, row: _Row, *, domain: str, tracking: Tracking | None
 ) -> OutgoingEmail:
@@ -197,12 +189,7 @@ def compose(
     html = render(campaign.html, values) if campaign.html else None
     if html is not None and tracking is not None:
         ref = MessageRef(campaign.workspace_id, row.contact_id, campaign.id, row.seq)
-        html = HREF.sub(
-            lambda m: f'href="{link_url(tracking.base_url, tracking.secret, ref, m.group(1))}"',
-            html,
-        )
-        pixel = pixel_url(tracking.base_url, tracking.secret, ref)
-        html += f'<img src="{pixel}" width="1" height="1" alt="">'
+        html = track_html(html, tracking, ref)
     mid = message_id(campaign, row.seq, domain)
     return OutgoingEmail(
         to=[row.email or ""],

@@ -33,6 +33,7 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     OutboxEffect,
 )
+from app.engines.funnels.tracking import MessageRef, Tracking, text_to_html, track_html
 from app.integrations.mail import (
     MailSender,
     OutgoingEmail,
@@ -85,11 +86,33 @@ def register_channel(name: str, factory: ChannelFactory) -> None:
     CHANNELS[name] = factory
 
 
-class EmailChannel:
-    """E-mail over SMTP. The effect's Message-ID is stable, so a redelivery is recognisable."""
+TrackingLookup = Callable[[int], Awaitable[Tracking | None]]
+"""The tracking settings of a workspace (``None``: send the message untracked)."""
 
-    def __init__(self, sender: MailSender) -> None:
+
+class EmailChannel:
+    """E-mail over SMTP. The effect's Message-ID is stable, so a redelivery is recognisable.
+
+    With ``tracking``, a message to a contact carries the open pixel and signed redirect links
+    naming its effect (a text-only message gets an HTML alternative to carry them), so opens and
+    clicks of funnel mail are ``message_opened`` / ``link_clicked`` events like a campaign's.
+    Team notifications (``internal``) are not tracked: they are not read by the contact.
+    """
+
+    def __init__(self, sender: MailSender, tracking: TrackingLookup | None = None) -> None:
         self.sender = sender
+        self.tracking = tracking
+
+    async def _html(self, effect: LeasedEffect) -> str | None:
+        p = effect.payload
+        html: str | None = p.get("html")
+        if self.tracking is None or p.get("internal"):
+            return html
+        tracking = await self.tracking(effect.workspace_id)
+        if tracking is None:
+            return html
+        ref = MessageRef(effect.workspace_id, effect.contact_id, effect=effect.idempotency_key)
+        return track_html(html or text_to_html(p["text"]), tracking, ref)
 
     async def send(self, effect: LeasedEffect) -> str:
         p = effect.payload
@@ -97,7 +120,7 @@ class EmailChannel:
             to=list(p["to"]),
             subject=p["subject"],
             text=p["text"],
-            html=p.get("html"),
+            html=await self._html(effect),
             message_id=p["message_id"],
             headers={"X-Sweepline-Effect": effect.idempotency_key},
         )

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from app.engines.funnels.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.goals import watch_goals
+from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runner import Runner
 from app.engines.funnels.triggers import match_events
 from app.integrations.mail import MailSender
@@ -55,7 +56,11 @@ def deliverer_for(ctx: JobContext) -> Deliverer:
 
 def email_channel(ctx: JobContext) -> ChannelSender:
     return ctx.resources.get(
-        "funnels.channel.email", lambda: EmailChannel(MailSender(ctx.settings.mail))
+        "funnels.channel.email",
+        lambda: EmailChannel(
+            MailSender(ctx.settings.mail),
+            tracking=WorkspaceTracking(ctx.db, ctx.secrets, ctx.settings.web.public_url),
+        ),
     )
 
 

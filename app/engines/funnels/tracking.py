@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import html as html_lib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -110,6 +112,46 @@ def link_url(base_url: str, secret: str, ref: MessageRef, target: str) -> str:
     """A redirect link to ``target``; the target is inside the signed claims."""
     claims = {**ref.claims(), "u": target}
     return f"{base_url.rstrip('/')}/t/l/{sign_token(secret, claims)}"
+
+
+HREF = re.compile(r'href="(https?://[^"]+)"')
+_BARE_URL = re.compile(r"https?://[^\s<>\"']+")
+
+
+@dataclass(frozen=True, slots=True)
+class Tracking:
+    """Where tracking links point (the app's public URL) and the workspace secret signing them."""
+
+    base_url: str
+    secret: str
+
+
+def track_html(html: str, tracking: Tracking, ref: MessageRef) -> str:
+    """Every ``http(s)`` link of ``html`` becomes a signed redirect link, and an open pixel is
+    appended: the same for campaign and funnel mail, so opens and clicks of either are events."""
+
+    def tracked(match: re.Match[str]) -> str:
+        target = html_lib.unescape(match.group(1))
+        return (
+            f'href="{html_lib.escape(link_url(tracking.base_url, tracking.secret, ref, target))}"'
+        )
+
+    pixel = html_lib.escape(pixel_url(tracking.base_url, tracking.secret, ref))
+    return f'{HREF.sub(tracked, html)}<img src="{pixel}" width="1" height="1" alt="">'
+
+
+def text_to_html(text: str) -> str:
+    """An HTML alternative of a plain-text body (escaped, URLs made links, line breaks kept), so
+    a message written as text can carry the pixel and tracked links too."""
+    parts: list[str] = []
+    last = 0
+    for match in _BARE_URL.finditer(text):
+        url = match.group(0).rstrip(".,;:!?)")
+        parts.append(html_lib.escape(text[last : match.start()]))
+        parts.append(f'<a href="{html_lib.escape(url)}">{html_lib.escape(url)}</a>')
+        last = match.start() + len(url)
+    parts.append(html_lib.escape(text[last:]))
+    return "<div>" + "".join(parts).replace("\n", "<br>\n") + "</div>"
 
 
 def contact_token(secret: str, workspace_id: int, contact_id: int) -> str:

@@ -8,10 +8,11 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
-from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, Tracking, send_until_done
+from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.models import SCHEDULED, SENDING, Campaign
 from app.engines.funnels.campaigns.service import AlreadyMaterialised, materialise
 from app.engines.funnels.jobs import mail_domain
+from app.engines.funnels.tracking import Tracking
 from app.platform.models import Workspace
 from app.platform.service import webhook_secret
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
