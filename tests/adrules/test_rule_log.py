@@ -19,8 +19,8 @@ from app.engines.adrules.worker import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from app.settings import Settings
+from app.web.app import create_app
 from tests.adrules.support import Workspace, create_workspace, store_token
-from tests.adrules.web_setup import app_with_worker_routes
 from tests.adrules.worker_setup import (
     TOKEN,
     create_setup,
@@ -35,7 +35,7 @@ from tests.platform.conftest import sign_in
 
 @pytest.fixture
 async def new_client(settings: Settings, runtime: Runtime) -> AsyncIterator[Callable[[], Any]]:
-    app = app_with_worker_routes(settings, runtime)
+    app = create_app(settings, runtime, background=False)
     async with AsyncExitStack() as stack:
 
         async def make() -> httpx.AsyncClient:

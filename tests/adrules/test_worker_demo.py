@@ -24,8 +24,8 @@ from app.runtime import Runtime
 from app.sandbox.base import ThreadedServer
 from app.sandbox.meta.demo import DEMO_STORE, start_demo_sandbox
 from app.settings import Settings
+from app.web.app import create_app
 from tests.adrules.support import create_workspace, dispatch_deps
-from tests.adrules.web_setup import app_with_worker_routes
 from tests.adrules.worker_setup import make_clients, make_deps, manual_sleep
 
 
@@ -112,7 +112,7 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
         await graph.aclose()
     assert status == "completed"
 
-    app = app_with_worker_routes(settings, runtime)
+    app = create_app(settings, runtime, background=False)
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://testserver"
     ) as client:

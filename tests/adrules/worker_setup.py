@@ -4,9 +4,8 @@ payload the dispatcher would send, plus worker dependencies pointed at loopback 
 from __future__ import annotations
 
 import uuid
-import warnings
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,12 +183,8 @@ async def make_payload(
 
 @asynccontextmanager
 async def serve_graph(world: GraphWorld) -> AsyncIterator[str]:
-    """The Graph API simulator on a loopback port (started with deprecation warnings quiet: its
-    route declarations are the simulator's business, not what these tests check)."""
-    async with AsyncExitStack() as stack:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            url = await stack.enter_async_context(serve_in_loop(create_app(world)))
+    """The Graph API simulator on a loopback port, in the test's own event loop."""
+    async with serve_in_loop(create_app(world)) as url:
         world.base_url = url
         yield url
 

@@ -4,7 +4,6 @@ page shows what a rule would do without changing anything (AR-4)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
@@ -13,11 +12,8 @@ import pytest
 from app.engines.adrules.schemas import IncreaseBudget, MetricValueCondition, TaskIn
 from app.engines.adrules.worker import run_account_job
 from app.runtime import Runtime
-from app.sandbox.base import serve_in_loop
 from app.sandbox.meta import GraphWorld, SimCampaign
-from app.settings import Settings
 from tests.adrules.support import graph_server, settings, store_token, world
-from tests.adrules.web_setup import app_with_worker_routes
 from tests.adrules.worker_setup import (
     TOKEN,
     create_setup,
@@ -31,18 +27,12 @@ from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
 
-# The Graph API simulator, and settings pointing the app at it (for the preview page).
+# The Graph API simulator, and settings pointing the app (``live_url``) at it for the preview page.
 __all__ = ["graph_server", "settings", "world"]
 
 
-@pytest.fixture
-async def log_url(settings: Settings, runtime: Runtime) -> AsyncIterator[str]:
-    async with serve_in_loop(app_with_worker_routes(settings, runtime)) as url:
-        yield url
-
-
 async def test_ar25_admin_sees_the_timeline_member_does_not(
-    browser: Any, log_url: str, runtime: Runtime, tenant: Tenant, world: GraphWorld
+    browser: Any, live_url: str, runtime: Runtime, tenant: Tenant, world: GraphWorld
 ) -> None:
     world.add_account("act_1001", "Shop")
     world.grant(TOKEN, "act_1001")
@@ -77,8 +67,8 @@ async def test_ar25_admin_sees_the_timeline_member_does_not(
     admin_ctx, member_ctx = await browser.new_context(), await browser.new_context()
     try:
         admin = await admin_ctx.new_page()
-        await sign_in(admin, log_url, tenant.email, tenant.password)
-        await admin.goto(f"{log_url}/ui/adrules/log")
+        await sign_in(admin, live_url, tenant.email, tenant.password)
+        await admin.goto(f"{live_url}/ui/adrules/log")
         await admin.click(f"tr[data-batch='{payload.batch_record_id}'] a")
         await admin.wait_for_selector("#batch-summary")
         assert await admin.locator("#batch-id").inner_text() == payload.batch_id
@@ -91,8 +81,8 @@ async def test_ar25_admin_sees_the_timeline_member_does_not(
         assert "saw 0" in await beta.locator("ul.conditions").inner_text()
 
         member = await member_ctx.new_page()
-        await sign_in(member, log_url, tenant.member_email, tenant.member_password)
-        await member.goto(f"{log_url}/ui/adrules/log/{payload.batch_record_id}")
+        await sign_in(member, live_url, tenant.member_email, tenant.member_password)
+        await member.goto(f"{live_url}/ui/adrules/log/{payload.batch_record_id}")
         await member.wait_for_selector("#batch-summary")
         assert await member.locator("tr.record").count() == 2
         assert await member.locator("ol.timeline").count() == 0
@@ -100,7 +90,7 @@ async def test_ar25_admin_sees_the_timeline_member_does_not(
 
         # The preview reads the same account and changes nothing.
         world.state.reset_counts()
-        await admin.goto(f"{log_url}/ui/adrules/rules/{setup.rule_id}/preview")
+        await admin.goto(f"{live_url}/ui/adrules/rules/{setup.rule_id}/preview")
         await admin.wait_for_selector("#preview")
         assert await admin.locator("tr.preview-row[data-campaign='31']").get_attribute(
             "data-would"

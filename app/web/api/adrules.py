@@ -31,6 +31,7 @@ from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
 from app.runtime import Runtime
 from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
+from app.web.api import adrules_runs
 from app.web.api.common import api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 
@@ -478,5 +479,7 @@ ROUTERS = [
             list_batches,
         ],
         tag="adrules",
-    )
+    ),
+    # The rule log's detail, the preview and the templates (worker side of the engine).
+    *adrules_runs.ROUTERS,
 ]

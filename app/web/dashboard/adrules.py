@@ -33,11 +33,12 @@ from app.platform.service import Principal
 from app.runtime import Runtime
 from app.web.api.adrules import discover
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.dashboard import adrules_log
 from app.web.dashboard.common import page
 
 AnyRequest = Request[Any, Any, Any]
 
-NAV: list[tuple[str, str]] = [("/ui/adrules", "Ad rules")]
+NAV: list[tuple[str, str]] = [("/ui/adrules", "Ad rules"), *adrules_log.NAV]
 """(href, label) links this engine adds to the navigation bar."""
 
 EXAMPLE_TASKS = [
@@ -477,6 +478,7 @@ ROUTES: list[Any] = [
     activate_account,
     deactivate_account,
     batches_page,
+    *adrules_log.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 
