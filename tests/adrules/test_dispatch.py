@@ -243,13 +243,13 @@ async def test_ar11_prefilters_reach_meta_as_filtering(
         ]
     ]
     (job,) = await _jobs(runtime)
+    # Names count from the account's first campaign; statuses cycle within each call.
     assert sorted((e.name, e.effective_status) for e in job.entities) == [
-        ("Promo 10", "PAUSED"),
-        ("Promo 12", "PAUSED"),  # names count from the account's first campaign
+        ("Promo 10", "ACTIVE"),
+        ("Promo 11", "PAUSED"),
         ("Promo 7", "ACTIVE"),
-        ("Promo 9", "ACTIVE"),
-    ] or all("Promo" in e.name and e.effective_status != "ARCHIVED" for e in job.entities)
-    assert len(job.entities) == 4
+        ("Promo 8", "PAUSED"),
+    ]
 
 
 async def test_ar12_every_page_followed_including_short_and_empty_pages(
