@@ -1,4 +1,6 @@
-"""Merge variables: ``{{first_name}}`` in a creative becomes the contact's value at send time."""
+"""Merge variables: ``{{first_name}}`` in a creative becomes the contact's value at send time;
+a dotted name (``{{http.check.data.plan}}``, ``{{vars.intro}}``) reads a value the run produced
+(see :mod:`app.engines.funnels.run_context`)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.engines.funnels.models import Contact
+from app.engines.funnels.run_context import as_text, lookup
 from app.engines.funnels.validate import MERGE_VARIABLE
+
+CONTEXT_KEY = "@run"
+"""Where :func:`variables` keeps the run's context (not a valid field key: no collision)."""
 
 
 def variables(contact: Contact, context: Mapping[str, Any]) -> dict[str, Any]:
@@ -22,6 +28,7 @@ def variables(contact: Contact, context: Mapping[str, Any]) -> dict[str, Any]:
         }
     )
     values.update(context.get("vars", {}))
+    values[CONTEXT_KEY] = context
     return values
 
 
@@ -30,7 +37,10 @@ def render(template: str, values: Mapping[str, Any]) -> str:
     missing for this contact renders empty."""
 
     def one(match: Any) -> str:
-        value = values.get(match.group(1))
+        name = match.group(1)
+        if "." in name:
+            return as_text(lookup(values.get(CONTEXT_KEY) or {}, name))
+        value = values.get(name)
         return "" if value is None else str(value)
 
     return MERGE_VARIABLE.sub(one, template)

@@ -42,6 +42,8 @@ from app.engines.funnels.models import (
     ListMember,
     Tag,
 )
+from app.engines.funnels.run_context import compare as compare_context
+from app.engines.funnels.run_context import lookup
 
 FieldType = Literal["text", "number", "date", "boolean"]
 FIELD_TYPES: tuple[FieldType, ...] = ("text", "number", "date", "boolean")
@@ -96,6 +98,16 @@ class EventCount(_Predicate, tag="event_count"):
     within_days: int | None = None
 
 
+class ContextIs(_Predicate, tag="context"):
+    """Compare a value the run produced (``http.<node>.data.plan``, ``vars.<name>``…; see
+    :mod:`app.engines.funnels.run_context`). Only a condition node inside a run has a context:
+    outside one, every comparison is false except ``not_exists`` (the same on both evaluators)."""
+
+    path: str
+    op: CompareOp
+    value: str | int | float | bool | None = None
+
+
 class AllOf(_Predicate, tag="all"):
     predicates: list[Predicate]
 
@@ -108,7 +120,7 @@ class Not(_Predicate, tag="not"):
     predicate: Predicate
 
 
-Predicate = FieldIs | HasTag | InList | EventCount | AllOf | AnyOf | Not
+Predicate = FieldIs | HasTag | InList | EventCount | ContextIs | AllOf | AnyOf | Not
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +132,8 @@ class ContactFacts:
     tags: frozenset[str] = frozenset()
     lists: frozenset[str] = frozenset()
     events: tuple[tuple[str, datetime], ...] = ()
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """The run's context, when the predicate is evaluated inside a run (condition nodes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +184,28 @@ def field_type(name: str, custom: Mapping[str, str]) -> FieldType:
     return kind if kind in FIELD_TYPES else "text"
 
 
-def problems(predicate: Predicate, custom: Mapping[str, str], path: str = "") -> list[str]:
-    """Rule violations inside a predicate (unknown fields, operators that do not fit the type)."""
+def problems(
+    predicate: Predicate,
+    custom: Mapping[str, str],
+    path: str = "",
+    *,
+    allow_context: bool = False,
+) -> list[str]:
+    """Rule violations inside a predicate (unknown fields, operators that do not fit the type).
+    ``allow_context``: the predicate is a condition's, evaluated inside a run (the validator
+    checks its context paths against the graph)."""
     out: list[str] = []
     for p in walk(predicate):
-        if isinstance(p, FieldIs):
+        if isinstance(p, ContextIs):
+            if not allow_context:
+                out.append(
+                    f"{path}context '{p.path}' exists only inside a run: use it in a condition node"
+                )
+                continue
+            # The path itself is checked against the graph by the validator.
+            if p.op not in ("exists", "not_exists") and p.value is None:
+                out.append(f"{path}operator '{p.op}' on '{p.path}' needs a value")
+        elif isinstance(p, FieldIs):
             if p.field not in STANDARD_FIELDS and p.field not in custom:
                 out.append(f"{path}unknown field '{p.field}'")
                 continue
@@ -251,6 +282,8 @@ def evaluate(
         return predicate.tag in facts.tags
     if isinstance(predicate, InList):
         return predicate.list in facts.lists
+    if isinstance(predicate, ContextIs):
+        return compare_context(predicate.op, lookup(facts.context, predicate.path), predicate.value)
     if isinstance(predicate, EventCount):
         since = now - timedelta(days=predicate.within_days) if predicate.within_days else None
         n = sum(
@@ -351,6 +384,9 @@ def compile_sql(
                 ContactList.name == predicate.list,
             )
         )
+    if isinstance(predicate, ContextIs):
+        # A contact outside a run has no context: only "not_exists" holds (as in evaluate).
+        return true() if predicate.op == "not_exists" else false()
     if isinstance(predicate, EventCount):
         conditions = [ContactEvent.contact_id == Contact.id, ContactEvent.name == predicate.event]
         if predicate.within_days:

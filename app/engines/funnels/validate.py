@@ -51,7 +51,8 @@ from app.engines.funnels.graph import (
     edges,
     kind_of,
 )
-from app.engines.funnels.segments import STANDARD_FIELDS, Predicate, references
+from app.engines.funnels.run_context import CONTEXT_ROOTS, path_problem, split_path
+from app.engines.funnels.segments import STANDARD_FIELDS, ContextIs, Predicate, references, walk
 from app.engines.funnels.segments import problems as predicate_problems
 from app.engines.funnels.timing import is_valid_timezone
 
@@ -100,6 +101,13 @@ def validate(definition: Definition, known: KnownNames) -> list[Problem]:
     for node in nodes.values():
         out += _creative(node)
         out += _node_rules(node, known)
+        if isinstance(node, Condition):
+            out += [
+                Problem("FN-26", "context", msg, node.id)
+                for p in walk(node.predicate)
+                if isinstance(p, ContextIs)
+                for msg in context_problems(p.path, node.id, nodes)
+            ]
     out += _merge_variables(definition, known)
     out += _triggers(definition, known)
     if definition.entry_predicate is not None:
@@ -259,8 +267,10 @@ def _creative(node: Node) -> list[Problem]:
     return []
 
 
-def _predicate_problems(predicate: Predicate, known: KnownNames) -> list[str]:
-    out = predicate_problems(predicate, known.fields)
+def _predicate_problems(
+    predicate: Predicate, known: KnownNames, *, allow_context: bool = False
+) -> list[str]:
+    out = predicate_problems(predicate, known.fields, allow_context=allow_context)
     refs = references(predicate)
     out += [f"unknown tag '{t}'" for t in sorted(refs.tags - known.tags)]
     out += [f"unknown list '{name}'" for name in sorted(refs.lists - known.lists)]
@@ -277,7 +287,7 @@ def _node_rules(node: Node, known: KnownNames) -> list[Problem]:
     if isinstance(node, Condition):
         if not node.yes or not node.no:
             bad("branches", "a condition needs both a 'yes' and a 'no' branch")
-        for msg in _predicate_problems(node.predicate, known):
+        for msg in _predicate_problems(node.predicate, known, allow_context=True):
             bad("predicate", msg)
     elif isinstance(node, Split):
         if len(node.branches) < 2:
@@ -421,6 +431,42 @@ def _texts(node: Node) -> list[str]:
     return []
 
 
+def _descendants(nodes: Mapping[str, Node], start: str) -> set[str]:
+    """Every node a run can reach after leaving ``start``."""
+    seen: set[str] = set()
+    queue = deque(_successors(nodes, nodes[start]))
+    while queue:
+        node_id = queue.popleft()
+        if node_id not in seen:
+            seen.add(node_id)
+            queue.extend(_successors(nodes, nodes[node_id]))
+    return seen
+
+
+def context_problems(path: str, node_id: str, nodes: Mapping[str, Node]) -> list[str]:
+    """A context path names a value some node of this graph produces before ``node_id`` reads it
+    (``http.<http_request id>…``, ``payments.<create_payment id>…``, ``bookings.<book_slot
+    id>…``, ``vars.<ai_generate variable>``)."""
+    shape = path_problem(path)
+    if shape is not None:
+        return [shape]
+    root, name = split_path(path)[:2]
+    kind = CONTEXT_ROOTS[root]
+    if root == "vars":
+        producers = [
+            n.id for n in nodes.values() if isinstance(n, AiGenerate) and n.variable == name
+        ]
+        missing = f"'{path}': no ai_generate node fills the variable '{name}'"
+    else:
+        producers = [name] if name in nodes and kind_of(nodes[name]) == kind else []
+        missing = f"'{path}': '{name}' is not a {kind} node of this graph"
+    if not producers:
+        return [missing]
+    if not any(node_id in _descendants(nodes, p) for p in producers):
+        return [f"'{path}': {kind} '{producers[0]}' does not run before this node"]
+    return []
+
+
 def merge_variables(text: str) -> list[str]:
     return [m.group(1) for m in MERGE_VARIABLE.finditer(text)]
 
@@ -430,6 +476,7 @@ def _merge_variables(definition: Definition, known: KnownNames) -> list[Problem]
     ``ai_generate`` node of this graph; typos are reported with the closest known name."""
     produced = {n.variable for n in definition.nodes if isinstance(n, AiGenerate) and n.variable}
     allowed = BUILTIN_VARIABLES | set(known.fields) | produced
+    nodes = {n.id: n for n in definition.nodes}
     out = []
     for node in definition.nodes:
         if kind_of(node) not in SEND_KINDS and not isinstance(node, HttpRequest | AiGenerate):
@@ -437,6 +484,12 @@ def _merge_variables(definition: Definition, known: KnownNames) -> list[Problem]
         for text in _texts(node):
             for name in merge_variables(text):
                 if name in allowed:
+                    continue
+                if "." in name:
+                    out += [
+                        Problem("FN-25", "merge_variable", msg, node.id)
+                        for msg in context_problems(name, node.id, nodes)
+                    ]
                     continue
                 close = difflib.get_close_matches(name, sorted(allowed), n=1)
                 hint = f"; did you mean '{{{{{close[0]}}}}}'?" if close else ""
