@@ -29,6 +29,8 @@ from app.engines.ranktracking.models import (
     FAILED,
     PAUSED_BALANCE,
     PAUSED_USER,
+    RES_HELD,
+    RES_NONE,
     SKIPPED_BALANCE,
     SKIPPED_DISPATCH,
     Request,
@@ -118,7 +120,9 @@ def _new_run(
     keywords: list[str] | None = None,
     code: str | None = None,
     message: str | None = None,
+    reserved_cents: int = 0,
 ) -> Run:
+    """A child run; an admitted one is written with its reservation (``reserved_cents``) held."""
     terminal = status != DISPATCHING
     return Run(
         workspace_id=schedule.workspace_id,
@@ -139,8 +143,8 @@ def _new_run(
         requested=len(keywords or []),
         retrieved=0,
         no_data=0,
-        reserved_cents=0,
-        reservation_state="none",
+        reserved_cents=reserved_cents,
+        reservation_state=RES_HELD if reserved_cents else RES_NONE,
         polls=0,
         created_at=now,
         finished_at=now if terminal else None,
@@ -371,8 +375,9 @@ async def admit_many(
                 status=DISPATCHING,
                 now=now,
                 keywords=found.keywords,
+                reserved_cents=cents,
             )
-            for device, _ in group.parts
+            for device, cents in group.parts
         ]
         session.add_all(runs)
         admitted.append((launch, schedule, runs, [cents for _, cents in group.parts]))

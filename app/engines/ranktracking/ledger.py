@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, case, func, select, union_all, update
+from sqlalchemy import Table, bindparam, case, func, insert, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -221,23 +221,30 @@ async def reserve_many(
     if not holds:
         return
     per_org: dict[int, int] = {}
+    entries: list[dict[str, Any]] = []
     for hold in holds:
         run = hold.run
-        session.add(
-            LedgerEntry(
-                organisation_id=hold.organisation_id,
-                workspace_id=run.workspace_id,
-                schedule_id=run.schedule_id,
-                run_id=run.id,
-                kind=RESERVATION,
-                amount_cents=hold.amount_cents,
-                note=f"run {run.id} {run.device or run.data_type}",
-                created_at=now,
-            )
+        entries.append(
+            {
+                "organisation_id": hold.organisation_id,
+                "workspace_id": run.workspace_id,
+                "schedule_id": run.schedule_id,
+                "run_id": run.id,
+                "reservation_id": None,
+                "kind": RESERVATION,
+                "amount_cents": hold.amount_cents,
+                "provider_cost": None,
+                "note": f"run {run.id} {run.device or run.data_type}",
+                "created_at": now,
+            }
         )
-        run.reserved_cents = hold.amount_cents
-        run.reservation_state = RES_HELD
+        # Admission writes runs with their reservation already set; only a run reserved after
+        # its insert changes here (and is written by the next flush).
+        if run.reserved_cents != hold.amount_cents or run.reservation_state != RES_HELD:
+            run.reserved_cents = hold.amount_cents
+            run.reservation_state = RES_HELD
         per_org[hold.organisation_id] = per_org.get(hold.organisation_id, 0) + hold.amount_cents
+    await session.execute(insert(LedgerEntry), entries)
     # Core (not ORM) executemany: one prepared statement for every organisation of the batch.
     table = cast(Table, Balance.__table__)
     await session.execute(
