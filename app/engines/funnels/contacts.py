@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -634,6 +634,8 @@ class ImportReport:
     updated: int
     errors: list[dict[str, Any]]
     """One entry per refused row: ``{"row": n, "field": …, "message": …}`` (row 1 = header)."""
+    contact_ids: list[int] = field(default_factory=list)
+    """The contacts created or updated."""
 
 
 def _csv_value(kind: str, raw: str) -> Any:
@@ -681,6 +683,7 @@ async def import_csv(
         raise ValidationFailed.field("file", f"unknown columns: {', '.join(unknown)}")
     created = updated = 0
     errors: list[dict[str, Any]] = []
+    touched: list[int] = []
     for number, row in enumerate(reader, start=2):
         fields = {k: _csv_value(types[k], v or "") for k, v in row.items() if k in types}
         data = ContactData(
@@ -704,10 +707,11 @@ async def import_csv(
             async with session.begin_nested():
                 existing = await find_by_email(session, workspace_id, data.email)
                 if existing is None:
-                    await create_contact(session, workspace_id, data, now)
+                    touched.append((await create_contact(session, workspace_id, data, now)).id)
                     created += 1
                 else:
                     await _update_for_import(session, existing, data, now)
+                    touched.append(existing.id)
                     updated += 1
         except ValidationFailed as exc:
             detail = exc.details[0] if exc.details else {"field": "", "message": exc.message}
@@ -720,7 +724,7 @@ async def import_csv(
             )
         except DuplicateContact as exc:
             errors.append({"row": number, "field": "email", "message": exc.message})
-    return ImportReport(created=created, updated=updated, errors=errors)
+    return ImportReport(created=created, updated=updated, errors=errors, contact_ids=touched)
 
 
 async def _update_for_import(

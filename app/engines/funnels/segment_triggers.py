@@ -7,8 +7,9 @@ matching are forgotten, so they enter again when they match again. The first eva
 trigger only records the baseline: people already in the segment when the funnel went live did not
 *enter* it.
 
-Evaluations run for the contacts an event touched (right after ingestion) and for everyone on a
-periodic sweep (catching changes that produce no event, and time windows that move).
+Evaluations run for contacts changed through the contacts API (in the unit of work that changed
+them, so a field edit starts the run at once), for the contacts an event touched (right after
+ingestion) and for everyone on a periodic sweep (catching time windows that move).
 """
 
 from __future__ import annotations
@@ -71,6 +72,25 @@ async def evaluate_segments(
     return started
 
 
+CHANGED_CHUNK = 500
+"""Contacts evaluated per statement after a bulk change (an import), bounding the IN list."""
+
+
+async def contacts_changed(
+    session: WriteSession, *, workspace_id: int, contact_ids: Iterable[int], now: datetime
+) -> int:
+    """FN-10 right away: contacts whose fields, tags or lists just changed (in this unit of work)
+    are checked against every live ``segment_enter`` trigger of their workspace. Returns how many
+    runs started; they commit with the change or not at all."""
+    ids = sorted(set(contact_ids))
+    started = 0
+    for i in range(0, len(ids), CHANGED_CHUNK):
+        started += await evaluate_segments(
+            session, now=now, workspace_id=workspace_id, contact_ids=ids[i : i + CHANGED_CHUNK]
+        )
+    return started
+
+
 async def _evaluate(
     session: WriteSession,
     funnel: Funnel,
@@ -81,6 +101,9 @@ async def _evaluate(
 ) -> int:
     ws = funnel.workspace_id
     key = trigger_key(trigger)
+    if contact_ids is not None and not await _has_baseline(session, funnel.id, key):
+        # A baseline of a few contacts would make everyone else an "entrant" on the next sweep.
+        return await _evaluate(session, funnel, version, trigger, now, None)
     dialect = dialect_of(session)
     custom = await field_types(session, ws)
     matching_stmt = select(Contact.id).where(
@@ -131,6 +154,31 @@ async def _evaluate(
         ):
             started += 1
     return started
+
+
+async def record_baselines(
+    session: WriteSession, funnel: Funnel, version: FunnelVersion, now: datetime
+) -> None:
+    """At publish: who already matches each new ``segment_enter`` trigger did not enter it, so a
+    contact changed a moment later is an entrant, not part of the first evaluation's baseline."""
+    graph = graph_for_version(version.id, version.definition)
+    for trigger in graph.definition.triggers:
+        if isinstance(trigger, SegmentEnter) and not await _has_baseline(
+            session, funnel.id, trigger_key(trigger)
+        ):
+            await _evaluate(session, funnel, version, trigger, now, None)
+
+
+async def _has_baseline(session: WriteSession, funnel_id: int, key: str) -> bool:
+    found = await session.scalar(
+        select(TriggerFire.funnel_id).where(
+            TriggerFire.funnel_id == funnel_id,
+            TriggerFire.trigger_key == key,
+            TriggerFire.contact_id == 0,
+            TriggerFire.occurrence == BASELINE,
+        )
+    )
+    return found is not None
 
 
 async def _baseline_taken(session: WriteSession, funnel_id: int, key: str, now: datetime) -> bool:

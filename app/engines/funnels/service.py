@@ -29,6 +29,7 @@ from app.engines.funnels.models import (
     Tag,
 )
 from app.engines.funnels.nodes import executable_kinds
+from app.engines.funnels.segment_triggers import record_baselines
 from app.engines.funnels.validate import KnownNames, Problem, validate
 from app.errors import ValidationFailed
 
@@ -160,6 +161,7 @@ async def publish(
     funnel.current_version_id = version.id
     funnel.updated_at = now
     await session.flush()
+    await record_baselines(session, funnel, version, now)
     return version
 
 

@@ -7,12 +7,14 @@ to the caller's workspace; another workspace's id answers 404.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from litestar import delete, get, patch, post
 from litestar.params import FromPath, FromQuery, JSONBody
 from sqlalchemy import func, select
 
+from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import service
 from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
@@ -47,6 +49,7 @@ from app.engines.funnels.schemas import (
     step_out,
     version_out,
 )
+from app.engines.funnels.segment_triggers import contacts_changed
 from app.engines.funnels.segments import compile_sql
 from app.engines.funnels.segments import problems as predicate_problems
 from app.engines.funnels.triggers import enroll
@@ -63,6 +66,13 @@ async def _contact_out(session: Any, contact: Contact) -> ContactOut:
     return contact_out(contact, tags[contact.id], lists[contact.id])
 
 
+async def _changed(
+    uow: UnitOfWork, workspace_id: int, contact_ids: list[int], now: datetime
+) -> None:
+    """``segment_enter`` for the changed contacts, in the same unit of work (FN-10)."""
+    await contacts_changed(uow.session, workspace_id=workspace_id, contact_ids=contact_ids, now=now)
+
+
 @post("/contacts", status_code=201)
 async def create_contact(
     principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ContactIn]
@@ -71,6 +81,7 @@ async def create_contact(
         contact = await contacts_service.create_contact(
             uow.session, principal.workspace_id, data.data(), runtime.clock.now()
         )
+        await _changed(uow, principal.workspace_id, [contact.id], runtime.clock.now())
         out = await _contact_out(uow.session, contact)
     return out
 
@@ -118,6 +129,7 @@ async def update_contact(
         contact = await contacts_service.update_contact(
             uow.session, principal.workspace_id, contact_id, data.data(), runtime.clock.now()
         )
+        await _changed(uow, principal.workspace_id, [contact.id], runtime.clock.now())
         out = await _contact_out(uow.session, contact)
     return out
 
@@ -142,6 +154,7 @@ async def import_contacts(
         report = await contacts_service.import_csv(
             uow.session, principal.workspace_id, data.csv, runtime.clock.now()
         )
+        await _changed(uow, principal.workspace_id, report.contact_ids, runtime.clock.now())
     return ImportOut(
         created=report.created,
         updated=report.updated,
