@@ -1,12 +1,14 @@
-"""The hourly position-tracking sweep with 5,000 due schedules, beside a raw baseline.
+"""The hourly position-tracking sweep with 5,000 due schedules, beside raw baselines.
 
 Measures one ``dispatch_due`` batch on PostgreSQL: every schedule goes through full admission (lock
 the schedule, check for an active run, resolve members, check the cap, lock the organisation balance,
-reserve in a savepoint, write the request and child run, queue the worker job in the same
-transaction). The baseline, measured in the same run on the same database and with the same
-concurrency, is the same number of bare single-row ledger inserts, one transaction each.
+reserve every device or none, write the request and child runs, queue the worker jobs in the same
+transaction), in chunks of schedules per transaction. Measured in the same run, on the same
+database and with the same concurrency: the same number of bare single-row ledger inserts, one
+transaction each (before and after the sweep), and admission one schedule per transaction (the
+dispatcher's earlier shape) over a separate set of ``--single`` due schedules.
 
-    /tmp/venv0/bin/python bench/ranktracking_sweep.py [--schedules 5000] [--orgs 50] [--url URL]
+    /tmp/venv0/bin/python bench/ranktracking_sweep.py [--schedules 5000] [--single 1000] [--orgs 50] [--url URL]
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.engines.ranktracking import ledger
+from app.engines.ranktracking.admission import RECURRING
 from app.engines.ranktracking.dispatch import dispatch_due
+from app.engines.ranktracking.handoff import admit_and_send
 from app.engines.ranktracking.models import LedgerEntry, Run, Schedule
+from app.engines.ranktracking.pricing import STANDARD
 from app.platform.models import Organisation, Workspace
 from app.settings import load_settings
 from app.wiring import assemble
@@ -57,13 +62,13 @@ async def drop_database(db_url: str) -> None:
     await admin.dispose()
 
 
-async def seed(runtime, schedules: int, orgs: int) -> list[int]:  # type: ignore[no-untyped-def]
+async def seed(runtime, schedules: int, orgs: int, *, name: str = "org") -> list[int]:  # type: ignore[no-untyped-def]
     """Organisations with a funded balance, and ``schedules`` due SERP schedules (bulk insert)."""
     org_ids: list[int] = []
     async with runtime.db.write() as uow:
         s = uow.session
         for i in range(orgs):
-            org = Organisation(name=f"org {i}", created_at=NOW)
+            org = Organisation(name=f"{name} {i}", created_at=NOW)
             s.add(org)
             await s.flush()
             ws = Workspace(
@@ -81,7 +86,15 @@ async def seed(runtime, schedules: int, orgs: int) -> list[int]:  # type: ignore
             await ledger.top_up(
                 s, organisation_id=org.id, workspace_id=ws.id, amount_cents=10_000_000, now=NOW
             )
-        workspaces = dict((await s.execute(select(Workspace.organisation_id, Workspace.id))).all())
+        workspaces = dict(
+            (
+                await s.execute(
+                    select(Workspace.organisation_id, Workspace.id).where(
+                        Workspace.organisation_id.in_(org_ids)
+                    )
+                )
+            ).all()
+        )
         rows = []
         for n in range(schedules):
             org_id = org_ids[n % orgs]
@@ -139,9 +152,35 @@ async def baseline(runtime, org_ids: list[int], n: int, concurrency: int) -> flo
     return time.perf_counter() - started
 
 
+async def one_per_transaction(runtime, org_ids: list[int], concurrency: int) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+    """Admit the due schedules of ``org_ids`` one schedule per transaction (``admit_and_send`` for
+    each, ``concurrency`` at a time): the dispatcher's earlier shape, on the same code."""
+    async with runtime.db.read() as session:
+        ids = list(
+            (
+                await session.execute(
+                    select(Schedule.id).where(Schedule.organisation_id.in_(org_ids))
+                )
+            ).scalars()
+        )
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(schedule_id: int) -> int:
+        async with gate:
+            launch = await admit_and_send(
+                runtime, schedule_id, trigger=RECURRING, queue=STANDARD, now=NOW
+            )
+            return launch.launched
+
+    started = time.perf_counter()
+    launched = sum(await asyncio.gather(*(one(i) for i in ids)))
+    return launched, time.perf_counter() - started
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--schedules", type=int, default=5000)
+    parser.add_argument("--single", type=int, default=1000)
     parser.add_argument("--orgs", type=int, default=50)
     parser.add_argument("--url", default="postgresql+asyncpg://postgres@127.0.0.1/postgres")
     args = parser.parse_args()
@@ -163,10 +202,14 @@ async def main() -> None:
         runtime = assemble(settings, ManualClock(NOW))
         concurrency = settings.ranktracking.dispatch_concurrency
         org_ids = await seed(runtime, args.schedules, args.orgs)
+        single_orgs = await seed(runtime, args.single, args.orgs, name="single")
 
         # The baseline runs before and after the sweep; their mean is the figure (the machine's
         # load may drift while the sweep runs).
         before = await baseline(runtime, org_ids, args.schedules, concurrency)
+        single_launched, single_seconds = await one_per_transaction(
+            runtime, single_orgs, concurrency
+        )
         started = time.perf_counter()
         report = await dispatch_due(runtime, NOW)
         sweep_seconds = time.perf_counter() - started
@@ -175,11 +218,15 @@ async def main() -> None:
 
         async with runtime.db.read() as session:
             runs = await session.scalar(
-                select(func.count()).select_from(Run).where(Run.status == "dispatching")
+                select(func.count())
+                .select_from(Run)
+                .join(Schedule, Schedule.id == Run.schedule_id)
+                .where(Run.status == "dispatching", Schedule.organisation_id.in_(org_ids))
             )
             jobs = await session.scalar(
                 text("SELECT count(*) FROM jobs WHERE name = 'ranktracking.post_tasks'")
             )
+            jobs -= single_launched
             negative = await session.scalar(
                 text(
                     "SELECT count(*) FROM rt_balances WHERE credits_cents - settled_cents - reserved_cents < 0"
@@ -188,6 +235,7 @@ async def main() -> None:
         await runtime.aclose()
         assert report.launched_runs == args.schedules == runs == jobs, (report, runs, jobs)
         assert negative == 0
+        assert single_launched == args.single
         print(
             f"PostgreSQL, {args.schedules} due schedules in {args.orgs} organisations, concurrency {concurrency}"
         )
@@ -198,6 +246,10 @@ async def main() -> None:
             f"  baseline ledger inserts:     {base_seconds:7.2f} s  -> "
             f"{args.schedules / base_seconds:8.0f} inserts/s (one row, one transaction each; "
             f"{before:.2f} s before and {after:.2f} s after the sweep)"
+        )
+        print(
+            f"  one schedule per transaction:{single_seconds:7.2f} s  -> "
+            f"{args.single / single_seconds:8.0f} admissions/s ({args.single} other schedules)"
         )
         print(f"  admission cost vs baseline:  {sweep_seconds / base_seconds:7.2f} x")
     finally:
