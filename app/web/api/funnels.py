@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from litestar import delete, get, patch, post
+from litestar import Request, Response, delete, get, patch, post
 from litestar.params import FromPath, FromQuery, JSONBody
 from sqlalchemy import func, select
 
@@ -55,7 +55,7 @@ from app.engines.funnels.segments import problems as predicate_problems
 from app.engines.funnels.triggers import enroll
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, id_cursor, page_of
-from app.web.api.common import api_router
+from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
 # -- contacts ----------------------------------------------------------------------------------
@@ -75,15 +75,21 @@ async def _changed(
 
 @post("/contacts", status_code=201)
 async def create_contact(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ContactIn]
-) -> ContactOut:
-    async with runtime.db.write() as uow:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[ContactIn],
+) -> Response[ContactOut]:
+    """Create a contact (``Idempotency-Key`` makes a retried request create it once)."""
+
+    async def action(uow: UnitOfWork) -> ContactOut:
         contact = await contacts_service.create_contact(
             uow.session, principal.workspace_id, data.data(), runtime.clock.now()
         )
         await _changed(uow, principal.workspace_id, [contact.id], runtime.clock.now())
-        out = await _contact_out(uow.session, contact)
-    return out
+        return await _contact_out(uow.session, contact)
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @get("/contacts")
@@ -147,19 +153,26 @@ async def delete_contact(
 
 @post("/contacts/import", status_code=200)
 async def import_contacts(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ImportIn]
-) -> ImportOut:
-    """Create or update contacts from CSV; every refused row is reported with its number."""
-    async with runtime.db.write() as uow:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[ImportIn],
+) -> Response[ImportOut]:
+    """Create or update contacts from CSV; every refused row is reported with its number.
+    A retry with the same ``Idempotency-Key`` answers the first report and imports nothing."""
+
+    async def action(uow: UnitOfWork) -> ImportOut:
         report = await contacts_service.import_csv(
             uow.session, principal.workspace_id, data.csv, runtime.clock.now()
         )
         await _changed(uow, principal.workspace_id, report.contact_ids, runtime.clock.now())
-    return ImportOut(
-        created=report.created,
-        updated=report.updated,
-        errors=[ImportRowError(**e) for e in report.errors],
-    )
+        return ImportOut(
+            created=report.created,
+            updated=report.updated,
+            errors=[ImportRowError(**e) for e in report.errors],
+        )
+
+    return await idempotent(request, principal, runtime, action, status_code=200)
 
 
 @get("/contacts/{contact_id:int}/timeline")
@@ -287,15 +300,20 @@ async def _funnel_out(session: Any, funnel: Any) -> FunnelOut:
 
 @post("", status_code=201)
 async def create_funnel(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FunnelIn]
-) -> FunnelOut:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[FunnelIn],
+) -> Response[FunnelOut]:
     definition = service.parse_definition(data.definition)
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> FunnelOut:
         funnel = await service.create_funnel(
             uow.session, principal.workspace_id, data.name, definition, runtime.clock.now()
         )
-        out = await _funnel_out(uow.session, funnel)
-    return out
+        return await _funnel_out(uow.session, funnel)
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @get("")
@@ -355,10 +373,15 @@ async def validate_draft(
 
 @post("/{funnel_id:int}/publish", status_code=201)
 async def publish(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
-) -> VersionOut:
-    """Freeze the draft as the next immutable version; 422 with every problem when invalid."""
-    async with runtime.db.write() as uow:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+) -> Response[VersionOut]:
+    """Freeze the draft as the next immutable version; 422 with every problem when invalid.
+    A retry with the same ``Idempotency-Key`` answers the same version, not version n+1."""
+
+    async def action(uow: UnitOfWork) -> VersionOut:
         version = await service.publish(
             uow.session,
             principal.workspace_id,
@@ -366,7 +389,9 @@ async def publish(
             user_id=principal.user_id,
             now=runtime.clock.now(),
         )
-    return version_out(version)
+        return version_out(version)
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @get("/{funnel_id:int}/versions")
@@ -395,15 +420,18 @@ async def show_version(
 
 @post("/{funnel_id:int}/enroll", status_code=200)
 async def enroll_contacts(
+    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     funnel_id: FromPath[int],
     data: JSONBody[EnrollIn],
-) -> EnrollOut:
-    """The ``manual`` trigger: enter the listed contacts, or everyone matching a predicate."""
+) -> Response[EnrollOut]:
+    """The ``manual`` trigger: enter the listed contacts, or everyone matching a predicate.
+    A retry with the same ``Idempotency-Key`` answers the first count."""
     if data.contact_ids is None and data.predicate is None:
         raise ValidationFailed.field("contact_ids", "give contact_ids or a predicate")
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> EnrollOut:
         funnel = await service.get_funnel(uow.session, principal.workspace_id, funnel_id)
         version = await service.current_version(uow.session, funnel)
         started = await enroll(
@@ -413,7 +441,9 @@ async def enroll_contacts(
             contact_ids=data.contact_ids,
             predicate=data.predicate,
         )
-    return EnrollOut(started=started)
+        return EnrollOut(started=started)
+
+    return await idempotent(request, principal, runtime, action, status_code=200)
 
 
 @get("/{funnel_id:int}/runs")

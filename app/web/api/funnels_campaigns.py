@@ -7,9 +7,10 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from litestar import get, patch, post
+from litestar import Request, Response, get, patch, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from app.db.session import UnitOfWork
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import (
     CampaignData,
@@ -26,7 +27,7 @@ from app.engines.funnels.campaigns.service import (
 from app.engines.funnels.segments import Predicate
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
-from app.web.api.common import api_router
+from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
 
@@ -116,13 +117,20 @@ def _counts(counts: Any) -> dict[str, int]:
 
 @post("/campaigns")
 async def create(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[CampaignIn]
-) -> CampaignOut:
-    async with runtime.db.write() as uow:
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[CampaignIn],
+) -> Response[CampaignOut]:
+    """Create a draft (``Idempotency-Key`` makes a retried request create it once)."""
+
+    async def action(uow: UnitOfWork) -> CampaignOut:
         campaign = await create_campaign(
             uow.session, principal.workspace_id, _data(data), runtime.clock.now()
         )
-    return campaign_out(campaign)
+        return campaign_out(campaign)
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @get("/campaigns")
@@ -165,19 +173,24 @@ async def edit(
 
 @post("/campaigns/{campaign_id:int}/schedule", status_code=200)
 async def schedule(
+    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     campaign_id: FromPath[int],
     data: JSONBody[ScheduleIn],
-) -> CampaignOut:
+) -> Response[CampaignOut]:
+    """Schedule the send (``Idempotency-Key``: a retry answers the first schedule)."""
     now = runtime.clock.now()
     if data.send_at is not None and data.send_at.tzinfo is None:
         raise ValidationFailed.field("send_at", "needs a time zone offset")
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> CampaignOut:
         campaign = await schedule_campaign(
             uow.session, principal.workspace_id, campaign_id, data.send_at or now, now
         )
-    return campaign_out(campaign)
+        return campaign_out(campaign)
+
+    return await idempotent(request, principal, runtime, action, status_code=200)
 
 
 @post("/campaigns/{campaign_id:int}/audience", status_code=200)

@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
-from litestar import get, post
+from litestar import Request, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 from sqlalchemy import select
 
+from app.db.session import UnitOfWork
 from app.engines.funnels.contacts import get_contact
 from app.engines.funnels.events import InboundEvent
 from app.engines.funnels.forms import FormField, create_form, embed_code, list_forms
@@ -23,7 +24,7 @@ from app.engines.funnels.tracking import contact_token, site_key
 from app.engines.funnels.triggers import enroll
 from app.platform.service import get_workspace, webhook_secret
 from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
-from app.web.api.common import api_router
+from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 
 
@@ -312,20 +313,25 @@ class SegmentEntryOut(Schema):
 
 @post("/{funnel_id:int}/segment-entries", status_code=200)
 async def enter_segment(
+    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     funnel_id: FromPath[int],
     data: JSONBody[SegmentEntryIn],
-) -> SegmentEntryOut:
-    """The ``manual`` trigger for a segment: an announcement you decide to send."""
+) -> Response[SegmentEntryOut]:
+    """The ``manual`` trigger for a segment: an announcement you decide to send. A retry with
+    the same ``Idempotency-Key`` answers the first count."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> SegmentEntryOut:
         funnel = await get_funnel(uow.session, principal.workspace_id, funnel_id)
         version = await current_version(uow.session, funnel)
         started = await enroll(
             uow.session, version, now=runtime.clock.now(), predicate=data.segment
         )
-    return SegmentEntryOut(started=started)
+        return SegmentEntryOut(started=started)
+
+    return await idempotent(request, principal, runtime, action, status_code=200)
 
 
 ROUTERS: list[Any] = [
