@@ -157,7 +157,11 @@ async def create_rule(runtime: Runtime, *, workspace_id: int, **overrides: Any) 
     data = msgspec.convert(rule_body(**overrides), RuleIn)
     async with runtime.db.write() as uow:
         rule = await rule_service.create_rule(
-            uow.session, workspace_id=workspace_id, data=data, now=runtime.clock.now()
+            uow.session,
+            runtime.secrets,
+            workspace_id=workspace_id,
+            data=data,
+            now=runtime.clock.now(),
         )
     return rule.id
 

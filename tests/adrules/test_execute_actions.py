@@ -379,7 +379,8 @@ async def test_notify_webhook_signature_verifies(
         action = NotifyWebhook(url=f"{url}/hook", secret=secret)
         (record,) = await _run(runtime, workspace_id, clients, world, action)
     assert record.status == "executed", record.reason
-    assert record.parameters["secret"] == "***"
+    # AR-24: the record says a secret exists, never the secret nor its ciphertext.
+    assert record.parameters == {"type": "notify_webhook", "url": f"{url}/hook", "has_secret": True}
     (body, signature) = received[0]
     now = int(runtime.clock.now().timestamp())
     assert verify_webhook(secret, signature, body, now=now)

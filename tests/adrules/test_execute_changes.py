@@ -131,5 +131,15 @@ def test_status_changes() -> None:
 
 
 def test_the_webhook_secret_is_never_in_the_recorded_parameters() -> None:
-    params = action_parameters(NotifyWebhook(url="https://example.com/hook", secret="s" * 20))
-    assert params == {"type": "notify_webhook", "url": "https://example.com/hook", "secret": "***"}
+    for action in (
+        NotifyWebhook(url="https://example.com/hook", secret="s" * 20),
+        NotifyWebhook(
+            url="https://example.com/hook", has_secret=True, sealed_secret="gAAAA-sealed"
+        ),
+    ):
+        params = action_parameters(action)
+        assert params == {
+            "type": "notify_webhook",
+            "url": "https://example.com/hook",
+            "has_secret": True,
+        }

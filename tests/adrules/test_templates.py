@@ -103,6 +103,7 @@ async def test_ar3_night_budget_reset_end_to_end_across_a_night(
     async with runtime.db.write() as uow:
         rule = await create_from_template(
             uow.session,
+            runtime.secrets,
             workspace_id=ws.workspace_id,
             key="night_budget_reset",
             data=FromTemplateIn(

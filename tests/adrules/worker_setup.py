@@ -17,6 +17,7 @@ from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
 from app.engines.adrules.schemas import PreFilters, RuleDocument, TaskDocument, TaskIn
 from app.engines.adrules.sheets_values import SheetCache
+from app.engines.adrules.webhook_secrets import seal_task
 from app.engines.adrules.worker import WorkerDeps
 from app.integrations.http_guard import GuardedHttp, RetryPolicy
 from app.integrations.mail import MailSender
@@ -87,7 +88,9 @@ async def create_setup(
         await s.flush()
         s.add(RuleAccount(rule_id=rule.id, ad_account_id=account.id))
         docs: list[TaskDocument] = []
-        for position, task in enumerate(tasks):
+        for position, given in enumerate(tasks):
+            # Stored as the rule service stores it (a webhook's secret encrypted).
+            task = seal_task(given, runtime.secrets, previous=None, field=f"tasks[{position}]")
             body = msgspec.to_builtins(task)
             body.pop("id", None)
             name = body.pop("name", "") or f"Task {position + 1}"

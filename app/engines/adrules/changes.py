@@ -27,6 +27,7 @@ from app.engines.adrules.schemas import (
     Rename,
     SetBudget,
 )
+from app.engines.adrules.webhook_secrets import public_action
 
 MAX_NAME_LENGTH = 400
 
@@ -48,10 +49,9 @@ class Change:
 
 
 def action_parameters(action: Action) -> dict[str, Any]:
-    """The action's parameters as the record shows them (the webhook secret is never shown)."""
-    params: dict[str, Any] = msgspec.to_builtins(action)
-    if "secret" in params:
-        params["secret"] = "***"  # noqa: S105 - a mask, not a secret
+    """The action's parameters as the record shows them (a webhook's secret, even encrypted, is never
+    shown: only ``has_secret``)."""
+    params: dict[str, Any] = msgspec.to_builtins(public_action(action))
     return params
 
 

@@ -68,4 +68,6 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             uow.session, workspace_id=demo.workspace_id, account_id=store.id, active=True, now=now
         )
         data = msgspec.convert({**DEMO_RULE, "account_ids": [store.id]}, RuleIn)
-        await rules.create_rule(uow.session, workspace_id=demo.workspace_id, data=data, now=now)
+        await rules.create_rule(
+            uow.session, runtime.secrets, workspace_id=demo.workspace_id, data=data, now=now
+        )

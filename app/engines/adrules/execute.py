@@ -45,10 +45,12 @@ from app.engines.adrules.schemas import (
     Rename,
     SetBudget,
 )
+from app.engines.adrules.webhook_secrets import open_secret
 from app.integrations.http_guard import GuardedHttp, HttpRequest
 from app.integrations.mail import MailSender, OutgoingEmail
 from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.writer import MetaWriter
+from app.platform.crypto import SecretBox
 
 SIGNATURE_HEADER = "X-Sweepline-Signature"
 """``t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` (the timestamp stops replays)."""
@@ -123,6 +125,8 @@ class ActionRunner:
     mail: MailSender | None
     http: GuardedHttp | None
     timer: Timer
+    secrets: SecretBox
+    """Opens a webhook's stored signing secret at the moment it signs."""
 
     async def run(
         self,
@@ -230,6 +234,9 @@ class ActionRunner:
     ) -> int:
         if self.http is None:
             raise ActionFailed("outbound HTTP is not configured")
+        secret = open_secret(action, self.secrets)
+        if secret is None:
+            raise ActionFailed("the webhook has no signing secret")
         body = msgspec.json.encode(
             {
                 "event": "adrules.task_passed",
@@ -249,7 +256,7 @@ class ActionRunner:
                 url=action.url,
                 headers={
                     "Content-Type": "application/json",
-                    SIGNATURE_HEADER: sign_webhook(action.secret, body, timestamp),
+                    SIGNATURE_HEADER: sign_webhook(secret, body, timestamp),
                 },
                 body=body.decode(),
             ),

@@ -21,7 +21,9 @@ from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.schedule import first_execution, window_of
 from app.engines.adrules.schemas import RuleIn, TaskDocument, TaskIn
 from app.engines.adrules.validation import Problems, check_rule, check_single_task
+from app.engines.adrules.webhook_secrets import public_task, seal_task
 from app.errors import ValidationFailed
+from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace
 
 
@@ -32,6 +34,7 @@ class RuleView:
     rule: Rule
     account_ids: list[int]
     tasks: list[TaskDocument]
+    """As they may be shown: a webhook's secret is reduced to ``has_secret``."""
     last_batch_status: str | None
 
 
@@ -84,7 +87,7 @@ def _schedule_columns(rule: Rule, timezone: str, now: datetime) -> None:
 
 
 async def _replace_tasks(
-    session: WriteSession, rule: Rule, tasks: list[TaskIn], now: datetime
+    session: WriteSession, box: SecretBox, rule: Rule, tasks: list[TaskIn], now: datetime
 ) -> None:
     current = {
         t.id: t
@@ -100,8 +103,11 @@ async def _replace_tasks(
             problems.add(f"tasks[{i}].id", f"task {task.id} is not a task of this rule")
     problems.raise_if_any()
     kept: set[int] = set()
-    for position, task in enumerate(tasks):
-        row = current.get(task.id) if task.id is not None else None
+    for position, given in enumerate(tasks):
+        row = current.get(given.id) if given.id is not None else None
+        task = seal_task(
+            given, box, previous=row.document if row else None, field=f"tasks[{position}]"
+        )
         if row is None:
             row = Task(
                 rule_id=rule.id,
@@ -134,7 +140,7 @@ async def _set_accounts(session: WriteSession, rule_id: int, account_ids: list[i
 
 
 async def create_rule(
-    session: WriteSession, *, workspace_id: int, data: RuleIn, now: datetime
+    session: WriteSession, box: SecretBox, *, workspace_id: int, data: RuleIn, now: datetime
 ) -> Rule:
     check_rule(data)
     if data.status == "archived":
@@ -153,12 +159,18 @@ async def create_rule(
     session.add(rule)
     await session.flush()
     await _set_accounts(session, rule.id, data.account_ids)
-    await _replace_tasks(session, rule, data.tasks, now)
+    await _replace_tasks(session, box, rule, data.tasks, now)
     return rule
 
 
 async def update_rule(
-    session: WriteSession, *, workspace_id: int, rule_id: int, data: RuleIn, now: datetime
+    session: WriteSession,
+    box: SecretBox,
+    *,
+    workspace_id: int,
+    rule_id: int,
+    data: RuleIn,
+    now: datetime,
 ) -> Rule:
     """Replace the rule. ``next_execution_at`` is recomputed when the schedule changes or the rule
     becomes active; an active rule whose schedule is unchanged keeps its next run."""
@@ -175,7 +187,7 @@ async def update_rule(
     if reschedule:
         _schedule_columns(rule, await _timezone(session, workspace_id), now)
     await _set_accounts(session, rule.id, data.account_ids)
-    await _replace_tasks(session, rule, data.tasks, now)
+    await _replace_tasks(session, box, rule, data.tasks, now)
     return rule
 
 
@@ -253,7 +265,7 @@ async def _last_batch_statuses(session: ReadSession, rules: list[Rule]) -> dict[
 
 async def view_rule(session: ReadSession, *, workspace_id: int, rule_id: int) -> RuleView:
     rule = await _rule(session, workspace_id, rule_id)
-    tasks = [load_task(t) for t in await _active_tasks(session, rule.id)]
+    tasks = [public_task(load_task(t)) for t in await _active_tasks(session, rule.id)]
     accounts = (await _account_ids(session, [rule.id]))[rule.id]
     status = (await _last_batch_statuses(session, [rule]))[rule.id]
     return RuleView(rule, accounts, tasks, status)
@@ -285,7 +297,7 @@ async def list_rules(
     ).scalars()
     tasks: dict[int, list[TaskDocument]] = {r.id: [] for r in rules}
     for task in task_rows:
-        tasks[task.rule_id].append(load_task(task))
+        tasks[task.rule_id].append(public_task(load_task(task)))
     return [RuleView(r, accounts[r.id], tasks[r.id], statuses[r.id]) for r in rules]
 
 
@@ -301,12 +313,19 @@ def task_in(document: TaskDocument) -> TaskIn:
 
 
 async def add_task(
-    session: WriteSession, *, workspace_id: int, rule_id: int, task: TaskIn, now: datetime
+    session: WriteSession,
+    box: SecretBox,
+    *,
+    workspace_id: int,
+    rule_id: int,
+    task: TaskIn,
+    now: datetime,
 ) -> Task:
     rule = await _rule(session, workspace_id, rule_id)
     check_single_task(task)
     if task.id is not None:
         raise ValidationFailed.field("task.id", "a new task has no id")
+    task = seal_task(task, box, previous=None, field="task")
     position = len(await _active_tasks(session, rule.id))
     row = Task(
         rule_id=rule.id,
@@ -334,6 +353,7 @@ async def _task(session: ReadSession, rule: Rule, task_id: int) -> Task:
 
 async def update_task(
     session: WriteSession,
+    box: SecretBox,
     *,
     workspace_id: int,
     rule_id: int,
@@ -344,6 +364,7 @@ async def update_task(
     rule = await _rule(session, workspace_id, rule_id)
     row = await _task(session, rule, task_id)
     check_single_task(task)
+    task = seal_task(task, box, previous=row.document, field="task")
     row.name = task.name
     row.document = task_body(task)
     row.updated_at = now

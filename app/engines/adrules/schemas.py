@@ -211,11 +211,23 @@ class NotifyEmail(Schema, kw_only=True, tag="notify_email", tag_field="type"):
     subject: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
 
 
-class NotifyWebhook(Schema, kw_only=True, tag="notify_webhook", tag_field="type"):
-    """POST the result to ``url`` with an HMAC-SHA256 signature of the body made with ``secret``."""
+class NotifyWebhook(
+    Schema, kw_only=True, tag="notify_webhook", tag_field="type", omit_defaults=True
+):
+    """POST the result to ``url`` with an HMAC-SHA256 signature of the body made with ``secret``.
+
+    The secret is write-only (spec AR-24): it is stored encrypted and never answered; responses
+    carry ``has_secret`` instead."""
 
     url: Annotated[str, msgspec.Meta(pattern=r"^https?://[^\s]+$", max_length=2000)]
-    secret: Annotated[str, msgspec.Meta(min_length=16, max_length=200)]
+    secret: Annotated[str, msgspec.Meta(min_length=16, max_length=200)] | None = None
+    """Write-only signing key: required for a new task; left out of an update, the stored one is
+    kept."""
+    has_secret: bool = False
+    """Read-only: whether a signing secret is stored (ignored on input)."""
+    sealed_secret: str | None = None
+    """Set by the server only: the secret encrypted with the server's key, as stored and as the
+    worker receives it. Refused on input, never answered."""
 
 
 class LogOnly(Schema, kw_only=True, tag="log_only", tag_field="type"):

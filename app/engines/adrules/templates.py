@@ -32,6 +32,7 @@ from app.engines.adrules.schemas import (
     WeeklyGrid,
 )
 from app.errors import NotFound
+from app.platform.crypto import SecretBox
 from app.schemas import Schema
 
 TemplateKey = Literal["night_budget_reset", "pause_losers", "scale_winners", "stop_loss"]
@@ -224,9 +225,15 @@ def get_template(key: str) -> Template:
 
 
 async def create_from_template(
-    session: WriteSession, *, workspace_id: int, key: str, data: FromTemplateIn, now: datetime
+    session: WriteSession,
+    box: SecretBox,
+    *,
+    workspace_id: int,
+    key: str,
+    data: FromTemplateIn,
+    now: datetime,
 ) -> Rule:
     """A new rule from ``key``, always a draft (validated like any rule)."""
     return await rule_service.create_rule(
-        session, workspace_id=workspace_id, data=get_template(key).rule(data), now=now
+        session, box, workspace_id=workspace_id, data=get_template(key).rule(data), now=now
     )

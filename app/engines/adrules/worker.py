@@ -199,6 +199,7 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
                 mail=deps.mail,
                 http=deps.http,
                 timer=time.perf_counter,
+                secrets=deps.secrets,
             ),
             last=last,
             done=done,

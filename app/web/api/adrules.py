@@ -280,7 +280,11 @@ async def create_rule(
 ) -> RuleOut:
     async with runtime.db.write() as uow:
         rule = await rule_service.create_rule(
-            uow.session, workspace_id=principal.workspace_id, data=data, now=runtime.clock.now()
+            uow.session,
+            runtime.secrets,
+            workspace_id=principal.workspace_id,
+            data=data,
+            now=runtime.clock.now(),
         )
     return await _view(runtime, principal.workspace_id, rule.id)
 
@@ -322,6 +326,7 @@ async def replace_rule(
     async with runtime.db.write() as uow:
         await rule_service.update_rule(
             uow.session,
+            runtime.secrets,
             workspace_id=principal.workspace_id,
             rule_id=rule_id,
             data=data,
@@ -384,6 +389,7 @@ async def add_task(
     async with runtime.db.write() as uow:
         task = await rule_service.add_task(
             uow.session,
+            runtime.secrets,
             workspace_id=principal.workspace_id,
             rule_id=rule_id,
             task=data,
@@ -404,6 +410,7 @@ async def replace_task(
     async with runtime.db.write() as uow:
         await rule_service.update_task(
             uow.session,
+            runtime.secrets,
             workspace_id=principal.workspace_id,
             rule_id=rule_id,
             task_id=task_id,

@@ -270,6 +270,7 @@ async def create_rule_from_template(
     async with runtime.db.write() as uow:
         rule = await create_from_template(
             uow.session,
+            runtime.secrets,
             workspace_id=principal.workspace_id,
             key=key,
             data=data,

@@ -306,6 +306,7 @@ async def _save(
                 if rule_id is None:
                     rule = await rule_service.create_rule(
                         uow.session,
+                        runtime.secrets,
                         workspace_id=principal.workspace_id,
                         data=data,
                         now=runtime.clock.now(),
@@ -314,6 +315,7 @@ async def _save(
                 else:
                     await rule_service.update_rule(
                         uow.session,
+                        runtime.secrets,
                         workspace_id=principal.workspace_id,
                         rule_id=rule_id,
                         data=data,

@@ -163,6 +163,7 @@ async def create_from_template_form(
         async with runtime.db.write() as uow:
             rule = await create_from_template(
                 uow.session,
+                runtime.secrets,
                 workspace_id=principal.workspace_id,
                 key=key,
                 data=form,
