@@ -1,4 +1,6 @@
-"""Demo data: contacts, and a published welcome funnel with a wait, a condition and a goal.
+"""Demo data: contacts, a published welcome funnel with a wait, a condition and a goal, a hosted
+sign-up form that feeds it (joining the Newsletter list), and a draft campaign to a segment of
+the contacts (those in London), ready to schedule.
 
 The demo's mail goes to the local SMTP sink (``sandboxes["smtp"]``); the dashboard's mailbox page
 shows what arrived.
@@ -8,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.forms import FormField, create_form
 from app.engines.funnels.models import ContactList, Tag
 from app.engines.funnels.outside.demo import configure_demo_providers
 from app.engines.funnels.service import create_funnel, parse_definition, publish
@@ -55,6 +59,26 @@ WELCOME: dict[str, Any] = {
     ],
 }
 
+SIGNUP_FIELDS = [
+    FormField("first_name", "First name", required=True),
+    FormField("company", "Company"),
+]
+
+LONDON = CampaignData(
+    name="London meetup invitation",
+    subject="{{first_name}}, join us in London on the 12th",
+    body=(
+        "Hello {{first_name}},\n\nwe are meeting readers in London on the 12th. "
+        "Details and sign-up: https://example.com/meetup\n\nSee you there!"
+    ),
+    html=(
+        "<p>Hello {{first_name}},</p><p>we are meeting readers in London on the 12th. "
+        '<a href="https://example.com/meetup">Details and sign-up</a>.</p><p>See you there!</p>'
+    ),
+    audience={"kind": "field", "field": "timezone", "op": "eq", "value": "Europe/London"},
+    rate_per_minute=60,
+)
+
 PEOPLE = [
     ("ada@example.com", "Ada", "Lovelace", "Europe/London", "Analytical Engines"),
     ("grace@example.com", "Grace", "Hopper", "America/New_York", "Navy"),
@@ -94,4 +118,14 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             )
             ids.append(contact.id)
         await enroll(s, version, now=now, contact_ids=ids)
+        await create_form(
+            s,
+            ws,
+            name="Newsletter sign-up",
+            fields=SIGNUP_FIELDS,
+            now=now,
+            add_list="Newsletter",
+            success_message="Thanks! Your welcome e-mail is on its way.",
+        )
+        await create_campaign(s, ws, LONDON, now)
     await configure_demo_providers(runtime, demo)

@@ -1,0 +1,64 @@
+"""The demo workspace also gets a hosted sign-up form feeding the welcome funnel, and a draft
+campaign to a segment of its contacts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+
+from app.engines.funnels.campaigns.models import Campaign
+from app.engines.funnels.campaigns.service import list_campaigns, materialise
+from app.engines.funnels.forms import list_forms
+from app.engines.funnels.models import Contact
+from app.engines.funnels.plugin import PLUGIN
+from app.engines.plugin import DemoWorkspace
+from tests.funnels.conftest import Engine
+from tests.funnels_more.conftest import settle
+
+
+async def test_demo_seeds_a_form_and_a_draft_campaign(client, engine: Engine, tenant) -> None:
+    assert PLUGIN.seed_demo is not None
+    runtime = engine.runtime
+    engine.clock.set(datetime(2026, 3, 2, 13, 0, tzinfo=UTC))  # daytime everywhere
+    ws = tenant.workspace_id
+    await PLUGIN.seed_demo(
+        runtime, DemoWorkspace(organisation_id=0, workspace_id=ws, admin_user_id=0, sandbox_urls={})
+    )
+    async with runtime.db.read() as s:
+        [form] = await list_forms(s, ws)
+        [campaign] = await list_campaigns(s, ws, after=None, limit=10)
+    assert campaign.status == "draft"
+    assert campaign.audience is not None
+
+    # The form is live and feeds the welcome funnel (it joins the Newsletter list).
+    page = await client.get(f"/t/f/{form.public_id}")
+    assert page.status_code == 200
+    assert 'name="first_name"' in page.text
+    await engine.drive()
+    engine.sink.clear()
+    sent = await client.post(
+        f"/t/f/{form.public_id}",
+        data={"email": "lin@example.com", "first_name": "Lin", "submission_id": "demo-1"},
+    )
+    assert sent.status_code == 200
+    await settle(runtime)
+    await engine.drive()
+    assert [m.subject for m in engine.sink.messages] == ["Welcome, Lin!"]
+
+    # The campaign's audience is a segment of the demo contacts: the two in London.
+    async with runtime.db.write() as uow:
+        size = await materialise(uow.session, campaign.id, runtime.clock.now())
+    async with runtime.db.read() as s:
+        row = await s.get(Campaign, campaign.id)
+        london = set(
+            await s.scalars(
+                select(Contact.email).where(
+                    Contact.workspace_id == ws, Contact.timezone == "Europe/London"
+                )
+            )
+        )
+    assert size == 2
+    assert row is not None
+    assert row.audience_size == 2
+    assert london == {"ada@example.com", "alan@example.com"}
