@@ -29,7 +29,7 @@ from app.sandbox.serp import SerpSimulator
 from app.settings import Settings
 from tests.conftest import eventually
 from tests.factories import Tenant, create_tenant
-from tests.ranktracking.conftest import DOMAIN, available, fund, make_schedule
+from tests.ranktracking.conftest import DOMAIN, available, fund, make_list, make_schedule
 
 _encoder = msgspec.json.Encoder(decimal_format="number")
 
@@ -290,3 +290,41 @@ def test_inflate_limits_the_decompressed_size() -> None:
         inflate(gzip.compress(b"x" * 101), "gzip", limit=100)
     with pytest.raises(PostbackUnreadable):
         inflate(b"y" * 101, None, limit=100)
+
+
+async def test_keyword_data_postback_applies_every_keyword_of_the_task(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator, live_url: str
+) -> None:
+    """§12: a keyword-data task (many keywords, one task) posted back ends its run like a poll
+    would: volumes stored, the explicit no-data row kept apart."""
+    sim.ready_after_polls = 1
+    sim.script("quiet term", no_data=True)
+    await fund(runtime, tenant, 1000)
+    kl = await make_list(runtime, tenant, ["busy term", "quiet term"])
+    schedule = await make_schedule(
+        runtime,
+        tenant,
+        list_id=kl.id,
+        data_type="keyword_data",
+        frequency="monthly",
+        depth=None,
+        devices=None,
+        domain=None,
+        packages=["volume"],
+    )
+    launch = await admit_and_send(
+        runtime, schedule.id, trigger=MANUAL, queue="standard", now=runtime.clock.now()
+    )
+    (run_id,) = launch.run_ids
+    await post_impl(runtime, _client(runtime), run_id, final_attempt=False)
+    await _client(runtime).keyword_data_tasks_ready()
+
+    async def ended() -> bool:
+        return (await _run(runtime, run_id)).status == "succeeded"
+
+    await eventually(ended)
+    results = await _results(runtime, run_id)
+    assert results["busy term"].state == "retrieved"
+    assert (results["busy term"].data or {})["search_volume"] > 0
+    assert results["quiet term"].state == "no_data"
+    assert await _settlements(runtime, run_id) == 1
