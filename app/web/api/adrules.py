@@ -5,12 +5,13 @@ The Meta token is write-only: no response ever carries it (spec AR-24)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
-from litestar import delete, get, post, put
+from litestar import Request, Response, delete, get, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from app.db.session import UnitOfWork
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import RuleStatus
@@ -29,11 +30,14 @@ from app.engines.adrules.sweep import shared_graph
 from app.errors import ValidationFailed
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
+from app.integrations.meta.structs import GraphAdAccount
 from app.runtime import Runtime
 from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
 from app.web.api import adrules_runs
-from app.web.api.common import api_router
+from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+
+AnyRequest = Request[Any, Any, Any]
 
 
 class TokenIn(Schema):
@@ -193,15 +197,20 @@ async def get_meta_token(principal: CurrentPrincipal, runtime: CurrentRuntime) -
         )
 
 
-async def discover(runtime: Runtime, workspace_id: int) -> list[AdAccount]:
-    """Ask Meta which ad accounts the workspace's token reaches; new ones are stored inactive."""
+async def ask_meta_for_accounts(runtime: Runtime, workspace_id: int) -> list[GraphAdAccount]:
+    """The ad accounts the workspace's token reaches, as Meta lists them (reading only)."""
     async with runtime.db.read() as session:
         token = await account_service.require_token(session, runtime.secrets, workspace_id)
     reader = MetaReader(shared_graph(runtime.context()), token)
     try:
-        found = await reader.ad_accounts()
+        return await reader.ad_accounts()
     except MetaError as exc:
         raise MetaUnavailable(f"Meta refused the ad account list: {exc.describe()}") from None
+
+
+async def discover(runtime: Runtime, workspace_id: int) -> list[AdAccount]:
+    """Ask Meta which ad accounts the workspace's token reaches; new ones are stored inactive."""
+    found = await ask_meta_for_accounts(runtime, workspace_id)
     async with runtime.db.write() as uow:
         return await account_service.record_discovered(
             uow.session, workspace_id=workspace_id, found=found, now=runtime.clock.now()
@@ -210,10 +219,20 @@ async def discover(runtime: Runtime, workspace_id: int) -> list[AdAccount]:
 
 @post("/accounts/discover", status_code=200)
 async def discover_accounts(
-    principal: CurrentPrincipal, runtime: CurrentRuntime
-) -> list[AccountOut]:
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Response[list[AccountOut]]:
+    """Honours ``Idempotency-Key``. Meta is asked before the key is looked at, so that no write
+    transaction stays open across a network call; a replay reads again and writes nothing."""
     require_admin(principal)
-    return [account_out(a) for a in await discover(runtime, principal.workspace_id)]
+    found = await ask_meta_for_accounts(runtime, principal.workspace_id)
+
+    async def action(uow: UnitOfWork) -> list[AccountOut]:
+        stored = await account_service.record_discovered(
+            uow.session, workspace_id=principal.workspace_id, found=found, now=runtime.clock.now()
+        )
+        return [account_out(a) for a in stored]
+
+    return await idempotent(request, principal, runtime, action, status_code=200)
 
 
 @get("/accounts")
@@ -236,10 +255,15 @@ async def get_account(
 
 
 async def _set_active(
-    principal: CurrentPrincipal, runtime: Runtime, account_id: int, active: bool
-) -> AccountOut:
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    runtime: Runtime,
+    account_id: int,
+    active: bool,
+) -> Response[AccountOut]:
     require_admin(principal)
-    async with runtime.db.write() as uow:
+
+    async def action(uow: UnitOfWork) -> AccountOut:
         account = await account_service.set_active(
             uow.session,
             workspace_id=principal.workspace_id,
@@ -247,21 +271,31 @@ async def _set_active(
             active=active,
             now=runtime.clock.now(),
         )
-    return account_out(account)
+        return account_out(account)
+
+    return await idempotent(request, principal, runtime, action, status_code=200)
 
 
 @post("/accounts/{account_id:int}/activate", status_code=200)
 async def activate_account(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
-) -> AccountOut:
-    return await _set_active(principal, runtime, account_id, True)
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    account_id: FromPath[int],
+) -> Response[AccountOut]:
+    """Let rules run on the account (honours ``Idempotency-Key``)."""
+    return await _set_active(request, principal, runtime, account_id, True)
 
 
 @post("/accounts/{account_id:int}/deactivate", status_code=200)
 async def deactivate_account(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
-) -> AccountOut:
-    return await _set_active(principal, runtime, account_id, False)
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    account_id: FromPath[int],
+) -> Response[AccountOut]:
+    """Stop rules running on the account (honours ``Idempotency-Key``)."""
+    return await _set_active(request, principal, runtime, account_id, False)
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -276,9 +310,14 @@ async def _view(runtime: Runtime, workspace_id: int, rule_id: int) -> RuleOut:
 
 @post("/rules", status_code=201)
 async def create_rule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[RuleIn]
-) -> RuleOut:
-    async with runtime.db.write() as uow:
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: JSONBody[RuleIn],
+) -> Response[RuleOut]:
+    """Create a rule (honours ``Idempotency-Key``: a retry answers the rule first created)."""
+
+    async def action(uow: UnitOfWork) -> RuleOut:
         rule = await rule_service.create_rule(
             uow.session,
             runtime.secrets,
@@ -286,7 +325,13 @@ async def create_rule(
             data=data,
             now=runtime.clock.now(),
         )
-    return await _view(runtime, principal.workspace_id, rule.id)
+        return rule_out(
+            await rule_service.view_rule(
+                uow.session, workspace_id=principal.workspace_id, rule_id=rule.id
+            )
+        )
+
+    return await idempotent(request, principal, runtime, action)
 
 
 @get("/rules")

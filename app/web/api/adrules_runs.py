@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from litestar import get, post
+from litestar import Request, Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
+from app.db.session import UnitOfWork
 from app.engines.adrules import records as record_service
 from app.engines.adrules.preview import PreviewDeps, PreviewResult, preview_rule
 from app.engines.adrules.run_models import RECORD_STATUSES, ExecutionRecord
@@ -28,7 +29,7 @@ from app.errors import ValidationFailed
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
-from app.web.api.common import api_router
+from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
 
@@ -261,13 +262,16 @@ async def list_templates() -> list[TemplateOut]:
 
 @post("/templates/{key:str}/rules", status_code=201)
 async def create_rule_from_template(
+    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     key: FromPath[str],
     data: JSONBody[FromTemplateIn],
-) -> CreatedRule:
-    """A new draft rule from a template (set it live with ``POST /rules/{id}/status``)."""
-    async with runtime.db.write() as uow:
+) -> Response[CreatedRule]:
+    """A new draft rule from a template (set it live with ``POST /rules/{id}/status``). Honours
+    ``Idempotency-Key``: a retry answers the rule first created."""
+
+    async def action(uow: UnitOfWork) -> CreatedRule:
         rule = await create_from_template(
             uow.session,
             runtime.secrets,
@@ -276,7 +280,9 @@ async def create_rule_from_template(
             data=data,
             now=runtime.clock.now(),
         )
-    return CreatedRule(id=rule.id, name=rule.name, status=rule.status, template=key)
+        return CreatedRule(id=rule.id, name=rule.name, status=rule.status, template=key)
+
+    return await idempotent(request, principal, runtime, action)
 
 
 ROUTERS = [
