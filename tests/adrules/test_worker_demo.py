@@ -22,7 +22,7 @@ from app.engines.plugin import DemoWorkspace
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.base import ThreadedServer
-from app.sandbox.meta.demo import DEMO_STORE, start_demo_sandbox
+from app.sandbox.meta.demo import DEMO_STORE, start_demo_sandbox, start_demo_sheets_sandbox
 from app.settings import Settings
 from app.web.app import create_app
 from tests.adrules.support import create_workspace, dispatch_deps
@@ -32,6 +32,13 @@ from tests.adrules.worker_setup import make_clients, make_deps, manual_sleep
 @pytest.fixture
 def demo_sandbox() -> Iterator[ThreadedServer]:
     server = start_demo_sandbox()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def demo_sheets() -> Iterator[ThreadedServer]:
+    server = start_demo_sheets_sandbox()
     yield server
     server.stop()
 
@@ -50,7 +57,7 @@ class RecordingQueue:
 
 
 async def test_demo_rule_previews_goes_live_and_leaves_records(
-    runtime: Runtime, settings: Settings, demo_sandbox: ThreadedServer
+    runtime: Runtime, settings: Settings, demo_sandbox: ThreadedServer, demo_sheets: ThreadedServer
 ) -> None:
     ws = await create_workspace(runtime, name="Demo", timezone="Europe/Berlin")
     await seed_demo(
@@ -59,7 +66,7 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
             organisation_id=0,
             workspace_id=ws.workspace_id,
             admin_user_id=0,
-            sandbox_urls={"meta": demo_sandbox.url},
+            sandbox_urls={"meta": demo_sandbox.url, "sheets": demo_sheets.url},
         ),
     )
     async with runtime.db.read() as session:
@@ -68,7 +75,7 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
             await session.scalars(select(AdAccount).where(AdAccount.meta_id == DEMO_STORE))
         ).one()
 
-    clients = make_clients(demo_sandbox.url)
+    clients = make_clients(demo_sandbox.url, demo_sheets.url)
     graph = GraphClient(demo_sandbox.url, "v21.0")
     try:
         preview = await preview_rule(
@@ -91,7 +98,11 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
             c.name.startswith("Summer sale") and c.effective_status == "ACTIVE"
             for c in preview.campaigns
         )
-        assert all(len(c.tasks) == 1 for c in preview.campaigns)
+        assert all(len(c.tasks) == 2 for c in preview.campaigns)
+        # The second task's custom metric is read from the demo's sheet for every campaign.
+        sheet_conditions = [c.tasks[1].conditions[0] for c in preview.campaigns]
+        assert all(s.seen is not None and s.reason is None for s in sheet_conditions)
+        assert {s.seen for s in sheet_conditions} <= {"1", "2", "3"}
 
         async with runtime.db.write() as uow:
             await set_status(
@@ -123,9 +134,10 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
                 f"/api/v1/adrules/batches/{listed[0]['id']}/records", headers=ws.headers
             )
         ).json()["items"]
-    assert len(records) == len(preview.campaigns)
+    assert len(records) == 2 * len(preview.campaigns)
     # The run agrees with what the preview said it would do.
-    would = {c.id: c.tasks[0].would for c in preview.campaigns}
+    would = {(c.id, t.task_id): t.would for c in preview.campaigns for t in c.tasks}
     assert {
-        r["campaign_id"]: ("act" if r["status"] == "executed" else "nothing") for r in records
+        (r["campaign_id"], r["task_id"]): ("act" if r["status"] == "executed" else "nothing")
+        for r in records
     } == would

@@ -1,5 +1,7 @@
 """The demo's ad rules: the sandbox token stored as the workspace secret, the sandbox ad accounts
-discovered (the first one activated), and a draft rule a person can switch on to watch a dispatch."""
+discovered (the first one activated), the Sheets simulator's API key stored, and a draft rule a
+person can switch on to watch a dispatch. The rule's second task reads each campaign's priority from
+the demo's Google Sheet (a custom metric); the first works without it."""
 
 from __future__ import annotations
 
@@ -7,11 +9,19 @@ import msgspec
 
 from app.engines.adrules import accounts, rules
 from app.engines.adrules.schemas import RuleIn
+from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET
 from app.engines.plugin import DemoWorkspace
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader
+from app.platform.service import set_secret
 from app.runtime import Runtime
-from app.sandbox.meta.demo import DEMO_STORE, DEMO_TOKEN
+from app.sandbox.meta.demo import (
+    DEMO_SHEET_ID,
+    DEMO_SHEET_NAME,
+    DEMO_SHEETS_KEY,
+    DEMO_STORE,
+    DEMO_TOKEN,
+)
 
 DEMO_RULE = {
     "name": "Pause summer campaigns with poor ROAS (draft)",
@@ -43,7 +53,31 @@ DEMO_RULE = {
             "group": "and",
             "action": {"type": "log_only"},
             "cooldown": "1h",
-        }
+        },
+        {
+            "name": "Watch top-priority campaigns (priority from the campaign plan sheet)",
+            "conditions": [
+                {
+                    "type": "custom_metric",
+                    "spreadsheet_id": DEMO_SHEET_ID,
+                    "sheet_name": DEMO_SHEET_NAME,
+                    "lookup_column": "A",
+                    "value_column": "C",
+                    "operator": "gte",
+                    "value": "3",
+                },
+                {
+                    "type": "metric_value",
+                    "metric": "spend",
+                    "period": "today",
+                    "operator": "gt",
+                    "value": "5",
+                },
+            ],
+            "group": "and",
+            "action": {"type": "log_only"},
+            "cooldown": "1h",
+        },
     ],
 }
 
@@ -59,6 +93,14 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
     async with runtime.db.write() as uow:
         await accounts.store_token(
             uow.session, runtime.secrets, workspace_id=demo.workspace_id, token=DEMO_TOKEN, now=now
+        )
+        await set_secret(
+            uow.session,
+            runtime.secrets,
+            workspace_id=demo.workspace_id,
+            name=SHEETS_API_KEY_SECRET,
+            value=DEMO_SHEETS_KEY,
+            now=now,
         )
         stored = await accounts.record_discovered(
             uow.session, workspace_id=demo.workspace_id, found=found, now=now
