@@ -211,6 +211,25 @@ class RankTrackingSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AdRulesSettings:
+    insights_mode: str = env("ADRULES_INSIGHTS_MODE", "packed")
+    """How the worker reads Insights: ``packed`` (several campaigns per Graph batch call),
+    ``per_campaign`` (one batch call per campaign) or ``account`` (account-level, level=campaign)."""
+    throttle_max_wait_seconds: float = env("ADRULES_THROTTLE_MAX_WAIT_SECONDS", 60.0)
+    """Longest wait for Meta's ``estimated_time_to_regain_access`` inside a run; a longer
+    throttle puts the account's job back on the queue for when access returns."""
+    max_deferrals: int = env("ADRULES_MAX_DEFERRALS", 3)
+    """How many times one account's run may be put back for throttling before the campaigns
+    still unread are recorded as errors."""
+
+    def __post_init__(self) -> None:
+        if self.insights_mode not in ("packed", "per_campaign", "account"):
+            raise SettingsError(
+                "ADRULES_INSIGHTS_MODE must be 'packed', 'per_campaign' or 'account'"
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class DemoSettings:
     enabled: bool = env("DEMO", False)
     """Seed a demo organisation, workspace and admin on start and run the sandbox simulators."""
@@ -229,6 +248,7 @@ class Settings:
     integrations: IntegrationSettings = field(default_factory=IntegrationSettings)
     ranktracking: RankTrackingSettings = field(default_factory=RankTrackingSettings)
     funnels: FunnelSettings = field(default_factory=FunnelSettings)
+    adrules: AdRulesSettings = field(default_factory=AdRulesSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
 
 

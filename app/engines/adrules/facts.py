@@ -15,6 +15,7 @@ from datetime import datetime
 from app.engines.adrules.evaluate import CampaignFacts, CustomKey, CustomResult
 from app.engines.adrules.insights import (
     ITEM_RETRY_DELAYS,
+    MAX_THROTTLE_WAIT_SECONDS,
     InsightsStats,
     Sleep,
     plan_insights,
@@ -41,6 +42,17 @@ class Gathered:
     insights_seconds: float = 0.0
     custom_seconds: float = 0.0
     stats: InsightsStats = field(default_factory=InsightsStats)
+    throttled: MetaError | None = None
+    """Meta throttled the account for longer than the read may wait."""
+    unread: set[str] = field(default_factory=set)
+    """Campaigns left unread by that throttle (no facts, no error yet)."""
+
+    def fail_unread(self) -> None:
+        """Give up on the unread campaigns: their tasks are recorded with the throttle error."""
+        if self.throttled is not None:
+            for cid in self.unread:
+                self.errors.setdefault(cid, self.throttled)
+        self.unread = set()
 
 
 def custom_keys(tasks: Sequence[TaskDocument]) -> list[CustomKey]:
@@ -83,6 +95,7 @@ async def gather(
     account_id: str = "",
     sleep: Sleep,
     retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS,
+    max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS,
 ) -> Gathered:
     out = Gathered()
     ids = [c.id for c in campaigns]
@@ -95,15 +108,18 @@ async def gather(
         account_id=account_id,
         sleep=sleep,
         retry_delays=retry_delays,
+        max_wait_seconds=max_wait_seconds,
     )
     out.insights_seconds = time.perf_counter() - started
     out.stats = read.stats
     out.errors = read.errors
+    out.throttled = read.throttled
+    out.unread = set(read.unread)
     started = time.perf_counter()
     sheets = await _custom_values(custom, custom_keys(tasks))
     out.custom_seconds = time.perf_counter() - started
     for campaign in campaigns:
-        if campaign.id in read.errors:
+        if campaign.id in read.errors or campaign.id in read.unread:
             continue
         values: dict[CustomKey, CustomResult] = {}
         for key, (index, sheet_error, where) in sheets.items():

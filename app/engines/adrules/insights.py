@@ -16,6 +16,12 @@ Every sub-request carries ``use_unified_attribution_setting=true``. A failed ite
 error and a ``null`` item (Meta timed out before reaching it) are sent again, alone with the other
 unfinished items, up to ``len(retry_delays)`` more times; a permanent error becomes that campaign's
 error. A whole batch call that fails transiently is retried the same way.
+
+Throttling: when Meta's usage headers (of the call or of a batch item) estimate when access returns,
+the wait before the next round is that estimate if it is longer than the schedule's. An estimate
+beyond ``max_wait_seconds`` stops the read at once — no further call is made on the account — and
+the result says so (``throttled``, and the campaigns left ``unread``) so the job can come back when
+access returns.
 """
 
 from __future__ import annotations
@@ -36,13 +42,17 @@ from app.engines.adrules.schemas import (
 )
 from app.integrations.meta.errors import MetaError, decode_error, error_from_response
 from app.integrations.meta.reader import MAX_BATCH, BatchGet, MetaReader
-from app.integrations.meta.retry import with_retries
+from app.integrations.meta.retry import next_wait, with_retries
 from app.integrations.meta.structs import BatchReply
+from app.integrations.meta.usage import parse_usage
 
 Sleep = Callable[[float], Awaitable[None]]
 
 ITEM_RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0)
 """Waits before re-sending unfinished batch items (3 rounds in total)."""
+
+MAX_THROTTLE_WAIT_SECONDS = 60.0
+"""Default bound of a wait for Meta's throttling estimate inside one read."""
 
 MODES = ("per_campaign", "packed", "account")
 
@@ -101,6 +111,18 @@ class InsightsResult:
     rows: dict[str, CampaignRows] = field(default_factory=dict)
     errors: dict[str, MetaError] = field(default_factory=dict)
     stats: InsightsStats = field(default_factory=InsightsStats)
+    throttled: MetaError | None = None
+    """Meta throttled the account for longer than the read may wait (the longest such error)."""
+    unread: set[str] = field(default_factory=set)
+    """Campaigns not read because of that throttle (neither in ``rows`` nor in ``errors``)."""
+
+    def stop(self, error: MetaError, campaign_ids: Iterable[str]) -> None:
+        """Record a throttle too long to wait for; ``campaign_ids`` stay unread."""
+        if self.throttled is None or (error.retry_after_seconds or 0) > (
+            self.throttled.retry_after_seconds or 0
+        ):
+            self.throttled = error
+        self.unread.update(campaign_ids)
 
 
 class _InsightsPage(msgspec.Struct):
@@ -133,7 +155,10 @@ def _item_outcome(reply: BatchReply | None) -> InsightsRow | MetaError | _Retry 
         return _Retry(MetaError("the batch timed out before this item", transient=True))
     body = (reply.body or "").encode()
     if reply.code >= 400:
-        error = error_from_response(reply.code, body)
+        # A sub-request's own usage headers say how long its throttle lasts.
+        headers = {h.get("name", "").lower(): h.get("value", "") for h in reply.headers or []}
+        regain = parse_usage(headers).regain_access_seconds
+        error = error_from_response(reply.code, body, retry_after_seconds=regain or None)
         return _Retry(error) if error.transient else error
     try:
         page = _page.decode(body)
@@ -165,37 +190,57 @@ async def _send(
     *,
     sleep: Sleep,
     retry_delays: tuple[float, ...],
+    max_wait_seconds: float,
 ) -> None:
     """Send ``items`` (≤ 50) as one batch call, then re-send the unfinished ones."""
     pending = items
+    wait = 0.0
     for round_ in range(len(retry_delays) + 1):
+        if result.throttled is not None:
+            # Another call on this account was throttled: calling now would only be refused.
+            result.stop(result.throttled, (i.campaign_id for i in pending))
+            return
         if round_:
-            await sleep(retry_delays[round_ - 1])
+            await sleep(wait)
             result.stats.retried_items += len(pending)
         result.stats.calls += 1
         result.stats.items += len(pending)
+        last_round = round_ == len(retry_delays)
         try:
             replies = await reader.batch([i.request for i in pending])
         except MetaError as exc:
-            if not exc.transient or round_ == len(retry_delays):
+            if not exc.transient or last_round:
                 for item in pending:
                     result.errors.setdefault(item.campaign_id, exc)
                 return
+            waited = next_wait(exc, retry_delays[round_], max_wait_seconds)
+            if waited is None:
+                result.stop(exc, (i.campaign_id for i in pending))
+                return
+            wait = waited
             continue
         unfinished: list[_Item] = []
+        retry_errors: list[MetaError] = []
         for item, reply in zip(pending, replies, strict=True):
             outcome = _item_outcome(reply)
             if isinstance(outcome, _Retry):
-                if round_ == len(retry_delays):
+                if last_round:
                     result.errors.setdefault(item.campaign_id, outcome.error)
                 else:
                     unfinished.append(item)
+                    retry_errors.append(outcome.error)
             elif isinstance(outcome, MetaError):
                 result.errors.setdefault(item.campaign_id, outcome)
             else:
                 result.rows.setdefault(item.campaign_id, {})[item.period] = outcome
         if not unfinished:
             return
+        waits = [next_wait(e, retry_delays[round_], max_wait_seconds) for e in retry_errors]
+        if None in waits:
+            longest = max(retry_errors, key=lambda e: e.retry_after_seconds or 0)
+            result.stop(longest, (i.campaign_id for i in unfinished))
+            return
+        wait = max(w for w in waits if w is not None)
         pending = unfinished
 
 
@@ -208,6 +253,7 @@ async def _read_account_level(
     *,
     sleep: Sleep,
     retry_delays: tuple[float, ...],
+    max_wait_seconds: float,
 ) -> None:
     wanted = set(campaign_ids)
     for cid in campaign_ids:
@@ -230,9 +276,17 @@ async def _read_account_level(
                 },
             )
 
+        if result.throttled is not None:
+            result.stop(result.throttled, chunk)
+            return
         try:
-            rows = await with_retries(call, sleep=sleep, delays=retry_delays)
+            rows = await with_retries(
+                call, sleep=sleep, delays=retry_delays, max_wait_seconds=max_wait_seconds
+            )
         except MetaError as exc:
+            if exc.transient and (exc.retry_after_seconds or 0) > max_wait_seconds:
+                result.stop(exc, chunk)
+                return
             for cid in chunk:
                 result.errors.setdefault(cid, exc)
             return
@@ -269,6 +323,7 @@ async def read_insights(
     sleep: Sleep = asyncio.sleep,
     retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS,
     concurrency: int = 8,
+    max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS,
 ) -> InsightsResult:
     """Read the planned periods of every campaign. Campaigns with an error are in ``errors``
     (and not in ``rows``); the others have a row (or ``None``) for every planned period."""
@@ -283,9 +338,17 @@ async def read_insights(
         if not account_id:
             raise ValueError("the account mode needs the ad account id")
         await _read_account_level(
-            reader, account_id, campaign_ids, plan, result, sleep=sleep, retry_delays=retry_delays
+            reader,
+            account_id,
+            campaign_ids,
+            plan,
+            result,
+            sleep=sleep,
+            retry_delays=retry_delays,
+            max_wait_seconds=max_wait_seconds,
         )
-        for cid in result.errors:
+        result.unread -= result.errors.keys()
+        for cid in (*result.errors, *result.unread):
             result.rows.pop(cid, None)
         return result
     periods = plan.periods
@@ -306,11 +369,20 @@ async def read_insights(
 
     async def run(chunk: list[_Item]) -> None:
         async with gate:
-            await _send(reader, chunk, result, sleep=sleep, retry_delays=retry_delays)
+            await _send(
+                reader,
+                chunk,
+                result,
+                sleep=sleep,
+                retry_delays=retry_delays,
+                max_wait_seconds=max_wait_seconds,
+            )
 
     await asyncio.gather(*(run(c) for c in chunks))
+    # A campaign with an error is in ``errors`` only, even if another of its periods went unread.
+    result.unread -= result.errors.keys()
     for cid in campaign_ids:
-        if cid in result.errors:
+        if cid in result.errors or cid in result.unread:
             result.rows.pop(cid, None)
         else:
             result.rows.setdefault(cid, {})

@@ -7,8 +7,14 @@ handed this spec by the plugin and never imports the worker (spec AR-19).
 from __future__ import annotations
 
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
-from app.engines.adrules.worker import run_account
-from app.scheduling.jobs import JobSpec
+from app.engines.adrules.worker import deps_from_context, run_account_job
+from app.scheduling.jobs import JobContext, JobSpec
+
+
+async def run_account(ctx: JobContext, payload: RunAccountPayload) -> None:
+    """Job handler of ``adrules.run_account`` (a throttled run is queued again as this job)."""
+    await run_account_job(deps_from_context(ctx, RUN_ACCOUNT), payload)
+
 
 RUN_ACCOUNT: JobSpec[RunAccountPayload] = JobSpec(
     name=RUN_ACCOUNT_JOB,

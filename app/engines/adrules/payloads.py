@@ -53,6 +53,8 @@ class RunAccountPayload(JobPayload, frozen=True, kw_only=True):
     """The workspace's Meta token, encrypted with :class:`~app.platform.crypto.SecretBox`."""
     dispatched_at: datetime
     """The sweep tick that created the job."""
+    deferrals: int = 0
+    """How many times the run was put back on the queue because Meta throttled the account."""
 
     def access_token(self, box: SecretBox) -> str:
         return box.decrypt(self.access_token_encrypted.encode())

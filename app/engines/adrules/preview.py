@@ -117,6 +117,7 @@ class PreviewDeps:
     sheet_cache: SheetCache
     sleep: Sleep
     retry_delays: tuple[float, ...] = (1.0, 2.0)
+    insights_mode: str = "packed"
 
 
 def _would_change(
@@ -186,9 +187,13 @@ async def preview_rule(
         now=now,
         reader=reader,
         custom=custom,
+        mode=deps.insights_mode,
+        account_id=account.meta_id,
         sleep=deps.sleep,
         retry_delays=deps.retry_delays,
     )
+    # A person is waiting for the preview: a long throttle is shown as an error, not waited out.
+    gathered.fail_unread()
     async with deps.db.read() as session:
         last = await records.last_executions(
             session, [t.id for t in tasks], [c.id for c in campaigns]

@@ -19,6 +19,7 @@ from app.engines.adrules.cooldown import LastExecution
 from app.engines.adrules.models import (
     BATCH_COMPLETED,
     BATCH_FAILED,
+    BATCH_QUEUED,
     BATCH_RUNNING,
     AdAccount,
     Batch,
@@ -154,6 +155,20 @@ async def finish_batch(
         )
     )
     return status
+
+
+async def defer_batch(
+    session: WriteSession, batch_record_id: int, resumes_at: datetime, reason: str
+) -> None:
+    """The run was put back on the queue (Meta throttled the account): the batch waits again."""
+    await session.execute(
+        update(Batch)
+        .where(Batch.id == batch_record_id)
+        .values(
+            status=BATCH_QUEUED,
+            error=f"resumes at {resumes_at:%Y-%m-%d %H:%M:%S} UTC: {reason}"[:2000],
+        )
+    )
 
 
 # -- the rule log ---------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ counts and status at the end.
 
 Records of runs that changed something (a Graph write, a notification) are committed straight
 after that campaign, the rest in chunks; a retried job finds them and does not act twice.
+
+When Meta throttles the account for longer than a run may wait, the run is put back on the queue
+(``run_at`` = when Meta expects access to return) instead of calling again and being refused.
 """
 
 from __future__ import annotations
@@ -15,21 +18,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+import msgspec
+
 from app.clock import Clock
-from app.db.session import Database
+from app.db.session import Database, UnitOfWork
 from app.engines.adrules import records
 from app.engines.adrules.changes import ActionFailed, action_parameters
 from app.engines.adrules.cooldown import LastExecution, check_cooldown, next_permitted_at
 from app.engines.adrules.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
 from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef
 from app.engines.adrules.facts import gather
-from app.engines.adrules.insights import ITEM_RETRY_DELAYS, Sleep
-from app.engines.adrules.models import AdAccount
+from app.engines.adrules.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
+from app.engines.adrules.models import BATCH_QUEUED, AdAccount
 from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload
 from app.engines.adrules.run_models import (
     RECORD_ERROR,
@@ -52,7 +57,8 @@ from app.integrations.meta.writer import MetaWriter
 from app.integrations.sheets import SheetsClient
 from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
-from app.scheduling.jobs import JobContext
+from app.scheduling.jobs import JobContext, JobSpec
+from app.scheduling.queue import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,25 @@ class WorkerDeps:
     insights_mode: str = "packed"
     retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS
     concurrency: int = 16
+    throttle_max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS
+    """Meta's throttling estimates up to this long are waited out inside the run."""
+    defer: Defer | None = None
+    """Puts the run back on the queue for later (a longer throttle); None: record errors."""
+    max_deferrals: int = 3
+
+
+Defer = Callable[[UnitOfWork, RunAccountPayload, datetime], Awaitable[None]]
+"""Queue ``payload`` again, to run at ``datetime``, in the unit of work given."""
+
+
+def queue_defer(queue: JobQueue, job: JobSpec[RunAccountPayload]) -> Defer:
+    """A :data:`Defer` through the job queue (``run_at``; one job id per deferral)."""
+
+    async def defer(uow: UnitOfWork, payload: RunAccountPayload, at: datetime) -> None:
+        job_id = f"{job.name}:{payload.batch_id}:{payload.account.id}:resume-{payload.deferrals}"
+        await queue.enqueue(uow, job, payload, job_id=job_id, run_at=at)
+
+    return defer
 
 
 def shared_graph(ctx: JobContext) -> GraphClient:
@@ -103,7 +128,10 @@ def shared_sheets(ctx: JobContext) -> SheetsClient:
     )
 
 
-def deps_from_context(ctx: JobContext) -> WorkerDeps:
+def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = None) -> WorkerDeps:
+    """The worker's dependencies in a job; with ``job`` a throttled run is put back on the queue
+    as that job."""
+    adrules = ctx.settings.adrules
     return WorkerDeps(
         db=ctx.db,
         clock=ctx.clock,
@@ -117,12 +145,11 @@ def deps_from_context(ctx: JobContext) -> WorkerDeps:
             lambda: GuardedHttp(timeout=10.0, policy=RetryPolicy(attempts=2, backoff_seconds=1.0)),
         ),
         sleep=ctx.clock.sleep,
+        insights_mode=adrules.insights_mode,
+        throttle_max_wait_seconds=adrules.throttle_max_wait_seconds,
+        defer=queue_defer(ctx.queue, job) if job is not None else None,
+        max_deferrals=adrules.max_deferrals,
     )
-
-
-async def run_account(ctx: JobContext, payload: RunAccountPayload) -> None:
-    """Job handler of ``adrules.run_account``."""
-    await run_account_job(deps_from_context(ctx), payload)
 
 
 @dataclass(slots=True)
@@ -189,7 +216,12 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             account_id=payload.account.meta_id,
             sleep=deps.sleep,
             retry_delays=deps.retry_delays,
+            max_wait_seconds=deps.throttle_max_wait_seconds,
         )
+        if gathered.throttled is not None and gathered.unread:
+            if deps.defer is not None and payload.deferrals < deps.max_deferrals:
+                return await _defer(deps, payload, gathered.throttled)
+            gathered.fail_unread()
         run = _Run(
             deps=deps,
             payload=payload,
@@ -227,6 +259,28 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
         await _finish(deps, payload, error=f"the run stopped: {type(exc).__name__}: {exc}")
         raise
     return await _finish(deps, payload)
+
+
+async def _defer(deps: WorkerDeps, payload: RunAccountPayload, throttle: MetaError) -> str:
+    """Meta asked for a longer pause than a run may wait: instead of calling again on a fixed
+    schedule (and being refused), the whole remaining run goes back on the queue for when Meta
+    expects access to return. Records already written make the resumed run skip their work."""
+    wait = throttle.retry_after_seconds or deps.throttle_max_wait_seconds
+    at = deps.clock.now() + timedelta(seconds=wait)
+    again = msgspec.structs.replace(payload, deferrals=payload.deferrals + 1)
+    async with deps.db.write() as uow:
+        assert deps.defer is not None
+        await deps.defer(uow, again, at)
+        await records.defer_batch(
+            uow.session, payload.batch_record_id, at, f"Meta throttled the ad account: {throttle}"
+        )
+    log.info(
+        "ad rules run throttled: batch %s account %s resumes in %.0f s",
+        payload.batch_id,
+        payload.account.meta_id,
+        wait,
+    )
+    return BATCH_QUEUED
 
 
 async def _finish(deps: WorkerDeps, payload: RunAccountPayload, *, error: str | None = None) -> str:

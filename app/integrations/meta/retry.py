@@ -29,6 +29,17 @@ class RetryLog:
     waits: list[float] = field(default_factory=list)
 
 
+def next_wait(exc: MetaError, scheduled: float, max_wait_seconds: float) -> float | None:
+    """How long to wait before trying again after the transient ``exc``: the schedule's wait, or
+    Meta's estimate of when access returns when that is longer. None when the estimate is beyond
+    ``max_wait_seconds``: calling again sooner would only be refused, so the caller stops now (and
+    may come back later) instead of holding on or hammering."""
+    estimate = exc.retry_after_seconds
+    if estimate is None or estimate <= scheduled:
+        return scheduled
+    return estimate if estimate <= max_wait_seconds else None
+
+
 async def with_retries(
     call: Callable[[], Awaitable[T]],
     *,
@@ -47,11 +58,9 @@ async def with_retries(
         except MetaError as exc:
             if not exc.transient or attempt == len(delays):
                 raise
-            wait = delays[attempt]
-            if exc.retry_after_seconds is not None and exc.retry_after_seconds > wait:
-                if exc.retry_after_seconds > max_wait_seconds:
-                    raise
-                wait = exc.retry_after_seconds
+            wait = next_wait(exc, delays[attempt], max_wait_seconds)
+            if wait is None:
+                raise
             record.waits.append(wait)
             await sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -59,7 +59,9 @@ def _batch_item(reply: SimReply | Fault, include_headers: bool) -> dict[str, Any
                 reply.body if reply.body is not None else graph_error(2, "injected fault")
             ).decode()
         )
-        return {"code": reply.status, "headers": [], "body": body}
+        # A failed sub-request carries its own headers (a throttle's usage headers among them).
+        fault_headers = [{"name": k, "value": v} for k, v in reply.headers.items()]
+        return {"code": reply.status, "headers": fault_headers, "body": body}
     headers = [{"name": k, "value": v} for k, v in reply.headers.items()]
     if not include_headers:
         return {"code": reply.status, "body": msgspec.json.encode(reply.body).decode()}

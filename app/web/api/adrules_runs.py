@@ -233,6 +233,7 @@ def preview_deps(runtime: Runtime) -> PreviewDeps:
         sheets=shared_sheets(ctx),
         sheet_cache=runtime.resources.get(SHEET_CACHE_RESOURCE, SheetCache),
         sleep=runtime.clock.sleep,
+        insights_mode=runtime.settings.adrules.insights_mode,
     )
 
 
