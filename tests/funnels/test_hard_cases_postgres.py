@@ -124,6 +124,9 @@ async def test_case3_republish_with_10000_runs_in_flight_and_four_workers(
         for cid in new:
             await enter(uow.session, version=version2, contact_id=cid, now=rt.clock.now())
     await asyncio.gather(*workers)
+    # The workers may have run dry before the new entrants were written: start their waits on
+    # the same day as everyone else's, whatever the timing.
+    await asyncio.gather(*(_drain(runner, f"w{i}", rt) for i in range(4)))
     engine.clock.advance(days=1)
     await asyncio.gather(*(_drain(runner, f"w{i}", rt) for i in range(4)))
     async with rt.db.read() as s:
