@@ -221,6 +221,9 @@ class AdRulesSettings:
     max_deferrals: int = env("ADRULES_MAX_DEFERRALS", 3)
     """How many times one account's run may be put back for throttling before the campaigns
     still unread are recorded as errors."""
+    google_token_url: str = env("ADRULES_GOOGLE_TOKEN_URL", "https://oauth2.googleapis.com/token")
+    """Google's OAuth token endpoint, where a workspace's service-account key is exchanged for a
+    Sheets access token (custom metrics)."""
 
     def __post_init__(self) -> None:
         if self.insights_mode not in ("packed", "per_campaign", "account"):

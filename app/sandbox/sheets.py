@@ -6,10 +6,17 @@ product uses: A1 ranges (``'Sheet'``, ``'Sheet'!A:C``, ``'Sheet'!A2:C50``), unfo
 empty range, API-key or bearer-token authentication, and Google's error shape
 ``{"error": {"code", "message", "status"}}``. Every call is counted as ``values.get`` and faults can
 be injected through :class:`~app.sandbox.base.SandboxState`.
+
+It is also Google's OAuth token endpoint for service accounts: ``POST /token`` with
+``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`` and an RS256-signed ``assertion``, checked
+against the public key of an account made with :meth:`SheetsSandbox.new_service_account` (counted
+as ``token``); the bearer token it answers is then accepted by ``values.get``.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -17,7 +24,10 @@ from decimal import Decimal
 from typing import Any
 
 import msgspec
-from litestar import Litestar, MediaType, Request, Response, get
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
 from app.sandbox.base import SandboxState, ThreadedServer, fault_response
@@ -37,7 +47,70 @@ class SheetsSandbox:
     spreadsheets: dict[str, dict[str, list[list[SimCell]]]] = field(default_factory=dict)
     api_keys: set[str] = field(default_factory=lambda: {"sandbox-sheets-key"})
     bearer_tokens: set[str] = field(default_factory=lambda: {"sandbox-sheets-token"})
+    service_accounts: dict[str, rsa.RSAPublicKey] = field(default_factory=dict)
+    """Public keys of the service accounts the token endpoint knows, by ``client_email``."""
+    token_lifetime_seconds: int = 3600
+    minted: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def new_service_account(self, client_email: str) -> str:
+        """Register a service account and return its JSON key, as Google's console gives it."""
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        with self._lock:
+            self.service_accounts[client_email] = private.public_key()
+        pem = private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode()
+        return json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "sandbox",
+                "private_key_id": f"key-{len(self.service_accounts)}",
+                "private_key": pem,
+                "client_email": client_email,
+                "token_uri": "https://oauth2.googleapis.com/token",
+            }
+        )
+
+    def exchange(self, assertion: str, audience: str) -> tuple[int, dict[str, Any]]:
+        """Check a signed JWT as Google does and answer a bearer token (or an OAuth error)."""
+        try:
+            header_b64, claims_b64, signature_b64 = assertion.split(".")
+            header = json.loads(_unb64(header_b64))
+            claims = json.loads(_unb64(claims_b64))
+            signature = _unb64(signature_b64)
+        except ValueError:
+            return 400, _oauth_error("invalid_grant", "Invalid JWT: malformed.")
+        public = self.service_accounts.get(str(claims.get("iss")))
+        if header.get("alg") != "RS256" or public is None:
+            return 400, _oauth_error("invalid_grant", "Invalid JWT: unknown issuer or algorithm.")
+        try:
+            public.verify(
+                signature,
+                f"{header_b64}.{claims_b64}".encode(),
+                padding.PKCS1v15(),
+                hashes.SHA256(),
+            )
+        except InvalidSignature:
+            return 400, _oauth_error("invalid_grant", "Invalid JWT Signature.")
+        if claims.get("aud") != audience:
+            return 400, _oauth_error("invalid_grant", "Invalid JWT: Token must be for this URL.")
+        lifetime = int(claims.get("exp", 0)) - int(claims.get("iat", 0))
+        if not 0 < lifetime <= 3600:
+            return 400, _oauth_error("invalid_grant", "Invalid JWT: exp and iat are out of range.")
+        if "spreadsheets" not in str(claims.get("scope", "")):
+            return 400, _oauth_error("invalid_scope", "The scope does not reach Google Sheets.")
+        with self._lock:
+            self.minted += 1
+            token = f"ya29.sandbox-{self.minted}"
+            self.bearer_tokens.add(token)
+        return 200, {
+            "access_token": token,
+            "expires_in": self.token_lifetime_seconds,
+            "token_type": "Bearer",
+        }
 
     def put_sheet(self, spreadsheet_id: str, sheet_name: str, rows: list[list[SimCell]]) -> None:
         with self._lock:
@@ -107,6 +180,14 @@ def _trim(rows: list[list[SimCell]]) -> list[list[SimCell]]:
     return [["" if c is None else c for c in r] for r in out]
 
 
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _oauth_error(error: str, description: str) -> dict[str, Any]:
+    return {"error": error, "error_description": description}
+
+
 def _error(status: int, google_status: str, message: str) -> Response[bytes]:
     body = {"error": {"code": status, "message": message, "status": google_status}}
     return Response(_encoder.encode(body), status_code=status, media_type=MediaType.JSON)
@@ -155,7 +236,20 @@ def create_sheets_app(sandbox: SheetsSandbox) -> Litestar:
             body["values"] = values
         return Response(_encoder.encode(body), media_type=MediaType.JSON)
 
-    return Litestar(route_handlers=[values_get], debug=False)
+    @post("/token", status_code=200)
+    async def token(request: Request[Any, Any, Any]) -> Response[Any]:
+        fault = sandbox.state.hit("token")
+        if fault is not None:
+            return await fault_response(fault)
+        form = await request.form()
+        if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            status, body = 400, _oauth_error("unsupported_grant_type", "Invalid grant_type.")
+        else:
+            audience = str(request.url).split("?", 1)[0]
+            status, body = sandbox.exchange(str(form.get("assertion", "")), audience)
+        return Response(_encoder.encode(body), status_code=status, media_type=MediaType.JSON)
+
+    return Litestar(route_handlers=[values_get, token], debug=False)
 
 
 def start_sheets_sandbox(sandbox: SheetsSandbox | None = None) -> ThreadedServer:

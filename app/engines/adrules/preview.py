@@ -55,7 +55,7 @@ from app.errors import Conflict
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
-from app.integrations.sheets import SheetsClient
+from app.integrations.sheets import SheetsClient, TokenMinter
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace
 from app.schemas import Schema
@@ -118,6 +118,7 @@ class PreviewDeps:
     sleep: Sleep
     retry_delays: tuple[float, ...] = (1.0, 2.0)
     insights_mode: str = "packed"
+    token_minter: TokenMinter | None = None
 
 
 def _would_change(
@@ -176,7 +177,9 @@ async def preview_rule(
         client=deps.sheets,
         cache=deps.sheet_cache,
         workspace_id=workspace_id,
-        credentials=await workspace_credentials(deps.db, deps.secrets, workspace_id),
+        credentials=await workspace_credentials(
+            deps.db, deps.secrets, workspace_id, deps.token_minter
+        ),
         save_copies=False,
     )
     gathered = await gather(

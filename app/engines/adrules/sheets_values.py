@@ -22,7 +22,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from app.clock import Clock
 from app.db.session import Database
 from app.engines.adrules.run_models import SheetCopy
-from app.integrations.sheets import ApiKey, BearerToken, Cell, SheetsClient, SheetsError
+from app.integrations.sheets import (
+    ApiKey,
+    BearerToken,
+    Cell,
+    ServiceAccount,
+    SheetsClient,
+    SheetsError,
+    TokenMinter,
+)
 from app.integrations.sheets.client import SheetsCredentials, a1_range
 from app.platform.crypto import SecretBox
 from app.platform.service import get_secret
@@ -34,6 +42,9 @@ SHEETS_API_KEY_SECRET = "google_sheets_api_key"  # noqa: S105 - a secret's name,
 """Workspace secret holding a Google API key (sheets shared with "anyone with the link")."""
 SHEETS_TOKEN_SECRET = "google_sheets_access_token"  # noqa: S105
 """Workspace secret holding an OAuth access token (a service account the sheet is shared with)."""
+SHEETS_SERVICE_ACCOUNT_SECRET = "google_service_account_key"  # noqa: S105 - a secret's name
+"""Workspace secret holding a service account's JSON key: access tokens are minted from it (and
+cached until they expire) whenever a sheet is read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,15 +179,22 @@ def _to_json(rows: list[list[Cell]]) -> list[list[Any]]:
 
 
 async def workspace_credentials(
-    db: Database, secrets: SecretBox, workspace_id: int
+    db: Database, secrets: SecretBox, workspace_id: int, minter: TokenMinter | None = None
 ) -> SheetsCredentials | None:
-    """The workspace's Sheets credentials: an access token if set, else an API key."""
+    """The workspace's Sheets credentials: an access token if set, else a service-account key
+    (when ``minter`` can mint its tokens), else an API key."""
     async with db.read() as session:
         token = await get_secret(
             session, secrets, workspace_id=workspace_id, name=SHEETS_TOKEN_SECRET
         )
         if token:
             return BearerToken(token)
+        if minter is not None:
+            account_key = await get_secret(
+                session, secrets, workspace_id=workspace_id, name=SHEETS_SERVICE_ACCOUNT_SECRET
+            )
+            if account_key:
+                return ServiceAccount(account_key, minter)
         key = await get_secret(
             session, secrets, workspace_id=workspace_id, name=SHEETS_API_KEY_SECRET
         )

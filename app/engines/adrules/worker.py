@@ -54,7 +54,7 @@ from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.writer import MetaWriter
-from app.integrations.sheets import SheetsClient
+from app.integrations.sheets import SheetsClient, TokenMinter
 from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
 from app.scheduling.jobs import JobContext, JobSpec
@@ -66,6 +66,7 @@ GRAPH_RESOURCE = "meta.graph"
 SHEETS_RESOURCE = "sheets.client"
 SHEET_CACHE_RESOURCE = "adrules.sheet_cache"
 WEBHOOK_RESOURCE = "adrules.webhook_http"
+TOKEN_MINTER_RESOURCE = "adrules.google_token_minter"  # noqa: S105 - a cache key
 
 FLUSH_EVERY = 500
 """Records of runs that changed nothing are written in chunks of this many."""
@@ -90,6 +91,8 @@ class WorkerDeps:
     defer: Defer | None = None
     """Puts the run back on the queue for later (a longer throttle); None: record errors."""
     max_deferrals: int = 3
+    token_minter: TokenMinter | None = None
+    """Mints Sheets access tokens from a workspace's service-account key."""
 
 
 Defer = Callable[[UnitOfWork, RunAccountPayload, datetime], Awaitable[None]]
@@ -128,6 +131,17 @@ def shared_sheets(ctx: JobContext) -> SheetsClient:
     )
 
 
+def shared_token_minter(ctx: JobContext) -> TokenMinter:
+    return ctx.resources.get(
+        TOKEN_MINTER_RESOURCE,
+        lambda: TokenMinter(
+            ctx.settings.adrules.google_token_url,
+            now=ctx.clock.now,
+            timeout_seconds=ctx.settings.integrations.http_timeout_seconds,
+        ),
+    )
+
+
 def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = None) -> WorkerDeps:
     """The worker's dependencies in a job; with ``job`` a throttled run is put back on the queue
     as that job."""
@@ -149,6 +163,7 @@ def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = 
         throttle_max_wait_seconds=adrules.throttle_max_wait_seconds,
         defer=queue_defer(ctx.queue, job) if job is not None else None,
         max_deferrals=adrules.max_deferrals,
+        token_minter=shared_token_minter(ctx),
     )
 
 
@@ -194,7 +209,9 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             )
         token = payload.access_token(deps.secrets)
         reader = MetaReader(deps.graph, token)
-        credentials = await workspace_credentials(deps.db, deps.secrets, payload.workspace_id)
+        credentials = await workspace_credentials(
+            deps.db, deps.secrets, payload.workspace_id, deps.token_minter
+        )
         custom = CustomMetricSource(
             db=deps.db,
             clock=deps.clock,

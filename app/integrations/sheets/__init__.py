@@ -8,5 +8,15 @@ from app.integrations.sheets.client import (
     SheetsCredentials,
     SheetsError,
 )
+from app.integrations.sheets.service_account import ServiceAccount, TokenMinter
 
-__all__ = ["ApiKey", "BearerToken", "Cell", "SheetsClient", "SheetsCredentials", "SheetsError"]
+__all__ = [
+    "ApiKey",
+    "BearerToken",
+    "Cell",
+    "ServiceAccount",
+    "SheetsClient",
+    "SheetsCredentials",
+    "SheetsError",
+    "TokenMinter",
+]

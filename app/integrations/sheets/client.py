@@ -1,7 +1,8 @@
 """A read-only client of the Google Sheets API v4 ``values`` endpoint.
 
 ``GET /v4/spreadsheets/{id}/values/{range}`` with either an API key (``?key=``) or an OAuth bearer
-token (a service account's access token). Values are requested unformatted, so numbers arrive as
+token (a service account's access token, given as is or minted on demand by
+:mod:`.service_account`). Values are requested unformatted, so numbers arrive as
 JSON numbers; they are decoded straight into :class:`~decimal.Decimal` (never through float).
 Transient failures (429, 5xx, connection errors) are retried a few times with a short backoff;
 everything else raises :class:`SheetsError` at once.
@@ -13,6 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Protocol
 from urllib.parse import quote
 
 import httpx
@@ -46,7 +48,13 @@ class BearerToken:
         return "BearerToken(***)"
 
 
-SheetsCredentials = ApiKey | BearerToken
+class TokenSource(Protocol):
+    """Credentials that turn into a bearer token when a read needs one (a service account)."""
+
+    async def bearer(self) -> BearerToken: ...
+
+
+SheetsCredentials = ApiKey | BearerToken | TokenSource
 
 
 class SheetsError(Exception):
@@ -140,6 +148,8 @@ class SheetsClient:
         )
         params = {"majorDimension": "ROWS", "valueRenderOption": "UNFORMATTED_VALUE"}
         headers: dict[str, str] = {}
+        if not isinstance(credentials, ApiKey | BearerToken):
+            credentials = await credentials.bearer()
         if isinstance(credentials, ApiKey):
             params["key"] = credentials.key
         else:

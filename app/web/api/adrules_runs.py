@@ -24,7 +24,12 @@ from app.engines.adrules.templates import (
     TemplateParams,
     create_from_template,
 )
-from app.engines.adrules.worker import SHEET_CACHE_RESOURCE, shared_graph, shared_sheets
+from app.engines.adrules.worker import (
+    SHEET_CACHE_RESOURCE,
+    shared_graph,
+    shared_sheets,
+    shared_token_minter,
+)
 from app.errors import ValidationFailed
 from app.platform.service import Principal
 from app.runtime import Runtime
@@ -234,6 +239,7 @@ def preview_deps(runtime: Runtime) -> PreviewDeps:
         sheet_cache=runtime.resources.get(SHEET_CACHE_RESOURCE, SheetCache),
         sleep=runtime.clock.sleep,
         insights_mode=runtime.settings.adrules.insights_mode,
+        token_minter=shared_token_minter(ctx),
     )
 
 
