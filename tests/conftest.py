@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from argon2 import PasswordHasher
 from cryptography.fernet import Fernet
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -26,10 +27,14 @@ from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.db.session import Database
 from app.models import metadata
+from app.platform.tokens import use_password_hasher
 from app.runtime import Runtime
 from app.settings import Settings, load_settings
 from app.wiring import assemble
 from tests.factories import Tenant, create_tenant
+
+# Cheap argon2 parameters for the accounts tests create (still argon2id; production uses defaults).
+use_password_hasher(PasswordHasher(time_cost=2, memory_cost=4096, parallelism=1))
 
 TEST_DATABASE_URL = os.environ.get("TEST_DATABASE_URL", "")
 TEST_REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
@@ -154,7 +159,9 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def runtime(settings: Settings, shared_db: Database, clock: ManualClock) -> AsyncIterator[Runtime]:
+async def runtime(
+    settings: Settings, shared_db: Database, clock: ManualClock
+) -> AsyncIterator[Runtime]:
     """A runtime on a :class:`ManualClock`, every engine registered, tables emptied afterwards."""
     rt = assemble(settings, clock, db=shared_db)
     try:
@@ -235,5 +242,3 @@ async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02) -
         if loop.time() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(interval)
-
-

@@ -16,6 +16,14 @@ API_KEY_PREFIX = "swl_"
 INGEST_TOKEN_PREFIX = "swi_"  # noqa: S105 - a prefix, not a secret
 
 
+def use_password_hasher(hasher: PasswordHasher) -> None:
+    """Replace the hashing parameters. The test suite uses a cheap profile so that creating
+    accounts does not dominate its run time; the service keeps argon2's recommended defaults."""
+    global _hasher
+    _hasher = hasher
+    dummy_hash.cache_clear()
+
+
 def hash_password(password: str) -> str:
     return str(_hasher.hash(password))
 
