@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from decimal import Decimal
 
 import msgspec
 from sqlalchemy import select
@@ -25,14 +24,8 @@ from app.engines.ranktracking.errors import PostbackRefused, PostbackUnreadable
 from app.engines.ranktracking.models import PENDING, Result, Run
 from app.engines.ranktracking.postback_token import matches, run_id_of, workspace_secret
 from app.engines.ranktracking.worker import Outcome, apply_outcomes, outcome_of
-from app.integrations.serp import (
-    KeywordDataResult,
-    KeywordVolume,
-    MonthlySearch,
-    SerpItem,
-    SerpTaskResult,
-    task_state,
-)
+from app.integrations.serp import KeywordDataResult, SerpTaskResult
+from app.integrations.serp.results import keyword_data_result, serp_result
 from app.integrations.serp.wire import Envelope, WireKeyword, WireSerpResult, WireTask
 
 MAX_INFLATED_BYTES = 8_000_000
@@ -123,10 +116,10 @@ def decode(raw: bytes, run: Run) -> list[SerpTaskResult] | list[KeywordDataResul
         if run.data_type == "serp":
             serp = msgspec.json.decode(raw, type=Envelope[WireSerpResult])
             _check(serp.tasks, run)
-            return [_serp_result(task) for task in serp.tasks or []]
+            return [serp_result(task) for task in serp.tasks or []]
         volumes = msgspec.json.decode(raw, type=Envelope[WireKeyword])
         _check(volumes.tasks, run)
-        return [_keyword_result(task) for task in volumes.tasks or []]
+        return [keyword_data_result(task) for task in volumes.tasks or []]
     except msgspec.MsgspecError as exc:
         raise PostbackUnreadable(f"not a provider task result: {exc}") from None
 
@@ -141,53 +134,3 @@ def _check(
             raise PostbackUnreadable("a task of the postback has no id")
         if task.data_str("tag") != str(run.id):
             raise PostbackUnreadable("a task of the postback belongs to another run")
-
-
-def _serp_result(task: WireTask[WireSerpResult]) -> SerpTaskResult:
-    page = task.result[0] if task.result else None
-    return SerpTaskResult(
-        task_id=task.id,
-        tag=task.data_str("tag"),
-        status_code=task.status_code,
-        state=task_state(task.status_code),
-        keyword=page.keyword if page and page.keyword else task.data_str("keyword"),
-        items=[
-            SerpItem(
-                type=item.type,
-                rank_group=item.rank_group,
-                rank_absolute=item.rank_absolute,
-                domain=item.domain,
-                url=item.url,
-                title=item.title,
-            )
-            for item in ((page.items or []) if page else [])
-        ],
-        cost=task.cost or Decimal(0),
-        status_message=task.status_message,
-        item_types=list(page.item_types or []) if page else [],
-    )
-
-
-def _keyword_result(task: WireTask[WireKeyword]) -> KeywordDataResult:
-    return KeywordDataResult(
-        task_id=task.id,
-        tag=task.data_str("tag"),
-        status_code=task.status_code,
-        state=task_state(task.status_code),
-        rows=[
-            KeywordVolume(
-                keyword=row.keyword,
-                search_volume=row.search_volume,
-                competition=row.competition,
-                cpc=row.cpc,
-                monthly_searches=[
-                    MonthlySearch(year=m.year, month=m.month, search_volume=m.search_volume)
-                    for m in row.monthly_searches or []
-                ],
-                competition_index=row.competition_index,
-            )
-            for row in task.result or []
-        ],
-        cost=task.cost or Decimal(0),
-        status_message=task.status_message,
-    )

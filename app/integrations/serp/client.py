@@ -32,14 +32,12 @@ from app.integrations.serp.errors import (
     RateLimited,
     TransientProviderError,
 )
+from app.integrations.serp.results import keyword_data_result, serp_result
 from app.integrations.serp.structs import (
     KeywordDataResult,
     KeywordDataTask,
-    KeywordVolume,
-    MonthlySearch,
     PostedTask,
     ReadyTask,
-    SerpItem,
     SerpTask,
     SerpTaskResult,
 )
@@ -144,29 +142,7 @@ class SerpClient:
     async def get_serp_task(self, task_id: str) -> SerpTaskResult:
         endpoint = f"{SERP_PATH}/task_get/regular/{quote(task_id, safe='')}"
         task = _single(await self._call("GET", endpoint, WireSerpResult), endpoint)
-        page = task.result[0] if task.result else None
-        items = [
-            SerpItem(
-                type=item.type,
-                rank_group=item.rank_group,
-                rank_absolute=item.rank_absolute,
-                domain=item.domain,
-                url=item.url,
-                title=item.title,
-            )
-            for item in ((page.items or []) if page else [])
-        ]
-        return SerpTaskResult(
-            task_id=task.id or task_id,
-            tag=task.data_str("tag"),
-            status_code=task.status_code,
-            state=codes.task_state(task.status_code),
-            keyword=(page.keyword if page and page.keyword else task.data_str("keyword")),
-            items=items,
-            cost=task.cost or Decimal(0),
-            status_message=task.status_message,
-            item_types=list(page.item_types or []) if page else [],
-        )
+        return serp_result(task, task_id)
 
     # -- keyword data ----------------------------------------------------------------------------
 
@@ -188,15 +164,7 @@ class SerpClient:
     async def get_keyword_data_task(self, task_id: str) -> KeywordDataResult:
         endpoint = f"{KEYWORD_DATA_PATH}/task_get/{quote(task_id, safe='')}"
         task = _single(await self._call("GET", endpoint, WireKeyword), endpoint)
-        return KeywordDataResult(
-            task_id=task.id or task_id,
-            tag=task.data_str("tag"),
-            status_code=task.status_code,
-            state=codes.task_state(task.status_code),
-            rows=[_volume(row) for row in task.result or []],
-            cost=task.cost or Decimal(0),
-            status_message=task.status_message,
-        )
+        return keyword_data_result(task, task_id)
 
     # -- shared ----------------------------------------------------------------------------------
 
@@ -346,20 +314,6 @@ def _single(envelope: Envelope[R], endpoint: str) -> WireTask[R]:
     if not envelope.tasks:
         raise ProviderError(f"unreadable answer from {endpoint}: no task in the envelope")
     return envelope.tasks[0]
-
-
-def _volume(row: WireKeyword) -> KeywordVolume:
-    return KeywordVolume(
-        keyword=row.keyword,
-        search_volume=row.search_volume,
-        competition=row.competition,
-        cpc=row.cpc,
-        monthly_searches=[
-            MonthlySearch(year=m.year, month=m.month, search_volume=m.search_volume)
-            for m in row.monthly_searches or []
-        ],
-        competition_index=row.competition_index,
-    )
 
 
 def _serp_body(task: SerpTask) -> dict[str, Any]:
