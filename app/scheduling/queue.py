@@ -18,6 +18,7 @@ attempt's outcome: at-least-once delivery, never a lost or doubly-recorded resul
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from app.clock import Clock
     from app.db.session import Database, UnitOfWork, WriteSession
     from app.scheduling.jobs import JobSpec
+
+log = logging.getLogger(__name__)
 
 LEASE_EXPIRED_ERROR = "lease expired: the worker holding this job stopped"
 MAX_ERROR_CHARS = 4000
@@ -353,13 +356,20 @@ class DatabaseQueue:
                 if want <= 0:
                     break
                 args = {**params, "queue": queue, "limit": want}
-                if pending:
-                    args["done_ids"] = [jid for jid, _ in pending]
-                    args["done_attempts"] = [att for _, att in pending]
-                    result = await conn.execute(_PG_COMPLETE_AND_LEASE, args)
-                    pending = []
-                else:
-                    result = await conn.execute(_PG_LEASE, args)
+                try:
+                    if pending:
+                        args.update(_done_params(params["now"], pending))
+                        result = await conn.execute(_PG_COMPLETE_AND_LEASE, args)
+                        pending = []
+                    else:
+                        result = await conn.execute(_PG_LEASE, args)
+                except Exception:
+                    if not leased:
+                        raise
+                    # Each statement committed on its own: jobs leased by an earlier one are
+                    # this worker's now, so hand them over rather than leave them to expire.
+                    log.exception("leasing from queue %s failed", queue)
+                    return leased
                 leased.extend(_leased(result.all()))
             if pending:
                 await conn.execute(_PG_COMPLETE, _done_params(params["now"], pending))
