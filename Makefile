@@ -4,6 +4,8 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# Two test processes by default (each gets its own database); override with PYTEST_ARGS=.
+PYTEST_ARGS ?= -n 2
 
 .PHONY: run test lint bench ci
 
