@@ -14,6 +14,7 @@ Consent and suppression are checked by the deliverer before a channel is called,
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -97,7 +98,7 @@ class Refused(Exception):
     code = "refused"
 
 
-class OutsideChannel:
+class OutsideChannel(ABC):
     """The shared life of every outside channel; subclasses implement :meth:`call`."""
 
     kind: str | None = None
@@ -134,8 +135,9 @@ class OutsideChannel:
         await self._record(effect, Outcome(True, result, None))
         return _detail(result)
 
+    @abstractmethod
     async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
-        raise NotImplementedError
+        """Perform the effect against the provider; the result is stored with the delivery."""
 
     async def _record(self, effect: LeasedEffect, outcome: Outcome) -> None:
         await record(
