@@ -39,14 +39,24 @@ async def create_tenant(runtime: Runtime, *, name: str, timezone: str = "UTC") -
         )
         ws_id = created.workspace.id
         admin = await service.create_user(
-            uow.session, organisation_id=org.id, email=f"admin@{slug}.test", password=password, now=now
+            uow.session,
+            organisation_id=org.id,
+            email=f"admin@{slug}.test",
+            password=password,
+            now=now,
         )
         await service.add_member(uow.session, user_id=admin.id, workspace_id=ws_id, role="admin")
         member = await service.create_user(
-            uow.session, organisation_id=org.id, email=f"member@{slug}.test", password=password, now=now
+            uow.session,
+            organisation_id=org.id,
+            email=f"member@{slug}.test",
+            password=password,
+            now=now,
         )
         await service.add_member(uow.session, user_id=member.id, workspace_id=ws_id, role="member")
-        _, api_key = await service.create_api_key(uow.session, workspace_id=ws_id, name="tests", now=now)
+        _, api_key = await service.create_api_key(
+            uow.session, workspace_id=ws_id, name="tests", now=now
+        )
     return Tenant(
         organisation_id=org.id,
         workspace_id=ws_id,

@@ -19,7 +19,11 @@ from app.settings import Settings
 from tests.factories import Tenant
 
 CHROMIUM = next(
-    (p for p in ("/usr/lib/chromium/chromium", shutil.which("chromium") or "") if p and os.path.exists(p)),
+    (
+        p
+        for p in ("/usr/lib/chromium/chromium", shutil.which("chromium") or "")
+        if p and os.path.exists(p)
+    ),
     "",
 )
 
