@@ -77,29 +77,38 @@ class Runtime:
 
     def start_workers(self, queues: list[str] | None = None) -> None:
         qs = self.settings.queue
-        worker: DatabaseWorker | ArqWorkers
         if isinstance(self.queue, ArqQueue):
-            worker = ArqWorkers(
-                self.queue,
-                self.registry,
-                self.context,
-                concurrency=qs.concurrency,
-                shutdown_grace=qs.shutdown_grace_seconds,
-                queues=queues,
+            self._start(
+                ArqWorkers(
+                    self.queue,
+                    self.registry,
+                    self.context,
+                    concurrency=qs.concurrency,
+                    shutdown_grace=qs.shutdown_grace_seconds,
+                    queues=queues,
+                )
             )
-        else:
-            assert isinstance(self.queue, DatabaseQueue)
-            worker = DatabaseWorker(
-                self.queue,
-                self.registry,
-                self.context,
-                concurrency=qs.concurrency,
-                batch_size=qs.batch_size,
-                lease_seconds=qs.lease_seconds,
-                poll_interval=qs.poll_interval,
-                shutdown_grace=qs.shutdown_grace_seconds,
-                queues=queues,
+            return
+        assert isinstance(self.queue, DatabaseQueue)
+        # Several leasing loops keep the database busy while jobs run: one loop waits for its
+        # lease round trip while another starts and completes its batch.
+        loops = max(1, min(qs.lease_loops, qs.concurrency))
+        for index in range(loops):
+            self._start(
+                DatabaseWorker(
+                    self.queue,
+                    self.registry,
+                    self.context,
+                    concurrency=qs.concurrency // loops + (index < qs.concurrency % loops),
+                    batch_size=qs.batch_size,
+                    lease_seconds=qs.lease_seconds,
+                    poll_interval=qs.poll_interval,
+                    shutdown_grace=qs.shutdown_grace_seconds,
+                    queues=queues,
+                )
             )
+
+    def _start(self, worker: DatabaseWorker | ArqWorkers) -> None:
         self._workers.append(worker)
         self._tasks.append(asyncio.create_task(worker.run(), name="worker"))
 

@@ -53,6 +53,9 @@ class QueueSettings:
     """Redis key of the arq queue (give each deployment or test run its own)."""
     concurrency: int = env("WORKER_CONCURRENCY", 16)
     """Jobs a worker process runs at the same time."""
+    lease_loops: int = env("JOB_LEASE_LOOPS", 4)
+    """Database-queue leasing loops per process, sharing WORKER_CONCURRENCY: one leases from the
+    database while another starts and completes its jobs."""
     lease_seconds: int = env("JOB_LEASE_SECONDS", 300)
     """A leased database job not finished within this time is handed to another worker."""
     poll_interval: float = env("JOB_POLL_INTERVAL", 0.5)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sqlite3
 import statistics
 import sys
@@ -171,6 +172,7 @@ def bench_settings(database_url: str, redis_url: str = "", tmp: Path | None = No
         "SESSION_SECRET": uuid.uuid4().hex,
         "KEY_FILE": str((tmp or Path(tempfile.gettempdir())) / "bench-keys.json"),
         "LOG_LEVEL": "WARNING",
+        "JOB_LEASE_LOOPS": os.environ.get("JOB_LEASE_LOOPS", "4"),
     }
     if redis_url:
         env["REDIS_URL"] = redis_url
@@ -195,21 +197,27 @@ async def drain_database(runtime: Runtime, jobs: int, concurrency: int, batch: i
     queue = runtime.queue
     assert isinstance(queue, DatabaseQueue)
     COUNTER.done, COUNTER.target, COUNTER.finished = 0, jobs, asyncio.Event()
-    worker = DatabaseWorker(
-        queue,
-        runtime.registry,
-        runtime.context,
-        concurrency=concurrency,
-        batch_size=batch,
-        lease_seconds=300,
-        poll_interval=0.5,
-        shutdown_grace=5,
-    )
+    # As Runtime.start_workers does: JOB_LEASE_LOOPS loops share the process's concurrency.
+    loops = runtime.settings.queue.lease_loops
+    workers = [
+        DatabaseWorker(
+            queue,
+            runtime.registry,
+            runtime.context,
+            concurrency=concurrency // loops,
+            batch_size=batch,
+            lease_seconds=300,
+            poll_interval=0.5,
+            shutdown_grace=5,
+        )
+        for _ in range(loops)
+    ]
     began = time.perf_counter()
-    task = asyncio.create_task(worker.run())
+    tasks = [asyncio.create_task(w.run()) for w in workers]
     await COUNTER.finished.wait()
-    worker.stop()  # writes the last completions
-    await task
+    for worker in workers:
+        worker.stop()  # writes the last completions
+    await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - began
     stats = await queue.stats()
     assert stats.done == jobs, stats
@@ -313,7 +321,7 @@ async def main() -> None:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--pg", default="postgresql+asyncpg://postgres@127.0.0.1/postgres")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--concurrency", type=int, default=200, help="worker slots")
+    parser.add_argument("--concurrency", type=int, default=400, help="worker slots in all")
     parser.add_argument("--batch", type=int, default=100, help="jobs leased per statement")
     parser.add_argument(
         "--rounds", type=int, default=3, help="interleaved rounds of each measurement (median)"
