@@ -325,11 +325,7 @@ async def create(
         updated_at=now,
     )
     session.add(schedule)
-    try:
-        async with session.begin_nested():
-            await session.flush()
-    except IntegrityError as exc:
-        raise DuplicateSchedule("a live schedule with the same duplicate key exists") from exc
+    await _flush_checking_duplicates(session)
     activity.record(
         session,
         workspace_id=schedule.workspace_id,
@@ -436,11 +432,7 @@ async def edit(
         changed.append("frequency")
     if changed:
         schedule.updated_at = now
-        try:
-            async with session.begin_nested():
-                await session.flush()
-        except IntegrityError as exc:
-            raise DuplicateSchedule("a live schedule with the same duplicate key exists") from exc
+        await _flush_checking_duplicates(session)
         activity.record(
             session,
             workspace_id=schedule.workspace_id,
@@ -696,3 +688,13 @@ async def launch_out(session: ReadSession, launch: Launch) -> LaunchOut:
         request_id=launch.request_id,
         runs=[run_out(r) for r in runs],
     )
+
+
+async def _flush_checking_duplicates(session: WriteSession) -> None:
+    """Write pending changes; the partial unique index on live schedules' duplicate key (RT-15)
+    turns a clash into :class:`DuplicateSchedule`, leaving the transaction usable."""
+    try:
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError as exc:
+        raise DuplicateSchedule("a live schedule with the same duplicate key exists") from exc
