@@ -542,19 +542,27 @@ async def pause(session: WriteSession, schedule: Schedule, now: datetime) -> Sch
         return schedule
     schedule.status = PAUSED_USER
     schedule.updated_at = now
+    await _cancel_runs_and_record(session, schedule, "paused", activity.SCHEDULE_PAUSED, now)
+    return schedule
+
+
+async def _cancel_runs_and_record(
+    session: WriteSession, schedule: Schedule, verb: str, kind: str, now: datetime
+) -> None:
+    """Close the schedule's active runs as cancelled (releasing their reservations) and leave
+    the pause or end in the activity feed."""
     closed = await close_active_runs(
-        session, schedule, code="cancelled", message="cancelled: the schedule was paused", now=now
+        session, schedule, code="cancelled", message=f"cancelled: the schedule was {verb}", now=now
     )
     activity.record(
         session,
         workspace_id=schedule.workspace_id,
         schedule_id=schedule.id,
-        kind=activity.SCHEDULE_PAUSED,
-        message=f'"{schedule.name}" paused'
+        kind=kind,
+        message=f'"{schedule.name}" {verb}'
         + (f"; {closed} active run(s) cancelled" if closed else ""),
         now=now,
     )
-    return schedule
 
 
 async def resume(session: WriteSession, schedule: Schedule, now: datetime) -> Schedule:
@@ -588,18 +596,7 @@ async def end(session: WriteSession, schedule: Schedule, now: datetime) -> Sched
     schedule.status = ARCHIVED
     schedule.archived_at = now
     schedule.updated_at = now
-    closed = await close_active_runs(
-        session, schedule, code="cancelled", message="cancelled: the schedule was ended", now=now
-    )
-    activity.record(
-        session,
-        workspace_id=schedule.workspace_id,
-        schedule_id=schedule.id,
-        kind=activity.SCHEDULE_ENDED,
-        message=f'"{schedule.name}" ended'
-        + (f"; {closed} active run(s) cancelled" if closed else ""),
-        now=now,
-    )
+    await _cancel_runs_and_record(session, schedule, "ended", activity.SCHEDULE_ENDED, now)
     return schedule
 
 
