@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.db.session import Database, UnitOfWork
@@ -80,29 +80,59 @@ async def run_once(
     ttl: timedelta,
     status_code: int,
     action: Callable[[UnitOfWork], Awaitable[Any]],
+    finish: Callable[[Any], Awaitable[Any]] | None = None,
 ) -> StoredResponse:
     """Run ``action`` in a unit of work at most once per (workspace, key).
 
     ``action`` gets the unit of work (to write and enqueue jobs through) and returns the response
     value, which is encoded to JSON and stored with ``status_code``. Without a key the action simply
     runs. An action that raises stores nothing, so a retry runs it again.
+
+    ``finish``, when given, runs once the action's unit of work has committed — for work that may
+    only start after the commit, such as publishing to a separate broker — and returns the final
+    response value from the action's one; that value is what is answered and stored (so a retry
+    replays what really happened, not what was planned).
     """
     if key is None:
         async with db.write() as uow:
             value = await action(uow)
+        if finish is not None:
+            value = await finish(value)
         return StoredResponse(status_code, msgspec.json.encode(value), replayed=False)
     validate_key(key)
     for _ in range(_ATTEMPTS):
         try:
-            return await _attempt(
+            stored, value = await _attempt(
                 db, workspace_id, key, request_hash, now, ttl, status_code, action
             )
         except _LostRace:
             continue
+        if finish is None or stored.replayed:
+            return stored
+        return await _finish(db, workspace_id, key, stored, await finish(value))
     raise Conflict(
         "A request with this Idempotency-Key is still being processed; retry later.",
         code="idempotency_key_in_use",
     )
+
+
+async def _finish(
+    db: Database,
+    workspace_id: int,
+    key: str,
+    stored: StoredResponse,
+    value: Any,
+) -> StoredResponse:
+    """Store the final answer ``value`` in place of the one committed with the work."""
+    body = msgspec.json.encode(value)
+    if body != stored.body:
+        async with db.write() as uow:
+            await uow.session.execute(
+                update(IdempotencyRecord)
+                .where(IdempotencyRecord.workspace_id == workspace_id, IdempotencyRecord.key == key)
+                .values(response_body=body)
+            )
+    return StoredResponse(stored.status_code, body, replayed=False)
 
 
 async def _attempt(
@@ -114,7 +144,7 @@ async def _attempt(
     ttl: timedelta,
     status_code: int,
     action: Callable[[UnitOfWork], Awaitable[Any]],
-) -> StoredResponse:
+) -> tuple[StoredResponse, Any]:
     async with db.write() as uow:
         session = uow.session
         await session.execute(
@@ -133,7 +163,7 @@ async def _attempt(
                     "This Idempotency-Key was already used with a different request.",
                     details=[{"field": HEADER, "message": "used with a different request"}],
                 )
-            return StoredResponse(stored.status_code, stored.response_body, replayed=True)
+            return StoredResponse(stored.status_code, stored.response_body, replayed=True), None
         record = IdempotencyRecord(
             workspace_id=workspace_id,
             key=key,
@@ -148,6 +178,7 @@ async def _attempt(
             await session.flush()
         except IntegrityError as exc:
             raise _LostRace from exc
-        body = msgspec.json.encode(await action(uow))
+        value = await action(uow)
+        body = msgspec.json.encode(value)
         record.response_body = body
-    return StoredResponse(status_code, body, replayed=False)
+    return StoredResponse(status_code, body, replayed=False), value

@@ -103,3 +103,24 @@ async def available(runtime: Runtime, tenant: Tenant) -> int:
             await ledger.ledger_available(session, tenant.organisation_id) == view.available_cents
         )
         return view.available_cents
+
+
+async def launch(runtime: Runtime, schedule_id: int, queue: str = "standard") -> list[int]:
+    """A manual request admitted and handed to the queue; the child run ids."""
+    from app.engines.ranktracking.admission import MANUAL
+    from app.engines.ranktracking.handoff import admit_and_send
+
+    out = await admit_and_send(
+        runtime, schedule_id, trigger=MANUAL, queue=queue, now=runtime.clock.now()
+    )
+    assert out.launched, out
+    return out.run_ids
+
+
+async def collect(runtime: Runtime, run_id: int) -> None:
+    """Post a dispatching run's tasks to the simulator and collect what is ready."""
+    from app.engines.ranktracking.worker import poll_impl, post_impl
+
+    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
+    await post_impl(runtime, client, run_id, final_attempt=False)
+    await poll_impl(runtime, client, run_id, 1)

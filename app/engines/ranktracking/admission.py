@@ -60,6 +60,9 @@ class Launch:
     queue: str
     request_id: int | None = None
     run_ids: list[int] = field(default_factory=list)
+    """The child runs launched: admitted and handed to the work queue."""
+    skipped_run_ids: list[int] = field(default_factory=list)
+    """Child runs admitted whose hand-off to the queue failed (now ``skipped_dispatch``)."""
     reason: str | None = None
     """``paused``, ``archived``, ``active_run``, ``members``, ``cap``, ``balance``, ``dispatch``,
     ``not_due``; None when runs were launched."""
@@ -195,9 +198,14 @@ def _advance(schedule: Schedule, trigger: str, *, admitted: bool, now: datetime)
     schedule.updated_at = now
 
 
-def schedule_retry(schedule: Schedule, now: datetime) -> None:
-    """RT-31: retry in one hour; the schedule shows "retrying" until a request goes out."""
-    schedule.next_due_at = now + RETRY_AFTER
+def schedule_retry(schedule: Schedule, now: datetime, *, tick: datetime | None = None) -> None:
+    """RT-31: retry in one hour; the schedule shows "retrying" until a request goes out.
+
+    The hour counts from the sweep's nominal tick when there is one (``tick``, e.g. 09:20:00), not
+    from the moment the sweep happened to start (09:20:00.35): the next sweep takes what is due
+    by its own nominal time, 10:20:00, and a retry computed from the wall clock would miss it by
+    the start-up delay and wait a second hour."""
+    schedule.next_due_at = (tick or now) + RETRY_AFTER
     schedule.retrying = True
     schedule.updated_at = now
 
@@ -231,9 +239,12 @@ async def admit(
     trigger: str,
     queue: str = STANDARD,
     now: datetime,
+    tick: datetime | None = None,
 ) -> Launch:
     """Run one request of ``schedule_id`` through admission inside ``uow``."""
-    (launch,) = await admit_many(uow, env, [schedule_id], trigger=trigger, queue=queue, now=now)
+    (launch,) = await admit_many(
+        uow, env, [schedule_id], trigger=trigger, queue=queue, now=now, tick=tick
+    )
     return launch
 
 
@@ -245,9 +256,13 @@ async def admit_many(
     trigger: str,
     queue: str = STANDARD,
     now: datetime,
+    tick: datetime | None = None,
 ) -> list[Launch]:
     """Run one request of each schedule through admission inside ``uow``; one launch per id, in
     order.
+
+    ``tick`` is the nominal time of the sweep that asked (None for a person's request): due times
+    are compared with it and a retry counts its hour from it (RT-30, RT-31).
 
     The state every decision needs is read for the whole batch at once (schedules and balances
     locked, active runs, members, month spend), each schedule is decided in memory in order —
@@ -261,7 +276,7 @@ async def admit_many(
     open_: list[tuple[Launch, Schedule]] = []
     for launch in launches:
         schedule = locked.get(launch.schedule_id)
-        if _refused(launch, schedule, trigger, now):
+        if _refused(launch, schedule, trigger, tick or now):
             continue
         assert schedule is not None
         open_.append((launch, schedule))
@@ -306,7 +321,7 @@ async def admit_many(
                     message=launch.message,
                     now=now,
                 )
-                schedule_retry(schedule, now)
+                schedule_retry(schedule, now, tick=tick)
             continue
         assert request is not None
         found = members[schedule.id]
@@ -397,8 +412,9 @@ async def admit_many(
     return launches
 
 
-def _refused(launch: Launch, schedule: Schedule | None, trigger: str, now: datetime) -> bool:
-    """Refusals that leave no row: a missing, ended or paused schedule, or one not due yet."""
+def _refused(launch: Launch, schedule: Schedule | None, trigger: str, due_by: datetime) -> bool:
+    """Refusals that leave no row: a missing, ended or paused schedule, or one not due by
+    ``due_by`` (the sweep's nominal tick)."""
     if schedule is None:
         launch.reason, launch.code, launch.message = (
             "archived",
@@ -418,7 +434,7 @@ def _refused(launch: Launch, schedule: Schedule | None, trigger: str, now: datet
             if schedule.status == PAUSED_USER
             else "the schedule is paused after balance blocks; resume it first"
         )
-    elif trigger == RECURRING and schedule.next_due_at > now:
+    elif trigger == RECURRING and schedule.next_due_at > due_by:
         launch.reason, launch.code, launch.message = "not_due", "not_due", "not due yet"
     else:
         return False

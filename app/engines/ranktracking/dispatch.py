@@ -81,12 +81,16 @@ def plan_lanes(due: list[tuple[int, int]], chunk: int) -> list[list[list[int]]]:
     return lanes
 
 
-async def _admit_chunk(env: Env, ids: list[int], now: datetime) -> list[Launch | None]:
+async def _admit_chunk(
+    env: Env, ids: list[int], now: datetime, tick: datetime
+) -> list[Launch | None]:
     """One chunk in one unit of work; if it fails as a whole, each schedule is admitted alone so
     that one bad row cannot hold the others back (the failing one is logged and stays due)."""
     try:
         return list(
-            await admit_batch_and_send(env, ids, trigger=RECURRING, queue=STANDARD, now=now)
+            await admit_batch_and_send(
+                env, ids, trigger=RECURRING, queue=STANDARD, now=now, tick=tick
+            )
         )
     except Exception:
         log.warning("admission batch of %d schedules failed; admitting them one by one", len(ids))
@@ -94,7 +98,9 @@ async def _admit_chunk(env: Env, ids: list[int], now: datetime) -> list[Launch |
     for schedule_id in ids:
         try:
             launches.append(
-                await admit_and_send(env, schedule_id, trigger=RECURRING, queue=STANDARD, now=now)
+                await admit_and_send(
+                    env, schedule_id, trigger=RECURRING, queue=STANDARD, now=now, tick=tick
+                )
             )
         except Exception:
             log.exception("admission of schedule %s failed; it stays due", schedule_id)
@@ -105,10 +111,12 @@ async def _admit_chunk(env: Env, ids: list[int], now: datetime) -> list[Launch |
 async def dispatch_due(
     env: Env, now: datetime, *, due_by: datetime | None = None, limit: int | None = None
 ) -> DispatchReport:
-    """Admit one bounded batch of the active schedules due by ``due_by`` (the tick; default
-    ``now``). A tick that runs late still takes only what was due at its scheduled time."""
+    """Admit one bounded batch of the active schedules due by ``due_by`` (the sweep's nominal
+    tick; default ``now``). A tick that runs late still takes only what was due at its scheduled
+    time, and a retry it schedules counts its hour from that nominal time (RT-31)."""
     rt = env.settings.ranktracking
-    due = await due_schedules(env, min(due_by or now, now), limit or rt.dispatch_batch)
+    tick = min(due_by or now, now)
+    due = await due_schedules(env, tick, limit or rt.dispatch_batch)
     report = DispatchReport(selected=len(due))
     # SQLite serialises writers anyway; on PostgreSQL lanes (disjoint organisations) run at once.
     gate = asyncio.Semaphore(max(1, rt.dispatch_concurrency) if env.db.is_postgres else 1)
@@ -117,7 +125,7 @@ async def dispatch_due(
         async with gate:
             launches: list[Launch | None] = []
             for ids in chunks:
-                launches += await _admit_chunk(env, ids, now)
+                launches += await _admit_chunk(env, ids, now, tick)
             return launches
 
     for launches in await asyncio.gather(*(lane(c) for c in plan_lanes(due, ADMISSION_CHUNK))):

@@ -10,6 +10,7 @@ schedule retries in one hour, showing "retrying". A process that dies between th
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
@@ -50,8 +51,13 @@ async def stage_many(uow: UnitOfWork, env: Env, launches: list[Launch]) -> bool:
     return True
 
 
-async def send(env: Env, launch: Launch) -> Launch:
-    """After the commit: publish the jobs; on failure record ``skipped_dispatch`` (RT-31)."""
+async def send(env: Env, launch: Launch, *, tick: datetime | None = None) -> Launch:
+    """After the commit: publish the jobs; on failure record ``skipped_dispatch`` (RT-31).
+
+    ``launch.run_ids`` keeps only the runs whose hand-off succeeded: when publishing fails the
+    whole group moves to ``skipped_dispatch_ids`` (a two-device group never starts one device),
+    so a response built from the launch counts only work that reached the queue (RT-26, RT-27).
+    ``tick`` is the sweep's nominal time the retry hour counts from."""
     if not launch.run_ids:
         return launch
     spec = _spec(launch)
@@ -66,7 +72,9 @@ async def send(env: Env, launch: Launch) -> Launch:
             code="dispatch_failed",
             message=f"the work queue could not be reached ({type(exc).__name__}); retrying in one hour",
             now=env.clock.now(),
+            tick=tick,
         )
+        launch.skipped_run_ids = launch.run_ids
         launch.run_ids = []
         launch.reason, launch.code = "dispatch", "dispatch_failed"
         launch.message = "the request did not reach the worker; the schedule retries in one hour"
@@ -74,7 +82,13 @@ async def send(env: Env, launch: Launch) -> Launch:
 
 
 async def not_dispatched(
-    env: Env, run_ids: list[int], *, code: str, message: str, now: datetime
+    env: Env,
+    run_ids: list[int],
+    *,
+    code: str,
+    message: str,
+    now: datetime,
+    tick: datetime | None = None,
 ) -> int:
     """Close ``dispatching`` runs that never reached the worker and release their reservations."""
     closed = 0
@@ -103,7 +117,7 @@ async def not_dispatched(
                 note=f"run {run.id} not dispatched",
             )
             if schedule.status == ACTIVE:
-                schedule_retry(schedule, now)
+                schedule_retry(schedule, now, tick=tick)
             activity.record(
                 uow.session,
                 workspace_id=run.workspace_id,
@@ -119,43 +133,70 @@ async def not_dispatched(
 
 
 async def admit_and_send(
-    env: Env, schedule_id: int, *, trigger: str, queue: str, now: datetime
+    env: Env,
+    schedule_id: int,
+    *,
+    trigger: str,
+    queue: str,
+    now: datetime,
+    tick: datetime | None = None,
 ) -> Launch:
     """One request end to end: admission in its own unit of work, then the hand-off."""
     (launch,) = await admit_batch_and_send(
-        env, [schedule_id], trigger=trigger, queue=queue, now=now
+        env, [schedule_id], trigger=trigger, queue=queue, now=now, tick=tick
     )
     return launch
 
 
 async def admit_batch_and_send(
-    env: Env, schedule_ids: list[int], *, trigger: str, queue: str, now: datetime
+    env: Env,
+    schedule_ids: list[int],
+    *,
+    trigger: str,
+    queue: str,
+    now: datetime,
+    tick: datetime | None = None,
 ) -> list[Launch]:
     """A request of each schedule, admitted in one unit of work, then the hand-off."""
     from app.engines.ranktracking.admission import admit_many
 
     async with env.db.write() as uow:
-        launches = await admit_many(uow, env, schedule_ids, trigger=trigger, queue=queue, now=now)
+        launches = await admit_many(
+            uow, env, schedule_ids, trigger=trigger, queue=queue, now=now, tick=tick
+        )
         staged = await stage_many(uow, env, launches)
     if staged:
         return launches
-    return [await send(env, launch) for launch in launches]
+    return [await send(env, launch, tick=tick) for launch in launches]
+
+
+@dataclass(slots=True)
+class PendingLaunch:
+    """A launch admitted inside the caller's unit of work, with what is left to do once that
+    unit of work has committed (:meth:`hand_off`)."""
+
+    env: Env
+    launch: Launch
+    staged: bool
+    """The jobs were written in the admission's transaction (database queue): nothing is left."""
+
+    async def hand_off(self) -> Launch:
+        """After the commit: publish to the broker; a failed publish turns the runs into
+        ``skipped_dispatch`` and the launch says so. Call it before answering the person."""
+        if self.staged:
+            return self.launch
+        return await send(self.env, self.launch)
 
 
 async def admit_within(
     uow: UnitOfWork, env: Env, schedule_id: int, *, trigger: str, queue: str, now: datetime
-) -> Launch:
+) -> PendingLaunch:
     """One request inside the caller's unit of work (a request made with an ``Idempotency-Key``
     stores its answer in the same transaction). The jobs are staged in it with the database queue;
-    with a broker they are published once it commits, and a publish that fails then leaves the
-    runs ``skipped_dispatch`` exactly as :func:`send` does (RT-31)."""
+    with a broker the caller publishes them once it commits (:meth:`PendingLaunch.hand_off`) and
+    only then composes its answer, so the answer never counts a run that did not reach the queue."""
     from app.engines.ranktracking.admission import admit
 
     launch = await admit(uow, env, schedule_id, trigger=trigger, queue=queue, now=now)
-    if launch.run_ids and not await stage(uow, env, launch):
-
-        async def publish() -> None:
-            await send(env, launch)
-
-        uow.after_commit(publish)
-    return launch
+    staged = not launch.run_ids or await stage(uow, env, launch)
+    return PendingLaunch(env=env, launch=launch, staged=staged)

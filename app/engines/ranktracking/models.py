@@ -36,6 +36,8 @@ FAILED = "failed"
 SKIPPED_BALANCE = "skipped_balance"
 SKIPPED_DISPATCH = "skipped_dispatch"
 ACTIVE_RUN_STATUSES = (DISPATCHING, RUNNING)
+CANCELLED = "cancelled"
+"""The error code of a run closed by a pause or an end (RT-28, RT-29)."""
 TERMINAL_RUN_STATUSES = (SUCCEEDED, PARTIAL, FAILED, SKIPPED_BALANCE, SKIPPED_DISPATCH)
 
 # Per-keyword result states.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 
 from app.db.session import ReadSession
-from app.engines.ranktracking.models import Result, Run
+from app.engines.ranktracking.models import CANCELLED, TERMINAL_RUN_STATUSES, Result, Run
 from app.engines.ranktracking.schemas import HistoryPoint, KeywordHistoryOut, ResultOut
 
 HISTORY_POINTS = 200
@@ -33,18 +33,24 @@ async def run_results(session: ReadSession, run_id: int) -> list[ResultOut]:
 
 
 async def latest_results(session: ReadSession, schedule_id: int) -> list[ResultOut]:
-    """Each device's most recent measured child run, keyword by keyword."""
-    latest_runs = (
-        await session.execute(
-            select(Run.device, Run.id)
-            .where(Run.schedule_id == schedule_id, Run.started_at.is_not(None))
-            .order_by(Run.id.desc())
-            .limit(20)
-        )
-    ).all()
+    """Each device's last terminal child run that returned results, keyword by keyword.
+
+    A run still active, one that returned nothing, and one cancelled by a pause or an end are
+    passed over, so that "latest results" keeps showing the last measurement that exists instead
+    of a column of pending or missing keywords."""
     chosen: dict[str | None, int] = {}
-    for device, run_id in latest_runs:
-        chosen.setdefault(device, run_id)
+    rows = await session.execute(
+        select(Run.device, func.max(Run.id))
+        .where(
+            Run.schedule_id == schedule_id,
+            Run.status.in_(TERMINAL_RUN_STATUSES),
+            Run.retrieved + Run.no_data > 0,
+            or_(Run.error_code.is_(None), Run.error_code != CANCELLED),
+        )
+        .group_by(Run.device)
+    )
+    for device, run_id in rows.all():
+        chosen[device] = int(run_id)
     out: list[ResultOut] = []
     for run_id in sorted(chosen.values()):
         out += await run_results(session, run_id)

@@ -31,7 +31,7 @@ from app.engines.ranktracking.errors import (
     ScheduleNotFound,
     ScheduleStateConflict,
 )
-from app.engines.ranktracking.handoff import admit_and_send, admit_within
+from app.engines.ranktracking.handoff import PendingLaunch, admit_and_send, admit_within
 from app.engines.ranktracking.keywords import normalise_all
 from app.engines.ranktracking.lists import get_list
 from app.engines.ranktracking.log import last_group, run_out
@@ -40,6 +40,7 @@ from app.engines.ranktracking.models import (
     ACTIVE,
     ACTIVE_RUN_STATUSES,
     ARCHIVED,
+    CANCELLED,
     FAILED,
     PAUSED_BALANCE,
     PAUSED_USER,
@@ -353,9 +354,11 @@ async def create_and_baseline(
 
 async def create_with_baseline_in(
     uow: UnitOfWork, env: Env, principal: Principal, data: ScheduleIn
-) -> tuple[Schedule, Launch]:
+) -> tuple[Schedule, PendingLaunch]:
     """RT-27 in one unit of work (the API's retryable creation): the schedule and its baseline
-    request commit together, so a retry with the same ``Idempotency-Key`` finds both or neither."""
+    request commit together, so a retry with the same ``Idempotency-Key`` finds both or neither.
+    The caller hands the baseline off once that unit of work has committed
+    (:meth:`PendingLaunch.hand_off`) and reports what that did."""
     now = env.clock.now()
     schedule = await create(uow.session, env.settings.ranktracking, principal, data, now)
     launch = await admit_within(uow, env, schedule.id, trigger=BASELINE, queue=STANDARD, now=now)
@@ -552,7 +555,7 @@ async def _cancel_runs_and_record(
     """Close the schedule's active runs as cancelled (releasing their reservations) and leave
     the pause or end in the activity feed."""
     closed = await close_active_runs(
-        session, schedule, code="cancelled", message=f"cancelled: the schedule was {verb}", now=now
+        session, schedule, code=CANCELLED, message=f"cancelled: the schedule was {verb}", now=now
     )
     activity.record(
         session,
@@ -611,8 +614,9 @@ async def run_now(env: Env, principal: Principal, schedule_id: int, queue: str) 
 
 async def run_now_in(
     uow: UnitOfWork, env: Env, principal: Principal, schedule_id: int, queue: str
-) -> Launch:
-    """:func:`run_now` inside the caller's unit of work (the API's retryable manual request)."""
+) -> PendingLaunch:
+    """:func:`run_now` inside the caller's unit of work (the API's retryable manual request); the
+    caller hands it off after the commit (:meth:`PendingLaunch.hand_off`)."""
     schedule = await get_schedule(uow.session, principal.workspace_id, schedule_id)
     _check_queue(schedule, queue)
     return await admit_within(
@@ -668,14 +672,13 @@ async def schedule_out(session: ReadSession, schedule: Schedule, now: datetime) 
 
 
 async def launch_out(session: ReadSession, launch: Launch) -> LaunchOut:
+    """The answer to a request: how many child runs really reached the work queue, why not, and
+    the child rows written — launched ones, or the ``skipped_dispatch`` rows of a failed hand-off."""
     runs: list[Run] = []
-    if launch.run_ids:
+    shown = launch.run_ids or launch.skipped_run_ids
+    if shown:
         runs = list(
-            (
-                await session.execute(
-                    select(Run).where(Run.id.in_(launch.run_ids)).order_by(Run.id)
-                )
-            ).scalars()
+            (await session.execute(select(Run).where(Run.id.in_(shown)).order_by(Run.id))).scalars()
         )
     return LaunchOut(
         launched=launch.launched,

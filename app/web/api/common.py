@@ -60,6 +60,7 @@ async def idempotent(
     action: Callable[[UnitOfWork], Awaitable[T]],
     *,
     status_code: int = 201,
+    finish: Callable[[T], Awaitable[T]] | None = None,
 ) -> Response[T]:
     """Run ``action`` once per ``Idempotency-Key`` header (when the caller sent one).
 
@@ -75,6 +76,9 @@ async def idempotent(
             async def action(uow: UnitOfWork) -> ThingOut:
                 return to_out(await service.create(uow.session, principal.workspace_id, data))
             return await idempotent(request, principal, runtime, action)
+
+    ``finish`` runs after the action's commit and gives the final answer (see
+    :func:`app.platform.idempotency.run_once`).
     """
     body = await request.body()
     stored = await idempotency.run_once(
@@ -86,6 +90,7 @@ async def idempotent(
         ttl=timedelta(hours=runtime.settings.web.idempotency_ttl_hours),
         status_code=status_code,
         action=action,
+        finish=finish,
     )
     headers = {REPLAYED_HEADER: "true"} if stored.replayed else None
     # The stored body is already JSON; the declared type only documents the schema (OpenAPI).

@@ -20,6 +20,7 @@ from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import money
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.errors import RunNotFound
+from app.engines.ranktracking.handoff import PendingLaunch
 from app.engines.ranktracking.keywords import parse_import
 from app.engines.ranktracking.log import schedule_log
 from app.engines.ranktracking.models import Run
@@ -181,14 +182,29 @@ async def create_schedule(
 ) -> Response[CreatedOut]:
     """Save the schedule and request its baseline; the response says what the baseline did."""
 
+    pending: list[PendingLaunch] = []
+
     async def action(uow: UnitOfWork) -> CreatedOut:
         schedule, launch = await schedules.create_with_baseline_in(uow, runtime, principal, data)
+        pending.append(launch)
         return CreatedOut(
             schedule=await schedules.schedule_out(uow.session, schedule, runtime.clock.now()),
-            baseline=await schedules.launch_out(uow.session, launch),
+            baseline=await schedules.launch_out(uow.session, launch.launch),
         )
 
-    return await idempotent(request, principal, runtime, action)
+    async def finish(out: CreatedOut) -> CreatedOut:
+        # With a broker the baseline is published only now; answer what that did (RT-27).
+        launch = await pending[0].hand_off()
+        async with runtime.db.read() as session:
+            schedule = await schedules.get_schedule(
+                session, principal.workspace_id, out.schedule.id
+            )
+            return CreatedOut(
+                schedule=await schedules.schedule_out(session, schedule, runtime.clock.now()),
+                baseline=await schedules.launch_out(session, launch),
+            )
+
+    return await idempotent(request, principal, runtime, action, finish=finish)
 
 
 @post("/estimate", status_code=200)
@@ -264,11 +280,20 @@ async def run_schedule(
     """ "Run now" (standard) or "measure quickly" (priority); ``launched`` says what really went
     out and ``reason`` why nothing did."""
 
+    pending: list[PendingLaunch] = []
+
     async def action(uow: UnitOfWork) -> LaunchOut:
         launch = await schedules.run_now_in(uow, runtime, principal, schedule_id, data.queue)
-        return await schedules.launch_out(uow.session, launch)
+        pending.append(launch)
+        return await schedules.launch_out(uow.session, launch.launch)
 
-    return await idempotent(request, principal, runtime, action, status_code=200)
+    async def finish(_: LaunchOut) -> LaunchOut:
+        # With a broker the jobs are published only now; count what reached it (RT-26).
+        launch = await pending[0].hand_off()
+        async with runtime.db.read() as session:
+            return await schedules.launch_out(session, launch)
+
+    return await idempotent(request, principal, runtime, action, status_code=200, finish=finish)
 
 
 async def _transition(principal: Any, runtime: Any, schedule_id: int, action: Any) -> ScheduleOut:
