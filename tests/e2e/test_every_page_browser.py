@@ -1,0 +1,289 @@
+"""Every dashboard page in a real headless Chromium, at a desktop width (1280 px) and a phone width
+(375 px): no page-level horizontal scroll on the phone, no serious or critical axe-core violation, no
+console error and no failed request.
+
+The pages are not listed by hand: the test enumerates the application's GET routes, fills their path
+parameters from the demo workspace (the same data ``make run`` seeds, against the loopback
+simulators) and visits each. A new page is therefore checked as soon as it is routed; a route with a
+path parameter the seed does not know fails with a message naming it. Responses that are not whole
+documents (htmx fragments, streams) are fetched and must answer 200, but are not audited as pages.
+
+axe-core is vendored under ``tests/e2e/vendor/axe-core`` (MPL-2.0, licence beside it) and injected as
+an init script, so the page's Content-Security-Policy applies to the page and not to the audit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from litestar import Litestar
+from litestar.routes import HTTPRoute
+from sqlalchemy import select
+
+from app.clock import ManualClock
+from app.db.session import Database
+from app.demo import ensure_demo, settings_for_sandboxes, start_sandboxes
+from app.engines.adrules import rules as adrules_rules
+from app.engines.adrules.models import Batch, Rule
+from app.engines.adrules.sweep import DISPATCH_SWEEP
+from app.engines.adrules.templates import TEMPLATES as RULE_TEMPLATES
+from app.engines.funnels.campaigns.models import Campaign
+from app.engines.funnels.models import Contact, Funnel, FunnelVersion
+from app.engines.funnels.models import Run as FunnelRun
+from app.engines.ranktracking.models import KeywordList, ListKeyword, Schedule
+from app.runtime import Runtime
+from app.scheduling.sweeper import SweepRunner
+from app.settings import Settings
+from app.web.app import create_app
+from app.wiring import assemble
+from tests.conftest import eventually, truncate_all
+from tests.e2e.conftest import sign_in
+
+pytestmark = pytest.mark.browser
+
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+WIDTHS = (1280, 375)
+# Programs' endpoints and files, not pages a person opens.
+# Pages that need a query parameter to show anything: the parameter, filled like path parameters.
+QUERIES = {"/ui/ranktracking/schedules/{schedule_id:int}/keyword": "keyword"}
+# htmx parts of the pages (refreshed in place); anything else answering without <html> is a defect.
+FRAGMENT = re.compile(r"/partials/|/progress$|/stream$")
+NOT_PAGES = re.compile(
+    r"^/(api|hooks|schema|static|health|ready|metrics)(/|$)|^/t/|^/logout$|^/favicon\.ico$"
+)
+
+
+@dataclasses.dataclass
+class Demo:
+    url: str
+    email: str
+    password: str
+    ids: dict[str, str]
+    app: Litestar
+
+
+async def _demo_ids(runtime: Runtime) -> dict[str, str]:
+    """One existing object per path parameter the dashboard's routes take."""
+    async with runtime.db.read() as s:
+        funnel = await s.scalar(select(Funnel).order_by(Funnel.id))
+        version = await s.scalar(select(FunnelVersion).order_by(FunnelVersion.id))
+        queries = {
+            "rule_id": select(Rule.id),
+            "batch_record_id": select(Batch.id),
+            "funnel_id": select(Funnel.id),
+            "run_id": select(FunnelRun.id),
+            "contact_id": select(Contact.id),
+            "campaign_id": select(Campaign.id),
+            "schedule_id": select(Schedule.id),
+            "list_id": select(KeywordList.id),
+        }
+        ids = {}
+        for name, query in queries.items():
+            value = await s.scalar(query.order_by(query.selected_columns[0]).limit(1))
+            assert value is not None, f"the demo created no object for {name}"
+            ids[name] = str(value)
+    assert funnel is not None
+    assert version is not None
+    ids["number"] = str(version.number)
+    async with runtime.db.read() as s:
+        keyword = await s.scalar(select(ListKeyword.keyword).order_by(ListKeyword.id).limit(1))
+    assert keyword is not None
+    ids["keyword"] = keyword
+    ids["key"] = next(iter(RULE_TEMPLATES))
+    return ids
+
+
+async def _dispatch_the_demo_rule(runtime: Runtime, clock: ManualClock) -> None:
+    """Switch the demo's draft rule on and let one dispatch run, so the rule log has a batch."""
+    async with runtime.db.write() as uow:
+        rule = await uow.session.scalar(select(Rule).order_by(Rule.id))
+        assert rule is not None
+        await adrules_rules.set_status(
+            uow.session,
+            workspace_id=rule.workspace_id,
+            rule_id=rule.id,
+            status="active",
+            now=clock.now(),
+        )
+    clock.advance(60)
+    runner = SweepRunner(
+        runtime.db, clock, [DISPATCH_SWEEP], runtime.context, owner="pages", lease_seconds=60
+    )
+    assert await runner.run_tick(DISPATCH_SWEEP, clock.now())
+
+    async def batch_finished() -> bool:
+        async with runtime.db.read() as s:
+            return (
+                await s.scalar(select(Batch.id).where(Batch.finished_at.is_not(None)))
+            ) is not None
+
+    await eventually(batch_finished, timeout=30)
+
+
+@pytest.fixture
+async def demo(settings: Settings, shared_db: Database, clock: ManualClock) -> AsyncIterator[Demo]:
+    """The demo workspace served on a loopback port, its simulators and workers running."""
+    from app.sandbox.base import serve_in_loop
+
+    handles = start_sandboxes()
+    try:
+        urls = {name: h.url for name, h in handles.items()}
+        demo_settings = settings_for_sandboxes(settings, urls)
+        rt = assemble(demo_settings, clock, db=shared_db)
+        try:
+            password = await ensure_demo(rt, urls)
+            assert password is not None
+            rt.start_workers()
+            await _dispatch_the_demo_rule(rt, clock)
+            app = create_app(demo_settings, rt, background=False)
+            ids = await _demo_ids(rt)
+            async with serve_in_loop(app) as url:
+                yield Demo(url, demo_settings.demo.admin_email, password, ids, app)
+        finally:
+            await rt.stop()
+            await rt.resources.aclose()
+            await rt.queue.aclose()
+            await truncate_all(shared_db)
+    finally:
+        for handle in handles.values():
+            handle.stop()
+
+
+def page_paths(app: Litestar) -> list[str]:
+    """Every GET route a person might open: the dashboard, its sign-in page, nothing programmatic."""
+    paths = set()
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute) or NOT_PAGES.search(route.path):
+            continue
+        if any("GET" in handler.http_methods for handler in route.route_handlers):
+            paths.add(route.path)
+    return sorted(paths)
+
+
+def fill(path: str, ids: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in ids:
+            pytest.fail(f"{path}: the page test has no demo object for path parameter {name!r}")
+        return ids[name]
+
+    filled = re.sub(r"\{(\w+)(?::\w+)?\}", value, path)
+    if path in QUERIES:
+        filled += "?" + urlencode({QUERIES[path]: ids[QUERIES[path]]})
+    return filled
+
+
+@dataclasses.dataclass
+class Watch:
+    """What went wrong on a page while it loaded: console errors, failed or refused requests."""
+
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    def attach(self, page: Any) -> None:
+        page.on(
+            "console",
+            lambda m: (
+                self.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None
+            ),
+        )
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on(
+            "requestfailed",
+            lambda r: self.problems.append(f"request failed: {r.method} {r.url} {r.failure}"),
+        )
+        page.on(
+            "response",
+            lambda r: (
+                self.problems.append(f"HTTP {r.status}: {r.request.method} {r.url}")
+                if r.status >= 400
+                else None
+            ),
+        )
+
+
+AUDIT = """async () => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations
+    .filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => `${v.impact} ${v.id}: ${v.help} — ` +
+         v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+}"""
+
+OVERFLOW = """() => {
+  const doc = document.documentElement;
+  return {scroll: doc.scrollWidth, viewport: window.innerWidth};
+}"""
+
+
+async def audit_page(page: Any, url: str, width: int) -> list[str]:
+    """Open ``url`` at ``width`` and list what is wrong with it (nothing, for a clean page)."""
+    watch = Watch()
+    watch.attach(page)
+    await page.set_viewport_size({"width": width, "height": 800})
+    response = await page.goto(url, wait_until="networkidle")
+    problems = []
+    if response is None or response.status != 200:
+        problems.append(f"answered {response.status if response else 'nothing'}")
+    if width < 600:
+        sizes = await page.evaluate(OVERFLOW)
+        if sizes["scroll"] > sizes["viewport"]:
+            problems.append(
+                f"page is {sizes['scroll']} px wide in a {sizes['viewport']} px viewport"
+            )
+    problems += await page.evaluate(AUDIT)
+    return watch.problems + problems
+
+
+async def test_every_page_is_clean_at_desktop_and_phone_widths(browser: Any, demo: Demo) -> None:
+    paths = page_paths(demo.app)
+    # The enumeration really finds the dashboard (a broken filter would make this test vacuous).
+    assert "/" in paths
+    assert "/login" in paths
+    assert "/ui/adrules/rules/{rule_id:int}" in paths
+    context = await browser.new_context()
+    await context.add_init_script(path=str(AXE))
+    report: dict[str, list[str]] = {}
+    fragments = []
+    try:
+        # The sign-in page, before signing in; then every page as the workspace's admin.
+        for width in WIDTHS:
+            page = await context.new_page()
+            for problem in await audit_page(page, f"{demo.url}/login", width):
+                report.setdefault(f"/login @{width}", []).append(problem)
+            await page.close()
+        # Browsers ask for /favicon.ico whatever a page links.
+        icon = await context.request.get(f"{demo.url}/favicon.ico")
+        assert icon.status == 200
+        assert icon.headers["content-type"].startswith("image/")
+        page = await context.new_page()
+        await sign_in(page, demo.url, demo.email, demo.password)
+        await page.close()
+        for path in paths:
+            if path == "/login":
+                continue
+            url = f"{demo.url}{fill(path, demo.ids)}"
+            answer = await context.request.get(url, max_redirects=0)
+            body = await answer.text()
+            if answer.status == 200 and "<html" not in body[:500].lower():
+                fragments.append(path)
+                continue
+            for width in WIDTHS:
+                page = await context.new_page()
+                try:
+                    for problem in await audit_page(page, url, width):
+                        report.setdefault(f"{path} @{width}", []).append(problem)
+                finally:
+                    await page.close()
+    finally:
+        await context.close()
+    assert not report, "\n".join(
+        f"{where}:\n  " + "\n  ".join(problems) for where, problems in report.items()
+    )
+    # The fragments are htmx parts of pages visited above; a page is never mistaken for one.
+    assert all(FRAGMENT.search(f) for f in fragments), fragments
