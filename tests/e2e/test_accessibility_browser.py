@@ -83,3 +83,41 @@ async def test_typing_into_the_schedule_wizard_logs_no_error(
     await page.wait_for_load_state("networkidle")
     await expect(page.locator("#rt-estimate")).to_contain_text("Estimate")
     assert errors == []
+
+
+async def test_form_errors_name_the_label_and_keep_what_was_typed(
+    signed_in_page: Any, live_url: str
+) -> None:
+    page = signed_in_page
+    await page.goto(f"{live_url}/ui/funnels/forms")
+    await page.fill("#create-form input[name=name]", "Sign-up")
+    await page.fill("#create-form input[name=fields]", "first_name, email")
+    await page.fill("#create-form input[name=add_tag]", "newsletter")
+    await page.click("#create-form button[type=submit]")
+    error = await page.locator("#create-form .field-error").inner_text()
+    assert error.startswith("Fields: ")
+    assert "[0]" not in error  # no request path such as fields[1].key
+    assert await page.input_value("#create-form input[name=name]") == "Sign-up"
+    assert await page.input_value("#create-form input[name=fields]") == "first_name, email"
+    assert await page.input_value("#create-form input[name=add_tag]") == "newsletter"
+
+    await page.goto(f"{live_url}/ui/funnels/campaigns")
+    await page.fill("#create-campaign input[name=name]", "Autumn")
+    await page.fill("#create-campaign input[name=subject]", "New trails")
+    await page.fill("#create-campaign textarea[name=body]", "Hello {{ first_name }}")
+    await page.fill("#create-campaign input[name=rate_per_minute]", "fast")
+    await page.click("#create-campaign button[type=submit]")
+    error = await page.locator("#create-campaign .field-error").inner_text()
+    assert error.startswith("Messages per minute: ")
+    assert await page.input_value("#create-campaign input[name=name]") == "Autumn"
+    assert (
+        await page.input_value("#create-campaign textarea[name=body]") == "Hello {{ first_name }}"
+    )
+    assert await page.input_value("#create-campaign input[name=rate_per_minute]") == "fast"
+
+    await page.goto(f"{live_url}/ui/ranktracking/lists")
+    await page.fill("#rt-new-list input[name=name]", "   ")  # passes `required`, not the server
+    await page.fill("#rt-new-list textarea[name=keywords]", "trail shoes")
+    await page.click("#rt-new-list button[type=submit]")
+    assert "Name:" in await page.locator(".card.error").inner_text()
+    assert await page.input_value("#rt-new-list textarea[name=keywords]") == "trail shoes"

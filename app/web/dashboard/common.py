@@ -1,14 +1,19 @@
-"""Helpers every dashboard page uses: the page dependencies and the template response."""
+"""Helpers every dashboard page uses: the template response and errors worded for people."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from litestar import Request
 from litestar.response import Template
 
+from app.errors import DomainError
 from app.platform.service import Principal
 from app.runtime import Runtime
+
+_TOP_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def page(
@@ -28,3 +33,31 @@ def page(
             **context,
         },
     )
+
+
+def error_messages(exc: DomainError, labels: Mapping[str, str]) -> list[str]:
+    """The error as a person reads it: each field named by its label on the form, not by the
+    request path the service reports (``fields[0].key`` becomes ``Fields``).
+
+    ``labels`` maps a top-level field name to the form's label; unlisted names are spelled out.
+    """
+    if not exc.details:
+        return [exc.message]
+    messages = []
+    for detail in exc.details:
+        if not isinstance(detail, dict):
+            continue
+        text = str(detail.get("message") or exc.message)
+        field = str(detail.get("field") or "")
+        top = _TOP_FIELD.match(field)
+        if top is None:
+            messages.append(text)
+            continue
+        name = top.group(0)
+        label = labels.get(name) or name.replace("_", " ").capitalize()
+        messages.append(f"{label}: {text}")
+    return messages or [exc.message]
+
+
+def error_message(exc: DomainError, labels: Mapping[str, str]) -> str:
+    return " ".join(error_messages(exc, labels))

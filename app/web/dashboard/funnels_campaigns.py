@@ -34,13 +34,29 @@ from app.errors import DomainError
 from app.platform.service import get_workspace, webhook_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from app.web.dashboard.common import page
+from app.web.dashboard.common import error_message, page
 
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
 
 EVENTS = "/ui/funnels/events"
 FORMS = "/ui/funnels/forms"
 CAMPAIGNS = "/ui/funnels/campaigns"
+# The forms' labels, so an error names the field a person sees.
+FORM_LABELS = {
+    "name": "Name",
+    "fields": "Fields",
+    "add_tag": "Tag submitters",
+    "add_list": "Add to list",
+}
+CAMPAIGN_LABELS = {
+    "name": "Name",
+    "subject": "Subject",
+    "body": "Text",
+    "html": "HTML",
+    "audience": "Only contacts tagged",
+    "rate_per_minute": "Messages per minute",
+    "send_at": "Send at",
+}
 
 
 @get(EVENTS)
@@ -137,15 +153,10 @@ async def create_form_page(
                 now=runtime.clock.now(),
             )
     except DomainError as exc:
-        return await _forms(request, principal, runtime, error=_message(exc))
+        return await _forms(
+            request, principal, runtime, error=error_message(exc, FORM_LABELS), form=data
+        )
     return Redirect(FORMS)
-
-
-def _message(exc: DomainError) -> str:
-    if exc.details:
-        d = exc.details[0]
-        return f"{d.get('field', '')}: {d.get('message', exc.message)}"
-    return exc.message
 
 
 @get(CAMPAIGNS)
@@ -195,10 +206,12 @@ async def create_campaign_page(
             )
     except ValueError:
         return await _campaigns(
-            request, principal, runtime, error="rate_per_minute: a whole number"
+            request, principal, runtime, error="Messages per minute: a whole number", form=data
         )
     except DomainError as exc:
-        return await _campaigns(request, principal, runtime, error=_message(exc))
+        return await _campaigns(
+            request, principal, runtime, error=error_message(exc, CAMPAIGN_LABELS), form=data
+        )
     return Redirect(f"{CAMPAIGNS}/{campaign.id}")
 
 
@@ -266,7 +279,7 @@ async def schedule_page(
             runtime,
             campaign_id,
             "funnels_campaigns/campaign.html",
-            error="send_at: a date and time (UTC)",
+            error="Send at: a date and time (UTC)",
         )
     try:
         async with runtime.db.write() as uow:
@@ -278,7 +291,7 @@ async def schedule_page(
             runtime,
             campaign_id,
             "funnels_campaigns/campaign.html",
-            error=_message(exc),
+            error=error_message(exc, CAMPAIGN_LABELS),
         )
     return Redirect(f"{CAMPAIGNS}/{campaign_id}")
 
@@ -321,7 +334,7 @@ async def simulate_page(
                 start=runtime.clock.now(),
             )
         except DomainError as exc:
-            error = _message(exc)
+            error = error_message(exc, {})
     tpl = page(
         request,
         "funnels_campaigns/simulate.html",

@@ -26,7 +26,7 @@ from app.engines.ranktracking.results import keyword_history, latest_results
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from app.web.dashboard.common import page
+from app.web.dashboard.common import error_messages, page
 
 PREFIX = "/ui/ranktracking"
 
@@ -107,14 +107,26 @@ def schedule_in(form: ScheduleForm) -> ScheduleIn:
     )
 
 
+# The wizard's and list form's labels, so an error names the field a person sees.
+FIELD_LABELS = {
+    "name": "Name",
+    "data_type": "Data type",
+    "frequency": "Frequency",
+    "list_id": "Keyword list",
+    "keywords": "Keywords",
+    "depth": "Depth",
+    "location_code": "Location code",
+    "language_code": "Language",
+    "domain": "Site",
+    "devices": "Devices",
+    "packages": "Keyword data packages",
+    "monthly_cap_eur": "Monthly cap in EUR",
+    "amount_eur": "Amount in EUR",
+}
+
+
 def _error_text(exc: DomainError) -> list[str]:
-    if exc.details:
-        return [
-            f"{d.get('field', '')}: {d.get('message', '')}".strip(": ")
-            for d in exc.details
-            if isinstance(d, dict)
-        ]
-    return [exc.message]
+    return error_messages(exc, FIELD_LABELS)
 
 
 # -- schedules ------------------------------------------------------------------------------------
@@ -372,7 +384,7 @@ async def create_list(
 ) -> Template | Redirect:
     try:
         if not data.name.strip():
-            raise DomainError("name: a list needs a name")
+            raise DomainError("Name: a list needs a name")
         async with runtime.db.write() as uow:
             kl, _ = await list_service.create_list(
                 uow.session,
@@ -385,7 +397,12 @@ async def create_list(
         async with runtime.db.read() as session:
             items = await list_service.all_lists(session, principal.workspace_id)
         tpl = page(
-            request, "ranktracking/lists.html", principal, lists=items, errors=_error_text(exc)
+            request,
+            "ranktracking/lists.html",
+            principal,
+            lists=items,
+            errors=_error_text(exc),
+            form=data,
         )
         tpl.status_code = 422
         return tpl
