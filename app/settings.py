@@ -134,6 +134,14 @@ class MailSettings:
     """Sender address of outgoing mail."""
     timeout_seconds: float = env("SMTP_TIMEOUT", 10.0)
     """Timeout of one SMTP conversation."""
+    unsubscribe_address: str = env("MAIL_UNSUBSCRIBE_ADDRESS", "")
+    """The mailto: target of List-Unsubscribe (empty: unsubscribe@ the MAIL_FROM domain). Mail
+    that arrives there is to be relayed, raw, to POST /u/mail."""
+
+    @property
+    def unsubscribe_mailbox(self) -> str:
+        domain = self.from_address.rpartition("@")[2] or "localhost"
+        return self.unsubscribe_address or f"unsubscribe@{domain}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_unt
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign, materialise
 from app.engines.funnels.ingest import store
 from app.engines.funnels.models import Contact
+from app.engines.funnels.tracking import Tracking
 from app.integrations.mail import OutgoingEmail
 from app.platform import service
 from app.sandbox.base import serve_in_loop
@@ -334,7 +335,12 @@ async def campaign(db_url: str, args: argparse.Namespace) -> None:
         await asyncio.gather(*(raw(i) for i in range(args.recipients)))
         raw_rate = args.recipients / (time.perf_counter() - began)
         sender = CampaignSender(
-            runtime.db, pool, owner="bench", domain="bench.example", in_flight=args.in_flight
+            runtime.db,
+            pool,
+            owner="bench",
+            domain="bench.example",
+            in_flight=args.in_flight,
+            signing=Tracking("http://bench.example", "bench-secret"),
         )
         began = time.perf_counter()
         assert await send_until_done(sender, c.id, runtime.clock)

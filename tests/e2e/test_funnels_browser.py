@@ -11,6 +11,7 @@ import pytest
 
 from app.engines.funnels.contacts import ContactData, create_contact
 from app.engines.funnels.deliver import Deliverer, EmailChannel
+from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runner import Runner
 from app.engines.funnels.service import current_version, list_funnels
 from app.engines.funnels.triggers import enroll
@@ -115,7 +116,10 @@ async def test_edit_validate_publish_and_follow_a_run(
             owner="t", now=now
         )
         mail = MailSettings(smtp_host=sink.host, smtp_port=sink.port)
-        email = EmailChannel(MailSender(mail))
+        email = EmailChannel(
+            MailSender(mail),
+            signing=WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url),
+        )
         await Deliverer(runtime.db, FunnelSettings(), lambda c: email).run_batch(
             owner="t", now=runtime.clock.now
         )

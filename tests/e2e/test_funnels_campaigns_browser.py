@@ -13,6 +13,7 @@ from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.contacts import ContactData, create_contact, ensure_names
 from app.engines.funnels.models import Tag
 from app.engines.funnels.service import create_funnel, parse_definition, publish
+from app.engines.funnels.tracking import Tracking
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink
 from app.settings import MailSettings
@@ -84,7 +85,13 @@ async def test_campaign_create_schedule_progress_counters(
     with SmtpSink() as sink:
         mail = MailSettings(smtp_host=sink.host, smtp_port=sink.port, from_address="n@test.example")
         pool = SmtpPool(mail, 2)
-        sender = CampaignSender(runtime.db, pool, owner="ui-test", domain="test.example")
+        sender = CampaignSender(
+            runtime.db,
+            pool,
+            owner="ui-test",
+            domain="test.example",
+            signing=Tracking("http://sweepline.test", "campaign-test-secret"),
+        )
         try:
             assert await send_until_done(sender, campaign_id, runtime.clock)
         finally:

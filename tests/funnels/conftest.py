@@ -3,6 +3,7 @@ and ``drive`` which runs the matcher, the runner and the deliverer until nothing
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from app.clock import ManualClock
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.goals import watch_goals
+from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import ContactList, FunnelVersion, OutboxEffect, Run, Step, Tag
 from app.engines.funnels.runner import Runner
 from app.engines.funnels.service import create_funnel, parse_definition, publish
@@ -85,7 +87,10 @@ def engine(
         from_address="funnels@test.example",
         timeout_seconds=5,
     )
-    email: ChannelSender = EmailChannel(MailSender(mail))
+    signing = WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url)
+    email: ChannelSender = EmailChannel(
+        MailSender(mail), signing=signing, mailto_address="unsubscribe@test.example"
+    )
 
     def senders(channel: str) -> ChannelSender | None:
         return email if channel == "email" else None
@@ -166,6 +171,11 @@ async def effects(runtime: Runtime, **where: Any) -> list[OutboxEffect]:
 async def count(runtime: Runtime, model: Any, *conditions: Any) -> int:
     async with runtime.db.read() as s:
         return int(await s.scalar(select(func.count()).select_from(model).where(*conditions)) or 0)
+
+
+def content(body: str) -> str:
+    """A received message's text without the unsubscribe footer the deliverer adds."""
+    return re.split(r"\r?\n\r?\n--\r?\nUnsubscribe: ", body)[0].strip()
 
 
 def node(kind: str, id: str, **kw: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from app.clock import SystemClock
 from app.db.session import Database
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.runner import Runner
+from app.engines.funnels.tracking import Tracking
 from app.integrations.mail import MailSender
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings
 
@@ -38,7 +39,12 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
 
         event.listen(db.write_engine.sync_engine, "before_cursor_execute", before)
     mail = MailSettings(smtp_host="127.0.0.1", smtp_port=smtp_port, from_address="w@test.example")
-    email: ChannelSender = EmailChannel(MailSender(mail))
+    signing = Tracking("http://sweepline.test", "worker-process-secret")
+
+    async def fixed(workspace_id: int) -> Tracking:
+        return signing
+
+    email: ChannelSender = EmailChannel(MailSender(mail), signing=fixed)
     runner = Runner(db, settings, mail_domain="test.example")
     deliverer = Deliverer(
         db, settings, lambda c: email if c == "email" else None, lease_seconds=lease_seconds

@@ -14,6 +14,7 @@ from litestar.params import FromPath
 
 from app.clock import ManualClock
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel, blocked_reason
+from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outside.channels import CHANNEL_TYPES, OutsideDeps
 from app.engines.funnels.outside.config import configure
@@ -180,7 +181,10 @@ async def outside(
     resources = Resources()
     deps = OutsideDeps(runtime.db, runtime.secrets, resources, clock, mail)
     senders: dict[str, ChannelSender] = {
-        "email": EmailChannel(MailSender(mail)),
+        "email": EmailChannel(
+            MailSender(mail),
+            signing=WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url),
+        ),
         **{name: kind(deps) for name, kind in CHANNEL_TYPES.items()},
     }
     runner = Runner(runtime.db, settings, mail_domain="test.example")

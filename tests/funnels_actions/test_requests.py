@@ -22,6 +22,7 @@ from app.platform.models import Workspace
 from tests.funnels.conftest import (
     Space,
     contact,
+    content,
     count,
     effects,
     graph,
@@ -294,7 +295,7 @@ async def test_ai_generate_fills_variable_and_cache_hit_is_free(
     assert ai.state.count("chat.completions") == 1
     [first] = outside.sink.messages
     generated = ai.completions[0]["choices"][0]["message"]["content"]
-    assert first.body.strip() == generated
+    assert content(first.body) == generated
     async with outside.runtime.db.read() as s:
         org = await s.scalar(select(Workspace.organisation_id).where(Workspace.id == ws))
         used = (await ai_ledger.quota_of(s, org, outside.clock.now())).used_tokens

@@ -12,6 +12,7 @@ import sys
 from app.clock import SystemClock
 from app.db.session import Database
 from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.tracking import Tracking
 from app.settings import MailSettings, load_settings
 
 
@@ -24,7 +25,13 @@ async def main(url: str, campaign_id: int, host: str, port: int, owner: str, lea
         8,
     )
     sender = CampaignSender(
-        db, pool, owner=owner, domain="test.example", in_flight=8, lease_seconds=lease
+        db,
+        pool,
+        owner=owner,
+        domain="test.example",
+        in_flight=8,
+        lease_seconds=lease,
+        signing=Tracking("http://sweepline.test", "campaign-test-secret"),
     )
     try:
         finished = await send_until_done(sender, campaign_id, SystemClock())

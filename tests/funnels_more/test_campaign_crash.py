@@ -29,6 +29,7 @@ from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_unt
 from app.engines.funnels.campaigns.models import DONE, SENDING, Campaign, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign, materialise
 from app.engines.funnels.models import Contact
+from app.engines.funnels.tracking import Tracking
 from app.sandbox.smtp import ReceivedMessage, SmtpSink
 from app.settings import MailSettings
 
@@ -181,7 +182,12 @@ async def test_fn28_campaign_killed_mid_send_resumes_each_recipient_exactly_once
         )
         pool = SmtpPool(mail, 8)
         sender = CampaignSender(
-            runtime.db, pool, owner="resumer", domain="test.example", in_flight=8
+            runtime.db,
+            pool,
+            owner="resumer",
+            domain="test.example",
+            in_flight=8,
+            signing=Tracking("http://sweepline.test", "campaign-test-secret"),
         )
         await asyncio.sleep(2.1)
         try:

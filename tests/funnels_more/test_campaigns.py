@@ -28,7 +28,12 @@ def _sender(runtime, sink, **kw) -> tuple[CampaignSender, SmtpPool]:
     )
     pool = SmtpPool(mail, 4)
     sender = CampaignSender(
-        runtime.db, pool, owner="test-sender", domain="test.example", in_flight=4, **kw
+        runtime.db,
+        pool,
+        owner="test-sender",
+        domain="test.example",
+        in_flight=4,
+        **{"signing": Tracking(runtime.settings.web.public_url, "campaign-test-secret"), **kw},
     )
     return sender, pool
 

@@ -40,7 +40,7 @@ def tracked(engine: Engine, runtime) -> Engine:
         timeout_seconds=5,
     )
     tracking = WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url)
-    email: ChannelSender = EmailChannel(MailSender(mail), tracking=tracking)
+    email: ChannelSender = EmailChannel(MailSender(mail), tracking=tracking, signing=tracking)
     engine.deliverer = Deliverer(
         runtime.db,
         engine.deliverer.settings,
@@ -99,9 +99,14 @@ async def test_fn11_funnel_mail_is_tracked_and_an_open_ends_the_wait(
     await tracked.drive()
     [message] = tracked.sink.messages
     assert message.body.startswith("Our offer: https://shop.example/offer?x=1&y=2.")
+    # The unsubscribe footer's links stay direct (a click on them is not a click on the offer).
+    unsubscribe = message.headers["List-Unsubscribe"].split(">")[0].removeprefix("<")
+    assert f'href="{unsubscribe}"' in (message.html or "")
     html = message.html or ""
     [pixel] = re.findall(r'<img src="([^"]+/t/o/[^"]+)"', html)
-    [link] = re.findall(r'href="([^"]+/t/l/[^"]+)"', html)
+    [link, *footer] = re.findall(r'href="([^"]+/t/[lu]/[^"]+)"', html)
+    assert "/t/l/" in link
+    assert all("/t/u/" in f for f in footer)
     assert OFFER not in html  # the only link is the tracked one
 
     clock.advance(hours=5)

@@ -38,6 +38,7 @@ from app.engines.funnels.campaigns.models import (
 from app.engines.funnels.models import Contact
 from app.engines.funnels.render import render
 from app.engines.funnels.tracking import MessageRef, Tracking, track_html
+from app.engines.funnels.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
 from app.integrations.mail import OutgoingEmail, build_message
 from app.settings import MailSettings
 
@@ -176,8 +177,16 @@ def message_id(campaign: Campaign, seq: int, domain: str) -> str:
 
 
 def compose(
-    campaign: Campaign, row: _Row, *, domain: str, tracking: Tracking | None
+    campaign: Campaign,
+    row: _Row,
+    *,
+    domain: str,
+    tracking: Tracking | None,
+    signing: Tracking,
+    mailto_address: str = "",
 ) -> OutgoingEmail:
+    """The recipient's message: rendered, with its signed unsubscribe links (headers, footer,
+    placeholders; a campaign is always marketing) and, with ``tracking``, pixel and links."""
     values: dict[str, Any] = dict(row.fields or {})
     values.update(
         email=row.email or "",
@@ -186,18 +195,28 @@ def compose(
         last_name=row.last_name,
         timezone=row.timezone,
     )
-    html = render(campaign.html, values) if campaign.html else None
+    ref = MessageRef(campaign.workspace_id, row.contact_id, campaign.id, row.seq)
+    links = links_for(
+        signing.base_url,
+        signing.secret,
+        UnsubscribeRef(ref, topic_of(campaign.topic)),
+        mailto_address=mailto_address,
+    )
+    text, html, _ = with_links(
+        render(campaign.body, values),
+        render(campaign.html, values) if campaign.html else None,
+        links,
+    )
     if html is not None and tracking is not None:
-        ref = MessageRef(campaign.workspace_id, row.contact_id, campaign.id, row.seq)
         html = track_html(html, tracking, ref)
     mid = message_id(campaign, row.seq, domain)
     return OutgoingEmail(
         to=[row.email or ""],
         subject=render(campaign.subject, values),
-        text=render(campaign.body, values),
+        text=text,
         html=html,
         message_id=mid,
-        headers={"X-Sweepline-Campaign": str(campaign.id)},
+        headers={"X-Sweepline-Campaign": str(campaign.id), **links.headers()},
     )
 
 
@@ -212,8 +231,14 @@ class CampaignSender:
         in_flight: int = 8,
         lease_seconds: int = 60,
         tracking: Tracking | None = None,
+        signing: Tracking | None = None,
+        mailto_address: str = "",
     ) -> None:
+        """``signing`` (the workspace's public URL and secret) signs the unsubscribe links; a
+        sender without it refuses to send rather than mail without a way out."""
         self.db = db
+        self.signing = signing
+        self.mailto_address = mailto_address
         self.transport = transport
         self.owner = owner
         self.domain = domain
@@ -315,7 +340,16 @@ class CampaignSender:
         reason = blocked(row)
         if reason is not None:
             return R_SKIPPED, reason
-        email = compose(campaign, row, domain=self.domain, tracking=self.tracking)
+        if self.signing is None:
+            return R_FAILED, "marketing mail needs signed unsubscribe links"
+        email = compose(
+            campaign,
+            row,
+            domain=self.domain,
+            tracking=self.tracking,
+            signing=self.signing,
+            mailto_address=self.mailto_address,
+        )
         try:
             await self.transport.send(email)
         except Permanent as exc:

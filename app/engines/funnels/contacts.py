@@ -183,8 +183,11 @@ def _check(data: ContactData, types: Mapping[str, str]) -> dict[str, Any]:
                 f"consent.{channel}", f"channel one of {CHANNELS}, value one of {CONSENT_VALUES}"
             )
     for channel in data.suppressed or {}:
-        if channel not in CHANNELS:
-            raise ValidationFailed.field(f"suppressed.{channel}", f"channel one of {CHANNELS}")
+        # ``topic:<name>`` records that the contact left one topic of e-mail (see unsubscribe).
+        if channel not in CHANNELS and not (channel.startswith("topic:") and len(channel) > 6):
+            raise ValidationFailed.field(
+                f"suppressed.{channel}", f"channel one of {CHANNELS}, or topic:<name>"
+            )
     return fields
 
 

@@ -34,6 +34,15 @@ from app.engines.funnels.models import (
     OutboxEffect,
 )
 from app.engines.funnels.tracking import MessageRef, Tracking, text_to_html, track_html
+from app.engines.funnels.unsubscribe import (
+    UnsubscribeLinks,
+    UnsubscribeRef,
+    hard_suppression,
+    links_for,
+    topic_of,
+    unsubscribed_from,
+    with_links,
+)
 from app.integrations.mail import (
     MailSender,
     OutgoingEmail,
@@ -93,44 +102,81 @@ TrackingLookup = Callable[[int], Awaitable[Tracking | None]]
 class EmailChannel:
     """E-mail over SMTP. The effect's Message-ID is stable, so a redelivery is recognisable.
 
+    Marketing mail to a contact (anything neither ``internal`` nor ``transactional``) gets its
+    signed unsubscribe links at send time: the ``List-Unsubscribe`` / ``List-Unsubscribe-Post``
+    headers (RFC 8058), the ``{{unsubscribe_url}}`` placeholders filled in, a footer when the
+    creative has none (see :mod:`app.engines.funnels.unsubscribe`). ``signing`` gives the
+    workspace's public URL and secret; without it marketing mail is refused rather than sent
+    without a way out.
+
     With ``tracking``, a message to a contact carries the open pixel and signed redirect links
     naming its effect (a text-only message gets an HTML alternative to carry them), so opens and
     clicks of funnel mail are ``message_opened`` / ``link_clicked`` events like a campaign's.
-    Team notifications (``internal``) are not tracked: they are not read by the contact.
+    Team notifications (``internal``) are neither tracked nor given unsubscribe links: they are
+    not read by the contact.
     """
 
-    def __init__(self, sender: MailSender, tracking: TrackingLookup | None = None) -> None:
+    def __init__(
+        self,
+        sender: MailSender,
+        tracking: TrackingLookup | None = None,
+        *,
+        signing: TrackingLookup | None = None,
+        mailto_address: str = "",
+    ) -> None:
         self.sender = sender
         self.tracking = tracking
+        self.signing = signing
+        self.mailto_address = mailto_address
 
-    async def _html(self, effect: LeasedEffect) -> str | None:
+    def _ref(self, effect: LeasedEffect) -> MessageRef:
+        return MessageRef(effect.workspace_id, effect.contact_id, effect=effect.idempotency_key)
+
+    async def _links(self, effect: LeasedEffect) -> UnsubscribeLinks | None:
         p = effect.payload
-        html: str | None = p.get("html")
-        if self.tracking is None or p.get("internal"):
+        if p.get("internal") or p.get("transactional"):
+            return None
+        signing = None if self.signing is None else await self.signing(effect.workspace_id)
+        if signing is None:
+            raise PermanentDeliveryError("marketing mail needs signed unsubscribe links")
+        ref = UnsubscribeRef(self._ref(effect), topic_of(p.get("topic")))
+        return links_for(signing.base_url, signing.secret, ref, mailto_address=self.mailto_address)
+
+    async def _tracked(self, effect: LeasedEffect, text: str, html: str | None) -> str | None:
+        if self.tracking is None or effect.payload.get("internal"):
             return html
         tracking = await self.tracking(effect.workspace_id)
         if tracking is None:
             return html
-        ref = MessageRef(effect.workspace_id, effect.contact_id, effect=effect.idempotency_key)
-        return track_html(html or text_to_html(p["text"]), tracking, ref)
+        return track_html(html or text_to_html(text), tracking, self._ref(effect))
 
-    async def send(self, effect: LeasedEffect) -> str:
+    async def compose(self, effect: LeasedEffect) -> OutgoingEmail:
         p = effect.payload
-        email = OutgoingEmail(
+        text: str = p["text"]
+        html: str | None = p.get("html")
+        headers = {"X-Sweepline-Effect": effect.idempotency_key}
+        links = await self._links(effect)
+        if links is not None:
+            text, html, _ = with_links(text, html, links)
+            headers.update(links.headers())
+        return OutgoingEmail(
             to=list(p["to"]),
             subject=p["subject"],
-            text=p["text"],
-            html=await self._html(effect),
+            text=text,
+            html=await self._tracked(effect, text, html),
             message_id=p["message_id"],
-            headers={"X-Sweepline-Effect": effect.idempotency_key},
+            headers=headers,
         )
+
+    async def send(self, effect: LeasedEffect) -> str:
+        email = await self.compose(effect)
         try:
             await self.sender.send(email)
         except TransientMailError as exc:
             raise TransientDeliveryError(str(exc)) from exc
         except PermanentMailError as exc:
             raise PermanentDeliveryError(str(exc)) from exc
-        return str(p["message_id"])
+        return email.message_id
 
 
 def _lease_statement(is_postgres: bool) -> Any:
@@ -158,9 +204,19 @@ def blocked_reason(contact: Contact | None, channel: str, payload: dict[str, Any
         return "contact deleted"
     if payload.get("internal"):
         return None
-    suppressed = (contact.suppressed or {}).get(channel)
-    if suppressed:
-        return f"suppressed on {channel}: {suppressed}"
+    if channel == "email":
+        hard = hard_suppression(contact.suppressed)
+        if hard is not None:
+            return f"suppressed on email: {hard}"
+        if payload.get("transactional"):
+            return None  # asked for by the contact: marketing choices do not apply
+        chose = unsubscribed_from(contact.suppressed, topic_of(payload.get("topic")))
+        if chose is not None:
+            return chose
+    else:
+        suppressed = (contact.suppressed or {}).get(channel)
+        if suppressed:
+            return f"suppressed on {channel}: {suppressed}"
     if (contact.consent or {}).get(channel) == "withdrawn":
         return f"consent withdrawn for {channel}"
     return None

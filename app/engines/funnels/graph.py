@@ -359,6 +359,13 @@ class FunnelSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw
     quiet_start_hour: int | None = None
     quiet_end_hour: int | None = None
     """Quiet hours every message of the funnel honours (contact's time zone)."""
+    topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] = "marketing"
+    """What the funnel's mail is about, as the preference page names it: a contact can leave
+    one topic and keep the others."""
+    transactional: bool = False
+    """Mail the contact asked for (receipts, password resets, a booking's confirmation): sent
+    without unsubscribe headers and despite marketing opt-outs (never after a bounce or a
+    complaint), and not counted against the frequency cap."""
 
 
 class Definition(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

@@ -55,13 +55,16 @@ def deliverer_for(ctx: JobContext) -> Deliverer:
 
 
 def email_channel(ctx: JobContext) -> ChannelSender:
-    return ctx.resources.get(
-        "funnels.channel.email",
-        lambda: EmailChannel(
+    def build() -> EmailChannel:
+        signing = WorkspaceTracking(ctx.db, ctx.secrets, ctx.settings.web.public_url)
+        return EmailChannel(
             MailSender(ctx.settings.mail),
-            tracking=WorkspaceTracking(ctx.db, ctx.secrets, ctx.settings.web.public_url),
-        ),
-    )
+            tracking=signing,
+            signing=signing,
+            mailto_address=ctx.settings.mail.unsubscribe_mailbox,
+        )
+
+    return ctx.resources.get("funnels.channel.email", build)
 
 
 CHANNELS.setdefault("email", email_channel)

@@ -9,6 +9,7 @@ from typing import Any
 
 from app.engines.funnels.models import Contact
 from app.engines.funnels.run_context import as_text, lookup
+from app.engines.funnels.unsubscribe import PLACEHOLDERS
 from app.engines.funnels.validate import MERGE_VARIABLE
 
 CONTEXT_KEY = "@run"
@@ -34,10 +35,13 @@ def variables(contact: Contact, context: Mapping[str, Any]) -> dict[str, Any]:
 
 def render(template: str, values: Mapping[str, Any]) -> str:
     """Replace every ``{{name}}``; the validator guarantees the names are known, a value that is
-    missing for this contact renders empty."""
+    missing for this contact renders empty. The unsubscribe links stay placeholders: they are
+    signed and filled in when the message is sent."""
 
     def one(match: Any) -> str:
         name = match.group(1)
+        if name in PLACEHOLDERS:
+            return str(match.group(0))
         if "." in name:
             return as_text(lookup(values.get(CONTEXT_KEY) or {}, name))
         value = values.get(name)

@@ -130,8 +130,13 @@ def track_html(html: str, tracking: Tracking, ref: MessageRef) -> str:
     """Every ``http(s)`` link of ``html`` becomes a signed redirect link, and an open pixel is
     appended: the same for campaign and funnel mail, so opens and clicks of either are events."""
 
+    own_pages = f"{tracking.base_url.rstrip('/')}/t/u/"
+
     def tracked(match: re.Match[str]) -> str:
         target = html_lib.unescape(match.group(1))
+        if target.startswith(own_pages):
+            # Unsubscribe links stay direct: a click on them is not a click on the content.
+            return match.group(0)
         return (
             f'href="{html_lib.escape(link_url(tracking.base_url, tracking.secret, ref, target))}"'
         )

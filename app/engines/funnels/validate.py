@@ -57,7 +57,8 @@ from app.engines.funnels.segments import problems as predicate_problems
 from app.engines.funnels.timing import is_valid_timezone
 
 MERGE_VARIABLE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
-BUILTIN_VARIABLES = frozenset({*STANDARD_FIELDS, "unsubscribe_url"})
+BUILTIN_VARIABLES = frozenset({*STANDARD_FIELDS, "unsubscribe_url", "preferences_url"})
+"""``unsubscribe_url`` and ``preferences_url`` are filled in at send time (see ``unsubscribe``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ progress and counters (recomputed from delivery events on every read)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, patch, post
@@ -38,6 +38,8 @@ class CampaignIn(Schema):
     html: str | None = None
     audience: Predicate | None = None
     rate_per_minute: int = 600
+    topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] = "marketing"
+    """What the campaign is about: the preference page lets a contact leave one topic."""
 
 
 class CountersOut(Schema):
@@ -60,6 +62,7 @@ class CampaignOut(Schema):
     subject: str
     body: str
     html: str | None
+    topic: str
     audience: dict[str, Any] | None
     status: str
     send_at: datetime | None
@@ -87,6 +90,7 @@ def _data(data: CampaignIn) -> CampaignData:
         html=data.html,
         audience=audience,
         rate_per_minute=data.rate_per_minute,
+        topic=data.topic,
     )
 
 
@@ -97,6 +101,7 @@ def campaign_out(c: Campaign, counts: Any = None) -> CampaignOut:
         subject=c.subject,
         body=c.body,
         html=c.html,
+        topic=c.topic,
         audience=c.audience,
         status=c.status,
         send_at=c.send_at,

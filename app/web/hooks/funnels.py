@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-ROUTES: list[Any] = []
+from app.web.hooks import funnels_unsubscribe
+
+ROUTES: list[Any] = [*funnels_unsubscribe.ROUTES]

@@ -81,6 +81,8 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
         domain=mail_domain(ctx),
         in_flight=ctx.settings.funnels.campaign_in_flight,
         tracking=tracking,
+        signing=tracking,
+        mailto_address=ctx.settings.mail.unsubscribe_mailbox,
     )
     try:
         await send_until_done(

@@ -46,6 +46,8 @@ class Campaign(Base):
     subject: Mapped[str] = mapped_column(String(500))
     body: Mapped[str] = mapped_column(Text)
     html: Mapped[str | None] = mapped_column(Text, nullable=True)
+    topic: Mapped[str] = mapped_column(String(100), default="marketing", server_default="marketing")
+    """What the campaign is about, as the preference page names it (see ``unsubscribe``)."""
     audience: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
     """A segment predicate (``None``: every contact with an e-mail address)."""
     status: Mapped[str] = mapped_column(String(16))

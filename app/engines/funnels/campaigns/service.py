@@ -55,6 +55,7 @@ class CampaignData:
     html: str | None = None
     audience: dict[str, Any] | None = None
     rate_per_minute: int = 600
+    topic: str = "marketing"
 
 
 def _audience(raw: dict[str, Any] | None) -> Predicate | None:
@@ -90,6 +91,7 @@ async def create_campaign(
         subject=data.subject,
         body=data.body,
         html=data.html,
+        topic=data.topic.strip() or "marketing",
         audience=data.audience,
         status=DRAFT,
         rate_per_minute=data.rate_per_minute,
@@ -132,6 +134,7 @@ async def update_campaign(
     campaign.subject = data.subject
     campaign.body = data.body
     campaign.html = data.html
+    campaign.topic = data.topic.strip() or "marketing"
     campaign.audience = data.audience
     campaign.rate_per_minute = data.rate_per_minute
     campaign.updated_at = now

@@ -70,13 +70,17 @@ async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
     values = variables(contact, ctx.run.context)
     key = ctx.effect_key()
     release_iso, release = not_before(ctx)
-    payload = {
+    settings = ctx.graph.definition.settings
+    payload: dict[str, object] = {
         "to": [contact.email],
         "subject": render(node.subject, values),
         "text": render(node.body, values),
         "html": render(node.html, values) if node.html else None,
         "message_id": message_id(ctx, key),
+        "topic": settings.topic,
     }
+    if settings.transactional:
+        payload["transactional"] = True
     ctx.emit(Effect(channel="email", payload=payload, not_before=release))  # type: ignore[arg-type]
     decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
     return Next(
