@@ -43,6 +43,10 @@ def settings_for_sandboxes(settings: Settings, urls: dict[str, str]) -> Settings
             serp_login="demo",
             serp_password="demo",  # noqa: S106
         )
+    if urls:
+        # The simulators listen on loopback: the demo is the operator that lets its workspace's
+        # provider URLs reach them.
+        integrations = dataclasses.replace(integrations, allow_private_targets=True)
     mail = settings.mail
     if "smtp" in urls:
         parts = urlsplit(urls["smtp"])

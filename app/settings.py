@@ -160,6 +160,12 @@ class IntegrationSettings:
     """SERP provider password."""
     http_timeout_seconds: float = env("OUTBOUND_HTTP_TIMEOUT", 30.0)
     """Timeout of one outbound HTTP request."""
+    http_max_connections: int = env("OUTBOUND_HTTP_MAX_CONNECTIONS", 100)
+    """Connections one outside API's client keeps open at most."""
+    allow_private_targets: bool = env("OUTBOUND_ALLOW_PRIVATE", False)
+    """Let URLs that users and workspaces set (provider base URLs, webhooks, ``http_request``)
+    reach private, loopback and link-local addresses. Off in production; the tests and the demo
+    turn it on for their loopback simulators. Cloud metadata addresses stay refused."""
 
 
 @dataclass(frozen=True, slots=True)

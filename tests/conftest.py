@@ -128,6 +128,9 @@ def settings(database_url: str, redis_url: str, tmp_root: Path) -> Settings:
         "JOB_POLL_INTERVAL": "0.05",
         "SHUTDOWN_GRACE_SECONDS": "5",
         "SMTP_PORT": "1",
+        # The loopback simulators are the outside APIs here; tests of the refusals use a guard
+        # of their own that allows nothing private.
+        "OUTBOUND_ALLOW_PRIVATE": "true",
     }
     if redis_url:
         env["REDIS_URL"] = redis_url

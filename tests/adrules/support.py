@@ -18,6 +18,7 @@ from app.engines.adrules.dispatch import DispatchDeps
 from app.engines.adrules.models import AdAccount
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.engines.adrules.schemas import RuleIn
+from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader
 from app.platform import service as platform_service
@@ -159,6 +160,7 @@ async def create_rule(runtime: Runtime, *, workspace_id: int, **overrides: Any) 
         rule = await rule_service.create_rule(
             uow.session,
             runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
             workspace_id=workspace_id,
             data=data,
             now=runtime.clock.now(),

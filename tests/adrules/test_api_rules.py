@@ -17,6 +17,7 @@ from app.engines.adrules.catalogue import (
     OTHER_METRICS,
     PERIODS,
 )
+from app.integrations.http_guard import GUARD_RESOURCE, AddressGuard
 from app.runtime import Runtime
 from tests.adrules.support import Workspace, create_account, rule_body
 
@@ -483,3 +484,33 @@ async def test_batch_log_lists_records_newest_first(
         ("b1", "queued", "Spend watch"),
         ("b0", "skipped", "Spend watch"),
     ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://2852039166/",
+        "http://0x7f000001:8080/hook",
+        "http://[::ffff:10.0.0.1]/hook",
+        "http://localhost:8080/hook",
+        "http://192.168.0.10/hook",
+    ],
+)
+async def test_a_webhook_inside_the_network_is_refused_at_configuration(
+    client: httpx.AsyncClient, runtime: Runtime, ws: Workspace, url: str
+) -> None:
+    """SSRF: a notify_webhook URL that points at a private, loopback, link-local or metadata
+    address (any encoding) is refused before the rule is stored, naming the field."""
+    runtime.resources.put(GUARD_RESOURCE, AddressGuard())
+    task = {
+        **rule_body()["tasks"][0],
+        "action": {"type": "notify_webhook", "url": url, "secret": "0123456789abcdef"},
+    }
+    response = await client.post(
+        "/api/v1/adrules/rules", json=rule_body(status="draft", tasks=[task]), headers=ws.headers
+    )
+    assert response.status_code == 422, response.text
+    assert "tasks[0].action.url" in [d["field"] for d in response.json()["details"]]
+    listed = await client.get("/api/v1/adrules/rules", headers=ws.headers)
+    assert listed.json()["items"] == []

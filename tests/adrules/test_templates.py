@@ -26,6 +26,7 @@ from app.engines.adrules.templates import (
 )
 from app.engines.adrules.validation import check_rule
 from app.engines.adrules.worker import run_account_job
+from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
@@ -104,6 +105,7 @@ async def test_ar3_night_budget_reset_end_to_end_across_a_night(
         rule = await create_from_template(
             uow.session,
             runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
             workspace_id=ws.workspace_id,
             key="night_budget_reset",
             data=FromTemplateIn(

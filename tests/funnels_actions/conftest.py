@@ -19,6 +19,7 @@ from app.engines.funnels.models import Contact
 from app.engines.funnels.outside.channels import CHANNEL_TYPES, OutsideDeps
 from app.engines.funnels.outside.config import configure
 from app.engines.funnels.runner import Runner
+from app.integrations.http_guard import AddressGuard
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.ai import AiSandbox, create_ai_app
@@ -93,6 +94,9 @@ class Outside(Engine):
 
     sims: Sims = field(default_factory=Sims)
     senders: dict[str, ChannelSender] = field(default_factory=dict)
+    guard: AddressGuard = field(default_factory=lambda: AddressGuard(allow_private=True))
+    """The operator allows private targets here, for the loopback simulators (tests of the
+    refusals turn it off)."""
 
     async def provider(
         self,
@@ -108,6 +112,7 @@ class Outside(Engine):
             await configure(
                 uow.session,
                 self.runtime.secrets,
+                self.guard,
                 workspace_id=ws,
                 kind=kind,
                 shape=shape,
@@ -179,7 +184,8 @@ async def outside(
         timeout_seconds=5,
     )
     resources = Resources()
-    deps = OutsideDeps(runtime.db, runtime.secrets, resources, clock, mail)
+    guard = AddressGuard(allow_private=True)
+    deps = OutsideDeps(runtime.db, runtime.secrets, resources, clock, mail, guard)
     senders: dict[str, ChannelSender] = {
         "email": EmailChannel(
             MailSender(mail),
@@ -189,7 +195,7 @@ async def outside(
     }
     runner = Runner(runtime.db, settings, mail_domain="test.example")
     deliverer = Deliverer(runtime.db, settings, senders.get, lease_seconds=60)
-    yield Outside(runtime, clock, sink, runner, deliverer, sims=sims, senders=senders)
+    yield Outside(runtime, clock, sink, runner, deliverer, sims=sims, senders=senders, guard=guard)
     await resources.aclose()
 
 

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.engines.funnels.outside.models import AiUsage
+from app.integrations.http_guard import GUARD_RESOURCE, AddressGuard
 from app.platform.models import Secret
 from app.runtime import Runtime
 from tests.platform.conftest import ApiTenant, create_api_tenant
@@ -165,3 +166,35 @@ async def test_ai_quota_and_usage(
     )
     assert [u["tokens"] for u in rest.json()["items"]] == [0]
     assert (await client.get(f"{BASE}/ai/usage", headers=auth(other_tenant))).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[::1]:9/",
+        "http://localhost:9/",
+        "http://2130706433/",
+        "http://0x7f000001/",
+        "http://[::ffff:127.0.0.1]/",
+    ],
+)
+async def test_a_private_base_url_is_refused_at_configuration(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: ApiTenant, base_url: str
+) -> None:
+    """SSRF: without the operator's OUTBOUND_ALLOW_PRIVATE a provider base URL inside the
+    network is refused before it is stored, naming the field."""
+    runtime.resources.put(GUARD_RESOURCE, AddressGuard())
+    response = await client.put(
+        f"{BASE}/providers/payments",
+        json={"shape": "stripe", "base_url": base_url, "secret": "sk_live_x"},
+        headers=auth(tenant),
+    )
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["code"] == "validation_failed"
+    assert "base_url" in response.text
+    assert (await client.get(f"{BASE}/providers", headers=auth(tenant))).json() == []
+    async with runtime.db.read() as s:
+        assert await s.scalar(select(func.count()).select_from(Secret)) == 0

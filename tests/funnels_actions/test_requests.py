@@ -75,6 +75,7 @@ async def test_http_request_refuses_private_targets(
 ) -> None:
     """§9 SSRF: a private, loopback or link-local target — literal or a name resolving to one —
     is refused at send time; the step records the refusal, the run stops, nothing is sent."""
+    outside.guard.allow_private = False  # as in production: the operator allows none
     ws = space.workspace_id
     echo = outside.echo()
     port = outside.sims.urls["echo"].rsplit(":", 1)[1]
@@ -87,7 +88,7 @@ async def test_http_request_refuses_private_targets(
     assert run.exit_reason == "http_failed"
     steps = await steps_of(outside.runtime, run.id)
     assert [s.node_id for s in steps] == ["call", "call"]
-    assert "does not allow requests to private or local targets" in steps[-1].decision
+    assert "private or local targets are not allowed" in steps[-1].decision
     assert steps[-1].output["code"] == "target_refused"
     [effect] = await effects(outside.runtime)
     assert effect.status == OUTBOX_FAILED
@@ -404,3 +405,28 @@ async def test_http_request_retries_exhausted_end_the_run(outside: Outside, spac
     assert run.exit_reason == "http_failed"
     [*_, step] = await steps_of(outside.runtime, run.id)
     assert "503" in step.output["error"]
+
+
+async def test_create_payment_to_a_loopback_base_url_is_refused_at_send(
+    outside: Outside, space: Space
+) -> None:
+    """SSRF: a payments base URL on loopback (stored while the operator allowed private
+    targets) is refused at connection once they are not allowed: the simulator receives
+    nothing, the workspace's secret key never leaves, the effect fails permanently."""
+    ws = space.workspace_id
+    payments = outside.payments()
+    await outside.provider(ws, "payments", shape="stripe", secret="sk_test_sandbox")
+    outside.guard.allow_private = False
+    funnel_id, _ = await published(
+        outside.runtime,
+        ws,
+        graph(node("create_payment", "pay", amount_minor=900, currency="usd"), triggers=CREATED),
+    )
+    await contact(outside.runtime, ws, "ada@example.com")
+    await outside.drive()
+    assert payments.state.count() == 0
+    assert payments.payment_intents == {}
+    [effect] = await effects(outside.runtime)
+    assert effect.status == OUTBOX_FAILED
+    [run] = await runs_of(outside.runtime, funnel_id)
+    assert run.status == RUN_FAILED

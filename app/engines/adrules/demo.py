@@ -11,6 +11,7 @@ from app.engines.adrules import accounts, rules
 from app.engines.adrules.schemas import RuleIn
 from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET
 from app.engines.plugin import DemoWorkspace
+from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader
 from app.platform.service import set_secret
@@ -111,5 +112,10 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
         )
         data = msgspec.convert({**DEMO_RULE, "account_ids": [store.id]}, RuleIn)
         await rules.create_rule(
-            uow.session, runtime.secrets, workspace_id=demo.workspace_id, data=data, now=now
+            uow.session,
+            runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
+            workspace_id=demo.workspace_id,
+            data=data,
+            now=now,
         )

@@ -19,10 +19,11 @@ from app.engines.adrules.documents import dump, load_schedule, load_task, task_b
 from app.engines.adrules.errors import RuleNotFound, TaskNotFound
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.schedule import first_execution, window_of
-from app.engines.adrules.schemas import RuleIn, TaskDocument, TaskIn
+from app.engines.adrules.schemas import NotifyWebhook, RuleIn, TaskDocument, TaskIn
 from app.engines.adrules.validation import Problems, check_rule, check_single_task
 from app.engines.adrules.webhook_secrets import public_task, seal_task
 from app.errors import ValidationFailed
+from app.integrations.http_guard import AddressGuard, OutboundError
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace
 
@@ -139,10 +140,30 @@ async def _set_accounts(session: WriteSession, rule_id: int, account_ids: list[i
     await session.flush()
 
 
+async def check_webhooks(guard: AddressGuard, data: RuleIn) -> None:
+    """Refuse a ``notify_webhook`` URL that points inside the network before it is stored (the
+    worker's client checks it again at every connection)."""
+    problems = Problems()
+    for index, task in enumerate(data.tasks):
+        if isinstance(task.action, NotifyWebhook):
+            try:
+                await guard.check_url(task.action.url, provider="notify_webhook")
+            except OutboundError as exc:
+                problems.add(f"tasks[{index}].action.url", exc.message, "target_refused")
+    problems.raise_if_any()
+
+
 async def create_rule(
-    session: WriteSession, box: SecretBox, *, workspace_id: int, data: RuleIn, now: datetime
+    session: WriteSession,
+    box: SecretBox,
+    guard: AddressGuard,
+    *,
+    workspace_id: int,
+    data: RuleIn,
+    now: datetime,
 ) -> Rule:
     check_rule(data)
+    await check_webhooks(guard, data)
     if data.status == "archived":
         raise ValidationFailed.field("status", "a new rule cannot be archived")
     await _check_accounts(session, workspace_id, data)
@@ -166,6 +187,7 @@ async def create_rule(
 async def update_rule(
     session: WriteSession,
     box: SecretBox,
+    guard: AddressGuard,
     *,
     workspace_id: int,
     rule_id: int,
@@ -176,6 +198,7 @@ async def update_rule(
     becomes active; an active rule whose schedule is unchanged keeps its next run."""
     rule = await _rule(session, workspace_id, rule_id)
     check_rule(data)
+    await check_webhooks(guard, data)
     await _check_accounts(session, workspace_id, data)
     schedule = dump(data.schedule)
     reschedule = schedule != rule.schedule or (data.status == "active") != (rule.status == "active")

@@ -32,6 +32,7 @@ from app.engines.adrules.schemas import (
     WeeklyGrid,
 )
 from app.errors import NotFound
+from app.integrations.http_guard import AddressGuard
 from app.platform.crypto import SecretBox
 from app.schemas import Schema
 
@@ -227,6 +228,7 @@ def get_template(key: str) -> Template:
 async def create_from_template(
     session: WriteSession,
     box: SecretBox,
+    guard: AddressGuard,
     *,
     workspace_id: int,
     key: str,
@@ -235,5 +237,5 @@ async def create_from_template(
 ) -> Rule:
     """A new rule from ``key``, always a draft (validated like any rule)."""
     return await rule_service.create_rule(
-        session, box, workspace_id=workspace_id, data=get_template(key).rule(data), now=now
+        session, box, guard, workspace_id=workspace_id, data=get_template(key).rule(data), now=now
     )

@@ -48,7 +48,7 @@ from app.engines.adrules.sheets_values import (
     SheetCache,
     workspace_credentials,
 )
-from app.integrations.http_guard import GuardedHttp, OutboundError, RetryPolicy
+from app.integrations.http_guard import GuardedHttp, OutboundError, RetryPolicy, shared_guard
 from app.integrations.mail import MailError, MailSender
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
@@ -156,7 +156,11 @@ def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = 
         mail=MailSender(ctx.settings.mail),
         http=ctx.resources.get(
             WEBHOOK_RESOURCE,
-            lambda: GuardedHttp(timeout=10.0, policy=RetryPolicy(attempts=2, backoff_seconds=1.0)),
+            lambda: GuardedHttp(
+                guard=shared_guard(ctx.resources, ctx.settings.integrations),
+                timeout=10.0,
+                policy=RetryPolicy(attempts=2, backoff_seconds=1.0),
+            ),
         ),
         sleep=ctx.clock.sleep,
         insights_mode=adrules.insights_mode,

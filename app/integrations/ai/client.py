@@ -17,7 +17,13 @@ import msgspec
 
 from app.clock import Clock
 from app.integrations.ai.structs import ChatMessage, Completion, TokenUsage
-from app.integrations.http_guard import InvalidResponse, ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard import (
+    AddressGuard,
+    InvalidResponse,
+    ProviderHttp,
+    RetryPolicy,
+    decode,
+)
 
 PROVIDER = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com"
@@ -48,6 +54,7 @@ class ChatClient:
         timeout: float = 60.0,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = ProviderHttp(
@@ -58,6 +65,7 @@ class ChatClient:
             policy=policy,
             permanent_codes=frozenset({"insufficient_quota"}),
             clock=clock,
+            guard=guard,
             transport=transport,
         )
 

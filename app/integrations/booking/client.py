@@ -15,7 +15,13 @@ import httpx
 import msgspec
 
 from app.clock import Clock
-from app.integrations.http_guard import PermanentError, ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard import (
+    AddressGuard,
+    PermanentError,
+    ProviderHttp,
+    RetryPolicy,
+    decode,
+)
 
 PROVIDER = "booking"
 
@@ -67,6 +73,7 @@ class BookingClient:
         timeout: float = 10.0,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = ProviderHttp(
@@ -76,6 +83,7 @@ class BookingClient:
             timeout=timeout,
             policy=policy,
             clock=clock,
+            guard=guard,
             transport=transport,
         )
 

@@ -1,26 +1,48 @@
-"""Outbound HTTP that is safe to aim at anything: the ``http_request`` action's guarded client, and
-the failure policy every provider client shares.
+"""The one outbound HTTP core: every call to an outside API goes through it.
 
-How the ``http_request`` executor calls it (one :class:`GuardedHttp` per process, e.g. from
-``ctx.resources.get("http_guard", lambda: GuardedHttp(timeout=…, max_response_bytes=…))``)::
+* :func:`outbound_client` — the one ``httpx.AsyncClient`` factory (timeouts, limits, user agent, no
+  environment proxies, no automatic redirects), options from settings by
+  :meth:`ClientOptions.from_settings`.
+* :class:`OutboundError` — the root of every integration's errors; ``transient`` says whether
+  the same request may succeed later (:class:`TransientError`: 5xx, 408/425/429, timeouts, dropped
+  connections, with ``retry_after`` when the provider said) or never (:class:`PermanentError`:
+  other 4xx, refused targets, :class:`InvalidResponse`). :func:`is_transient_status` is the one
+  status classification.
+* :class:`RetryPolicy` — the one retry loop (:meth:`RetryPolicy.run`) with an injected sleep;
+  ``RetryPolicy(schedule=AD_RULES_SCHEDULE)`` is the ad rules' 1 s / 2 s rule, :data:`NO_RETRY`
+  leaves retries to an outbox.
+* :class:`AddressGuard` — every URL a user or a workspace can set: :meth:`AddressGuard.check_url`
+  at configuration, and ``outbound_client(guard=…)`` / :class:`GuardedHttp` at every connection
+  (resolve, refuse private/loopback/link-local/metadata in every encoding, pin, redirects checked
+  again). :func:`shared_guard` is the process's one guard, built from the operator's
+  ``OUTBOUND_ALLOW_PRIVATE``.
+* :class:`ProviderHttp` — a provider account's client (classification, retries, :func:`decode`);
+  :class:`GuardedHttp` — the ``http_request`` action and webhooks (redirects, size limit).
+
+A provider client::
+
+    http = ProviderHttp(provider="stripe", base_url=url, headers=creds, guard=guard)
+    response = await http.send("POST", "/v1/payment_intents", form=..., idempotency_key=key)
+    intent = decode(response, PaymentIntent, provider="stripe")
+
+The ``http_request`` action::
 
     result = await guarded.request(
         HttpRequest(method="POST", url=rendered_url, headers=rendered_headers, body=rendered_body),
         allow_private=workspace.allow_private_http,
         idempotency_key=outbox_row.idempotency_key,
     )
-    run_context[node_id] = msgspec.to_builtins(result)   # status, url, headers, body, data
-
-It raises :class:`TargetRefused` (permanent: record it, do not retry) for private, loopback,
-link-local, unspecified or multicast targets, literal or resolved; :class:`ResponseTooLarge` past the
-size limit; :class:`TransientError` for timeouts, 5xx and 429 (retry the effect later, not before
-``retry_after``); :class:`PermanentError` for other 4xx and malformed requests.
-
-Provider clients use :class:`ProviderHttp` (one ``httpx.AsyncClient``, classification, retries)
-and :func:`decode` (untrusted JSON into msgspec structs).
 """
 
+from app.integrations.http_guard.address_guard import AddressGuard, GuardedTransport, parse_url
 from app.integrations.http_guard.addresses import refusal_reason
+from app.integrations.http_guard.client import (
+    GUARD_RESOURCE,
+    ClientOptions,
+    address_guard,
+    outbound_client,
+    shared_guard,
+)
 from app.integrations.http_guard.errors import (
     InvalidResponse,
     OutboundError,
@@ -30,14 +52,24 @@ from app.integrations.http_guard.errors import (
     TransientError,
 )
 from app.integrations.http_guard.guard import GuardedHttp, HttpRequest, HttpResult
-from app.integrations.http_guard.provider import NOT_SENT, ProviderHttp, decode
+from app.integrations.http_guard.provider import (
+    NOT_SENT,
+    ProviderHttp,
+    decode,
+    is_transient_status,
+)
 from app.integrations.http_guard.resolver import Resolver, StaticResolver, SystemResolver
-from app.integrations.http_guard.retry import NO_RETRY, RetryPolicy
+from app.integrations.http_guard.retry import AD_RULES_SCHEDULE, NO_RETRY, RetryLog, RetryPolicy
 
 __all__ = [
+    "AD_RULES_SCHEDULE",
+    "GUARD_RESOURCE",
     "NOT_SENT",
     "NO_RETRY",
+    "AddressGuard",
+    "ClientOptions",
     "GuardedHttp",
+    "GuardedTransport",
     "HttpRequest",
     "HttpResult",
     "InvalidResponse",
@@ -46,11 +78,17 @@ __all__ = [
     "ProviderHttp",
     "Resolver",
     "ResponseTooLarge",
+    "RetryLog",
     "RetryPolicy",
     "StaticResolver",
     "SystemResolver",
     "TargetRefused",
     "TransientError",
+    "address_guard",
     "decode",
+    "is_transient_status",
+    "outbound_client",
+    "parse_url",
     "refusal_reason",
+    "shared_guard",
 ]

@@ -1,7 +1,9 @@
-"""The ``http_request`` action's client: any URL a user typed, without reaching inside the network.
+"""The ``http_request`` action's and webhooks' client: any URL a user typed, without reaching
+inside the network.
 
 Before every connection (the first and each redirect) the host is resolved and *every* address it
-has is checked by :func:`refusal_reason`; the request then connects to the address that was checked
+has is checked by the :class:`~app.integrations.http_guard.address_guard.AddressGuard`; the
+request then connects to the address that was checked
 — the URL's host is replaced by that IP, with the original name kept in the ``Host`` header and as
 the TLS server name — so a name that answers a public address to the check and a private one to the
 connection (DNS rebinding) gains nothing. Keep-alive is off, so a connection opened for one name is
@@ -20,16 +22,17 @@ import httpx
 import msgspec
 
 from app.clock import Clock, SystemClock
-from app.integrations.http_guard.addresses import parse_ip, refusal_reason
+from app.integrations.http_guard.address_guard import AddressGuard, parse_url
 from app.integrations.http_guard.errors import (
     OutboundError,
     PermanentError,
     ResponseTooLarge,
-    TargetRefused,
     TransientError,
 )
-from app.integrations.http_guard.resolver import Resolver, SystemResolver
-from app.integrations.http_guard.retry import RetryPolicy, backoff_delay, retry_after_seconds
+from app.integrations.http_guard.provider import is_transient_status
+from app.integrations.http_guard.resolver import Resolver
+from app.integrations.http_guard.retry import RetryPolicy, retry_after_seconds
+from app.integrations.http_guard.user_agent import USER_AGENT
 
 PROVIDER = "http_request"
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
@@ -38,7 +41,6 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DROPPED_HEADERS = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te"}
 )
-_TRANSIENT_4XX = frozenset({408, 425, 429})
 
 
 class HttpRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,7 +70,9 @@ class GuardedHttp:
     """One client for every ``http_request`` of the process.
 
     Args:
-        resolver: Name resolution (default: the operating system's).
+        guard: The address guard (default: one refusing private targets unless a request's
+            ``allow_private`` says otherwise).
+        resolver: Name resolution for the default guard (default: the operating system's).
         timeout: Seconds for the whole exchange, redirects and body included.
         max_response_bytes: Larger bodies raise :class:`ResponseTooLarge`.
         max_redirects: Redirects followed, each one checked like the first URL.
@@ -78,6 +82,7 @@ class GuardedHttp:
     def __init__(
         self,
         *,
+        guard: AddressGuard | None = None,
         resolver: Resolver | None = None,
         timeout: float = 10.0,
         max_response_bytes: int = 1_000_000,
@@ -85,7 +90,7 @@ class GuardedHttp:
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
     ) -> None:
-        self._resolver: Resolver = resolver or SystemResolver()
+        self.guard = guard or AddressGuard(resolver=resolver)
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
         self.max_redirects = max_redirects
@@ -96,6 +101,7 @@ class GuardedHttp:
             follow_redirects=False,
             trust_env=False,
             limits=httpx.Limits(max_keepalive_connections=0),
+            headers={"User-Agent": USER_AGENT},
         )
 
     async def aclose(self) -> None:
@@ -107,24 +113,17 @@ class GuardedHttp:
         """Send ``request``; a status below 400 is a result, anything else an OutboundError.
 
         Args:
-            allow_private: The workspace's ``allow_private_http``.
+            allow_private: The workspace's ``allow_private_http`` (the guard's operator setting
+                allows private targets for every workspace).
             idempotency_key: Sent as ``Idempotency-Key`` unless the user set that header.
         """
         method = request.method.upper()
         if method not in METHODS:
             raise PermanentError(f"method {request.method!r} is not supported", provider=PROVIDER)
-        failures = 0
-        while True:
-            try:
-                return await self._attempt(method, request, allow_private, idempotency_key)
-            except TransientError as exc:
-                error = exc
-            failures += 1
-            if failures >= self.policy.attempts or (
-                error.retry_after is not None and error.retry_after > self.policy.max_wait_seconds
-            ):
-                raise error
-            await self.policy.sleep(backoff_delay(self.policy, failures, error.retry_after))
+        private = self.guard.permits_private(allow_private)
+        return await self.policy.run(
+            lambda: self._attempt(method, request, private, idempotency_key)
+        )
 
     async def _attempt(
         self, method: str, request: HttpRequest, allow_private: bool, idempotency_key: str | None
@@ -140,7 +139,7 @@ class GuardedHttp:
     async def _exchange(
         self, method: str, request: HttpRequest, allow_private: bool, idempotency_key: str | None
     ) -> HttpResult:
-        url = _parse_url(request.url)
+        url = parse_url(request.url, provider=PROVIDER)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROPPED_HEADERS}
         if idempotency_key and not any(k.lower() == "idempotency-key" for k in headers):
             headers["Idempotency-Key"] = idempotency_key
@@ -150,7 +149,7 @@ class GuardedHttp:
             location = response.headers.get("location")
             if response.status_code not in _REDIRECTS or not location:
                 return self._result(response, url, content)
-            next_url = _parse_url(str(url.join(location)))
+            next_url = parse_url(str(url.join(location)), provider=PROVIDER)
             if response.status_code == 303 or (
                 response.status_code in (301, 302) and method not in ("GET", "HEAD")
             ):
@@ -211,29 +210,10 @@ class GuardedHttp:
 
     async def _checked_address(self, url: httpx.URL, allow_private: bool) -> str:
         port = url.port or (443 if url.scheme == "https" else 80)
-        literal = parse_ip(url.host)
-        if literal is not None:
-            addresses = [literal]
-        else:
-            try:
-                addresses = await self._resolver.resolve(url.host, port)
-            except OSError as exc:
-                raise TransientError(
-                    f"could not resolve {url.host} ({exc})", provider=PROVIDER, code="not_sent"
-                ) from exc
-            if not addresses:
-                raise PermanentError(f"host {url.host} does not exist", provider=PROVIDER)
-        # Every address must pass: the connection could otherwise land on the refused one.
-        for ip in addresses:
-            reason = refusal_reason(ip, allow_private=allow_private)
-            if reason is not None:
-                raise TargetRefused(
-                    f"{url.host} resolves to {ip}, a {reason}; this workspace does not allow "
-                    "requests to private or local targets",
-                    provider=PROVIDER,
-                    code="target_refused",
-                )
-        return str(addresses[0])
+        ip = await self.guard.address_for(
+            url.host, port, provider=PROVIDER, allow_private=allow_private
+        )
+        return str(ip)
 
     async def _read_limited(self, response: httpx.Response) -> bytes:
         declared = response.headers.get("content-length")
@@ -261,7 +241,7 @@ class GuardedHttp:
             return
         excerpt = content[:200].decode("utf-8", "replace")
         error: OutboundError
-        if status >= 500 or status in _TRANSIENT_4XX:
+        if is_transient_status(status):
             error = TransientError(
                 f"HTTP {status}: {excerpt}",
                 provider=PROVIDER,
@@ -286,19 +266,3 @@ class GuardedHttp:
             body=content.decode("utf-8", "replace"),
             data=data,
         )
-
-
-def _parse_url(raw: str) -> httpx.URL:
-    try:
-        url = httpx.URL(raw)
-    except (httpx.InvalidURL, TypeError) as exc:
-        raise PermanentError(f"invalid URL ({exc})", provider=PROVIDER, code="invalid_url") from exc
-    if url.scheme not in ("http", "https"):
-        raise PermanentError(
-            f"only http and https URLs are allowed, not {url.scheme or 'none'!r}",
-            provider=PROVIDER,
-            code="invalid_url",
-        )
-    if not url.host:
-        raise PermanentError("the URL has no host", provider=PROVIDER, code="invalid_url")
-    return url

@@ -20,13 +20,15 @@ import httpx
 import msgspec
 
 from app.clock import Clock, SystemClock
+from app.integrations.http_guard.address_guard import AddressGuard
+from app.integrations.http_guard.client import ClientOptions, outbound_client
 from app.integrations.http_guard.errors import (
     InvalidResponse,
     OutboundError,
     PermanentError,
     TransientError,
 )
-from app.integrations.http_guard.retry import RetryPolicy, backoff_delay, retry_after_seconds
+from app.integrations.http_guard.retry import RetryPolicy, retry_after_seconds
 
 log = logging.getLogger("app.integrations")
 
@@ -39,6 +41,11 @@ _DETAIL_LIMIT = 300
 NOT_SENT = "not_sent"
 """``code`` of a transient error raised before the request reached the provider (the connection
 failed): retrying cannot duplicate an effect, even on an API without idempotency keys."""
+
+
+def is_transient_status(status: int) -> bool:
+    """The one classification of an HTTP status: may the same request succeed later?"""
+    return status >= 500 or status in _TRANSIENT_4XX
 
 
 def error_detail(body: bytes) -> tuple[str, str | None]:
@@ -86,6 +93,8 @@ class ProviderHttp:
         permanent_codes: Provider error codes that are final whatever the status (OpenAI's
             ``insufficient_quota`` comes as a 429 but will not pass by waiting).
         clock: For ``Retry-After`` given as a date.
+        guard: Checks and pins every connection; required when the base URL was set by a user
+            or a workspace (every funnel provider).
         transport: An httpx transport (tests of the client alone may pass a MockTransport).
     """
 
@@ -101,6 +110,7 @@ class ProviderHttp:
         retry_hint_header: str | None = None,
         permanent_codes: frozenset[str] = frozenset(),
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.provider = provider
@@ -108,14 +118,13 @@ class ProviderHttp:
         self._hint = retry_hint_header
         self._permanent_codes = permanent_codes
         self._clock: Clock = clock or SystemClock()
-        self._client = httpx.AsyncClient(
+        self._client = outbound_client(
+            provider=provider,
+            options=ClientOptions(timeout_seconds=timeout),
             base_url=base_url,
-            headers=dict(headers or {}),
+            headers=headers,
             auth=auth,
-            timeout=httpx.Timeout(timeout),
-            follow_redirects=False,
-            # Provider credentials must not be sent through a proxy picked up from the environment.
-            trust_env=False,
+            guard=guard,
             transport=transport,
         )
 
@@ -134,30 +143,11 @@ class ProviderHttp:
         policy: RetryPolicy | None = None,
     ) -> httpx.Response:
         """Send with retries of transient failures; returns a 2xx response or raises."""
-        policy = policy or self.policy
-        failures = 0
-        while True:
-            try:
-                return await self.send_once(
-                    method,
-                    path,
-                    json=json,
-                    form=form,
-                    params=params,
-                    idempotency_key=idempotency_key,
-                )
-            except TransientError as exc:
-                failures += 1
-                if failures >= policy.attempts or (
-                    exc.retry_after is not None and exc.retry_after > policy.max_wait_seconds
-                ):
-                    raise
-                delay = backoff_delay(policy, failures, exc.retry_after)
-                log.info(
-                    "retrying provider call",
-                    extra={"provider": self.provider, "status": exc.status, "delay": delay},
-                )
-                await policy.sleep(delay)
+        return await (policy or self.policy).run(
+            lambda: self.send_once(
+                method, path, json=json, form=form, params=params, idempotency_key=idempotency_key
+            )
+        )
 
     async def send_once(
         self,
@@ -199,7 +189,7 @@ class ProviderHttp:
         hint = response.headers.get(self._hint, "").lower() if self._hint else ""
         if code in self._permanent_codes:
             hint = "false"
-        if hint == "true" or (hint != "false" and (status >= 500 or status in _TRANSIENT_4XX)):
+        if hint == "true" or (hint != "false" and is_transient_status(status)):
             return TransientError(
                 message, provider=self.provider, status=status, code=code, retry_after=retry_after
             )

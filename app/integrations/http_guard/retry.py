@@ -1,17 +1,38 @@
-"""How long to wait before retrying an outbound call: exponential backoff, or what the provider said.
+"""The one retry policy of outbound calls: which failures are tried again, how long to wait.
 
-Pure functions of the response headers and ``now``; the sleeping itself is :class:`RetryPolicy`'s
-``sleep`` so tests can record waits instead of spending them.
+:meth:`RetryPolicy.run` is the only retry loop: it retries an :class:`OutboundError` whose
+``transient`` is true, waiting the schedule's delay or what the provider asked (``retry_after``)
+when that is longer, and gives up at once when the provider asks for more than
+``max_wait_seconds`` (the caller then schedules the retry instead of holding a worker). The waits
+are exponential backoff with jitter, or a fixed ``schedule`` — the ad-rules dispatcher's product
+rule of 3 attempts, 1 s then 2 s apart, is :data:`AD_RULES_SCHEDULE`. The sleep is injected, so
+tests record waits instead of spending them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
+from typing import TypeVar
+
+from app.integrations.http_guard.errors import OutboundError
+
+T = TypeVar("T")
+_log = logging.getLogger("app.integrations")
+
+
+@dataclass(slots=True)
+class RetryLog:
+    """What one :meth:`RetryPolicy.run` did: the attempts made and each wait, for records."""
+
+    attempts: int = 0
+    waits: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +49,54 @@ class RetryPolicy:
     """A ``Retry-After`` longer than this is not slept here: the error is raised at once and carries
     ``retry_after`` so the caller can schedule the retry instead of holding a worker."""
     sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep)
+    schedule: tuple[float, ...] | None = None
+    """Fixed waits between tries (no jitter); when set, ``attempts`` is ``len(schedule) + 1``."""
+
+    @property
+    def tries(self) -> int:
+        return len(self.schedule) + 1 if self.schedule is not None else self.attempts
+
+    def wait_after(self, failures: int, retry_after: float | None) -> float | None:
+        """Wait before the next try after ``failures`` failed tries, or ``None`` to stop."""
+        if failures >= self.tries:
+            return None
+        if retry_after is not None and retry_after > self.max_wait_seconds:
+            return None
+        if self.schedule is not None:
+            scheduled = self.schedule[failures - 1]
+        else:
+            scheduled = backoff_delay(self, failures, None)
+        return max(scheduled, retry_after) if retry_after is not None else scheduled
+
+    async def run(self, call: Callable[[], Awaitable[T]], *, log: RetryLog | None = None) -> T:
+        """Run ``call``, retrying transient :class:`OutboundError` s; the last one is raised."""
+        record = log if log is not None else RetryLog()
+        failures = 0
+        while True:
+            record.attempts += 1
+            try:
+                return await call()
+            except OutboundError as exc:
+                if not exc.transient:
+                    raise
+                failures += 1
+                wait = self.wait_after(failures, exc.retry_after)
+                if wait is None:
+                    raise
+                _log.info(
+                    "retrying outbound call",
+                    extra={"provider": exc.provider, "status": exc.status, "delay": wait},
+                )
+            record.waits.append(wait)
+            await self.sleep(wait)
+
+    def with_sleep(self, sleep: Callable[[float], Awaitable[None]]) -> RetryPolicy:
+        return dataclasses.replace(self, sleep=sleep)
 
 
 NO_RETRY = RetryPolicy(attempts=1)
+AD_RULES_SCHEDULE = (1.0, 2.0)
+"""Spec AR-12: 3 attempts in total, waiting 1 s and then 2 s."""
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: datetime) -> float | None:

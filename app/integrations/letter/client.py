@@ -14,7 +14,7 @@ import httpx
 import msgspec
 
 from app.clock import Clock
-from app.integrations.http_guard import ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard import AddressGuard, ProviderHttp, RetryPolicy, decode
 
 PROVIDER = "letter"
 
@@ -62,6 +62,7 @@ class JsonLetterClient:
         timeout: float = 20.0,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = ProviderHttp(
@@ -71,6 +72,7 @@ class JsonLetterClient:
             timeout=timeout,
             policy=policy,
             clock=clock,
+            guard=guard,
             transport=transport,
         )
 

@@ -13,7 +13,13 @@ from typing import Any, TypeVar
 import httpx
 
 from app.clock import Clock
-from app.integrations.http_guard import InvalidResponse, ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard import (
+    AddressGuard,
+    InvalidResponse,
+    ProviderHttp,
+    RetryPolicy,
+    decode,
+)
 from app.integrations.payments.form import encode_form
 from app.integrations.payments.structs import (
     CheckoutRequest,
@@ -39,6 +45,7 @@ class PaymentsClient:
         timeout: float = 20.0,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = ProviderHttp(
@@ -49,6 +56,7 @@ class PaymentsClient:
             policy=policy,
             retry_hint_header="Stripe-Should-Retry",
             clock=clock,
+            guard=guard,
             transport=transport,
         )
 

@@ -13,7 +13,13 @@ import httpx
 import msgspec
 
 from app.clock import Clock
-from app.integrations.http_guard import PermanentError, ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard import (
+    AddressGuard,
+    PermanentError,
+    ProviderHttp,
+    RetryPolicy,
+    decode,
+)
 
 PROVIDER = "push"
 
@@ -52,6 +58,7 @@ class JsonPushClient:
         timeout: float = 10.0,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = ProviderHttp(
@@ -61,6 +68,7 @@ class JsonPushClient:
             timeout=timeout,
             policy=policy,
             clock=clock,
+            guard=guard,
             transport=transport,
         )
 

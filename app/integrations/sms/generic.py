@@ -10,7 +10,7 @@ import httpx
 import msgspec
 
 from app.clock import Clock
-from app.integrations.http_guard import ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard import AddressGuard, ProviderHttp, RetryPolicy, decode
 from app.integrations.sms.message import SmsMessage, SmsReceipt
 
 PROVIDER = "sms"
@@ -33,6 +33,7 @@ class JsonSmsClient:
         timeout: float = 10.0,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._default_sender = default_sender
@@ -43,6 +44,7 @@ class JsonSmsClient:
             timeout=timeout,
             policy=policy,
             clock=clock,
+            guard=guard,
             transport=transport,
         )
 

@@ -26,6 +26,7 @@ from app.clock import Clock, SystemClock
 from app.integrations.http_guard import (
     NO_RETRY,
     NOT_SENT,
+    AddressGuard,
     ProviderHttp,
     RetryPolicy,
     TransientError,
@@ -77,6 +78,7 @@ class TwilioSmsClient:
         policy: RetryPolicy | None = None,
         lookback: timedelta = timedelta(hours=24),
         clock: Clock | None = None,
+        guard: AddressGuard | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if not from_number and not messaging_service_sid:
@@ -94,6 +96,7 @@ class TwilioSmsClient:
             timeout=timeout,
             policy=policy,
             clock=self._clock,
+            guard=guard,
             transport=transport,
         )
         self._path = f"/2010-04-01/Accounts/{account_sid}/Messages.json"

@@ -28,6 +28,7 @@ from app.engines.adrules.schemas import (
 )
 from app.engines.adrules.sweep import shared_graph
 from app.errors import ValidationFailed
+from app.integrations.http_guard import shared_guard
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.structs import GraphAdAccount
@@ -321,6 +322,7 @@ async def create_rule(
         rule = await rule_service.create_rule(
             uow.session,
             runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
             workspace_id=principal.workspace_id,
             data=data,
             now=runtime.clock.now(),
@@ -372,6 +374,7 @@ async def replace_rule(
         await rule_service.update_rule(
             uow.session,
             runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
             workspace_id=principal.workspace_id,
             rule_id=rule_id,
             data=data,

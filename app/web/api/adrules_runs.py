@@ -31,6 +31,7 @@ from app.engines.adrules.worker import (
     shared_token_minter,
 )
 from app.errors import ValidationFailed
+from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
@@ -282,6 +283,7 @@ async def create_rule_from_template(
         rule = await create_from_template(
             uow.session,
             runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
             workspace_id=principal.workspace_id,
             key=key,
             data=data,

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside import config as providers
 from app.engines.funnels.outside.models import AiUsage, ProviderConfig
+from app.integrations.http_guard import shared_guard
 from app.schemas import DEFAULT_PAGE_SIZE, Page, Schema, id_cursor, page_of
 from app.web.api.common import Cursor, Limit, api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
@@ -99,6 +100,7 @@ async def configure_provider(
         row = await providers.configure(
             uow.session,
             runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
             workspace_id=principal.workspace_id,
             kind=kind,
             shape=data.shape,

@@ -29,6 +29,7 @@ from app.engines.adrules.errors import MetaTokenMissing, MetaUnavailable
 from app.engines.adrules.schemas import RuleIn, TimetableSchedule
 from app.engines.adrules.validation import check_rule
 from app.errors import ValidationFailed
+from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.web.api.adrules import discover
@@ -307,6 +308,7 @@ async def _save(
                     rule = await rule_service.create_rule(
                         uow.session,
                         runtime.secrets,
+                        shared_guard(runtime.resources, runtime.settings.integrations),
                         workspace_id=principal.workspace_id,
                         data=data,
                         now=runtime.clock.now(),
@@ -316,6 +318,7 @@ async def _save(
                     await rule_service.update_rule(
                         uow.session,
                         runtime.secrets,
+                        shared_guard(runtime.resources, runtime.settings.integrations),
                         workspace_id=principal.workspace_id,
                         rule_id=rule_id,
                         data=data,

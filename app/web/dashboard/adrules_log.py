@@ -18,6 +18,7 @@ from app.engines.adrules import rules as rule_service
 from app.engines.adrules.preview import preview_rule
 from app.engines.adrules.templates import TEMPLATES, FromTemplateIn, create_from_template
 from app.errors import DomainError
+from app.integrations.http_guard import shared_guard
 from app.web.api.adrules_runs import load_records_page, preview_deps
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import page
@@ -164,6 +165,7 @@ async def create_from_template_form(
             rule = await create_from_template(
                 uow.session,
                 runtime.secrets,
+                shared_guard(runtime.resources, runtime.settings.integrations),
                 workspace_id=principal.workspace_id,
                 key=key,
                 data=form,

@@ -48,10 +48,11 @@ from app.integrations.ai import (
 )
 from app.integrations.booking import Attendee
 from app.integrations.http_guard import (
+    AddressGuard,
     HttpRequest,
     PermanentError,
-    Resolver,
     TransientError,
+    shared_guard,
 )
 from app.integrations.letter import Letter, PostalAddress
 from app.integrations.mail import (
@@ -84,12 +85,19 @@ class OutsideDeps:
     resources: Resources
     clock: Clock
     mail: MailSettings
-    resolver: Resolver | None = None
-    """Name resolution for ``http_request`` (``None``: the operating system's)."""
+    guard: AddressGuard
+    """Where provider base URLs and ``http_request`` may connect (the process's one guard)."""
 
     @classmethod
     def from_job(cls, ctx: JobContext) -> OutsideDeps:
-        return cls(ctx.db, ctx.secrets, ctx.resources, ctx.clock, ctx.settings.mail)
+        return cls(
+            ctx.db,
+            ctx.secrets,
+            ctx.resources,
+            ctx.clock,
+            ctx.settings.mail,
+            shared_guard(ctx.resources, ctx.settings.integrations),
+        )
 
 
 class Refused(Exception):
@@ -174,7 +182,7 @@ class SmsChannel(OutsideChannel):
 
     async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
         assert provider is not None
-        client = clients.sms_client(self.deps.resources, provider, self.deps.clock)
+        client = clients.sms_client(self.deps.resources, provider, self.deps.clock, self.deps.guard)
         p = effect.payload
         receipt = await client.send(
             SmsMessage(to=p["to"], body=p["text"]),
@@ -195,7 +203,9 @@ class PushChannel(OutsideChannel):
         token = ((await self.contact(effect)).fields or {}).get(options.token_field)
         if not isinstance(token, str) or not token:
             raise Refused(f"the contact has no device token in '{options.token_field}'")
-        client = clients.push_client(self.deps.resources, provider, self.deps.clock)
+        client = clients.push_client(
+            self.deps.resources, provider, self.deps.clock, self.deps.guard
+        )
         p = effect.payload
         receipt = await client.send(
             PushNotification(device_token=token, title=p["title"], body=p["body"]),
@@ -225,7 +235,9 @@ class LetterChannel(OutsideChannel):
             state=str(fields["address_state"]) if fields.get("address_state") else None,
             country=str(fields["address_country"]).upper(),
         )
-        client = clients.letter_client(self.deps.resources, provider, self.deps.clock)
+        client = clients.letter_client(
+            self.deps.resources, provider, self.deps.clock, self.deps.guard
+        )
         receipt = await client.send(
             Letter(to=address, content=effect.payload["content"], color=options.color),
             idempotency_key=effect.idempotency_key,
@@ -293,7 +305,7 @@ class HttpChannel(OutsideChannel):
                 )
             )
         guarded = clients.guarded_http(
-            self.deps.resources, options, self.deps.clock, self.deps.resolver
+            self.deps.resources, options, self.deps.clock, self.deps.guard
         )
         p = effect.payload
         result = await guarded.request(
@@ -315,7 +327,9 @@ class PaymentChannel(OutsideChannel):
     async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
         assert provider is not None
         options: PaymentsOptions = provider.options
-        client = clients.payments_client(self.deps.resources, provider, self.deps.clock)
+        client = clients.payments_client(
+            self.deps.resources, provider, self.deps.clock, self.deps.guard
+        )
         p = effect.payload
         metadata = {"run": str(p["run_id"]), "contact": str(effect.contact_id)}
         if options.success_url:
@@ -363,7 +377,9 @@ class BookingChannel(OutsideChannel):
             raise Refused("the contact has no e-mail address to book under")
         start = datetime.fromisoformat(effect.payload["window_start"])
         end = start + timedelta(days=provider.options.window_days)
-        client = clients.booking_client(self.deps.resources, provider, self.deps.clock)
+        client = clients.booking_client(
+            self.deps.resources, provider, self.deps.clock, self.deps.guard
+        )
         name = f"{contact.first_name} {contact.last_name}".strip() or contact.email
         booking = await client.book_first_available(
             effect.payload["resource"],
@@ -420,7 +436,7 @@ class AiChannel(OutsideChannel):
                 f"AI quota {decision.reason}: {decision.remaining_tokens or 0} tokens left this "
                 f"month, about {estimate} needed",
             )
-        client = clients.ai_client(self.deps.resources, provider, self.deps.clock)
+        client = clients.ai_client(self.deps.resources, provider, self.deps.clock, self.deps.guard)
         try:
             completion = await client.complete(
                 messages,

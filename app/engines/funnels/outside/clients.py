@@ -10,7 +10,7 @@ from app.clock import Clock
 from app.engines.funnels.outside.config import HttpOptions, Provider, SmsOptions
 from app.integrations.ai import ChatClient
 from app.integrations.booking import BookingClient
-from app.integrations.http_guard import NO_RETRY, GuardedHttp, Resolver
+from app.integrations.http_guard import NO_RETRY, AddressGuard, GuardedHttp
 from app.integrations.letter import JsonLetterClient
 from app.integrations.payments import PaymentsClient
 from app.integrations.push import JsonPushClient
@@ -28,7 +28,9 @@ def _secret(provider: Provider) -> str:
     return provider.secret
 
 
-def sms_client(resources: Resources, provider: Provider, clock: Clock) -> SmsSender:
+def sms_client(
+    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
+) -> SmsSender:
     options: SmsOptions = provider.options
     if provider.shape == "twilio":
         return resources.get(
@@ -42,6 +44,7 @@ def sms_client(resources: Resources, provider: Provider, clock: Clock) -> SmsSen
                 base_url=provider.base_url,
                 policy=NO_RETRY,
                 clock=clock,
+                guard=guard,
             ),
         )
     return resources.get(
@@ -52,65 +55,96 @@ def sms_client(resources: Resources, provider: Provider, clock: Clock) -> SmsSen
             default_sender=options.sender,
             policy=NO_RETRY,
             clock=clock,
+            guard=guard,
         ),
     )
 
 
-def push_client(resources: Resources, provider: Provider, clock: Clock) -> JsonPushClient:
+def push_client(
+    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
+) -> JsonPushClient:
     return resources.get(
         _key(provider),
         lambda: JsonPushClient(
-            base_url=provider.base_url, api_key=_secret(provider), policy=NO_RETRY, clock=clock
+            base_url=provider.base_url,
+            api_key=_secret(provider),
+            policy=NO_RETRY,
+            clock=clock,
+            guard=guard,
         ),
     )
 
 
-def letter_client(resources: Resources, provider: Provider, clock: Clock) -> JsonLetterClient:
+def letter_client(
+    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
+) -> JsonLetterClient:
     return resources.get(
         _key(provider),
         lambda: JsonLetterClient(
-            base_url=provider.base_url, api_key=_secret(provider), policy=NO_RETRY, clock=clock
+            base_url=provider.base_url,
+            api_key=_secret(provider),
+            policy=NO_RETRY,
+            clock=clock,
+            guard=guard,
         ),
     )
 
 
-def payments_client(resources: Resources, provider: Provider, clock: Clock) -> PaymentsClient:
+def payments_client(
+    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
+) -> PaymentsClient:
     return resources.get(
         _key(provider),
         lambda: PaymentsClient(
-            secret_key=_secret(provider), base_url=provider.base_url, policy=NO_RETRY, clock=clock
+            secret_key=_secret(provider),
+            base_url=provider.base_url,
+            policy=NO_RETRY,
+            clock=clock,
+            guard=guard,
         ),
     )
 
 
-def booking_client(resources: Resources, provider: Provider, clock: Clock) -> BookingClient:
+def booking_client(
+    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
+) -> BookingClient:
     return resources.get(
         _key(provider),
         lambda: BookingClient(
-            base_url=provider.base_url, api_key=_secret(provider), policy=NO_RETRY, clock=clock
+            base_url=provider.base_url,
+            api_key=_secret(provider),
+            policy=NO_RETRY,
+            clock=clock,
+            guard=guard,
         ),
     )
 
 
-def ai_client(resources: Resources, provider: Provider, clock: Clock) -> ChatClient:
+def ai_client(
+    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
+) -> ChatClient:
     return resources.get(
         _key(provider),
         lambda: ChatClient(
-            api_key=_secret(provider), base_url=provider.base_url, policy=NO_RETRY, clock=clock
+            api_key=_secret(provider),
+            base_url=provider.base_url,
+            policy=NO_RETRY,
+            clock=clock,
+            guard=guard,
         ),
     )
 
 
 def guarded_http(
-    resources: Resources, options: HttpOptions, clock: Clock, resolver: Resolver | None
+    resources: Resources, options: HttpOptions, clock: Clock, guard: AddressGuard
 ) -> GuardedHttp:
     """One guarded client per distinct (timeout, size limit), shared by every workspace: it holds
     no credentials and keeps no connection alive."""
-    key = f"funnels.outside.http:{options.timeout_seconds}:{options.max_response_bytes}:{id(resolver)}"
+    key = f"funnels.outside.http:{options.timeout_seconds}:{options.max_response_bytes}:{id(guard)}"
     return resources.get(
         key,
         lambda: GuardedHttp(
-            resolver=resolver,
+            guard=guard,
             timeout=options.timeout_seconds,
             max_response_bytes=options.max_response_bytes,
             policy=NO_RETRY,

@@ -18,6 +18,7 @@ from sqlalchemy import delete, select
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.outside.models import ProviderConfig
 from app.errors import NotFound, ValidationFailed
+from app.integrations.http_guard import AddressGuard, OutboundError
 from app.platform.crypto import SecretBox
 from app.platform.service import delete_secret, get_secret, secret_names, set_secret
 
@@ -131,9 +132,25 @@ def check(kind: str, shape: str, base_url: str, options: Any) -> None:
             )
 
 
+async def check_targets(guard: AddressGuard, kind: str, base_url: str, options: Any) -> None:
+    """Refuse a base URL or a callback URL that points inside the network (checked again at
+    every connection)."""
+    targets: list[tuple[str, str | None]] = [("base_url", base_url if kind != "http" else None)]
+    if isinstance(options, SmsOptions):
+        targets.append(("options.status_callback", options.status_callback))
+    for field_name, url in targets:
+        if not url:
+            continue
+        try:
+            await guard.check_url(url, provider=kind)
+        except OutboundError as exc:
+            raise ValidationFailed.field(field_name, exc.message) from exc
+
+
 async def configure(
     session: WriteSession,
     box: SecretBox,
+    guard: AddressGuard,
     *,
     workspace_id: int,
     kind: str,
@@ -147,6 +164,7 @@ async def configure(
     stored credential (a provider that needs one must have one)."""
     parsed = parse_options(kind, options) if kind in OPTIONS else None
     check(kind, shape, base_url, parsed)
+    await check_targets(guard, kind, base_url, parsed)
     if secret is not None:
         if not secret.strip():
             raise ValidationFailed.field("secret", "must not be empty")

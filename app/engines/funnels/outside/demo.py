@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from app.clock import SystemClock
 from app.engines.funnels.outside.config import configure
 from app.engines.plugin import SandboxHandle, StartSandbox
+from app.integrations.http_guard import shared_guard
 from app.sandbox.ai import start_ai_sandbox
 from app.sandbox.booking import BookingSandbox, start_booking_sandbox
 from app.sandbox.letter import start_letter_sandbox
@@ -66,6 +67,7 @@ async def configure_demo_providers(runtime: Runtime, demo: DemoWorkspace) -> Non
             await configure(
                 uow.session,
                 runtime.secrets,
+                shared_guard(runtime.resources, runtime.settings.integrations),
                 workspace_id=demo.workspace_id,
                 kind=kind,
                 shape=shape,
