@@ -1,0 +1,323 @@
+"""The one claim primitive: turn due rows into work exactly once, on SQLite and PostgreSQL.
+
+A :class:`Claim` is declared once per kind of work — the table, which rows are due, in what order,
+the owner and expiry columns it stamps, any further columns it sets, and the columns it returns —
+and compiled once per dialect into a single statement:
+
+* PostgreSQL: ``UPDATE t SET … WHERE t.id = ANY(ARRAY(SELECT id FROM t WHERE <due> ORDER BY …
+  LIMIT :limit FOR UPDATE OF t SKIP LOCKED)) RETURNING …``. Concurrent claimers skip each other's
+  rows instead of waiting, and ``id = ANY(ARRAY(…))`` keeps the plan on primary-key lookups (with
+  ``id IN (subquery)`` the planner may hash-join against a scan of the whole table).
+* SQLite: ``UPDATE t SET … WHERE id IN (SELECT … LIMIT :limit) RETURNING …`` inside the write unit
+  of work, whose ``BEGIN IMMEDIATE`` serialises claimers on the database lock. (SQLite silently
+  drops ``FOR UPDATE``: a select-then-update there double-claims.)
+
+A row claimed with an expiry is the claimer's until then; :meth:`Claim.renew` (the heartbeat) moves
+the expiry on for rows the owner still holds and reports the ones it lost, :meth:`Claim.release`
+hands rows back early. :class:`Lease` runs the heartbeat in the background while long work runs,
+so the work can ask, before each outside call, whether it still owns the row.
+
+The due predicate and the extra ``SET`` expressions are SQL text over the table's own columns:
+statuses are written as literals so both planners can use the partial indexes of what is due.
+Parameters are named (``:now``, ``:limit``, ``:owner``, ``:expires`` and any declared in
+``params``); only constants of the declaration are interpolated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Table, bindparam, text
+from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.types import Integer, String, TypeEngine
+
+from app.db.dialect import POSTGRESQL, dialect_name, row_count
+from app.db.types import UTCDateTime
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Row
+
+    from app.clock import Clock
+    from app.db.session import Database, WriteSession
+
+log = logging.getLogger(__name__)
+
+
+class LeaseLost(Exception):
+    """The claimer no longer owns the row (its lease expired and another claimer took it)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Claim:
+    """A declared claim. Build it at import time; statements are compiled on first use."""
+
+    table: Table
+    due: str
+    """SQL predicate of the rows that may be claimed now (may use ``:now`` and declared params)."""
+    order_by: str
+    returning: tuple[str, ...]
+    owner: str | None = None
+    """Column stamped with the claimer's id (``:owner``)."""
+    expires: str | None = None
+    """Column stamped with the lease expiry (``:expires``); may be the due column itself, so an
+    expired claim is simply due again."""
+    sets: Mapping[str, str] = field(default_factory=dict)
+    """Further ``column = SQL expression`` pairs the claim sets (e.g. ``attempts = attempts + 1``)."""
+    params: Mapping[str, TypeEngine[Any]] = field(default_factory=dict)
+    """Types of the further bind parameters the predicate or the ``sets`` use."""
+    held: str | None = None
+    """Predicate a claimed row must still satisfy for a renewal to keep it (e.g. still pending)."""
+    key: str = "id"
+    _compiled: dict[tuple[str, str], Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        names = {*self.returning, *self.sets, self.key}
+        names |= {c for c in (self.owner, self.expires) if c}
+        unknown = sorted(n for n in names if n not in self.table.c)
+        if unknown:
+            raise ValueError(f"{self.table.name} has no column {', '.join(unknown)}")
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def _assignments(self) -> str:
+        parts = [f"{column} = {expression}" for column, expression in self.sets.items()]
+        if self.owner:
+            parts.append(f"{self.owner} = :owner")
+        if self.expires and self.expires not in self.sets:
+            parts.append(f"{self.expires} = :expires")
+        return ", ".join(parts)
+
+    def _bind(self, sql: str) -> TextClause:
+        binds = [bindparam(name, type_=type_) for name, type_ in self.params.items()]
+        for name in ("now", "expires"):
+            if f":{name}" in sql and name not in self.params:
+                binds.append(bindparam(name, type_=UTCDateTime()))
+        for name, type_ in (("limit", Integer()), ("owner", String())):
+            if f":{name}" in sql and name not in self.params:
+                binds.append(bindparam(name, type_=type_))
+        return text(sql).bindparams(*binds)
+
+    def statement(self, dialect: str, *, prelude: str = "") -> Any:
+        """The claim statement for ``dialect``; ``prelude`` is a ``WITH`` clause put in front
+        (the queue uses it to write the previous batch's completions in the same round trip)."""
+        cache_key = (dialect, prelude)
+        compiled = self._compiled.get(cache_key)
+        if compiled is not None:
+            return compiled
+        t, k = self.table.name, self.key
+        pick = f"SELECT {k} FROM {t} WHERE {self.due} ORDER BY {self.order_by} LIMIT :limit"  # noqa: S608
+        if dialect == POSTGRESQL:
+            where = f"{t}.{k} = ANY(ARRAY({pick} FOR UPDATE OF {t} SKIP LOCKED))"
+        else:
+            where = f"{k} IN ({pick})"
+        returning = ", ".join(f"{t}.{c}" for c in self.returning)
+        sql = f"{prelude} UPDATE {t} SET {self._assignments()} WHERE {where} RETURNING {returning}"  # noqa: S608
+        compiled = self._bind(sql).columns(*(self.table.c[c] for c in self.returning))
+        self._compiled[cache_key] = compiled
+        return compiled
+
+    def _renew_statement(self, dialect: str) -> Any:
+        cache_key = ("renew", dialect)
+        compiled = self._compiled.get(cache_key)
+        if compiled is None:
+            if not (self.owner and self.expires):
+                raise TypeError(f"the claim on {self.table.name} has no owner and expiry")
+            held = f" AND ({self.held})" if self.held else ""
+            sql = (
+                f"UPDATE {self.table.name} SET {self.expires} = :expires "  # noqa: S608
+                f"WHERE {self.key} IN :keys AND {self.owner} = :owner{held} RETURNING {self.key}"
+            )
+            compiled = self._bind(sql).bindparams(bindparam("keys", expanding=True))
+            self._compiled[cache_key] = compiled
+        return compiled
+
+    def _release_statement(self, dialect: str) -> Any:
+        cache_key = ("release", dialect)
+        compiled = self._compiled.get(cache_key)
+        if compiled is None:
+            if not (self.owner and self.expires):
+                raise TypeError(f"the claim on {self.table.name} has no owner and expiry")
+            sql = (
+                f"UPDATE {self.table.name} SET {self.owner} = NULL, {self.expires} = :now "  # noqa: S608
+                f"WHERE {self.key} IN :keys AND {self.owner} = :owner"
+            )
+            compiled = self._bind(sql).bindparams(bindparam("keys", expanding=True))
+            self._compiled[cache_key] = compiled
+        return compiled
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _arguments(
+        self,
+        now: datetime,
+        limit: int,
+        owner: str | None,
+        lease_seconds: float | None,
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        args: dict[str, Any] = {"now": now, "limit": limit, **params}
+        if self.owner:
+            if owner is None:
+                raise TypeError(f"the claim on {self.table.name} needs an owner")
+            args["owner"] = owner
+        if lease_seconds is not None:
+            args["expires"] = now + timedelta(seconds=lease_seconds)
+        elif self.expires:
+            raise TypeError(f"the claim on {self.table.name} needs lease_seconds")
+        return args
+
+    async def take_in(
+        self,
+        session: WriteSession,
+        *,
+        now: datetime,
+        limit: int,
+        owner: str | None = None,
+        lease_seconds: float | None = None,
+        prelude: str = "",
+        **params: Any,
+    ) -> list[Row[Any]]:
+        """Claim up to ``limit`` due rows inside the caller's unit of work (so the caller can
+        change the claimed rows further before it commits, e.g. advance their due time)."""
+        statement = self.statement(dialect_name(session), prelude=prelude)
+        args = self._arguments(now, limit, owner, lease_seconds, params)
+        return list((await session.execute(statement, args)).all())
+
+    async def take(
+        self,
+        db: Database,
+        *,
+        now: datetime,
+        limit: int,
+        owner: str | None = None,
+        lease_seconds: float | None = None,
+        **params: Any,
+    ) -> list[Row[Any]]:
+        """Claim up to ``limit`` due rows in a unit of work of their own."""
+        async with db.write() as uow:
+            return await self.take_in(
+                uow.session,
+                now=now,
+                limit=limit,
+                owner=owner,
+                lease_seconds=lease_seconds,
+                **params,
+            )
+
+    async def renew(
+        self, db: Database, keys: Iterable[Any], *, owner: str, now: datetime, lease_seconds: float
+    ) -> set[Any]:
+        """Extend the lease of ``keys`` the owner still holds; returns those keys."""
+        wanted = list(keys)
+        if not wanted:
+            return set()
+        async with db.write() as uow:
+            result = await uow.session.execute(
+                self._renew_statement(db.dialect),
+                {
+                    "keys": wanted,
+                    "owner": owner,
+                    "expires": now + timedelta(seconds=lease_seconds),
+                    "now": now,
+                },
+            )
+            return {row[0] for row in result.all()}
+
+    async def release(self, db: Database, keys: Iterable[Any], *, owner: str, now: datetime) -> int:
+        """Hand rows back before their lease expires: they are due again at ``now``."""
+        wanted = list(keys)
+        if not wanted:
+            return 0
+        async with db.write() as uow:
+            result = await uow.session.execute(
+                self._release_statement(db.dialect), {"keys": wanted, "owner": owner, "now": now}
+            )
+            return row_count(result)
+
+
+class Lease:
+    """Rows claimed by one owner, kept alive by a heartbeat while long work runs.
+
+    ``async with Lease(...)`` renews every third of the lease; a row the renewal no longer finds
+    (finished, cancelled or taken over after an expiry) is dropped from :attr:`keys`. When renewals
+    fail (say the database is locked) the lease runs out on its own clock: :meth:`holds` turns
+    False once the last confirmed expiry has passed, so the work stops before its next outside
+    call instead of racing a new owner.
+    """
+
+    def __init__(
+        self,
+        claim: Claim,
+        db: Database,
+        clock: Clock,
+        *,
+        owner: str,
+        keys: Iterable[Any],
+        lease_seconds: float,
+        claimed_at: datetime | None = None,
+    ) -> None:
+        self.claim = claim
+        self.db = db
+        self.clock = clock
+        self.owner = owner
+        self.keys: set[Any] = set(keys)
+        self.lease_seconds = lease_seconds
+        self.valid_until = (claimed_at or clock.now()) + timedelta(seconds=lease_seconds)
+        self.renewals = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def holds(self, key: Any) -> bool:
+        return key in self.keys and self.clock.now() < self.valid_until
+
+    def check(self, key: Any) -> None:
+        """Raise :class:`LeaseLost` unless the row is still this owner's."""
+        if not self.holds(key):
+            raise LeaseLost(f"{self.claim.table.name} {key} is no longer held by {self.owner}")
+
+    def done(self, key: Any) -> None:
+        """The work on ``key`` is finished: stop renewing it."""
+        self.keys.discard(key)
+
+    async def renew(self) -> None:
+        """Renew now (the heartbeat calls this every third of the lease)."""
+        if not self.keys:
+            return
+        now = self.clock.now()
+        try:
+            still = await self.claim.renew(
+                self.db, self.keys, owner=self.owner, now=now, lease_seconds=self.lease_seconds
+            )
+        except Exception:
+            log.warning(
+                "could not renew the lease of %d %s rows",
+                len(self.keys),
+                self.claim.table.name,
+                exc_info=True,
+            )
+            return
+        lost = self.keys - still
+        if lost:
+            log.warning("lost the lease of %s %s", self.claim.table.name, sorted(lost))
+        self.keys &= still
+        self.valid_until = now + timedelta(seconds=self.lease_seconds)
+        self.renewals += 1
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await self.clock.sleep(self.lease_seconds / 3)
+            await self.renew()
+
+    async def __aenter__(self) -> Lease:
+        self._task = asyncio.create_task(self._heartbeat(), name="lease-heartbeat")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
