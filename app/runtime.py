@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from datetime import datetime
 from typing import Any
+from uuid import uuid4
 
 from app.clock import Clock, SystemClock
 from app.db.migrate import SchemaOutOfDate, check_current
@@ -51,6 +53,7 @@ class Runtime:
         self._workers: list[DatabaseWorker | ArqWorkers] = []
         self._sweeper: SweepRunner | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self._worker_tasks: dict[DatabaseWorker | ArqWorkers, asyncio.Task[Any]] = {}
 
     def context(self, job_id: str = "", attempt: int = 1) -> JobContext:
         return JobContext(
@@ -110,7 +113,9 @@ class Runtime:
 
     def _start(self, worker: DatabaseWorker | ArqWorkers) -> None:
         self._workers.append(worker)
-        self._tasks.append(asyncio.create_task(worker.run(), name="worker"))
+        task = asyncio.create_task(worker.run(), name="worker")
+        self._worker_tasks[worker] = task
+        self._tasks.append(task)
 
     def start_sweepers(self) -> None:
         self._sweeper = SweepRunner(
@@ -118,11 +123,35 @@ class Runtime:
             self.clock,
             self.sweeps,
             self.context,
-            owner=worker_identity(),
+            # Unique per start: a restarted process (same host and pid in a container) must not
+            # mistake its dead predecessor's claims for its own.
+            owner=f"{worker_identity()}:{uuid4().hex[:8]}",
             lease_seconds=self.settings.sweepers.tick_lease_seconds,
             stopped=self.platform_stopped,
         )
         self._tasks.append(asyncio.create_task(self._sweeper.run(), name="sweepers"))
+
+    @property
+    def sweeping_since(self) -> datetime | None:
+        """When this process started its sweepers (``None`` when it runs none)."""
+        return self._sweeper.started_at if self._sweeper is not None else None
+
+    async def stale_sweeps(self) -> list[str]:
+        """Sweeps of this process without a successful tick within three intervals."""
+        if self._sweeper is None:
+            return []
+        return await self._sweeper.stale()
+
+    def stalled_workers(self) -> list[str]:
+        """Database-queue worker loops of this process that ended or stopped coming round."""
+        stalled = []
+        for worker, task in self._worker_tasks.items():
+            if not isinstance(worker, DatabaseWorker):
+                continue
+            ended = task is not None and task.done()
+            if ended or worker.stalled(self.clock.monotonic()):
+                stalled.append(f"worker:{worker.worker_id}")
+        return stalled
 
     async def stop(self) -> None:
         """Graceful stop: sweepers first, then workers (no more leasing; finish or release).
@@ -144,6 +173,7 @@ class Runtime:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         self._workers.clear()
+        self._worker_tasks.clear()
         self._sweeper = None
 
     async def aclose(self) -> None:

@@ -114,8 +114,10 @@ class SweeperSettings:
     """Run the periodic sweepers in ``serve`` (turn off for API-only replicas)."""
     stop_all: bool = env("PLATFORM_STOP", False)
     """Platform-wide stop: every sweep returns at once and nothing new is dispatched."""
-    tick_lease_seconds: int = env("SWEEP_LEASE_SECONDS", 600)
-    """A tick whose process died releases its claim after this long."""
+    tick_lease_seconds: int = env("SWEEP_LEASE_SECONDS", 15)
+    """A tick's claim, renewed every third of it while the tick runs: a tick whose process died
+    is taken over by another process this long after its last renewal. Keep it longer than the
+    10-second interval, so a killed 10-second tick is never run twice."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -93,14 +94,17 @@ class Claim:
         return ", ".join(parts)
 
     def _bind(self, sql: str) -> TextClause:
-        binds = [bindparam(name, type_=type_) for name, type_ in self.params.items()]
-        for name in ("now", "expires"):
-            if f":{name}" in sql and name not in self.params:
-                binds.append(bindparam(name, type_=UTCDateTime()))
-        for name, type_ in (("limit", Integer()), ("owner", String())):
-            if f":{name}" in sql and name not in self.params:
-                binds.append(bindparam(name, type_=type_))
-        return text(sql).bindparams(*binds)
+        types: dict[str, TypeEngine[Any]] = {
+            "now": UTCDateTime(),
+            "expires": UTCDateTime(),
+            "limit": Integer(),
+            "owner": String(),
+            **self.params,
+        }
+        used = set(re.findall(r"(?<![:\w]):(\w+)", sql))
+        return text(sql).bindparams(
+            *(bindparam(name, type_=type_) for name, type_ in types.items() if name in used)
+        )
 
     def statement(self, dialect: str, *, prelude: str = "") -> Any:
         """The claim statement for ``dialect``; ``prelude`` is a ``WITH`` clause put in front
@@ -210,22 +214,29 @@ class Claim:
             )
 
     async def renew(
-        self, db: Database, keys: Iterable[Any], *, owner: str, now: datetime, lease_seconds: float
+        self,
+        db: Database,
+        keys: Iterable[Any],
+        *,
+        owner: str,
+        now: datetime,
+        lease_seconds: float,
+        **params: Any,
     ) -> set[Any]:
-        """Extend the lease of ``keys`` the owner still holds; returns those keys."""
+        """Extend the lease of ``keys`` the owner still holds (and that still satisfy ``held``,
+        with ``params``); returns those keys."""
         wanted = list(keys)
         if not wanted:
             return set()
+        args = {
+            **params,
+            "keys": wanted,
+            "owner": owner,
+            "expires": now + timedelta(seconds=lease_seconds),
+            "now": now,
+        }
         async with db.write() as uow:
-            result = await uow.session.execute(
-                self._renew_statement(db.dialect),
-                {
-                    "keys": wanted,
-                    "owner": owner,
-                    "expires": now + timedelta(seconds=lease_seconds),
-                    "now": now,
-                },
-            )
+            result = await uow.session.execute(self._renew_statement(db.dialect), args)
             return {row[0] for row in result.all()}
 
     async def release(self, db: Database, keys: Iterable[Any], *, owner: str, now: datetime) -> int:
@@ -260,8 +271,14 @@ class Lease:
         keys: Iterable[Any],
         lease_seconds: float,
         claimed_at: datetime | None = None,
+        on_lost: Callable[[set[Any]], None] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> None:
         self.claim = claim
+        self.on_lost = on_lost
+        """Called (from the heartbeat) with the keys lost, or with every key once the lease ran
+        out on this process's clock because renewals kept failing."""
+        self.params = dict(params or {})
         self.db = db
         self.clock = clock
         self.owner = owner
@@ -290,7 +307,12 @@ class Lease:
         now = self.clock.now()
         try:
             still = await self.claim.renew(
-                self.db, self.keys, owner=self.owner, now=now, lease_seconds=self.lease_seconds
+                self.db,
+                self.keys,
+                owner=self.owner,
+                now=now,
+                lease_seconds=self.lease_seconds,
+                **self.params,
             )
         except Exception:
             log.warning(
@@ -299,13 +321,21 @@ class Lease:
                 self.claim.table.name,
                 exc_info=True,
             )
+            if self.keys and self.clock.now() >= self.valid_until:
+                expired, self.keys = set(self.keys), set()
+                self._lost(expired)
             return
         lost = self.keys - still
-        if lost:
-            log.warning("lost the lease of %s %s", self.claim.table.name, sorted(lost))
         self.keys &= still
         self.valid_until = now + timedelta(seconds=self.lease_seconds)
         self.renewals += 1
+        if lost:
+            self._lost(lost)
+
+    def _lost(self, lost: set[Any]) -> None:
+        log.warning("lost the lease of %s %s", self.claim.table.name, sorted(lost, key=str))
+        if self.on_lost is not None:
+            self.on_lost(lost)
 
     async def _heartbeat(self) -> None:
         while True:

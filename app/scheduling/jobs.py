@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
@@ -48,6 +49,9 @@ class JobContext:
     secrets: SecretBox
     job_id: str = ""
     attempt: int = 1
+    tick: datetime | None = None
+    """In a sweep: the tick's scheduled (nominal) time. Compare due times with it, not with the
+    clock a few milliseconds later, so an item due exactly at the tick is taken by that tick."""
 
 
 Handler = Callable[[JobContext, Any], Awaitable[None]]

@@ -20,6 +20,19 @@ SWEEP_LAG = Gauge(
     "sweepline_sweep_lag_seconds", "How late the last tick started after its due time", ["sweep"]
 )
 SWEEP_FAILURES = Counter("sweepline_sweep_failures_total", "Sweeper ticks that raised", ["sweep"])
+SWEEP_LOOP_ERRORS = Counter(
+    "sweepline_sweep_loop_errors_total",
+    "Errors around ticks (claiming, renewing, recording) that the sweep loop survived",
+    ["sweep"],
+)
+SWEEP_STALE = Gauge(
+    "sweepline_sweep_stale",
+    "1 when the sweep completed no tick without an error within three intervals",
+    ["sweep"],
+)
+WORKER_LOOP_ERRORS = Counter(
+    "sweepline_worker_loop_errors_total", "Errors the database-queue worker loops survived"
+)
 SWEEP_TICKS = Counter("sweepline_sweep_ticks_total", "Sweeper ticks run by this process", ["sweep"])
 SWEEP_DUE_LAG = Gauge(
     "sweepline_due_lag_seconds", "Now minus the oldest due item, reported by each sweep", ["sweep"]

@@ -63,6 +63,10 @@ class SweeperState(Base):
 
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
     last_tick_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    """The newest tick claimed."""
+    finished_tick_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    """The newest tick that ran to its end; behind ``last_tick_at`` while one runs (or its runner
+    died)."""
     lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -70,5 +74,7 @@ class SweeperState(Base):
     last_duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_lag_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_succeeded_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    """When a tick last finished without an error (readiness reports a sweep stale without one)."""
     ticks: Mapped[int] = mapped_column(Integer, default=0)
     failures: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,11 +1,25 @@
 """Periodic sweeps: every 10 seconds, and hourly at minute 20 UTC.
 
-A tick is claimed in the database with one conditional ``UPDATE`` on the sweep's state row: it
-succeeds only when the tick is newer than the last one claimed *and* no other claim is still leased.
-So a tick runs once across all processes, and never overlaps the previous tick, even when that one
-runs long in another process. Within a process the loop is sequential; ticks missed while a slow
-tick ran are skipped, not replayed. Work a tick creates should be keyed by the tick (:func:`tick_key`)
-so a repeated tick enqueues nothing new.
+A tick is claimed in the database (:mod:`app.scheduling.ticks`), so it runs once across all
+processes and never overlaps the previous tick, even when that one runs long in another process.
+The claim is short (``SWEEP_LEASE_SECONDS``, 15 s) and renewed every third of it while the tick
+runs; a tick whose lease cannot be renewed is cancelled, so a process that lost its claim stops.
+
+**Takeover.** When a process finds a tick held by another one, it tries again as soon as that
+lease expires: after a SIGKILL the survivor (or the restarted process) runs the latest due tick
+within one lease. A tick whose runner died is run again only while it is still the latest tick —
+so a 10-second tick is never run twice (the lease outlasts the interval) while a missed hourly tick
+is run once by the survivor; work a tick creates is keyed by the tick (:func:`tick_key`), so a
+re-run enqueues nothing new. At start a process also runs the latest tick of a sweep that missed it
+while no process ran. Ticks missed while this process ran a slow tick are skipped, not replayed.
+
+**Supervision.** Every exception in a tick — claiming, running, renewing or finishing it — is
+logged with its traceback and counted, and the loop goes on. :func:`stale_sweeps` names the sweeps
+without a successful tick within three intervals (readiness, dashboard, ``sweepline_sweep_stale``).
+
+**Nominal time.** The tick function gets the tick's scheduled time, also set as ``ctx.tick`` on its
+job context: due-time comparisons use it, not the wall clock a few milliseconds later, so an item
+due exactly at a tick is taken by that tick.
 
 Lag is "now − oldest due": a tick function may return the due time of the oldest item it found (a
 rule, a step, a schedule that should have run by then); otherwise the tick's own scheduled time is the
@@ -22,16 +36,42 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import or_, select, update
-
 from app.logs import correlate
-from app.scheduling.metrics import SWEEP_DURATION, SWEEP_FAILURES, SWEEP_LAG, SWEEP_TICKS
-from app.scheduling.models import SweeperState
+from app.scheduling.claim import Lease
+from app.scheduling.metrics import (
+    SWEEP_DURATION,
+    SWEEP_FAILURES,
+    SWEEP_LAG,
+    SWEEP_LOOP_ERRORS,
+    SWEEP_STALE,
+    SWEEP_TICKS,
+)
+from app.scheduling.ticks import (
+    ON_TIME,
+    TickOutcome,
+    claim_tick,
+    finish_tick,
+    lease_holder,
+    sweeper_states,
+)
+
+__all__ = [
+    "EVERY_10_SECONDS",
+    "HOURLY_AT_20",
+    "Every",
+    "HourlyAt",
+    "Sweep",
+    "SweepRunner",
+    "stale_sweeps",
+    "sweeper_states",
+    "tick_key",
+]
 
 if TYPE_CHECKING:
     from app.clock import Clock
     from app.db.session import Database
     from app.scheduling.jobs import JobContext
+    from app.scheduling.models import SweeperState
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +85,15 @@ class Every:
     def next_tick(self, after: datetime) -> datetime:
         epoch = int(after.timestamp())
         return datetime.fromtimestamp((epoch // self.seconds + 1) * self.seconds, UTC)
+
+    def latest_tick(self, at: datetime) -> datetime:
+        """The newest tick at or before ``at``."""
+        epoch = int(at.timestamp())
+        return datetime.fromtimestamp(epoch // self.seconds * self.seconds, UTC)
+
+    @property
+    def interval_seconds(self) -> float:
+        return float(self.seconds)
 
     def describe(self) -> str:
         return f"every {self.seconds} s"
@@ -62,6 +111,18 @@ class HourlyAt:
         if candidate <= after:
             candidate += timedelta(hours=1)
         return candidate
+
+    def latest_tick(self, at: datetime) -> datetime:
+        """The newest tick at or before ``at``."""
+        at = at.astimezone(UTC)
+        candidate = at.replace(minute=self.minute, second=0, microsecond=0)
+        if candidate > at:
+            candidate -= timedelta(hours=1)
+        return candidate
+
+    @property
+    def interval_seconds(self) -> float:
+        return 3600.0
 
     def describe(self) -> str:
         return f"hourly at :{self.minute:02d} UTC"
@@ -90,73 +151,36 @@ def tick_key(kind: str, entity_id: object, tick: datetime) -> str:
     return f"{kind}:{entity_id}:{tick.astimezone(UTC).strftime('%Y%m%dT%H%M%SZ')}"
 
 
-async def claim_tick(
-    db: Database, name: str, tick: datetime, owner: str, now: datetime, lease_seconds: int
-) -> bool:
-    """Claim ``tick`` of sweep ``name`` for ``owner``; True when this caller runs it."""
-    async with db.write() as uow:
-        await uow.session.execute(
-            insert_ignoring_duplicates_state(db.dialect),
-            [{"name": name, "ticks": 0, "failures": 0}],
-        )
-        result = await uow.session.execute(
-            update(SweeperState)
-            .where(
-                SweeperState.name == name,
-                or_(SweeperState.last_tick_at.is_(None), SweeperState.last_tick_at < tick),
-                or_(SweeperState.lease_until.is_(None), SweeperState.lease_until < now),
-            )
-            .values(
-                last_tick_at=tick,
-                lease_owner=owner,
-                lease_until=now + timedelta(seconds=lease_seconds),
-                last_started_at=now,
-                last_lag_ms=int((now - tick).total_seconds() * 1000),
-            )
-        )
-        return bool(getattr(result, "rowcount", 0))
+STALE_AFTER_INTERVALS = 3
+"""A sweep without a successful tick for this many intervals is reported stale."""
+
+FINISH_ATTEMPTS = 3
+"""Recording a tick's end is tried this often (with a short pause) before it is given up."""
 
 
-def insert_ignoring_duplicates_state(dialect: str) -> Any:
-    from sqlalchemy.dialects import postgresql, sqlite
+def stale_sweeps(
+    sweeps: list[Sweep], states: list[SweeperState], now: datetime, since: datetime | None
+) -> list[str]:
+    """Names of the sweeps that completed no tick without an error within three intervals.
 
-    module = postgresql if dialect == "postgresql" else sqlite
-    return module.insert(SweeperState).on_conflict_do_nothing(index_elements=["name"])
-
-
-async def finish_tick(
-    db: Database,
-    name: str,
-    owner: str,
-    now: datetime,
-    duration_ms: int,
-    error: str | None,
-    lag_ms: int | None = None,
-) -> None:
-    """Record how the tick went and release its claim (``lag_ms`` replaces the start lag)."""
-    values: dict[str, Any] = {
-        "lease_until": None,
-        "last_finished_at": now,
-        "last_duration_ms": duration_ms,
-        "last_error": error,
-        "ticks": SweeperState.ticks + 1,
-        "failures": SweeperState.failures + (1 if error else 0),
-    }
-    if lag_ms is not None:
-        values["last_lag_ms"] = lag_ms
-    async with db.write() as uow:
-        await uow.session.execute(
-            update(SweeperState)
-            .where(SweeperState.name == name, SweeperState.lease_owner == owner)
-            .values(**values)
-        )
-
-
-async def sweeper_states(db: Database) -> list[SweeperState]:
-    async with db.read() as session:
-        return list(
-            (await session.execute(select(SweeperState).order_by(SweeperState.name))).scalars()
-        )
+    ``since`` is when this process started sweeping: a sweep is given three intervals from then
+    before it counts as stale (its previous success may predate a long stop). Without it (a
+    process that does not sweep) a sweep that never succeeded is not judged.
+    """
+    succeeded = {s.name: s.last_succeeded_at for s in states}
+    stale = []
+    for sweep in sweeps:
+        last = succeeded.get(sweep.name)
+        known = [t for t in (last, since) if t is not None]
+        if not known:
+            continue
+        reference = max(known)
+        limit = timedelta(seconds=STALE_AFTER_INTERVALS * sweep.schedule.interval_seconds)
+        is_stale = now - reference > limit
+        SWEEP_STALE.labels(sweep.name).set(1 if is_stale else 0)
+        if is_stale:
+            stale.append(sweep.name)
+    return stale
 
 
 class SweepRunner:
@@ -170,7 +194,7 @@ class SweepRunner:
         make_context: Callable[[], JobContext],
         *,
         owner: str,
-        lease_seconds: int,
+        lease_seconds: float,
         stopped: Callable[[], bool] = lambda: False,
     ) -> None:
         self.db = db
@@ -180,10 +204,16 @@ class SweepRunner:
         self.owner = owner
         self.lease_seconds = lease_seconds
         self.platform_stopped = stopped
+        self.started_at = clock.now()
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self.running: set[str] = set()
+        """Sweeps whose tick is running in this process now."""
+        self._finished: dict[str, datetime] = {}
+        """The newest tick of each sweep this process ran to its end (even if recording failed)."""
 
     async def run(self) -> None:
+        self.started_at = self.clock.now()
         self._tasks = [
             asyncio.create_task(self._loop(s), name=f"sweep:{s.name}") for s in self.sweeps
         ]
@@ -209,12 +239,67 @@ class SweepRunner:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
+    async def stale(self) -> list[str]:
+        """The sweeps of this runner without a successful tick within three intervals."""
+        return stale_sweeps(
+            self.sweeps, await sweeper_states(self.db), self.clock.now(), self.started_at
+        )
+
     async def _loop(self, sweep: Sweep) -> None:
+        # At start, a tick missed while no process ran (or whose runner died) is run once.
+        retry = True
         while not self._stop.is_set():
-            tick = sweep.schedule.next_tick(self.clock.now())
-            if not await self._sleep_until(tick):
-                return
-            await self.run_tick(sweep, tick)
+            try:
+                if retry:
+                    latest = sweep.schedule.latest_tick(self.clock.now())
+                    retry = await self._attempt(sweep, latest, catch_up=True)
+                tick = sweep.schedule.next_tick(self.clock.now())
+                wake = tick
+                if retry:
+                    wake = min(tick, await self._retry_at(sweep, tick))
+                if not await self._sleep_until(wake):
+                    return
+                if wake == tick:
+                    retry = await self._attempt(sweep, tick)
+            except Exception:
+                # Nothing may end this loop but a stop: log, count, go on at the next tick.
+                log.exception("sweep %s: the tick loop failed; going on", sweep.name)
+                SWEEP_LOOP_ERRORS.labels(sweep.name).inc()
+                retry = False
+                if not await self._sleep_until(self.clock.now() + timedelta(seconds=1)):
+                    return
+
+    async def _attempt(self, sweep: Sweep, tick: datetime, *, catch_up: bool = False) -> bool:
+        """Try to run ``tick``; True when another process holds the sweep (try again when its
+        lease expires)."""
+        if self._finished.get(sweep.name, _NEVER) >= tick:
+            return False
+        now = self.clock.now()
+        try:
+            claimed = await claim_tick(
+                self.db, sweep.name, tick, self.owner, now, self.lease_seconds, catch_up=catch_up
+            )
+        except Exception:
+            # A locked database: the next tick (or the retry) tries again.
+            log.exception("could not claim tick %s of %s", tick.isoformat(), sweep.name)
+            SWEEP_LOOP_ERRORS.labels(sweep.name).inc()
+            return False
+        if not claimed:
+            holder, until = await lease_holder(self.db, sweep.name)
+            return holder not in (None, self.owner) and until is not None and until > now
+        await self._run_claimed_tick(sweep, tick, now)
+        return False
+
+    async def _retry_at(self, sweep: Sweep, fallback: datetime) -> datetime:
+        """Just after the other holder's lease expires (``fallback`` when it is free)."""
+        try:
+            _, until = await lease_holder(self.db, sweep.name)
+        except Exception:
+            log.exception("could not read the claim of %s", sweep.name)
+            return fallback
+        if until is None:
+            return fallback
+        return max(self.clock.now(), until) + timedelta(milliseconds=50)
 
     async def _sleep_until(self, when: datetime) -> bool:
         """Sleep on the clock until ``when``; False when stopped first."""
@@ -236,56 +321,116 @@ class SweepRunner:
             )
         except Exception:
             log.exception("could not claim tick %s of %s", tick.isoformat(), sweep.name)
+            SWEEP_LOOP_ERRORS.labels(sweep.name).inc()
             return False
         if not claimed:
             return False
+        await self._run_claimed_tick(sweep, tick, now)
+        return True
+
+    async def _run_claimed_tick(self, sweep: Sweep, tick: datetime, now: datetime) -> None:
         if sweep.honours_stop and self.platform_stopped():
             log.info("sweep %s skipped: platform stop is on", sweep.name)
             SWEEP_LAG.labels(sweep.name).set(max(0.0, (now - tick).total_seconds()))
-            await finish_tick(self.db, sweep.name, self.owner, self.clock.now(), 0, None)
-            return True
+            await self._finish(sweep, tick, TickOutcome(0, None))
+            return
         with correlate(f"{sweep.name}@{tick.astimezone(UTC).isoformat()}"):
             await self._run_claimed(sweep, tick, now)
-        return True
 
     async def _run_claimed(self, sweep: Sweep, tick: datetime, started_at: datetime) -> None:
         started = self.clock.monotonic()
         error: str | None = None
         oldest_due: datetime | None = None
+        ctx = self.make_context()
+        ctx.tick = tick
+        work = asyncio.ensure_future(sweep.run(ctx, tick))
+        lost: list[bool] = []
+
+        def on_lost(_: set[Any]) -> None:
+            lost.append(True)
+            work.cancel()
+
+        heartbeat = Lease(
+            ON_TIME,
+            self.db,
+            self.clock,
+            owner=self.owner,
+            keys=[sweep.name],
+            lease_seconds=self.lease_seconds,
+            claimed_at=started_at,
+            on_lost=on_lost,
+            params={"tick": tick},
+        )
+        self.running.add(sweep.name)
         try:
-            oldest_due = await sweep.run(self.make_context(), tick)
+            async with heartbeat:
+                oldest_due = await work
         except asyncio.CancelledError:
-            error = "cancelled during shutdown"
-            raise
+            if not lost:
+                error = "cancelled during shutdown"
+                work.cancel()
+                await self._record(sweep, tick, started, started_at, error, oldest_due)
+                raise
+            error = "lease lost: another process may run this sweep now"
+            log.error("sweep %s lost its claim of tick %s; stopped", sweep.name, tick.isoformat())
+            SWEEP_FAILURES.labels(sweep.name).inc()
         except Exception as exc:
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             SWEEP_FAILURES.labels(sweep.name).inc()
             log.exception("sweep %s failed at tick %s", sweep.name, tick.isoformat())
         finally:
-            elapsed = self.clock.monotonic() - started
-            lag = (started_at - min(tick, oldest_due or tick)).total_seconds()
-            SWEEP_DURATION.labels(sweep.name).observe(elapsed)
-            SWEEP_LAG.labels(sweep.name).set(max(0.0, lag))
-            SWEEP_TICKS.labels(sweep.name).inc()
-            # Shielded: a tick cancelled at shutdown still releases its claim.
-            await asyncio.shield(
-                finish_tick(
-                    self.db,
-                    sweep.name,
-                    self.owner,
-                    self.clock.now(),
-                    int(elapsed * 1000),
-                    error,
-                    int(max(0.0, lag) * 1000) if oldest_due is not None else None,
-                )
-            )
-            log.info(
-                "sweep tick",
-                extra={
-                    "sweep": sweep.name,
-                    "tick": tick.isoformat(),
-                    "duration_ms": int(elapsed * 1000),
-                    "lag_ms": int(max(0.0, lag) * 1000),
-                    "error": error,
-                },
-            )
+            self.running.discard(sweep.name)
+        if not lost:
+            await self._record(sweep, tick, started, started_at, error, oldest_due)
+
+    async def _record(
+        self,
+        sweep: Sweep,
+        tick: datetime,
+        started: float,
+        started_at: datetime,
+        error: str | None,
+        oldest_due: datetime | None,
+    ) -> None:
+        elapsed = self.clock.monotonic() - started
+        lag = max(0.0, (started_at - min(tick, oldest_due or tick)).total_seconds())
+        SWEEP_DURATION.labels(sweep.name).observe(elapsed)
+        SWEEP_LAG.labels(sweep.name).set(lag)
+        SWEEP_TICKS.labels(sweep.name).inc()
+        outcome = TickOutcome(
+            int(elapsed * 1000), error, int(lag * 1000) if oldest_due is not None else None
+        )
+        # Shielded: a tick cancelled at shutdown still releases its claim.
+        await asyncio.shield(self._finish(sweep, tick, outcome))
+        log.info(
+            "sweep tick",
+            extra={
+                "sweep": sweep.name,
+                "tick": tick.isoformat(),
+                "duration_ms": outcome.duration_ms,
+                "lag_ms": int(lag * 1000),
+                "error": error,
+            },
+        )
+
+    async def _finish(self, sweep: Sweep, tick: datetime, outcome: TickOutcome) -> None:
+        """Record the tick's end; failures are logged and counted, never raised (the tick ran:
+        this process will not run it again, and its claim expires on its own)."""
+        self._finished[sweep.name] = max(tick, self._finished.get(sweep.name, _NEVER))
+        for attempt in range(1, FINISH_ATTEMPTS + 1):
+            try:
+                await finish_tick(self.db, sweep.name, tick, self.owner, self.clock.now(), outcome)
+                return
+            except Exception:
+                if attempt == FINISH_ATTEMPTS:
+                    log.exception(
+                        "sweep %s: could not record the end of tick %s",
+                        sweep.name,
+                        tick.isoformat(),
+                    )
+                    SWEEP_LOOP_ERRORS.labels(sweep.name).inc()
+                    return
+                await asyncio.sleep(0.2 * attempt)
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)

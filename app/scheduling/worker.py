@@ -30,13 +30,18 @@ from app.scheduling.jobs import (
     log_job_failed,
     run_handler,
 )
-from app.scheduling.metrics import JOB_DURATION, JOBS_FINISHED, JOBS_LEASED
+from app.scheduling.metrics import JOB_DURATION, JOBS_FINISHED, JOBS_LEASED, WORKER_LOOP_ERRORS
 from app.scheduling.queue import DatabaseQueue, Finished, LeasedJob
 
 log = logging.getLogger(__name__)
 
 RECOVERY_INTERVAL_SECONDS = 5.0
 """How often each worker requeues jobs whose lease expired (at most; see ``_recovery_interval``)."""
+
+
+STALL_SECONDS = 60.0
+"""A worker loop that has not come round for this long (or three poll intervals) is stalled: one
+turn waits at most a poll interval plus one lease statement (which may wait on a busy lock)."""
 
 
 def worker_identity() -> str:
@@ -94,6 +99,12 @@ class DatabaseWorker:
         self._timed_out: set[asyncio.Task[None]] = set()
         self._done: list[Finished] = []
         self._metrics: dict[str, _JobMetrics] = {}
+        self.last_turn = queue.clock.monotonic()
+        """When the loop last came round (readiness reports a loop stuck longer)."""
+
+    def stalled(self, now: float) -> bool:
+        """True when the loop has not come round for far longer than it ever waits."""
+        return now - self.last_turn > max(3 * self.poll_interval, STALL_SECONDS)
 
     def stop(self) -> None:
         """Stop leasing; :meth:`run` returns once in-flight jobs finished or were released."""
@@ -113,25 +124,31 @@ class DatabaseWorker:
         idle = False
         try:
             while not self._stopping.is_set():
-                # Cleared before looking for work, so a wake-up that arrives meanwhile is kept.
-                self._wake.clear()
-                now = clock.monotonic()
-                if now >= next_heartbeat:
-                    next_heartbeat = now + self.lease_seconds / 3
-                    await self._heartbeat()
-                if now >= next_recovery:
-                    next_recovery = now + self._recovery_interval()
-                    await self._recover()
-                want = min(self.concurrency - len(self._inflight), self.batch_size)
-                if want > 0:
-                    leased = await self._lease(want)
-                    if len(leased) == want:
-                        await asyncio.sleep(0)  # let the new jobs start, then lease again
-                        continue
-                elif self._done and idle:
-                    # Completions normally ride along with the next lease; when every slot stays
-                    # busy for a whole poll interval, write them on their own.
-                    await self._flush_done()
+                self.last_turn = clock.monotonic()
+                try:
+                    # Cleared before looking for work, so a wake-up that arrives meanwhile is kept.
+                    self._wake.clear()
+                    now = clock.monotonic()
+                    if now >= next_heartbeat:
+                        next_heartbeat = now + self.lease_seconds / 3
+                        await self._heartbeat()
+                    if now >= next_recovery:
+                        next_recovery = now + self._recovery_interval()
+                        await self._recover()
+                    want = min(self.concurrency - len(self._inflight), self.batch_size)
+                    if want > 0:
+                        leased = await self._lease(want)
+                        if len(leased) == want:
+                            await asyncio.sleep(0)  # let the new jobs start, then lease again
+                            continue
+                    elif self._done and idle:
+                        # Completions normally ride along with the next lease; when every slot
+                        # stays busy for a whole poll interval, write them on their own.
+                        await self._flush_done()
+                except Exception:
+                    # Nothing but a stop may end this loop: log, count, and go on after a pause.
+                    log.exception("worker %s: loop error; going on", self.worker_id)
+                    WORKER_LOOP_ERRORS.inc()
                 idle = False
                 try:
                     async with asyncio.timeout(self.poll_interval):

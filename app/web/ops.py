@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app.runtime import Runtime
 from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
-from app.scheduling.sweeper import sweeper_states
+from app.scheduling.sweeper import stale_sweeps, sweeper_states
 from app.web.auth import get_runtime
 
 log = logging.getLogger(__name__)
@@ -56,12 +56,16 @@ class SweepStatus:
     ticks: int
     failures: int
     running: bool
+    stale: bool = False
+    """No successful tick within three intervals."""
 
 
 async def sweeper_overview(runtime: Runtime) -> list[SweepStatus]:
     """Every registered sweep with its last tick (a sweep that never ran is listed too)."""
     now = runtime.clock.now()
-    states = {s.name: s for s in await sweeper_states(runtime.db)}
+    rows = await sweeper_states(runtime.db)
+    stale = set(stale_sweeps(runtime.sweeps, rows, now, runtime.sweeping_since))
+    states = {s.name: s for s in rows}
     schedules = {s.name: s.schedule.describe() for s in runtime.sweeps}
     out = []
     for name in sorted(set(states) | set(schedules)):
@@ -77,6 +81,7 @@ async def sweeper_overview(runtime: Runtime) -> list[SweepStatus]:
                 ticks=state.ticks if state else 0,
                 failures=state.failures if state else 0,
                 running=bool(state and state.lease_until and state.lease_until > now),
+                stale=name in stale,
             )
         )
     return out
@@ -90,16 +95,26 @@ def health() -> dict[str, str]:
 
 @get("/ready", media_type=MediaType.JSON)
 async def ready(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
-    """Readiness: the database and the queue answer (503 when either does not). Reports the
+    """Readiness: the database and the queue answer, and every sweep this process runs
+    completed a tick within three intervals (503 naming the stale sweeps otherwise). Reports the
     platform-wide stop too."""
     runtime = get_runtime(request)
     database = await runtime.db.ping()
     queue = await runtime.queue.ping()
-    ok = database and queue
+    stale: list[str] = []
+    if database:
+        try:
+            stale = await runtime.stale_sweeps()
+        except Exception:
+            log.warning("sweeper state unavailable for /ready", exc_info=True)
+            database = False
+    stale.extend(runtime.stalled_workers())
+    ok = database and queue and not stale
     body = {
         "status": "ready" if ok else "unavailable",
         "database": database,
         "queue": queue,
+        "stale": stale,
         "queue_backend": runtime.queue.backend,
         "platform_stop": runtime.platform_stopped(),
     }
@@ -108,7 +123,8 @@ async def ready(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
 
 @get("/metrics", media_type=CONTENT_TYPE_LATEST)
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Prometheus text format. Queue depth is read at scrape time so it is never stale."""
+    """Prometheus text format. Queue depth and sweep staleness are read at scrape time so they
+    are never out of date."""
     runtime = get_runtime(request)
     try:
         stats = await runtime.queue.stats()
@@ -119,6 +135,10 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         JOBS_QUEUED.set(stats.queued)
         JOBS_RUNNING.set(stats.running)
         JOBS_DEAD.set(stats.dead)
+    try:
+        await runtime.stale_sweeps()  # sets sweepline_sweep_stale at scrape time
+    except Exception:
+        log.warning("sweeper state unavailable for /metrics", exc_info=True)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -50,11 +50,12 @@ def runner(runtime: Runtime, sweeps: list[Sweep], owner: str = "proc-a") -> Swee
     )
 
 
-async def settle(clock: ManualClock, loops: int = 1) -> None:
-    """Wait until every sweep loop is asleep on the clock again (its tick, if any, finished)."""
+async def settle(clock: ManualClock, loops: int = 1, *runners: SweepRunner) -> None:
+    """Wait until every sweep loop is asleep on the clock again (its tick, if any, finished;
+    a running tick's lease heartbeat sleeps on the clock too)."""
 
     async def asleep() -> bool:
-        return clock.sleepers == loops
+        return clock.sleepers == loops and not any(r.running for r in runners)
 
     await eventually(asleep)
 
@@ -116,10 +117,10 @@ async def test_hourly_sweep_runs_at_20_past_across_a_day_and_a_month_boundary(
     sweeper = runner(runtime, sweeps)
     task = asyncio.create_task(sweeper.run())
     try:
-        await settle(clock)
+        await settle(clock, 1, sweeper)
         while clock.now() < at("2026-04-01 02:00:00"):
             clock.advance(minutes=10)
-            await settle(clock)
+            await settle(clock, 1, sweeper)
     finally:
         sweeper.stop()
         await asyncio.gather(task, return_exceptions=True)
@@ -158,7 +159,7 @@ async def test_a_slow_tick_does_not_overlap_the_next(
     elsewhere = runner(runtime, [sweep], owner="proc-b")  # another process on the same database
     task = asyncio.create_task(here.run())
     try:
-        await settle(manual)
+        await settle(manual, 1, here)
         manual.advance(10)  # 09:00:10: the first tick starts and blocks
         await eventually(lambda: _true(len(started) == 1))
         manual.advance(30)  # the 09:00:20, :30 and :40 ticks come due meanwhile
@@ -168,9 +169,9 @@ async def test_a_slow_tick_does_not_overlap_the_next(
             "another process cannot start a tick while this one runs"
         )
         release.set()
-        await settle(manual)
+        await settle(manual, 1, here)
         manual.advance(10)
-        await settle(manual)
+        await settle(manual, 1, here)
     finally:
         here.stop()
         await asyncio.gather(task, return_exceptions=True)
@@ -274,7 +275,7 @@ async def test_shutdown_lets_a_running_tick_finish_within_the_grace_period(
     sweeps = [Sweep("test.graceful", EVERY_10_SECONDS, tick)]
     sweeper = runner(runtime, sweeps)
     task = asyncio.create_task(sweeper.run())
-    await settle(manual)
+    await settle(manual, 1, sweeper)
     manual.advance(10)
     await asyncio.sleep(0.05)
     stopping = asyncio.create_task(sweeper.shutdown(grace=5))
@@ -298,7 +299,7 @@ async def test_shutdown_cancels_a_tick_outlasting_the_grace_and_releases_its_cla
     sweeps = [Sweep("test.hangs", EVERY_10_SECONDS, hangs)]
     sweeper = runner(runtime, sweeps)
     task = asyncio.create_task(sweeper.run())
-    await settle(manual)
+    await settle(manual, 1, sweeper)
     manual.advance(10)
     await asyncio.sleep(0.05)
     await asyncio.wait_for(sweeper.shutdown(grace=0.2), 5)
