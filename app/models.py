@@ -8,6 +8,7 @@ import pkgutil
 import app.engines
 from app.db.base import Base
 from app.platform import models as _platform_models  # noqa: F401
+from app.scheduling import bulk_models as _bulk_models  # noqa: F401
 from app.scheduling import models as _scheduling_models  # noqa: F401
 
 # Engines register their tables by having a ``models`` module; import each one found.

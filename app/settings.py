@@ -73,6 +73,15 @@ class QueueSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class BulkSettings:
+    chunk_items: int = env("BULK_CHUNK_ITEMS", 200)
+    """Items (CSV rows, contacts) a bulk job applies per transaction. Smaller chunks hold the
+    SQLite write lock for less time; larger ones finish a big import sooner."""
+    max_import_rows: int = env("BULK_MAX_IMPORT_ROWS", 100_000)
+    """Rows one CSV import may hold; a larger file is refused (422) before anything is written."""
+
+
+@dataclass(frozen=True, slots=True)
 class WebSettings:
     host: str = env("HOST", "127.0.0.1")
     """Interface the HTTP server listens on."""
@@ -263,6 +272,7 @@ class DemoSettings:
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)
+    bulk: BulkSettings = field(default_factory=BulkSettings)
     web: WebSettings = field(default_factory=WebSettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)
     sweepers: SweeperSettings = field(default_factory=SweeperSettings)

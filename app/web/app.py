@@ -36,12 +36,14 @@ from app.web.api import funnels as funnels_api
 from app.web.api import funnels_campaigns as funnels_campaigns_api
 from app.web.api import funnels_events as funnels_events_api
 from app.web.api import funnels_providers as funnels_providers_api
+from app.web.api import jobs as jobs_api
 from app.web.api import platform as platform_api
 from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
 from app.web.dashboard import adrules as adrules_ui
 from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
+from app.web.dashboard import funnels_import as funnels_import_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
@@ -54,7 +56,7 @@ from app.wiring import assemble
 log = logging.getLogger(__name__)
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
-ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui, funnels_campaigns_ui]
+ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui, funnels_campaigns_ui, funnels_import_ui]
 ENGINE_APIS = [
     adrules_api,
     funnels_api,
@@ -160,6 +162,7 @@ def create_app(
         route_handlers=[
             *ops.ROUTES,
             *platform_api.ROUTERS,
+            *jobs_api.ROUTERS,
             *(r for api in ENGINE_APIS for r in api.ROUTERS),
             dashboard,
             public,

@@ -16,7 +16,9 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, SerializationException, ValidationException
 from litestar.response import Template
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from sqlalchemy.exc import DBAPIError
 
+from app.db.locks import is_lock_timeout
 from app.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,10 @@ CODES = {
     422: "validation_failed",
     429: "rate_limited",
 }
+
+BUSY_CODE = "database_busy"
+BUSY_RETRY_AFTER_SECONDS = 2
+"""What a client hears when the database was too busy: retry after this long."""
 
 _MESSAGES = {
     401: "Authentication is required.",
@@ -172,9 +178,26 @@ def unexpected_handler(request: Request[Any, Any, Any], exc: Exception) -> Respo
     )
 
 
+def database_handler(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[Any]:
+    """A lock timeout ("database is locked" on SQLite, a lock timeout or deadlock on PostgreSQL)
+    is the database being busy, not the request being wrong: 503 with ``Retry-After``, and the
+    request's unit of work was rolled back, so repeating it is safe. Anything else is a 500."""
+    if not is_lock_timeout(exc):
+        return unexpected_handler(request, exc)
+    log.warning("database busy on %s %s: %s", request.method, request.url.path, exc.orig)
+    return error_response(
+        request,
+        503,
+        BUSY_CODE,
+        "The database is busy with other work; nothing was changed. Try again in a moment.",
+        headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
+    )
+
+
 EXCEPTION_HANDLERS: dict[Any, Any] = {
     ValidationException: validation_handler,
     DomainError: domain_handler,
+    DBAPIError: database_handler,
     HTTPException: http_handler,
     Exception: unexpected_handler,
 }

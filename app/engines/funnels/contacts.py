@@ -7,10 +7,8 @@ the same transaction; the trigger matcher picks them up after commit.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -118,19 +116,29 @@ async def ensure_names(
 ) -> dict[str, int]:
     """Ids of the named tags or lists, creating the missing ones (safe under concurrency)."""
     wanted = sorted({n.strip() for n in names if n.strip()})
-    if not wanted:
-        return {}
-    await session.execute(
-        _insert(dialect_of(session), model)
-        .values([{"workspace_id": workspace_id, "name": n} for n in wanted])
-        .on_conflict_do_nothing()
-    )
-    rows = await session.execute(
-        select(model.name, model.id).where(
-            model.workspace_id == workspace_id, model.name.in_(wanted)
+    found: dict[str, int] = {}
+    for piece in _pieces(wanted):
+        await session.execute(
+            _insert(dialect_of(session), model)
+            .values([{"workspace_id": workspace_id, "name": n} for n in piece])
+            .on_conflict_do_nothing()
         )
-    )
-    return {name: id_ for name, id_ in rows.all()}
+        rows = await session.execute(
+            select(model.name, model.id).where(
+                model.workspace_id == workspace_id, model.name.in_(piece)
+            )
+        )
+        found.update({name: id_ for name, id_ in rows.all()})
+    return found
+
+
+STATEMENT_ROWS = 500
+"""Rows per multi-row statement: well under SQLite's limit of bound variables per statement."""
+
+
+def _pieces(items: Sequence[Any], size: int = STATEMENT_ROWS) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 async def names_of(
@@ -167,12 +175,21 @@ def check_field_value(key: str, kind: str, value: Any) -> Any:
     return value
 
 
-def _check(data: ContactData, types: Mapping[str, str]) -> dict[str, Any]:
+def check_contact(data: ContactData, types: Mapping[str, str]) -> dict[str, Any]:
+    """The custom field values as stored, or ValidationFailed naming the field."""
     fields: dict[str, Any] = {}
     for key, value in (data.fields or {}).items():
         if key not in types:
             raise ValidationFailed.field(f"fields.{key}", "no such custom field in this workspace")
         fields[key] = check_field_value(key, types[key], value)
+    for name, value, width in (
+        ("email", data.email, 320),
+        ("phone", data.phone, 40),
+        ("first_name", data.first_name, 200),
+        ("last_name", data.last_name, 200),
+    ):
+        if value is not None and len(value) > width:
+            raise ValidationFailed.field(name, f"at most {width} characters", code="too_long")
     if data.timezone is not None and not is_valid_timezone(data.timezone):
         raise ValidationFailed.field("timezone", f"unknown time zone '{data.timezone}'")
     if data.email is not None and data.email and "@" not in data.email:
@@ -223,53 +240,195 @@ async def record_event(
     return event_id
 
 
+MAX_TAGS_PER_CONTACT = 500
+"""Tags one contact may hold: beyond this, a request or an import row is refused (422)."""
+MAX_LISTS_PER_CONTACT = 500
+"""Lists one contact may be on."""
+MAX_NAME_CHARS = 100
+"""Longest tag or list name (the column's width)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """Tags or lists: the same many-to-many shape, told apart by these names."""
+
+    model: type[Tag] | type[ContactList]
+    link: type[ContactTag] | type[ListMember]
+    link_column: str
+    time_column: str
+    event: str
+    noun: str
+    field: str
+    limit: int
+
+
+TAGS = Membership(
+    Tag, ContactTag, "tag_id", "created_at", "tag_added", "tag", "tags", MAX_TAGS_PER_CONTACT
+)
+LISTS = Membership(
+    ContactList,
+    ListMember,
+    "list_id",
+    "joined_at",
+    "list_join",
+    "list",
+    "lists",
+    MAX_LISTS_PER_CONTACT,
+)
+
+
+def clean_names(names: Iterable[str]) -> list[str]:
+    """Distinct, trimmed, non-empty names in their first order."""
+    return list(dict.fromkeys(n.strip() for n in names if n.strip()))
+
+
+def names_problem(kind: Membership, names: Sequence[str]) -> str | None:
+    """Why a contact may not be given these names (too many, too long), or ``None``."""
+    if len(names) > kind.limit:
+        return f"a contact holds at most {kind.limit} {kind.field} ({len(names)} given)"
+    for name in names:
+        if len(name) > MAX_NAME_CHARS:
+            return f"{kind.noun} names are at most {MAX_NAME_CHARS} characters"
+    return None
+
+
+async def over_limit(
+    session: ReadSession, kind: Membership, wanted: Mapping[int, Sequence[str]]
+) -> dict[int, int]:
+    """Contacts that would hold more than ``kind.limit`` tags (or lists) after adding ``wanted``
+    to what they have: contact id -> the count they would reach."""
+    ids = sorted(c for c, names in wanted.items() if names)
+    if not ids:
+        return {}
+    link_column = getattr(kind.link, kind.link_column)
+    current: dict[int, int] = {}
+    already: dict[int, set[str]] = {}
+    names = sorted({n for c in ids for n in wanted[c]})
+    for piece in _pieces(ids):
+        for cid, count in (
+            await session.execute(
+                select(kind.link.contact_id, func.count())
+                .where(kind.link.contact_id.in_(piece))
+                .group_by(kind.link.contact_id)
+            )
+        ).all():
+            current[cid] = int(count)
+        for name_piece in _pieces(names):
+            for cid, name in (
+                await session.execute(
+                    select(kind.link.contact_id, kind.model.name)
+                    .join(kind.model, kind.model.id == link_column)
+                    .where(kind.link.contact_id.in_(piece), kind.model.name.in_(name_piece))
+                )
+            ).all():
+                already.setdefault(cid, set()).add(name)
+    reached = {c: current.get(c, 0) + len(set(wanted[c]) - already.get(c, set())) for c in ids}
+    return {c: n for c, n in reached.items() if n > kind.limit}
+
+
+async def add_memberships(
+    session: WriteSession,
+    workspace_id: int,
+    kind: Membership,
+    wanted: Mapping[int, Sequence[str]],
+    now: datetime,
+) -> int:
+    """Give each contact the named tags (or lists), creating missing names, and record
+    ``tag_added`` / ``list_join`` for each one new to its contact. A few statements however many
+    contacts and names. Returns how many memberships were new."""
+    ids = await ensure_names(
+        session, kind.model, workspace_id, [n for names in wanted.values() for n in names]
+    )
+    pairs = list(
+        dict.fromkeys(
+            (cid, ids[name.strip()])
+            for cid, names in wanted.items()
+            for name in names
+            if name.strip() in ids
+        )
+    )
+    if not pairs:
+        return 0
+    link_column = getattr(kind.link, kind.link_column)
+    dialect = dialect_of(session)
+    added: list[tuple[int, int]] = []
+    for piece in _pieces(pairs):
+        rows = await session.execute(
+            _insert(dialect, kind.link)
+            .values(
+                [
+                    {"contact_id": cid, kind.link_column: ref, kind.time_column: now}
+                    for cid, ref in piece
+                ]
+            )
+            .on_conflict_do_nothing()
+            .returning(kind.link.contact_id, link_column)
+        )
+        added.extend((int(c), int(r)) for c, r in rows.all())
+    name_of = {ref: name for name, ref in ids.items()}
+    # Events in the order the names were given, as if added one by one.
+    order = {pair: i for i, pair in enumerate(pairs)}
+    added.sort(key=lambda pair: order.get(pair, 0))
+    for piece in _pieces(added):
+        await session.execute(
+            _insert(dialect, ContactEvent),
+            [
+                {
+                    "workspace_id": workspace_id,
+                    "contact_id": cid,
+                    "name": kind.event,
+                    "source": "system",
+                    "external_id": None,
+                    "properties": {kind.noun: name_of[ref]},
+                    "occurred_at": now,
+                    "created_at": now,
+                }
+                for cid, ref in piece
+            ],
+        )
+    return len(added)
+
+
 async def _apply_memberships(
     session: WriteSession, contact: Contact, data: ContactData, now: datetime, *, replace: bool
 ) -> None:
     ws = contact.workspace_id
-    if data.tags is not None:
-        ids = await ensure_names(session, Tag, ws, data.tags)
-        current = set(
-            await session.scalars(
-                select(ContactTag.tag_id).where(ContactTag.contact_id == contact.id)
-            )
-        )
-        for name, tag_id in ids.items():
-            if tag_id not in current:
-                await add_tag(session, contact, name, now, tag_id=tag_id)
+    for kind, given in ((TAGS, data.tags), (LISTS, data.lists)):
+        if given is None:
+            continue
+        names = clean_names(given)
+        problem = names_problem(kind, names)
+        if problem is not None:
+            raise ValidationFailed.field(kind.field, problem, code="too_many")
         if replace:
-            gone = current - set(ids.values())
-            if gone:
-                await session.execute(
-                    delete(ContactTag)
-                    .execution_options(synchronize_session=False)
-                    .where(ContactTag.contact_id == contact.id, ContactTag.tag_id.in_(gone))
-                )
-    if data.lists is not None:
-        ids = await ensure_names(session, ContactList, ws, data.lists)
-        current = set(
-            await session.scalars(
-                select(ListMember.list_id).where(ListMember.contact_id == contact.id)
+            keep = select(kind.model.id).where(
+                kind.model.workspace_id == ws, kind.model.name.in_(names)
             )
-        )
-        for name, list_id in ids.items():
-            if list_id not in current:
-                await add_to_list(session, contact, name, now, list_id=list_id)
-        if replace:
-            gone = current - set(ids.values())
-            if gone:
-                await session.execute(
-                    delete(ListMember)
-                    .execution_options(synchronize_session=False)
-                    .where(ListMember.contact_id == contact.id, ListMember.list_id.in_(gone))
+            await session.execute(
+                delete(kind.link)
+                .execution_options(synchronize_session=False)
+                .where(
+                    kind.link.contact_id == contact.id,
+                    getattr(kind.link, kind.link_column).not_in(keep),
                 )
+            )
+        elif (reached := await over_limit(session, kind, {contact.id: names})) and (
+            contact.id in reached
+        ):
+            raise ValidationFailed.field(
+                kind.field,
+                f"a contact holds at most {kind.limit} {kind.field} "
+                f"(this would make {reached[contact.id]})",
+                code="too_many",
+            )
+        await add_memberships(session, ws, kind, {contact.id: names}, now)
 
 
 async def create_contact(
     session: WriteSession, workspace_id: int, data: ContactData, now: datetime
 ) -> Contact:
     types = await field_types(session, workspace_id)
-    fields = _check(data, types)
+    fields = check_contact(data, types)
     contact = Contact(
         workspace_id=workspace_id,
         email=(data.email or None) and data.email.strip().lower(),
@@ -329,7 +488,7 @@ async def update_contact(
 ) -> Contact:
     contact = await get_contact(session, workspace_id, contact_id)
     types = await field_types(session, workspace_id)
-    fields = _check(data, types)
+    fields = check_contact(data, types)
     if data.email is not None:
         contact.email = data.email.strip().lower() or None
     if data.phone is not None:
@@ -626,127 +785,3 @@ def facts_of(
 
 def facts_window(now: datetime, days: int | None) -> datetime | None:
     return None if days is None else now - timedelta(days=days)
-
-
-# -- CSV import --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    created: int
-    updated: int
-    errors: list[dict[str, Any]]
-    """One entry per refused row: ``{"row": n, "field": …, "message": …}`` (row 1 = header)."""
-    contact_ids: list[int] = field(default_factory=list)
-    """The contacts created or updated."""
-
-
-def _csv_value(kind: str, raw: str) -> Any:
-    raw = raw.strip()
-    if raw == "":
-        return None
-    if kind == "number":
-        try:
-            return int(raw)
-        except ValueError:
-            try:
-                return float(raw)
-            except ValueError:
-                return raw  # refused by the type check, with the field named
-    if kind == "boolean":
-        low = raw.lower()
-        if low in {"true", "yes", "1"}:
-            return True
-        if low in {"false", "no", "0"}:
-            return False
-        return raw
-    return raw
-
-
-STANDARD_COLUMNS = ("email", "phone", "first_name", "last_name", "timezone")
-
-
-async def import_csv(
-    session: WriteSession, workspace_id: int, text: str, now: datetime
-) -> ImportReport:
-    """Create or update (by e-mail) one contact per row. Each row is its own savepoint: a bad
-    row is reported and skipped, the good rows are kept. Columns: the standard attributes,
-    custom field keys, ``tags`` and ``lists`` (separated by ``;``)."""
-    types = await field_types(session, workspace_id)
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
-    unknown = [
-        h
-        for h in header
-        if h not in STANDARD_COLUMNS and h not in types and h not in ("tags", "lists")
-    ]
-    if "email" not in header:
-        raise ValidationFailed.field("file", "the CSV needs an 'email' column")
-    if unknown:
-        raise ValidationFailed.field("file", f"unknown columns: {', '.join(unknown)}")
-    created = updated = 0
-    errors: list[dict[str, Any]] = []
-    touched: list[int] = []
-    for number, row in enumerate(reader, start=2):
-        fields = {k: _csv_value(types[k], v or "") for k, v in row.items() if k in types}
-        data = ContactData(
-            email=(row.get("email") or "").strip() or None,
-            phone=row.get("phone") or None,
-            first_name=row.get("first_name"),
-            last_name=row.get("last_name"),
-            timezone=(row.get("timezone") or "").strip() or None,
-            fields={k: v for k, v in fields.items() if v is not None},
-            tags=[t for t in (row.get("tags") or "").split(";") if t.strip()]
-            if "tags" in header
-            else None,
-            lists=[t for t in (row.get("lists") or "").split(";") if t.strip()]
-            if "lists" in header
-            else None,
-        )
-        if not data.email:
-            errors.append({"row": number, "field": "email", "message": "e-mail is required"})
-            continue
-        try:
-            async with session.begin_nested():
-                existing = await find_by_email(session, workspace_id, data.email)
-                if existing is None:
-                    touched.append((await create_contact(session, workspace_id, data, now)).id)
-                    created += 1
-                else:
-                    await _update_for_import(session, existing, data, now)
-                    touched.append(existing.id)
-                    updated += 1
-        except ValidationFailed as exc:
-            detail = exc.details[0] if exc.details else {"field": "", "message": exc.message}
-            errors.append(
-                {
-                    "row": number,
-                    "field": detail.get("field", ""),
-                    "message": detail.get("message", exc.message),
-                }
-            )
-        except DuplicateContact as exc:
-            errors.append({"row": number, "field": "email", "message": exc.message})
-    return ImportReport(created=created, updated=updated, errors=errors, contact_ids=touched)
-
-
-async def _update_for_import(
-    session: WriteSession, contact: Contact, data: ContactData, now: datetime
-) -> None:
-    # An import adds tags and lists; it never removes the ones a contact already has.
-    await update_contact(
-        session,
-        contact.workspace_id,
-        contact.id,
-        ContactData(
-            phone=data.phone,
-            first_name=data.first_name,
-            last_name=data.last_name,
-            timezone=data.timezone,
-            fields=data.fields,
-        ),
-        now,
-    )
-    await _apply_memberships(
-        session, contact, ContactData(tags=data.tags, lists=data.lists), now, replace=False
-    )

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from app.engines.funnels.contacts import ContactData
+from app.engines.funnels.contacts import (
+    MAX_LISTS_PER_CONTACT,
+    MAX_NAME_CHARS,
+    MAX_TAGS_PER_CONTACT,
+    ContactData,
+)
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion, OutboxEffect, Run, Step
 from app.engines.funnels.segments import Predicate
 from app.schemas import Schema
 
 FieldValue = str | int | float | bool | None
 Consent = Literal["granted", "withdrawn"]
+MembershipName = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS)]
+TagNames = Annotated[list[MembershipName], msgspec.Meta(max_length=MAX_TAGS_PER_CONTACT)]
+ListNames = Annotated[list[MembershipName], msgspec.Meta(max_length=MAX_LISTS_PER_CONTACT)]
 
 
 class ContactIn(Schema):
@@ -23,8 +31,8 @@ class ContactIn(Schema):
     last_name: str | None = None
     timezone: str | None = None
     fields: dict[str, FieldValue] | None = None
-    tags: list[str] | None = None
-    lists: list[str] | None = None
+    tags: TagNames | None = None
+    lists: ListNames | None = None
     consent: dict[str, Consent] | None = None
     suppressed: dict[str, str] | None = None
     """Channel -> reason (unsubscribed, bounced, complained); replaces the whole map."""
@@ -81,18 +89,10 @@ def contact_out(c: Contact, tags: list[str], lists: list[str]) -> ContactOut:
 class ImportIn(Schema):
     csv: str
     """The file's text: a header row, then one contact per row."""
-
-
-class ImportRowError(Schema):
-    row: int
-    field: str
-    message: str
-
-
-class ImportOut(Schema):
-    created: int
-    updated: int
-    errors: list[ImportRowError]
+    columns: dict[str, str] | None = None
+    """CSV header -> what the column becomes: ``email``, ``phone``, ``first_name``,
+    ``last_name``, ``timezone``, a custom field key, ``tags`` or ``lists`` (``;``-separated), or
+    ``""`` to leave it out. Columns not named here map to themselves."""
 
 
 class FieldIn(Schema):

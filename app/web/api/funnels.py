@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import service
+from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
 from app.engines.funnels.schemas import (
     ContactIn,
@@ -29,8 +30,6 @@ from app.engines.funnels.schemas import (
     FunnelOut,
     FunnelPatch,
     ImportIn,
-    ImportOut,
-    ImportRowError,
     NameIn,
     NamesOut,
     ProblemOut,
@@ -56,6 +55,7 @@ from app.engines.funnels.triggers import enroll
 from app.errors import ValidationFailed
 from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, id_cursor, page_of
 from app.web.api.common import api_router, idempotent
+from app.web.api.jobs import BulkJobOut, bulk_job_out
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
 # -- contacts ----------------------------------------------------------------------------------
@@ -151,28 +151,31 @@ async def delete_contact(
         )
 
 
-@post("/contacts/import", status_code=200)
+@post("/contacts/import", status_code=202)
 async def import_contacts(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     data: JSONBody[ImportIn],
-) -> Response[ImportOut]:
-    """Create or update contacts from CSV; every refused row is reported with its number.
-    A retry with the same ``Idempotency-Key`` answers the first report and imports nothing."""
+) -> Response[BulkJobOut]:
+    """Create or update contacts (by e-mail) from CSV, in the background: answers 202 with the
+    job; poll its ``url`` for progress and the per-row report. The header, the column mapping
+    and the row count are checked first (422, nothing written). A retry with the same
+    ``Idempotency-Key`` answers the same job and imports nothing twice."""
 
-    async def action(uow: UnitOfWork) -> ImportOut:
-        report = await contacts_service.import_csv(
-            uow.session, principal.workspace_id, data.csv, runtime.clock.now()
+    async def action(uow: UnitOfWork) -> BulkJobOut:
+        job = await start_import(
+            uow,
+            runtime.queue,
+            workspace_id=principal.workspace_id,
+            text=data.csv,
+            columns=data.columns,
+            max_rows=runtime.settings.bulk.max_import_rows,
+            now=runtime.clock.now(),
         )
-        await _changed(uow, principal.workspace_id, report.contact_ids, runtime.clock.now())
-        return ImportOut(
-            created=report.created,
-            updated=report.updated,
-            errors=[ImportRowError(**e) for e in report.errors],
-        )
+        return bulk_job_out(job, [])
 
-    return await idempotent(request, principal, runtime, action, status_code=200)
+    return await idempotent(request, principal, runtime, action, status_code=202)
 
 
 @get("/contacts/{contact_id:int}/timeline")
