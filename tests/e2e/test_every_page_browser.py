@@ -38,6 +38,7 @@ from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.models import Run as FunnelRun
 from app.engines.ranktracking.models import KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
+from app.scheduling.bulk_models import BulkJob
 from app.scheduling.sweeper import SweepRunner
 from app.settings import Settings
 from app.web.app import create_app
@@ -82,6 +83,7 @@ async def _demo_ids(runtime: Runtime) -> dict[str, str]:
             "campaign_id": select(Campaign.id),
             "schedule_id": select(Schedule.id),
             "list_id": select(KeywordList.id),
+            "job_id": select(BulkJob.id),
         }
         ids = {}
         for name, query in queries.items():

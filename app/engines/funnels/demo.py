@@ -1,6 +1,7 @@
 """Demo data: contacts, a published welcome funnel with a wait, a condition and a goal, a hosted
 sign-up form that feeds it (joining the Newsletter list), and a draft campaign to a segment of
-the contacts (those in London), ready to schedule.
+the contacts (those in London), ready to schedule; and a small CSV import, applied by the
+background import job, so the import page has a finished job and its report to show.
 
 The demo's mail goes to the local SMTP sink (``sandboxes["smtp"]``); the dashboard's mailbox page
 shows what arrived.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
+from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
 from app.engines.funnels.forms import FormField, create_form
 from app.engines.funnels.models import ContactList, Tag
@@ -87,6 +89,13 @@ PEOPLE = [
     ("katherine@example.com", "Katherine", "Johnson", "America/New_York", "NASA"),
 ]
 
+IMPORT_CSV = (
+    "email,first_name,last_name,timezone,company,tags\n"
+    "marie@example.com,Marie,Curie,Europe/Paris,Sorbonne,vip\n"
+    "linus@example.com,Linus,Pauling,America/Los_Angeles,Caltech,\n"
+    "not-an-address,Nobody,Known,UTC,,\n"
+)
+
 
 async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
     ws = demo.workspace_id
@@ -128,4 +137,14 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             success_message="Thanks! Your welcome e-mail is on its way.",
         )
         await create_campaign(s, ws, LONDON, now)
+    async with runtime.db.write() as uow:
+        await start_import(
+            uow,
+            runtime.queue,
+            workspace_id=ws,
+            text=IMPORT_CSV,
+            columns=None,
+            max_rows=runtime.settings.bulk.max_import_rows,
+            now=now,
+        )
     await configure_demo_providers(runtime, demo)
