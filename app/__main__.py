@@ -65,6 +65,8 @@ def _serve(settings: Settings) -> int:
             timeout_graceful_shutdown=int(settings.queue.shutdown_grace_seconds) + 5,
             access_log=False,
             log_config=None,
+            # Forwarded headers are read by app.web.client_address from TRUSTED_PROXIES only.
+            proxy_headers=False,
         )
     finally:
         for handle in handles.values():

@@ -92,7 +92,11 @@ class WebSettings:
     session_secret: str = env("SESSION_SECRET", "")
     """Secret signing dashboard session cookies; generated into the key file when empty."""
     secure_cookies: bool = env("SECURE_COOKIES", False)
-    """Mark cookies Secure (set when served over HTTPS)."""
+    """Mark cookies Secure and send Strict-Transport-Security (set when served over HTTPS)."""
+    trusted_proxies: str = env("TRUSTED_PROXIES", "")
+    """Comma-separated addresses or networks (CIDR) of reverse proxies whose
+    ``X-Forwarded-For`` is believed; from any other peer the header is ignored and the peer's
+    own address is the client's. Empty: no proxy is trusted."""
     max_body_bytes: int = env("MAX_BODY_BYTES", 2_000_000)
     """Largest request body accepted; larger bodies answer 413."""
     log_format: str = env("LOG_FORMAT", "text")
@@ -111,8 +115,10 @@ class SecuritySettings:
     key_file: str = env("KEY_FILE", "var/sweepline.key")
     """Where the embedded default keeps its generated keys."""
     sign_in_max_failures: int = env("SIGN_IN_MAX_FAILURES", 10)
-    """Failed sign-ins allowed per e-mail and client address within ``SIGN_IN_WINDOW_SECONDS``;
+    """Failed sign-ins allowed per account (e-mail address) within ``SIGN_IN_WINDOW_SECONDS``;
     further attempts are refused (429) until the window has passed."""
+    sign_in_max_failures_per_address: int = env("SIGN_IN_MAX_FAILURES_PER_ADDRESS", 50)
+    """Failed sign-ins allowed per client address, whatever the account, within the window."""
     sign_in_window_seconds: int = env("SIGN_IN_WINDOW_SECONDS", 900)
     """The window over which failed sign-ins are counted."""
 

@@ -1,9 +1,15 @@
-"""Slowing down password guessing: too many failed sign-ins for one e-mail from one client address
-within a window refuse further attempts until the window has passed.
+"""Slowing down password guessing, per account and per client address.
 
-The counts live in the process (a restart forgets them); each ``serve`` replica counts its own.
-That bounds guessing to a few attempts per minute per account and address without a table that
-every failed attempt would write to.
+Every attempt is counted *before* the password is verified, in the same synchronous step as the
+check of the limit (nothing awaits between them), so parallel attempts cannot all pass the check
+before any of them is recorded: of 50 concurrent wrong sign-ins for one account, only the first
+``max_failures`` reach password verification and the rest answer 429 at once. A right password
+takes its attempt back and clears the account's count.
+
+Two limits hold: failures for one e-mail address whatever the client (someone guessing one
+account from many addresses), and failures from one client address whatever the e-mail (one client
+trying many accounts). The counts live in the process (a restart forgets them); each ``serve``
+replica counts its own.
 """
 
 from __future__ import annotations
@@ -11,45 +17,80 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from datetime import datetime, timedelta
 
-# Enough distinct (e-mail, address) pairs for a busy instance; the oldest are forgotten first.
+# Enough distinct accounts and addresses for a busy instance; the oldest are forgotten first.
 _MAX_TRACKED = 10_000
 
 
-class SignInThrottle:
-    def __init__(self, *, max_failures: int, window: timedelta) -> None:
-        self.max_failures = max_failures
+class _Window:
+    """Attempt times per key within a sliding window, bounded in the number of keys."""
+
+    def __init__(self, limit: int, window: timedelta) -> None:
+        self.limit = limit
         self.window = window
-        self._failures: OrderedDict[tuple[str, str], deque[datetime]] = OrderedDict()
+        self._times: OrderedDict[str, deque[datetime]] = OrderedDict()
 
-    @staticmethod
-    def _key(email: str, address: str) -> tuple[str, str]:
-        return (email.strip().lower(), address)
-
-    def _recent(self, key: tuple[str, str], now: datetime) -> deque[datetime]:
-        times = self._failures.get(key)
+    def _recent(self, key: str, now: datetime) -> deque[datetime]:
+        times = self._times.get(key)
         if times is None:
             return deque()
         while times and times[0] <= now - self.window:
             times.popleft()
         if not times:
-            del self._failures[key]
+            del self._times[key]
         return times
 
-    def retry_after(self, email: str, address: str, now: datetime) -> timedelta | None:
-        """How long until the next attempt is allowed, or None when it is allowed now."""
-        times = self._recent(self._key(email, address), now)
-        if len(times) < self.max_failures:
+    def wait(self, key: str, now: datetime) -> timedelta | None:
+        times = self._recent(key, now)
+        if len(times) < self.limit:
             return None
         return times[0] + self.window - now
 
-    def failed(self, email: str, address: str, now: datetime) -> None:
-        key = self._key(email, address)
+    def count(self, key: str, now: datetime) -> None:
         times = self._recent(key, now)
         times.append(now)
-        self._failures[key] = times
-        self._failures.move_to_end(key)
-        while len(self._failures) > _MAX_TRACKED:
-            self._failures.popitem(last=False)
+        self._times[key] = times
+        self._times.move_to_end(key)
+        while len(self._times) > _MAX_TRACKED:
+            self._times.popitem(last=False)
+
+    def take_back(self, key: str) -> None:
+        times = self._times.get(key)
+        if times:
+            times.pop()
+
+    def clear(self, key: str) -> None:
+        self._times.pop(key, None)
+
+
+class SignInThrottle:
+    def __init__(
+        self, *, max_failures: int, window: timedelta, max_failures_per_address: int = 50
+    ) -> None:
+        self.max_failures = max_failures
+        self.window = window
+        self._accounts = _Window(max_failures, window)
+        self._addresses = _Window(max_failures_per_address, window)
+
+    @staticmethod
+    def _account(email: str) -> str:
+        return email.strip().lower()
+
+    def attempt(self, email: str, address: str, now: datetime) -> timedelta | None:
+        """Count an attempt before its password is checked. Returns how long to wait when the
+        attempt is refused (and then it is not counted), ``None`` when it may go on."""
+        account = self._account(email)
+        waits = [
+            wait
+            for wait in (self._accounts.wait(account, now), self._addresses.wait(address, now))
+            if wait is not None
+        ]
+        if waits:
+            return max(waits)
+        self._accounts.count(account, now)
+        self._addresses.count(address, now)
+        return None
 
     def succeeded(self, email: str, address: str) -> None:
-        self._failures.pop(self._key(email, address), None)
+        """The attempt had the right password: it was no failure, and the account starts over."""
+        self._accounts.clear(self._account(email))
+        self._addresses.take_back(address)

@@ -40,6 +40,7 @@ from app.web.api import jobs as jobs_api
 from app.web.api import platform as platform_api
 from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
+from app.web.client_address import parse_networks
 from app.web.dashboard import adrules as adrules_ui
 from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
@@ -120,6 +121,7 @@ def create_app(
     """Build the application. Pass ``runtime`` to share one (tests); ``background`` starts the
     workers and sweepers in this process."""
 
+    parse_networks(settings.web.trusted_proxies)  # a bad TRUSTED_PROXIES stops the start
     owned = runtime is None
     if runtime is None:
         runtime = assemble(settings)

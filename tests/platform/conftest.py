@@ -25,12 +25,16 @@ def csrf_from(html: str) -> str:
     return match.group(1)
 
 
-async def sign_in(client: httpx.AsyncClient, email: str, password: str) -> httpx.Response:
+async def sign_in(
+    client: httpx.AsyncClient, email: str, password: str, *, forwarded_for: str | None = None
+) -> httpx.Response:
     """Submit the sign-in form like a browser: load it, then post it with its CSRF token."""
     form = await client.get("/login")
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else None
     return await client.post(
         "/login",
         data={"email": email, "password": password, "_csrf_token": csrf_from(form.text)},
+        headers=headers,
     )
 
 

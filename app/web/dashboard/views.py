@@ -25,6 +25,7 @@ from app.web.auth import (
     require_admin,
     session_principal,
 )
+from app.web.client_address import Networks, client_address, parse_networks
 from app.web.dashboard.common import page
 from app.web.ops import sweeper_overview
 
@@ -59,8 +60,15 @@ def _sign_in_throttle(runtime: Runtime) -> SignInThrottle:
         "platform.sign_in_throttle",
         lambda: SignInThrottle(
             max_failures=security.sign_in_max_failures,
+            max_failures_per_address=security.sign_in_max_failures_per_address,
             window=timedelta(seconds=security.sign_in_window_seconds),
         ),
+    )
+
+
+def _trusted_proxies(runtime: Runtime) -> Networks:
+    return runtime.resources.get(
+        "web.trusted_proxies", lambda: parse_networks(runtime.settings.web.trusted_proxies)
     )
 
 
@@ -95,9 +103,10 @@ async def login(
 ) -> Response[Any]:
     runtime = get_runtime(request)
     throttle = _sign_in_throttle(runtime)
-    address = request.client.host if request.client else ""
+    address = client_address(request, _trusted_proxies(runtime))
     now = runtime.clock.now()
-    if (wait := throttle.retry_after(data.email, address, now)) is not None:
+    # Counted before the password is verified: concurrent guesses cannot all pass the check.
+    if (wait := throttle.attempt(data.email, address, now)) is not None:
         minutes = max(1, math.ceil(wait.total_seconds() / 60))
         return _login_error(
             request, data, 429, f"Too many failed sign-ins. Try again in {minutes} min."
@@ -111,7 +120,6 @@ async def login(
                 uow.session, user=user, password=data.password, now=now
             )
     if token is None:
-        throttle.failed(data.email, address, now)
         return _login_error(request, data, 401, "Wrong e-mail or password.")
     throttle.succeeded(data.email, address)
     redirect = Redirect(_safe_next(data.next))
