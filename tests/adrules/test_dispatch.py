@@ -85,13 +85,16 @@ async def test_ar13_one_job_per_active_account_carrying_everything_the_worker_ne
     assert all(j.rule.id == rule_id and j.rule.tasks for j in jobs)
     assert all(j.access_token(runtime.secrets) == TOKEN for j in jobs)
     assert jobs[0].entities[0].daily_budget == 5000
-    # AR-20: the inactive account got no job, no record, and no Graph call.
+    # AR-20: the inactive account got no job and no Graph call; its batch says why (skipped).
     batches = await _batches(runtime)
     assert [(b.account_meta_id, b.status, b.entities) for b in batches] == [
         ("act_1", "queued", 3),
         ("act_2", "queued", 5),
+        ("act_3", "skipped", 0),
     ]
-    assert {j.batch_record_id for j in jobs} == {b.id for b in batches}
+    assert batches[2].error is not None
+    assert "not active" in batches[2].error
+    assert {j.batch_record_id for j in jobs} == {b.id for b in batches[:2]}
     assert [
         kind
         for kind, details in world.state.log
@@ -195,10 +198,13 @@ async def test_ar10_ar20_drafts_paused_archived_out_of_window_and_inactive_accou
 
     summary = await dispatch_due(dispatch_deps(runtime, graph=graph), clock.now(), clock.now)
 
-    # Only the active, in-window rule on the inactive account is claimed; it dispatches nothing.
+    # Only the active, in-window rule on the inactive account is claimed; it dispatches nothing
+    # and its batch says why (AR-20, AR-22: a skip is recorded, not swallowed).
     assert summary.rules == 1
     assert summary.jobs == 0
-    assert await _batches(runtime) == []
+    [batch] = await _batches(runtime)
+    assert batch.status == "skipped"
+    assert "not active" in (batch.error or "")
     assert world.count("campaigns.list") == 0
 
 
@@ -239,7 +245,8 @@ async def test_ar11_prefilters_reach_meta_as_filtering(
     assert world.filters_seen == [
         [
             {"field": "name", "operator": "CONTAIN", "value": "promo"},
-            {"field": "effective_status", "operator": "NOT_IN", "value": ["ARCHIVED"]},
+            # A NOT_IN always keeps archived and deleted out (AR-23a).
+            {"field": "effective_status", "operator": "NOT_IN", "value": ["ARCHIVED", "DELETED"]},
         ]
     ]
     (job,) = await _jobs(runtime)
@@ -384,20 +391,43 @@ async def test_ar12_permanent_errors_are_not_retried(
         assert TOKEN not in (batch.error or "")
 
 
-async def test_ar22_an_unreadable_reply_skips_the_account(
+async def test_ar12_a_non_json_200_is_transient_and_retried(
     runtime: Runtime, ws: Workspace, world: GraphWorld, graph: GraphClient
 ) -> None:
     ids = await _setup_accounts(runtime, world, ws, {"act_1": (2, True), "act_2": (2, True)})
-    world.state.inject("campaigns.list:act_1", status=200, raw=b"<html>maintenance</html>")
+    world.answer_html("campaigns.list:act_1", times=1)
     await create_rule(runtime, workspace_id=ws.workspace_id, account_ids=list(ids.values()))
+    sleep = RecordingSleep()
 
     summary = await dispatch_due(
-        dispatch_deps(runtime, graph=graph), runtime.clock.now(), runtime.clock.now
+        dispatch_deps(runtime, graph=graph, sleep=sleep), runtime.clock.now(), runtime.clock.now
+    )
+
+    # An HTML page with 200 is what an overloaded edge sends: tried again after 1 s, it works.
+    assert (summary.jobs, summary.skipped_accounts) == (2, 0)
+    assert sleep.waits == [1.0]
+    records = {b.account_meta_id: (b.status, b.fetch_attempts) for b in await _batches(runtime)}
+    assert records == {"act_1": ("queued", 2), "act_2": ("queued", 1)}
+
+
+async def test_ar22_a_reply_that_stays_unreadable_skips_the_account(
+    runtime: Runtime, ws: Workspace, world: GraphWorld, graph: GraphClient
+) -> None:
+    ids = await _setup_accounts(runtime, world, ws, {"act_1": (2, True), "act_2": (2, True)})
+    world.answer_html("campaigns.list:act_1", times=3)
+    await create_rule(runtime, workspace_id=ws.workspace_id, account_ids=list(ids.values()))
+    sleep = RecordingSleep()
+
+    summary = await dispatch_due(
+        dispatch_deps(runtime, graph=graph, sleep=sleep), runtime.clock.now(), runtime.clock.now
     )
 
     assert (summary.jobs, summary.skipped_accounts) == (1, 1)
-    records = {b.account_meta_id: b.status for b in await _batches(runtime)}
-    assert records == {"act_1": "skipped", "act_2": "queued"}
+    assert sleep.waits == [1.0, 2.0]
+    records = {b.account_meta_id: b for b in await _batches(runtime)}
+    assert (records["act_1"].status, records["act_1"].fetch_attempts) == ("skipped", 3)
+    assert "not JSON" in (records["act_1"].error or "")
+    assert records["act_2"].status == "queued"
 
 
 async def test_ar12_throttle_waits_as_long_as_meta_asks_within_the_limit(

@@ -171,6 +171,29 @@ def plan_status(action: PauseCampaign | ActivateCampaign, current: str | None) -
     return Change({"status": target}, before={"status": current}, after={"status": target})
 
 
+NAME_ACTIONS = (Rename, AppendToName, RemoveFromName)
+
+
+def not_deliverable_reason(action: Action, effective_status: str | None) -> str | None:
+    """Why ``action`` may not touch an object in ``effective_status``, or None when it may.
+
+    Meta takes only a new name (or status DELETED) on an ARCHIVED object and nothing on a
+    DELETED one; its own rules never see either. Notifications and ``log_only`` change nothing on
+    the object and are allowed."""
+    if effective_status not in ("ARCHIVED", "DELETED"):
+        return None
+    if isinstance(
+        action, PauseCampaign | ActivateCampaign | IncreaseBudget | DecreaseBudget | SetBudget
+    ):
+        return (
+            f"not_deliverable: the object is {effective_status}; Meta allows only a rename or "
+            "a delete on archived objects and no change on deleted ones"
+        )
+    if isinstance(action, NAME_ACTIONS) and effective_status == "DELETED":
+        return "not_deliverable: the object is DELETED; Meta allows no change on it"
+    return None
+
+
 def minor_units(value: str | None) -> int | None:
     if value is None or value == "":
         return None

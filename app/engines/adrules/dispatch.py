@@ -26,7 +26,7 @@ from sqlalchemy import select, update
 from app.db.session import Database, ReadSession
 from app.engines.adrules.claim import ClaimedRule, claim_due_rules
 from app.engines.adrules.documents import rule_document
-from app.engines.adrules.fetch import Fetched, FetchFailed, fetch_campaigns
+from app.engines.adrules.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
 from app.engines.adrules.models import (
     BATCH_EMPTY,
     BATCH_QUEUED,
@@ -44,8 +44,13 @@ from app.engines.adrules.payloads import (
     RunAccountPayload,
     seal_token,
 )
-from app.engines.adrules.prefilters import to_filtering
+from app.engines.adrules.prefilters import (
+    NOT_DELIVERABLE,
+    targets_not_deliverable,
+    to_filtering,
+)
 from app.engines.adrules.schemas import RuleDocument
+from app.engines.adrules.stops import stopped_workspaces
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import PAGE_SIZE, MetaReader
 from app.integrations.meta.retry import RETRY_DELAYS, Sleep
@@ -58,6 +63,7 @@ from app.scheduling.sweeper import tick_key
 log = logging.getLogger(__name__)
 
 MISSING_CREDENTIAL = "no Meta access token is configured for this workspace"
+INACTIVE_ACCOUNT = "the ad account is not active: nothing runs on it until it is activated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,9 @@ class DispatchDeps:
     fetch_concurrency: int = 16
     page_size: int = PAGE_SIZE
     retry_delays: tuple[float, ...] = RETRY_DELAYS
+    fetch_deadline_seconds: float = 8.0
+    """One account's whole campaign fetch (pages and retries) must end within this, so a hanging
+    ad account is recorded as skipped and the sweep — every other rule's tick — goes on."""
 
 
 @dataclass(slots=True)
@@ -98,6 +107,7 @@ class _AccountRow:
     meta_id: str
     currency: str
     timezone_name: str
+    active: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +116,8 @@ class _RuleWork:
     accounts: list[_AccountRow]
     filtering: list[dict[str, Any]]
     token: str | None
+    asked_hidden: frozenset[str] = frozenset()
+    """Non-deliverable statuses the rule's pre-filters name explicitly."""
 
 
 async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) -> _RuleWork | None:
@@ -122,8 +134,9 @@ async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) 
             )
         ).scalars()
     )
+    # Inactive accounts are loaded too, only to record why nothing ran on them (spec AR-20).
     accounts = [
-        _AccountRow(a.id, a.meta_id, a.currency, a.timezone_name)
+        _AccountRow(a.id, a.meta_id, a.currency, a.timezone_name, a.active)
         for a in (
             await session.execute(
                 select(AdAccount)
@@ -131,8 +144,6 @@ async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) 
                 .where(
                     RuleAccount.rule_id == rule.id,
                     AdAccount.workspace_id == rule.workspace_id,
-                    # Spec AR-20: nothing runs on an account nobody activated.
-                    AdAccount.active.is_(True),
                 )
                 .order_by(AdAccount.id)
             )
@@ -142,7 +153,13 @@ async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) 
         session, secrets, workspace_id=rule.workspace_id, name=META_TOKEN_SECRET
     )
     document = rule_document(rule, tasks, claimed.timezone)
-    return _RuleWork(document, accounts, to_filtering(document.prefilters), token)
+    return _RuleWork(
+        document,
+        accounts,
+        to_filtering(document.prefilters),
+        token,
+        targets_not_deliverable(document.prefilters),
+    )
 
 
 async def _fetch_account(
@@ -152,21 +169,35 @@ async def _fetch_account(
     filtering: list[dict[str, Any]],
     limit: asyncio.Semaphore,
 ) -> Fetched | FetchFailed:
+    if not account.active:
+        return FetchFailed(MetaError(INACTIVE_ACCOUNT, transient=False), attempts=0, pages=0)
     if reader is None:
         return FetchFailed(MetaError(MISSING_CREDENTIAL, transient=False), attempts=0, pages=0)
     async with limit:
+        progress = FetchProgress()
         try:
-            return await fetch_campaigns(
-                reader,
-                account.meta_id,
-                filtering,
-                sleep=deps.sleep,
-                page_size=deps.page_size,
-                delays=deps.retry_delays,
-            )
+            async with asyncio.timeout(deps.fetch_deadline_seconds):
+                return await fetch_campaigns(
+                    reader,
+                    account.meta_id,
+                    filtering,
+                    sleep=deps.sleep,
+                    page_size=deps.page_size,
+                    delays=deps.retry_delays,
+                    progress=progress,
+                )
         except FetchFailed as failed:
             log.warning("ad account %s skipped: %s", account.meta_id, failed.error.describe())
             return failed
+        except TimeoutError:
+            error = MetaError(
+                f"the campaign list did not arrive within {deps.fetch_deadline_seconds:g} s "
+                f"(after {progress.pages} page(s) and {progress.attempts} request(s)); "
+                "the account is skipped this run so other rules are not held up",
+                transient=True,
+            )
+            log.warning("ad account %s skipped: %s", account.meta_id, error.describe())
+            return FetchFailed(error, attempts=progress.attempts, pages=progress.pages)
 
 
 async def _dispatch_rule(
@@ -176,15 +207,24 @@ async def _dispatch_rule(
     now: datetime,
     limit: asyncio.Semaphore,
     summary: DispatchSummary,
+    stopped: str | None = None,
 ) -> None:
     async with deps.db.read() as session:
         work = await _load(session, deps.secrets, claimed)
     if work is None or not work.accounts:
         return
     reader = deps.reader_for(work.token) if work.token else None
-    results = await asyncio.gather(
-        *(_fetch_account(deps, reader, a, work.filtering, limit) for a in work.accounts)
-    )
+    results: list[Fetched | FetchFailed]
+    if stopped is not None:
+        # A runtime stop of the workspace or organisation: fetch nothing, record why.
+        stop_error = MetaError(stopped, transient=False)
+        results = [FetchFailed(stop_error, attempts=0, pages=0) for _ in work.accounts]
+    else:
+        results = list(
+            await asyncio.gather(
+                *(_fetch_account(deps, reader, a, work.filtering, limit) for a in work.accounts)
+            )
+        )
     batch_id = uuid.uuid4().hex
     sealed = seal_token(deps.secrets, work.token) if work.token else ""
     async with deps.db.write() as uow:
@@ -206,9 +246,22 @@ async def _dispatch_rule(
                 tick_at=tick,
                 created_at=now,
             )
+            if isinstance(result, Fetched):
+                # Archived and deleted campaigns are never acted on unless the rule asks for
+                # them by name (AR-23a), whatever a provider's filter semantics let through.
+                result = Fetched(
+                    [
+                        c
+                        for c in result.campaigns
+                        if c.effective_status not in NOT_DELIVERABLE
+                        or c.effective_status in work.asked_hidden
+                    ],
+                    result.pages,
+                    result.attempts,
+                )
             if isinstance(result, FetchFailed):
                 batch.status = BATCH_SKIPPED
-                batch.error = result.error.describe()[:2000]
+                batch.error = (stopped or result.error.describe())[:2000]
                 batch.finished_at = now
                 summary.skipped_accounts += 1
             elif not result.campaigns:
@@ -276,9 +329,14 @@ async def _gather_rules(
     limit: asyncio.Semaphore,
     summary: DispatchSummary,
 ) -> None:
+    async with deps.db.read() as session:
+        stopped = await stopped_workspaces(session, {r.workspace_id for r in claimed})
+
     async def guarded(rule: ClaimedRule) -> None:
         try:
-            await _dispatch_rule(deps, rule, tick, now, limit, summary)
+            await _dispatch_rule(
+                deps, rule, tick, now, limit, summary, stopped.get(rule.workspace_id)
+            )
         except Exception:
             # One rule's failure (a database error, a bug) must not stop the other rules.
             log.exception("dispatching rule %s failed", rule.id)

@@ -109,6 +109,7 @@ async def gather(
         sleep=sleep,
         retry_delays=retry_delays,
         max_wait_seconds=max_wait_seconds,
+        statuses=sorted({c.effective_status for c in campaigns if c.effective_status}),
     )
     out.insights_seconds = time.perf_counter() - started
     out.stats = read.stats

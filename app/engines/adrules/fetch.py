@@ -12,9 +12,17 @@ from typing import Any
 
 from app.engines.adrules.payloads import CampaignEntity
 from app.integrations.meta.errors import MetaError
-from app.integrations.meta.reader import MAX_PAGES, PAGE_SIZE, MetaReader
+from app.integrations.meta.reader import MAX_PAGES, PAGE_SIZE, MetaReader, PageTrail
 from app.integrations.meta.retry import RETRY_DELAYS, RetryLog, Sleep, with_retries
 from app.integrations.meta.structs import GraphCampaign, Page
+
+
+@dataclass(slots=True)
+class FetchProgress:
+    """How far a fetch got, readable when it is cut short by a deadline."""
+
+    pages: int = 0
+    attempts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,32 +82,34 @@ async def fetch_campaigns(
     sleep: Sleep,
     page_size: int = PAGE_SIZE,
     delays: tuple[float, ...] = RETRY_DELAYS,
+    max_pages: int = MAX_PAGES,
+    progress: FetchProgress | None = None,
 ) -> Fetched:
-    """All campaigns of ``account_id`` matching ``filtering``. Raises :class:`FetchFailed`."""
+    """All campaigns of ``account_id`` matching ``filtering``, following each page's
+    ``paging.next`` exactly as Meta returns it until a page has none. Raises
+    :class:`FetchFailed`."""
     log = RetryLog()
+    seen = progress if progress is not None else FetchProgress()
     campaigns: list[CampaignEntity] = []
-    after: str | None = None
-    pages = 0
+    trail = PageTrail("campaign list", max_pages=max_pages)
+    next_url: str | None = None
     try:
-        for _ in range(MAX_PAGES):
-            cursor = after
+        while True:
 
-            async def one_page(cursor: str | None = cursor) -> Page[GraphCampaign]:
-                return await reader.campaigns_page(
-                    account_id, filtering=filtering, limit=page_size, after=cursor
-                )
+            async def one_page(url: str | None = next_url) -> Page[GraphCampaign]:
+                try:
+                    return await reader.campaigns_page(
+                        account_id, filtering=filtering, limit=page_size, next_url=url
+                    )
+                finally:
+                    seen.attempts += 1
 
             page = await with_retries(one_page, sleep=sleep, delays=delays, log=log)
-            pages += 1
+            seen.pages += 1
             campaigns.extend(to_entity(c) for c in page.data)
             # Only a missing ``next`` ends the list: a short or empty page may come before more.
-            if not page.has_next:
-                return Fetched(campaigns, pages, log.attempts)
-            if not page.after or page.after == after:
-                raise MetaError(
-                    "a campaign page announced a next page without a new cursor", transient=False
-                )
-            after = page.after
-        raise MetaError(f"more than {MAX_PAGES} campaign pages", transient=False)
+            next_url = trail.next_url(page)
+            if next_url is None:
+                return Fetched(campaigns, seen.pages, log.attempts)
     except MetaError as exc:
-        raise FetchFailed(exc, log.attempts, pages) from None
+        raise FetchFailed(exc, log.attempts, seen.pages) from None

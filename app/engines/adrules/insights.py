@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from app.engines.adrules.catalogue import DATE_PRESETS, Period
+from app.engines.adrules.catalogue import DATE_PRESETS, EFFECTIVE_STATUSES, Period
 from app.engines.adrules.metrics import InsightsRow, insights_fields, is_insights_metric
 from app.engines.adrules.schemas import (
     Condition,
@@ -254,8 +254,17 @@ async def _read_account_level(
     sleep: Sleep,
     retry_delays: tuple[float, ...],
     max_wait_seconds: float,
+    statuses: Sequence[str] = (),
 ) -> None:
     wanted = set(campaign_ids)
+    # Account-level Insights leave out archived (and deleted) objects unless the request filters
+    # on their effective status: naming every status the list holds makes the rows the same as
+    # the per-campaign reads, record for record.
+    status_filter = {
+        "field": "campaign.effective_status",
+        "operator": "IN",
+        "value": sorted(set(statuses) or set(EFFECTIVE_STATUSES)),
+    }
     for cid in campaign_ids:
         result.rows[cid] = dict.fromkeys(plan.periods)  # absent from the rows: no delivery
 
@@ -272,7 +281,10 @@ async def _read_account_level(
                 extra={
                     "level": "campaign",
                     "limit": ACCOUNT_PAGE_SIZE,
-                    "filtering": [{"field": "campaign.id", "operator": "IN", "value": list(chunk)}],
+                    "filtering": [
+                        {"field": "campaign.id", "operator": "IN", "value": list(chunk)},
+                        status_filter,
+                    ],
                 },
             )
 
@@ -324,6 +336,7 @@ async def read_insights(
     retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS,
     concurrency: int = 8,
     max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS,
+    statuses: Sequence[str] = (),
 ) -> InsightsResult:
     """Read the planned periods of every campaign. Campaigns with an error are in ``errors``
     (and not in ``rows``); the others have a row (or ``None``) for every planned period."""
@@ -346,6 +359,7 @@ async def read_insights(
             sleep=sleep,
             retry_delays=retry_delays,
             max_wait_seconds=max_wait_seconds,
+            statuses=statuses,
         )
         result.unread -= result.errors.keys()
         for cid in (*result.errors, *result.unread):

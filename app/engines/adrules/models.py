@@ -173,3 +173,23 @@ class Batch(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class StopSwitch(Base):
+    """A runtime stop of every automated ad action (spec AR-23), set by a person: for a whole
+    organisation (``workspace_id`` None) or for one workspace. The row's presence is the stop;
+    clearing it deletes the row. ``scope_key`` (``org:<id>`` / ``ws:<id>``) keeps one per scope."""
+
+    __tablename__ = "adrules_stops"
+    __table_args__ = (
+        UniqueConstraint("scope_key", name="uq_adrules_stops_scope_key"),
+        Index("ix_adrules_stops_organisation", "organisation_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    scope_key: Mapped[str] = mapped_column(String(40))
+    organisation_id: Mapped[int] = mapped_column(BigId, _fk("organisations.id"))
+    workspace_id: Mapped[int | None] = mapped_column(BigId, _fk("workspaces.id"), nullable=True)
+    reason: Mapped[str] = mapped_column(String(500))
+    stopped_by: Mapped[str] = mapped_column(String(200))
+    stopped_at: Mapped[datetime] = mapped_column(UTCDateTime)

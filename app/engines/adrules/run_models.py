@@ -39,6 +39,15 @@ class ExecutionRecord(Base):
             sqlite_where=text("status = 'executed'"),
             postgresql_where=text("status = 'executed'"),
         ),
+        # The cross-rule guards: every executed change of one object, whichever rule made it.
+        Index(
+            "ix_adrules_records_object_changes",
+            "ad_account_id",
+            "campaign_id",
+            "created_at",
+            sqlite_where=text("status = 'executed'"),
+            postgresql_where=text("status = 'executed'"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

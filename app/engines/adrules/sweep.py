@@ -42,6 +42,7 @@ def deps_from_context(ctx: JobContext) -> DispatchDeps:
         job=RUN_ACCOUNT,
         sleep=ctx.clock.sleep,
         stopped=lambda: ctx.settings.sweepers.stop_all,
+        fetch_deadline_seconds=ctx.settings.adrules.fetch_deadline_seconds,
     )
 
 

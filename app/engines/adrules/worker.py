@@ -28,7 +28,7 @@ import msgspec
 from app.clock import Clock
 from app.db.session import Database, UnitOfWork
 from app.engines.adrules import records
-from app.engines.adrules.changes import ActionFailed, action_parameters
+from app.engines.adrules.changes import ActionFailed, action_parameters, not_deliverable_reason
 from app.engines.adrules.cooldown import LastExecution, check_cooldown, next_permitted_at
 from app.engines.adrules.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
 from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef
@@ -42,12 +42,13 @@ from app.engines.adrules.run_models import (
     RECORD_NOT_EXECUTED,
     RECORD_SKIPPED,
 )
-from app.engines.adrules.schemas import TaskDocument
+from app.engines.adrules.schemas import LogOnly, TaskDocument
 from app.engines.adrules.sheets_values import (
     CustomMetricSource,
     SheetCache,
     workspace_credentials,
 )
+from app.engines.adrules.stops import StopCheck
 from app.integrations.http_guard import GuardedHttp, OutboundError, RetryPolicy, shared_guard
 from app.integrations.mail import MailError, MailSender
 from app.integrations.meta.client import GraphClient
@@ -93,6 +94,9 @@ class WorkerDeps:
     max_deferrals: int = 3
     token_minter: TokenMinter | None = None
     """Mints Sheets access tokens from a workspace's service-account key."""
+    stop: StopCheck | None = None
+    """The platform stop (spec AR-23), asked at the start of a run and before every write and
+    notification; None: never stopped (unit tests of other behaviour)."""
 
 
 Defer = Callable[[UnitOfWork, RunAccountPayload, datetime], Awaitable[None]]
@@ -168,6 +172,7 @@ def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = 
         defer=queue_defer(ctx.queue, job) if job is not None else None,
         max_deferrals=adrules.max_deferrals,
         token_minter=shared_token_minter(ctx),
+        stop=StopCheck(ctx.db, lambda: ctx.settings.sweepers.stop_all),
     )
 
 
@@ -211,6 +216,11 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             last = await records.last_executions(
                 session, [t.id for t in rule.tasks], [c.id for c in payload.entities]
             )
+        stopped = await deps.stop.reason(payload.workspace_id) if deps.stop else None
+        if stopped is not None:
+            # Queued or deferred before the stop went on: touch nothing, say so per campaign.
+            await _record_stopped(deps, payload, done, stopped)
+            return await _finish(deps, payload)
         token = payload.access_token(deps.secrets)
         reader = MetaReader(deps.graph, token)
         credentials = await workspace_credentials(
@@ -280,6 +290,28 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
         await _finish(deps, payload, error=f"the run stopped: {type(exc).__name__}: {exc}")
         raise
     return await _finish(deps, payload)
+
+
+async def _record_stopped(
+    deps: WorkerDeps, payload: RunAccountPayload, done: set[tuple[int, str]], reason: str
+) -> None:
+    now = deps.clock.now()
+    rows = [
+        skipped_row(payload, task, campaign, reason=reason, now=now)
+        for campaign in payload.entities
+        for task in payload.rule.tasks
+        if (task.id, campaign.id) not in done
+    ]
+    for start in range(0, len(rows), FLUSH_EVERY):
+        async with deps.db.write() as uow:
+            await records.insert_records(uow.session, rows[start : start + FLUSH_EVERY])
+    log.warning(
+        "ad rules run stopped: batch %s account %s, %d records skipped (%s)",
+        payload.batch_id,
+        payload.account.meta_id,
+        len(rows),
+        reason,
+    )
 
 
 async def _defer(deps: WorkerDeps, payload: RunAccountPayload, throttle: MetaError) -> str:
@@ -406,6 +438,32 @@ async def _task(
         now=now,
         allow_private_http=run.allow_private_http,
     )
+    refused = not_deliverable_reason(task.action, campaign.effective_status)
+    if refused is not None:
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_SKIPPED,
+            reason=refused,
+            conditions=evaluation.conditions,
+            steps=steps,
+        )
+    if run.deps.stop is not None and not isinstance(task.action, LogOnly):
+        # Immediately before the write or notification: a stop set during the run holds.
+        started = time.perf_counter()
+        stopped = await run.deps.stop.reason(run.payload.workspace_id)
+        steps.append(("stop_check", time.perf_counter() - started))
+        if stopped is not None:
+            return _row(
+                run,
+                task,
+                campaign,
+                status=RECORD_SKIPPED,
+                reason=stopped,
+                conditions=evaluation.conditions,
+                steps=steps,
+            )
     ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
     try:
         outcome = await run.runner.run(task.action, ref, scope, evaluation.conditions)
@@ -460,6 +518,37 @@ def _why_not(conditions: Sequence[ConditionResult], group: str) -> str:
     ]
     joiner = "none of the conditions passed: " if group == "or" else "conditions not met: "
     return joiner + "; ".join(parts)
+
+
+def skipped_row(
+    payload: RunAccountPayload,
+    task: TaskDocument,
+    campaign: CampaignEntity,
+    *,
+    reason: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """A ``skipped`` record made before anything was read (the platform stop)."""
+    return {
+        "workspace_id": payload.workspace_id,
+        "rule_id": payload.rule.id,
+        "task_id": task.id,
+        "ad_account_id": payload.account.id,
+        "batch_id": payload.batch_id,
+        "campaign_id": campaign.id,
+        "campaign_name": campaign.name[:400],
+        "action": type(task.action).__struct_config__.tag or "",
+        "status": RECORD_SKIPPED,
+        "reason": reason,
+        "parameters": action_parameters(task.action),
+        "before": None,
+        "after": None,
+        "conditions": [],
+        "steps": [],
+        "elapsed_seconds": 0.0,
+        "next_permitted_at": None,
+        "created_at": now,
+    }
 
 
 def _row(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -79,8 +80,37 @@ class GraphClient:
         """One call. Raises :class:`MetaError` (transient for timeouts, network errors, 5xx and
         Meta's temporary codes). ``versioned=False`` posts to the root (batch requests, whose
         sub-requests carry the version)."""
-        headers = {"Authorization": f"Bearer {token.value}"}
         url = self.url(path) if versioned else f"{self.base_url}/"
+        return await self._send(method, url, token, params=params, data=data, label=path)
+
+    async def get_url(self, url: str, token: AccessToken) -> GraphReply:
+        """GET a URL exactly as Meta returned it (a page's ``paging.next``: it carries the cursor
+        and the whole query). Only URLs on this client's own Graph host are followed, so the token
+        never travels to a host named by a reply."""
+        if not self.owns(url):
+            raise MetaError(
+                "a paging link points outside the Graph API host; it was not followed",
+                transient=False,
+            )
+        return await self._send("GET", url, token, params=None, data=None, label="paging.next")
+
+    def owns(self, url: str) -> bool:
+        """Whether ``url`` is on this client's Graph API origin (scheme, host and port)."""
+        mine, theirs = urlsplit(self.base_url), urlsplit(url)
+        return (mine.scheme, mine.netloc) == (theirs.scheme, theirs.netloc) and bool(theirs.path)
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        token: AccessToken,
+        *,
+        params: dict[str, Any] | None,
+        data: dict[str, Any] | None,
+        label: str,
+    ) -> GraphReply:
+        path = label
+        headers = {"Authorization": f"Bearer {token.value}"}
         try:
             response = await self._http.request(
                 method, url, params=params, data=data, headers=headers

@@ -29,8 +29,8 @@ PAGE_SIZE = 1000
 """Campaigns requested per page (spec AR-12)."""
 MAX_BATCH = 50
 """The Graph API's limit of sub-requests in one batch call."""
-MAX_PAGES = 10_000
-"""A guard against a cursor that never ends."""
+MAX_PAGES = 1_000
+"""A guard against paging that never ends (a million campaigns at 1,000 a page)."""
 
 _campaign_page = msgspec.json.Decoder(Page[GraphCampaign])
 _account_page = msgspec.json.Decoder(Page[GraphAdAccount])
@@ -47,10 +47,19 @@ class BatchGet:
 
 
 def _decode(decoder: msgspec.json.Decoder[Any], content: bytes, what: str) -> Any:
+    """Decode a 2xx reply. JSON of the wrong shape is a permanent error; a body that is not JSON
+    at all (an HTML error page from a proxy or an overloaded edge, answered with 200) is
+    transient: the same request usually succeeds a moment later."""
     try:
         return decoder.decode(content)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except msgspec.ValidationError as exc:
         raise decode_error(what, exc) from None
+    except msgspec.DecodeError:
+        snippet = content[:120].decode("utf-8", "replace").strip() or "empty body"
+        raise MetaError(
+            f"the Graph API answered 200 with a body that is not JSON ({what}): {snippet!r}",
+            transient=True,
+        ) from None
 
 
 def _query(params: dict[str, Any]) -> dict[str, str]:
@@ -87,19 +96,22 @@ class MetaReader:
     async def ad_accounts(self, *, page_size: int = 100) -> list[GraphAdAccount]:
         """Every ad account the token can reach (``/me/adaccounts``, all pages)."""
         accounts: list[GraphAdAccount] = []
-        after: str | None = None
-        for _ in range(MAX_PAGES):
-            params: dict[str, Any] = {"fields": list(AD_ACCOUNT_FIELDS), "limit": page_size}
-            if after:
-                params["after"] = after
-            page: Page[GraphAdAccount] = _decode(
-                _account_page, await self._get("me/adaccounts", params), "ad account list"
-            )
+        params: dict[str, Any] = {"fields": list(AD_ACCOUNT_FIELDS), "limit": page_size}
+        page: Page[GraphAdAccount] = _decode(
+            _account_page, await self._get("me/adaccounts", params), "ad account list"
+        )
+        follow = PageTrail("ad account list")
+        while True:
             accounts.extend(page.data)
-            if not page.has_next:
+            url = follow.next_url(page)
+            if url is None:
                 return accounts
-            after = _next_cursor(page, after)
-        raise MetaError("the ad account list did not end", transient=False)
+            page = _decode(_account_page, await self.get_next(url), "ad account list")
+
+    async def get_next(self, url: str) -> bytes:
+        """GET a ``paging.next`` URL exactly as Meta returned it."""
+        reply = await self.graph.get_url(url, self._token)
+        return reply.content
 
     async def campaigns_page(
         self,
@@ -107,18 +119,20 @@ class MetaReader:
         *,
         filtering: list[dict[str, Any]] | None = None,
         limit: int = PAGE_SIZE,
-        after: str | None = None,
+        next_url: str | None = None,
         fields: Sequence[str] = CAMPAIGN_FIELDS,
+        edge: str = "campaigns",
     ) -> Page[GraphCampaign]:
-        """One page of an ad account's campaigns, narrowed by ``filtering`` on Meta's side."""
-        params: dict[str, Any] = {"fields": list(fields), "limit": limit}
-        if filtering:
-            params["filtering"] = filtering
-        if after:
-            params["after"] = after
-        page: Page[GraphCampaign] = _decode(
-            _campaign_page, await self._get(f"{account_id}/campaigns", params), "campaign page"
-        )
+        """One page of an ad account's campaigns (or another object ``edge``), narrowed by
+        ``filtering`` on Meta's side; with ``next_url``, the page that link names."""
+        if next_url is not None:
+            content = await self.get_next(next_url)
+        else:
+            params: dict[str, Any] = {"fields": list(fields), "limit": limit}
+            if filtering:
+                params["filtering"] = filtering
+            content = await self._get(f"{account_id}/{edge}", params)
+        page: Page[GraphCampaign] = _decode(_campaign_page, content, "campaign page")
         return page
 
     async def campaign(
@@ -147,18 +161,16 @@ class MetaReader:
         }
         decoder = msgspec.json.Decoder(Page[row_type])  # type: ignore[valid-type]
         rows: list[T] = []
-        after: str | None = None
-        for _ in range(MAX_PAGES):
-            if after:
-                params["after"] = after
-            page: Page[T] = _decode(
-                decoder, await self._get(f"{object_id}/insights", params), "insights"
-            )
+        page: Page[T] = _decode(
+            decoder, await self._get(f"{object_id}/insights", params), "insights"
+        )
+        follow = PageTrail("insights list")
+        while True:
             rows.extend(page.data)
-            if not page.has_next:
+            url = follow.next_url(page)
+            if url is None:
                 return rows
-            after = _next_cursor(page, after)
-        raise MetaError("the insights list did not end", transient=False)
+            page = _decode(decoder, await self.get_next(url), "insights")
 
     def relative_url(self, request: BatchGet) -> str:
         query = urlencode(_query(request.params))
@@ -189,8 +201,31 @@ class MetaReader:
         return replies
 
 
-def _next_cursor(page: Page[Any], previous: str | None) -> str:
-    after = page.after
-    if not after or after == previous:
-        raise MetaError("a page announced a next page without a new cursor", transient=False)
-    return after
+class PageTrail:
+    """Where paging goes next, as Meta says: the ``paging.next`` URL exactly as returned, until a
+    page has none (a page may be short, even empty, and still have one). Guards against a link
+    seen before (a loop) and against more than ``max_pages`` pages."""
+
+    def __init__(self, what: str, max_pages: int = MAX_PAGES) -> None:
+        self.what = what
+        self.max_pages = max_pages
+        self.pages = 0
+        self._seen: set[str] = set()
+
+    def next_url(self, page: Page[Any]) -> str | None:
+        """The URL of the page after ``page`` (which was just read), or None at the end."""
+        self.pages += 1
+        url = page.paging.next if page.paging is not None else None
+        if not url:
+            return None
+        if url in self._seen:
+            raise MetaError(
+                f"the {self.what} repeated a paging link already followed; stopped to avoid a loop",
+                transient=False,
+            )
+        if self.pages >= self.max_pages:
+            raise MetaError(
+                f"the {self.what} has more than {self.max_pages} pages; stopped", transient=False
+            )
+        self._seen.add(url)
+        return url

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import msgspec
 
@@ -39,6 +40,8 @@ FILTER_OPERATORS = frozenset({"EQUAL", "NOT_EQUAL", "IN", "NOT_IN", "CONTAIN", "
 SETTABLE_STATUSES = frozenset({"ACTIVE", "PAUSED", "ARCHIVED", "DELETED"})
 MAX_BATCH = 50
 """Sub-requests allowed in one batch call."""
+HIDDEN = frozenset({"ARCHIVED", "DELETED"})
+"""Statuses an edge, and account-level Insights, leave out unless a filter names the status."""
 
 
 def graph_error(
@@ -166,6 +169,14 @@ class GraphWorld:
         """Every accepted campaign update: ``(campaign_id, fields)``."""
         self.filters_seen: list[list[dict[str, Any]]] = []
         """The decoded ``filtering`` parameter of each campaign listing."""
+        self.insights_filters_seen: list[list[dict[str, Any]]] = []
+        """The decoded ``filtering`` of each account-level Insights request."""
+        self.list_params: list[dict[str, str]] = []
+        """The query of every campaign listing request, as received."""
+        self.repeat_next_link = False
+        """Answer every page after the first with the same ``next`` link (a paging loop)."""
+        self.next_links: list[str | None] = []
+        """The ``paging.next`` of every page served (None on a last page)."""
         self._lock = threading.RLock()
 
     def reset(self) -> None:
@@ -180,6 +191,10 @@ class GraphWorld:
             self.null_batch_items = 0
             self.updates.clear()
             self.filters_seen.clear()
+            self.insights_filters_seen.clear()
+            self.next_links.clear()
+            self.list_params.clear()
+            self.repeat_next_link = False
 
     # -- building the world -----------------------------------------------------------------
 
@@ -303,6 +318,22 @@ class GraphWorld:
             headers={"x-business-use-case-usage": msgspec.json.encode(usage).decode()},
             times=times,
         )
+
+    def answer_html(self, kind: str, *, times: int = 1) -> Fault:
+        """Answer ``kind`` with HTTP 200 and an HTML page instead of JSON (a proxy's or an
+        overloaded edge's error page): the same request succeeds when sent again."""
+        return self.state.inject(
+            kind,
+            status=200,
+            raw=b"<!DOCTYPE html><html><body>Sorry, something went wrong.</body></html>",
+            headers={"content-type": "text/html; charset=utf-8"},
+            times=times,
+        )
+
+    def hang(self, kind: str, *, seconds: float = 3600.0, times: int = -1) -> Fault:
+        """Hold calls of ``kind`` (e.g. ``campaigns.list:act_2``) for ``seconds`` before answering:
+        an ad account whose API calls hang."""
+        return self.state.inject(kind, delay_seconds=seconds, times=times)
 
     def _hit(self, kind: str, scope: str | None, **details: Any) -> Fault | None:
         fault = self.state.hit(kind, scope=scope, **details)
@@ -443,12 +474,20 @@ class GraphWorld:
 
     def _list_campaigns(self, account: SimAccount, params: dict[str, str]) -> SimReply | Fault:
         filtering = _filtering(params.get("filtering"))
+        self.list_params.append(dict(params))
         fault = self._hit("campaigns.list", account.id, filtering=filtering)
         self.filters_seen.append(filtering)
         if fault is not None:
             return fault
         fields = _fields(params, CAMPAIGN_FIELDS)
-        matched = [c for c in account.campaigns.values() if _matches(c, filtering)]
+        # Edges leave archived and deleted objects out unless a filter names effective_status
+        # (then whatever matches comes back, archived and deleted included).
+        names_status = any(f["field"] == "effective_status" for f in filtering)
+        matched = [
+            c
+            for c in account.campaigns.values()
+            if _matches(c, filtering) and (names_status or c.effective_status not in HIDDEN)
+        ]
         rows = [c.render(fields) for c in matched]
         return self._paged(rows, params, f"{account.id}/campaigns", account.id, use_plan=True)
 
@@ -479,17 +518,24 @@ class GraphWorld:
         chunk = rows[offset : offset + size]
         end = offset + len(chunk)
         body: dict[str, Any] = {"data": chunk}
-        paging: dict[str, Any] = {
-            "cursors": {"before": _cursor(offset, page_no), "after": _cursor(end, page_no + 1)}
-        }
+        paging: dict[str, Any] = {}
+        if chunk:
+            # An empty page carries no cursors (there is no item for them to point at), only
+            # the ``next`` link: a client that rebuilds the query from ``cursors.after`` fails.
+            paging["cursors"] = {
+                "before": _cursor(offset, page_no),
+                "after": _cursor(end, page_no + 1),
+            }
         more = end < len(rows)
         if not more and self.trailing_empty_page and use_plan and offset < len(rows):
             more = True  # one more, empty page: Meta sometimes announces it
         if more:
-            query = {k: v for k, v in params.items() if k not in {"after", "access_token"}}
+            query = {k: v for k, v in params.items() if k != "after"}
             query["after"] = _cursor(end, page_no + 1)
-            encoded = "&".join(f"{k}={v}" for k, v in query.items())
-            paging["next"] = f"{self.base_url}/{self.version}/{path}?{encoded}"
+            if self.repeat_next_link and use_plan and page_no >= 1:
+                query["after"] = _cursor(offset, page_no)
+            paging["next"] = f"{self.base_url}/{self.version}/{path}?{urlencode(query)}"
+        self.next_links.append(paging.get("next"))
         body["paging"] = paging
         return SimReply(200, body, self.usage_headers(account_id))
 
@@ -516,6 +562,15 @@ class GraphWorld:
                 )
         if "name" in changes and not changes["name"].strip():
             raise BadRequest("(#100) Invalid parameter: name")
+        if campaign.effective_status == "DELETED":
+            raise BadRequest("(#100) A deleted object cannot be edited", subcode=1487301)
+        if campaign.effective_status == "ARCHIVED" and (
+            "daily_budget" in changes or changes.get("status", "DELETED") != "DELETED"
+        ):
+            # An archived object takes only a new name, or status DELETED.
+            raise BadRequest(
+                "(#100) An archived object can only be renamed or deleted", subcode=1487302
+            )
         if "status" in changes:
             campaign.effective_status = changes["status"]
         if "daily_budget" in changes:
@@ -575,11 +630,24 @@ class GraphWorld:
         if params.get("level") != "campaign":
             raise BadRequest("(#100) this simulator answers account insights at level=campaign")
         preset, fields = self._insights_params(params)
+        filtering = _insights_filtering(params.get("filtering"))
+        self.insights_filters_seen.append(filtering)
         fault = self._hit("insights", account.id, date_preset=preset, level="campaign")
         if fault is not None:
             return fault
+        # Archived and deleted objects are left out unless the filter names their status.
+        named = {
+            str(v)
+            for f in filtering
+            if f["field"] == "campaign.effective_status" and f["operator"] == "IN"
+            for v in f["value"]
+        }
         rows = []
         for campaign in account.campaigns.values():
+            if campaign.effective_status in HIDDEN and campaign.effective_status not in named:
+                continue
+            if not _matches_insights(campaign, filtering):
+                continue
             row = self._insights_row(account, campaign, preset)
             if row is not None:
                 rows.append(self._shape(row, fields | {"campaign_id"}, account, campaign))
@@ -613,6 +681,34 @@ def _filtering(raw: str | None) -> list[dict[str, Any]]:
         if item["operator"] in {"IN", "NOT_IN"} and not isinstance(item["value"], list):
             raise BadRequest(f"(#100) {item['operator']} takes a list value")
     return value
+
+
+def _insights_filtering(raw: str | None) -> list[dict[str, Any]]:
+    """An account-level Insights ``filtering``: fields are prefixed by the level
+    (``campaign.id``, ``campaign.effective_status``)."""
+    if not raw:
+        return []
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        raise BadRequest("(#100) param filtering must be a JSON array") from None
+    if not isinstance(value, list):
+        raise BadRequest("(#100) param filtering must be a JSON array")
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"field", "operator", "value"}:
+            raise BadRequest("(#100) each filtering entry has field, operator and value")
+        if item["field"] not in {"campaign.id", "campaign.effective_status", "campaign.name"}:
+            raise BadRequest(f"(#100) filtering field {item['field']!r} is not supported")
+        if item["operator"] not in FILTER_OPERATORS:
+            raise BadRequest(f"(#100) filtering operator {item['operator']!r} is not supported")
+        if item["operator"] in {"IN", "NOT_IN"} and not isinstance(item["value"], list):
+            raise BadRequest(f"(#100) {item['operator']} takes a list value")
+    return value
+
+
+def _matches_insights(campaign: SimCampaign, filtering: list[dict[str, Any]]) -> bool:
+    plain = [{**f, "field": f["field"].removeprefix("campaign.")} for f in filtering]
+    return _matches(campaign, plain)
 
 
 def _matches(campaign: SimCampaign, filtering: list[dict[str, Any]]) -> bool:

@@ -34,7 +34,7 @@ from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.structs import GraphAdAccount
 from app.runtime import Runtime
 from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
-from app.web.api import adrules_runs
+from app.web.api import adrules_runs, adrules_stop
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 
@@ -537,4 +537,6 @@ ROUTERS = [
     ),
     # The rule log's detail, the preview and the templates (worker side of the engine).
     *adrules_runs.ROUTERS,
+    # The platform stop's runtime switches.
+    *adrules_stop.ROUTERS,
 ]

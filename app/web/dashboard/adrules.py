@@ -18,6 +18,7 @@ from litestar.response import Redirect, Template
 
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
+from app.engines.adrules import stops
 from app.engines.adrules.catalogue import (
     COOLDOWN_LABELS,
     EFFECTIVE_STATUSES,
@@ -32,7 +33,9 @@ from app.errors import ValidationFailed
 from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal
 from app.runtime import Runtime
+from app.web.api import adrules_stop as stop_api
 from app.web.api.adrules import discover
+from app.web.api.adrules_stop import StopIn
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import adrules_log
 from app.web.dashboard.common import page
@@ -245,7 +248,36 @@ async def rules_page(
             session, workspace_id=principal.workspace_id, limit=200
         )
         has_token = await account_service.has_token(session, principal.workspace_id)
-    return page(request, "adrules/rules.html", principal, views=views[:200], has_token=has_token)
+        stop = await stops.stop_state(
+            session, principal.workspace_id, runtime.settings.sweepers.stop_all
+        )
+    return page(
+        request,
+        "adrules/rules.html",
+        principal,
+        views=views[:200],
+        has_token=has_token,
+        stop=stop,
+    )
+
+
+@post("/ui/adrules/stop")
+async def change_stop(
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Redirect:
+    """The runtime stop switch (AR-23): an admin turns the workspace's or the organisation's on
+    or off."""
+    form = await request.form()
+    scope = form.get("scope", "")
+    if scope != "organisation" and scope != "workspace":
+        raise ValidationFailed.field("scope", "must be 'organisation' or 'workspace'")
+    data = StopIn(
+        scope="organisation" if scope == "organisation" else "workspace",
+        stopped=form.get("stopped", "") == "true",
+        reason=str(form.get("reason", ""))[:500],
+    )
+    await stop_api.change_stop(runtime, principal, data)
+    return Redirect("/ui/adrules")
 
 
 @get("/ui/adrules/rules/new")
@@ -473,6 +505,7 @@ async def batches_page(
 
 ROUTES: list[Any] = [
     rules_page,
+    change_stop,
     new_rule_page,
     edit_rule_page,
     create_rule,
