@@ -3,11 +3,14 @@
 ``SmtpSink().start()`` runs an aiosmtpd server on a free port of 127.0.0.1 in its own thread, so it
 works from synchronous and asynchronous code and receives mail from other processes too. Each
 accepted message is parsed into a :class:`ReceivedMessage`; ``inject_failure`` makes the next DATA
-commands answer with an SMTP error code, the way a real server defers or refuses mail.
+commands answer with an SMTP error code, the way a real server defers or refuses mail;
+``slow_down`` makes it take its time before answering DATA, the way a loaded or tarpitting server
+does (real servers take seconds per message, up to the client's timeout).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -66,6 +69,8 @@ class _Handler:
         self._sink = sink
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self._sink.delay_seconds > 0:
+            await asyncio.sleep(self._sink.delay_seconds)
         return self._sink._receive(envelope)
 
 
@@ -81,6 +86,8 @@ class SmtpSink:
         self.url = f"smtp://{self.host}:{self.port}"
         self.messages: list[ReceivedMessage] = []
         self._failures: list[_Failure] = []
+        self.delay_seconds = 0.0
+        """How long each DATA command waits before it is answered (see :meth:`slow_down`)."""
         self._lock = threading.Lock()
         self._controller = Controller(_Handler(self), hostname=self.host, port=self.port)
         self._started = False
@@ -114,6 +121,10 @@ class SmtpSink:
         with self._lock:
             self._failures.append(_Failure(code=code, times=times, text=reason))
 
+    def slow_down(self, seconds: float) -> None:
+        """Answer each message's DATA only after ``seconds`` (0 answers at once again)."""
+        self.delay_seconds = max(0.0, seconds)
+
     def _receive(self, envelope: Any) -> str:
         with self._lock:
             for failure in self._failures:
@@ -140,3 +151,4 @@ class SmtpSink:
         with self._lock:
             self.messages.clear()
             self._failures.clear()
+            self.delay_seconds = 0.0

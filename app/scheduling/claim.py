@@ -41,12 +41,13 @@ from app.db.dialect import POSTGRESQL, dialect_name, row_count
 from app.db.types import UTCDateTime
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Row
-
     from app.clock import Clock
     from app.db.session import Database, WriteSession
 
 log = logging.getLogger(__name__)
+
+ClaimedRow = Any
+"""A claimed row: a SQLAlchemy ``Row`` of the declared returning columns (by name or position)."""
 
 
 class LeaseLost(Exception):
@@ -185,7 +186,7 @@ class Claim:
         lease_seconds: float | None = None,
         prelude: str = "",
         **params: Any,
-    ) -> list[Row[Any]]:
+    ) -> list[ClaimedRow]:
         """Claim up to ``limit`` due rows inside the caller's unit of work (so the caller can
         change the claimed rows further before it commits, e.g. advance their due time)."""
         statement = self.statement(dialect_name(session), prelude=prelude)
@@ -201,7 +202,7 @@ class Claim:
         owner: str | None = None,
         lease_seconds: float | None = None,
         **params: Any,
-    ) -> list[Row[Any]]:
+    ) -> list[ClaimedRow]:
         """Claim up to ``limit`` due rows in a unit of work of their own."""
         async with db.write() as uow:
             return await self.take_in(

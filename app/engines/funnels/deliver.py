@@ -17,12 +17,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import select, update
 
 from app.db.session import Database, WriteSession
-from app.db.types import UTCDateTime
 from app.engines.funnels.contacts import _insert, affected, dialect_of
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
@@ -49,7 +48,11 @@ from app.integrations.mail import (
     PermanentMailError,
     TransientMailError,
 )
+from app.scheduling.claim import Claim, Lease
 from app.settings import FunnelSettings
+
+if TYPE_CHECKING:
+    from app.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -179,18 +182,25 @@ class EmailChannel:
         return email.message_id
 
 
-def _lease_statement(is_postgres: bool) -> Any:
-    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
-    return text(
-        f"""
-        UPDATE funnel_outbox
-           SET lease_owner = :owner, next_attempt_at = :expires, attempts = attempts + 1
-         WHERE id IN (SELECT id FROM funnel_outbox
-                       WHERE status = 'pending' AND next_attempt_at <= :now
-                       ORDER BY next_attempt_at LIMIT :limit{lock})
-        RETURNING id, workspace_id, contact_id, channel, idempotency_key, payload, attempts
-        """  # noqa: S608 - only constants are interpolated
-    ).bindparams(bindparam("expires", type_=UTCDateTime()), bindparam("now", type_=UTCDateTime()))
+DELIVERY = Claim(
+    table=OutboxEffect.__table__,  # type: ignore[arg-type]
+    due="status = 'pending' AND next_attempt_at <= :now",
+    order_by="next_attempt_at",
+    returning=(
+        "id",
+        "workspace_id",
+        "contact_id",
+        "channel",
+        "idempotency_key",
+        "payload",
+        "attempts",
+    ),
+    owner="lease_owner",
+    # The lease expiry is the due time: an effect whose deliverer died is due again by itself.
+    expires="next_attempt_at",
+    sets={"attempts": "attempts + 1"},
+    held="status = 'pending'",
+)
 
 
 def _payload(raw: Any) -> dict[str, Any]:
@@ -239,25 +249,20 @@ class Deliverer:
         senders: Callable[[str], ChannelSender | None],
         *,
         lease_seconds: int = 120,
+        clock: Clock | None = None,
     ) -> None:
         self.db = db
         self.settings = settings
         self.senders = senders
         self.lease_seconds = lease_seconds
+        self.clock = clock
+        """With a clock, a batch's leases are renewed while it is delivered (a batch may take
+        longer than one lease: 50 messages to a slow SMTP server)."""
 
     async def lease(self, *, owner: str, now: datetime, limit: int) -> list[LeasedEffect]:
-        async with self.db.write() as uow:
-            rows = (
-                await uow.session.execute(
-                    _lease_statement(self.db.is_postgres),
-                    {
-                        "owner": owner,
-                        "expires": now + timedelta(seconds=self.lease_seconds),
-                        "now": now,
-                        "limit": limit,
-                    },
-                )
-            ).all()
+        rows = await DELIVERY.take(
+            self.db, now=now, limit=limit, owner=owner, lease_seconds=self.lease_seconds
+        )
         return [
             LeasedEffect(r[0], r[1], r[2], r[3], r[4], _payload(r[5]), r[6])
             for r in sorted(rows, key=lambda r: r[0])
@@ -267,17 +272,38 @@ class Deliverer:
         self, *, owner: str, now: Callable[[], datetime], limit: int | None = None
     ) -> DeliveryResult:
         """Lease and deliver one batch. ``now`` is called per effect: sends take real time."""
+        leased_at = now()
         effects = await self.lease(
-            owner=owner, now=now(), limit=limit or self.settings.deliver_batch
+            owner=owner, now=leased_at, limit=limit or self.settings.deliver_batch
         )
         counts = {"sent": 0, "skipped": 0, "deferred": 0, "failed": 0}
-        for effect in effects:
-            outcome = await self.deliver(effect, owner=owner, now=now)
-            counts[outcome] += 1
+        if not effects:
+            return DeliveryResult()
+        if self.clock is None:
+            for effect in effects:
+                counts[await self.deliver(effect, owner=owner, now=now)] += 1
+            return DeliveryResult(leased=len(effects), **counts)
+        async with Lease(
+            DELIVERY,
+            self.db,
+            self.clock,
+            owner=owner,
+            keys=[e.id for e in effects],
+            lease_seconds=self.lease_seconds,
+            claimed_at=leased_at,
+        ) as lease:
+            for effect in effects:
+                counts[await self.deliver(effect, owner=owner, now=now, lease=lease)] += 1
+                lease.done(effect.id)
         return DeliveryResult(leased=len(effects), **counts)
 
     async def deliver(
-        self, effect: LeasedEffect, *, owner: str, now: Callable[[], datetime]
+        self,
+        effect: LeasedEffect,
+        *,
+        owner: str,
+        now: Callable[[], datetime],
+        lease: Lease | None = None,
     ) -> str:
         async with self.db.read() as session:
             contact = await session.get(Contact, effect.contact_id)
@@ -286,10 +312,14 @@ class Deliverer:
                     OutboxEffect.id == effect.id,
                     OutboxEffect.status == OUTBOX_PENDING,
                     OutboxEffect.lease_owner == owner,
+                    # An expired lease is no longer ours, even before another deliverer takes it.
+                    OutboxEffect.next_attempt_at > now(),
                 )
             )
-        if still_ours is None:
-            return "skipped"  # cancelled (contact deleted, goal reached) after we leased it
+        if still_ours is None or (lease is not None and not lease.holds(effect.id)):
+            # Cancelled (contact deleted, goal reached) after we leased it, or our lease ran
+            # out: whoever holds it now delivers it.
+            return "skipped"
         reason = blocked_reason(contact, effect.channel, effect.payload)
         if reason is not None:
             await self._finish(effect, owner, now(), OUTBOX_SKIPPED, "suppressed", reason)

@@ -50,6 +50,7 @@ def deliverer_for(ctx: JobContext) -> Deliverer:
             ctx.settings.funnels,
             senders,
             lease_seconds=ctx.settings.funnels.lease_seconds,
+            clock=ctx.clock,
         ),
     )
 
