@@ -60,6 +60,7 @@ async def test_accounts_rule_editor_rules_list_and_batch_log(
     await page.select_option("select[name=mode]", "timetable")
     await page.fill("input[name=start_date]", "2026-04-10")
     await page.fill("input[name=end_date]", "2026-04-01")
+    await page.click("#tab-json")  # the builder's "advanced" tab
     await page.fill("#tasks_json", BAD_TASKS)
     await page.click("#save-rule")
     await page.wait_for_selector("#form-errors")
@@ -77,6 +78,7 @@ async def test_accounts_rule_editor_rules_list_and_batch_log(
     await page.fill("input[name=start_date]", "")
     await page.fill("input[name=end_date]", "")
     await page.select_option("select[name=status]", "active")
+    await page.click("#tab-json")
     await page.fill("#tasks_json", GOOD_TASKS)
     await page.click("#save-rule")
     await page.wait_for_selector("#saved")

@@ -22,12 +22,16 @@ from app.engines.adrules import stops
 from app.engines.adrules.catalogue import (
     COOLDOWN_LABELS,
     EFFECTIVE_STATUSES,
+    METRICS,
+    OPERATOR_SYMBOLS,
+    PERIODS,
     RULE_STATUSES,
     WEEKDAYS,
 )
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import MetaTokenMissing, MetaUnavailable
 from app.engines.adrules.schemas import RuleIn, TimetableSchedule
+from app.engines.adrules.templates import FromTemplateIn, get_template
 from app.engines.adrules.validation import check_rule
 from app.errors import ValidationFailed
 from app.integrations.http_guard import shared_guard
@@ -175,6 +179,8 @@ async def _editor(
         view=view,
         values=values,
         errors=errors_by_input(errors),
+        task_errors={k: v for k, v in errors.items() if k.startswith("tasks")},
+        catalogue=builder_catalogue(),
         accounts=accounts,
         statuses=RULE_STATUSES,
         effective_statuses=EFFECTIVE_STATUSES,
@@ -215,6 +221,43 @@ def _values_from_view(view: rule_service.RuleView) -> dict[str, Any]:
         "start_date": str(schedule.start_date or ""),
         "end_date": str(schedule.end_date or ""),
         "tasks_json": _pretty(tasks),
+    }
+
+
+def _values_from_rule_in(rule: RuleIn) -> dict[str, Any]:
+    """Editor values for a rule document not saved yet (a template opened in the builder)."""
+    schedule = rule.schedule
+    week = (
+        {d: ", ".join(schedule.week.slots(i)) for i, d in enumerate(WEEKDAYS)}
+        if isinstance(schedule, TimetableSchedule)
+        else {}
+    )
+    status = rule.prefilters.effective_status
+    return {
+        "name": rule.name,
+        "status": rule.status,
+        "account_ids": [str(a) for a in rule.account_ids],
+        "campaign_ids": ", ".join(rule.prefilters.campaign_ids),
+        "name_contains": rule.prefilters.name_contains or "",
+        "status_operator": status.operator if status else "in",
+        "status_values": list(status.values) if status else [],
+        "mode": "timetable" if isinstance(schedule, TimetableSchedule) else "interval",
+        "minutes": getattr(schedule, "minutes", 60),
+        "week": week,
+        "start_date": str(schedule.start_date or ""),
+        "end_date": str(schedule.end_date or ""),
+        "tasks_json": _pretty(msgspec.to_builtins(rule.tasks)),
+    }
+
+
+def builder_catalogue() -> dict[str, Any]:
+    """The vocabularies the rule builder's selects offer (the same the schemas accept)."""
+    return {
+        "metrics": list(METRICS),
+        "periods": list(PERIODS),
+        "operators": OPERATOR_SYMBOLS,
+        "cooldowns": COOLDOWN_LABELS,
+        "weekdays": list(WEEKDAYS),
     }
 
 
@@ -284,7 +327,7 @@ async def change_stop(
 async def new_rule_page(
     request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
 ) -> Template:
-    values = {
+    values: dict[str, Any] = {
         "status": "draft",
         "mode": "interval",
         "minutes": 60,
@@ -294,6 +337,14 @@ async def new_rule_page(
         "status_values": [],
         "status_operator": "in",
     }
+    key = request.query_params.get("template")
+    if key:
+        # A template opens in the builder with its default thresholds, saved only when asked.
+        account = request.query_params.get("account_id", "")
+        draft = get_template(key).rule(
+            FromTemplateIn(account_ids=[int(account)] if account.isdigit() else [])
+        )
+        values = _values_from_rule_in(draft)
     return await _editor(request, principal, runtime, rule_id=None, values=values, errors={})
 
 
