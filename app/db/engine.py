@@ -8,6 +8,7 @@ whose transactions start with a plain deferred ``BEGIN`` so readers never wait f
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,24 @@ def _sqlite_pragmas(busy_timeout_ms: int, begin: str) -> tuple[Any, Any]:
     return on_connect, on_begin
 
 
+def private_sqlite_file(raw_url: str) -> None:
+    """Create the SQLite file readable by its owner only (0600) before SQLite opens it, and
+    tighten an existing one: it holds password hashes, encrypted secrets and contacts. SQLite
+    gives its -wal and -shm files the database file's permissions."""
+    url = make_url(raw_url)
+    if not url.get_backend_name().startswith("sqlite") or url.database in (None, "", ":memory:"):
+        return
+    path = Path(url.database)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if candidate.exists() and candidate.stat().st_mode & 0o077:
+            candidate.chmod(0o600)
+
+
 def _sqlite_engine(settings: DatabaseSettings, begin: str) -> AsyncEngine:
     url = make_url(settings.url)
-    if url.database and url.database != ":memory:":
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    private_sqlite_file(settings.url)
     engine = create_async_engine(url, echo=settings.echo)
     on_connect, on_begin = _sqlite_pragmas(settings.busy_timeout_ms, begin)
     event.listen(engine.sync_engine, "connect", on_connect)

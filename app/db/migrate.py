@@ -15,6 +15,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.db.engine import private_sqlite_file
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
@@ -35,6 +37,7 @@ def expected_heads() -> set[str]:
 
 async def upgrade(url: str) -> None:
     """Bring the database at ``url`` to the newest schema (safe to run at every start)."""
+    private_sqlite_file(url)
     # Alembic's env.py runs its own event loop; give it a thread.
     await asyncio.to_thread(command.upgrade, alembic_config(url), "heads")
 

@@ -47,6 +47,8 @@ def load_or_create_keys(
     path = Path(key_file)
     stored: dict[str, str] = {}
     if path.exists():
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)  # a key file copied in with looser permissions
         stored = json.loads(path.read_text())
     elif not allow_generate:
         raise RuntimeError("ENCRYPTION_KEY and SESSION_SECRET must be set in server mode")

@@ -2,7 +2,13 @@
 
 The first request with a key does its work and stores its answer in the same unit of work; a retry
 with the same key and the same request gets the stored answer back and changes nothing; the same
-key with a different request is refused with 409. Keys are per workspace and expire after a TTL.
+key with a different request is refused with 409. Keys are per principal — the API key or the signed-in person that sent them — and
+expire after a TTL: another key of the same workspace reusing an ``Idempotency-Key`` starts a
+request of its own and is never answered the first caller's response.
+
+Stored answers may hold a secret (``POST /api-keys`` answers the raw key once), so they are kept
+encrypted with the instance's secret key, and the client's key is stored only as a SHA-256 of
+(principal, key).
 
 Two requests racing with one key cannot both do the work: the stored row is inserted before the
 work runs, under a unique (workspace, key) index. On PostgreSQL the second insert waits for the
@@ -25,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db.session import Database, UnitOfWork
 from app.errors import Conflict, ValidationFailed
+from app.platform.crypto import SecretBox
 from app.platform.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
@@ -57,6 +64,15 @@ def validate_key(key: str) -> str:
     return key
 
 
+def scoped_key(principal: str, key: str) -> str:
+    """What is stored for ``key`` sent by ``principal`` (e.g. ``"api_key:12"``, ``"user:3"``)."""
+    digest = hashlib.sha256()
+    for part in (principal.encode(), key.encode()):
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
 def fingerprint(method: str, path: str, body: bytes) -> str:
     """SHA-256 of the request. A JSON body is canonicalised (key order and spacing do not count)."""
     try:
@@ -72,8 +88,10 @@ def fingerprint(method: str, path: str, body: bytes) -> str:
 
 async def run_once(
     db: Database,
+    box: SecretBox,
     *,
     workspace_id: int,
+    principal: str,
     key: str | None,
     request_hash: str,
     now: datetime,
@@ -82,7 +100,7 @@ async def run_once(
     action: Callable[[UnitOfWork], Awaitable[Any]],
     finish: Callable[[Any], Awaitable[Any]] | None = None,
 ) -> StoredResponse:
-    """Run ``action`` in a unit of work at most once per (workspace, key).
+    """Run ``action`` in a unit of work at most once per (workspace, principal, key).
 
     ``action`` gets the unit of work (to write and enqueue jobs through) and returns the response
     value, which is encoded to JSON and stored with ``status_code``. Without a key the action simply
@@ -100,24 +118,34 @@ async def run_once(
             value = await finish(value)
         return StoredResponse(status_code, msgspec.json.encode(value), replayed=False)
     validate_key(key)
+    stored_key = scoped_key(principal, key)
     for _ in range(_ATTEMPTS):
         try:
             stored, value = await _attempt(
-                db, workspace_id, key, request_hash, now, ttl, status_code, action
+                db, box, workspace_id, stored_key, request_hash, now, ttl, status_code, action
             )
         except _LostRace:
             continue
         if finish is None or stored.replayed:
             return stored
-        return await _finish(db, workspace_id, key, stored, await finish(value))
+        return await _finish(db, box, workspace_id, stored_key, stored, await finish(value))
     raise Conflict(
         "A request with this Idempotency-Key is still being processed; retry later.",
         code="idempotency_key_in_use",
     )
 
 
+def _seal(box: SecretBox, body: bytes) -> bytes:
+    return box.encrypt(body.decode())
+
+
+def _open(box: SecretBox, sealed: bytes) -> bytes:
+    return box.decrypt(sealed).encode()
+
+
 async def _finish(
     db: Database,
+    box: SecretBox,
     workspace_id: int,
     key: str,
     stored: StoredResponse,
@@ -130,13 +158,14 @@ async def _finish(
             await uow.session.execute(
                 update(IdempotencyRecord)
                 .where(IdempotencyRecord.workspace_id == workspace_id, IdempotencyRecord.key == key)
-                .values(response_body=body)
+                .values(response_body=_seal(box, body))
             )
     return StoredResponse(stored.status_code, body, replayed=False)
 
 
 async def _attempt(
     db: Database,
+    box: SecretBox,
     workspace_id: int,
     key: str,
     request_hash: str,
@@ -163,7 +192,8 @@ async def _attempt(
                     "This Idempotency-Key was already used with a different request.",
                     details=[{"field": HEADER, "message": "used with a different request"}],
                 )
-            return StoredResponse(stored.status_code, stored.response_body, replayed=True), None
+            body = _open(box, stored.response_body)
+            return StoredResponse(stored.status_code, body, replayed=True), None
         record = IdempotencyRecord(
             workspace_id=workspace_id,
             key=key,
@@ -180,5 +210,5 @@ async def _attempt(
             raise _LostRace from exc
         value = await action(uow)
         body = msgspec.json.encode(value)
-        record.response_body = body
+        record.response_body = _seal(box, body)
     return StoredResponse(status_code, body, replayed=False), value

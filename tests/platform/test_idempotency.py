@@ -178,6 +178,7 @@ async def test_helper_runs_an_action_once(runtime: Runtime, tenant: Tenant) -> N
 
     kwargs: dict[str, Any] = {
         "workspace_id": tenant.workspace_id,
+        "principal": "api_key:1",
         "key": "job-7",
         "request_hash": idempotency.fingerprint("POST", "/x", b'{"a":1}'),
         "now": runtime.clock.now(),
@@ -185,8 +186,8 @@ async def test_helper_runs_an_action_once(runtime: Runtime, tenant: Tenant) -> N
         "status_code": 202,
         "action": action,
     }
-    first = await idempotency.run_once(runtime.db, **kwargs)
-    second = await idempotency.run_once(runtime.db, **kwargs)
+    first = await idempotency.run_once(runtime.db, runtime.secrets, **kwargs)
+    second = await idempotency.run_once(runtime.db, runtime.secrets, **kwargs)
     assert (first.status_code, first.body, first.replayed) == (202, b'{"n":1}', False)
     assert (second.status_code, second.body, second.replayed) == (202, b'{"n":1}', True)
     assert calls == [1]
@@ -204,3 +205,33 @@ def test_validate_key() -> None:
     assert idempotency.validate_key("0b7c4f0e-9d5e-4c8a-bb1c-3f0a8f1e2d3c")
     with pytest.raises(ValidationFailed):
         idempotency.validate_key("a b")
+
+
+async def test_another_key_replaying_an_idempotency_key_gets_no_raw_key(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    """Idempotency answers are the principal's own: a second API key of the same workspace that
+    sends the first key's Idempotency-Key starts its own request and never sees the first raw
+    key; the stored answer holds no raw key in clear."""
+    first = await client.post(
+        "/api/v1/api-keys", json={"name": "zap"}, headers=with_key(tenant, "shared-1")
+    )
+    assert first.status_code == 201
+    raw = first.json()["key"]
+    other_key = {"Authorization": f"Bearer {raw}", "Idempotency-Key": "shared-1"}
+    second = await client.post("/api/v1/api-keys", json={"name": "zap"}, headers=other_key)
+    assert second.status_code == 201
+    assert "Idempotent-Replayed" not in second.headers
+    assert raw not in second.text
+    assert second.json()["id"] != first.json()["id"]
+    # The first key's own retry is still answered from the store.
+    again = await client.post(
+        "/api/v1/api-keys", json={"name": "zap"}, headers=with_key(tenant, "shared-1")
+    )
+    assert again.json() == first.json()
+    async with runtime.db.read() as session:
+        rows = list(await session.scalars(select(IdempotencyRecord)))
+    assert len(rows) == 2
+    for row in rows:
+        assert raw.encode() not in row.response_body
+        assert b"shared-1" not in row.key.encode()

@@ -53,6 +53,13 @@ def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) ->
     )
 
 
+def principal_tag(principal: Principal) -> str:
+    """Who sent an ``Idempotency-Key``: the API key, or the signed-in person."""
+    if principal.api_key_id is not None:
+        return f"api_key:{principal.api_key_id}"
+    return f"user:{principal.user_id}"
+
+
 async def idempotent(
     request: Request[Any, Any, Any],
     principal: Principal,
@@ -83,7 +90,9 @@ async def idempotent(
     body = await request.body()
     stored = await idempotency.run_once(
         runtime.db,
+        runtime.secrets,
         workspace_id=principal.workspace_id,
+        principal=principal_tag(principal),
         key=request.headers.get(idempotency.HEADER),
         request_hash=idempotency.fingerprint(request.method, request.url.path, body),
         now=runtime.clock.now(),
