@@ -155,6 +155,12 @@ class MailSettings:
     """The mailto: target of List-Unsubscribe (empty: unsubscribe@ the MAIL_FROM domain). Mail
     that arrives there is to be relayed, raw, to POST /u/mail."""
 
+    sns_url_pattern: str = env(
+        "SES_SNS_URL_PATTERN", r"^https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/"
+    )
+    """Where Amazon SNS signing certificates and subscription confirmations may be fetched from
+    (a regular expression on the URL; anything else in a message is refused)."""
+
     @property
     def unsubscribe_mailbox(self) -> str:
         domain = self.from_address.rpartition("@")[2] or "localhost"

@@ -36,6 +36,7 @@ from app.engines.funnels.contacts import (
     find_by_email,
     record_event,
 )
+from app.engines.funnels.delivery_reports import parse_funnel_message_id, record_funnel_report
 from app.engines.funnels.errors import DuplicateContact
 from app.engines.funnels.events import Form, InboundEvent
 from app.engines.funnels.jobs import ADVANCE, Shard
@@ -334,6 +335,15 @@ async def _apply_tracking(session: WriteSession, event: _Inbound, now: datetime)
     props: dict[str, Any] = {"campaign_id": ref.campaign_id, "effect": ref.effect}
     if kind == "clicked":
         props["url"] = str(p.get("url", ""))[:2000]
+    if ref.effect is not None:
+        await record_funnel_report(
+            session,
+            workspace_id=event.workspace_id,
+            effect_key=ref.effect,
+            kind=kind,
+            detail="tracked",
+            at=now,
+        )
     if ref.campaign_id is not None and ref.seq is not None:
         await record_delivery_event(
             session,
@@ -378,35 +388,64 @@ async def _apply_payment(session: WriteSession, event: _Inbound, now: datetime) 
 
 async def _apply_delivery(session: WriteSession, event: _Inbound, now: datetime) -> int:
     """A provider's report about one message: delivered, opened, clicked, bounced, complained or
-    unsubscribed. Campaign messages are found by the Message-ID we gave them."""
+    unsubscribed. Funnel and campaign messages are found by the Message-ID we gave them (a
+    provider's native report may give several ids: the first one we recognise wins), so a report
+    carrying only the Message-ID is attributed to its contact and its message node."""
     p = event.payload
     kind = event.name
     if kind not in DELIVERY_KINDS:
         raise Dropped(f"unknown delivery event kind {kind}")
-    ref = parse_campaign_message_id(str(p.get("message_id", "")))
+    given = p.get("message_ids")
+    ids = [str(i) for i in given] if isinstance(given, list) else [str(p.get("message_id", ""))]
     who: dict[str, Any] = {"email": p.get("email")}
-    if ref is not None:
-        campaign_id, seq = ref
-        contact_id = await record_delivery_event(
-            session,
-            campaign_id=campaign_id,
-            seq=seq,
-            kind=kind,
-            external_id=event.external_id,
-            at=now,
-            workspace_id=event.workspace_id,
-        )
-        if contact_id is None:
-            raise Dropped("no such campaign message in this workspace")
-        who = {"id": contact_id}
+    campaign: tuple[int, int] | None = None
+    effect_key: str | None = None
+    for message_id in ids:
+        campaign = parse_campaign_message_id(message_id)
+        funnel = None if campaign else parse_funnel_message_id(message_id)
+        if campaign is not None:
+            contact_id = await record_delivery_event(
+                session,
+                campaign_id=campaign[0],
+                seq=campaign[1],
+                kind=kind,
+                external_id=event.external_id,
+                at=now,
+                workspace_id=event.workspace_id,
+            )
+            if contact_id is None:
+                raise Dropped("no such campaign message in this workspace")
+            who = {"id": contact_id}
+            break
+        if funnel is not None:
+            if funnel.workspace_id != event.workspace_id:
+                raise Dropped("the message was sent by another workspace")
+            effect = await record_funnel_report(
+                session,
+                workspace_id=event.workspace_id,
+                effect_key=funnel.effect_key,
+                kind=kind,
+                detail=f"reported by {p.get('provider') or 'the provider'}",
+                at=now,
+            )
+            if effect is None:
+                raise Dropped("no such funnel message in this workspace")
+            who, effect_key = {"id": effect.contact_id}, funnel.effect_key
+            break
     contact = await resolve_contact(session, event.workspace_id, who, now, create=False)
     if kind in SUPPRESSING:
+        # A hard bounce or a complaint stops all mail to the address; an unsubscribe reported by
+        # the provider is the contact leaving all marketing mail (transactional mail continues).
         contact.suppressed = {**(contact.suppressed or {}), "email": SUPPRESSING[kind]}
         contact.updated_at = now
         await session.flush()
     names = {"opened": "message_opened", "clicked": "link_clicked"}
     name = names.get(kind, f"email_{kind}")
-    props = {"campaign_id": ref[0] if ref else None, "url": str(p.get("url", ""))[:2000]}
+    props = {
+        "campaign_id": campaign[0] if campaign else None,
+        "effect": effect_key,
+        "url": str(p.get("url") or "")[:2000],
+    }
     await _record(session, event, contact, name, props, now)
     return contact.id
 

@@ -35,9 +35,19 @@ def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
     msg["To"] = ", ".join(email.to)
     msg["Subject"] = email.subject
     msg["Message-ID"] = _angle(email.message_id)
+    # The same id again: some providers (Amazon SES) replace Message-ID with their own, and
+    # delivery reports are attributed by it.
+    msg["X-Sweepline-Message-Id"] = _angle(email.message_id)
     msg["Date"] = formatdate(localtime=False, usegmt=True)
     for name, value in email.headers.items():
-        if name.lower() in {"from", "to", "subject", "message-id", "date"}:
+        if name.lower() in {
+            "from",
+            "to",
+            "subject",
+            "message-id",
+            "date",
+            "x-sweepline-message-id",
+        }:
             continue  # the fields above are ours; a caller header must not duplicate them
         msg[name] = value
     msg.set_content(email.text)
