@@ -21,6 +21,7 @@ from sqlalchemy import select
 
 from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import service
+from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.errors import DomainError
 from app.sandbox.smtp import SmtpSink
@@ -141,6 +142,30 @@ async def edit_page(
     return await _editor(request, principal, runtime, funnel_id, notice=notice)
 
 
+def _parse_draft(data: DraftForm) -> tuple[Definition | None, str | None]:
+    """The posted definition, or the message saying why it is not one."""
+    try:
+        return service.parse_definition(json.loads(data.definition)), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc}"
+    except DomainError as exc:
+        return None, exc.message
+
+
+async def _store_draft(
+    runtime: Any, principal: Any, funnel_id: int, data: DraftForm, definition: Definition
+) -> None:
+    async with runtime.db.write() as uow:
+        await service.update_funnel(
+            uow.session,
+            principal.workspace_id,
+            funnel_id,
+            now=runtime.clock.now(),
+            name=data.name or None,
+            definition=definition,
+        )
+
+
 @post(f"{PREFIX}/{{funnel_id:int}}")
 async def save_draft(
     request: Request[Any, Any, Any],
@@ -151,23 +176,12 @@ async def save_draft(
 ) -> Template | Redirect:
     """Save the draft. JSON that does not parse, or does not decode as a definition, is shown
     again with the message; the stored draft is left as it was."""
-    try:
-        raw = json.loads(data.definition)
-        definition = service.parse_definition(raw)
-    except (json.JSONDecodeError, DomainError) as exc:
-        message = exc.message if isinstance(exc, DomainError) else f"not valid JSON: {exc}"
+    definition, message = _parse_draft(data)
+    if message is not None:
         return await _editor(
             request, principal, runtime, funnel_id, text=data.definition, error=message
         )
-    async with runtime.db.write() as uow:
-        await service.update_funnel(
-            uow.session,
-            principal.workspace_id,
-            funnel_id,
-            now=runtime.clock.now(),
-            name=data.name or None,
-            definition=definition,
-        )
+    await _store_draft(runtime, principal, funnel_id, data, definition)
     return Redirect(f"{PREFIX}/{funnel_id}?notice={quote('Draft saved')}")
 
 
@@ -177,7 +191,24 @@ async def publish_page(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     funnel_id: FromPath[int],
+    data: URLEncodedBody[DraftForm],
 ) -> Template | Redirect:
+    """Save what the editor holds, then publish it: an edit made since the last save is never
+    left behind. A draft that does not parse is shown again and nothing is published; a draft
+    the validator refuses is kept as saved, with its problems."""
+    if data.definition.strip():
+        definition, message = _parse_draft(data)
+        if message is not None:
+            return await _editor(
+                request,
+                principal,
+                runtime,
+                funnel_id,
+                text=data.definition,
+                error=f"Not published: {message}",
+            )
+        assert definition is not None
+        await _store_draft(runtime, principal, funnel_id, data, definition)
     try:
         async with runtime.db.write() as uow:
             version = await service.publish(
@@ -195,7 +226,7 @@ async def publish_page(
             principal,
             runtime,
             funnel_id,
-            error="Not published: fix the problems below first.",
+            error="Not published: fix the problems below first. The draft is saved.",
             problems=list(exc.details),
         )
     return Redirect(f"{PREFIX}/{funnel_id}?notice={quote(f'Published version {version.number}')}")
