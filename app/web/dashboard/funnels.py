@@ -181,6 +181,7 @@ async def save_draft(
         return await _editor(
             request, principal, runtime, funnel_id, text=data.definition, error=message
         )
+    assert definition is not None  # no message: it parsed
     await _store_draft(runtime, principal, funnel_id, data, definition)
     return Redirect(f"{PREFIX}/{funnel_id}?notice={quote('Draft saved')}")
 
