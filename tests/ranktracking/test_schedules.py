@@ -194,7 +194,11 @@ def test_rt7_keyword_data_rules() -> None:
         "volume",
         "trends",
     ]
-    assert _config(language_code="pt-BR").language_code == "pt-BR"
+    # The provider's spelling: Chinese keeps its region, other languages have none.
+    assert _config(language_code="zh-tw").language_code == "zh-TW"
+    assert _config(language_code="EN").language_code == "en"
+    with pytest.raises(ValidationFailed):
+        _config(language_code="pt-BR")
 
 
 async def test_rt16_editable_and_fixed_fields(runtime: Runtime, tenant: Tenant, clock) -> None:  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
+from app.engines.ranktracking import locations
 from app.engines.ranktracking.keywords import normalise_all
 from app.engines.ranktracking.pricing import DEVICES, PACKAGES
 from app.engines.ranktracking.recurrence import KEYWORD_DATA_FREQUENCIES, SERP_FREQUENCIES
@@ -18,28 +19,34 @@ from app.errors import ValidationFailed
 
 MIN_CAP_CENTS = 500
 """RT-20: a monthly cap is at least 5 EUR."""
+MAX_CAP_CENTS = 100_000_000
+"""A monthly cap above 1,000,000 EUR is a typo (and would not fit every money column)."""
+MAX_ID = 2**63 - 1
+"""Row ids are 64-bit; a larger number cannot name a row and must not reach the database."""
 
-# ISO 639-1 language codes; a region subtag may follow (``pt-BR``, ``zh-TW``).
-_ISO_639_1 = frozenset(
+PROVIDER_LANGUAGES = frozenset(
     (  # noqa: SIM905 - a code list reads better as one string
-        "aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv "
-        "cy da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr "
-        "ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw "
-        "ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv "
-        "ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr "
-        "ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi "
-        "yo za zh zu"
+        "ar bg cs da de el en es et fi fr he hi hr hu id it ja ko lt lv ms nl no pl pt ro ru sk sl "
+        "sr sv th tr uk vi zh-CN zh-TW"
     ).split()
 )
-_LANGUAGE = re.compile(r"^([a-z]{2})(?:-([A-Za-z]{2}|[0-9]{3}))?$")
+"""The provider's language codes for Google SERPs, in its spelling: a lower-case ISO 639-1 code,
+and a region subtag only where the provider has one (Chinese). Anything else is refused by the
+provider's ``task_post`` with ``40501`` for every task."""
+_BY_FOLDED = {code.casefold(): code for code in PROVIDER_LANGUAGES}
 _DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 DEPTHS = {"top10": 10, "top100": 100}
 DEPTH_NAMES = {10: "top10", 100: "top100"}
 
 
+def canonical_language(code: str) -> str | None:
+    """The provider's spelling of ``code`` (``EN`` → ``en``, ``zh_tw`` → ``zh-TW``), or None when
+    the provider has no such language."""
+    return _BY_FOLDED.get(code.strip().replace("_", "-").casefold())
+
+
 def valid_language(code: str) -> bool:
-    m = _LANGUAGE.match(code)
-    return bool(m) and m is not None and m.group(1) in _ISO_639_1
+    return canonical_language(code) is not None
 
 
 def normalise_domain(raw: str) -> str:
@@ -97,6 +104,9 @@ def cap_cents(value: Decimal | None, errors: _Errors, path: str = "monthly_cap_e
     if cents < MIN_CAP_CENTS:
         errors.add(path, "a monthly cap is at least 5 EUR (omit it for no cap)", "cap_too_low")
         return None
+    if cents > MAX_CAP_CENTS:
+        errors.add(path, "a monthly cap is at most 1000000 EUR", "cap_too_high")
+        return None
     return int(cents)
 
 
@@ -125,6 +135,8 @@ def validated(
         errors.add(
             "list_id", "give either a keyword list (list_id) or a direct selection (keywords)"
         )
+    if list_id is not None and not 1 <= list_id <= MAX_ID:
+        errors.add("list_id", "not a keyword list id", "unknown_list")
     selection: list[str] | None = None
     if keywords is not None:
         selection = normalise_all(keywords).keywords
@@ -166,8 +178,21 @@ def validated(
             errors.add("devices", "depth and devices are for SERP schedules")
     if location_code is None or location_code <= 0:
         errors.add("location_code", "must be a positive location code")
-    if not language_code or not valid_language(language_code):
-        errors.add("language_code", "must be a language code such as en or pt-BR")
+    elif location_code > locations.MAX_LOCATION_CODE or locations.get(location_code) is None:
+        errors.add(
+            "location_code",
+            f"{location_code} is not one of the provider's locations "
+            "(search them with GET /api/v1/ranktracking/locations?q=...)",
+            "unknown_location",
+        )
+    language = canonical_language(language_code or "")
+    if language is None:
+        errors.add(
+            "language_code",
+            "must be one of the provider's language codes: "
+            + ", ".join(sorted(PROVIDER_LANGUAGES)),
+            "unknown_language",
+        )
     cap = cap_cents(monthly_cap_eur, errors)
     errors.raise_if_any()
     ordered_devices = [d for d in DEVICES if d in (devices or [])]
@@ -180,7 +205,7 @@ def validated(
         keywords=selection,
         depth=DEPTHS[depth] if depth else None,
         location_code=location_code,
-        language_code=language_code,
+        language_code=language,
         domain=normalise_domain(domain) if data_type == "serp" and domain else None,
         devices=ordered_devices if data_type == "serp" else [],
         packages=ordered_packages if data_type != "serp" else [],

@@ -68,6 +68,15 @@ class ListDetailOut(ListOut):
     keywords: list[str]
 
 
+class LocationOut(Schema):
+    """One of the provider's locations."""
+
+    location_code: int
+    location_name: str
+    country_iso_code: str
+    location_type: str
+
+
 # -- schedules -------------------------------------------------------------------------------------
 
 

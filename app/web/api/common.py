@@ -9,7 +9,7 @@ from typing import Annotated, Any, TypeVar, cast
 
 from litestar import MediaType, Request, Response, Router
 from litestar.di import Provide
-from litestar.params import QueryParameter
+from litestar.params import Parameter, QueryParameter
 
 from app.db.session import UnitOfWork
 from app.platform import idempotency
@@ -31,6 +31,12 @@ Limit = Annotated[
     ),
 ]
 """The page size of a list endpoint: ``limit: Limit = DEFAULT_PAGE_SIZE``."""
+
+MAX_ROW_ID = 2**63 - 1
+
+RowId = Annotated[int, Parameter(ge=1, le=MAX_ROW_ID, description="A row id (64-bit).")]
+"""A path parameter naming a row: ``schedule_id: RowId``. A number no 64-bit id column can hold is
+refused (400) before it reaches the database, where it would overflow."""
 
 Cursor = Annotated[
     str | None,

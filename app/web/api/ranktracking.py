@@ -10,14 +10,14 @@ changes nothing; the same key with another body answers 409.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request, Response, get, patch, post, put
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from app.db.session import UnitOfWork
 from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import money
+from app.engines.ranktracking import locations, money
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.errors import RunNotFound
 from app.engines.ranktracking.handoff import PendingLaunch
@@ -41,6 +41,7 @@ from app.engines.ranktracking.schemas import (
     ListOut,
     ListRename,
     ListWriteOut,
+    LocationOut,
     LogOut,
     QueueName,
     RemovedOut,
@@ -52,7 +53,7 @@ from app.engines.ranktracking.schemas import (
     SelectionIn,
     TopUpIn,
 )
-from app.web.api.common import api_router, idempotent
+from app.web.api.common import RowId, api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 
 # -- keyword lists ----------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ async def create_list(
 
 @get("/lists/{list_id:int}")
 async def get_list(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, list_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, list_id: RowId
 ) -> ListDetailOut:
     async with runtime.db.read() as session:
         kl = await list_service.get_list(session, principal.workspace_id, list_id)
@@ -97,7 +98,7 @@ async def get_list(
 async def rename_list(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    list_id: FromPath[int],
+    list_id: RowId,
     data: JSONBody[ListRename],
 ) -> ListOut:
     async with runtime.db.write() as uow:
@@ -111,7 +112,7 @@ async def add_keywords(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    list_id: FromPath[int],
+    list_id: RowId,
     data: JSONBody[KeywordsIn],
 ) -> Response[BulkAddOut]:
     async def action(uow: UnitOfWork) -> BulkAddOut:
@@ -127,7 +128,7 @@ async def add_keywords(
 async def remove_keywords(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    list_id: FromPath[int],
+    list_id: RowId,
     data: JSONBody[KeywordsIn],
 ) -> RemovedOut:
     async with runtime.db.write() as uow:
@@ -142,7 +143,7 @@ async def import_keywords(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    list_id: FromPath[int],
+    list_id: RowId,
     data: JSONBody[ImportIn],
 ) -> Response[BulkAddOut]:
     """One keyword a line (``text``) or the first column of a CSV (``csv``)."""
@@ -157,6 +158,25 @@ async def import_keywords(
 
 
 # -- schedules --------------------------------------------------------------------------------------
+
+
+@get("/locations")
+async def search_locations(
+    principal: CurrentPrincipal,
+    q: Annotated[str, QueryParameter(max_length=200, description="Part of a name.")] = "",
+    limit: Annotated[int, QueryParameter(ge=1, le=100)] = 20,
+) -> list[LocationOut]:
+    """The provider's locations whose name matches ``q`` (countries first); a schedule's
+    ``location_code`` must be one of them."""
+    return [
+        LocationOut(
+            location_code=loc.code,
+            location_name=loc.name,
+            country_iso_code=loc.country_iso,
+            location_type=loc.kind,
+        )
+        for loc in locations.search(q, limit=limit)
+    ]
 
 
 @get("/schedules")
@@ -218,7 +238,7 @@ async def estimate_new(
 
 @get("/schedules/{schedule_id:int}")
 async def get_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
 ) -> ScheduleOut:
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
@@ -229,7 +249,7 @@ async def get_schedule(
 async def edit_schedule(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    schedule_id: FromPath[int],
+    schedule_id: RowId,
     data: JSONBody[ScheduleEdit],
 ) -> ScheduleOut:
     async with runtime.db.write() as uow:
@@ -244,7 +264,7 @@ async def edit_schedule(
 async def set_selection(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    schedule_id: FromPath[int],
+    schedule_id: RowId,
     data: JSONBody[SelectionIn],
 ) -> ScheduleOut:
     async with runtime.db.write() as uow:
@@ -259,7 +279,7 @@ async def set_selection(
 async def estimate_schedule(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    schedule_id: FromPath[int],
+    schedule_id: RowId,
     queue: FromQuery[QueueName] = "standard",
 ) -> EstimateOut:
     async with runtime.db.read() as session:
@@ -273,7 +293,7 @@ async def estimate_schedule(
 async def run_schedule(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    schedule_id: FromPath[int],
+    schedule_id: RowId,
     data: JSONBody[RunNowIn],
     request: Request[Any, Any, Any],
 ) -> Response[LaunchOut]:
@@ -306,28 +326,28 @@ async def _transition(principal: Any, runtime: Any, schedule_id: int, action: An
 
 @post("/schedules/{schedule_id:int}/pause", status_code=200)
 async def pause_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
 ) -> ScheduleOut:
     return await _transition(principal, runtime, schedule_id, schedules.pause)
 
 
 @post("/schedules/{schedule_id:int}/resume", status_code=200)
 async def resume_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
 ) -> ScheduleOut:
     return await _transition(principal, runtime, schedule_id, schedules.resume)
 
 
 @post("/schedules/{schedule_id:int}/end", status_code=200)
 async def end_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
 ) -> ScheduleOut:
     return await _transition(principal, runtime, schedule_id, schedules.end)
 
 
 @get("/schedules/{schedule_id:int}/mobile-draft")
 async def mobile_draft(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
 ) -> ScheduleIn:
     """A new mobile schedule pre-filled from this one, to POST to ``/schedules`` (RT-17)."""
     async with runtime.db.read() as session:
@@ -339,7 +359,7 @@ async def mobile_draft(
 async def get_log(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    schedule_id: FromPath[int],
+    schedule_id: RowId,
     cursor: FromQuery[str | None] = None,
 ) -> LogOut:
     async with runtime.db.read() as session:
@@ -349,7 +369,7 @@ async def get_log(
 
 @get("/schedules/{schedule_id:int}/results")
 async def get_results(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
 ) -> list[ResultOut]:
     async with runtime.db.read() as session:
         await schedules.get_schedule(session, principal.workspace_id, schedule_id)
@@ -360,7 +380,7 @@ async def get_results(
 async def get_history(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    schedule_id: FromPath[int],
+    schedule_id: RowId,
     keyword: FromQuery[str],
 ) -> KeywordHistoryOut:
     async with runtime.db.read() as session:
@@ -370,7 +390,7 @@ async def get_history(
 
 @get("/runs/{run_id:int}/results")
 async def get_run_results(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, run_id: FromPath[int]
+    principal: CurrentPrincipal, runtime: CurrentRuntime, run_id: RowId
 ) -> list[ResultOut]:
     async with runtime.db.read() as session:
         run = await session.get(Run, run_id)
@@ -443,6 +463,7 @@ ROUTERS: list[Any] = [
             add_keywords,
             remove_keywords,
             import_keywords,
+            search_locations,
             get_schedules,
             create_schedule,
             estimate_new,

@@ -18,8 +18,9 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import money
+from app.engines.ranktracking import locations, money
 from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.config import PROVIDER_LANGUAGES
 from app.engines.ranktracking.keywords import normalise, parse_import
 from app.engines.ranktracking.log import schedule_log
 from app.engines.ranktracking.results import keyword_history, latest_results
@@ -167,6 +168,9 @@ async def _wizard(
         form=form,
         lists=keyword_lists,
         errors=errors or [],
+        # Searchable by name in the browser: each option's label is the provider's name.
+        locations=locations.all_locations(),
+        languages=sorted(PROVIDER_LANGUAGES),
     )
 
 
