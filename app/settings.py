@@ -241,10 +241,16 @@ class RankTrackingSettings:
     """Keywords of a direct selection."""
     max_run_keywords: int = env("RT_MAX_RUN_KEYWORDS", 500)
     """Keywords one run may request (checked at creation, estimation and before each dispatch)."""
-    poll_seconds: float = env("RT_POLL_SECONDS", 30.0)
-    """Delay between two polls of the provider for a running child run."""
+    tasks_ready_per_minute: int = env("RT_TASKS_READY_PER_MINUTE", 15)
+    """``tasks_ready`` calls the shared poller makes per minute and endpoint, across every process
+    (the provider allows about 20 a minute per account)."""
+    fetch_attempts: int = env("RT_FETCH_ATTEMPTS", 5)
+    """``task_get`` attempts (free) for a task the provider listed as ready before its keyword is
+    counted failed: an unreadable or failed answer is retried on the next poll tick."""
     stale_after_minutes: int = env("RT_STALE_AFTER_MINUTES", 360)
-    """An active child run without progress for this long is closed by reconciliation."""
+    """A running child run whose tasks were posted this long ago is closed with what it has (its
+    pending keywords count as missing); an active run without progress for this long is closed by
+    reconciliation."""
     postbacks: bool = env("RT_POSTBACKS", False)
     """Ask the provider to POST each finished task to ``PUBLIC_URL``/hooks/ranktracking/postback/…
     (that address must be reachable from the provider); polling stays on as the fallback."""

@@ -126,6 +126,8 @@ class _Task:
     queue_code: int = 40602
     collected: bool = False
     notified: bool = False
+    listed: bool = False
+    """``tasks_ready`` has returned it: the provider lists a finished task once."""
 
     @property
     def ready(self) -> bool:
@@ -160,8 +162,17 @@ class SerpSimulator:
         prices: SerpPrices | None = None,
         funds: Decimal | None = None,
         clock: Clock | None = None,
+        tasks_ready_per_minute: int | None = 20,
     ) -> None:
         self.seed = seed
+        self.tasks_ready_per_minute = tasks_ready_per_minute
+        """The provider's limit of ``tasks_ready`` calls per minute and endpoint (about 20);
+        a call over it is answered ``40202`` "Rate limit per minute exceeded". None: no limit."""
+        self.ready_calls: dict[str, list[datetime]] = {"serp": [], "keywords": []}
+        """When each answered ``tasks_ready`` call was made (on :attr:`clock`), per endpoint."""
+
+        self.rate_limited = 0
+        """``tasks_ready`` calls refused for the rate limit."""
         self.login = login
         self.password = password
         self.ready_after_polls = ready_after_polls
@@ -180,6 +191,16 @@ class SerpSimulator:
         self._placements: dict[tuple[str, str | None], dict[str, int | None]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self.app = create_serp_app(self)
+
+    def max_ready_calls_per_minute(self, endpoint: str = "serp") -> int:
+        """The most answered ``tasks_ready`` calls within any 60 s (for tests and benchmarks)."""
+        calls = sorted(self.ready_calls[endpoint])
+        best = start = 0
+        for end, moment in enumerate(calls):
+            while (moment - calls[start]).total_seconds() >= 60:
+                start += 1
+            best = max(best, end - start + 1)
+        return best
 
     # -- programming -----------------------------------------------------------------------------
 
@@ -382,10 +403,23 @@ class SerpSimulator:
         return _envelope(tasks, cost=cost), [t for t in created if t.ready]
 
     def tasks_ready(self, endpoint: str) -> tuple[dict[str, Any], list[_Task]]:
-        """The ``tasks_ready`` envelope, and the tasks that became ready with this poll."""
+        """The ``tasks_ready`` envelope, and the tasks that became ready with this poll.
+
+        As the provider documents it: at most 1,000 tasks a call, each finished task listed
+        **once** (a later call does not show it again, collected or not), and about 20 calls a
+        minute — a call over :attr:`tasks_ready_per_minute` in the last 60 s gets ``40202``."""
+        now = self.clock.now()
         with self._lock:
+            calls = self.ready_calls[endpoint]
+            recent = sum(1 for t in calls[-200:] if (now - t).total_seconds() < 60)
+            if self.tasks_ready_per_minute is not None and recent >= self.tasks_ready_per_minute:
+                self.rate_limited += 1
+                return _envelope([], status_code=40202), []
+            calls.append(now)
             mine = [t for t in self._tasks.values() if t.endpoint == endpoint and not t.collected]
-            ready = [t for t in mine if t.ready][:1000]
+            ready = [t for t in mine if t.ready and not t.listed][:1000]
+            for listed in ready:
+                listed.listed = True
             # Tasks not listed by this poll move one poll closer to being ready.
             became_ready = self._poll(mine)
         result = [_ready_entry(t) for t in ready]

@@ -10,8 +10,9 @@ import pytest
 from playwright.async_api import expect
 
 from app.engines.ranktracking.models import Run
+from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import poll_impl, post_impl
+from app.engines.ranktracking.worker import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.factories import Tenant
@@ -76,7 +77,7 @@ async def test_wizard_baseline_log_results_and_balance(
         run_ids = list((await session.execute(select(Run.id))).scalars())
     for run_id in run_ids:
         await post_impl(runtime, client, run_id, final_attempt=False)
-        await poll_impl(runtime, client, run_id, 1)
+        await poll_ready(runtime, client)
     await page.reload()
     assert (await groups.first.inner_text()).count("succeeded") == 2
     assert await page.locator("#rt-health rect.bar.succeeded").count() == 1

@@ -119,8 +119,9 @@ async def launch(runtime: Runtime, schedule_id: int, queue: str = "standard") ->
 
 async def collect(runtime: Runtime, run_id: int) -> None:
     """Post a dispatching run's tasks to the simulator and collect what is ready."""
-    from app.engines.ranktracking.worker import poll_impl, post_impl
+    from app.engines.ranktracking.poller import poll_ready
+    from app.engines.ranktracking.worker import post_impl
 
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_impl(runtime, client, run_id, 1)
+    await poll_ready(runtime, client)

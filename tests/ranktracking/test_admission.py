@@ -10,9 +10,10 @@ from sqlalchemy import func, select
 from app.engines.ranktracking.admission import MANUAL, RECURRING
 from app.engines.ranktracking.handoff import admit_and_send
 from app.engines.ranktracking.models import Activity, LedgerEntry, Request, Run, Schedule
+from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.service import create_and_baseline, pause, resume, run_now
-from app.engines.ranktracking.worker import poll_impl, post_impl
+from app.engines.ranktracking.worker import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from app.scheduling.models import Job
@@ -200,7 +201,7 @@ async def test_rt23_counter_reset_by_a_partial_group(
     launch = await run_now(runtime, principal(tenant), schedule.id, "standard")
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, launch.run_ids[0], final_attempt=False)
-    await poll_impl(runtime, client, launch.run_ids[0], 1)
+    await poll_ready(runtime, client)
     async with runtime.db.read() as session:
         run = await session.get(Run, launch.run_ids[0])
         assert run is not None

@@ -18,10 +18,11 @@ from app.engines.ranktracking.admission import MANUAL
 from app.engines.ranktracking.errors import PostbackUnreadable
 from app.engines.ranktracking.handoff import admit_and_send
 from app.engines.ranktracking.models import SETTLEMENT, LedgerEntry, Result, Run
+from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.postback import inflate
 from app.engines.ranktracking.postback_token import ROUTE_PREFIX, sign, workspace_secret
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import poll_impl, post_impl
+from app.engines.ranktracking.worker import post_impl
 from app.integrations.serp import SerpClient, SerpTask
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
@@ -142,7 +143,7 @@ async def test_postbacks_store_results_and_settle_once(
     fetched = {k: r.fetched_at for k, r in results.items()}
 
     # The fallback poll and a repeated postback find nothing left to do.
-    await poll_impl(runtime, _client(runtime), run_id, 1)
+    await poll_ready(runtime, _client(runtime))
     token = await _token(runtime, tenant, run_id)
     again = await _send(live_url, token, _task_body(sim, results["red shoes"].task_id or ""))
     assert again.status_code == 200
@@ -173,7 +174,7 @@ async def test_postback_and_poll_share_one_run(
     assert await _settlements(runtime, run_id) == 0
 
     # This poll makes the provider finish "blue shoes" (sending its postback) and fetches it.
-    await poll_impl(runtime, _client(runtime), run_id, 1)
+    await poll_ready(runtime, _client(runtime))
 
     async def settled() -> bool:
         return (await _run(runtime, run_id)).status == "succeeded" and len(sim.deliveries) == 2

@@ -9,8 +9,9 @@ from app.engines.ranktracking.admission import MANUAL
 from app.engines.ranktracking.handoff import admit_and_send
 from app.engines.ranktracking.log import run_out
 from app.engines.ranktracking.models import Result, Run, Schedule
+from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import poll_impl, post_impl
+from app.engines.ranktracking.worker import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.factories import Tenant
@@ -61,7 +62,7 @@ async def test_two_device_run_goes_dispatching_running_succeeded(
     ]
     assert {p["tag"] for p in posted if p} == {str(run_ids[0])}
     for run_id in run_ids:
-        await poll_impl(runtime, client, run_id, 1)
+        await poll_ready(runtime, client)
         run = await _run(runtime, run_id)
         assert run.status == "succeeded"
         assert (run.retrieved, run.no_data) == (2, 0)
@@ -86,7 +87,7 @@ async def test_still_in_queue_is_polled_again_not_missing(
     (run_id,) = await _launch(runtime, schedule.id)
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_impl(runtime, client, run_id, 1)
+    await poll_ready(runtime, client)
     run = await _run(runtime, run_id)
     assert run.status == "running"
     assert (run.retrieved, run_out(run).pending, run_out(run).missing) == (1, 1, None)
@@ -94,17 +95,19 @@ async def test_still_in_queue_is_polled_again_not_missing(
     n = 2
     while (await _run(runtime, run_id)).status == "running":
         clock.advance(30)
-        await poll_impl(runtime, client, run_id, n)
+        await poll_ready(runtime, client)
         n += 1
         assert n < 10
     run = await _run(runtime, run_id)
     assert run.status == "succeeded"
     assert run_out(run).missing == 0
-    assert sim.state.count("serp.task_get") >= 3
+    # The listing is read again until the task is ready; each task is fetched exactly once.
+    assert sim.state.count("serp.tasks_ready") >= 3
+    assert sim.state.count("serp.task_get") == 2
 
 
 async def test_pending_becomes_missing_when_the_run_ends(
-    runtime: Runtime, tenant: Tenant, sim: SerpSimulator
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator, clock: ManualClock
 ) -> None:
     """RT-34: pending while active, missing only once terminal; RT-35 partial; RT-24 settlement
     never above the reservation, the rest released."""
@@ -117,12 +120,11 @@ async def test_pending_becomes_missing_when_the_run_ends(
     assert reserved > 0
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)
-    max_polls = int(
-        runtime.settings.ranktracking.stale_after_minutes
-        * 60
-        / runtime.settings.ranktracking.poll_seconds
-    )
-    await poll_impl(runtime, client, run_id, max_polls)
+    await poll_ready(runtime, client)
+    assert (await _run(runtime, run_id)).status == "running"
+    # A stuck task is closed by wall time since it was posted, not by a count of polls.
+    clock.advance(minutes=runtime.settings.ranktracking.stale_after_minutes)
+    await poll_ready(runtime, client)
     run = await _run(runtime, run_id)
     out = run_out(run)
     assert run.status == "partial"
@@ -144,7 +146,7 @@ async def test_no_data_and_task_errors_never_write_a_position(
     (run_id,) = await _launch(runtime, schedule.id)
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_impl(runtime, client, run_id, 1)
+    await poll_ready(runtime, client)
     run = await _run(runtime, run_id)
     results = await _results(runtime, run_id)
     assert results["red shoes"].state == "no_data"

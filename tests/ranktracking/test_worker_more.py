@@ -14,9 +14,10 @@ from app.engines.ranktracking.lists import add_keywords
 from app.engines.ranktracking.log import schedule_log
 from app.engines.ranktracking.models import KeywordList, Request, Result, Run, Schedule
 from app.engines.ranktracking.notices import PauseNotice, send_pause_notice
+from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.service import run_now
-from app.engines.ranktracking.worker import poll_impl, post_impl
+from app.engines.ranktracking.worker import post_impl
 from app.integrations.serp import TransientProviderError
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
@@ -53,7 +54,7 @@ async def test_keyword_data_run_volumes_no_data_and_omitted(
     (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_impl(runtime, client, run_id, 1)
+    await poll_ready(runtime, client)
     run = await _run(runtime, run_id)
     assert (run.status, run.retrieved, run.no_data, run.requested) == ("partial", 1, 1, 3)
     async with runtime.db.read() as session:
@@ -120,7 +121,7 @@ async def test_rt4_rt6_members_resolved_per_run_history_untouched(
     first = (await run_now(runtime, principal(tenant), linked.id, "standard")).run_ids[0]
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, first, final_attempt=False)
-    await poll_impl(runtime, client, first, 1)
+    await poll_ready(runtime, client)
     async with runtime.db.write() as uow:
         row = await uow.session.get(KeywordList, kl.id)
         assert row is not None

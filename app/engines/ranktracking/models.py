@@ -244,6 +244,12 @@ class Result(Base):
         UniqueConstraint("run_id", "keyword"),
         Index("ix_rt_results_task", "task_id"),
         Index("ix_rt_results_history", "schedule_id", "keyword", "id"),
+        Index(
+            "ix_rt_results_ready",
+            "ready_at",
+            sqlite_where=text("state = 'pending' AND ready_at IS NOT NULL"),
+            postgresql_where=text("state = 'pending' AND ready_at IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -263,6 +269,11 @@ class Result(Base):
     """Keyword data values (search volume, CPC, competition, monthly searches)."""
     error_code: Mapped[str | None] = mapped_column(String(40), nullable=True)
     fetched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    ready_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    """When ``tasks_ready`` listed the task (it lists a finished task only once): from then on the
+    poller fetches it until the fetch succeeds, whatever later listings say."""
+    fetch_attempts: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
+    """``task_get`` calls for this task that failed or were unreadable (they are free; retried)."""
 
 
 class Balance(Base):
@@ -343,3 +354,15 @@ class Activity(Base):
     code: Mapped[str | None] = mapped_column(String(40), nullable=True)
     message: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class PollerState(Base):
+    """The shared poller's recent ``tasks_ready`` calls per endpoint, so that every process that
+    runs a poll tick stays within the provider's per-minute limit (ticks never overlap)."""
+
+    __tablename__ = "rt_poller_state"
+
+    endpoint: Mapped[str] = mapped_column(String(32), primary_key=True)
+    calls: Mapped[list[str]] = mapped_column(Json, default=list)
+    """ISO times of the calls made within the last minute."""
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -6,14 +6,15 @@ from app.engines.plugin import EnginePlugin
 from app.engines.ranktracking.demo import seed_demo, start_serp_sandbox
 from app.engines.ranktracking.dispatch import DISPATCH_SWEEP
 from app.engines.ranktracking.notices import PAUSE_NOTICE_JOB
+from app.engines.ranktracking.poller import POLL_SWEEP
 from app.engines.ranktracking.reconcile import RECONCILE_SWEEP
-from app.engines.ranktracking.worker import POLL_JOB, POST_JOB, POST_PRIORITY_JOB
+from app.engines.ranktracking.worker import POST_JOB, POST_PRIORITY_JOB
 
 PLUGIN = EnginePlugin(
     name="ranktracking",
     title="Position tracking",
-    jobs=[POST_JOB, POST_PRIORITY_JOB, POLL_JOB, PAUSE_NOTICE_JOB],
-    sweeps=[DISPATCH_SWEEP, RECONCILE_SWEEP],
+    jobs=[POST_JOB, POST_PRIORITY_JOB, PAUSE_NOTICE_JOB],
+    sweeps=[DISPATCH_SWEEP, POLL_SWEEP, RECONCILE_SWEEP],
     seed_demo=seed_demo,
     sandboxes={"serp": start_serp_sandbox},
 )

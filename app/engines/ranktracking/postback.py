@@ -8,7 +8,7 @@ gets from ``task_get`` and applied through the poller's own path
 or the same postback twice, store the result once and settle the run once.
 
 A postback that arrives before the worker has recorded the posted tasks (the run still
-``dispatching``) stores nothing; the poll that follows every post collects that task.
+``dispatching``) stores nothing; the shared poller collects that task later.
 """
 
 from __future__ import annotations

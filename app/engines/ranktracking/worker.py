@@ -5,18 +5,18 @@ Each job is a thin wrapper around an ``*_impl`` function that tests call directl
 travels in every task's ``tag``. "Still in queue" answers leave a keyword pending and the run is
 polled again; only when the run ends is an unanswered keyword counted missing. A failed fetch never
 writes a position: ``position`` stays empty unless the provider returned the site within the depth.
-When postbacks are on (``RT_POSTBACKS``) every task carries the run's postback address; what the
-provider posts back goes through :func:`apply_outcomes` like a poll's results, and polling stays
-on as the fallback.
+Collecting finished tasks is the shared poller's job (:mod:`.poller`, one for the provider
+account). When postbacks are on (``RT_POSTBACKS``) every task carries the run's postback address;
+what the provider posts back goes through :func:`apply_outcomes` like a poll's results, and
+polling stays on as the fallback.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -43,6 +43,8 @@ from app.engines.ranktracking.postback_token import postback_url
 from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_cents
 from app.engines.ranktracking.provider import serp_client
 from app.integrations.serp import (
+    AuthenticationFailed,
+    InvalidRequest,
     KeywordDataResult,
     KeywordDataTask,
     PaymentRequired,
@@ -57,19 +59,9 @@ from app.scheduling.jobs import DEFAULT_QUEUE, PRIORITY_QUEUE, JobContext, JobPa
 
 log = logging.getLogger(__name__)
 
-DIRECT_GETS_PER_POLL = 20
-"""Pending tasks fetched directly per poll even when ``tasks_ready`` does not list them (so a
-lost "ready" listing cannot leave a keyword pending for ever)."""
-FETCH_CONCURRENCY = 8
-
 
 class RunRef(JobPayload, frozen=True):
     run_id: int
-
-
-class PollRef(JobPayload, frozen=True):
-    run_id: int
-    n: int
 
 
 # -- posting ----------------------------------------------------------------------------------------
@@ -161,9 +153,9 @@ async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt:
         if retry_later:
             pass
         elif await _count(uow.session, run.id, PENDING):
+            # From here the shared poller (:mod:`.poller`) collects the tasks as they finish.
             run.status = RUNNING
             run.started_at = now
-            await _queue_poll(uow, env, run.id, 1, now)
         else:
             await finalize(uow, env, run, now)
     if retry_later and error is not None:
@@ -290,62 +282,25 @@ def _keyword_data_outcome(
     return Outcome(out)
 
 
-async def _fetch(client: SerpClient, run: Run, task_id: str, keywords: list[str]) -> Outcome | None:
-    """Fetch one task; None when the fetch itself failed transiently (poll again)."""
+async def fetch_task(
+    client: SerpClient, run: Run, task_id: str, keywords: list[str]
+) -> Outcome | None:
+    """Fetch one task; None when the fetch failed or its answer was unreadable (``task_get`` is
+    free and repeatable: the poller tries again) or the task is still queued."""
     try:
         result: SerpTaskResult | KeywordDataResult
         if run.data_type == "serp":
             result = await client.get_serp_task(task_id)
         else:
             result = await client.get_keyword_data_task(task_id)
-    except TransientProviderError:
+    except (TransientProviderError, InvalidRequest, AuthenticationFailed):
         return None
     except ProviderError as exc:
+        if exc.status_code is None:
+            return None  # not a provider envelope at all (garbage, a proxy's page): read again
         return Outcome({kw: (TASK_FAILED, {"error_code": _error_code(exc)}) for kw in keywords})
-    return outcome_of(run, result, keywords)
-
-
-async def poll_impl(env: Env, client: SerpClient, run_id: int, n: int) -> None:
-    """One poll of a running child run: collect what is ready, then end the run or poll again."""
-    async with env.db.read() as session:
-        run = await session.get(Run, run_id)
-        if run is None or run.status != RUNNING:
-            return
-        pending = list(
-            (
-                await session.execute(
-                    select(Result.task_id, Result.keyword).where(
-                        Result.run_id == run_id, Result.state == PENDING
-                    )
-                )
-            ).all()
-        )
-    polled = run
-    by_task: dict[str, list[str]] = {}
-    for task_id, keyword in pending:
-        by_task.setdefault(task_id or "", []).append(keyword)
-    try:
-        listed = await (
-            client.serp_tasks_ready()
-            if run.data_type == "serp"
-            else client.keyword_data_tasks_ready()
-        )
-        ready = {t.task_id for t in listed if t.tag == str(run_id)}
-    except ProviderError:
-        ready = set()
-    wanted = [t for t in by_task if t in ready]
-    wanted += [t for t in by_task if t not in ready][:DIRECT_GETS_PER_POLL]
-    gate = asyncio.Semaphore(FETCH_CONCURRENCY)
-
-    async def fetch(task_id: str) -> Outcome | None:
-        async with gate:
-            return await _fetch(client, polled, task_id, by_task[task_id])
-
-    outcomes = await asyncio.gather(*(fetch(t) for t in wanted))
-    async with env.db.write() as uow:
-        await apply_outcomes(
-            uow, env, run_id, [o for o in outcomes if o is not None], env.clock.now(), poll=n
-        )
+    outcome = outcome_of(run, result, keywords)
+    return outcome if outcome.per_keyword else None
 
 
 async def apply_outcomes(
@@ -354,16 +309,13 @@ async def apply_outcomes(
     run_id: int,
     outcomes: list[Outcome],
     now: datetime,
-    *,
-    poll: int | None = None,
 ) -> int:
     """Apply task results to a running child run — the one path of polls and postbacks alike.
 
     Idempotent: a keyword's result is written only while it is still pending, and the run ends
     (and settles) only while it is ``running`` under the row lock, so a postback followed by a
-    poll, or the same postback twice, stores each result once and settles once. A poll (``poll``
-    is its number) also queues the next poll or, past the stale limit, ends the run with what it
-    has; a postback only ends the run when nothing is left pending.
+    poll, or the same postback twice, stores each result once and settles once. The run ends
+    when nothing is left pending.
 
     Returns how many keyword results were written.
     """
@@ -373,18 +325,12 @@ async def apply_outcomes(
     written = 0
     for outcome in outcomes:
         written += await _store(uow.session, run, outcome, now)
-    if poll is not None:
-        run.polls = poll
-    if written or poll is not None:
+    if written:
         run.retrieved = await _count(uow.session, run.id, RETRIEVED)
         run.no_data = await _count(uow.session, run.id, NO_DATA)
         run.updated_at = now
-    rt = env.settings.ranktracking
-    max_polls = max(1, int(rt.stale_after_minutes * 60 / rt.poll_seconds))
-    if not await _count(uow.session, run.id, PENDING) or (poll is not None and poll >= max_polls):
+    if not await _count(uow.session, run.id, PENDING):
         await finalize(uow, env, run, now)
-    elif poll is not None:
-        await _queue_poll(uow, env, run.id, poll + 1, now)
     return written
 
 
@@ -517,24 +463,10 @@ async def _count(session: WriteSession, run_id: int, state: str) -> int:
     )
 
 
-async def _queue_poll(uow: UnitOfWork, env: Env, run_id: int, n: int, now: datetime) -> None:
-    await env.queue.enqueue(
-        uow,
-        POLL_JOB,
-        PollRef(run_id=run_id, n=n),
-        job_id=f"rt.poll:{run_id}:{n}",
-        run_at=now + timedelta(seconds=env.settings.ranktracking.poll_seconds),
-    )
-
-
 async def post_tasks(ctx: JobContext, payload: RunRef) -> None:
     client = serp_client(ctx.resources, ctx.settings)
     final = ctx.attempt >= POST_JOB.max_tries
     await post_impl(ctx, client, payload.run_id, final_attempt=final)
-
-
-async def poll_run(ctx: JobContext, payload: PollRef) -> None:
-    await poll_impl(ctx, serp_client(ctx.resources, ctx.settings), payload.run_id, payload.n)
 
 
 POST_JOB = JobSpec(
@@ -552,11 +484,4 @@ POST_PRIORITY_JOB = JobSpec(
     max_tries=5,
     queue=PRIORITY_QUEUE,
     backoff_seconds=10.0,
-)
-POLL_JOB = JobSpec(
-    name="ranktracking.poll",
-    payload_type=PollRef,
-    handler=poll_run,
-    max_tries=5,
-    backoff_seconds=30.0,
 )
