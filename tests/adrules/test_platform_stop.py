@@ -248,7 +248,9 @@ async def test_ar23_the_runtime_switch_over_the_api(
     # Another tenant is not stopped by it.
     assert (await client.get(url, headers=other_ws.headers)).json()["stopped"] is False
 
-    org = await client.post(url, json={"scope": "organisation", "stopped": True}, headers=ws.headers)
+    org = await client.post(
+        url, json={"scope": "organisation", "stopped": True}, headers=ws.headers
+    )
     assert org.json()["organisation"] is not None
     for scope in ("workspace", "organisation"):
         off = await client.post(url, json={"scope": scope, "stopped": False}, headers=ws.headers)

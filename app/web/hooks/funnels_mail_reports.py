@@ -29,6 +29,7 @@ from app.platform.service import get_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
 from app.web.hooks.funnels_public import CACHE_SECONDS, _cache, _store
+from app.web.input_guard import check_json
 
 SES_TOPICS_SECRET = "funnels.ses.topic_arns"  # noqa: S105 - a secret's name
 MAILGUN_KEY_SECRET = "funnels.mailgun.signing_key"  # noqa: S105 - a secret's name
@@ -92,6 +93,7 @@ async def ses_webhook(
     """Amazon SES notifications delivered by SNS (bounces, complaints, deliveries, opens,
     clicks)."""
     body = await request.body()
+    check_json(body)
     topics = await _workspace_secret(runtime, workspace_id, SES_TOPICS_SECRET)
     allowed = {t.strip() for t in (topics or "").split(",") if t.strip()}
     if not allowed:
@@ -110,6 +112,7 @@ async def ses_webhook(
         return ReportsAccepted(reports=0, stored=0, confirmed=True)
     if message.type != "Notification":
         return ReportsAccepted(reports=0, stored=0)
+    check_json(message.message.encode(), where="Message")
     try:
         reports = from_ses(ses_event(message), message.message_id)
     except SnsError as exc:
@@ -127,8 +130,10 @@ async def mailgun_webhook(
     key = await _workspace_secret(runtime, workspace_id, MAILGUN_KEY_SECRET)
     if not key:
         raise Unauthorized(f"configure the Mailgun signing key as the secret {MAILGUN_KEY_SECRET}")
+    raw = await request.body()
+    check_json(raw)
     try:
-        body = msgspec.json.decode(await request.body())
+        body = msgspec.json.decode(raw)
     except msgspec.DecodeError:
         raise ValidationFailed.field("body", "not valid JSON") from None
     if not isinstance(body, dict) or not verify_mailgun(key, body):

@@ -35,6 +35,7 @@ from app.platform.models import Workspace
 from app.platform.service import webhook_secret, workspace_for_ingest_token
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
+from app.web.input_guard import check_json, check_value
 
 PIXEL = (
     b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00"
@@ -112,6 +113,7 @@ async def _authenticated(request: Request[Any, Any, Any], runtime: Runtime, body
 
 
 def _decode(body: bytes, kind: type[Any]) -> Any:
+    check_json(body)
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:
@@ -334,6 +336,7 @@ async def form_submit(
     except FormNotFound:
         return _page("Not found", "<p>This form does not exist.</p>", 404)
     try:
+        check_value(data, where="form")
         submission_id, values = submission(form, data)
     except ValidationFailed as exc:
         detail = exc.details[0]["message"] if exc.details else exc.message
