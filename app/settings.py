@@ -75,8 +75,11 @@ class QueueSettings:
 @dataclass(frozen=True, slots=True)
 class BulkSettings:
     chunk_items: int = env("BULK_CHUNK_ITEMS", 200)
-    """Items (CSV rows, contacts) a bulk job applies per transaction. Smaller chunks hold the
-    SQLite write lock for less time; larger ones finish a big import sooner."""
+    """Most items (CSV rows, contacts) a bulk job applies per transaction."""
+    chunk_seconds: float = env("BULK_CHUNK_SECONDS", 0.2)
+    """How long one chunk's transaction should take: the chunk size adapts (down to 10 items,
+    up to BULK_CHUNK_ITEMS) so a busy or slow machine still holds the SQLite write lock only
+    this long at a time."""
     max_import_rows: int = env("BULK_MAX_IMPORT_ROWS", 100_000)
     """Rows one CSV import may hold; a larger file is refused (422) before anything is written."""
 

@@ -50,6 +50,7 @@ SLICE_SECONDS = 20.0
 """One job attempt runs chunks for about this long, then queues its own continuation: a long
 import never looks like a stuck job to the queue, and other jobs get worker slots in between."""
 MIN_PAUSE_SECONDS = 0.005
+MIN_CHUNK_ITEMS = 10
 LOCK_RETRY_SECONDS = 0.2
 MAX_LOCK_RETRIES = 50
 MAX_MESSAGE_CHARS = 1000
@@ -177,10 +178,11 @@ async def run_bulk_job(
         return
     started = ctx.clock.monotonic()
     lock_retries = 0
+    limit = ctx.settings.bulk.chunk_items
     while True:
         began = ctx.clock.monotonic()
         try:
-            state = await _one_chunk(ctx, kind, bulk_job_id, source)
+            state = await _one_chunk(ctx, kind, bulk_job_id, source, limit)
         except Exception as exc:
             if is_lock_timeout(exc) and lock_retries < MAX_LOCK_RETRIES:
                 # The chunk rolled back whole; the same chunk runs again once the lock is free.
@@ -193,7 +195,11 @@ async def run_bulk_job(
         lock_retries = 0
         if state is None:
             return
-        await _step_back(ctx, held=ctx.clock.monotonic() - began)
+        held = ctx.clock.monotonic() - began
+        limit = next_chunk_size(
+            limit, held, target=ctx.settings.bulk.chunk_seconds, most=ctx.settings.bulk.chunk_items
+        )
+        await _step_back(ctx, held=held)
         if ctx.clock.monotonic() - started >= SLICE_SECONDS:
             await ctx.queue.enqueue(
                 None,
@@ -216,7 +222,18 @@ async def _load_source(ctx: JobContext, bulk_job_id: int) -> str | None:
     return str(row[1] or "")
 
 
-async def _one_chunk(ctx: JobContext, kind: BulkKind, bulk_job_id: int, source: str) -> int | None:
+def next_chunk_size(current: int, held: float, *, target: float, most: int) -> int:
+    """The next chunk's size, so that it takes about ``target`` seconds: proportional to how
+    long this one took, never more than double, between ``MIN_CHUNK_ITEMS`` and ``most``."""
+    if held <= 0:
+        return min(most, current * 2)
+    wanted = int(current * min(2.0, target / held))
+    return max(min(MIN_CHUNK_ITEMS, most), min(most, wanted))
+
+
+async def _one_chunk(
+    ctx: JobContext, kind: BulkKind, bulk_job_id: int, source: str, limit: int
+) -> int | None:
     """Apply one chunk; returns the number of chunks done so far, ``None`` once the job ended."""
     now = ctx.clock.now()
     async with ctx.db.write() as uow:
@@ -229,9 +246,7 @@ async def _one_chunk(ctx: JobContext, kind: BulkKind, bulk_job_id: int, source: 
         if job.status == BULK_QUEUED:
             job.status = BULK_RUNNING
             job.started_at = now
-        chunk = await kind.step(
-            session, StepInput(job=job, source=source, limit=ctx.settings.bulk.chunk_items, now=now)
-        )
+        chunk = await kind.step(session, StepInput(job=job, source=source, limit=limit, now=now))
         await _record_chunk(session, job, chunk, now)
         return None if chunk.finished else job.chunks
 

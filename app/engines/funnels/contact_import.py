@@ -398,16 +398,13 @@ async def _create(
         }
         for r in rows
     ]
-    ids: dict[str, int] = {}
-    for start in range(0, len(values), 200):
-        result = await session.execute(
-            _insert(dialect, Contact)
-            .values(values[start : start + 200])
-            .returning(Contact.id, Contact.email)
-        )
-        ids.update({str(email): int(cid) for cid, email in result.all()})
+    table = Contact.__table__
+    result = await session.execute(
+        _insert(dialect, table).returning(table.c.id, table.c.email), values
+    )
+    ids = {str(email): int(cid) for cid, email in result.all()}
     await session.execute(
-        _insert(dialect, ContactEvent),
+        _insert(dialect, ContactEvent.__table__),
         [
             {
                 "workspace_id": workspace_id,

@@ -118,10 +118,11 @@ async def ensure_names(
     wanted = sorted({n.strip() for n in names if n.strip()})
     found: dict[str, int] = {}
     for piece in _pieces(wanted):
+        # A list of parameters (executemany) rather than .values([...]): SQLAlchemy caches the
+        # statement and batches the rows itself, where a multi-row VALUES is compiled anew.
         await session.execute(
-            _insert(dialect_of(session), model)
-            .values([{"workspace_id": workspace_id, "name": n} for n in piece])
-            .on_conflict_do_nothing()
+            _insert(dialect_of(session), model.__table__).on_conflict_do_nothing(),
+            [{"workspace_id": workspace_id, "name": n} for n in piece],
         )
         rows = await session.execute(
             select(model.name, model.id).where(
@@ -349,20 +350,18 @@ async def add_memberships(
     )
     if not pairs:
         return 0
-    link_column = getattr(kind.link, kind.link_column)
     dialect = dialect_of(session)
     added: list[tuple[int, int]] = []
     for piece in _pieces(pairs):
+        table = kind.link.__table__
         rows = await session.execute(
-            _insert(dialect, kind.link)
-            .values(
-                [
-                    {"contact_id": cid, kind.link_column: ref, kind.time_column: now}
-                    for cid, ref in piece
-                ]
-            )
+            _insert(dialect, table)
             .on_conflict_do_nothing()
-            .returning(kind.link.contact_id, link_column)
+            .returning(table.c.contact_id, table.c[kind.link_column]),
+            [
+                {"contact_id": cid, kind.link_column: ref, kind.time_column: now}
+                for cid, ref in piece
+            ],
         )
         added.extend((int(c), int(r)) for c, r in rows.all())
     name_of = {ref: name for name, ref in ids.items()}
@@ -371,7 +370,7 @@ async def add_memberships(
     added.sort(key=lambda pair: order.get(pair, 0))
     for piece in _pieces(added):
         await session.execute(
-            _insert(dialect, ContactEvent),
+            _insert(dialect, ContactEvent.__table__),
             [
                 {
                     "workspace_id": workspace_id,
