@@ -260,3 +260,74 @@ async def test_ar18_record_fields(
     assert not_executed.status == "not_executed"
     assert not_executed.reason is not None
     assert "impressions (today) < 1" in not_executed.reason
+
+
+async def test_ar23a_a_mixed_account_three_insights_modes_identical_and_nothing_archived_written(
+    runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
+) -> None:
+    """Archived and deleted campaigns in the job (a rule that names them): account-level Insights
+    leave them out unless filtered on ``campaign.effective_status``, so the three read modes must
+    still agree record for record, and no status or budget write reaches them."""
+    world, clients = graph
+    world.add_campaigns(
+        "act_1001", 30, statuses=("ACTIVE", "ARCHIVED", "PAUSED", "DELETED", "ACTIVE")
+    )
+    tasks = [
+        *_three_period_tasks(),
+        TaskIn(
+            name="Pause spenders",
+            conditions=[
+                MetricValueCondition(
+                    metric="spend", period="today", operator="gte", value=Decimal("0")
+                )
+            ],
+            action=PauseCampaign(),
+            cooldown="15m",
+        ),
+    ]
+    setup = await create_setup(runtime, workspace_id, tasks=tasks)
+    entities = entities_from_world(world, "act_1001")
+
+    seen: dict[str, list[Any]] = {}
+    for mode in ("per_campaign", "packed", "account"):
+        for campaign in world.accounts["act_1001"].campaigns.values():
+            if campaign.effective_status not in ("ARCHIVED", "DELETED"):
+                campaign.effective_status = "ACTIVE"  # undo the previous mode's pauses
+        world.updates.clear()
+        payload = await make_payload(runtime, setup, entities)
+        runtime.clock.advance(3600)
+        await run_account_job(make_deps(runtime, clients, mode=mode), payload)
+        records = await _records(runtime, payload.batch_id)
+        seen[mode] = [
+            (
+                r.campaign_id,
+                r.task_id,
+                r.status,
+                [(c["text"], c["seen"], c["passed"]) for c in r.conditions],
+            )
+            for r in records
+        ]
+        hidden = {e.id for e in entities if e.effective_status in ("ARCHIVED", "DELETED")}
+        assert len(hidden) == 12
+        assert {cid for cid, _ in world.updates} & hidden == set()
+        pauses = [r for r in records if r.action == "pause_campaign"]
+        assert {r.status for r in pauses if r.campaign_id in hidden} == {"skipped"}
+        assert all(
+            (r.reason or "").startswith("not_deliverable")
+            for r in pauses
+            if r.campaign_id in hidden
+        )
+        # Every archived and deleted campaign read as delivering, in every mode.
+        spend = [r for r in records if r.campaign_id in hidden and r.action == "pause_campaign"]
+        assert all(r.conditions[0]["passed"] for r in spend)
+    assert world.insights_filters_seen
+    assert all(
+        {
+            "field": "campaign.effective_status",
+            "operator": "IN",
+            "value": sorted({"ACTIVE", "ARCHIVED", "PAUSED", "DELETED"}),
+        }
+        in f
+        for f in world.insights_filters_seen
+    )
+    assert seen["per_campaign"] == seen["packed"] == seen["account"]
