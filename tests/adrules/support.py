@@ -105,6 +105,7 @@ async def create_account(
     active: bool = True,
     currency: str = "USD",
     name: str = "",
+    timezone_name: str = "UTC",
 ) -> AdAccount:
     async with runtime.db.write() as uow:
         account = AdAccount(
@@ -112,7 +113,7 @@ async def create_account(
             meta_id=meta_id,
             name=name or f"Account {meta_id}",
             currency=currency,
-            timezone_name="America/Los_Angeles",
+            timezone_name=timezone_name,
             account_status=1,
             active=active,
             discovered_at=runtime.clock.now(),

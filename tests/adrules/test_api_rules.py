@@ -38,8 +38,13 @@ ACTION_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
-async def _account(runtime: Runtime, ws: Workspace, meta_id: str = "act_1") -> int:
-    return (await create_account(runtime, workspace_id=ws.workspace_id, meta_id=meta_id)).id
+async def _account(
+    runtime: Runtime, ws: Workspace, meta_id: str = "act_1", timezone_name: str = "UTC"
+) -> int:
+    account = await create_account(
+        runtime, workspace_id=ws.workspace_id, meta_id=meta_id, timezone_name=timezone_name
+    )
+    return account.id
 
 
 def _full_catalogue_tasks() -> list[dict[str, Any]]:
@@ -328,18 +333,49 @@ async def test_ar5_next_execution_is_stored_and_recomputed_when_the_schedule_cha
     assert [r["id"] for r in listed.json()["items"]] == [created["id"]]
 
 
-async def test_ar5_workspace_time_zone_drives_the_timetable(
+async def test_ar23a_the_ad_accounts_zone_drives_the_timetable_else_the_workspace(
     client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
     from tests.adrules.support import create_workspace
 
     tokyo = await create_workspace(runtime, name="Tokyo", timezone="Asia/Tokyo")
-    account_id = await _account(runtime, tokyo)
+    # The account reports in Jakarta time (UTC+7): the rule's clock is the account's.
+    jakarta = await _account(runtime, tokyo, "act_1", "Asia/Jakarta")
     body = rule_body(
-        account_ids=[account_id], schedule={"mode": "timetable", "week": {"tue": ["09:00"]}}
+        account_ids=[jakarta], schedule={"mode": "timetable", "week": {"tue": ["09:00"]}}
     )
     rule = (await client.post("/api/v1/adrules/rules", json=body, headers=tokyo.headers)).json()
-    assert rule["next_execution_at"] == "2026-03-03T00:00:00Z"
+    assert rule["next_execution_at"] == "2026-03-03T02:00:00Z"
+    assert rule["schedule"]["timezone"] == "Asia/Jakarta"
+
+    # Accounts in different zones and no zone named: the workspace's zone (Tokyo, UTC+9).
+    berlin = await _account(runtime, tokyo, "act_2", "Europe/Berlin")
+    mixed = (
+        await client.post(
+            "/api/v1/adrules/rules",
+            json={**body, "account_ids": [jakarta, berlin]},
+            headers=tokyo.headers,
+        )
+    ).json()
+    assert mixed["next_execution_at"] == "2026-03-03T00:00:00Z"
+    assert mixed["schedule"]["timezone"] is None
+
+    # A zone named by the rule wins over the accounts'.
+    named = (
+        await client.post(
+            "/api/v1/adrules/rules",
+            json={**body, "schedule": {**body["schedule"], "timezone": "UTC"}},
+            headers=tokyo.headers,
+        )
+    ).json()
+    assert named["next_execution_at"] == "2026-03-03T09:00:00Z"
+    unknown = await client.post(
+        "/api/v1/adrules/rules",
+        json={**body, "schedule": {**body["schedule"], "timezone": "Mars/Olympus"}},
+        headers=tokyo.headers,
+    )
+    assert unknown.status_code == 422
+    assert "schedule.timezone" in unknown.text
 
 
 async def test_ar1_tasks_can_be_added_replaced_and_removed(

@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 
 from app.clock import ManualClock
 from app.engines.adrules.dispatch import dispatch_due
-from app.engines.adrules.models import Batch, Rule
+from app.engines.adrules.models import AdAccount, Batch, Rule
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
@@ -152,7 +152,7 @@ async def test_ar10_concurrent_sweeps_in_one_process_dispatch_a_rule_once(
 async def test_ar10_ar20_drafts_paused_archived_out_of_window_and_inactive_accounts_never_dispatched(
     runtime: Runtime, clock: ManualClock, ws: Workspace, world: GraphWorld, graph: GraphClient
 ) -> None:
-    ids = await _setup_accounts(runtime, world, ws, {"act_1": (2, True), "act_2": (2, False)})
+    ids = await _setup_accounts(runtime, world, ws, {"act_1": (2, True), "act_2": (2, True)})
     active_account, inactive_account = ids["act_1"], ids["act_2"]
     today = clock.now().date()
     rule_ids = [
@@ -184,8 +184,12 @@ async def test_ar10_ar20_drafts_paused_archived_out_of_window_and_inactive_accou
         ),
         await create_rule(runtime, workspace_id=ws.workspace_id, account_ids=[inactive_account]),
     ]
-    # Even with a due timestamp, status and window decide: force every rule due.
+    # Even with a due timestamp, status and window decide: force every rule due. The account
+    # of the last rule is deactivated after the rule went live (activation needs an active one).
     async with runtime.db.write() as uow:
+        await uow.session.execute(
+            update(AdAccount).where(AdAccount.id == inactive_account).values(active=False)
+        )
         await uow.session.execute(
             update(Rule).values(next_execution_at=clock.now() - timedelta(minutes=1))
         )

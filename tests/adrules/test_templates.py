@@ -98,7 +98,11 @@ async def test_ar3_night_budget_reset_end_to_end_across_a_night(
     world.campaign(campaigns[1].id).daily_budget = 8000
     await store_token(runtime, ws.workspace_id, TOKEN)
     account = await create_account(
-        runtime, workspace_id=ws.workspace_id, meta_id="act_3003", currency="EUR"
+        runtime,
+        workspace_id=ws.workspace_id,
+        meta_id="act_3003",
+        currency="EUR",
+        timezone_name="Europe/Berlin",
     )
 
     async with runtime.db.write() as uow:

@@ -25,7 +25,7 @@ from sqlalchemy import select, update
 
 from app.db.session import Database, ReadSession
 from app.engines.adrules.claim import ClaimedRule, claim_due_rules
-from app.engines.adrules.documents import rule_document
+from app.engines.adrules.documents import load_schedule, rule_document
 from app.engines.adrules.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
 from app.engines.adrules.models import (
     BATCH_EMPTY,
@@ -152,7 +152,9 @@ async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) 
     token = await get_secret(
         session, secrets, workspace_id=rule.workspace_id, name=META_TOKEN_SECRET
     )
-    document = rule_document(rule, tasks, claimed.timezone)
+    # The zone the rule names (its accounts' shared zone is stored as its schedule's zone);
+    # "" lets each account's run use that account's own zone.
+    document = rule_document(rule, tasks, load_schedule(rule.schedule).timezone or "")
     return _RuleWork(
         document,
         accounts,

@@ -69,3 +69,9 @@ class RunAccountPayload(JobPayload, frozen=True, kw_only=True):
 def seal_token(box: SecretBox, token: str) -> str:
     """Encrypt ``token`` for a payload."""
     return box.encrypt(token).decode()
+
+
+def evaluation_zone(payload: RunAccountPayload) -> str:
+    """The zone a run evaluates in (spec AR-23a): the one the rule names, else the ad account's
+    own (Meta's ``timezone_name``, the zone its Insights day and budget day follow)."""
+    return payload.rule.timezone or payload.account.timezone_name or "UTC"

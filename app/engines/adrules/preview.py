@@ -29,7 +29,7 @@ from app.engines.adrules.changes import (
     plan_status,
 )
 from app.engines.adrules.cooldown import check_cooldown
-from app.engines.adrules.documents import load_prefilters
+from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import MetaUnavailable
 from app.engines.adrules.evaluate import evaluate_conditions
 from app.engines.adrules.facts import gather
@@ -57,7 +57,6 @@ from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
 from app.integrations.sheets import SheetsClient, TokenMinter
 from app.platform.crypto import SecretBox
-from app.platform.service import get_workspace
 from app.schemas import Schema
 
 MAX_CAMPAIGNS = 500
@@ -105,6 +104,8 @@ class PreviewResult(Schema, kw_only=True):
     truncated: bool
     graph_calls: int
     """Batch calls made for Insights (listing pages not included)."""
+    timezone: str = "UTC"
+    """The zone the evaluation used: the rule's, else the ad account's (AR-23a)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,6 @@ async def preview_rule(
     async with deps.db.read() as session:
         view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
         account = await account_service.get_account(session, workspace_id, ad_account_id)
-        workspace = await get_workspace(session, workspace_id)
         token = await account_service.require_token(session, deps.secrets, workspace_id)
     if not account.active:
         raise Conflict(
@@ -171,6 +171,7 @@ async def preview_rule(
             f"the campaigns could not be listed: {exc.error.describe()}"
         ) from None
     campaigns = fetched.campaigns[:MAX_CAMPAIGNS]
+    zone_used = load_schedule(view.rule.schedule).timezone or account.timezone_name or "UTC"
     custom = CustomMetricSource(
         db=deps.db,
         clock=deps.clock,
@@ -186,7 +187,7 @@ async def preview_rule(
         tasks=tasks,
         campaigns=campaigns,
         currency=account.currency,
-        timezone=workspace.timezone,
+        timezone=zone_used,
         now=now,
         reader=reader,
         custom=custom,
@@ -255,7 +256,7 @@ async def preview_rule(
                             account.currency,
                             view.rule.name,
                             now,
-                            workspace.timezone,
+                            zone_used,
                         )
                     except ActionFailed as exc:
                         item.would, item.reason = "error", str(exc)
@@ -284,4 +285,5 @@ async def preview_rule(
         total_campaigns=len(fetched.campaigns),
         truncated=len(fetched.campaigns) > MAX_CAMPAIGNS,
         graph_calls=gathered.stats.calls,
+        timezone=zone_used,
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy import delete, select
 
 from app.db.session import ReadSession, WriteSession
@@ -18,7 +19,7 @@ from app.engines.adrules.claim import zone
 from app.engines.adrules.documents import dump, load_schedule, load_task, task_body
 from app.engines.adrules.errors import RuleNotFound, TaskNotFound
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
-from app.engines.adrules.schedule import first_execution, window_of
+from app.engines.adrules.schedule import first_execution, schedule_zone, window_of
 from app.engines.adrules.schemas import NotifyWebhook, RuleIn, TaskDocument, TaskIn
 from app.engines.adrules.validation import Problems, check_rule, check_single_task
 from app.engines.adrules.webhook_secrets import public_task, seal_task
@@ -48,27 +49,45 @@ async def _rule(session: ReadSession, workspace_id: int, rule_id: int) -> Rule:
     return rule
 
 
-async def _check_accounts(session: ReadSession, workspace_id: int, data: RuleIn) -> None:
+INACTIVE_ONLY = (
+    "every ad account of this rule is inactive: an active rule would never run (activate an "
+    "account first, or keep the rule a draft)"
+)
+
+
+async def _check_accounts(session: ReadSession, workspace_id: int, data: RuleIn) -> RuleIn:
+    """Check the accounts exist here (and that an active rule has an active one); returns the
+    rule with its schedule's zone filled in from the accounts when it names none."""
     if not data.account_ids:
-        if data.status == "active":
+        if data.status in ("active", "shadow"):
             raise ValidationFailed.field(
                 "account_ids", "an active rule needs at least one ad account", code="required"
             )
-        return
-    known = set(
-        (
+        return data
+    found = {
+        a.id: a
+        for a in (
             await session.execute(
-                select(AdAccount.id).where(
+                select(AdAccount).where(
                     AdAccount.workspace_id == workspace_id, AdAccount.id.in_(data.account_ids)
                 )
             )
         ).scalars()
-    )
+    }
     problems = Problems()
     for i, account_id in enumerate(data.account_ids):
-        if account_id not in known:
+        if account_id not in found:
             problems.add(f"account_ids[{i}]", f"no ad account {account_id} in this workspace")
     problems.raise_if_any()
+    if data.status in ("active", "shadow") and not any(a.active for a in found.values()):
+        raise ValidationFailed.field("account_ids", INACTIVE_ONLY, code="accounts_inactive")
+    if data.schedule.timezone is None:
+        zones = {a.timezone_name for a in found.values()}
+        if len(zones) == 1:
+            # Meta reports each account's day in its own zone: the rule's clock is that zone.
+            schedule = msgspec.structs.replace(data.schedule, timezone=zones.pop())
+            return msgspec.structs.replace(data, schedule=schedule)
+    return data
 
 
 async def _timezone(session: ReadSession, workspace_id: int) -> str:
@@ -76,9 +95,10 @@ async def _timezone(session: ReadSession, workspace_id: int) -> str:
 
 
 def _schedule_columns(rule: Rule, timezone: str, now: datetime) -> None:
-    """Recompute the window columns and, for an active rule, the first run."""
+    """Recompute the window columns and, for an active rule, the first run (in the schedule's
+    zone; ``timezone``, the workspace's, when it names none)."""
     schedule = load_schedule(rule.schedule)
-    tz = zone(timezone)
+    tz = schedule_zone(schedule, zone(timezone))
     window = window_of(schedule, tz)
     rule.window_starts_at = window.starts_at
     rule.window_ends_at = window.ends_at
@@ -166,7 +186,7 @@ async def create_rule(
     await check_webhooks(guard, data)
     if data.status == "archived":
         raise ValidationFailed.field("status", "a new rule cannot be archived")
-    await _check_accounts(session, workspace_id, data)
+    data = await _check_accounts(session, workspace_id, data)
     rule = Rule(
         workspace_id=workspace_id,
         name=data.name.strip(),
@@ -199,7 +219,7 @@ async def update_rule(
     rule = await _rule(session, workspace_id, rule_id)
     check_rule(data)
     await check_webhooks(guard, data)
-    await _check_accounts(session, workspace_id, data)
+    data = await _check_accounts(session, workspace_id, data)
     schedule = dump(data.schedule)
     reschedule = schedule != rule.schedule or (data.status == "active") != (rule.status == "active")
     rule.name = data.name.strip()
@@ -219,13 +239,21 @@ async def set_status(
 ) -> Rule:
     rule = await _rule(session, workspace_id, rule_id)
     if status == "active" and rule.status != "active":
-        accounts = await session.scalar(
-            select(RuleAccount.ad_account_id).where(RuleAccount.rule_id == rule.id).limit(1)
+        actives = list(
+            (
+                await session.execute(
+                    select(AdAccount.active)
+                    .join(RuleAccount, RuleAccount.ad_account_id == AdAccount.id)
+                    .where(RuleAccount.rule_id == rule.id)
+                )
+            ).scalars()
         )
-        if accounts is None:
+        if not actives:
             raise ValidationFailed.field(
                 "account_ids", "an active rule needs at least one ad account", code="required"
             )
+        if not any(actives):
+            raise ValidationFailed.field("account_ids", INACTIVE_ONLY, code="accounts_inactive")
     changed = (status == "active") != (rule.status == "active")
     rule.status = status
     rule.updated_at = now

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.engines.adrules.schemas import IntervalSchedule, Schedule, TimetableSchedule, WeeklyGrid
 
@@ -78,8 +78,10 @@ def first_execution(schedule: Schedule, *, now: datetime, tz: ZoneInfo) -> datet
     """When a rule that was just activated (or whose schedule changed) runs first.
 
     Interval mode runs at once (or when the window opens); timetable mode at its next slot.
-    ``None`` when the window has already closed.
+    ``None`` when the window has already closed. ``tz`` is the fallback zone (the schedule's own
+    zone wins).
     """
+    tz = schedule_zone(schedule, tz)
     window = window_of(schedule, tz)
     start_pending = window.starts_at is not None and now < window.starts_at
     base = window.starts_at if start_pending and window.starts_at is not None else now
@@ -91,9 +93,21 @@ def first_execution(schedule: Schedule, *, now: datetime, tz: ZoneInfo) -> datet
     return _inside(candidate, window)
 
 
+def schedule_zone(schedule: Schedule, fallback: ZoneInfo) -> ZoneInfo:
+    """The zone a schedule runs in: the one it names (its ad accounts' zone, stored when the rule
+    was saved), else ``fallback`` (the workspace's)."""
+    if schedule.timezone:
+        try:
+            return ZoneInfo(schedule.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return fallback
+    return fallback
+
+
 def following_execution(schedule: Schedule, *, now: datetime, tz: ZoneInfo) -> datetime | None:
     """When a rule that is being dispatched at ``now`` runs next; ``None`` when no run is left
-    inside its window."""
+    inside its window. ``tz`` is the fallback zone (the schedule's own zone wins)."""
+    tz = schedule_zone(schedule, tz)
     window = window_of(schedule, tz)
     candidate: datetime
     if isinstance(schedule, IntervalSchedule):

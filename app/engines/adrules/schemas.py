@@ -83,6 +83,10 @@ class IntervalSchedule(Schema, kw_only=True, tag="interval", tag_field="mode"):
     minutes: Annotated[int, msgspec.Meta(ge=1, le=10_080)] = DEFAULT_INTERVAL_MINUTES
     start_date: date | None = None
     end_date: date | None = None
+    timezone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    """IANA zone of the times, the date window and clock conditions. Left out: the zone of the
+    rule's ad accounts (Meta's ``timezone_name``, the zone of the account's Insights day), or the
+    workspace's when the accounts are in different zones. Answered with the zone in use."""
 
 
 class TimetableSchedule(Schema, kw_only=True, tag="timetable", tag_field="mode"):
@@ -91,6 +95,10 @@ class TimetableSchedule(Schema, kw_only=True, tag="timetable", tag_field="mode")
     week: WeeklyGrid
     start_date: date | None = None
     end_date: date | None = None
+    timezone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    """IANA zone of the times, the date window and clock conditions. Left out: the zone of the
+    rule's ad accounts (Meta's ``timezone_name``, the zone of the account's Insights day), or the
+    workspace's when the accounts are in different zones. Answered with the zone in use."""
 
 
 Schedule = IntervalSchedule | TimetableSchedule
@@ -300,7 +308,8 @@ class RuleDocument(Schema, kw_only=True):
     workspace_id: int
     name: str
     timezone: str
-    """The workspace's time zone (clock conditions and ``{date}`` use it)."""
+    """The zone the rule names (its schedule's), or "" for each ad account's own zone: clock
+    conditions, ``{date}`` and records use it."""
     prefilters: PreFilters
     tasks: list[TaskDocument]
     updated_at: datetime

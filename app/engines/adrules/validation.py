@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.engines.adrules.schemas import (
     ClockCondition,
@@ -132,6 +133,15 @@ def check_schedule(problems: Problems, rule: RuleIn) -> None:
         problems.add("schedule.end_date", "ends before the start date")
 
 
+def is_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone this machine knows."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
 def check_rule(rule: RuleIn) -> None:
     """Raise :class:`ValidationFailed` naming every broken field of ``rule``."""
     problems = Problems()
@@ -149,6 +159,8 @@ def check_rule(rule: RuleIn) -> None:
             seen_ids.add(task.id)
         check_task(problems, task, f"tasks[{i}]")
     check_schedule(problems, rule)
+    if rule.schedule.timezone is not None and not is_zone(rule.schedule.timezone):
+        problems.add("schedule.timezone", f"unknown time zone {rule.schedule.timezone!r}")
     if len(set(rule.account_ids)) != len(rule.account_ids):
         problems.add("account_ids", "lists an ad account twice")
     prefilters = rule.prefilters

@@ -35,7 +35,7 @@ from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef
 from app.engines.adrules.facts import gather
 from app.engines.adrules.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
 from app.engines.adrules.models import BATCH_QUEUED, AdAccount
-from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload
+from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload, evaluation_zone
 from app.engines.adrules.run_models import (
     RECORD_ERROR,
     RECORD_EXECUTED,
@@ -239,7 +239,7 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             tasks=rule.tasks,
             campaigns=pending,
             currency=payload.account.currency,
-            timezone=rule.timezone,
+            timezone=evaluation_zone(payload),
             now=deps.clock.now(),
             reader=reader,
             custom=custom,
@@ -434,7 +434,7 @@ async def _task(
         batch_id=run.payload.batch_id,
         account_id=run.payload.account.meta_id,
         currency=run.payload.account.currency,
-        timezone=run.payload.rule.timezone,
+        timezone=evaluation_zone(run.payload),
         now=now,
         allow_private_http=run.allow_private_http,
     )
