@@ -19,6 +19,7 @@ from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import MutableScopeHeaders
 from litestar.di import Provide
 from litestar.enums import ScopeType
+from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect
@@ -48,6 +49,7 @@ from app.web.dashboard import funnels_import as funnels_import_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
+from app.web.security_headers import security_headers
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
@@ -98,6 +100,11 @@ def correlation_middleware(app: ASGIApp) -> ASGIApp:
         with correlate(request_id):
             try:
                 await app(scope, receive, send_with_id)
+            except HTTPException as exc:
+                # Raised by a middleware inside this one (CSRF 403, 413): the exception handler
+                # outside answers with its status, which is what the access log must say.
+                status = exc.status_code
+                raise
             finally:
                 ops.log_request(scope, status, started)
 
@@ -184,6 +191,7 @@ def create_app(
         ),
         openapi_config=OpenAPIConfig(title="Sweepline", version="0.1.0", path="/schema"),
         middleware=[correlation_middleware],
+        before_send=[security_headers(hsts=settings.web.secure_cookies)],
         request_max_body_size=settings.web.max_body_bytes,
         debug=False,
         logging_config=None,
