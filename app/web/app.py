@@ -49,11 +49,11 @@ from app.web.dashboard import funnels_import as funnels_import_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
-from app.web.security_headers import security_headers
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
 from app.web.hooks import ranktracking as ranktracking_hooks
+from app.web.security_headers import security_headers
 from app.wiring import assemble
 
 log = logging.getLogger(__name__)
