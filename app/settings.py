@@ -273,12 +273,17 @@ class AdRulesSettings:
     google_token_url: str = env("ADRULES_GOOGLE_TOKEN_URL", "https://oauth2.googleapis.com/token")
     """Google's OAuth token endpoint, where a workspace's service-account key is exchanged for a
     Sheets access token (custom metrics)."""
+    budget_changes_per_hour: int = env("ADRULES_BUDGET_CHANGES_PER_HOUR", 4)
+    """Budget changes allowed per ad object per hour across all rules (Meta allows about 4); a
+    further change is recorded as skipped naming the rules that made the others."""
     fetch_deadline_seconds: float = env("ADRULES_FETCH_DEADLINE_SECONDS", 8.0)
     """Longest one ad account's campaign fetch (all pages and retries) may take inside the
     10-second dispatch sweep; a slower or hanging account is recorded as skipped for that run so
     no other rule's tick is delayed."""
 
     def __post_init__(self) -> None:
+        if self.budget_changes_per_hour < 1:
+            raise SettingsError("ADRULES_BUDGET_CHANGES_PER_HOUR must be at least 1")
         if self.fetch_deadline_seconds <= 0:
             raise SettingsError("ADRULES_FETCH_DEADLINE_SECONDS must be positive")
         if self.insights_mode not in ("packed", "per_campaign", "account"):

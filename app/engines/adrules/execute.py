@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -111,9 +111,13 @@ class ActionOutcome:
     after: dict[str, Any] | None = None
     reason: str | None = None
     steps: list[tuple[str, float]] = field(default_factory=list)
+    refused: str | None = None
+    """A guard refused the planned write (recorded as skipped with this reason)."""
 
 
 Timer = Callable[[], float]
+WriteGuard = Callable[[Change], Awaitable[str | None]]
+"""Asked with the planned change just before it is written; a reason refuses it."""
 
 
 @dataclass
@@ -134,6 +138,7 @@ class ActionRunner:
         campaign: CampaignRef,
         scope: ActionScope,
         conditions: list[ConditionResult],
+        guard: WriteGuard | None = None,
     ) -> ActionOutcome:
         """Carry out ``action``; a permanent problem raises :class:`ActionFailed` or ``MetaError``."""
         outcome = ActionOutcome(executed=False)
@@ -155,6 +160,12 @@ class ActionRunner:
         if change.write is None:
             outcome.reason = change.noop
             return outcome
+        if guard is not None:
+            refused = await guard(change)
+            if refused is not None:
+                outcome.refused = refused
+                outcome.before, outcome.after = change.before, change.after
+                return outcome
         started = self.timer()
         await self.writer.update_campaign(campaign.id, **change.write)
         outcome.steps.append(("write", self.timer() - started))

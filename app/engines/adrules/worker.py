@@ -28,11 +28,17 @@ import msgspec
 from app.clock import Clock
 from app.db.session import Database, UnitOfWork
 from app.engines.adrules import records
-from app.engines.adrules.changes import ActionFailed, action_parameters, not_deliverable_reason
+from app.engines.adrules.changes import (
+    ActionFailed,
+    Change,
+    action_parameters,
+    not_deliverable_reason,
+)
 from app.engines.adrules.cooldown import LastExecution, check_cooldown, next_permitted_at
 from app.engines.adrules.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
 from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef
 from app.engines.adrules.facts import gather
+from app.engines.adrules.guards import BudgetChange, budget_changes, check_budget_write, direction
 from app.engines.adrules.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
 from app.engines.adrules.models import BATCH_QUEUED, AdAccount
 from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload, evaluation_zone
@@ -94,6 +100,8 @@ class WorkerDeps:
     max_deferrals: int = 3
     token_minter: TokenMinter | None = None
     """Mints Sheets access tokens from a workspace's service-account key."""
+    budget_changes_per_hour: int = 4
+    """Budget changes allowed per object per hour across all rules (Meta's limit is ~4)."""
     stop: StopCheck | None = None
     """The platform stop (spec AR-23), asked at the start of a run and before every write and
     notification; None: never stopped (unit tests of other behaviour)."""
@@ -173,6 +181,7 @@ def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = 
         max_deferrals=adrules.max_deferrals,
         token_minter=shared_token_minter(ctx),
         stop=StopCheck(ctx.db, lambda: ctx.settings.sweepers.stop_all),
+        budget_changes_per_hour=adrules.budget_changes_per_hour,
     )
 
 
@@ -349,12 +358,14 @@ async def _campaign(
 ) -> bool:
     """Process every task on one campaign; True when something was changed or sent."""
     changed = False
+    pending: list[BudgetChange] = []
+    """Budget changes this campaign got in this run, before their records are committed."""
     for task in run.payload.rule.tasks:
         if (task.id, campaign.id) in run.done:
             continue  # recorded by an earlier attempt of this job
         started = time.perf_counter()
         try:
-            row = await _task(run, task, campaign, facts, error)
+            row = await _task(run, task, campaign, facts, error, pending)
         except Exception as exc:  # one campaign's failure never ends the run (AR-22)
             log.exception("task %s failed on campaign %s", task.id, campaign.id)
             row = _row(
@@ -376,6 +387,7 @@ async def _task(
     campaign: CampaignEntity,
     facts: CampaignFacts | None,
     error: MetaError | None,
+    pending: list[BudgetChange],
 ) -> dict[str, Any]:
     steps: list[tuple[str, float]] = [
         ("insights_read", run.insights_seconds),
@@ -465,8 +477,22 @@ async def _task(
                 steps=steps,
             )
     ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
+
+    async def guard(change: Change) -> str | None:
+        if change.write is None or "daily_budget" not in change.write:
+            return None
+        async with run.deps.db.read() as session:
+            seen = await budget_changes(session, run.payload.account.id, campaign.id, now)
+        return check_budget_write(
+            [*seen, *pending],
+            rule_id=run.payload.rule.id,
+            planned_direction=direction(change.before, change.after),
+            now=now,
+            max_per_hour=run.deps.budget_changes_per_hour,
+        )
+
     try:
-        outcome = await run.runner.run(task.action, ref, scope, evaluation.conditions)
+        outcome = await run.runner.run(task.action, ref, scope, evaluation.conditions, guard=guard)
     except (MetaError, ActionFailed, MailError, OutboundError) as exc:
         text = exc.describe() if isinstance(exc, MetaError) else str(exc)
         row = _row(
@@ -481,6 +507,18 @@ async def _task(
         row["_changed"] = True  # it may have reached the outside world: commit at once
         return row
     steps.extend(outcome.steps)
+    if outcome.refused is not None:
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_SKIPPED,
+            reason=outcome.refused,
+            conditions=evaluation.conditions,
+            steps=steps,
+            before=outcome.before,
+            after=outcome.after,
+        )
     if not outcome.executed:
         return _row(
             run,
@@ -494,6 +532,17 @@ async def _task(
     executed_at = run.deps.clock.now()
     nxt = next_permitted_at(executed_at, task.cooldown)
     run.last[(task.id, campaign.id)] = LastExecution(executed_at, nxt)
+    if outcome.after and "daily_budget" in outcome.after:
+        # Not yet committed: the next task on this campaign must count it too.
+        pending.append(
+            BudgetChange(
+                run.payload.rule.id,
+                run.payload.rule.name,
+                executed_at,
+                direction(outcome.before, outcome.after),
+                nxt,
+            )
+        )
     row = _row(
         run,
         task,
