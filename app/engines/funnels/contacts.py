@@ -17,6 +17,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from app.db.session import ReadSession, WriteSession
+from app.engines.funnels.erasure import erase_personal_data
 from app.engines.funnels.errors import ContactNotFound, DuplicateContact
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
@@ -606,6 +607,7 @@ async def delete_contact(
     contact.first_name = ""
     contact.last_name = ""
     contact.fields = {}
+    contact.timezone = "UTC"
     await session.execute(
         delete(ContactTag)
         .execution_options(synchronize_session=False)
@@ -617,6 +619,7 @@ async def delete_contact(
         .where(ListMember.contact_id == contact_id)
     )
     await end_runs_of_contact(session, contact_id, now, reason="contact_deleted")
+    await erase_personal_data(session, contact_id)
 
 
 async def end_runs_of_contact(

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import service
+from app.engines.funnels import erasure, service
 from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
 from app.engines.funnels.schemas import (
@@ -149,6 +149,18 @@ async def delete_contact(
         await contacts_service.delete_contact(
             uow.session, principal.workspace_id, contact_id, runtime.clock.now()
         )
+
+
+@get("/contacts/{contact_id:int}/export")
+async def export_contact(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+) -> dict[str, Any]:
+    """Everything stored about one contact (an access request's answer): attributes, tags,
+    lists, events, runs and their steps, messages with their content, delivery events and
+    campaign receipts."""
+    async with runtime.db.read() as session:
+        contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
+        return await erasure.export_contact(session, contact)
 
 
 @post("/contacts/import", status_code=202)
@@ -494,6 +506,7 @@ ROUTERS: list[Any] = [
             show_contact,
             update_contact,
             delete_contact,
+            export_contact,
             import_contacts,
             contact_timeline,
             define_field,
