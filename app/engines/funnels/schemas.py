@@ -152,6 +152,9 @@ class FunnelOut(Schema):
     runs: dict[str, int]
     created_at: datetime
     updated_at: datetime
+    messages_in_outbox: int | None = None
+    """Messages of this funnel still waiting to go out (a run that ``completed`` may still have
+    mail in the outbox); given when one funnel is shown."""
 
 
 def funnel_out(f: Funnel, version_number: int | None, runs: dict[str, int]) -> FunnelOut:

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import erasure, service
+from app.engines.funnels import erasure, reports, service
 from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
 from app.engines.funnels.schemas import (
@@ -310,7 +310,9 @@ async def _funnel_out(session: Any, funnel: Any) -> FunnelOut:
             select(FunnelVersion.number).where(FunnelVersion.id == funnel.current_version_id)
         )
     counts = await service.run_counts(session, [funnel.id])
-    return funnel_out(funnel, number, counts[funnel.id])
+    out = funnel_out(funnel, number, counts[funnel.id])
+    out.messages_in_outbox = await reports.messages_in_outbox(session, funnel.id)
+    return out
 
 
 @post("", status_code=201)
@@ -368,6 +370,19 @@ async def edit_funnel(
         )
         out = await _funnel_out(uow.session, funnel)
     return out
+
+
+@get("/{funnel_id:int}/report")
+async def funnel_report(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+) -> reports.FunnelReport:
+    """Per version and node: entered, waiting, exited, goal reached; per message node: queued,
+    sent, delivered, opened, clicked, bounced, complained, unsubscribed and rates. Recomputed
+    from steps and delivery events on every read. ``status`` is ``delivering`` while no run is
+    active but messages still wait in the outbox."""
+    async with runtime.db.read() as session:
+        await service.get_funnel(session, principal.workspace_id, funnel_id)
+        return await reports.funnel_report(session, funnel_id)
 
 
 @post("/{funnel_id:int}/validate", status_code=200)
@@ -519,6 +534,7 @@ ROUTERS: list[Any] = [
             create_funnel,
             list_funnels,
             show_funnel,
+            funnel_report,
             edit_funnel,
             validate_draft,
             publish,
