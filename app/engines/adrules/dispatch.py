@@ -50,11 +50,12 @@ from app.engines.adrules.prefilters import (
     to_filtering,
 )
 from app.engines.adrules.schemas import RuleDocument
-from app.engines.adrules.stops import stopped_workspaces
+from app.engines.adrules.stops import ENV_REASON, PLATFORM_STOP, stopped_workspaces
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import PAGE_SIZE, MetaReader
 from app.integrations.meta.retry import RETRY_DELAYS, Sleep
 from app.platform.crypto import SecretBox
+from app.platform.models import Workspace
 from app.platform.service import get_secret
 from app.scheduling.jobs import JobSpec
 from app.scheduling.queue import JobQueue
@@ -62,6 +63,7 @@ from app.scheduling.sweeper import tick_key
 
 log = logging.getLogger(__name__)
 
+ENV_STOP_REASON = f"{PLATFORM_STOP}: {ENV_REASON}"
 MISSING_CREDENTIAL = "no Meta access token is configured for this workspace"
 INACTIVE_ACCOUNT = "the ad account is not active: nothing runs on it until it is activated"
 
@@ -210,6 +212,7 @@ async def _dispatch_rule(
     limit: asyncio.Semaphore,
     summary: DispatchSummary,
     stopped: str | None = None,
+    job_key: str = "",
 ) -> None:
     async with deps.db.read() as session:
         work = await _load(session, deps.secrets, claimed)
@@ -295,7 +298,11 @@ async def _dispatch_rule(
                     uow,
                     deps.job,
                     payload,
-                    job_id=tick_key(RUN_ACCOUNT_JOB, f"{claimed.id}-{account.id}", tick),
+                    job_id=tick_key(
+                        RUN_ACCOUNT_JOB,
+                        f"{claimed.id}-{account.id}{'-' + job_key if job_key else ''}",
+                        tick,
+                    ),
                 )
                 summary.jobs += 1
         await session.execute(
@@ -344,3 +351,41 @@ async def _gather_rules(
             log.exception("dispatching rule %s failed", rule.id)
 
     await asyncio.gather(*(guarded(rule) for rule in claimed))
+
+
+async def dispatch_now(
+    deps: DispatchDeps, *, workspace_id: int, rule_id: int, now: datetime
+) -> DispatchSummary:
+    """ "Run now": dispatch one active rule once, outside its schedule, through the same path as
+    the sweep (fetch, batch records, one job per account, the stop checked) — its
+    ``next_execution_at`` is left as it is. The batch id is in the summary (none when the rule
+    is not active)."""
+    summary = DispatchSummary()
+    if deps.stopped():
+        summary.stopped = True
+    async with deps.db.read() as session:
+        row = (
+            await session.execute(
+                select(Rule.id, Rule.workspace_id, Rule.next_execution_at, Workspace.timezone)
+                .join(Workspace, Workspace.id == Rule.workspace_id)
+                .where(Rule.id == rule_id, Rule.workspace_id == workspace_id)
+            )
+        ).first()
+        stopped = await stopped_workspaces(session, {workspace_id})
+    if row is None:
+        return summary
+    claimed = ClaimedRule(row[0], row[1], row[3], now, row[2])
+    environment = ENV_STOP_REASON if summary.stopped else None
+    summary.rules = 1
+    await _dispatch_rule(
+        deps,
+        claimed,
+        now,
+        now,
+        asyncio.Semaphore(deps.fetch_concurrency),
+        summary,
+        environment or stopped.get(workspace_id),
+        # Each press is its own dispatch: a job id of its own, never deduplicated as one tick.
+        job_key=f"now-{uuid.uuid4().hex[:12]}",
+    )
+    return summary

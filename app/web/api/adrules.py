@@ -15,6 +15,7 @@ from app.db.session import UnitOfWork
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import RuleStatus
+from app.engines.adrules.dispatch import dispatch_now
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import MetaUnavailable
 from app.engines.adrules.models import AdAccount, Batch
@@ -26,8 +27,9 @@ from app.engines.adrules.schemas import (
     TaskDocument,
     TaskIn,
 )
+from app.engines.adrules.sweep import deps_from_context as sweep_deps
 from app.engines.adrules.sweep import shared_graph
-from app.errors import ValidationFailed
+from app.errors import Conflict, ValidationFailed
 from app.integrations.http_guard import shared_guard
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
@@ -383,6 +385,47 @@ async def replace_rule(
     return await _view(runtime, principal.workspace_id, rule_id)
 
 
+class RunNowOut(Schema, kw_only=True):
+    batch_id: str | None
+    """The dispatch's batch id (the rule log's detail), None when nothing was dispatched."""
+    jobs: int
+    skipped_accounts: int
+    empty_accounts: int
+    stopped: bool
+
+
+async def run_rule_now(runtime: Runtime, workspace_id: int, rule_id: int) -> RunNowOut:
+    """Dispatch an active rule once, now, through the sweep's own path (its schedule is kept)."""
+    async with runtime.db.read() as session:
+        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+    if view.rule.status != "active":
+        raise Conflict(
+            f"the rule is {view.rule.status}: only an active rule runs (preview it instead)",
+            code="rule_not_active",
+        )
+    summary = await dispatch_now(
+        sweep_deps(runtime.context()),
+        workspace_id=workspace_id,
+        rule_id=rule_id,
+        now=runtime.clock.now(),
+    )
+    return RunNowOut(
+        batch_id=summary.batch_ids[0] if summary.batch_ids else None,
+        jobs=summary.jobs,
+        skipped_accounts=summary.skipped_accounts,
+        empty_accounts=summary.empty_accounts,
+        stopped=summary.stopped,
+    )
+
+
+@post("/rules/{rule_id:int}/run", status_code=200)
+async def run_now(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
+) -> RunNowOut:
+    """ "Run now": one dispatch outside the schedule, recorded like any other."""
+    return await run_rule_now(runtime, principal.workspace_id, rule_id)
+
+
 @post("/rules/{rule_id:int}/status", status_code=200)
 async def change_status(
     principal: CurrentPrincipal,
@@ -526,6 +569,7 @@ ROUTERS = [
             get_rule,
             replace_rule,
             change_status,
+            run_now,
             archive_rule,
             list_tasks,
             add_task,

@@ -39,6 +39,7 @@ from app.platform.service import Principal
 from app.runtime import Runtime
 from app.web.api import adrules_stop as stop_api
 from app.web.api.adrules import discover
+from app.web.api.adrules import run_rule_now as run_now_service
 from app.web.api.adrules_stop import StopIn
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import adrules_log
@@ -304,6 +305,15 @@ async def rules_page(
     )
 
 
+@post("/ui/adrules/rules/{rule_id:int}/run")
+async def run_rule_now(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
+) -> Redirect:
+    """The rule page's "Run now" button: dispatch once, then show the rule's runs."""
+    await run_now_service(runtime, principal.workspace_id, rule_id)
+    return Redirect(f"/ui/adrules/log?rule_id={rule_id}")
+
+
 @post("/ui/adrules/stop")
 async def change_stop(
     request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
@@ -557,6 +567,7 @@ async def batches_page(
 ROUTES: list[Any] = [
     rules_page,
     change_stop,
+    run_rule_now,
     new_rule_page,
     edit_rule_page,
     create_rule,
