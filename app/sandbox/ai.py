@@ -26,7 +26,7 @@ from typing import Any
 from litestar import Litestar, MediaType, Request, Response, post
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response
+from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
 
 ROLES = frozenset({"system", "developer", "user", "assistant"})
 CONTEXT_TOKENS = 8192
@@ -181,7 +181,7 @@ def create_ai_app(sandbox: AiSandbox) -> Litestar:
             sandbox.completions.append(completion)
         return Response(completion, media_type=MediaType.JSON)
 
-    return Litestar(route_handlers=[complete], debug=False)
+    return simulator_app([complete])
 
 
 def start_ai_sandbox(sandbox: AiSandbox | None = None) -> ThreadedServer:

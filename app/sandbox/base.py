@@ -12,13 +12,13 @@ import asyncio
 import socket
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
-from litestar import MediaType, Response
+from litestar import Litestar, MediaType, Response
 
 
 @dataclass
@@ -97,6 +97,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def simulator_app(route_handlers: Sequence[Any], **kwargs: Any) -> Litestar:
+    """A simulator's Litestar app. ``logging_config=None`` matters: Litestar's default logging
+    configuration replaces the root logger's handlers, which would drop the host process's secret
+    masking and correlation ids the moment a simulator starts (the demo runs them in-process)."""
+    return Litestar(route_handlers=list(route_handlers), debug=False, logging_config=None, **kwargs)
+
+
 def _server(app: Any, port: int) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
@@ -105,6 +112,8 @@ def _server(app: Any, port: int) -> uvicorn.Server:
         log_level="warning",
         lifespan="on",
         access_log=False,
+        # The process's logging (secret masking, correlation ids, LOG_LEVEL) belongs to the app.
+        log_config=None,
         # A client holding a request open (a browser's poll, a slow test) must not keep the
         # server from stopping.
         timeout_graceful_shutdown=2,

@@ -26,7 +26,7 @@ from typing import Any
 from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
-from app.sandbox.base import ThreadedServer, fault_response
+from app.sandbox.base import ThreadedServer, fault_response, simulator_app
 from app.sandbox.payments import KeyReused, fingerprint
 from app.sandbox.sms import JsonProviderSandbox, bearer_token, json_error
 
@@ -203,7 +203,7 @@ def create_booking_app(sandbox: BookingSandbox) -> Litestar:
             ]
         return Response({"bookings": found}, media_type=MediaType.JSON)
 
-    return Litestar(route_handlers=[list_slots, book, find], debug=False)
+    return simulator_app([list_slots, book, find])
 
 
 def start_booking_sandbox(sandbox: BookingSandbox | None = None) -> ThreadedServer:

@@ -17,7 +17,7 @@ from typing import Any
 from litestar import Litestar, Request, Response, post
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import ThreadedServer
+from app.sandbox.base import ThreadedServer, simulator_app
 from app.sandbox.sms import JsonProviderSandbox, accept_json, json_error
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
@@ -84,7 +84,7 @@ def create_letter_app(sandbox: LetterSandbox) -> Litestar:
             sandbox, request, kind="letters.create", prefix="ltr", validate=_validate, build=build
         )
 
-    return Litestar(route_handlers=[send], debug=False)
+    return simulator_app([send])
 
 
 def start_letter_sandbox(sandbox: LetterSandbox | None = None) -> ThreadedServer:

@@ -35,7 +35,7 @@ from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response
+from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
 
 
 class KeyReused(Exception):
@@ -365,9 +365,7 @@ def create_payments_app(sandbox: PaymentsSandbox) -> Litestar:
     async def get_session(request: Request[Any, Any, Any], oid: FromPath[str]) -> Response[Any]:
         return await fetch(request, "checkout_sessions.get", sandbox.checkout_sessions, oid)
 
-    return Litestar(
-        route_handlers=[create_intent, create_session, get_intent, get_session], debug=False
-    )
+    return simulator_app([create_intent, create_session, get_intent, get_session])
 
 
 def start_payments_sandbox(sandbox: PaymentsSandbox | None = None) -> ThreadedServer:

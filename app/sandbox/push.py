@@ -14,7 +14,7 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, post
 
-from app.sandbox.base import ThreadedServer
+from app.sandbox.base import ThreadedServer, simulator_app
 from app.sandbox.sms import JsonProviderSandbox, Validator, accept_json, json_error
 
 MAX_PAYLOAD_BYTES = 4096
@@ -78,7 +78,7 @@ def create_push_app(sandbox: PushSandbox) -> Litestar:
             build=_build,
         )
 
-    return Litestar(route_handlers=[send], debug=False)
+    return simulator_app([send])
 
 
 def start_push_sandbox(sandbox: PushSandbox | None = None) -> ThreadedServer:

@@ -41,7 +41,7 @@ from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import Fault, SandboxState, ThreadedServer, fault_response
+from app.sandbox.base import Fault, SandboxState, ThreadedServer, fault_response, simulator_app
 
 SERP_PREFIX: Final = "/v3/serp/google/organic"
 KEYWORDS_PREFIX: Final = "/v3/keywords_data/google_ads/search_volume"
@@ -805,7 +805,7 @@ def create_serp_app(sim: SerpSimulator) -> Litestar:
             getter("keywords", "keywords.task_get")
         ),
     ]
-    return Litestar(route_handlers=handlers, debug=False)
+    return simulator_app(handlers)
 
 
 def start_serp_sandbox(sim: SerpSimulator | None = None) -> ThreadedServer:

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response
+from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
 
 SimCell = str | int | Decimal | bool | None
 """A stored cell; ``None`` is an empty cell."""
@@ -249,7 +249,7 @@ def create_sheets_app(sandbox: SheetsSandbox) -> Litestar:
             status, body = sandbox.exchange(str(form.get("assertion", "")), audience)
         return Response(_encoder.encode(body), status_code=status, media_type=MediaType.JSON)
 
-    return Litestar(route_handlers=[values_get, token], debug=False)
+    return simulator_app([values_get, token])
 
 
 def start_sheets_sandbox(sandbox: SheetsSandbox | None = None) -> ThreadedServer:

@@ -37,7 +37,7 @@ from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response
+from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
 from app.sandbox.payments import IdempotencyLedger, KeyReused, LostResponses, fingerprint
 
 E164 = re.compile(r"^\+[1-9]\d{6,14}$")
@@ -176,7 +176,7 @@ def create_sms_app(sandbox: SmsSandbox) -> Litestar:
             build=_build_sms,
         )
 
-    return Litestar(route_handlers=[send], debug=False)
+    return simulator_app([send])
 
 
 def start_sms_sandbox(sandbox: SmsSandbox | None = None) -> ThreadedServer:
@@ -365,7 +365,7 @@ def create_twilio_app(sandbox: TwilioSandbox) -> Litestar:
             )
         return Response(found, media_type=MediaType.JSON)
 
-    return Litestar(route_handlers=[create, list_messages, fetch], debug=False)
+    return simulator_app([create, list_messages, fetch])
 
 
 def start_twilio_sandbox(sandbox: TwilioSandbox | None = None) -> ThreadedServer:

@@ -10,7 +10,7 @@ import msgspec
 from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
-from app.sandbox.base import Fault, ThreadedServer, fault_response
+from app.sandbox.base import Fault, ThreadedServer, fault_response, simulator_app
 from app.sandbox.meta.world import MAX_BATCH, GraphWorld, SimReply, graph_error
 
 AnyRequest = Request[Any, Any, Any]
@@ -151,9 +151,7 @@ def create_app(world: GraphWorld) -> Litestar:
             out[-nulls:] = [None] * min(nulls, len(out))
         return Response(out, status_code=200, media_type=MediaType.JSON)
 
-    return Litestar(
-        route_handlers=[graph_root, graph_get, graph_post], debug=False, logging_config=None
-    )
+    return simulator_app([graph_root, graph_get, graph_post])
 
 
 def serve_world(world: GraphWorld, port: int | None = None) -> ThreadedServer:
