@@ -1,4 +1,5 @@
-"""Command line: ``python -m app serve | worker | migrate | env``."""
+"""Command line: ``python -m app serve | worker | migrate | env`` and the account commands
+(``create-admin``, ``reset-password``, ``create-api-key``, ``setup-token``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
+from app import commands
 from app.db.migrate import SchemaOutOfDate, check_current, upgrade
 from app.logs import configure_logging
 from app.settings import Settings, describe_environment, load_settings
@@ -19,43 +22,45 @@ log = logging.getLogger("app")
 def _serve(settings: Settings) -> int:
     import uvicorn
 
-    from app.demo import ensure_demo, settings_for_sandboxes, start_sandboxes
     from app.web.app import create_app
     from app.wiring import assemble
 
-    handles = {}
     if settings.demo.enabled:
-        handles = start_sandboxes()
-        settings = settings_for_sandboxes(settings, {k: h.url for k, h in handles.items()})
+        from app import demo
+        from app.demo.mailbox import PAGES as DEMO_PAGES
+
+        handles = demo.start_sandboxes(demo.simulated(os.environ))
+        urls = {k: h.url for k, h in handles.items()}
+        settings = demo.settings_for_sandboxes(settings, urls)
+        extra_pages: list[Any] = DEMO_PAGES
+    else:
+        handles, urls, extra_pages = {}, {}, []
     runtime = assemble(settings)
 
     async def prepare() -> str | None:
+        """Migrate (or check), then say what a person needs to get in."""
         try:
             if settings.database.is_sqlite:
                 await upgrade(settings.database.url)
             else:
                 await check_current(runtime.db.write_engine)
             if settings.demo.enabled:
-                return await ensure_demo(runtime, {k: h.url for k, h in handles.items()})
+                from app import demo
+
+                return demo.banner(settings, await demo.ensure_demo(runtime, urls), urls)
+            await commands.log_first_run(runtime)
             return None
         finally:
             await runtime.db.dispose()
 
     try:
-        password = asyncio.run(prepare())
+        notice = asyncio.run(prepare())
     except SchemaOutOfDate as exc:
         log.error("%s", exc)
         return 2
-    if password is not None:
-        print(
-            "\n  Demo workspace ready. Sign in at "
-            f"{settings.web.public_url}/login\n"
-            f"    e-mail:   {settings.demo.admin_email}\n"
-            f"    password: {password}\n"
-            "  (shown once; it is stored hashed)\n",
-            flush=True,
-        )
-    app = create_app(settings, runtime)
+    if notice is not None:
+        print(notice, flush=True)
+    app = create_app(settings, runtime, extra_pages=extra_pages)
     try:
         uvicorn.run(
             app,
@@ -107,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     env_cmd.add_argument(
         "--update-readme", metavar="PATH", help="write the table between the env-table markers"
     )
+    commands.add_parsers(sub)
     args = parser.parse_args(argv)
 
     settings = load_settings(os.environ)
@@ -125,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "worker":
         return asyncio.run(_worker(settings))
+    if args.command in commands.ACCOUNT_COMMANDS:
+        return asyncio.run(commands.run(args.command, settings, args))
     return _serve(settings)
 
 

@@ -90,8 +90,9 @@ class WebSettings:
     """Interface the HTTP server listens on."""
     port: int = env("PORT", 8000)
     """Port the HTTP server listens on."""
-    public_url: str = env("PUBLIC_URL", "http://127.0.0.1:8000")
-    """Address the service is reached at, used in links (tracking pixels, forms, snippets)."""
+    public_url: str = env("PUBLIC_URL", "")
+    """Address the service is reached at, used in links (invitations, tracking pixels, forms,
+    snippets). Empty: ``http://HOST:PORT`` (127.0.0.1 when HOST listens on every interface)."""
     session_secret: str = env("SESSION_SECRET", "")
     """Secret signing dashboard session cookies; generated into the key file when empty."""
     secure_cookies: bool = env("SECURE_COOKIES", False)
@@ -363,6 +364,12 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
     settings: Settings = _load_group(Settings, environ)
     if settings.web.log_format not in {"text", "json"}:
         raise SettingsError("LOG_FORMAT must be 'text' or 'json'")
+    if not settings.web.public_url:
+        host = settings.web.host
+        host = "127.0.0.1" if host in {"", "0.0.0.0", "::"} else host  # noqa: S104
+        host = f"[{host}]" if ":" in host else host
+        web = dataclasses.replace(settings.web, public_url=f"http://{host}:{settings.web.port}")
+        settings = dataclasses.replace(settings, web=web)
     return settings
 
 

@@ -1,36 +1,81 @@
-"""The demo: an organisation, a workspace and an admin, the loopback simulators, and each engine's
-sample data. Run by ``make run`` (``DEMO=1``) so a person can try everything without accounts."""
+"""The demo: its own organisation, workspace and admin, the loopback simulators, and each engine's
+sample data. Run by ``make run`` (``DEMO=1``) so a person can try everything without accounts.
+
+This package and :mod:`app.sandbox` are the only places that know the simulators: the production
+install never imports them (an import-linter contract holds it).
+
+Rules the demo keeps:
+
+- A variable the user set explicitly wins over its simulator (``SERP_URL=https://… make run``
+  points the demo at that one real API and simulates the rest); the start banner lists what is
+  simulated.
+- The demo's data lives in the demo's own organisation and workspace. Its funnel is seeded as a
+  draft, so nothing mails anyone until a person publishes it.
+- The admin's password is kept encrypted with the instance's key, so the banner can show the
+  credentials again at every start in demo mode.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
-from app.engines.plugin import DemoWorkspace, SandboxHandle
+from app.demo import adrules, funnels, ranktracking
+from app.demo.parts import DemoPart, DemoWorkspace, SandboxHandle
 from app.platform import service
 from app.platform.models import Membership, User
 from app.runtime import Runtime
 from app.settings import Settings
-from app.wiring import PLUGINS
 
 log = logging.getLogger(__name__)
 
+PARTS: list[DemoPart] = [adrules.PART, funnels.PART, ranktracking.PART]
 
-def start_sandboxes() -> dict[str, SandboxHandle]:
+PASSWORD_SECRET = "demo.admin_password"  # noqa: S105 - the name under which it is stored
+"""Secret name (in the demo workspace) of the demo admin's password, encrypted at rest."""
+
+OVERRIDES: dict[str, tuple[str, ...]] = {
+    # simulator: the variables that, when set, mean "use the real one"
+    "meta": ("META_GRAPH_URL",),
+    "sheets": ("SHEETS_URL",),
+    "serp": ("SERP_URL",),
+    "smtp": ("SMTP_HOST", "SMTP_PORT"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DemoCredentials:
+    email: str
+    password: str
+    created: bool
+    """True on the start that created the demo."""
+
+
+def simulated(environ: Mapping[str, str]) -> list[str]:
+    """The simulators to start: every one the parts offer, except those the user pointed at a
+    real service by setting its variable."""
+    names = [name for part in PARTS for name in part.sandboxes]
+    return [n for n in names if not any(environ.get(v) for v in OVERRIDES.get(n, ()))]
+
+
+def start_sandboxes(names: list[str]) -> dict[str, SandboxHandle]:
     handles: dict[str, SandboxHandle] = {}
-    for plugin in PLUGINS:
-        for name, start in plugin.sandboxes.items():
-            handles[name] = start()
-            log.info("sandbox %s listening on %s", name, handles[name].url)
+    for part in PARTS:
+        for name, start in part.sandboxes.items():
+            if name in names:
+                handles[name] = start()
+                log.info("sandbox %s listening on %s", name, handles[name].url)
     return handles
 
 
-def settings_for_sandboxes(settings: Settings, urls: dict[str, str]) -> Settings:
-    """Point the integrations at the simulators."""
+def settings_for_sandboxes(settings: Settings, urls: Mapping[str, str]) -> Settings:
+    """Point the process-wide integrations at the simulators that run (and only those)."""
     integrations = settings.integrations
     if "meta" in urls:
         integrations = dataclasses.replace(integrations, meta_graph_url=urls["meta"])
@@ -56,15 +101,42 @@ def settings_for_sandboxes(settings: Settings, urls: dict[str, str]) -> Settings
     return dataclasses.replace(settings, integrations=integrations, mail=mail)
 
 
-async def ensure_demo(runtime: Runtime, urls: dict[str, str]) -> str | None:
-    """Create the demo tenancy and data once. Returns the admin's password the first time only."""
+def banner(settings: Settings, credentials: DemoCredentials, urls: Mapping[str, str]) -> str:
+    """What the demo prints at every start: where to sign in, with what, and what is simulated."""
+    real = [f"{n} ({', '.join(v)})" for n, v in OVERRIDES.items() if n not in urls]
+    lines = [
+        "",
+        f"  Demo mode. Sign in at {settings.web.public_url}/login",
+        f"    e-mail:   {credentials.email}",
+        f"    password: {credentials.password}",
+        f"  Simulated outside APIs: {', '.join(sorted(urls)) or 'none'}",
+    ]
+    if real:
+        lines.append(f"  Real outside APIs (set explicitly): {', '.join(real)}")
+    lines.append("  (the demo's data lives in its own organisation; its funnel is a draft)")
+    return "\n".join(lines) + "\n"
+
+
+async def ensure_demo(runtime: Runtime, urls: Mapping[str, str]) -> DemoCredentials:
+    """Create the demo tenancy and data once; afterwards, read its credentials back."""
     email = runtime.settings.demo.admin_email
-    now = runtime.clock.now()
     async with runtime.db.read() as session:
-        existing = await session.scalar(select(User).where(User.email == email))
-    if existing is not None:
-        return None
+        row = (
+            await session.execute(
+                select(Membership.workspace_id)
+                .join(User, User.id == Membership.user_id)
+                .where(User.email == email)
+                .order_by(Membership.id)
+                .limit(1)
+            )
+        ).first()
+        if row is not None:
+            stored = await service.get_secret(
+                session, runtime.secrets, workspace_id=row[0], name=PASSWORD_SECRET
+            )
+            return DemoCredentials(email, stored or "(set before this version; reset it)", False)
     password = secrets.token_urlsafe(12)
+    now = runtime.clock.now()
     async with runtime.db.write() as uow:
         org = await service.create_organisation(uow.session, name="Demo organisation", now=now)
         created = await service.create_workspace(
@@ -82,20 +154,28 @@ async def ensure_demo(runtime: Runtime, urls: dict[str, str]) -> str | None:
             password=password,
             now=now,
             name="Demo admin",
+            org_role="owner",
         )
         await service.add_member(
             uow.session, user_id=user.id, workspace_id=created.workspace.id, role="admin"
+        )
+        await service.set_secret(
+            uow.session,
+            runtime.secrets,
+            workspace_id=created.workspace.id,
+            name=PASSWORD_SECRET,
+            value=password,
+            now=now,
         )
     demo = DemoWorkspace(
         organisation_id=org.id,
         workspace_id=created.workspace.id,
         admin_user_id=user.id,
-        sandbox_urls=urls,
+        sandbox_urls=dict(urls),
     )
-    for plugin in PLUGINS:
-        if plugin.seed_demo is not None:
-            await plugin.seed_demo(runtime, demo)
-    return password
+    for part in PARTS:
+        await part.seed(runtime, demo)
+    return DemoCredentials(email, password, True)
 
 
 async def demo_workspace_id(runtime: Runtime) -> int | None:

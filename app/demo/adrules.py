@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import msgspec
 
+from app.demo.parts import DemoPart, DemoWorkspace
 from app.engines.adrules import accounts, rules
 from app.engines.adrules.schemas import RuleIn
 from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET
-from app.engines.plugin import DemoWorkspace
 from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader
@@ -22,6 +22,8 @@ from app.sandbox.meta.demo import (
     DEMO_SHEETS_KEY,
     DEMO_STORE,
     DEMO_TOKEN,
+    start_demo_sandbox,
+    start_demo_sheets_sandbox,
 )
 
 DEMO_RULE = {
@@ -119,3 +121,10 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             data=data,
             now=now,
         )
+
+
+PART = DemoPart(
+    name="adrules",
+    seed=seed_demo,
+    sandboxes={"meta": start_demo_sandbox, "sheets": start_demo_sheets_sandbox},
+)

@@ -1,7 +1,8 @@
-"""Demo data: contacts, a published welcome funnel with a wait, a condition and a goal, a hosted
-sign-up form that feeds it (joining the Newsletter list), and a draft campaign to a segment of
-the contacts (those in London), ready to schedule; and a small CSV import, applied by the
-background import job, so the import page has a finished job and its report to show.
+"""Demo data: contacts, a welcome funnel with a wait, a condition and a goal (a draft: publishing it
+is the first thing to try, and nothing is mailed before a person does), a hosted sign-up form that
+feeds it once published (joining the Newsletter list), and a draft campaign to a segment of the
+contacts (those in London), ready to schedule; and a small CSV import, applied by the background
+import job, so the import page has a finished job and its report to show.
 
 The demo's mail goes to the local SMTP sink (``sandboxes["smtp"]``); the dashboard's mailbox page
 shows what arrived.
@@ -11,17 +12,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.demo.funnels_providers import SANDBOXES as PROVIDER_SANDBOXES
+from app.demo.funnels_providers import configure_demo_providers
+from app.demo.parts import DemoPart
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
 from app.engines.funnels.forms import FormField, create_form
 from app.engines.funnels.models import ContactList, Tag
-from app.engines.funnels.outside.demo import configure_demo_providers
-from app.engines.funnels.service import create_funnel, parse_definition, publish
-from app.engines.funnels.triggers import enroll
+from app.engines.funnels.service import create_funnel, parse_definition
+from app.sandbox.smtp import SmtpSink
 
 if TYPE_CHECKING:
-    from app.engines.plugin import DemoWorkspace
+    from app.demo.parts import DemoWorkspace, SandboxHandle
     from app.runtime import Runtime
 
 WELCOME: dict[str, Any] = {
@@ -106,11 +109,9 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
         await define_field(s, ws, "signup_date", "date", "Signed up")
         await ensure_names(s, Tag, ws, ["customer", "onboarding", "vip"])
         await ensure_names(s, ContactList, ws, ["Newsletter"])
-        funnel = await create_funnel(s, ws, "Welcome sequence", parse_definition(WELCOME), now)
-        version = await publish(s, ws, funnel.id, user_id=demo.admin_user_id, now=now)
-        ids = []
+        await create_funnel(s, ws, "Welcome sequence", parse_definition(WELCOME), now)
         for email, first, last, tz, company in PEOPLE:
-            contact = await create_contact(
+            await create_contact(
                 s,
                 ws,
                 ContactData(
@@ -125,8 +126,6 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
                 ),
                 now,
             )
-            ids.append(contact.id)
-        await enroll(s, version, now=now, contact_ids=ids)
         await create_form(
             s,
             ws,
@@ -148,3 +147,12 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             now=now,
         )
     await configure_demo_providers(runtime, demo)
+
+
+def _smtp_sink() -> SandboxHandle:
+    return SmtpSink().start()
+
+
+PART = DemoPart(
+    name="funnels", seed=seed_demo, sandboxes={"smtp": _smtp_sink, **PROVIDER_SANDBOXES}
+)

@@ -7,8 +7,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from app.clock import SystemClock
+from app.demo.parts import SandboxHandle, StartSandbox
 from app.engines.funnels.outside.config import configure
-from app.engines.plugin import SandboxHandle, StartSandbox
 from app.integrations.http_guard import shared_guard
 from app.sandbox.ai import start_ai_sandbox
 from app.sandbox.booking import BookingSandbox, start_booking_sandbox
@@ -18,7 +18,7 @@ from app.sandbox.push import start_push_sandbox
 from app.sandbox.sms import start_sms_sandbox
 
 if TYPE_CHECKING:
-    from app.engines.plugin import DemoWorkspace
+    from app.demo.parts import DemoWorkspace
     from app.runtime import Runtime
 
 DEMO_RESOURCE = "demo-calls"

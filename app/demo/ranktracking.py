@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.demo.parts import DemoPart
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.schemas import ScheduleIn
@@ -14,7 +15,7 @@ from app.sandbox.base import ThreadedServer
 from app.sandbox.serp import SerpSimulator
 
 if TYPE_CHECKING:
-    from app.engines.plugin import DemoWorkspace, SandboxHandle
+    from app.demo.parts import DemoWorkspace, SandboxHandle
     from app.runtime import Runtime
 
 DEMO_DOMAIN = "sweepline-demo.com"
@@ -94,3 +95,6 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             packages=["volume", "cpc"],
         ),
     )
+
+
+PART = DemoPart(name="ranktracking", seed=seed_demo, sandboxes={"serp": start_serp_sandbox})

@@ -1,5 +1,6 @@
 """Tenancy tables. Every row an engine owns points at a workspace; workspaces belong to an
-organisation; people are members of workspaces with a role."""
+organisation; people belong to one organisation (with an organisation role) and are members of its
+workspaces (with a workspace role)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from app.db.base import Base
 from app.db.types import BigId, UTCDateTime
 
 ROLES = ("admin", "member")
+"""Roles in a workspace."""
+ORG_ROLES = ("owner", "admin", "member")
+"""Roles in an organisation. Owners and admins manage workspaces, people, the balance and the AI
+quota; only an owner may make another owner."""
+ORG_MANAGERS = ("owner", "admin")
+API_KEY_SCOPES = ("read", "write")
 
 
 class Organisation(Base):
@@ -49,6 +56,7 @@ class User(Base):
     email: Mapped[str] = mapped_column(String(320), unique=True)
     name: Mapped[str] = mapped_column(String(200), default="")
     password_hash: Mapped[str] = mapped_column(String(200))
+    org_role: Mapped[str] = mapped_column(String(16), default="member")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
@@ -75,6 +83,9 @@ class ApiKey(Base):
     # The key is shown once; we keep a lookup prefix and a SHA-256 of the whole key.
     prefix: Mapped[str] = mapped_column(String(16), index=True)
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scope: Mapped[str] = mapped_column(String(8), default="write")
+    """``read`` keys may only read (GET); ``write`` keys may also change things."""
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
@@ -122,3 +133,36 @@ class IdempotencyRecord(Base):
     response_body: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class Invitation(Base):
+    """An invitation to join a workspace of an organisation. The link carries a random token; only
+    its hash is stored. It works once, until ``expires_at``."""
+
+    __tablename__ = "invitations"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    organisation_id: Mapped[int] = mapped_column(
+        ForeignKey("organisations.id", ondelete="CASCADE"), index=True
+    )
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    email: Mapped[str] = mapped_column(String(320))
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    invited_by: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    accepted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class InstanceSetup(Base):
+    """One row once the instance has its first owner: the setup page is then gone for good. The
+    fixed primary key makes two concurrent first-run setups collide instead of both succeeding."""
+
+    __tablename__ = "instance_setup"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    completed_at: Mapped[datetime] = mapped_column(UTCDateTime)

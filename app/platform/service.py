@@ -17,6 +17,9 @@ from app.db.session import ReadSession, WriteSession
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.platform.crypto import SecretBox
 from app.platform.models import (
+    API_KEY_SCOPES,
+    ORG_MANAGERS,
+    ORG_ROLES,
     ROLES,
     ApiKey,
     Membership,
@@ -47,12 +50,22 @@ class Principal:
     workspace_id: int
     organisation_id: int
     role: str
+    """The role in the workspace (``admin`` or ``member``)."""
     user_id: int | None = None
     api_key_id: int | None = None
+    org_role: str | None = None
+    """The person's role in the organisation; None for an API key, which acts in its workspace
+    only and never on the organisation (balance, AI quota, people)."""
+    scope: str = "write"
+    """An API key's scope: ``read`` keys may only read."""
 
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+    @property
+    def manages_organisation(self) -> bool:
+        return self.user_id is not None and self.org_role in ORG_MANAGERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +115,12 @@ async def create_user(
     password: str,
     now: datetime,
     name: str = "",
+    org_role: str = "member",
 ) -> User:
-    email = email.strip().lower()
-    if "@" not in email:
-        raise ValidationFailed.field("email", "not an e-mail address")
-    if len(password) < 8:
-        raise ValidationFailed.field("password", "must be at least 8 characters")
+    email = normalise_email(email)
+    check_password(password)
+    if org_role not in ORG_ROLES:
+        raise ValidationFailed.field("org_role", f"must be one of {', '.join(ORG_ROLES)}")
     exists = await session.scalar(select(User.id).where(User.email == email))
     if exists is not None:
         raise Conflict(f"a user with e-mail {email} exists", code="email_taken")
@@ -116,11 +129,30 @@ async def create_user(
         email=email,
         name=name,
         password_hash=await asyncio.to_thread(hash_password, password),
+        org_role=org_role,
         created_at=now,
     )
     session.add(user)
     await session.flush()
     return user
+
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def normalise_email(email: str) -> str:
+    """The form an e-mail address is stored and compared in (trimmed, lower case)."""
+    email = email.strip().lower()
+    if len(email) > 320 or not _EMAIL.match(email):
+        raise ValidationFailed.field("email", "not an e-mail address")
+    return email
+
+
+def check_password(password: str) -> None:
+    if len(password) < 8:
+        raise ValidationFailed.field("password", "must be at least 8 characters")
+    if len(password) > 200:
+        raise ValidationFailed.field("password", "must be at most 200 characters")
 
 
 async def add_member(session: WriteSession, *, user_id: int, workspace_id: int, role: str) -> None:
@@ -156,15 +188,27 @@ async def workspace_members(
 
 
 async def create_api_key(
-    session: WriteSession, *, workspace_id: int, name: str, now: datetime
+    session: WriteSession,
+    *,
+    workspace_id: int,
+    name: str,
+    now: datetime,
+    scope: str = "write",
+    expires_at: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key; the raw key is returned once and only its hash is stored."""
+    if scope not in API_KEY_SCOPES:
+        raise ValidationFailed.field("scope", f"must be one of {', '.join(API_KEY_SCOPES)}")
+    if expires_at is not None and expires_at <= now:
+        raise ValidationFailed.field("expires_at", "must be in the future")
     raw = new_api_key()
     key = ApiKey(
         workspace_id=workspace_id,
         name=name,
         prefix=key_prefix(raw),
         key_hash=sha256_hex(raw),
+        scope=scope,
+        expires_at=expires_at,
         created_at=now,
     )
     session.add(key)
@@ -199,19 +243,28 @@ async def revoke_api_key(
     key.revoked_at = key.revoked_at or now
 
 
-async def principal_for_api_key(session: ReadSession, raw: str) -> Principal | None:
+async def principal_for_api_key(session: ReadSession, raw: str, now: datetime) -> Principal | None:
+    """The principal of a key that is known, not revoked and not expired."""
     row = (
         await session.execute(
             select(ApiKey, Workspace.organisation_id)
             .join(Workspace, Workspace.id == ApiKey.workspace_id)
-            .where(ApiKey.key_hash == sha256_hex(raw), ApiKey.revoked_at.is_(None))
+            .where(
+                ApiKey.key_hash == sha256_hex(raw),
+                ApiKey.revoked_at.is_(None),
+                (ApiKey.expires_at.is_(None)) | (ApiKey.expires_at > now),
+            )
         )
     ).first()
     if row is None:
         return None
     key, org_id = row
     return Principal(
-        workspace_id=key.workspace_id, organisation_id=org_id, role="admin", api_key_id=key.id
+        workspace_id=key.workspace_id,
+        organisation_id=org_id,
+        role="admin",
+        api_key_id=key.id,
+        scope=key.scope,
     )
 
 
@@ -287,21 +340,26 @@ async def principal_for_session(
 ) -> Principal | None:
     row = (
         await session.execute(
-            select(UserSession, Membership.role, Workspace.organisation_id)
+            select(UserSession, Membership.role, Workspace.organisation_id, User.org_role)
             .join(
                 Membership,
                 (Membership.user_id == UserSession.user_id)
                 & (Membership.workspace_id == UserSession.workspace_id),
             )
             .join(Workspace, Workspace.id == UserSession.workspace_id)
+            .join(User, User.id == UserSession.user_id)
             .where(UserSession.token_hash == sha256_hex(token), UserSession.expires_at > now)
         )
     ).first()
     if row is None:
         return None
-    us, role, org_id = row
+    us, role, org_id, org_role = row
     return Principal(
-        workspace_id=us.workspace_id, organisation_id=org_id, role=role, user_id=us.user_id
+        workspace_id=us.workspace_id,
+        organisation_id=org_id,
+        role=role,
+        user_id=us.user_id,
+        org_role=org_role,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -124,9 +124,11 @@ def create_app(
     runtime: Runtime | None = None,
     *,
     background: bool = True,
+    extra_pages: Sequence[Any] = (),
 ) -> Litestar:
     """Build the application. Pass ``runtime`` to share one (tests); ``background`` starts the
-    workers and sweepers in this process."""
+    workers and sweepers in this process; ``extra_pages`` are dashboard pages a composition adds
+    (the demo's mailbox)."""
 
     parse_networks(settings.web.trusted_proxies)  # a bad TRUSTED_PROXIES stops the start
     owned = runtime is None
@@ -153,7 +155,11 @@ def create_app(
     nav: list[tuple[str, str]] = [link for ui in ENGINE_UIS for link in ui.NAV]
     dashboard = Router(
         path="/",
-        route_handlers=[*views.ROUTES, *(r for ui in ENGINE_UIS for r in ui.ROUTES)],
+        route_handlers=[
+            *views.ROUTES,
+            *(r for ui in ENGINE_UIS for r in ui.ROUTES),
+            *extra_pages,
+        ],
         dependencies={"principal": Provide(ui_principal), "runtime": Provide(provide_runtime)},
         include_in_schema=False,
     )

@@ -33,17 +33,23 @@ async def provide_runtime(request: Request[Any, Any, Any]) -> Runtime:
     return get_runtime(request)
 
 
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 async def api_principal(request: Request[Any, Any, Any]) -> Principal:
-    """The workspace of the API key in ``Authorization: Bearer <key>``."""
+    """The workspace of the API key in ``Authorization: Bearer <key>``. A ``read`` key is refused
+    (403) on every method that may change something."""
     header = request.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise NotAuthorizedException("An API key is required: Authorization: Bearer <key>")
     runtime = get_runtime(request)
     async with runtime.db.read() as session:
-        principal = await principal_for_api_key(session, key.strip())
+        principal = await principal_for_api_key(session, key.strip(), runtime.clock.now())
     if principal is None:
-        raise NotAuthorizedException("The API key is unknown or revoked")
+        raise NotAuthorizedException("The API key is unknown, revoked or expired")
+    if principal.scope != "write" and request.method not in READ_METHODS:
+        raise PermissionDeniedException("This API key may only read (scope 'read')")
     return principal
 
 
@@ -86,6 +92,18 @@ async def ingest_workspace(request: Request[Any, Any, Any]) -> Workspace:
 def require_admin(principal: Principal) -> None:
     if not principal.is_admin:
         raise PermissionDeniedException("Only workspace admins may do this")
+
+
+def require_organisation_manager(principal: Principal) -> None:
+    """Organisation-level actions (workspaces, people, the balance, the AI quota) are for the
+    organisation's owners and admins, signed in; a workspace API key never has them."""
+    if principal.user_id is None:
+        raise PermissionDeniedException(
+            "This is an organisation-level action: an organisation owner or admin must sign in "
+            "to the dashboard to do it (workspace API keys cannot)"
+        )
+    if not principal.manages_organisation:
+        raise PermissionDeniedException("Only organisation owners and admins may do this")
 
 
 # Handler parameter types: injected by name from the router's dependencies.

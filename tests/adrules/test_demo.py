@@ -8,13 +8,12 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from app.engines.adrules.demo import seed_demo
+from app.demo.adrules import PART, seed_demo
+from app.demo.parts import DemoWorkspace
 from app.engines.adrules.dispatch import dispatch_due
 from app.engines.adrules.models import AdAccount, Rule, Task
-from app.engines.adrules.plugin import PLUGIN
 from app.engines.adrules.rules import set_status
 from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET
-from app.engines.plugin import DemoWorkspace
 from app.integrations.meta.client import GraphClient
 from app.integrations.sheets import ApiKey, SheetsClient
 from app.integrations.sheets.client import a1_range
@@ -79,7 +78,7 @@ async def test_demo_seeds_accounts_token_and_a_draft_rule_that_dispatches_when_a
 async def test_demo_seeds_a_sheet_the_rule_reads_as_a_custom_metric(runtime: Runtime) -> None:
     """The demo starts the Sheets simulator with the campaign plan, stores its API key for the
     workspace, and the draft rule has a task reading the plan's priority column."""
-    assert PLUGIN.sandboxes["sheets"] is start_demo_sheets_sandbox
+    assert PART.sandboxes["sheets"] is start_demo_sheets_sandbox
     meta, sheets = start_demo_sandbox(), start_demo_sheets_sandbox()
     try:
         ws = await create_workspace(runtime, name="Demo", timezone="Europe/Berlin")

@@ -28,7 +28,6 @@ def test_ar10_the_dispatch_sweep_runs_every_10_seconds_and_the_job_is_registered
     assert DISPATCH_SWEEP.schedule == Every(10)
     assert DISPATCH_SWEEP.honours_stop
     assert [job.name for job in PLUGIN.jobs] == [RUN_ACCOUNT_JOB]
-    assert "meta" in PLUGIN.sandboxes
 
 
 async def _rule_on_account(runtime: Runtime, world: GraphWorld, ws: Workspace) -> int:

@@ -10,7 +10,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from app.engines.adrules.demo import seed_demo
+from app.demo.adrules import seed_demo
+from app.demo.parts import DemoWorkspace
 from app.engines.adrules.dispatch import dispatch_due
 from app.engines.adrules.models import AdAccount, Rule
 from app.engines.adrules.payloads import RunAccountPayload
@@ -18,7 +19,6 @@ from app.engines.adrules.preview import PreviewDeps, preview_rule
 from app.engines.adrules.rules import set_status
 from app.engines.adrules.sheets_values import SheetCache
 from app.engines.adrules.worker import run_account_job
-from app.engines.plugin import DemoWorkspace
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.base import ThreadedServer

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from app.demo.funnels_providers import DEMO_RESOURCE, SANDBOXES, configure_demo_providers
+from app.demo.parts import DemoWorkspace
 from app.engines.funnels.outside.config import KINDS, load
-from app.engines.funnels.outside.demo import DEMO_RESOURCE, SANDBOXES, configure_demo_providers
-from app.engines.plugin import DemoWorkspace
 from app.integrations.booking import BookingClient
 from app.runtime import Runtime
 from tests.funnels.conftest import Space

@@ -1,5 +1,5 @@
-"""The demo workspace also gets a hosted sign-up form feeding the welcome funnel, and a draft
-campaign to a segment of its contacts."""
+"""The demo workspace also gets a hosted sign-up form feeding the welcome funnel (once published),
+and a draft campaign to a segment of its contacts."""
 
 from __future__ import annotations
 
@@ -7,22 +7,22 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
+from app.demo.funnels import PART
+from app.demo.parts import DemoWorkspace
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import list_campaigns, materialise
 from app.engines.funnels.forms import list_forms
 from app.engines.funnels.models import Contact
-from app.engines.funnels.plugin import PLUGIN
-from app.engines.plugin import DemoWorkspace
+from app.engines.funnels.service import list_funnels, publish
 from tests.funnels.conftest import Engine
 from tests.funnels_more.conftest import settle
 
 
 async def test_demo_seeds_a_form_and_a_draft_campaign(client, engine: Engine, tenant) -> None:
-    assert PLUGIN.seed_demo is not None
     runtime = engine.runtime
     engine.clock.set(datetime(2026, 3, 2, 13, 0, tzinfo=UTC))  # daytime everywhere
     ws = tenant.workspace_id
-    await PLUGIN.seed_demo(
+    await PART.seed(
         runtime, DemoWorkspace(organisation_id=0, workspace_id=ws, admin_user_id=0, sandbox_urls={})
     )
     async with runtime.db.read() as s:
@@ -31,7 +31,10 @@ async def test_demo_seeds_a_form_and_a_draft_campaign(client, engine: Engine, te
     assert campaign.status == "draft"
     assert campaign.audience is not None
 
-    # The form is live and feeds the welcome funnel (it joins the Newsletter list).
+    # Once the welcome funnel is published, the form feeds it (it joins the Newsletter list).
+    async with runtime.db.write() as uow:
+        [funnel] = await list_funnels(uow.session, ws)
+        await publish(uow.session, ws, funnel.id, user_id=None, now=runtime.clock.now())
     page = await client.get(f"/t/f/{form.public_id}")
     assert page.status_code == 200
     assert 'name="first_name"' in page.text

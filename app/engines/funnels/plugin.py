@@ -1,21 +1,13 @@
-"""The Funnels engine's jobs, sweeps and demo data, as registered with the process."""
+"""The Funnels engine's jobs and sweeps, as registered with the process."""
 
 from __future__ import annotations
 
 from app.engines.funnels import schedule_triggers
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.contact_import import CONTACTS_IMPORT_JOB
-from app.engines.funnels.demo import seed_demo
 from app.engines.funnels.jobs import JOBS, SWEEPS
 from app.engines.funnels.outside.channels import install as install_outside_channels
-from app.engines.funnels.outside.demo import SANDBOXES as OUTSIDE_SANDBOXES
 from app.engines.plugin import EnginePlugin
-from app.sandbox.smtp import SmtpSink
-
-
-def _smtp_sink() -> SmtpSink:
-    return SmtpSink().start()
-
 
 install_outside_channels()
 
@@ -24,6 +16,4 @@ PLUGIN = EnginePlugin(
     title="Funnels",
     jobs=[*JOBS, *schedule_triggers.JOBS, *campaign_jobs.JOBS, CONTACTS_IMPORT_JOB],
     sweeps=[*SWEEPS, *schedule_triggers.SWEEPS, *campaign_jobs.SWEEPS],
-    seed_demo=seed_demo,
-    sandboxes={"smtp": _smtp_sink, **OUTSIDE_SANDBOXES},
 )

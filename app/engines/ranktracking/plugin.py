@@ -1,9 +1,8 @@
-"""The Position tracking engine's jobs, sweeps and demo data, as registered with the process."""
+"""The Position tracking engine's jobs and sweeps, as registered with the process."""
 
 from __future__ import annotations
 
 from app.engines.plugin import EnginePlugin
-from app.engines.ranktracking.demo import seed_demo, start_serp_sandbox
 from app.engines.ranktracking.dispatch import DISPATCH_SWEEP
 from app.engines.ranktracking.notices import PAUSE_NOTICE_JOB
 from app.engines.ranktracking.poller import POLL_SWEEP
@@ -15,6 +14,4 @@ PLUGIN = EnginePlugin(
     title="Position tracking",
     jobs=[POST_JOB, POST_PRIORITY_JOB, PAUSE_NOTICE_JOB],
     sweeps=[DISPATCH_SWEEP, POLL_SWEEP, RECONCILE_SWEEP],
-    seed_demo=seed_demo,
-    sandboxes={"serp": start_serp_sandbox},
 )

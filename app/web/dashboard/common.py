@@ -28,6 +28,7 @@ def page(
         context={
             "principal": principal,
             "platform_stop": runtime.platform_stopped(),
+            "demo_mode": runtime.settings.demo.enabled,
             "nav": request.app.state.nav,
             "path": request.url.path,
             **context,

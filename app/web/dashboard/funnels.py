@@ -1,6 +1,6 @@
 """Funnels dashboard pages under ``/ui/funnels``: the funnels list, a funnel's draft edited as JSON
 with the validator's problems shown per node, publishing, versions, runs with their steps, a
-contact's timeline, and (in the demo) the local SMTP sink's mailbox.
+contact's timeline.
 
 Pages call the same services as the API. A draft that does not parse is shown again with the
 message; nothing is lost.
@@ -24,7 +24,6 @@ from app.engines.funnels import service
 from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.errors import DomainError
-from app.sandbox.smtp import SmtpSink
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import page
 
@@ -317,15 +316,6 @@ async def timeline_page(
     )
 
 
-@get(f"{PREFIX}/mailbox")
-async def mailbox_page(request: Request[Any, Any, Any], principal: CurrentPrincipal) -> Template:
-    """What the local SMTP sink received (the demo sends its mail there)."""
-    messages = [m for sink in SmtpSink.running() for m in sink.snapshot()]
-    return page(
-        request, "funnels/mailbox.html", principal, messages=list(reversed(messages[-200:]))
-    )
-
-
 NAV: list[tuple[str, str]] = [(PREFIX, "Funnels")]
 """(href, label) links this engine adds to the navigation bar."""
 
@@ -339,7 +329,6 @@ ROUTES: list[Any] = [
     run_page,
     contacts_page,
     timeline_page,
-    mailbox_page,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 
