@@ -1,6 +1,6 @@
 """The Funnels dashboard in a real headless Chromium: create a funnel, edit its graph as JSON and
 see the validator's problems per node, get publishing refused, fix and publish, read versions,
-runs with their steps, a contact's timeline and the local mailbox."""
+runs with their steps and a contact's timeline."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ async def test_edit_validate_publish_and_follow_a_run(
     await page.click("#versions >> text=Version 1")
     assert "Welcome aboard" in await page.locator("#version-definition").inner_text()
 
-    # A contact goes through; the run, its steps, the timeline and the mailbox show it.
+    # A contact goes through; the run, its steps and the timeline show it, the mail arrives.
     with SmtpSink() as sink:
         now = runtime.clock.now()
         async with runtime.db.write() as uow:
@@ -138,5 +138,4 @@ async def test_edit_validate_publish_and_follow_a_run(
         assert "contact_created" in timeline
         assert "send_email hello" in timeline
 
-        await page.goto(f"{live_url}/ui/funnels/mailbox")
-        assert "Hi Ada" in await page.locator("#mailbox").inner_text()
+        assert any("Hi Ada" in m.body for m in sink.messages)
