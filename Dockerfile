@@ -6,7 +6,7 @@
 # Without DATABASE_URL the container runs the embedded default: SQLite and its generated key file
 # live in the /var/lib/sweepline volume. See compose.yaml for server mode (PostgreSQL + Redis).
 
-# -- build: resolve and compile the dependencies into a virtualenv ---------------------------------
+# -- build: the wheel users install, into a virtualenv ----------------------------------------------
 FROM python:3.11-slim AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -23,7 +23,9 @@ COPY app/__init__.py app/__init__.py
 RUN pip install . && pip uninstall -y sweepline
 
 COPY app ./app
-RUN python -m compileall -q app
+# The same wheel CI installs and serves (.ci/wheel-install): no simulators, no demo, no dev extras.
+RUN pip wheel --no-deps --wheel-dir /wheels . \
+ && pip install --no-deps /wheels/sweepline-*.whl
 
 # -- runtime: the virtualenv and the code, run by an unprivileged user -----------------------------
 FROM python:3.11-slim AS runtime
@@ -43,7 +45,6 @@ RUN groupadd --system --gid 10001 sweepline \
  && chown sweepline:sweepline /var/lib/sweepline
 
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build --chown=root:root /src/app /srv/sweepline/app
 
 WORKDIR /srv/sweepline
 USER sweepline

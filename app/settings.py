@@ -125,6 +125,8 @@ class SecuritySettings:
     """Failed sign-ins allowed per client address, whatever the account, within the window."""
     sign_in_window_seconds: int = env("SIGN_IN_WINDOW_SECONDS", 900)
     """The window over which failed sign-ins are counted."""
+    invitation_ttl_hours: int = env("INVITATION_TTL_HOURS", 168)
+    """How long an invitation link can be accepted (it works once)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -283,6 +283,16 @@ async def rotate_ingest_token(session: WriteSession, workspace_id: int) -> str:
     return token
 
 
+async def rotate_webhook_secret(session: WriteSession, box: SecretBox, workspace_id: int) -> str:
+    """A new HMAC signing secret for the workspace's webhooks; the previous one stops working."""
+    ws = await session.get(Workspace, workspace_id)
+    if ws is None:
+        raise NotFound("workspace not found")
+    secret = secrets.token_urlsafe(32)
+    ws.webhook_secret_encrypted = box.encrypt(secret)
+    return secret
+
+
 def webhook_secret(box: SecretBox, workspace: Workspace) -> str:
     return box.decrypt(workspace.webhook_secret_encrypted)
 

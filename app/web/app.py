@@ -46,6 +46,7 @@ from app.web.dashboard import adrules as adrules_ui
 from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
 from app.web.dashboard import funnels_import as funnels_import_ui
+from app.web.dashboard import organisation as organisation_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
@@ -157,6 +158,7 @@ def create_app(
         path="/",
         route_handlers=[
             *views.ROUTES,
+            *organisation_ui.ROUTES,
             *(r for ui in ENGINE_UIS for r in ui.ROUTES),
             *extra_pages,
         ],
@@ -167,6 +169,7 @@ def create_app(
         path="/",
         route_handlers=[
             *views.PUBLIC_ROUTES,
+            *organisation_ui.PUBLIC_ROUTES,
             *(r for ui in ENGINE_UIS for r in ui.PUBLIC_ROUTES),
             *(r for hooks in ENGINE_HOOKS for r in hooks.ROUTES),
         ],

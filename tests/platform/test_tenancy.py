@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
-from app.platform import service
+from app.errors import Conflict, ValidationFailed
+from app.platform import members, service
 from app.runtime import Runtime
 from tests.conftest import auth
 from tests.factories import Tenant
@@ -28,8 +30,6 @@ async def member_id(runtime: Runtime, tenant: Tenant, email: str) -> int:
 FOREIGN_ID_REQUESTS = [
     ("GET", "/api/v1/api-keys/{key}", None),
     ("DELETE", "/api/v1/api-keys/{key}", None),
-    ("PATCH", "/api/v1/members/{member}", {"role": "admin"}),
-    ("DELETE", "/api/v1/members/{member}", None),
     ("DELETE", "/api/v1/secrets/{secret}", None),
 ]
 
@@ -91,99 +91,126 @@ async def test_pl1_lists_show_only_the_callers_workspace(
     }
 
 
-async def test_pl1_a_person_of_another_organisation_cannot_be_added(
-    client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
+async def test_pl1_member_changes_are_refused_to_workspace_keys_alike_for_any_email(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant, other_tenant: Tenant
 ) -> None:
-    r = await client.post(
-        "/api/v1/members",
-        json={"email": other_tenant.email, "role": "member"},
-        headers=auth(tenant),
+    """People are organisation-level: a workspace API key is refused (403), and the answer does
+    not tell an e-mail of another organisation from an unknown one."""
+    member = await member_id(runtime, tenant, tenant.member_email)
+    answers = []
+    for email in (other_tenant.email, "nobody@nowhere.test"):
+        r = await client.post(
+            "/api/v1/members", json={"email": email, "role": "member"}, headers=auth(tenant)
+        )
+        answers.append((r.status_code, r.json()["code"], r.json()["message"]))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 403
+    r = await client.patch(
+        f"/api/v1/members/{member}", json={"role": "admin"}, headers=auth(tenant)
     )
-    assert r.status_code == 409
-    assert r.json()["code"] == "email_taken"
+    assert r.status_code == 403
+    assert (
+        await client.delete(f"/api/v1/members/{member}", headers=auth(tenant))
+    ).status_code == 403
+    async with runtime.db.read() as session:
+        roles = sorted(r for _, r in await service.workspace_members(session, tenant.workspace_id))
+    assert roles == ["admin", "member"]
+
+
+async def test_pl1_a_person_of_another_organisation_cannot_be_added(
+    runtime: Runtime, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    with pytest.raises(Conflict) as refused:
+        async with runtime.db.write() as uow:
+            await members.add_member(
+                uow.session, workspace_id=tenant.workspace_id, email=other_tenant.email,
+                role="member", now=runtime.clock.now(),
+            )  # fmt: skip
+    assert refused.value.code == "email_taken"
 
 
 async def test_pl1_members_are_added_promoted_and_removed(
-    client: httpx.AsyncClient, new_client: Any, tenant: Tenant
+    new_client: Any, runtime: Runtime, tenant: Tenant
 ) -> None:
-    r = await client.post(
-        "/api/v1/members",
-        json={
-            "email": "New.Person@Acme.test",
-            "role": "member",
-            "password": "a long password",
-            "name": "New",
-        },
-        headers=auth(tenant),
-    )
-    assert r.status_code == 201
-    added = r.json()
-    assert added == {
-        "user_id": added["user_id"],
-        "email": "new.person@acme.test",
-        "name": "New",
-        "role": "member",
-    }
+    async with runtime.db.write() as uow:
+        user, role = await members.add_member(
+            uow.session, workspace_id=tenant.workspace_id, email="New.Person@Acme.test",
+            role="member", password="a long password", name="New", now=runtime.clock.now(),
+        )  # fmt: skip
+    assert (user.email, user.name, role) == ("new.person@acme.test", "New", "member")
     browser = await new_client()
     assert (await sign_in(browser, "new.person@acme.test", "a long password")).status_code in (
         302,
         303,
     )
-    r = await client.patch(
-        f"/api/v1/members/{added['user_id']}", json={"role": "admin"}, headers=auth(tenant)
-    )
-    assert r.json()["role"] == "admin"
+    async with runtime.db.write() as uow:
+        await members.set_role(
+            uow.session, workspace_id=tenant.workspace_id, user_id=user.id, role="admin"
+        )
     assert "you are admin" in (await browser.get("/ui/workspace")).text
-    assert (
-        await client.delete(f"/api/v1/members/{added['user_id']}", headers=auth(tenant))
-    ).status_code == 204
+    async with runtime.db.write() as uow:
+        await members.remove_member(uow.session, workspace_id=tenant.workspace_id, user_id=user.id)
     # Removing the membership ends the person's session in that workspace at once.
     assert (await browser.get("/")).status_code in (302, 303)
 
 
-async def test_pl1_new_account_needs_a_password(client: httpx.AsyncClient, tenant: Tenant) -> None:
-    r = await client.post(
-        "/api/v1/members", json={"email": "x@acme.test", "role": "member"}, headers=auth(tenant)
-    )
-    assert r.status_code == 422
-    assert r.json()["details"][0]["field"] == "password"
+async def test_pl1_new_account_needs_a_password(runtime: Runtime, tenant: Tenant) -> None:
+    with pytest.raises(ValidationFailed) as refused:
+        async with runtime.db.write() as uow:
+            await members.add_member(
+                uow.session, workspace_id=tenant.workspace_id, email="x@acme.test",
+                role="member", now=runtime.clock.now(),
+            )  # fmt: skip
+    assert refused.value.details[0]["field"] == "password"
 
 
 async def test_pl1_the_last_admin_cannot_leave_or_be_demoted(
-    client: httpx.AsyncClient, tenant: Tenant
+    runtime: Runtime, tenant: Tenant
 ) -> None:
-    r = await client.patch(
-        f"/api/v1/members/{tenant.user_id}", json={"role": "member"}, headers=auth(tenant)
-    )
-    assert r.status_code == 409
-    assert r.json()["code"] == "last_admin"
-    r = await client.delete(f"/api/v1/members/{tenant.user_id}", headers=auth(tenant))
-    assert r.status_code == 409
-    roles = {
-        m["email"]: m["role"]
-        for m in (await client.get("/api/v1/members", headers=auth(tenant))).json()["items"]
-    }
+    for change in (
+        lambda s: members.set_role(
+            s, workspace_id=tenant.workspace_id, user_id=tenant.user_id, role="member"
+        ),
+        lambda s: members.remove_member(
+            s, workspace_id=tenant.workspace_id, user_id=tenant.user_id
+        ),
+    ):
+        with pytest.raises(Conflict) as refused:
+            async with runtime.db.write() as uow:
+                await change(uow.session)
+        assert refused.value.code == "last_admin"
+    async with runtime.db.read() as session:
+        roles = {
+            u.email: r for u, r in await service.workspace_members(session, tenant.workspace_id)
+        }
     assert roles[tenant.email] == "admin"
 
 
 async def test_pl1_two_admins_demoting_each_other_at_once_leave_one_admin(
-    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+    runtime: Runtime, tenant: Tenant
 ) -> None:
     import asyncio
 
     member = await member_id(runtime, tenant, tenant.member_email)
-    await client.patch(f"/api/v1/members/{member}", json={"role": "admin"}, headers=auth(tenant))
-    results = await asyncio.gather(
-        client.patch(
-            f"/api/v1/members/{tenant.user_id}", json={"role": "member"}, headers=auth(tenant)
-        ),
-        client.patch(f"/api/v1/members/{member}", json={"role": "member"}, headers=auth(tenant)),
-    )
-    assert sorted(r.status_code for r in results) == [200, 409]
-    roles = [
-        m["role"]
-        for m in (await client.get("/api/v1/members", headers=auth(tenant))).json()["items"]
-    ]
+    async with runtime.db.write() as uow:
+        await members.set_role(
+            uow.session, workspace_id=tenant.workspace_id, user_id=member, role="admin"
+        )
+
+    async def demote(user_id: int) -> str:
+        try:
+            async with runtime.db.write() as uow:
+                await members.set_role(
+                    uow.session, workspace_id=tenant.workspace_id, user_id=user_id, role="member"
+                )
+        except Conflict as exc:
+            return exc.code
+        return "ok"
+
+    results = await asyncio.gather(demote(tenant.user_id), demote(member))
+    assert sorted(results) == ["last_admin", "ok"]
+    async with runtime.db.read() as session:
+        roles = [r for _, r in await service.workspace_members(session, tenant.workspace_id)]
     assert roles.count("admin") == 1
 
 

@@ -7,6 +7,7 @@ import httpx
 from app.runtime import Runtime
 from tests.conftest import auth
 from tests.factories import Tenant
+from tests.ranktracking.conftest import fund
 
 BASE = "/api/v1/ranktracking"
 
@@ -27,7 +28,7 @@ def serp_body(**overrides: object) -> dict[str, object]:
 
 
 async def test_lists_and_schedule_lifecycle_over_http(
-    client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant
+    client: httpx.AsyncClient, tenant: Tenant, other_tenant: Tenant, runtime: Runtime
 ) -> None:
     h = auth(tenant)
     r = await client.post(
@@ -73,7 +74,11 @@ async def test_lists_and_schedule_lifecycle_over_http(
     )
     assert (r.status_code, r.json()["code"]) == (409, "duplicate_schedule")
 
+    # Top-ups are organisation-level: a workspace key is refused, an owner tops up signed in.
     r = await client.post(f"{BASE}/balance/top-ups", json={"amount_eur": "10.00"}, headers=h)
+    assert r.status_code == 403
+    await fund(runtime, tenant, 1000)
+    r = await client.get(f"{BASE}/balance", headers=h)
     assert r.json()["available_cents"] == 1000
     r = await client.post(
         f"{BASE}/schedules/{schedule_id}/run", json={"queue": "priority"}, headers=h
@@ -161,8 +166,6 @@ async def test_bad_input_answers_4xx_and_writes_nothing(
     assert r.status_code in (400, 422)
     r = await client.get(f"{BASE}/ledger?cursor=abc", headers=h)
     assert (r.status_code, r.json()["code"]) == (422, "validation_failed")
-    r = await client.post(f"{BASE}/balance/top-ups", json={"amount_eur": "0"}, headers=h)
-    assert r.status_code in (400, 422)
     # Keyword data has no priority queue.
     r = await client.post(
         f"{BASE}/schedules",

@@ -9,10 +9,11 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from app.engines.ranktracking.models import KeywordList, LedgerEntry, ListKeyword, Request, Schedule
+from app.engines.ranktracking.models import KeywordList, ListKeyword, Request, Schedule
 from app.runtime import Runtime
 from tests.conftest import auth
 from tests.factories import Tenant
+from tests.ranktracking.conftest import fund
 from tests.ranktracking.test_api import serp_body
 
 BASE = "/api/v1/ranktracking"
@@ -113,18 +114,8 @@ async def test_create_schedule_is_idempotent(
 async def test_run_now_top_up_are_idempotent(
     client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
 ) -> None:
-    """RT-25/RT-26: a retried "run now" launches once; a retried top-up credits once."""
-    balance = await _twice_then_reused(
-        client,
-        tenant,
-        "/balance/top-ups",
-        {"amount_eur": "10.00"},
-        {"amount_eur": "20.00"},
-        key="topup-1",
-        status=201,
-    )
-    assert balance["available_cents"] == 1000
-    assert await _count(runtime, LedgerEntry, LedgerEntry.kind == "topup") == 1
+    """RT-25/RT-26: a retried "run now" launches once."""
+    await fund(runtime, tenant, 1000)
 
     r = await client.post(
         f"{BASE}/schedules", json=serp_body(keywords=["red shoes"]), headers=auth(tenant)
@@ -155,23 +146,23 @@ async def test_run_now_top_up_are_idempotent(
     assert (r.status_code, r.json()["reason"]) == (200, "active_run")
 
 
-async def test_concurrent_retries_with_one_key_top_up_once(
+async def test_concurrent_retries_with_one_key_create_once(
     client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
 ) -> None:
-    """Five copies of one keyed top-up sent at once credit once and all answer the same."""
+    """Five copies of one keyed list creation sent at once create one list and answer the same."""
     responses = await asyncio.gather(
         *(
             client.post(
-                f"{BASE}/balance/top-ups",
-                json={"amount_eur": "5.00"},
+                f"{BASE}/lists",
+                json={"name": "burst", "keywords": ["a", "b"]},
                 headers=_keyed(tenant, "burst"),
             )
             for _ in range(5)
         )
     )
     assert {r.status_code for r in responses} == {201}
-    assert {r.json()["available_cents"] for r in responses} == {500}
-    assert await _count(runtime, LedgerEntry, LedgerEntry.kind == "topup") == 1
+    assert len({r.json()["id"] for r in responses}) == 1
+    assert await _count(runtime, KeywordList, KeywordList.workspace_id == tenant.workspace_id) == 1
 
 
 async def test_failed_keyed_request_stores_nothing(

@@ -17,7 +17,12 @@ from app.engines.funnels.outside.models import AiUsage, ProviderConfig
 from app.integrations.http_guard import shared_guard
 from app.schemas import DEFAULT_PAGE_SIZE, Page, Schema, id_cursor, page_of
 from app.web.api.common import Cursor, Limit, api_router
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.auth import (
+    CurrentPrincipal,
+    CurrentRuntime,
+    require_admin,
+    require_organisation_manager,
+)
 
 
 class ProviderIn(Schema):
@@ -135,7 +140,7 @@ async def read_quota(principal: CurrentPrincipal, runtime: CurrentRuntime) -> Qu
 async def set_quota(
     principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[QuotaIn]
 ) -> QuotaOut:
-    require_admin(principal)
+    require_organisation_manager(principal)
     async with runtime.db.write() as uow:
         view = await ai_ledger.set_quota(
             uow.session, principal.organisation_id, data.quota_tokens, runtime.clock.now()

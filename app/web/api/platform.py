@@ -4,18 +4,23 @@ sweepers. Every query is scoped by the API key's workspace; another workspace's 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import FromPath, JSONBody
 
 from app.db.session import UnitOfWork
-from app.platform import members, service
+from app.platform import members, organisation, service
 from app.platform.models import ApiKey, User
 from app.schemas import DEFAULT_PAGE_SIZE, Page, Schema, id_cursor, page_of
 from app.web.api.common import Cursor, Limit, api_router, idempotent
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.auth import (
+    CurrentPrincipal,
+    CurrentRuntime,
+    require_admin,
+    require_organisation_manager,
+)
 from app.web.ops import sweeper_overview
 
 Role = Annotated[str, msgspec.Meta(pattern="^(admin|member)$")]
@@ -31,13 +36,19 @@ class WorkspaceOut(Schema):
 
 class ApiKeyIn(Schema):
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    scope: Literal["read", "write"] = "write"
+    """``read`` keys may only call GET endpoints; ``write`` keys may also change things."""
+    expires_at: datetime | None = None
+    """When the key stops working (UTC); none: it works until revoked."""
 
 
 class ApiKeyOut(Schema):
     id: int
     name: str
     prefix: str
+    scope: str
     created_at: datetime
+    expires_at: datetime | None = None
     revoked_at: datetime | None = None
 
 
@@ -101,6 +112,15 @@ class SweeperOut(Schema):
     running: bool
 
 
+class WorkspaceRenameIn(Schema):
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class SigningSecretOut(Schema):
+    webhook_secret: str
+    """The new HMAC signing secret, shown once. The previous one stops working."""
+
+
 class IngestTokenOut(Schema):
     ingest_token: str
     """The new token. The previous one stops working at once."""
@@ -111,7 +131,9 @@ def _key_out(key: ApiKey) -> ApiKeyOut:
         id=key.id,
         name=key.name,
         prefix=key.prefix,
+        scope=key.scope,
         created_at=key.created_at,
+        expires_at=key.expires_at,
         revoked_at=key.revoked_at,
     )
 
@@ -124,6 +146,28 @@ def _member_out(user: User, role: str) -> MemberOut:
 async def get_workspace(principal: CurrentPrincipal, runtime: CurrentRuntime) -> WorkspaceOut:
     async with runtime.db.read() as session:
         ws = await service.get_workspace(session, principal.workspace_id)
+    return WorkspaceOut(
+        id=ws.id,
+        organisation_id=ws.organisation_id,
+        name=ws.name,
+        timezone=ws.timezone,
+        role=principal.role,
+    )
+
+
+@patch("/workspace")
+async def rename_workspace(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[WorkspaceRenameIn]
+) -> WorkspaceOut:
+    """Rename the key's workspace (workspace admins; a ``write`` key)."""
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        ws = await organisation.rename_workspace(
+            uow.session,
+            organisation_id=principal.organisation_id,
+            workspace_id=principal.workspace_id,
+            name=data.name,
+        )
     return WorkspaceOut(
         id=ws.id,
         organisation_id=ws.organisation_id,
@@ -168,6 +212,8 @@ async def create_key(
             workspace_id=principal.workspace_id,
             name=data.name,
             now=runtime.clock.now(),
+            scope=data.scope,
+            expires_at=data.expires_at,
         )
         return NewApiKeyOut(**msgspec.structs.asdict(_key_out(key)), key=raw)
 
@@ -257,7 +303,10 @@ async def list_members(
 async def add_member(
     principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[MemberIn]
 ) -> MemberOut:
-    """Add a person to the workspace (a new account needs ``password``)."""
+    """Add a person of the organisation to the workspace (a new account needs ``password``).
+    People are an organisation-level matter: a signed-in organisation owner or admin may do
+    this, a workspace API key never (403); invitations are sent from the dashboard."""
+    require_organisation_manager(principal)
     require_admin(principal)
     async with runtime.db.write() as uow:
         user, role = await members.add_member(
@@ -279,6 +328,7 @@ async def change_role(
     user_id: FromPath[int],
     data: JSONBody[MemberRoleIn],
 ) -> MemberOut:
+    require_organisation_manager(principal)
     require_admin(principal)
     async with runtime.db.write() as uow:
         user, role = await members.set_role(
@@ -291,6 +341,7 @@ async def change_role(
 async def remove_member(
     principal: CurrentPrincipal, runtime: CurrentRuntime, user_id: FromPath[int]
 ) -> None:
+    require_organisation_manager(principal)
     require_admin(principal)
     async with runtime.db.write() as uow:
         await members.remove_member(
@@ -308,6 +359,20 @@ async def rotate_ingest(principal: CurrentPrincipal, runtime: CurrentRuntime) ->
     async with runtime.db.write() as uow:
         token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
     return IngestTokenOut(ingest_token=token)
+
+
+@post("/webhook-secret/rotate")
+async def rotate_signing_secret(
+    principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> SigningSecretOut:
+    """Issue a new webhook signing secret (shown in this response only); signatures made with
+    the previous one stop verifying, and so do the site key and tracked links signed with it."""
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        secret = await service.rotate_webhook_secret(
+            uow.session, runtime.secrets, principal.workspace_id
+        )
+    return SigningSecretOut(webhook_secret=secret)
 
 
 @get("/queue")
@@ -356,6 +421,7 @@ ROUTERS = [
         "",
         [
             get_workspace,
+            rename_workspace,
             list_keys,
             create_key,
             get_key,
@@ -368,6 +434,7 @@ ROUTERS = [
             change_role,
             remove_member,
             rotate_ingest,
+            rotate_signing_secret,
             queue_state,
             sweepers,
         ],

@@ -54,7 +54,12 @@ from app.engines.ranktracking.schemas import (
     TopUpIn,
 )
 from app.web.api.common import RowId, api_router, idempotent
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.auth import (
+    CurrentPrincipal,
+    CurrentRuntime,
+    require_admin,
+    require_organisation_manager,
+)
 
 # -- keyword lists ----------------------------------------------------------------------------------
 
@@ -415,7 +420,7 @@ async def top_up(
     runtime: CurrentRuntime,
     data: JSONBody[TopUpIn],
 ) -> Response[BalanceOut]:
-    require_admin(principal)
+    require_organisation_manager(principal)
 
     async def action(uow: UnitOfWork) -> BalanceOut:
         await money.top_up(

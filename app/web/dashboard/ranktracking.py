@@ -26,7 +26,12 @@ from app.engines.ranktracking.log import schedule_log
 from app.engines.ranktracking.results import keyword_history, latest_results
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.auth import (
+    CurrentPrincipal,
+    CurrentRuntime,
+    require_admin,
+    require_organisation_manager,
+)
 from app.web.dashboard.common import error_messages, page
 
 PREFIX = "/ui/ranktracking"
@@ -482,7 +487,7 @@ async def balance_page(
 async def top_up(
     principal: CurrentPrincipal, runtime: CurrentRuntime, data: URLEncodedBody[TopUpForm]
 ) -> Redirect:
-    require_admin(principal)
+    require_organisation_manager(principal)
     amount = _decimal(data.amount_eur) or Decimal(0)
     try:
         async with runtime.db.write() as uow:

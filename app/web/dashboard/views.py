@@ -13,7 +13,8 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
-from app.platform import service
+from app.platform import service, setup
+from app.platform.models import API_KEY_SCOPES
 from app.platform.service import Principal
 from app.platform.throttle import SignInThrottle
 from app.runtime import Runtime
@@ -45,6 +46,9 @@ class SwitchForm(msgspec.Struct):
 
 class ApiKeyForm(msgspec.Struct):
     name: str = ""
+    scope: str = "write"
+    expires_days: str = ""
+    """Empty: the key does not expire."""
 
 
 def _safe_next(target: str) -> str:
@@ -86,6 +90,9 @@ def _login_error(
 async def login_page(request: Request[Any, Any, Any]) -> Template | Redirect:
     if await session_principal(request) is not None:
         return Redirect("/")
+    async with get_runtime(request).db.read() as session:
+        if await setup.needs_setup(session):
+            return Redirect("/setup")
     return page(
         request,
         "login.html",
@@ -197,6 +204,8 @@ async def _workspace_page(
         "members": members[:200],
         "new_key": None,
         "new_ingest_token": None,
+        "new_signing_secret": None,
+        "now": runtime.clock.now(),
         "key_error": None,
         "key_name": "",
         **extra,
@@ -237,18 +246,29 @@ async def create_api_key(
     """Create a key and show it once, on this response only."""
     require_admin(principal)
     name = data.name.strip()
+    error = None
     if not name or len(name) > 200:
+        error = "Give the key a name of 1 to 200 characters."
+    elif data.scope not in API_KEY_SCOPES:
+        error = "Choose the scope: read or write."
+    elif data.expires_days and not (
+        data.expires_days.isdigit() and 1 <= int(data.expires_days) <= 3650
+    ):
+        error = "Expires after: a whole number of days from 1 to 3650, or empty for never."
+    if error is not None:
         return await _workspace_page(
-            request,
-            principal,
-            runtime,
-            status_code=422,
-            key_error="Give the key a name of 1 to 200 characters.",
-            key_name=name[:200],
+            request, principal, runtime, status_code=422, key_error=error, key_name=name[:200]
         )
+    now = runtime.clock.now()
+    expires = now + timedelta(days=int(data.expires_days)) if data.expires_days else None
     async with runtime.db.write() as uow:
         _, raw = await service.create_api_key(
-            uow.session, workspace_id=principal.workspace_id, name=name, now=runtime.clock.now()
+            uow.session,
+            workspace_id=principal.workspace_id,
+            name=name,
+            now=now,
+            scope=data.scope,
+            expires_at=expires,
         )
     return await _workspace_page(request, principal, runtime, new_key=raw)
 
@@ -276,6 +296,20 @@ async def rotate_ingest_token(
     return await _workspace_page(request, principal, runtime, new_ingest_token=token)
 
 
+@post(f"{WORKSPACE_PAGE}/signing-secret")
+async def rotate_signing_secret(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    """Issue a new webhook signing secret and show it once; signatures made with the previous
+    secret stop verifying at once."""
+    require_admin(principal)
+    async with runtime.db.write() as uow:
+        secret = await service.rotate_webhook_secret(
+            uow.session, runtime.secrets, principal.workspace_id
+        )
+    return await _workspace_page(request, principal, runtime, new_signing_secret=secret)
+
+
 @get("/favicon.ico", cache=False)
 async def favicon() -> Response[bytes]:
     """Browsers and feed readers ask for ``/favicon.ico`` whatever the page links: answer with
@@ -296,4 +330,5 @@ ROUTES = [
     create_api_key,
     revoke_api_key,
     rotate_ingest_token,
+    rotate_signing_secret,
 ]
