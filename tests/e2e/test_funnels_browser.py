@@ -138,4 +138,4 @@ async def test_edit_validate_publish_and_follow_a_run(
         assert "contact_created" in timeline
         assert "send_email hello" in timeline
 
-        assert any("Hi Ada" in m.body for m in sink.messages)
+        assert any("Hi Ada" in f"{m.subject} {m.body}" for m in sink.messages)
