@@ -29,7 +29,6 @@ from app.errors import DomainError
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
-    require_admin,
     require_organisation_manager,
 )
 from app.web.dashboard.common import error_messages, page
