@@ -44,6 +44,7 @@ async def create_tenant(runtime: Runtime, *, name: str, timezone: str = "UTC") -
             email=f"admin@{slug}.test",
             password=password,
             now=now,
+            org_role="owner",
         )
         await service.add_member(uow.session, user_id=admin.id, workspace_id=ws_id, role="admin")
         member = await service.create_user(

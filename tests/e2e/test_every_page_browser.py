@@ -28,7 +28,7 @@ from sqlalchemy import select
 
 from app.clock import ManualClock
 from app.db.session import Database
-from app.demo import ensure_demo, settings_for_sandboxes, start_sandboxes
+from app.demo import ensure_demo, settings_for_sandboxes, simulated, start_sandboxes
 from app.engines.adrules import rules as adrules_rules
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.sweep import DISPATCH_SWEEP
@@ -36,6 +36,8 @@ from app.engines.adrules.templates import TEMPLATES as RULE_TEMPLATES
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.models import Run as FunnelRun
+from app.engines.funnels.service import publish
+from app.engines.funnels.triggers import enroll
 from app.engines.ranktracking.models import KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
 from app.scheduling.bulk_models import BulkJob
@@ -55,8 +57,11 @@ WIDTHS = (1280, 375)
 QUERIES = {"/ui/ranktracking/schedules/{schedule_id:int}/keyword": "keyword"}
 # htmx parts of the pages (refreshed in place); anything else answering without <html> is a defect.
 FRAGMENT = re.compile(r"/partials/|/progress$|/stream$")
+# The first-run pages (setup, accepting an invitation) exist only before the instance has an
+# owner or with a live link: tests/e2e/test_first_run_browser.py audits them the same way.
 NOT_PAGES = re.compile(
     r"^/(api|hooks|schema|static|health|ready|metrics)(/|$)|^/t/|^/logout$|^/favicon\.ico$"
+    r"|^/setup$|^/invite/"
 )
 
 
@@ -67,6 +72,22 @@ class Demo:
     password: str
     ids: dict[str, str]
     app: Litestar
+
+
+async def _publish_the_demo_funnel(runtime: Runtime) -> None:
+    """The demo seeds its funnel as a draft; publish it and enrol the contacts, as a person
+    trying the demo would, so version and run pages have something to show."""
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        funnel = await uow.session.scalar(select(Funnel).order_by(Funnel.id).limit(1))
+        assert funnel is not None
+        version = await publish(uow.session, funnel.workspace_id, funnel.id, user_id=None, now=now)
+        contacts = list(
+            await uow.session.scalars(
+                select(Contact.id).where(Contact.workspace_id == funnel.workspace_id)
+            )
+        )
+        await enroll(uow.session, version, now=now, contact_ids=contacts)
 
 
 async def _demo_ids(runtime: Runtime) -> dict[str, str]:
@@ -133,14 +154,15 @@ async def demo(settings: Settings, shared_db: Database, clock: ManualClock) -> A
     """The demo workspace served on a loopback port, its simulators and workers running."""
     from app.sandbox.base import serve_in_loop
 
-    handles = start_sandboxes()
+    handles = start_sandboxes(simulated({}))
     try:
         urls = {name: h.url for name, h in handles.items()}
         demo_settings = settings_for_sandboxes(settings, urls)
         rt = assemble(demo_settings, clock, db=shared_db)
         try:
-            password = await ensure_demo(rt, urls)
-            assert password is not None
+            credentials = await ensure_demo(rt, urls)
+            password = credentials.password
+            await _publish_the_demo_funnel(rt)
             rt.start_workers()
             await _dispatch_the_demo_rule(rt, clock)
             app = create_app(demo_settings, rt, background=False)

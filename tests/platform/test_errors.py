@@ -150,12 +150,19 @@ async def test_unauthenticated_is_401(client: httpx.AsyncClient) -> None:
 
 
 async def test_conflict_is_409(client: httpx.AsyncClient, tenant: Tenant) -> None:
+    keyword_list = {"name": "Shoes", "keywords": ["blue shoes"]}
+    path = "/api/v1/ranktracking/lists"
+    assert (await client.post(path, json=keyword_list, headers=auth(tenant))).status_code == 201
+    r = await client.post(path, json=keyword_list, headers=auth(tenant))
+    assert_error(r, 409, "list_name_taken")
+
+
+async def test_organisation_level_action_with_a_workspace_key_is_403(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
     person = {"email": "pat@initech.test", "role": "member", "password": "long enough pw"}
-    assert (
-        await client.post("/api/v1/members", json=person, headers=auth(tenant))
-    ).status_code == 201
     r = await client.post("/api/v1/members", json=person, headers=auth(tenant))
-    assert_error(r, 409, "already_member")
+    assert_error(r, 403, "forbidden")
 
 
 async def test_forged_form_is_403(client: httpx.AsyncClient) -> None:
