@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import httpx
 
+from app.engines.ranktracking import money
 from app.runtime import Runtime
 from tests.conftest import auth
 from tests.factories import Tenant
-from tests.ranktracking.conftest import fund
 
 BASE = "/api/v1/ranktracking"
 
@@ -77,7 +79,11 @@ async def test_lists_and_schedule_lifecycle_over_http(
     # Top-ups are organisation-level: a workspace key is refused, an owner tops up signed in.
     r = await client.post(f"{BASE}/balance/top-ups", json={"amount_eur": "10.00"}, headers=h)
     assert r.status_code == 403
-    await fund(runtime, tenant, 1000)
+    async with runtime.db.write() as uow:
+        await money.top_up(
+            uow.session, organisation_id=tenant.organisation_id, workspace_id=tenant.workspace_id,
+            amount_eur=Decimal("10.00"), note="owner top-up", now=runtime.clock.now(),
+        )  # fmt: skip
     r = await client.get(f"{BASE}/balance", headers=h)
     assert r.json()["available_cents"] == 1000
     r = await client.post(

@@ -161,7 +161,7 @@ async def test_concurrent_retries_with_one_key_create_once(
         )
     )
     assert {r.status_code for r in responses} == {201}
-    assert len({r.json()["id"] for r in responses}) == 1
+    assert len({r.json()["list"]["id"] for r in responses}) == 1
     assert await _count(runtime, KeywordList, KeywordList.workspace_id == tenant.workspace_id) == 1
 
 
