@@ -42,7 +42,7 @@ def demo_world() -> GraphWorld:
 
 
 def start_demo_sandbox() -> ThreadedServer:
-    """Serve the demo world on a loopback port (``PLUGIN.sandboxes["meta"]``)."""
+    """Serve the demo world on a loopback port (the demo's ``meta`` simulator)."""
     return serve_world(demo_world())
 
 
@@ -58,5 +58,5 @@ def demo_sheets() -> SheetsSandbox:
 
 
 def start_demo_sheets_sandbox() -> ThreadedServer:
-    """Serve the demo's campaign plan on a loopback port (``PLUGIN.sandboxes["sheets"]``)."""
+    """Serve the demo's campaign plan on a loopback port (the demo's ``sheets`` simulator)."""
     return start_sheets_sandbox(demo_sheets())

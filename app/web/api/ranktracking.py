@@ -57,7 +57,6 @@ from app.web.api.common import RowId, api_router, idempotent
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
-    require_admin,
     require_organisation_manager,
 )
 
