@@ -43,12 +43,12 @@ from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
 from app.web.client_address import parse_networks
 from app.web.dashboard import adrules as adrules_ui
+from app.web.dashboard import contacts_ui, views
 from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
 from app.web.dashboard import funnels_import as funnels_import_ui
 from app.web.dashboard import organisation as organisation_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
-from app.web.dashboard import views
 from app.web.errors import EXCEPTION_HANDLERS
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
@@ -60,7 +60,14 @@ from app.wiring import assemble
 log = logging.getLogger(__name__)
 
 DASHBOARD_DIR = Path(__file__).parent / "dashboard"
-ENGINE_UIS = [adrules_ui, funnels_ui, ranktracking_ui, funnels_campaigns_ui, funnels_import_ui]
+ENGINE_UIS = [
+    adrules_ui,
+    funnels_ui,
+    ranktracking_ui,
+    funnels_campaigns_ui,
+    funnels_import_ui,
+    contacts_ui,
+]
 ENGINE_APIS = [
     adrules_api,
     funnels_api,

@@ -40,7 +40,8 @@ def error_messages(exc: DomainError, labels: Mapping[str, str]) -> list[str]:
     """The error as a person reads it: each field named by its label on the form, not by the
     request path the service reports (``fields[0].key`` becomes ``Fields``).
 
-    ``labels`` maps a top-level field name to the form's label; unlisted names are spelled out.
+    ``labels`` maps a field's path (``fields.company``) or its top-level name to the form's label;
+    unlisted names are spelled out.
     """
     if not exc.details:
         return [exc.message]
@@ -55,7 +56,7 @@ def error_messages(exc: DomainError, labels: Mapping[str, str]) -> list[str]:
             messages.append(text)
             continue
         name = top.group(0)
-        label = labels.get(name) or name.replace("_", " ").capitalize()
+        label = labels.get(field) or labels.get(name) or name.replace("_", " ").capitalize()
         messages.append(f"{label}: {text}")
     return messages or [exc.message]
 

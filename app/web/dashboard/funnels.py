@@ -19,12 +19,12 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 
-from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import service
 from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard import contacts_ui
 from app.web.dashboard.common import page
 
 PREFIX = "/ui/funnels"
@@ -285,14 +285,7 @@ async def contacts_page(
     runtime: CurrentRuntime,
     q: FromQuery[str | None] = None,
 ) -> Template:
-    async with runtime.db.read() as session:
-        rows = await contacts_service.list_contacts(
-            session, principal.workspace_id, after=None, limit=200, search=q
-        )
-        tags, lists = await contacts_service.memberships(session, [c.id for c in rows])
-    return page(
-        request, "funnels/contacts.html", principal, contacts=rows, tags=tags, lists=lists, q=q
-    )
+    return await contacts_ui.contacts_listing(request, principal, runtime, q=q)
 
 
 @get(f"{PREFIX}/contacts/{{contact_id:int}}")
@@ -302,18 +295,7 @@ async def timeline_page(
     runtime: CurrentRuntime,
     contact_id: FromPath[int],
 ) -> Template:
-    async with runtime.db.read() as session:
-        contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
-        tags, lists = await contacts_service.memberships(session, [contact.id])
-    return page(
-        request,
-        "funnels/timeline.html",
-        principal,
-        contact=contact,
-        entries=entries,
-        tags=tags[contact.id],
-        lists=lists[contact.id],
-    )
+    return await contacts_ui.contact_detail(request, principal, runtime, contact_id)
 
 
 NAV: list[tuple[str, str]] = [(PREFIX, "Funnels")]
