@@ -264,6 +264,8 @@ async def audit_page(page: Any, url: str, width: int) -> list[str]:
     return watch.problems + problems
 
 
+# About 50 pages, each loaded and audited twice: minutes on a busy two-core machine.
+@pytest.mark.timeout(900)
 async def test_every_page_is_clean_at_desktop_and_phone_widths(browser: Any, demo: Demo) -> None:
     paths = page_paths(demo.app)
     # The enumeration really finds the dashboard (a broken filter would make this test vacuous).
