@@ -54,6 +54,7 @@ from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
 from app.web.hooks import ranktracking as ranktracking_hooks
+from app.web.request_bounds import request_bounds
 from app.web.security_headers import security_headers
 from app.wiring import assemble
 
@@ -206,7 +207,7 @@ def create_app(
             directory=DASHBOARD_DIR / "templates", engine=JinjaTemplateEngine
         ),
         openapi_config=OpenAPIConfig(title="Sweepline", version="0.1.0", path="/schema"),
-        middleware=[correlation_middleware],
+        middleware=[correlation_middleware, request_bounds(settings.web.max_body_bytes)],
         before_send=[security_headers(hsts=settings.web.secure_cookies)],
         request_max_body_size=settings.web.max_body_bytes,
         debug=False,
