@@ -18,6 +18,7 @@ from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import erasure, reports, service
 from app.engines.funnels.contact_import import start_import
+from app.engines.funnels.graph import Graph
 from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
 from app.engines.funnels.schemas import (
     ContactIn,
@@ -51,9 +52,11 @@ from app.engines.funnels.schemas import (
 from app.engines.funnels.segment_triggers import contacts_changed
 from app.engines.funnels.segments import compile_sql
 from app.engines.funnels.segments import problems as predicate_problems
+from app.engines.funnels.trial_send import compose_test
 from app.engines.funnels.triggers import enroll
-from app.errors import ValidationFailed
-from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, id_cursor, page_of
+from app.errors import DomainError, ValidationFailed
+from app.integrations.mail import MailError, MailSender
+from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
 from app.web.api.common import api_router, idempotent
 from app.web.api.jobs import BulkJobOut, bulk_job_out
 from app.web.auth import CurrentPrincipal, CurrentRuntime
@@ -385,6 +388,68 @@ async def funnel_report(
         return await reports.funnel_report(session, funnel_id)
 
 
+class TrialSendFailed(DomainError):
+    status = 502
+    code = "test_send_failed"
+
+
+class TrialSendIn(Schema):
+    node_id: str
+    to: str
+    """Where the test goes (a colleague's inbox)."""
+    contact_id: int | None = None
+    """Whose variables fill the creative (none: empty values)."""
+    draft: bool = True
+    """Send the draft's node (``false``: the published version's)."""
+
+
+class TrialSendOut(Schema):
+    message_id: str
+    to: str
+    subject: str
+
+
+@post("/{funnel_id:int}/test-send", status_code=200)
+async def test_send(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: JSONBody[TrialSendIn],
+) -> TrialSendOut:
+    """Send one message node now to a chosen address, rendered with a chosen contact's
+    variables; marked as a test and counted nowhere (no run, step, outbox row or report)."""
+    async with runtime.db.read() as session:
+        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+        if data.draft:
+            definition = service.parse_definition(funnel.draft)
+        else:
+            version = await service.current_version(session, funnel)
+            definition = service.parse_definition(version.definition)
+        if data.contact_id is not None:
+            person = await contacts_service.get_contact(
+                session, principal.workspace_id, data.contact_id
+            )
+        else:
+            person = Contact(email=data.to, first_name="", last_name="", timezone="UTC", fields={})
+    email = compose_test(
+        Graph(definition),
+        data.node_id,
+        contact=person,
+        to=data.to,
+        workspace_id=principal.workspace_id,
+        base_url=runtime.settings.web.public_url,
+        domain=runtime.settings.mail.from_address.rpartition("@")[2] or "localhost",
+    )
+    try:
+        sender: MailSender = runtime.resources.get(
+            "funnels.test_send.mail", lambda: MailSender(runtime.settings.mail)
+        )
+        await sender.send(email)
+    except MailError as exc:
+        raise TrialSendFailed(str(exc)) from None
+    return TrialSendOut(message_id=email.message_id, to=data.to, subject=email.subject)
+
+
 @post("/{funnel_id:int}/validate", status_code=200)
 async def validate_draft(
     principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
@@ -535,6 +600,7 @@ ROUTERS: list[Any] = [
             list_funnels,
             show_funnel,
             funnel_report,
+            test_send,
             edit_funnel,
             validate_draft,
             publish,

@@ -32,7 +32,7 @@ from app.engines.funnels.tracking import (
 )
 from app.errors import Unauthorized, ValidationFailed
 from app.platform.models import Workspace
-from app.platform.service import webhook_secret, workspace_for_ingest_token
+from app.platform.service import get_secret, webhook_secret, workspace_for_ingest_token
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
 from app.web.input_guard import check_json, check_value
@@ -99,6 +99,42 @@ async def _signed_workspace(
     if secret is None or not verify_body(secret, body, header, now):
         raise Unauthorized("the signature does not match")
     return workspace_id
+
+
+PAYMENTS_SECRET = "funnels.payments.webhook_secret"  # noqa: S105 - a secret's name
+BOOKING_SECRET = "funnels.booking.webhook_secret"  # noqa: S105 - a secret's name
+
+
+async def _source_signed(
+    request: Request[Any, Any, Any],
+    runtime: Runtime,
+    workspace_id: int,
+    body: bytes,
+    *,
+    secret_name: str,
+    header: str,
+) -> None:
+    """A provider webhook verified with the source's own endpoint secret (Stripe: the
+    endpoint's ``whsec_…`` signing secret and its ``Stripe-Signature`` header, the same
+    ``t=…,v1=…`` HMAC-SHA256 scheme). Without a configured secret, our own signature is
+    accepted (``X-Sweepline-Signature`` with the workspace secret)."""
+    cache = _cache(runtime, "source-secrets")
+    hit = cache.get((workspace_id, secret_name))
+    secret = str(hit[0]) if hit is not None and hit[1] > time.monotonic() else None
+    if secret is None:
+        async with runtime.db.read() as session:
+            secret = await get_secret(
+                session, runtime.secrets, workspace_id=workspace_id, name=secret_name
+            )
+        if secret is not None:
+            cache[(workspace_id, secret_name)] = (secret, time.monotonic() + CACHE_SECONDS)
+    if secret is None:
+        await _signed_workspace(request, runtime, workspace_id, body)
+        return
+    given = request.headers.get(header)
+    now = int(runtime.clock.now().timestamp())
+    if not given or not verify_body(secret, body, given, now):
+        raise Unauthorized(f"the {header} signature does not match the source's secret")
 
 
 async def _authenticated(request: Request[Any, Any, Any], runtime: Runtime, body: bytes) -> int:
@@ -253,9 +289,18 @@ class ProviderEvent(msgspec.Struct, kw_only=True):
 async def payment_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> Accepted:
-    """Payment provider events (Stripe's shape and signature scheme): ``payment_made``."""
+    """Payment provider events (Stripe's shape and signature scheme): ``payment_made``.
+    Signed with the Stripe endpoint's secret (workspace secret
+    ``funnels.payments.webhook_secret``, ``whsec_…``) or, without one, with ours."""
     body = await request.body()
-    await _signed_workspace(request, runtime, workspace_id, body)
+    await _source_signed(
+        request,
+        runtime,
+        workspace_id,
+        body,
+        secret_name=PAYMENTS_SECRET,
+        header="stripe-signature",
+    )
     event = _decode(body, ProviderEvent)
     if event.type not in PAYMENT_TYPES:
         return Accepted(stored=False)
@@ -276,7 +321,14 @@ async def booking_webhook(
 ) -> Accepted:
     """Booking events (``booking.created``): ``booking_made``."""
     body = await request.body()
-    await _signed_workspace(request, runtime, workspace_id, body)
+    await _source_signed(
+        request,
+        runtime,
+        workspace_id,
+        body,
+        secret_name=BOOKING_SECRET,
+        header=SIGNATURE_HEADER,
+    )
     event = _decode(body, ProviderEvent)
     if event.type != "booking.created":
         return Accepted(stored=False)

@@ -29,6 +29,7 @@ from app.engines.funnels.preferences import (
     workspace_topics,
 )
 from app.engines.funnels.tracking import token_workspace
+from app.engines.funnels.trial_send import TEST_TOKEN
 from app.engines.funnels.unsubscribe import (
     ONE_CLICK_BODY,
     UnsubscribeRef,
@@ -65,6 +66,10 @@ def _unknown() -> Response[str]:
     return _page("Link not recognised", "<p>This unsubscribe link is not valid.</p>", 404)
 
 
+def _test_page() -> Response[str]:
+    return _page("Test message", "<p>This link came in a test message: nothing changes.</p>")
+
+
 async def _ref(runtime: Runtime, token: str) -> UnsubscribeRef | None:
     workspace_id = token_workspace(token)
     secret = None if workspace_id is None else await workspace_secret(runtime, workspace_id)
@@ -89,6 +94,8 @@ def _done(what: str, token: str) -> Response[str]:
 
 @get("/t/u/{token:str}")
 async def unsubscribe_page(runtime: CurrentRuntime, token: FromPath[str]) -> Response[str]:
+    if token == TEST_TOKEN:
+        return _test_page()
     ref = await _ref(runtime, token)
     if ref is None:
         return _unknown()
@@ -119,6 +126,8 @@ async def unsubscribe(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, token: FromPath[str]
 ) -> Response[str]:
     """The page's buttons and RFC 8058 one-click POSTs."""
+    if token == TEST_TOKEN:
+        return _test_page()
     ref = await _ref(runtime, token)
     if ref is None:
         return _unknown()
@@ -143,6 +152,8 @@ async def unsubscribe(
 
 @get("/t/u/{token:str}/preferences")
 async def preferences_page(runtime: CurrentRuntime, token: FromPath[str]) -> Response[str]:
+    if token == TEST_TOKEN:
+        return _test_page()
     ref = await _ref(runtime, token)
     if ref is None:
         return _unknown()
@@ -172,6 +183,8 @@ async def preferences_page(runtime: CurrentRuntime, token: FromPath[str]) -> Res
 async def save_preferences(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, token: FromPath[str]
 ) -> Response[str]:
+    if token == TEST_TOKEN:
+        return _test_page()
     ref = await _ref(runtime, token)
     if ref is None:
         return _unknown()
