@@ -1,9 +1,7 @@
 """The worker tick (FN-4 to FN-9): lease due runs, execute them, commit, sleep.
 
-1. **Lease** — one statement claims up to ``limit`` due runs: ``UPDATE … WHERE id = ANY(ARRAY(
-   SELECT … ORDER BY wake_at LIMIT n FOR UPDATE SKIP LOCKED)) RETURNING id`` on PostgreSQL; the
-   same statement with ``IN (SELECT …)`` on SQLite, where the write transaction's ``BEGIN
-   IMMEDIATE`` makes it exclusive. The lease writes the owner and the expiry, and moves
+1. **Lease** — one statement of the shared claim primitive (:mod:`app.scheduling.claim`) claims up
+   to ``limit`` due runs, oldest ``wake_at`` first, skipping rows other workers hold. The lease writes the owner and the expiry, and moves
    ``wake_at`` to that expiry: a run whose worker died is simply due again when the lease runs
    out (FN-9); no separate recovery pass.
 2. **Execute** — one transaction for the whole batch. The leased rows are locked again and
@@ -28,7 +26,6 @@ import msgspec
 from sqlalchemy import Table, bindparam, insert, inspect, select, text, update
 
 from app.db.session import Database, WriteSession
-from app.db.types import UTCDateTime
 from app.engines.funnels.contacts import (
     _insert,
     cancel_pending_effects,
@@ -60,6 +57,7 @@ from app.engines.funnels.nodes.base import (
     node_of,
 )
 from app.engines.funnels.segments import ContactFacts, evaluate, max_event_window
+from app.scheduling.claim import Claim
 from app.settings import FunnelSettings
 
 log = logging.getLogger(__name__)
@@ -118,43 +116,24 @@ class BatchResult:
     """Leased runs this worker no longer owned when it came to execute them."""
 
 
-def _lease_statement(is_postgres: bool) -> Any:
-    # PostgreSQL: "id = ANY(ARRAY(subquery))" keeps the plan a primary-key lookup of the leased
-    # ids; with "id IN (subquery)" the planner may hash-join against a scan of the whole table.
-    # SQLite has no arrays; its IN (subquery) is a key lookup already.
-    if is_postgres:
-        head, tail = "id = ANY(ARRAY(", " FOR UPDATE SKIP LOCKED))"
-    else:
-        head, tail = "id IN (", ")"
-    return text(
-        f"""
-        UPDATE funnel_runs
-           SET lease_owner = :owner, lease_until = :expires, wake_at = :expires
-         WHERE {head}
-               SELECT id FROM funnel_runs
-                WHERE status = 'active' AND wake_at <= :now
-                ORDER BY wake_at
-                LIMIT :limit{tail}
-        RETURNING id
-        """  # noqa: S608 - only constants are interpolated
-    ).bindparams(bindparam("expires", type_=UTCDateTime()), bindparam("now", type_=UTCDateTime()))
+LEASE = Claim(
+    table=RUNS,
+    due="status = 'active' AND wake_at <= :now",
+    order_by="wake_at",
+    returning=("id",),
+    owner="lease_owner",
+    expires="lease_until",
+    # The run is due again by itself when the lease runs out (FN-9).
+    sets={"wake_at": ":expires"},
+)
 
 
 async def lease_runs(
     db: Database, *, owner: str, now: datetime, limit: int, lease_seconds: int
 ) -> list[int]:
     """Claim up to ``limit`` due runs for ``owner`` (FN-5); returns their ids."""
-    async with db.write() as uow:
-        rows = await uow.session.execute(
-            _lease_statement(db.is_postgres),
-            {
-                "owner": owner,
-                "expires": now + timedelta(seconds=lease_seconds),
-                "now": now,
-                "limit": limit,
-            },
-        )
-        return [int(r[0]) for r in rows.all()]
+    rows = await LEASE.take(db, now=now, limit=limit, owner=owner, lease_seconds=lease_seconds)
+    return [int(r[0]) for r in rows]
 
 
 _RUN_COLUMNS = (
