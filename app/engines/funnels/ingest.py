@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import select, update
 
 from app.db.session import Database, WriteSession
-from app.db.types import UTCDateTime
 from app.engines.funnels.campaigns.service import record_delivery_event
 from app.engines.funnels.contacts import (
     ContactData,
@@ -44,6 +43,7 @@ from app.engines.funnels.models import Contact
 from app.engines.funnels.tracking import MessageRef
 from app.engines.funnels.triggers import match_events
 from app.errors import DomainError
+from app.scheduling.claim import Claim
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.queue import JobQueue
 
@@ -94,16 +94,14 @@ class Dropped(Exception):
     """The event cannot be applied (unknown contact, unknown form, …); kept with the reason."""
 
 
-def _lease(is_postgres: bool) -> Any:
-    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
-    return text(
-        f"""
-        UPDATE funnel_inbound_events SET processed_at = :now
-         WHERE id IN (SELECT id FROM funnel_inbound_events WHERE processed_at IS NULL
-                       ORDER BY id LIMIT :limit{lock})
-        RETURNING id, workspace_id, source, name, external_id, payload, received_at
-        """  # noqa: S608 - only constants are interpolated
-    ).bindparams(bindparam("now", type_=UTCDateTime()))
+# Claiming an event marks it processed; the batch's transaction applies it (or rolls both back).
+CLAIM = Claim(
+    table=InboundEvent.__table__,  # type: ignore[arg-type]
+    due="processed_at IS NULL",
+    order_by="id",
+    returning=("id", "workspace_id", "source", "name", "external_id", "payload", "received_at"),
+    sets={"processed_at": ":now"},
+)
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
@@ -117,7 +115,7 @@ async def process_batch(db: Database, *, now: datetime, limit: int = 200) -> Pro
     result = ProcessResult()
     async with db.write() as uow:
         session = uow.session
-        rows = (await session.execute(_lease(db.is_postgres), {"now": now, "limit": limit})).all()
+        rows = await CLAIM.take_in(session, now=now, limit=limit)
         for row in sorted(rows, key=lambda r: r[0]):
             inbound = _Inbound(row[0], row[1], row[2], row[3], row[4], _as_dict(row[5]))
             result.processed += 1
