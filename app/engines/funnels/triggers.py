@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, text, tuple_, update
+from sqlalchemy import select, tuple_, update
 
 from app.db.session import Database, WriteSession
-from app.db.types import UTCDateTime
 from app.engines.funnels.contacts import field_types, load_facts
 from app.engines.funnels.entry import enter, enter_many, published_versions
 from app.engines.funnels.graph import (
@@ -37,8 +36,9 @@ from app.engines.funnels.graph import (
     Trigger,
     graph_for_version,
 )
-from app.engines.funnels.models import RUN_ACTIVE, Contact, FunnelVersion, Run
+from app.engines.funnels.models import RUN_ACTIVE, Contact, ContactEvent, FunnelVersion, Run
 from app.engines.funnels.segments import Predicate, compile_sql, evaluate, max_event_window
+from app.scheduling.claim import Claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,27 +92,21 @@ def _activity_matches(trigger: Trigger, event: StoredEvent) -> bool:
     return False
 
 
-def _lease_events_statement(is_postgres: bool) -> Any:
-    lock = " FOR UPDATE SKIP LOCKED" if is_postgres else ""
-    return text(
-        f"""
-        UPDATE contact_events SET matched_at = :now
-         WHERE id IN (SELECT id FROM contact_events WHERE matched_at IS NULL
-                       ORDER BY id LIMIT :limit{lock})
-        RETURNING id, workspace_id, contact_id, name, source, properties
-        """  # noqa: S608 - only constants are interpolated
-    ).bindparams(bindparam("now", type_=UTCDateTime()))
+# Claiming an event marks it matched; the batch's transaction starts its runs (or rolls both back).
+CLAIM = Claim(
+    table=ContactEvent.__table__,  # type: ignore[arg-type]
+    due="matched_at IS NULL",
+    order_by="id",
+    returning=("id", "workspace_id", "contact_id", "name", "source", "properties"),
+    sets={"matched_at": ":now"},
+)
 
 
 async def match_events(db: Database, *, now: datetime, limit: int = 500) -> tuple[int, int]:
     """Match one batch of unmatched events. Returns ``(events, runs started)``."""
     async with db.write() as uow:
         session = uow.session
-        rows = (
-            await session.execute(
-                _lease_events_statement(db.is_postgres), {"now": now, "limit": limit}
-            )
-        ).all()
+        rows = await CLAIM.take_in(session, now=now, limit=limit)
         if not rows:
             return 0, 0
         events = [
