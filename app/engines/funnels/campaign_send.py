@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import aiosmtplib
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import Integer, func, select, update
 
 from app.db.session import Database
 from app.engines.funnels.campaigns.models import (
@@ -40,6 +40,7 @@ from app.engines.funnels.render import render
 from app.engines.funnels.tracking import MessageRef, Tracking, track_html
 from app.engines.funnels.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
 from app.integrations.mail import OutgoingEmail, build_message
+from app.scheduling.claim import Claim
 from app.settings import MailSettings
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,21 @@ def compose(
     )
 
 
+CAMPAIGN = Claim(
+    table=Campaign.__table__,  # type: ignore[arg-type]
+    due=(
+        f"id = :campaign_id AND status = '{SENDING}'"
+        " AND (lease_owner IS NULL OR lease_owner = :owner OR lease_until < :now)"
+    ),
+    order_by="id",
+    returning=("id",),
+    owner="lease_owner",
+    expires="lease_until",
+    params={"campaign_id": Integer()},
+)
+"""One campaign's sending lease: one sender at a time; its checkpoint renews it (see ``step``)."""
+
+
 class CampaignSender:
     def __init__(
         self,
@@ -249,23 +265,15 @@ class CampaignSender:
     async def claim(self, campaign_id: int, now: datetime) -> Campaign | None:
         """Take the campaign's lease (free, expired, or already ours)."""
         async with self.db.write() as uow:
-            claimed = await uow.session.scalar(
-                update(Campaign)
-                .where(
-                    Campaign.id == campaign_id,
-                    Campaign.status == SENDING,
-                    or_(
-                        Campaign.lease_owner.is_(None),
-                        Campaign.lease_owner == self.owner,
-                        Campaign.lease_until < now,
-                    ),
-                )
-                .values(
-                    lease_owner=self.owner, lease_until=now + timedelta(seconds=self.lease_seconds)
-                )
-                .returning(Campaign.id)
+            claimed = await CAMPAIGN.take_in(
+                uow.session,
+                now=now,
+                limit=1,
+                owner=self.owner,
+                lease_seconds=self.lease_seconds,
+                campaign_id=campaign_id,
             )
-            if claimed is None:
+            if not claimed:
                 return None
             return await uow.session.get(Campaign, campaign_id)
 
