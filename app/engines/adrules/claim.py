@@ -1,26 +1,26 @@
 """Claim due rules exactly once and advance their ``next_execution_at`` in the same transaction
 (spec AR-10).
 
-PostgreSQL: ``SELECT … FOR UPDATE SKIP LOCKED`` — a second process sweeping at the same moment skips
-the rows the first holds, and once the first commits those rows are no longer due. SQLite: the
-write transaction starts with ``BEGIN IMMEDIATE``, so claims are serialised by the database lock.
-The status test is a literal, not a parameter, so both planners can use the partial due index.
+The claim is the shared primitive (:mod:`app.scheduling.claim`): on PostgreSQL a second process
+sweeping at the same moment skips the rows the first holds (``SKIP LOCKED``), and once the first
+commits those rows are no longer due; on SQLite ``BEGIN IMMEDIATE`` serialises the claims. The
+status test is a literal, not a parameter, so both planners can use the partial due index.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import bindparam, or_, select, text, update
+from sqlalchemy import bindparam, select, text, update
 
 from app.db.session import Database
 from app.engines.adrules.documents import load_schedule
 from app.engines.adrules.models import Rule
 from app.engines.adrules.schedule import following_execution
 from app.platform.models import Workspace
+from app.scheduling.claim import Claim
 
 ACTIVE = text("adrules_rules.status = 'active'")
 
@@ -42,29 +42,24 @@ def zone(name: str) -> ZoneInfo:
         return ZoneInfo("UTC")
 
 
-def due_rules_query(now: datetime, limit: int) -> Any:
-    """Active rules due at ``now`` whose date window is open, oldest due first."""
-    return (
-        select(
-            Rule.id, Rule.workspace_id, Rule.schedule, Rule.next_execution_at, Workspace.timezone
-        )
-        .join(Workspace, Workspace.id == Rule.workspace_id)
-        .where(
-            ACTIVE,
-            Rule.next_execution_at <= now,
-            or_(Rule.window_starts_at.is_(None), Rule.window_starts_at <= now),
-            or_(Rule.window_ends_at.is_(None), Rule.window_ends_at > now),
-        )
-        .order_by(Rule.next_execution_at)
-        .limit(limit)
-    )
+DUE = Claim(
+    table=Rule.__table__,  # type: ignore[arg-type]
+    due=(
+        "adrules_rules.status = 'active' AND next_execution_at <= :now"
+        " AND (window_starts_at IS NULL OR window_starts_at <= :now)"
+        " AND (window_ends_at IS NULL OR window_ends_at > :now)"
+    ),
+    order_by="next_execution_at",
+    returning=("id", "workspace_id", "schedule", "next_execution_at"),
+    sets={"last_dispatched_at": ":now"},
+)
+"""Active rules due now whose date window is open, oldest due first. The claim itself is the
+advance of ``next_execution_at`` in the same transaction (no owner column: once committed, the
+rule is simply no longer due)."""
 
 
 async def claim_due_rules(db: Database, now: datetime, limit: int) -> list[ClaimedRule]:
     """Take up to ``limit`` due rules and move each one's ``next_execution_at`` on."""
-    query = due_rules_query(now, limit)
-    if db.is_postgres:
-        query = query.with_for_update(skip_locked=True, of=Rule)
     async with db.write() as uow:
         session = uow.session
         # Rules whose window closed while due would stay "due" forever: clear them first.
@@ -73,17 +68,27 @@ async def claim_due_rules(db: Database, now: datetime, limit: int) -> list[Claim
             .where(ACTIVE, Rule.next_execution_at <= now, Rule.window_ends_at <= now)
             .values(next_execution_at=None)
         )
-        rows = (await session.execute(query)).all()
+        rows = sorted(await DUE.take_in(session, now=now, limit=limit), key=lambda r: r[3])
+        if not rows:
+            return []
+        zones = dict(
+            (
+                await session.execute(
+                    select(Workspace.id, Workspace.timezone).where(
+                        Workspace.id.in_({r[1] for r in rows})
+                    )
+                )
+            ).all()
+        )
         claimed: list[ClaimedRule] = []
-        for rule_id, workspace_id, schedule_doc, due_at, tz_name in rows:
-            schedule = load_schedule(schedule_doc)
-            following = following_execution(schedule, now=now, tz=zone(tz_name))
+        for rule_id, workspace_id, schedule_doc, due_at in rows:
+            tz_name = zones.get(workspace_id, "UTC")
+            following = following_execution(load_schedule(schedule_doc), now=now, tz=zone(tz_name))
             claimed.append(ClaimedRule(rule_id, workspace_id, tz_name, due_at, following))
-        if claimed:
-            await session.execute(
-                Rule.__table__.update()  # type: ignore[attr-defined]
-                .where(Rule.id == bindparam("rid"))
-                .values(next_execution_at=bindparam("nxt"), last_dispatched_at=now),
-                [{"rid": c.id, "nxt": c.next_execution_at} for c in claimed],
-            )
+        await session.execute(
+            Rule.__table__.update()  # type: ignore[attr-defined]
+            .where(Rule.id == bindparam("rid"))
+            .values(next_execution_at=bindparam("nxt")),
+            [{"rid": c.id, "nxt": c.next_execution_at} for c in claimed],
+        )
     return claimed
