@@ -125,3 +125,58 @@ async def test_preview_of_an_inactive_account_is_refused(
     finally:
         await clients.aclose()  # type: ignore[attr-defined]
     assert world.count("*") == 0
+
+
+def _budget_task(kind: str) -> dict[str, object]:
+    bound = {"max": "500"} if kind == "increase_budget" else {"min": "5"}
+    return {
+        "name": kind,
+        "conditions": [
+            {"type": "metric_value", "metric": "spend", "operator": "gte", "value": "0"}
+        ],
+        "action": {"type": kind, "by": "percent", "amount": "10", **bound},
+        "cooldown": "1h",
+    }
+
+
+async def test_ar21_preview_warns_of_an_active_rule_moving_budgets_the_other_way(
+    runtime: Runtime, ws: Workspace, world: GraphWorld
+) -> None:
+    world.add_account("act_1001", "Shop")
+    world.grant(TOKEN, "act_1001")
+    world.add_campaigns("act_1001", 1)
+    await store_token(runtime, ws.workspace_id)
+    account = await create_account(runtime, workspace_id=ws.workspace_id, meta_id="act_1001")
+    trim = await create_rule(
+        runtime,
+        workspace_id=ws.workspace_id,
+        name="Trim",
+        account_ids=[account.id],
+        tasks=[_budget_task("decrease_budget")],
+    )
+    await create_rule(  # same direction: no warning
+        runtime,
+        workspace_id=ws.workspace_id,
+        name="Also scale",
+        account_ids=[account.id],
+        tasks=[_budget_task("increase_budget")],
+    )
+    scale = await create_rule(
+        runtime,
+        workspace_id=ws.workspace_id,
+        name="Scale",
+        status="draft",
+        account_ids=[account.id],
+        tasks=[_budget_task("increase_budget")],
+    )
+    deps, clients = await _deps(runtime, world)
+    try:
+        result = await preview_rule(
+            deps, workspace_id=ws.workspace_id, rule_id=scale, ad_account_id=account.id
+        )
+    finally:
+        await clients.aclose()  # type: ignore[attr-defined]
+    assert len(result.warnings) == 1
+    assert f"'Trim' (id {trim}) lowers budgets" in result.warnings[0]
+    assert result.timezone == "UTC"
+    assert world.updates == []

@@ -118,3 +118,45 @@ def check_budget_write(
             )
         break  # only the latest change by another rule can be reversed
     return None
+
+
+def task_direction(document: dict[str, Any]) -> int:
+    """+1 for a task that raises budgets, -1 for one that lowers them, 0 otherwise."""
+    kind = (document.get("action") or {}).get("type")
+    return {"increase_budget": 1, "decrease_budget": -1}.get(str(kind), 0)
+
+
+async def opposing_rules(
+    session: ReadSession, *, workspace_id: int, rule_id: int, ad_account_id: int
+) -> list[str]:
+    """Warnings for a preview: other active rules on the same ad account whose budget tasks go
+    the other way from this rule's (they would fight over the same campaigns; the guard then
+    skips the reversal inside a cooldown)."""
+    from app.engines.adrules.models import RuleAccount, Task
+
+    rows = (
+        await session.execute(
+            select(Task.rule_id, Rule.name, Task.document)
+            .join(Rule, Rule.id == Task.rule_id)
+            .join(RuleAccount, RuleAccount.rule_id == Rule.id)
+            .where(
+                Rule.workspace_id == workspace_id,
+                RuleAccount.ad_account_id == ad_account_id,
+                Task.archived_at.is_(None),
+                (Rule.id == rule_id) | (Rule.status == "active"),
+            )
+        )
+    ).all()
+    mine = {task_direction(doc) for rid, _, doc in rows if rid == rule_id} - {0}
+    warnings: dict[int, str] = {}
+    for rid, name, doc in rows:
+        theirs = task_direction(doc)
+        if rid == rule_id or theirs == 0 or -theirs not in mine:
+            continue
+        verb = "raises" if theirs > 0 else "lowers"
+        warnings[rid] = (
+            f"active rule {name!r} (id {rid}) {verb} budgets on this ad account while this rule "
+            "moves them the other way; where both select a campaign, a reversal inside the other "
+            "rule's cooldown will be skipped"
+        )
+    return [warnings[k] for k in sorted(warnings)]

@@ -34,6 +34,7 @@ from app.engines.adrules.errors import MetaUnavailable
 from app.engines.adrules.evaluate import evaluate_conditions
 from app.engines.adrules.facts import gather
 from app.engines.adrules.fetch import FetchFailed, fetch_campaigns
+from app.engines.adrules.guards import opposing_rules
 from app.engines.adrules.insights import Sleep
 from app.engines.adrules.metrics import local_time
 from app.engines.adrules.payloads import CampaignEntity
@@ -106,6 +107,8 @@ class PreviewResult(Schema, kw_only=True):
     """Batch calls made for Insights (listing pages not included)."""
     timezone: str = "UTC"
     """The zone the evaluation used: the rule's, else the ad account's (AR-23a)."""
+    warnings: list[str] = []
+    """Other active rules acting on this account's budgets in the opposite direction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +157,9 @@ async def preview_rule(
         view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
         account = await account_service.get_account(session, workspace_id, ad_account_id)
         token = await account_service.require_token(session, deps.secrets, workspace_id)
+        warnings = await opposing_rules(
+            session, workspace_id=workspace_id, rule_id=rule_id, ad_account_id=ad_account_id
+        )
     if not account.active:
         raise Conflict(
             "activate the ad account first: nothing is read from an inactive account",
@@ -286,4 +292,5 @@ async def preview_rule(
         truncated=len(fetched.campaigns) > MAX_CAMPAIGNS,
         graph_calls=gathered.stats.calls,
         timezone=zone_used,
+        warnings=warnings,
     )
