@@ -72,6 +72,7 @@ async def test_setup_owner_workspace_invitation_and_a_members_limits(
     await page.wait_for_url(f"{url}/setup")
     for width in WIDTHS:
         assert await audit_page(page, f"{url}/setup", width) == []
+    await page.set_viewport_size({"width": 1280, "height": 800})
 
     # A wrong setup token is refused, and what was typed (but secrets) stays in the form.
     await page.fill("#setup-token", "swsetup_not-the-token")
@@ -80,11 +81,11 @@ async def test_setup_owner_workspace_invitation_and_a_members_limits(
     await page.fill("#setup-name", "Olive Owner")
     await page.fill("#setup-email", OWNER)
     await page.fill("#setup-password", "owner password 1")
-    refused = page.wait_for_event(
-        "response", lambda r: r.url == f"{url}/setup" and r.request.method == "POST"
-    )
-    await page.click("#setup-form button[type=submit]")
-    assert (await refused).status == 403
+    async with page.expect_response(
+        lambda r: r.url == f"{url}/setup" and r.request.method == "POST"
+    ) as refused:
+        await page.click("#setup-form button[type=submit]")
+    assert (await refused.value).status == 403
     assert "not the setup token" in await page.locator("#setup-token-error").inner_text()
     assert await page.input_value("#setup-organisation") == "Fresh Co"
     async with runtime.db.read() as session:
@@ -100,6 +101,7 @@ async def test_setup_owner_workspace_invitation_and_a_members_limits(
     assert gone.status == 404
 
     # The owner signs out and in again through the sign-in form.
+    await page.goto(f"{url}/")
     await page.click("form.logout button")
     await page.wait_for_url(f"{url}/login")
     await sign_in(page, url, OWNER, "owner password 1")
@@ -130,6 +132,7 @@ async def test_setup_owner_workspace_invitation_and_a_members_limits(
     member = await member_context.new_page()
     for width in WIDTHS:
         assert await audit_page(member, f"{url}{path}", width) == []
+    await member.set_viewport_size({"width": 1280, "height": 800})
     await member.fill("#accept-name", "Nia Member")
     await member.fill("#accept-password", "member password 1")
     await member.click("#accept-form button[type=submit]")
@@ -139,6 +142,7 @@ async def test_setup_owner_workspace_invitation_and_a_members_limits(
     assert again.status == 404
 
     # Signed in again as themselves, they work in their workspace but not on the organisation.
+    await member.goto(f"{url}/")
     await member.click("form.logout button")
     await sign_in(member, url, MEMBER, "member password 1")
     assert "Organisation" not in await member.locator("header").inner_text()
