@@ -313,3 +313,45 @@ async def test_the_dashboard_starts_an_import_and_shows_its_progress(
     )
     assert refused.status_code == 422
     assert "unknown columns" in refused.text
+
+
+async def test_manual_entry_of_many_contacts_is_bounded_and_batched(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    """Entering a whole workspace is a few multi-row statements; a list of ids is bounded."""
+    from app.engines.funnels.models import Run
+
+    csv_text = "email,tags\n" + "".join(f"m{i}@x.test,member\n" for i in range(1200))
+    job_id = (await _post(client, tenant, "/contacts/import", {"csv": csv_text})).json()["id"]
+    await _run(runtime, job_id)
+    funnel = await _post(
+        client,
+        tenant,
+        "",
+        {
+            "name": "Everyone",
+            "definition": {
+                "triggers": [{"kind": "manual"}],
+                "nodes": [{"kind": "goal", "id": "end", "entry": True, "label": "in"}],
+            },
+        },
+    )
+    assert funnel.status_code == 201, funnel.text
+    fid = funnel.json()["id"]
+    assert (await _post(client, tenant, f"/{fid}/publish", {})).status_code in (200, 201)
+    too_many = await _post(client, tenant, f"/{fid}/enroll", {"contact_ids": list(range(10_001))})
+    assert too_many.status_code == 422
+    everyone = await _post(
+        client,
+        tenant,
+        f"/{fid}/enroll",
+        {"predicate": {"kind": "has_tag", "tag": "member"}},
+    )
+    assert everyone.status_code == 200, everyone.text
+    assert everyone.json() == {"started": 1200}
+    again = await _post(
+        client, tenant, f"/{fid}/enroll", {"predicate": {"kind": "has_tag", "tag": "member"}}
+    )
+    assert again.json() == {"started": 0}
+    async with runtime.db.read() as session:
+        assert await session.scalar(select(func.count()).select_from(Run)) == 1200

@@ -19,6 +19,7 @@ from app.schemas import Schema
 
 FieldValue = str | int | float | bool | None
 Consent = Literal["granted", "withdrawn"]
+MAX_ENROLL_IDS = 10_000
 MembershipName = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS)]
 TagNames = Annotated[list[MembershipName], msgspec.Meta(max_length=MAX_TAGS_PER_CONTACT)]
 ListNames = Annotated[list[MembershipName], msgspec.Meta(max_length=MAX_LISTS_PER_CONTACT)]
@@ -196,7 +197,8 @@ def version_out(v: FunnelVersion) -> VersionOut:
 class EnrollIn(Schema):
     """The manual trigger: the given contacts, or everyone matching ``predicate``."""
 
-    contact_ids: list[int] | None = None
+    contact_ids: Annotated[list[int], msgspec.Meta(max_length=MAX_ENROLL_IDS)] | None = None
+    """At most 10,000; a predicate reaches any number."""
     predicate: Predicate | None = None
 
 

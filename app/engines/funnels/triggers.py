@@ -20,7 +20,7 @@ from sqlalchemy import select, tuple_, update
 
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types, load_facts
-from app.engines.funnels.entry import enter, enter_many, published_versions
+from app.engines.funnels.entry import enter_many, published_versions
 from app.engines.funnels.graph import (
     ApiEvent,
     BookingMade,
@@ -39,6 +39,8 @@ from app.engines.funnels.graph import (
 from app.engines.funnels.models import RUN_ACTIVE, Contact, ContactEvent, FunnelVersion, Run
 from app.engines.funnels.segments import Predicate, compile_sql, evaluate, max_event_window
 from app.scheduling.claim import Claim
+
+ENROLL_PIECE = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +257,11 @@ async def enroll(
     if entry is not None:
         stmt = stmt.where(compile_sql(entry, workspace_id=ws, now=now, custom=custom))
     started = 0
-    for contact_id in list(await session.scalars(stmt.order_by(Contact.id))):
-        if await enter(session, version=version, contact_id=contact_id, now=now):
-            started += 1
+    ids = list(await session.scalars(stmt.order_by(Contact.id)))
+    # Multi-row inserts, a piece at a time: everyone in a large workspace is a few hundred
+    # statements, not one per contact (the unique indexes still drop who is already in).
+    for start in range(0, len(ids), ENROLL_PIECE):
+        started += await enter_many(
+            session, [(version, cid) for cid in ids[start : start + ENROLL_PIECE]], now=now
+        )
     return started
