@@ -32,6 +32,10 @@ async def test_sign_in_and_see_home(
 ) -> None:
     await sign_in(page, live_url, tenant.email, tenant.password)
     assert await page.locator("h1").inner_text() == "Acme main"
+    # The home page is the getting-started view; the machinery is on the operations page.
+    assert await page.locator("#getting-started section").count() == 3
+    assert await page.locator("#getting-started li[data-done=true]").count() == 0
+    await page.goto(f"{live_url}/ui/operations")
     assert await page.locator("#sweepers").count() == 1
     # Every registered sweep is listed, even before its first tick.
     for sweep in runtime.sweeps:
@@ -61,6 +65,7 @@ async def test_home_status_refreshes_with_a_failing_tick(
     page: Any, live_url: str, tenant: Tenant, runtime: Runtime, clock: ManualClock
 ) -> None:
     await sign_in(page, live_url, tenant.email, tenant.password)
+    await page.goto(f"{live_url}/ui/operations")
 
     async def broken(ctx: JobContext, tick: Any) -> None:
         raise RuntimeError("provider answered 503")
@@ -125,7 +130,7 @@ async def test_api_key_created_shown_once_and_revoked(
     page: Any, live_url: str, tenant: Tenant
 ) -> None:
     await sign_in(page, live_url, tenant.email, tenant.password)
-    await page.click("header a.settings")
+    await page.click('header a[href="/ui/workspace"]')
     await page.wait_for_url(f"{live_url}/ui/workspace")
     await page.fill("#create-key input[name=name]", "browser key")
     await page.click("#create-key button[type=submit]")
@@ -167,6 +172,7 @@ async def test_status_refresh_after_the_session_ended_goes_to_sign_in(
     page: Any, live_url: str, tenant: Tenant, runtime: Runtime
 ) -> None:
     await sign_in(page, live_url, tenant.email, tenant.password)
+    await page.goto(f"{live_url}/ui/operations")
     async with runtime.db.write() as uow:  # the session ends elsewhere (expired, signed out)
         await uow.session.execute(delete(UserSession))
     await page.evaluate(

@@ -1,5 +1,6 @@
-"""Platform pages: sign-in and sign-out, the home page (sweepers, queue depth, dead jobs) and the
-workspace page (switch workspace, API keys, ingest token, members)."""
+"""Platform pages: sign-in and sign-out, the home page (getting started, per engine), the
+operations page (sweepers, queue depth, dead jobs) and the workspace page (switch workspace, API
+keys, ingest token, signing secret, members)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,16 @@ from app.web.auth import (
     CurrentRuntime,
     get_runtime,
     require_admin,
+    require_organisation_manager,
     session_principal,
 )
 from app.web.client_address import Networks, client_address, parse_networks
+from app.web.dashboard import getting_started
 from app.web.dashboard.common import page
 from app.web.ops import sweeper_overview
 
 WORKSPACE_PAGE = "/ui/workspace"
+OPERATIONS_PAGE = "/ui/operations"
 FAVICON = (Path(__file__).parent / "static" / "favicon.svg").read_bytes()
 
 
@@ -167,16 +171,28 @@ async def _status(runtime: Runtime) -> dict[str, Any]:
 async def home(
     request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
 ) -> Template:
+    """A getting-started view per engine, ticked from the workspace's real state."""
     async with runtime.db.read() as session:
         workspace = await service.get_workspace(session, principal.workspace_id)
-    return page(request, "home.html", principal, workspace=workspace, **await _status(runtime))
+        steps = await getting_started.journeys(session, principal)
+    return page(request, "home.html", principal, workspace=workspace, journeys=steps)
+
+
+@get(OPERATIONS_PAGE)
+async def operations_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    """Sweepers and the queue: the instance's machinery, for organisation owners and admins."""
+    require_organisation_manager(principal)
+    return page(request, "operations.html", principal, **await _status(runtime))
 
 
 @get("/ui/partials/status")
 async def status_partial(
     request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
 ) -> Template:
-    """The part of the home page htmx refreshes."""
+    """The part of the operations page htmx refreshes."""
+    require_organisation_manager(principal)
     return page(request, "_status.html", principal, **await _status(runtime))
 
 
@@ -324,6 +340,7 @@ async def favicon() -> Response[bytes]:
 PUBLIC_ROUTES = [login_page, login, logout, favicon]
 ROUTES = [
     home,
+    operations_page,
     status_partial,
     workspace_page,
     switch_workspace,
