@@ -22,8 +22,8 @@ and ``task_get`` calls per task, the most ``tasks_ready`` calls in any minute, c
 from __future__ import annotations
 
 import argparse
-import logging
 import asyncio
+import logging
 import sys
 import tempfile
 import time
