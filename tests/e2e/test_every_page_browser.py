@@ -219,7 +219,13 @@ class Watch:
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         page.on(
             "requestfailed",
-            lambda r: self.problems.append(f"request failed: {r.method} {r.url} {r.failure}"),
+            # A request the browser itself abandons because the page is navigated away (the
+            # next width's load) is not a failure of the page.
+            lambda r: (
+                self.problems.append(f"request failed: {r.method} {r.url} {r.failure}")
+                if "ERR_ABORTED" not in (r.failure or "")
+                else None
+            ),
         )
         page.on(
             "response",
