@@ -36,7 +36,14 @@ from app.scheduling.models import SweeperState
 from app.settings import Settings
 from tests.funnels.conftest import email_node, graph, published
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(1200)]
+# Twenty kills of real processes take minutes: the run is opt-in (CHAOS=1), so the regular suite
+# and CI stay within their time budget. Command in docs/benchmarks.md and the README.
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+    pytest.mark.skipif(os.environ.get("CHAOS") != "1", reason="opt-in: set CHAOS=1"),
+]
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = 20
 SWEEP = "funnels.tick"
