@@ -105,7 +105,12 @@ def _middleware(app: ASGIApp, max_body_bytes: int) -> ASGIApp:
             return
         headers = dict(scope.get("headers", []))
         content_type = headers.get(b"content-type", b"").decode("latin-1").lower()
-        if "json" not in content_type and "x-www-form-urlencoded" not in content_type:
+        encoding = headers.get(b"content-encoding", b"identity").decode("latin-1").lower()
+        # A compressed body (the SERP provider's gzip postbacks) is not the JSON its type names:
+        # its receiver decompresses it and checks what it decoded.
+        if encoding not in ("", "identity") or (
+            "json" not in content_type and "x-www-form-urlencoded" not in content_type
+        ):
             await app(scope, receive, send)
             return
         messages: list[Any] = []
