@@ -8,6 +8,7 @@ whose transactions start with a plain deferred ``BEGIN`` so readers never wait f
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -44,13 +45,20 @@ def _sqlite_pragmas(busy_timeout_ms: int, begin: str) -> tuple[Any, Any]:
 def private_sqlite_file(raw_url: str) -> None:
     """Create the SQLite file readable by its owner only (0600) before SQLite opens it, and
     tighten an existing one: it holds password hashes, encrypted secrets and contacts. SQLite
-    gives its -wal and -shm files the database file's permissions."""
+    gives its -wal and -shm files the database file's permissions.
+
+    An existing file is never opened here: SQLite's locks are POSIX locks, which a process loses
+    on *every* descriptor of the file the moment it closes any one of them. Opening and closing
+    the file beside a live connection (a second engine in the same process) would drop that
+    connection's locks, and another process closing its last connection would then delete the
+    -wal and -shm files under it (later connections fail with "disk I/O error")."""
     url = make_url(raw_url)
     if not url.get_backend_name().startswith("sqlite") or url.database in (None, "", ":memory:"):
         return
     path = Path(url.database)
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for candidate in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         if candidate.exists() and candidate.stat().st_mode & 0o077:
             candidate.chmod(0o600)

@@ -4,7 +4,9 @@ tightened at start."""
 
 from __future__ import annotations
 
+import asyncio
 import stat
+import sys
 from pathlib import Path
 
 from sqlalchemy import text
@@ -39,6 +41,37 @@ async def test_an_existing_world_readable_database_is_tightened(tmp_path: Path) 
     path.chmod(0o644)
     await upgrade(f"sqlite+aiosqlite:///{path}")
     assert mode(path) == 0o600
+
+
+async def test_opening_a_second_engine_keeps_the_first_connections_locks(tmp_path: Path) -> None:
+    """SQLite's POSIX locks are lost when the process closes any descriptor of the file: if
+    building a second engine opened and closed it, another process closing its last connection
+    would delete the -wal and -shm files under the first engine's live connection."""
+    path = tmp_path / "shared.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await upgrade(url)
+    first = Database(DatabaseSettings(url=url))
+    try:
+        async with first.read_engine.connect() as conn:
+            await conn.execute(text("SELECT count(*) FROM alembic_version"))
+            second = Database(DatabaseSettings(url=url))
+            await second.dispose()
+            other = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", OPEN_AND_CLOSE, str(path)
+            )
+            assert await other.wait() == 0
+            assert path.with_name("shared.db-shm").exists(), "the live connection's files stay"
+            await conn.execute(text("SELECT count(*) FROM alembic_version"))
+    finally:
+        await first.dispose()
+
+
+OPEN_AND_CLOSE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("SELECT count(*) FROM alembic_version").fetchall()
+conn.close()
+"""
 
 
 def test_the_key_file_is_created_0600_and_tightened(tmp_path: Path) -> None:
