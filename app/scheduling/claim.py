@@ -72,6 +72,8 @@ class Claim:
     """Further ``column = SQL expression`` pairs the claim sets (e.g. ``attempts = attempts + 1``)."""
     params: Mapping[str, TypeEngine[Any]] = field(default_factory=dict)
     """Types of the further bind parameters the predicate or the ``sets`` use."""
+    lists: frozenset[str] = frozenset()
+    """Those of ``params`` that take a list of values (written ``IN :name``)."""
     held: str | None = None
     """Predicate a claimed row must still satisfy for a renewal to keep it (e.g. still pending)."""
     key: str = "id"
@@ -83,6 +85,9 @@ class Claim:
         unknown = sorted(n for n in names if n not in self.table.c)
         if unknown:
             raise ValueError(f"{self.table.name} has no column {', '.join(unknown)}")
+        undeclared = sorted(self.lists - set(self.params))
+        if undeclared:
+            raise ValueError(f"list parameters without a type: {', '.join(undeclared)}")
 
     # -- statements ---------------------------------------------------------------------------
 
@@ -104,7 +109,11 @@ class Claim:
         }
         used = set(re.findall(r"(?<![:\w]):(\w+)", sql))
         return text(sql).bindparams(
-            *(bindparam(name, type_=type_) for name, type_ in types.items() if name in used)
+            *(
+                bindparam(name, type_=type_, expanding=name in self.lists)
+                for name, type_ in types.items()
+                if name in used
+            )
         )
 
     def statement(self, dialect: str, *, prelude: str = "") -> Any:

@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import BigInteger, select
 
 from app.db.session import UnitOfWork, WriteSession
+from app.db.types import UTCDateTime
 from app.engines.ranktracking import activity, ledger
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.members import resolve_many
@@ -40,6 +41,7 @@ from app.engines.ranktracking.models import (
 from app.engines.ranktracking.notices import queue_pause_notice
 from app.engines.ranktracking.pricing import STANDARD, PriceList, quote
 from app.engines.ranktracking.recurrence import due_after_run, first_due
+from app.scheduling.claim import Claim
 
 RECURRING = "recurring"
 MANUAL = "manual"
@@ -83,6 +85,45 @@ async def lock_schedules(session: WriteSession, schedule_ids: list[int]) -> dict
         .where(Schedule.id.in_(schedule_ids))
         .order_by(Schedule.id)
         .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return {s.id: s for s in rows.scalars()}
+
+
+DUE = Claim(
+    table=Schedule.__table__,  # type: ignore[arg-type]
+    due="rt_schedules.status = 'active' AND next_due_at <= :due_by AND id IN :ids",
+    order_by="next_due_at, id",
+    returning=("id",),
+    sets={"updated_at": ":now"},
+    params={"due_by": UTCDateTime(), "ids": BigInteger()},
+    lists=frozenset({"ids"}),
+)
+"""Of the schedules a sweep picked, those still active and due by its nominal tick. The claim
+holds them for the admission's transaction, which advances their due time before it commits
+(no owner column: once committed a schedule is simply no longer due). A schedule another
+admission holds at that moment is skipped, not waited for: that admission moves its due time."""
+
+
+async def claim_due_schedules(
+    session: WriteSession, schedule_ids: list[int], *, due_by: datetime, now: datetime
+) -> dict[int, Schedule]:
+    """Claim the due ones of ``schedule_ids`` inside the admission's transaction."""
+    if not schedule_ids:
+        return {}
+    claimed = await DUE.take_in(
+        session, now=now, limit=len(schedule_ids), due_by=due_by, ids=list(schedule_ids)
+    )
+    # The claim's UPDATE holds the row locks already; this loads the rows it took.
+    return await lock_schedules(session, sorted(int(row[0]) for row in claimed))
+
+
+async def _read_schedules(session: WriteSession, schedule_ids: list[int]) -> dict[int, Schedule]:
+    if not schedule_ids:
+        return {}
+    rows = await session.execute(
+        select(Schedule)
+        .where(Schedule.id.in_(schedule_ids))
         .execution_options(populate_existing=True)
     )
     return {s.id: s for s in rows.scalars()}
@@ -264,18 +305,29 @@ async def admit_many(
     ``tick`` is the nominal time of the sweep that asked (None for a person's request): due times
     are compared with it and a retry counts its hour from it (RT-30, RT-31).
 
-    The state every decision needs is read for the whole batch at once (schedules and balances
-    locked, active runs, members, month spend), each schedule is decided in memory in order —
+    The state every decision needs is read for the whole batch at once (schedules claimed, for a
+    sweep, or locked, for a person's request; balances locked; active runs, members, month spend), each schedule is decided in memory in order —
     its devices reserved all together or not at all against the balance left by the schedules
     before it — and the rows are written with one multi-row statement per table.
     """
     session = uow.session
     rt = env.settings.ranktracking
     launches = [Launch(schedule_id=i, queue=queue) for i in schedule_ids]
-    locked = await lock_schedules(session, schedule_ids)
+    unclaimed: dict[int, Schedule] = {}
+    if trigger == RECURRING:
+        locked = await claim_due_schedules(session, schedule_ids, due_by=tick or now, now=now)
+        unclaimed = await _read_schedules(session, [i for i in schedule_ids if i not in locked])
+    else:
+        locked = await lock_schedules(session, schedule_ids)
     open_: list[tuple[Launch, Schedule]] = []
     for launch in launches:
         schedule = locked.get(launch.schedule_id)
+        if schedule is None and trigger == RECURRING:
+            # Not claimed: say why, from the row as it reads now (it is not locked).
+            if not _refused(launch, unclaimed.get(launch.schedule_id), trigger, tick or now):
+                launch.reason, launch.code = "not_due", "admission_in_progress"
+                launch.message = "another admission holds this schedule; it moves the due time"
+            continue
         if _refused(launch, schedule, trigger, tick or now):
             continue
         assert schedule is not None
