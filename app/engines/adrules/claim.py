@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import bindparam, select, text, update
 
@@ -21,6 +20,7 @@ from app.engines.adrules.models import Rule
 from app.engines.adrules.schedule import following_execution
 from app.platform.models import Workspace
 from app.scheduling.claim import Claim
+from app.scheduling.zones import zone_or_utc
 
 ACTIVE = text("adrules_rules.status = 'active'")
 
@@ -32,14 +32,6 @@ class ClaimedRule:
     timezone: str
     due_at: datetime
     next_execution_at: datetime | None
-
-
-def zone(name: str) -> ZoneInfo:
-    """The workspace's zone; UTC when the stored name is unknown to this machine."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
 
 
 DUE = Claim(
@@ -83,7 +75,9 @@ async def claim_due_rules(db: Database, now: datetime, limit: int) -> list[Claim
         claimed: list[ClaimedRule] = []
         for rule_id, workspace_id, schedule_doc, due_at in rows:
             tz_name = zones.get(workspace_id, "UTC")
-            following = following_execution(load_schedule(schedule_doc), now=now, tz=zone(tz_name))
+            following = following_execution(
+                load_schedule(schedule_doc), now=now, tz=zone_or_utc(tz_name)
+            )
             claimed.append(ClaimedRule(rule_id, workspace_id, tz_name, due_at, following))
         await session.execute(
             Rule.__table__.update()  # type: ignore[attr-defined]

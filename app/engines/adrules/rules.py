@@ -15,7 +15,6 @@ import msgspec
 from sqlalchemy import delete, select
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.adrules.claim import zone
 from app.engines.adrules.documents import dump, load_schedule, load_task, task_body
 from app.engines.adrules.errors import RuleNotFound, TaskNotFound
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
@@ -27,6 +26,7 @@ from app.errors import ValidationFailed
 from app.integrations.http_guard import AddressGuard, OutboundError
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace
+from app.scheduling.zones import zone_or_utc
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ def _schedule_columns(rule: Rule, timezone: str, now: datetime) -> None:
     """Recompute the window columns and, for an active rule, the first run (in the schedule's
     zone; ``timezone``, the workspace's, when it names none)."""
     schedule = load_schedule(rule.schedule)
-    tz = schedule_zone(schedule, zone(timezone))
+    tz = schedule_zone(schedule, zone_or_utc(timezone))
     window = window_of(schedule, tz)
     rule.window_starts_at = window.starts_at
     rule.window_ends_at = window.ends_at

@@ -3,17 +3,19 @@
 The result is stored on the rule as ``next_execution_at`` (spec AR-5); the sweep reads that column and
 never re-derives a schedule. Times of a weekly timetable are wall-clock times in the workspace's time
 zone: across a daylight-saving change "09:00" stays 09:00 local (so its UTC instant moves); a time
-that does not exist that day (inside the spring-forward gap) runs at the same instant the clock
-jumps past it, and a time that occurs twice (fall-back) runs once, at its first occurrence.
+that does not exist that day (inside the spring-forward gap) moves forward by the gap's length
+(02:30 runs at 03:30 summer time), and a time that occurs twice (fall-back) runs once, at its first
+occurrence — the one policy of :mod:`app.scheduling.zones`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from app.engines.adrules.schemas import IntervalSchedule, Schedule, TimetableSchedule, WeeklyGrid
+from app.scheduling.zones import is_known_zone, local_to_utc
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +34,7 @@ class Window:
 
 def local_midnight(day: date, tz: ZoneInfo) -> datetime:
     """The UTC instant of 00:00 on ``day`` in ``tz``."""
-    return datetime.combine(day, time(0, 0), tzinfo=tz).astimezone(UTC)
+    return local_to_utc(day, time(0, 0), tz)
 
 
 def window_of(schedule: Schedule, tz: ZoneInfo) -> Window:
@@ -44,8 +46,7 @@ def window_of(schedule: Schedule, tz: ZoneInfo) -> Window:
 
 def _wall_clock(day: date, hhmm: str, tz: ZoneInfo) -> datetime:
     hours, minutes = (int(part) for part in hhmm.split(":"))
-    # fold=0: a repeated time is its first occurrence; a skipped time maps past the gap.
-    return datetime.combine(day, time(hours, minutes), tzinfo=tz).astimezone(UTC)
+    return local_to_utc(day, time(hours, minutes), tz)
 
 
 def next_slot(
@@ -96,11 +97,8 @@ def first_execution(schedule: Schedule, *, now: datetime, tz: ZoneInfo) -> datet
 def schedule_zone(schedule: Schedule, fallback: ZoneInfo) -> ZoneInfo:
     """The zone a schedule runs in: the one it names (its ad accounts' zone, stored when the rule
     was saved), else ``fallback`` (the workspace's)."""
-    if schedule.timezone:
-        try:
-            return ZoneInfo(schedule.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            return fallback
+    if schedule.timezone and is_known_zone(schedule.timezone):
+        return ZoneInfo(schedule.timezone)
     return fallback
 
 

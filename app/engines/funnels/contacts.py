@@ -36,8 +36,8 @@ from app.engines.funnels.models import (
     Tag,
 )
 from app.engines.funnels.segments import FIELD_TYPES, ContactFacts
-from app.engines.funnels.timing import is_valid_timezone
 from app.errors import ValidationFailed
+from app.scheduling.zones import is_known_zone
 
 CHANNELS = ("email", "sms", "push", "letter")
 CONSENT_VALUES = ("granted", "withdrawn")
@@ -192,7 +192,7 @@ def check_contact(data: ContactData, types: Mapping[str, str]) -> dict[str, Any]
     ):
         if value is not None and len(value) > width:
             raise ValidationFailed.field(name, f"at most {width} characters", code="too_long")
-    if data.timezone is not None and not is_valid_timezone(data.timezone):
+    if data.timezone is not None and not is_known_zone(data.timezone):
         raise ValidationFailed.field("timezone", f"unknown time zone '{data.timezone}'")
     if data.email is not None and data.email and "@" not in data.email:
         raise ValidationFailed.field("email", "not an e-mail address")

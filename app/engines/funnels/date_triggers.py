@@ -28,8 +28,8 @@ from app.engines.funnels.graph import DateField, graph_for_version
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.segment_triggers import live_versions, trigger_key
 from app.engines.funnels.segments import STANDARD_FIELDS
-from app.engines.funnels.timing import local_to_utc, zone
 from app.engines.funnels.triggers import admit
+from app.scheduling.zones import local_to_utc, zone_or_utc
 
 LOOKBACK = timedelta(days=1)
 WATERMARK = "swept"
@@ -60,7 +60,7 @@ def due_occurrence(
         base = date.fromisoformat(value[:10])
     except ValueError:
         return None
-    tz = zone(tz_name)
+    tz = zone_or_utc(tz_name)
     offset = timedelta(days=trigger.offset_days)
     if trigger.yearly:
         year = now.astimezone(tz).year

@@ -21,17 +21,17 @@ from app.engines.funnels.ingest import INGEST, IngestPayload
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Funnel, FunnelVersion
 from app.engines.funnels.segment_triggers import evaluate_segments, live_versions, trigger_key
-from app.engines.funnels.timing import local_to_utc, zone
 from app.engines.funnels.triggers import enroll
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key
+from app.scheduling.zones import local_to_utc, zone_or_utc
 
 LOOKBACK = timedelta(days=1)
 
 
 def latest_occurrence(trigger: Schedule, anchor: datetime, now: datetime) -> datetime | None:
     """The most recent occurrence at or before ``now`` and not before ``anchor`` (publication)."""
-    tz = zone(trigger.timezone)
+    tz = zone_or_utc(trigger.timezone)
     local_today = now.astimezone(tz).date()
     anchor_day = anchor.astimezone(tz).date()
     every = max(1, trigger.every_days)

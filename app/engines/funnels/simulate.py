@@ -25,8 +25,8 @@ from app.engines.funnels.nodes import executor_for
 from app.engines.funnels.nodes.base import End, Next, NodeContext, NodeFailed, RunState, Sleep
 from app.engines.funnels.segments import ContactFacts, evaluate, max_event_window
 from app.engines.funnels.service import current_version, get_funnel, parse_definition
-from app.engines.funnels.timing import zone
 from app.errors import ValidationFailed
+from app.scheduling.zones import zone_or_utc
 
 Source = Literal["draft", "published"]
 
@@ -245,7 +245,7 @@ def _message(
     contact: Contact,
     start: datetime,
 ) -> SimMessage:
-    tz = zone(contact.timezone)
+    tz = zone_or_utc(contact.timezone)
     local = at.astimezone(tz)
     day = (local.date() - start.astimezone(tz).date()).days
     content = {k: v for k, v in payload.items() if k != "message_id"}

@@ -2,40 +2,16 @@
 
 Everything is computed in the contact's civil time and converted back to UTC, so "three days, at
 9 am" is 9 am local on both sides of a daylight-saving change. Non-existent local times (the hour
-skipped in spring) move forward; ambiguous ones (the hour repeated in autumn) take the first.
+skipped in spring) move forward by the gap; ambiguous ones (the hour repeated in autumn) take the
+first — the one policy of :mod:`app.scheduling.zones`.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
-
-def zone(name: str | None) -> ZoneInfo:
-    try:
-        return ZoneInfo(name or "UTC")
-    except (ZoneInfoNotFoundError, ValueError):
-        return ZoneInfo("UTC")
-
-
-def is_valid_timezone(name: str) -> bool:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
-
-
-def local_to_utc(day: date, at: time, tz: ZoneInfo) -> datetime:
-    """The UTC instant of civil time ``day at`` in ``tz`` (gaps move forward, folds take the
-    earlier instant)."""
-    naive = datetime.combine(day, at)
-    candidate = naive.replace(tzinfo=tz, fold=0)
-    # A time inside a spring-forward gap does not round-trip; move it past the gap.
-    roundtrip = candidate.astimezone(UTC).astimezone(tz)
-    if roundtrip.replace(tzinfo=None) != naive:
-        candidate = (naive + timedelta(hours=1)).replace(tzinfo=tz, fold=0)
-    return candidate.astimezone(UTC)
+from app.scheduling.zones import local_to_utc
 
 
 def duration_end(

@@ -54,7 +54,7 @@ from app.engines.funnels.graph import (
 from app.engines.funnels.run_context import CONTEXT_ROOTS, path_problem, split_path
 from app.engines.funnels.segments import STANDARD_FIELDS, ContextIs, Predicate, references, walk
 from app.engines.funnels.segments import problems as predicate_problems
-from app.engines.funnels.timing import is_valid_timezone
+from app.scheduling.zones import is_known_zone
 
 MERGE_VARIABLE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 BUILTIN_VARIABLES = frozenset({*STANDARD_FIELDS, "unsubscribe_url", "preferences_url"})
@@ -540,7 +540,7 @@ def _timed(trigger: Trigger, known: KnownNames) -> list[str]:
             problems.append("schedule: hour 0-23 and minute 0-59")
         if trigger.every_days < 1 or any(not 0 <= d <= 6 for d in trigger.weekdays):
             problems.append("schedule: every_days >= 1 and weekdays 0 (Monday) to 6")
-        if not is_valid_timezone(trigger.timezone):
+        if not is_known_zone(trigger.timezone):
             problems.append(f"schedule: unknown time zone '{trigger.timezone}'")
         return problems
     return []

@@ -45,7 +45,8 @@ from app.engines.funnels.models import (
 from app.engines.funnels.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
 from app.engines.funnels.render import render, variables
 from app.engines.funnels.segments import STANDARD_FIELDS
-from app.engines.funnels.timing import quiet_release, zone
+from app.engines.funnels.timing import quiet_release
+from app.scheduling.zones import zone_or_utc
 
 
 def not_before(ctx: NodeContext) -> tuple[str, object]:
@@ -54,7 +55,9 @@ def not_before(ctx: NodeContext) -> tuple[str, object]:
     hours = tuple(quiet) if isinstance(quiet, list) and len(quiet) == 2 else ctx.funnel_quiet
     if hours is None:
         return ctx.now.isoformat(), ctx.now
-    release = quiet_release(ctx.now, zone(ctx.contact.timezone), int(hours[0]), int(hours[1]))
+    release = quiet_release(
+        ctx.now, zone_or_utc(ctx.contact.timezone), int(hours[0]), int(hours[1])
+    )
     return release.isoformat(), release
 
 

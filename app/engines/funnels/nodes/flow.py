@@ -15,12 +15,13 @@ from app.engines.funnels.graph import Condition, Goal, Join, QuietHours, Split, 
 from app.engines.funnels.models import RUN_COMPLETED, ThrottleWindow
 from app.engines.funnels.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep
 from app.engines.funnels.segments import evaluate
-from app.engines.funnels.timing import duration_end, field_date_at, next_weekday_at, zone
+from app.engines.funnels.timing import duration_end, field_date_at, next_weekday_at
+from app.scheduling.zones import zone_or_utc
 
 
 def wait_end(node: Wait, ctx: NodeContext) -> datetime | None:
     """When this wait ends for this contact (None: the date field is empty)."""
-    tz = zone(ctx.contact.timezone)
+    tz = zone_or_utc(ctx.contact.timezone)
     if node.until is not None:
         return node.until.astimezone(UTC)
     if node.weekday is not None:
