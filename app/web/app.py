@@ -34,6 +34,7 @@ from app.logs import correlate
 from app.runtime import Runtime
 from app.settings import Settings
 from app.web import ops
+from app.web.access import Auth, authenticated, public, require_caller, verify_routes
 from app.web.api import adrules as adrules_api
 from app.web.api import funnels as funnels_api
 from app.web.api import funnels_campaigns as funnels_campaigns_api
@@ -157,6 +158,11 @@ def openapi_config() -> OpenAPIConfig:
             }
         ),
         security=[{"ApiKey": []}],
+        openapi_router=Router(
+            path="/schema",
+            route_handlers=[],
+            opt=public("the API's description, so a program can learn how to call it"),
+        ),
         render_plugins=[
             SwaggerRenderPlugin(
                 js_url=f"{SWAGGER_UI}/swagger-ui-bundle.js",
@@ -213,28 +219,52 @@ def create_app(
         ],
         dependencies={"principal": Provide(ui_principal), "runtime": Provide(provide_runtime)},
         include_in_schema=False,
+        opt=authenticated(Auth.SESSION),
     )
-    public = Router(
+    # Everything below answers without credentials; each router says what protects it instead.
+    probes = Router(
+        path="/",
+        route_handlers=ops.ROUTES,
+        opt=public("probes for the orchestrator and the metrics scraper; no workspace data"),
+    )
+    visitor_pages = Router(
         path="/",
         route_handlers=[
             *views.PUBLIC_ROUTES,
             *organisation_ui.PUBLIC_ROUTES,
             *(r for ui in ENGINE_UIS for r in ui.PUBLIC_ROUTES),
-            *(r for hooks in ENGINE_HOOKS for r in hooks.ROUTES),
         ],
         dependencies={"runtime": Provide(provide_runtime)},
         include_in_schema=False,
+        opt=public("sign-in, first-run setup and invitation pages: the visitor has no session yet"),
+    )
+    hooks = Router(
+        path="/",
+        route_handlers=[r for engine_hooks in ENGINE_HOOKS for r in engine_hooks.ROUTES],
+        dependencies={"runtime": Provide(provide_runtime)},
+        include_in_schema=False,
+        opt=public(
+            "webhooks, postbacks, forms, tracking pixels and unsubscribe links: each request "
+            "carries its own signature, token or signed link"
+        ),
+    )
+    static = create_static_files_router(
+        path="/static",
+        directories=[DASHBOARD_DIR / "static"],
+        opt=public("the dashboard's stylesheets, scripts and images"),
     )
     app = Litestar(
         route_handlers=[
-            *ops.ROUTES,
+            probes,
             *platform_api.ROUTERS,
             *jobs_api.ROUTERS,
             *(r for api in ENGINE_APIS for r in api.ROUTERS),
             dashboard,
-            public,
-            create_static_files_router(path="/static", directories=[DASHBOARD_DIR / "static"]),
+            visitor_pages,
+            hooks,
+            static,
         ],
+        guards=[require_caller],
         lifespan=[lifespan],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_redirect},
         csrf_config=CSRFConfig(
@@ -254,6 +284,7 @@ def create_app(
         debug=False,
         logging_config=None,
     )
+    verify_routes(app)
     app.state.nav = nav
     app.state.runtime = rt
     return app

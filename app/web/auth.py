@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request
+from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 
@@ -24,8 +25,8 @@ class LoginRequired(Exception):
     """A dashboard page was asked for without a valid session (answered with a redirect)."""
 
 
-def get_runtime(request: Request[Any, Any, Any]) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
+def get_runtime(connection: ASGIConnection[Any, Any, Any, Any]) -> Runtime:
+    runtime: Runtime = connection.app.state.runtime
     return runtime
 
 
@@ -36,44 +37,73 @@ async def provide_runtime(request: Request[Any, Any, Any]) -> Runtime:
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-async def api_principal(request: Request[Any, Any, Any]) -> Principal:
+PRINCIPAL_STATE = "principal"
+"""Where the authentication guard (:mod:`app.web.access`) leaves the caller it resolved, so a
+handler's ``principal`` dependency does not look the credential up a second time."""
+
+
+def _resolved(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
+    principal: Principal | None = connection.scope.get("state", {}).get(PRINCIPAL_STATE)
+    return principal
+
+
+def _remember(connection: ASGIConnection[Any, Any, Any, Any], principal: Principal) -> Principal:
+    connection.scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+    return principal
+
+
+async def authenticate_api_key(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
     """The workspace of the API key in ``Authorization: Bearer <key>``. A ``read`` key is refused
     (403) on every method that may change something."""
-    header = request.headers.get("authorization", "")
+    if (known := _resolved(connection)) is not None:
+        return known
+    header = connection.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise NotAuthorizedException("An API key is required: Authorization: Bearer <key>")
-    runtime = get_runtime(request)
+    runtime = get_runtime(connection)
     async with runtime.db.read() as session:
         principal = await principal_for_api_key(session, key.strip(), runtime.clock.now())
     if principal is None:
         raise NotAuthorizedException("The API key is unknown, revoked or expired")
-    if principal.scope != "write" and request.method not in READ_METHODS:
+    if principal.scope != "write" and connection.scope.get("method") not in READ_METHODS:
         raise PermissionDeniedException("This API key may only read (scope 'read')")
-    return principal
+    return _remember(connection, principal)
 
 
-async def session_principal(request: Request[Any, Any, Any]) -> Principal | None:
-    token = request.cookies.get(SESSION_COOKIE)
+async def api_principal(request: Request[Any, Any, Any]) -> Principal:
+    """The ``principal`` dependency of API handlers."""
+    return await authenticate_api_key(request)
+
+
+async def session_principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
+    token = connection.cookies.get(SESSION_COOKIE)
     if not token:
         return None
-    runtime = get_runtime(request)
+    runtime = get_runtime(connection)
     async with runtime.db.read() as session:
         return await principal_for_session(session, token, runtime.clock.now())
 
 
-async def ui_principal(request: Request[Any, Any, Any]) -> Principal:
+async def authenticate_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
     """The signed-in person; pages without one redirect to the sign-in page."""
-    principal = await session_principal(request)
+    if (known := _resolved(connection)) is not None:
+        return known
+    principal = await session_principal(connection)
     if principal is None:
-        if request.headers.get("hx-request") == "true":
+        if connection.headers.get("hx-request") == "true":
             # An htmx refresh would follow a plain redirect and swap the sign-in page into a
             # fragment of the page: ask htmx to navigate the whole page instead.
             raise NotAuthorizedException(
                 "The session has ended; sign in again.", headers={"HX-Redirect": "/login"}
             )
         raise LoginRequired
-    return principal
+    return _remember(connection, principal)
+
+
+async def ui_principal(request: Request[Any, Any, Any]) -> Principal:
+    """The ``principal`` dependency of dashboard pages."""
+    return await authenticate_session(request)
 
 
 async def ingest_workspace(request: Request[Any, Any, Any]) -> Workspace:

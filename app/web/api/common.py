@@ -16,6 +16,7 @@ from app.platform import idempotency
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import MAX_PAGE_SIZE
+from app.web.access import Auth, authenticated
 from app.web.auth import api_principal, provide_runtime
 
 T = TypeVar("T")
@@ -47,7 +48,8 @@ Cursor = Annotated[
 
 def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) -> Router:
     """A router under ``/api/v1{path}`` whose handlers may take ``principal: CurrentPrincipal``
-    (the API key's workspace) and ``runtime: CurrentRuntime``."""
+    (the API key's workspace) and ``runtime: CurrentRuntime``. Every route on it requires the
+    key, whether or not its handler asks for ``principal``."""
     return Router(
         path=f"/api/v1{path}",
         route_handlers=list(handlers),
@@ -56,6 +58,7 @@ def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) ->
             "runtime": Provide(provide_runtime),
         },
         tags=[tag or path.strip("/") or "platform"],
+        opt=authenticated(Auth.API_KEY),
     )
 
 

@@ -1,0 +1,106 @@
+"""Authentication by default: every route requires a caller unless it is declared public.
+
+Each router (or handler) declares in its ``opt`` either how its callers authenticate
+(:func:`authenticated`: a workspace API key, or a signed-in session) or why it is public
+(:func:`public`, with the reason). One guard on the application resolves the caller before any
+parameter or body is read, so a route whose handler never asks for ``principal`` is still
+guarded, and an anonymous caller hears 401 (or the sign-in redirect) rather than a validation
+error. :func:`verify_routes` runs when the application is built and refuses to start it while any
+route declares neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Any
+
+from litestar import Litestar
+from litestar.connection import ASGIConnection
+from litestar.exceptions import ImproperlyConfiguredException, NotAuthorizedException
+from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
+
+from app.web.auth import authenticate_api_key, authenticate_session
+
+PUBLIC = "public"
+"""``opt`` key: why the route answers without credentials."""
+AUTH = "auth"
+"""``opt`` key: how the route's callers authenticate (an :class:`Auth`)."""
+
+
+class Auth(StrEnum):
+    API_KEY = "api_key"
+    """``Authorization: Bearer swl_…`` (401 without it)."""
+    SESSION = "session"
+    """The dashboard's session cookie (a redirect to the sign-in page without it)."""
+
+
+def public(reason: str) -> dict[str, str]:
+    """``opt`` of a route that answers anyone; ``reason`` says what protects it instead."""
+    if not reason.strip():
+        raise ValueError("a public route states why it is public")
+    return {PUBLIC: reason}
+
+
+def authenticated(kind: Auth) -> dict[str, Auth]:
+    """``opt`` of a route that requires a caller authenticated this way."""
+    return {AUTH: kind}
+
+
+_AUTHENTICATORS = {Auth.API_KEY: authenticate_api_key, Auth.SESSION: authenticate_session}
+
+
+async def require_caller(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
+    """The application's guard: resolve the route's caller or refuse the request."""
+    if handler.opt.get(PUBLIC):
+        return
+    kind = handler.opt.get(AUTH)
+    if kind not in _AUTHENTICATORS:
+        # verify_routes makes this unreachable in a built app; refuse rather than serve openly.
+        raise NotAuthorizedException("This route declares no authentication")
+    await _AUTHENTICATORS[Auth(kind)](connection)
+
+
+def route_handlers(app: Litestar) -> Iterator[tuple[str, HTTPRouteHandler]]:
+    """Every HTTP handler of ``app`` with its path."""
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            if isinstance(handler, HTTPRouteHandler):
+                yield route.path, handler
+
+
+def public_routes(app: Litestar) -> dict[tuple[str, str], str]:
+    """``(method, path) -> reason`` for every route that answers without credentials (the
+    OPTIONS handler Litestar adds to a path inherits the path's declaration)."""
+    out: dict[tuple[str, str], str] = {}
+    for path, handler in route_handlers(app):
+        reason = handler.opt.get(PUBLIC)
+        if reason:
+            for method in handler.http_methods:
+                out[(method, path)] = str(reason)
+    return out
+
+
+def verify_routes(app: Litestar) -> None:
+    """Refuse an application with a route that is neither authenticated nor declared public, one
+    that declares both, a public route under ``/api/`` (programs always use a key there), or a
+    route the guard does not cover."""
+    problems: list[str] = []
+    for path, handler in route_handlers(app):
+        where = f"{'/'.join(sorted(handler.http_methods))} {path}"
+        is_public = bool(handler.opt.get(PUBLIC))
+        kind = handler.opt.get(AUTH)
+        if require_caller not in handler.resolve_guards():
+            problems.append(f"{where}: the authentication guard does not cover it")
+        if is_public and kind is not None:
+            problems.append(f"{where}: declared both public and authenticated")
+        elif not is_public and kind not in _AUTHENTICATORS:
+            problems.append(f"{where}: declares neither an authentication nor why it is public")
+        if is_public and path.startswith("/api/"):
+            problems.append(f"{where}: an /api/ route is never public")
+    if problems:
+        raise ImproperlyConfiguredException(
+            "Routes without a declared access rule:\n  " + "\n  ".join(problems)
+        )
