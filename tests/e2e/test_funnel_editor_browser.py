@@ -11,7 +11,7 @@ import pytest
 
 from app.engines.funnels.service import get_version
 from app.runtime import Runtime
-from tests.e2e.test_funnels_browser import FIXED
+from tests.e2e.test_funnels_browser import FIXED, open_json
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
@@ -28,6 +28,7 @@ async def test_publish_saves_the_unsaved_edit_first(
     funnel_id = int(page.url.rstrip("/").rsplit("/", 1)[1].split("?")[0])
 
     # Broken JSON straight to publish: kept on screen, nothing published.
+    await open_json(page)
     await page.fill("#definition", "{ not json")
     await page.click("#publish")
     assert "Not published" in await page.locator("#error").inner_text()
@@ -35,6 +36,7 @@ async def test_publish_saves_the_unsaved_edit_first(
     assert "Not published yet" in await page.locator("#versions").inner_text()
 
     # A valid edit, never saved on its own, and a new name: both are what version 1 holds.
+    await open_json(page)
     await page.fill("#definition", json.dumps(FIXED))
     await page.fill("#draft-form input[name=name]", "Welcome v1")
     await page.click("#publish")

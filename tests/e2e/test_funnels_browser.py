@@ -24,6 +24,12 @@ from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
 
+
+async def open_json(page: Any) -> None:
+    """The graph's JSON is the editor's advanced view, folded away under the canvas."""
+    await page.locator("#advanced").evaluate("d => { d.open = true; }")
+
+
 BROKEN = {
     "triggers": [{"kind": "manual"}],
     "nodes": [
@@ -66,12 +72,14 @@ async def test_edit_validate_publish_and_follow_a_run(
     await page.wait_for_selector("#draft-form")
 
     # Not JSON: shown again with the message, nothing stored.
+    await open_json(page)
     await page.fill("#definition", "{ not json")
     await page.click("#save")
     assert "not valid JSON" in await page.locator("#error").inner_text()
     assert await page.locator("#definition").input_value() == "{ not json"
 
     # Valid JSON, invalid graph: problems listed per node with their rule.
+    await open_json(page)
     await page.fill("#definition", json.dumps(BROKEN))
     await page.click("#save")
     await page.wait_for_selector("#notice")
@@ -91,6 +99,7 @@ async def test_edit_validate_publish_and_follow_a_run(
     assert "Not published" in await page.locator("#error").inner_text()
     assert "Not published yet" in await page.locator("#versions").inner_text()
 
+    await open_json(page)
     await page.fill("#definition", json.dumps(FIXED))
     await page.click("#save")
     await page.wait_for_selector("#valid")

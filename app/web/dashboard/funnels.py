@@ -24,7 +24,7 @@ from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.dashboard import contacts_ui
+from app.web.dashboard import contacts_ui, funnel_editor
 from app.web.dashboard.common import page
 
 PREFIX = "/ui/funnels"
@@ -106,10 +106,10 @@ async def _editor(
             session, principal.workspace_id, funnel_id, after=None, limit=50
         )
         if problems is None and error is None:
-            found = await service.check(
-                session, principal.workspace_id, service.parse_definition(funnel.draft)
-            )
-            problems = service.problems_to_dicts(found)
+            problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
+        else:
+            problems = funnel_editor.plain_problems(funnel.draft, problems or [])
+        data = await funnel_editor.editor_data(session, principal.workspace_id, funnel_id, problems)
     by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in problems or []:
         by_node[p["node_id"] or "(graph)"].append(p)
@@ -127,6 +127,7 @@ async def _editor(
         node_ids=node_ids,
         versions=versions,
         runs=runs,
+        editor=data,
     )
 
 
@@ -311,6 +312,7 @@ ROUTES: list[Any] = [
     run_page,
     contacts_page,
     timeline_page,
+    *funnel_editor.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 

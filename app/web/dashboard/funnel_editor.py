@@ -1,0 +1,343 @@
+"""What the visual funnel editor needs from the server: the form of every node kind (labels and
+input types, so the canvas script renders forms without knowing the graph's Python types), the
+workspace's names (tags, lists, fields, funnels) for pickers, and the validator's problems worded
+for people and pinned on the node they concern.
+
+``POST /ui/funnels/{id}/check`` validates what the editor holds without saving it; the editor calls
+it after each change. Saving and publishing stay the form posts of :mod:`app.web.dashboard.funnels`,
+which receive the same graph JSON the API takes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+from litestar import Request, post
+from litestar.params import FromPath, JSONBody
+
+from app.engines.funnels import service
+from app.engines.funnels.contacts import field_types, names_of
+from app.engines.funnels.graph import NODE_KINDS, decode_definition
+from app.engines.funnels.models import ContactList, Tag
+from app.engines.funnels.segments import STANDARD_FIELDS
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+
+PREFIX = "/ui/funnels"
+
+KIND_LABELS: dict[str, str] = {
+    "send_email": "Send email",
+    "send_sms": "Send SMS",
+    "send_push": "Send push",
+    "send_letter": "Send letter",
+    "notify_team": "Notify team",
+    "add_tag": "Add tag",
+    "remove_tag": "Remove tag",
+    "add_to_list": "Add to list",
+    "remove_from_list": "Remove from list",
+    "set_field": "Set field",
+    "http_request": "HTTP request",
+    "create_payment": "Create payment",
+    "book_slot": "Book slot",
+    "enter_funnel": "Enter funnel",
+    "exit_funnel": "Exit funnel",
+    "ai_generate": "AI text",
+    "wait": "Wait",
+    "condition": "Condition",
+    "split": "Split",
+    "join": "Join",
+    "goal": "Goal",
+    "throttle": "Throttle",
+    "quiet_hours": "Quiet hours",
+}
+
+# (field, label, input type). Types the script knows: text, textarea (with a variable picker on
+# message kinds), int, optint (blank = not set), select:<a|b|c>, bool, tag, list, field,
+# datefield, funnel, optfunnel, strings (comma-separated), headers (one "Name: value" a line),
+# value (text, number, true/false), datetime, predicate, optpredicate, branches.
+_MESSAGE = "textarea"
+FORMS: dict[str, list[tuple[str, str, str]]] = {
+    "send_email": [
+        ("subject", "Subject", "text"),
+        ("body", "Body", _MESSAGE),
+        ("html", "HTML body (optional)", _MESSAGE),
+    ],
+    "send_sms": [("text", "Text", _MESSAGE)],
+    "send_push": [("title", "Title", "text"), ("body", "Body", _MESSAGE)],
+    "send_letter": [("body", "Body", _MESSAGE), ("template", "Template", "text")],
+    "notify_team": [
+        ("to", "Recipients (comma-separated addresses)", "strings"),
+        ("subject", "Subject", "text"),
+        ("body", "Body", _MESSAGE),
+    ],
+    "add_tag": [("tag", "Tag", "tag")],
+    "remove_tag": [("tag", "Tag", "tag")],
+    "add_to_list": [("list", "List", "list")],
+    "remove_from_list": [("list", "List", "list")],
+    "set_field": [("field", "Field", "field"), ("value", "Value", "value")],
+    "http_request": [
+        ("url", "URL", "text"),
+        ("method", "Method", "select:GET|POST|PUT|PATCH|DELETE"),
+        ("headers", "Headers (one 'Name: value' a line)", "headers"),
+        ("body", "Request body (optional)", _MESSAGE),
+    ],
+    "create_payment": [
+        ("amount_minor", "Amount in cents", "int"),
+        ("currency", "Currency (three letters)", "text"),
+        ("description", "Description", "text"),
+    ],
+    "book_slot": [
+        ("resource", "Resource", "text"),
+        ("duration_minutes", "Duration in minutes", "int"),
+    ],
+    "enter_funnel": [("funnel_id", "Funnel", "funnel")],
+    "exit_funnel": [("funnel_id", "Funnel to leave (blank: this one)", "optfunnel")],
+    "ai_generate": [("prompt", "Prompt", _MESSAGE), ("variable", "Variable it fills", "text")],
+    "wait": [
+        ("days", "Days", "int"),
+        ("hours", "Hours", "int"),
+        ("minutes", "Minutes", "int"),
+        (
+            "until",
+            "Or until (date and time with offset, e.g. 2027-01-31T09:00:00+00:00)",
+            "datetime",
+        ),
+        (
+            "weekday",
+            "Or the next weekday",
+            "optselect:0=Monday|1=Tuesday|2=Wednesday|3=Thursday|4=Friday|5=Saturday|6=Sunday",
+        ),
+        ("field", "Or a date field of the contact", "datefield"),
+        ("offset_days", "Days after that date", "int"),
+        ("hour", "At hour (contact's time)", "optint"),
+        ("minute", "At minute", "int"),
+        ("until_event", "End early on event", "text"),
+    ],
+    "condition": [("predicate", "Contacts who match", "predicate")],
+    "split": [("branches", "Branches", "branches")],
+    "join": [],
+    "goal": [("predicate", "Contacts who match jump here (optional)", "optpredicate")],
+    "throttle": [
+        ("limit", "At most", "int"),
+        ("period_seconds", "Per seconds", "int"),
+        ("scope", "Counted per", "select:funnel|channel"),
+        ("channel", "Channel", "select:email|sms|push|letter"),
+    ],
+    "quiet_hours": [("start_hour", "Hold from hour", "int"), ("end_hour", "Until hour", "int")],
+}
+
+TRIGGER_LABELS: dict[str, str] = {
+    "manual": "Entered by hand or through the API",
+    "contact_created": "A contact is created",
+    "tag_added": "A tag is added",
+    "list_join": "A contact joins a list",
+    "api_event": "An event is sent",
+    "form_submit": "A hosted form is submitted",
+    "segment_enter": "A contact starts matching",
+    "page_visit": "A page is visited",
+    "message_opened": "A message is opened",
+    "link_clicked": "A link is clicked",
+    "booking_made": "A booking is made",
+    "payment_made": "A payment is made",
+    "date_field": "A date of the contact comes",
+    "schedule": "On a schedule",
+}
+TRIGGER_FORMS: dict[str, list[tuple[str, str, str]]] = {
+    "manual": [],
+    "contact_created": [],
+    "tag_added": [("tag", "Tag", "tag")],
+    "list_join": [("list", "List", "list")],
+    "api_event": [("event", "Event name", "text")],
+    "form_submit": [("form", "Form's public id", "text")],
+    "segment_enter": [("predicate", "Contacts who match", "predicate")],
+    "page_visit": [("url_contains", "Address contains (blank: any page)", "text")],
+    "message_opened": [("campaign_id", "Campaign number (blank: any)", "optint")],
+    "link_clicked": [("url_contains", "Link contains (blank: any link)", "text")],
+    "booking_made": [("resource", "Resource (blank: any)", "text")],
+    "payment_made": [
+        ("min_amount_minor", "At least (cents)", "int"),
+        ("currency", "Currency (three letters, blank: any)", "text"),
+    ],
+    "date_field": [
+        ("field", "Date field", "datefield"),
+        ("offset_days", "Days after that date", "int"),
+        ("hour", "At hour", "int"),
+        ("minute", "At minute", "int"),
+        ("yearly", "Every year", "bool"),
+    ],
+    "schedule": [
+        ("hour", "At hour", "int"),
+        ("minute", "At minute", "int"),
+        ("every_days", "Every N days", "int"),
+        ("timezone", "Time zone", "text"),
+        ("segment", "Everyone who matches (optional)", "optpredicate"),
+    ],
+}
+# Fields a trigger cannot do without (the script fills them when the trigger is added).
+TRIGGER_REQUIRED: dict[str, dict[str, Any]] = {
+    "tag_added": {"tag": ""},
+    "list_join": {"list": ""},
+    "api_event": {"event": ""},
+    "form_submit": {"form": ""},
+    "segment_enter": {"predicate": {"kind": "all", "predicates": []}},
+    "date_field": {"field": ""},
+}
+
+# Outgoing edges each kind draws: (field, label). Split branches are drawn from the node's data.
+PORTS: dict[str, list[tuple[str, str]]] = {
+    "condition": [("yes", "Yes"), ("no", "No")],
+    "split": [],
+    "goal": [],
+    "wait": [("next", "Then"), ("event_next", "On the event")],
+}
+LINEAR_PORTS = [("next", "Then")]
+
+_COMMON_LABELS = {"id": "Name", "next": "Then", "entry": "Start here", "label": "Label"}
+_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`")
+_STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
+_QUOTED = re.compile(r"'(\w+)'")
+_TYPE_WORDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "str": "text",
+    "bool": "true or false",
+    "array": "a list",
+    "object": "a group of settings",
+    "null": "nothing",
+}
+_TYPE_WORD = re.compile(r"\b(Expected|got) (int|float|str|bool|array|object|null)\b")
+
+
+def _field_labels(kind: str | None) -> dict[str, str]:
+    labels = dict(_COMMON_LABELS)
+    for name, label, _ in FORMS.get(kind or "", []):
+        labels[name] = label
+    for name, label in PORTS.get(kind or "", LINEAR_PORTS):
+        labels[name] = label
+    return labels
+
+
+def plain(message: str, kind: str | None) -> str:
+    """A validator message with the kind's tag and the field names as the editor labels them
+    (``send_email needs a non-empty 'subject'`` becomes ``Send email needs a non-empty Subject``)."""
+    labels = _field_labels(kind)
+    for tag, label in KIND_LABELS.items():
+        # One-word kinds ("wait", "goal") are also ordinary words: named only as the subject.
+        pattern = rf"\b{tag}\b" if "_" in tag else rf"^{tag}\b"
+        message = re.sub(pattern, label, message)
+    message = message.replace("'AllOf' needs at least one predicate", "a group needs a condition")
+    message = message.replace("'AnyOf' needs at least one predicate", "a group needs a condition")
+    message = _QUOTED.sub(lambda m: labels.get(m.group(1), m.group(0)), message)
+    for name, label in labels.items():
+        if "_" in name:
+            message = re.sub(rf"\b{name}\b", label.lower(), message)
+    return message[:1].upper() + message[1:]
+
+
+def _kind_of(raw: Any, node_id: str | None) -> str | None:
+    for node in raw.get("nodes", []) if isinstance(raw, dict) else []:
+        if isinstance(node, dict) and node.get("id") == node_id:
+            kind = node.get("kind")
+            return kind if isinstance(kind, str) else None
+    return None
+
+
+def decode_problem(raw: Any, message: str) -> dict[str, Any]:
+    """A definition that does not decode, as one problem on the node it concerns: the node found
+    from the path msgspec names, the path itself replaced by the field's label."""
+    match = _PATH.search(message)
+    text = _PATH.sub("", message).replace("`", "")
+    steps = [(m.group(1), m.group(2)) for m in _STEP.finditer(match.group("path"))] if match else []
+    node_id: str | None = None
+    where = ""
+    if len(steps) >= 2 and steps[0][0] == "nodes" and steps[1][1] is not None:
+        nodes = raw.get("nodes") if isinstance(raw, dict) else None
+        index = int(steps[1][1])
+        node = nodes[index] if isinstance(nodes, list) and index < len(nodes) else None
+        if isinstance(node, dict) and isinstance(node.get("id"), str):
+            node_id = node["id"]
+        kind = node.get("kind") if isinstance(node, dict) else None
+        field = next((name for name, _ in steps[2:] if name), None)
+        if field:
+            where = _field_labels(kind if isinstance(kind, str) else None).get(
+                field, field.replace("_", " ").capitalize()
+            )
+    elif steps and steps[0][0]:
+        where = steps[0][0].replace("_", " ").capitalize()
+    text = text.replace("Object contains unknown field", "unknown setting").replace(
+        "Object missing required field", "missing"
+    )
+    text = _TYPE_WORD.sub(lambda m: f"{m.group(1)} {_TYPE_WORDS[m.group(2)]}", text)
+    text = f"{where}: {text}" if where else text
+    return {
+        "node_id": node_id,
+        "rule": "FN-26",
+        "code": "schema",
+        "message": text[:1].upper() + text[1:],
+    }
+
+
+def plain_problems(raw: Any, problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {**p, "message": plain(str(p["message"]), _kind_of(raw, p.get("node_id")))}
+        for p in problems
+    ]
+
+
+async def check_raw(session: Any, workspace_id: int, raw: Any) -> list[dict[str, Any]]:
+    """Every problem of ``raw`` (JSON-compatible data), worded for people."""
+    try:
+        definition = decode_definition(raw)
+    except msgspec.ValidationError as exc:
+        return [decode_problem(raw, str(exc))]
+    found = await service.check(session, workspace_id, definition)
+    return plain_problems(raw, service.problems_to_dicts(found))
+
+
+async def editor_data(
+    session: Any, workspace_id: int, funnel_id: int, problems: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The JSON the canvas script starts from (read from a ``type=application/json`` block)."""
+    funnels = await service.list_funnels(session, workspace_id)
+    custom = await field_types(session, workspace_id)
+    return {
+        "funnel_id": funnel_id,
+        "check_url": f"{PREFIX}/{funnel_id}/check",
+        "kinds": [{"kind": k, "label": KIND_LABELS[k]} for k in NODE_KINDS],
+        "forms": {k: [list(f) for f in FORMS[k]] for k in NODE_KINDS},
+        "ports": {k: [list(p) for p in PORTS.get(k, LINEAR_PORTS)] for k in NODE_KINDS},
+        "triggers": {
+            k: {"label": label, "form": [list(f) for f in TRIGGER_FORMS[k]]}
+            for k, label in TRIGGER_LABELS.items()
+        },
+        "trigger_required": TRIGGER_REQUIRED,
+        "tags": sorted(await names_of(session, Tag, workspace_id)),
+        "lists": sorted(await names_of(session, ContactList, workspace_id)),
+        "fields": [{"name": name, "type": kind} for name, kind in sorted(STANDARD_FIELDS.items())]
+        + [{"name": name, "type": kind} for name, kind in sorted(custom.items())],
+        "funnels": [{"id": f.id, "name": f.name} for f in funnels],
+        "problems": problems,
+    }
+
+
+class CheckBody(msgspec.Struct):
+    definition: Any
+
+
+@post(f"{PREFIX}/{{funnel_id:int}}/check", status_code=200)
+async def check_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: JSONBody[CheckBody],
+) -> dict[str, Any]:
+    """The problems of the graph the editor holds, not saved (the funnel must be the
+    workspace's: an unknown id answers 404 like its page)."""
+    async with runtime.db.read() as session:
+        await service.get_funnel(session, principal.workspace_id, funnel_id)
+        return {"problems": await check_raw(session, principal.workspace_id, data.definition)}
+
+
+ROUTES: list[Any] = [check_page]

@@ -1,0 +1,788 @@
+// The visual funnel editor: the draft's graph drawn as SVG boxes and arrows. Steps are added from
+// the toolbar, moved by dragging, connected by dragging from a step's exit (the dot under it) onto
+// another step, configured in the side panel's form and deleted there or with the Delete key.
+//
+// The graph JSON lives in the form's #definition textarea (the "advanced" view): every edit here
+// rewrites it, and a valid edit typed there redraws the canvas, so Save and Publish post exactly
+// what the API takes. After each change the server's validator runs on the unsaved graph and its
+// problems are pinned on the steps they concern. Where each box sits is the person's own layout,
+// kept in this browser (the graph has no coordinates).
+(function () {
+  "use strict";
+
+  var dataEl = document.getElementById("fe-data");
+  var textarea = document.getElementById("definition");
+  var svg = document.getElementById("fe-canvas");
+  if (!dataEl || !textarea || !svg) return;
+  var D = JSON.parse(dataEl.textContent);
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var W = 184, H = 58, GAPX = 40, GAPY = 64, PAD = 24;
+  var layoutKey = "sweepline.funnel." + D.funnel_id + ".layout";
+  var panel = document.getElementById("fe-panel");
+  var status = document.getElementById("fe-status");
+  var triggersBox = document.getElementById("fe-triggers");
+
+  var model = parse(textarea.value);
+  var problems = D.problems || [];
+  var selected = null;
+  var pos = {};
+  try { pos = JSON.parse(window.localStorage.getItem(layoutKey) || "{}") || {}; } catch (e) { pos = {}; }
+  var checkTimer = null;
+  var checkSeq = 0;
+  var uid = 0;
+
+  function parse(text) {
+    try {
+      var m = JSON.parse(text);
+      if (m && typeof m === "object" && !Array.isArray(m)) {
+        if (!Array.isArray(m.nodes)) m.nodes = [];
+        return m;
+      }
+    } catch (e) { /* shown below */ }
+    return null;
+  }
+
+  function say(text) { if (status) status.textContent = text; }
+
+  function csrf() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrf-token"] || ""; }
+    catch (e) { return ""; }
+  }
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k];
+      else if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  }
+
+  function s(tag, attrs) {
+    var node = document.createElementNS(SVGNS, tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    return node;
+  }
+
+  function kindLabel(kind) {
+    for (var i = 0; i < D.kinds.length; i++) if (D.kinds[i].kind === kind) return D.kinds[i].label;
+    return kind;
+  }
+
+  function nodeById(id) {
+    for (var i = 0; i < model.nodes.length; i++) if (model.nodes[i].id === id) return model.nodes[i];
+    return null;
+  }
+
+  // The exits of a step: [field, label, branch index or null].
+  function ports(node) {
+    if (node.kind === "split") {
+      return (node.branches || []).map(function (b, i) { return ["next", b.name || "branch " + (i + 1), i]; });
+    }
+    return (D.ports[node.kind] || [["next", "Then"]]).map(function (p) { return [p[0], p[1], null]; });
+  }
+
+  function target(node, port) {
+    if (port[2] !== null) return (node.branches[port[2]] || {}).next || null;
+    return node[port[0]] || null;
+  }
+
+  function connect(node, port, to) {
+    if (port[2] !== null) {
+      if (to) node.branches[port[2]].next = to; else delete node.branches[port[2]].next;
+    } else if (to) node[port[0]] = to;
+    else delete node[port[0]];
+  }
+
+  function problemsOf(id) {
+    return problems.filter(function (p) { return p.node_id === id; });
+  }
+
+  // -- layout ------------------------------------------------------------------------------------
+
+  function autoLayout() {
+    var rank = {};
+    var entry = model.nodes.filter(function (n) { return n.entry; })[0];
+    var queue = [];
+    if (entry) { rank[entry.id] = 0; queue.push(entry.id); }
+    while (queue.length) {
+      var id = queue.shift();
+      var n = nodeById(id);
+      if (!n) continue;
+      ports(n).forEach(function (p) {
+        var t = target(n, p);
+        if (t && rank[t] === undefined && nodeById(t)) { rank[t] = rank[id] + 1; queue.push(t); }
+      });
+    }
+    var maxRank = 0;
+    Object.keys(rank).forEach(function (k) { maxRank = Math.max(maxRank, rank[k]); });
+    var columns = {};
+    model.nodes.forEach(function (n) {
+      if (rank[n.id] === undefined) rank[n.id] = ++maxRank;
+      var r = rank[n.id];
+      columns[r] = (columns[r] || 0) + 1;
+      pos[n.id] = { x: PAD + (columns[r] - 1) * (W + GAPX), y: PAD + r * (H + GAPY) };
+    });
+    saveLayout();
+  }
+
+  function saveLayout() {
+    try { window.localStorage.setItem(layoutKey, JSON.stringify(pos)); } catch (e) { /* private mode */ }
+  }
+
+  function placeNew(id, after) {
+    if (after && pos[after]) {
+      var x = pos[after].x, y = pos[after].y + H + GAPY;
+      while (model.nodes.some(function (n) { return n.id !== id && pos[n.id] && Math.abs(pos[n.id].x - x) < W && Math.abs(pos[n.id].y - y) < H; })) x += W + GAPX;
+      pos[id] = { x: x, y: y };
+    } else {
+      var bottom = PAD - (H + GAPY);
+      Object.keys(pos).forEach(function (k) { if (nodeById(k)) bottom = Math.max(bottom, pos[k].y); });
+      pos[id] = { x: PAD, y: bottom + H + GAPY };
+    }
+    saveLayout();
+  }
+
+  // -- drawing -----------------------------------------------------------------------------------
+
+  function portPoint(node, index, count) {
+    var p = pos[node.id];
+    return { x: p.x + (W * (index + 1)) / (count + 1), y: p.y + H };
+  }
+
+  function edgePath(a, b) {
+    var dy = Math.max(30, Math.abs(b.y - a.y) / 2);
+    return "M" + a.x + "," + a.y + " C" + a.x + "," + (a.y + dy) + " " + b.x + "," + (b.y - dy) + " " + b.x + "," + b.y;
+  }
+
+  function draw() {
+    svg.textContent = "";
+    if (!model) return;
+    var missing = model.nodes.some(function (n) { return !pos[n.id]; });
+    if (missing && model.nodes.every(function (n) { return !pos[n.id]; })) autoLayout();
+    else model.nodes.forEach(function (n) { if (!pos[n.id]) placeNew(n.id, null); });
+
+    var defs = s("defs");
+    var marker = s("marker", { id: "fe-arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" });
+    marker.appendChild(s("path", { d: "M0,0 L10,5 L0,10 z", "class": "fe-arrowhead" }));
+    defs.appendChild(marker);
+    svg.appendChild(defs);
+
+    var maxX = 0, maxY = 0;
+    var edgeLayer = s("g", { "class": "fe-edges" });
+    var nodeLayer = s("g", { "class": "fe-nodes" });
+    svg.appendChild(edgeLayer);
+    svg.appendChild(nodeLayer);
+
+    model.nodes.forEach(function (n) {
+      var p = pos[n.id];
+      maxX = Math.max(maxX, p.x + W);
+      maxY = Math.max(maxY, p.y + H + 30);
+      var list = ports(n);
+      list.forEach(function (port, i) {
+        var to = target(n, port);
+        var t = to && nodeById(to);
+        if (!t) return;
+        var a = portPoint(n, i, list.length);
+        var b = { x: pos[t.id].x + W / 2, y: pos[t.id].y };
+        if (pos[t.id].y <= p.y) b = { x: pos[t.id].x + W / 2, y: pos[t.id].y + 0 };
+        var edge = s("path", { d: edgePath(a, b), "class": "fe-edge", "marker-end": "url(#fe-arrow)", "data-from": n.id, "data-to": t.id, "data-port": port[1] });
+        edgeLayer.appendChild(edge);
+        if (list.length > 1) {
+          var lbl = s("text", { x: a.x + 4, y: a.y + 16, "class": "fe-edge-label" });
+          lbl.textContent = port[1];
+          edgeLayer.appendChild(lbl);
+        }
+      });
+
+      var bad = problemsOf(n.id);
+      var g = s("g", {
+        "class": "fe-node" + (n.id === selected ? " selected" : "") + (bad.length ? " invalid" : "") + (n.entry ? " entry" : ""),
+        "data-node": n.id, transform: "translate(" + p.x + "," + p.y + ")", tabindex: "0", role: "button"
+      });
+      g.appendChild(s("rect", { width: W, height: H, rx: 8, "class": "fe-box" }));
+      var title = s("text", { x: 10, y: 22, "class": "fe-kind" });
+      title.textContent = kindLabel(n.kind);
+      g.appendChild(title);
+      var sub = s("text", { x: 10, y: 42, "class": "fe-id" });
+      sub.textContent = (n.label || n.id).slice(0, 24);
+      g.appendChild(sub);
+      if (n.entry) {
+        var start = s("text", { x: W - 10, y: 22, "class": "fe-start", "text-anchor": "end" });
+        start.textContent = "Start";
+        g.appendChild(start);
+      }
+      if (bad.length) {
+        var pin = s("g", { "class": "fe-pin", transform: "translate(" + (W - 4) + ",-4)" });
+        pin.appendChild(s("circle", { r: 10 }));
+        var count = s("text", { "text-anchor": "middle", y: 4 });
+        count.textContent = String(bad.length);
+        pin.appendChild(count);
+        var tip = s("title");
+        tip.textContent = bad.map(function (b) { return b.message; }).join("\n");
+        pin.appendChild(tip);
+        g.appendChild(pin);
+      }
+      list.forEach(function (port, i) {
+        var pt = portPoint(n, i, list.length);
+        var c = s("circle", { cx: pt.x - p.x, cy: H, r: 7, "class": "fe-port" + (target(n, port) ? " linked" : ""), "data-port": String(i) });
+        var t = s("title");
+        t.textContent = "Drag to connect: " + port[1];
+        c.appendChild(t);
+        g.appendChild(c);
+      });
+      nodeLayer.appendChild(g);
+    });
+    svg.setAttribute("width", String(Math.max(maxX + PAD, 320)));
+    svg.setAttribute("height", String(Math.max(maxY + PAD, 200)));
+    var empty = document.getElementById("fe-empty");
+    if (empty) empty.hidden = model.nodes.length > 0;
+  }
+
+  // -- changes -----------------------------------------------------------------------------------
+
+  function changed(opts) {
+    textarea.value = JSON.stringify(model, null, 2);
+    draw();
+    if (opts && opts.panel) drawPanel();
+    scheduleCheck();
+  }
+
+  function scheduleCheck() {
+    clearTimeout(checkTimer);
+    say("Checking…");
+    checkTimer = setTimeout(check, 350);
+  }
+
+  function check() {
+    var seq = ++checkSeq;
+    fetch(D.check_url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-csrf-token": csrf() },
+      credentials: "same-origin",
+      body: JSON.stringify({ definition: model })
+    }).then(function (r) {
+      if (!r.ok) throw new Error(String(r.status));
+      return r.json();
+    }).then(function (body) {
+      if (seq !== checkSeq) return;
+      problems = body.problems || [];
+      say(problems.length ? problems.length + " problem(s) in the unsaved graph" : "The unsaved graph is valid");
+      draw();
+      drawProblems();
+      drawPanelProblems();
+    }).catch(function () {
+      if (seq === checkSeq) say("Could not check the graph; save to see its problems.");
+    });
+  }
+
+  function drawProblems() {
+    var box = document.getElementById("problems");
+    if (!box) return;
+    box.textContent = "";
+    box.appendChild(el("h2", { text: "Validation" }));
+    if (!problems.length) {
+      box.appendChild(el("p", { id: "valid", text: "The draft is valid and can be published." }));
+      return;
+    }
+    box.appendChild(el("p", { text: "The graph has " + problems.length + " problem(s); it cannot be published until they are fixed." }));
+    var body = el("tbody");
+    problems.forEach(function (p) {
+      var link = p.node_id && nodeById(p.node_id)
+        ? el("a", { href: "#fe-canvas", "data-select": p.node_id, text: p.node_id })
+        : el("code", { text: p.node_id || "(graph)" });
+      body.appendChild(el("tr", { "class": "problem", "data-node": p.node_id || "" }, [
+        el("td", {}, [link]), el("td", { text: p.rule }), el("td", { text: p.message })
+      ]));
+    });
+    box.appendChild(el("table", { "class": "grid" }, [
+      el("thead", {}, [el("tr", {}, [el("th", { text: "Step" }), el("th", { text: "Rule" }), el("th", { text: "Problem" })])]),
+      body
+    ]));
+  }
+
+  function freshId(kind) {
+    var base = kind.replace(/[^A-Za-z0-9_-]/g, "_");
+    for (var i = 1; ; i++) if (!nodeById(base + "_" + i)) return base + "_" + i;
+  }
+
+  function addNode(kind) {
+    var node = { kind: kind, id: freshId(kind) };
+    if (kind === "condition") node.predicate = { kind: "all", predicates: [] };
+    if (kind === "split") node.branches = [{ name: "a", weight: 50 }, { name: "b", weight: 50 }];
+    if (kind === "wait") node.days = 1;
+    if (!model.nodes.length) node.entry = true;
+    var after = selected && nodeById(selected);
+    model.nodes.push(node);
+    if (after) {
+      var free = ports(after).filter(function (p) { return !target(after, p); })[0];
+      if (free) connect(after, free, node.id);
+    }
+    placeNew(node.id, after ? after.id : null);
+    selected = node.id;
+    changed({ panel: true });
+    say("Added " + kindLabel(kind) + (after ? " after " + after.id : ""));
+  }
+
+  function deleteNode(id) {
+    var i = model.nodes.findIndex(function (n) { return n.id === id; });
+    if (i < 0) return;
+    var wasEntry = model.nodes[i].entry;
+    model.nodes.splice(i, 1);
+    model.nodes.forEach(function (n) {
+      ports(n).forEach(function (p) { if (target(n, p) === id) connect(n, p, null); });
+    });
+    if (wasEntry && model.nodes.length) model.nodes[0].entry = true;
+    delete pos[id];
+    saveLayout();
+    if (selected === id) selected = null;
+    changed({ panel: true });
+    say("Deleted " + id);
+  }
+
+  function rename(node, to) {
+    var from = node.id;
+    model.nodes.forEach(function (n) {
+      ports(n).forEach(function (p) { if (target(n, p) === from) connect(n, p, to); });
+    });
+    node.id = to;
+    if (pos[from]) { pos[to] = pos[from]; delete pos[from]; saveLayout(); }
+    selected = to;
+  }
+
+  // -- the property panel ------------------------------------------------------------------------
+
+  function field(labelText, control, hint) {
+    var id = "fe-f-" + (++uid);
+    control.id = id;
+    var wrap = el("div", { "class": "fe-field" }, [el("label", { "for": id, text: labelText }), control]);
+    if (hint) wrap.appendChild(el("p", { "class": "muted small", text: hint }));
+    return wrap;
+  }
+
+  function fieldError(wrap, text) {
+    var control = wrap.querySelector("input,select,textarea");
+    var msg = wrap.querySelector(".field-error");
+    if (!text) {
+      if (msg) msg.remove();
+      if (control) control.removeAttribute("aria-invalid");
+      return;
+    }
+    if (!msg) { msg = el("p", { "class": "field-error", role: "alert" }); wrap.appendChild(msg); }
+    msg.textContent = text;
+    if (control) control.setAttribute("aria-invalid", "true");
+  }
+
+  function optionsSelect(pairs, value) {
+    var sel = el("select");
+    pairs.forEach(function (o) {
+      var opt = el("option", { value: o[0], text: o[1] });
+      if (String(o[0]) === String(value === undefined || value === null ? "" : value)) opt.selected = true;
+      sel.appendChild(opt);
+    });
+    return sel;
+  }
+
+  function fieldTypeOf(name) {
+    for (var i = 0; i < D.fields.length; i++) if (D.fields[i].name === name) return D.fields[i].type;
+    return "text";
+  }
+
+  function variablePicker(textareaEl, obj, key) {
+    var names = D.fields.map(function (f) { return f.name; }).concat(["unsubscribe_url", "preferences_url"]);
+    model.nodes.forEach(function (n) { if (n.kind === "ai_generate" && n.variable) names.push(n.variable); });
+    var sel = optionsSelect([["", "Insert a variable…"]].concat(names.map(function (n) { return [n, "{{" + n + "}}"]; })), "");
+    sel.addEventListener("change", function () {
+      if (!sel.value) return;
+      var text = "{{" + sel.value + "}}";
+      var at = textareaEl.selectionStart || textareaEl.value.length;
+      textareaEl.value = textareaEl.value.slice(0, at) + text + textareaEl.value.slice(textareaEl.selectionEnd || at);
+      obj[key] = textareaEl.value;
+      sel.value = "";
+      changed();
+    });
+    return field("Variable", sel);
+  }
+
+  // One form control bound to obj[key]; empty optional values are removed (the graph's defaults).
+  function control(obj, key, label, type, onStructure) {
+    var value = obj[key];
+    var input, wrap;
+    function set(v) {
+      if (v === undefined) delete obj[key]; else obj[key] = v;
+      changed();
+    }
+    if (type === "textarea") {
+      input = el("textarea", { rows: "5", "class": "fe-message" });
+      input.value = value || "";
+      input.addEventListener("input", function () { set(input.value === "" ? undefined : input.value); });
+      wrap = field(label, input);
+      var box = el("div", { "class": "fe-field-group" }, [wrap, variablePicker(input, obj, key)]);
+      return box;
+    }
+    if (type === "int" || type === "optint") {
+      input = el("input", { type: "number", step: "1", inputmode: "numeric" });
+      input.value = value === undefined || value === null ? "" : String(value);
+      wrap = field(label, input);
+      input.addEventListener("input", function () {
+        var raw = input.value.trim();
+        if (raw === "") { fieldError(wrap, null); set(undefined); return; }
+        if (!/^-?\d+$/.test(raw)) { fieldError(wrap, label + ": a whole number"); return; }
+        fieldError(wrap, null);
+        set(parseInt(raw, 10));
+      });
+      return wrap;
+    }
+    if (type.indexOf("select:") === 0 || type.indexOf("optselect:") === 0) {
+      var optional = type.indexOf("opt") === 0;
+      var pairs = type.split(":")[1].split("|").map(function (o) {
+        var kv = o.split("=");
+        return [kv[0], kv[1] || kv[0]];
+      });
+      if (optional) pairs.unshift(["", "—"]);
+      input = optionsSelect(pairs, value);
+      input.addEventListener("change", function () {
+        var v = input.value;
+        set(v === "" ? undefined : /^\d+$/.test(v) ? parseInt(v, 10) : v);
+      });
+      return field(label, input);
+    }
+    if (type === "bool") {
+      input = el("input", { type: "checkbox" });
+      input.checked = !!value;
+      input.addEventListener("change", function () { set(input.checked ? true : undefined); });
+      var id = "fe-f-" + (++uid);
+      input.id = id;
+      return el("div", { "class": "fe-field" }, [input, el("label", { "for": id, "class": "inline-check", text: " " + label })]);
+    }
+    if (type === "funnel" || type === "optfunnel") {
+      var choices = D.funnels.filter(function (f) { return f.id !== D.funnel_id || type === "optfunnel"; })
+        .map(function (f) { return [String(f.id), f.name + " (#" + f.id + ")"]; });
+      choices.unshift(["", type === "funnel" ? "Choose a funnel…" : "This funnel"]);
+      input = optionsSelect(choices, value);
+      input.addEventListener("change", function () { set(input.value === "" ? undefined : parseInt(input.value, 10)); });
+      return field(label, input);
+    }
+    if (type === "strings") {
+      input = el("input", { type: "text" });
+      input.value = (value || []).join(", ");
+      input.addEventListener("input", function () {
+        var list = input.value.split(",").map(function (x) { return x.trim(); }).filter(Boolean);
+        set(list.length ? list : undefined);
+      });
+      return field(label, input);
+    }
+    if (type === "headers") {
+      input = el("textarea", { rows: "3" });
+      input.value = Object.keys(value || {}).map(function (k) { return k + ": " + value[k]; }).join("\n");
+      input.addEventListener("input", function () {
+        var out = {};
+        input.value.split("\n").forEach(function (line) {
+          var at = line.indexOf(":");
+          if (at > 0) out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+        });
+        set(Object.keys(out).length ? out : undefined);
+      });
+      return field(label, input);
+    }
+    if (type === "value") {
+      input = el("input", { type: "text" });
+      input.value = value === undefined || value === null ? "" : String(value);
+      input.addEventListener("input", function () {
+        var raw = input.value;
+        var t = fieldTypeOf(obj.field);
+        if (raw === "") set(undefined);
+        else if (t === "number" && raw.trim() !== "" && !isNaN(Number(raw))) set(Number(raw));
+        else if (t === "boolean" && (raw === "true" || raw === "false")) set(raw === "true");
+        else set(raw);
+      });
+      return field(label, input, "Numbers for number fields, true or false for yes/no fields.");
+    }
+    if (type === "predicate" || type === "optpredicate") {
+      var holder = el("div", { "class": "fe-predicate" });
+      var wrapP = el("fieldset", { "class": "fe-field" }, [el("legend", { text: label })]);
+      if (type === "optpredicate") {
+        var on = el("input", { type: "checkbox" });
+        on.checked = !!value;
+        var onId = "fe-f-" + (++uid);
+        on.id = onId;
+        on.addEventListener("change", function () {
+          set(on.checked ? { kind: "all", predicates: [] } : undefined);
+          onStructure();
+        });
+        wrapP.appendChild(el("div", {}, [on, el("label", { "for": onId, "class": "inline-check", text: " Use a condition" })]));
+        if (!value) return wrapP;
+      }
+      wrapP.appendChild(holder);
+      window.SweeplinePredicate.render(holder, value || { kind: "all", predicates: [] }, {
+        fields: D.fields, tags: D.tags, lists: D.lists, context: obj.kind === "condition"
+      }, function (p) { obj[key] = p; changed(); });
+      if (value === undefined) obj[key] = { kind: "all", predicates: [] };
+      return wrapP;
+    }
+    if (type === "branches") {
+      return branchesEditor(obj, onStructure);
+    }
+    // text, tag, list, field, datefield, datetime
+    var listId = { tag: "pb-tags", list: "pb-lists", field: "fe-fields", datefield: "fe-datefields" }[type];
+    input = el("input", { type: "text", list: listId || null });
+    input.value = value === undefined || value === null ? "" : String(value);
+    input.addEventListener("input", function () { set(input.value.trim() === "" ? undefined : input.value.trim()); });
+    return field(label, input);
+  }
+
+  function branchesEditor(node, onStructure) {
+    var box = el("fieldset", { "class": "fe-field fe-branches" }, [el("legend", { text: "Branches (weights share the contacts)" })]);
+    (node.branches || []).forEach(function (b, i) {
+      var row = el("div", { "class": "row" });
+      var name = el("input", { type: "text" });
+      name.value = b.name || "";
+      name.addEventListener("change", function () { b.name = name.value.trim(); changed(); });
+      var weight = el("input", { type: "number", min: "1", step: "1" });
+      weight.value = String(b.weight);
+      var wWrap = field("Weight", weight);
+      weight.addEventListener("input", function () {
+        if (!/^\d+$/.test(weight.value.trim())) { fieldError(wWrap, "Weight: a whole number"); return; }
+        fieldError(wWrap, null);
+        b.weight = parseInt(weight.value, 10);
+        changed();
+      });
+      var rm = el("button", { type: "button", "class": "secondary", text: "Remove", "aria-label": "Remove branch " + (b.name || i + 1) });
+      rm.addEventListener("click", function () { node.branches.splice(i, 1); changed(); onStructure(); });
+      row.appendChild(field("Branch name", name));
+      row.appendChild(wWrap);
+      row.appendChild(el("div", { "class": "fe-field" }, [rm]));
+      box.appendChild(row);
+    });
+    var add = el("button", { type: "button", "class": "secondary", text: "Add branch" });
+    add.addEventListener("click", function () {
+      node.branches = node.branches || [];
+      node.branches.push({ name: String.fromCharCode(97 + node.branches.length), weight: 50 });
+      changed(); onStructure();
+    });
+    box.appendChild(add);
+    return box;
+  }
+
+  function drawPanelProblems() {
+    var box = document.getElementById("fe-node-problems");
+    if (!box || !selected) return;
+    var bad = problemsOf(selected);
+    box.textContent = "";
+    box.hidden = !bad.length;
+    bad.forEach(function (p) { box.appendChild(el("li", { text: p.message })); });
+  }
+
+  function drawPanel() {
+    panel.textContent = "";
+    var node = selected && nodeById(selected);
+    if (!node) {
+      selected = null;
+      panel.appendChild(el("p", { "class": "muted", text: "Select a step on the canvas to configure it, or add one." }));
+      return;
+    }
+    panel.appendChild(el("h3", { id: "fe-panel-title", text: kindLabel(node.kind) }));
+    panel.appendChild(el("ul", { id: "fe-node-problems", "class": "fe-node-problems error" }));
+    drawPanelProblems();
+
+    var idInput = el("input", { type: "text", name: "fe-node-id", maxlength: "64" });
+    idInput.value = node.id;
+    var idWrap = field("Name", idInput, "Letters, digits, _ and -; other steps refer to it.");
+    idInput.addEventListener("change", function () {
+      var to = idInput.value.trim();
+      if (to === node.id) { fieldError(idWrap, null); return; }
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(to)) { fieldError(idWrap, "Name: letters, digits, _ and - only"); return; }
+      if (nodeById(to)) { fieldError(idWrap, "Name: another step is already called " + to); return; }
+      fieldError(idWrap, null);
+      rename(node, to);
+      changed();
+    });
+    panel.appendChild(idWrap);
+
+    var entry = el("input", { type: "checkbox", id: "fe-entry" });
+    entry.checked = !!node.entry;
+    entry.addEventListener("change", function () {
+      model.nodes.forEach(function (n) { delete n.entry; });
+      if (entry.checked) node.entry = true;
+      changed();
+    });
+    panel.appendChild(el("div", { "class": "fe-field" }, [entry, el("label", { "for": "fe-entry", "class": "inline-check", text: " Runs start here" })]));
+
+    (D.forms[node.kind] || []).forEach(function (f) {
+      panel.appendChild(control(node, f[0], f[1], f[2], drawPanel));
+    });
+
+    var links = ports(node);
+    if (links.length) {
+      var fs = el("fieldset", { "class": "fe-field fe-links" }, [el("legend", { text: "Where contacts go next" })]);
+      links.forEach(function (port) {
+        var choices = [["", "End the run"]].concat(model.nodes.filter(function (n) { return n.id !== node.id; })
+          .map(function (n) { return [n.id, n.id + " (" + kindLabel(n.kind) + ")"]; }));
+        var sel = optionsSelect(choices, target(node, port) || "");
+        sel.setAttribute("data-port", port[1]);
+        sel.addEventListener("change", function () { connect(node, port, sel.value || null); changed(); });
+        fs.appendChild(field(port[1], sel));
+      });
+      panel.appendChild(fs);
+    }
+
+    var del = el("button", { type: "button", id: "fe-delete", "class": "secondary fe-danger", text: "Delete this step" });
+    del.addEventListener("click", function () { deleteNode(node.id); });
+    panel.appendChild(el("p", { "class": "actions" }, [del]));
+  }
+
+  function select(id) {
+    selected = id;
+    draw();
+    drawPanel();
+  }
+
+  // -- triggers ----------------------------------------------------------------------------------
+
+  function drawTriggers() {
+    if (!triggersBox || !model) return;
+    triggersBox.textContent = "";
+    model.triggers = model.triggers || [];
+    model.triggers.forEach(function (t, i) {
+      var spec = D.triggers[t.kind] || { label: t.kind, form: [] };
+      var fs = el("fieldset", { "class": "fe-trigger" }, [el("legend", { text: spec.label })]);
+      spec.form.forEach(function (f) { fs.appendChild(control(t, f[0], f[1], f[2], drawTriggers)); });
+      var rm = el("button", { type: "button", "class": "secondary", text: "Remove", "aria-label": "Remove the trigger " + spec.label });
+      rm.addEventListener("click", function () { model.triggers.splice(i, 1); changed(); drawTriggers(); });
+      fs.appendChild(rm);
+      triggersBox.appendChild(fs);
+    });
+    if (!model.triggers.length) triggersBox.appendChild(el("p", { "class": "muted", text: "Nothing starts this funnel yet." }));
+  }
+
+  // -- pointer: drag boxes, drag exits onto steps --------------------------------------------------
+
+  var drag = null;
+
+  function svgPoint(evt) {
+    var r = svg.getBoundingClientRect();
+    return { x: evt.clientX - r.left, y: evt.clientY - r.top };
+  }
+
+  svg.addEventListener("pointerdown", function (evt) {
+    var g = evt.target.closest && evt.target.closest(".fe-node");
+    if (!g) return;
+    var node = nodeById(g.getAttribute("data-node"));
+    var pt = svgPoint(evt);
+    if (evt.target.classList.contains("fe-port")) {
+      var idx = parseInt(evt.target.getAttribute("data-port"), 10);
+      var start = portPoint(node, idx, ports(node).length);
+      var line = s("path", { "class": "fe-edge fe-drawing", d: edgePath(start, pt) });
+      svg.appendChild(line);
+      drag = { mode: "connect", node: node, port: ports(node)[idx], start: start, line: line };
+    } else {
+      drag = { mode: "move", node: node, dx: pt.x - pos[node.id].x, dy: pt.y - pos[node.id].y, moved: false, g: g, at: pt };
+    }
+    svg.setPointerCapture(evt.pointerId);
+    evt.preventDefault();
+  });
+
+  svg.addEventListener("pointermove", function (evt) {
+    if (!drag) return;
+    var pt = svgPoint(evt);
+    if (drag.mode === "connect") {
+      drag.line.setAttribute("d", edgePath(drag.start, pt));
+      return;
+    }
+    if (!drag.moved && Math.abs(pt.x - drag.at.x) + Math.abs(pt.y - drag.at.y) < 4) return;
+    drag.moved = true;
+    pos[drag.node.id] = { x: Math.max(0, Math.round(pt.x - drag.dx)), y: Math.max(0, Math.round(pt.y - drag.dy)) };
+    drag.g.setAttribute("transform", "translate(" + pos[drag.node.id].x + "," + pos[drag.node.id].y + ")");
+  });
+
+  svg.addEventListener("pointerup", function (evt) {
+    if (!drag) return;
+    var d = drag;
+    drag = null;
+    try { svg.releasePointerCapture(evt.pointerId); } catch (e) { /* already released */ }
+    if (d.mode === "connect") {
+      d.line.remove();
+      var under = document.elementFromPoint(evt.clientX, evt.clientY);
+      var g = under && under.closest && under.closest(".fe-node");
+      var to = g && g.getAttribute("data-node");
+      if (to && to !== d.node.id) {
+        connect(d.node, d.port, to);
+        changed({ panel: selected === d.node.id });
+        say("Connected " + d.node.id + " (" + d.port[1] + ") to " + to);
+      }
+      return;
+    }
+    if (d.moved) { saveLayout(); draw(); }
+    else select(d.node.id);
+  });
+
+  svg.addEventListener("keydown", function (evt) {
+    var g = evt.target.closest && evt.target.closest(".fe-node");
+    if (!g) return;
+    if (evt.key === "Enter" || evt.key === " ") { evt.preventDefault(); select(g.getAttribute("data-node")); }
+    if (evt.key === "Delete") { evt.preventDefault(); deleteNode(g.getAttribute("data-node")); }
+  });
+
+  document.addEventListener("click", function (evt) {
+    var a = evt.target.closest && evt.target.closest("[data-select]");
+    if (a) { evt.preventDefault(); select(a.getAttribute("data-select")); }
+  });
+
+  // -- start ------------------------------------------------------------------------------------
+
+  function datalist(id, names) {
+    if (document.getElementById(id)) return;
+    var dl = el("datalist", { id: id });
+    names.forEach(function (n) { dl.appendChild(el("option", { value: n })); });
+    document.body.appendChild(dl);
+  }
+  datalist("pb-tags", D.tags);
+  datalist("pb-lists", D.lists);
+  datalist("fe-fields", D.fields.map(function (f) { return f.name; }));
+  datalist("fe-datefields", D.fields.filter(function (f) { return f.type === "date"; }).map(function (f) { return f.name; }));
+
+  var kindSelect = document.getElementById("fe-kind");
+  D.kinds.forEach(function (k) { kindSelect.appendChild(el("option", { value: k.kind, text: k.label })); });
+  document.getElementById("fe-add").addEventListener("click", function () {
+    if (model) addNode(kindSelect.value);
+  });
+  document.getElementById("fe-tidy").addEventListener("click", function () {
+    if (!model) return;
+    autoLayout();
+    draw();
+  });
+  var triggerSelect = document.getElementById("fe-trigger-kind");
+  Object.keys(D.triggers).forEach(function (k) { triggerSelect.appendChild(el("option", { value: k, text: D.triggers[k].label })); });
+  document.getElementById("fe-add-trigger").addEventListener("click", function () {
+    if (!model) return;
+    var t = Object.assign({ kind: triggerSelect.value }, JSON.parse(JSON.stringify(D.trigger_required[triggerSelect.value] || {})));
+    model.triggers = model.triggers || [];
+    model.triggers.push(t);
+    changed();
+    drawTriggers();
+  });
+
+  textarea.addEventListener("input", function () {
+    var m = parse(textarea.value);
+    if (!m) { say("The JSON does not parse; the canvas shows the last graph that did."); return; }
+    model = m;
+    if (selected && !nodeById(selected)) selected = null;
+    draw();
+    drawPanel();
+    drawTriggers();
+    scheduleCheck();
+  });
+
+  document.getElementById("fe-editor").hidden = false;
+  if (!model) {
+    model = null;
+    say("The JSON below does not parse: fix it in the advanced view, or reload the saved draft.");
+    var adv = document.getElementById("advanced");
+    if (adv) adv.open = true;
+    return;
+  }
+  draw();
+  drawPanel();
+  drawTriggers();
+})();
