@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from litestar.exceptions import PermissionDeniedException
 from sqlalchemy import select
 
 from app.engines.adrules import stops
@@ -22,8 +23,11 @@ from app.engines.adrules.stops import StopCheck
 from app.engines.adrules.worker import WorkerDeps, run_account_job
 from app.integrations.meta.client import GraphClient
 from app.platform.models import Workspace as WorkspaceRow
+from app.platform.service import Principal
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
+from app.web.api import adrules_stop as stop_api
+from app.web.api.adrules_stop import StopIn
 from tests.adrules.support import TOKEN as DISPATCH_TOKEN
 from tests.adrules.support import (
     RecordingSleep,
@@ -248,15 +252,48 @@ async def test_ar23_the_runtime_switch_over_the_api(
     # Another tenant is not stopped by it.
     assert (await client.get(url, headers=other_ws.headers)).json()["stopped"] is False
 
+    # The organisation's switch freezes every workspace in it: a workspace key cannot set it.
     org = await client.post(
         url, json={"scope": "organisation", "stopped": True}, headers=ws.headers
     )
-    assert org.json()["organisation"] is not None
-    for scope in ("workspace", "organisation"):
-        off = await client.post(url, json={"scope": scope, "stopped": False}, headers=ws.headers)
-        assert off.status_code == 200
+    assert org.status_code == 403, org.text
+    assert "organisation owner or admin" in org.text
+    off = await client.post(url, json={"scope": "workspace", "stopped": False}, headers=ws.headers)
+    assert off.status_code == 200
     assert (await client.get(url, headers=ws.headers)).json()["stopped"] is False
 
     bad = await client.post(url, json={"scope": "galaxy", "stopped": True}, headers=ws.headers)
     assert bad.status_code == 422
     assert "scope" in bad.text
+
+
+async def test_ar23_the_organisation_switch_is_for_organisation_owners_and_admins(
+    runtime: Runtime, ws: Workspace
+) -> None:
+    """The runtime switch of the whole organisation takes an organisation owner or admin; a
+    workspace's switch takes an admin of that workspace."""
+    organisation_id = await _organisation(runtime, ws.workspace_id)
+    base = Principal(workspace_id=ws.workspace_id, organisation_id=organisation_id, role="admin")
+    workspace_admin = dataclasses.replace(base, user_id=1, org_role="member")
+    member = dataclasses.replace(base, role="member", user_id=2, org_role="member")
+    owner = dataclasses.replace(base, role="member", user_id=3, org_role="owner")
+    org_admin = dataclasses.replace(base, role="member", user_id=4, org_role="admin")
+    on = StopIn(scope="organisation", stopped=True, reason="Meta incident")
+    workspace_on = StopIn(scope="workspace", stopped=True)
+
+    with pytest.raises(PermissionDeniedException):
+        await stop_api.change_stop(runtime, workspace_admin, on)
+    with pytest.raises(PermissionDeniedException):
+        await stop_api.change_stop(runtime, member, workspace_on)
+    with pytest.raises(PermissionDeniedException):
+        await stop_api.change_stop(runtime, owner, workspace_on)
+
+    state = await stop_api.change_stop(runtime, owner, on)
+    assert state.organisation is not None
+    assert state.stopped
+    state = await stop_api.change_stop(
+        runtime, org_admin, StopIn(scope="organisation", stopped=False)
+    )
+    assert state.organisation is None
+    state = await stop_api.change_stop(runtime, workspace_admin, workspace_on)
+    assert state.workspace is not None

@@ -247,8 +247,11 @@ COOLDOWN_LABELS: dict[Cooldown, str] = {
 EffectiveStatus = Literal["ACTIVE", "PAUSED", "DELETED", "ARCHIVED", "IN_PROCESS", "WITH_ISSUES"]
 EFFECTIVE_STATUSES: tuple[EffectiveStatus, ...] = get_args(EffectiveStatus)
 
-RuleStatus = Literal["draft", "active", "paused", "archived"]
+RuleStatus = Literal["draft", "active", "shadow", "paused", "archived"]
 RULE_STATUSES: tuple[RuleStatus, ...] = get_args(RuleStatus)
+SCHEDULED_STATUSES: tuple[RuleStatus, ...] = ("active", "shadow")
+"""Statuses the sweep runs on schedule. A ``shadow`` rule runs like an active one and records
+what it would have done — every condition, each action's before and after — writing nothing."""
 
 DEFAULT_INTERVAL_MINUTES = 60
 """Interval of a rule that sets none (spec AR-6)."""

@@ -22,7 +22,9 @@ from app.platform.models import Workspace
 from app.scheduling.claim import Claim
 from app.scheduling.zones import zone_or_utc
 
-ACTIVE = text("adrules_rules.status = 'active'")
+ACTIVE = text("adrules_rules.status IN ('active', 'shadow')")
+"""Rules the sweep runs (active ones and shadow ones, which record without writing); the same
+predicate as the partial due index, so the planners use it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,7 @@ class ClaimedRule:
 DUE = Claim(
     table=Rule.__table__,  # type: ignore[arg-type]
     due=(
-        "adrules_rules.status = 'active' AND next_execution_at <= :now"
+        "adrules_rules.status IN ('active', 'shadow') AND next_execution_at <= :now"
         " AND (window_starts_at IS NULL OR window_starts_at <= :now)"
         " AND (window_ends_at IS NULL OR window_ends_at > :now)"
     ),
@@ -45,7 +47,7 @@ DUE = Claim(
     returning=("id", "workspace_id", "schedule", "next_execution_at"),
     sets={"last_dispatched_at": ":now"},
 )
-"""Active rules due now whose date window is open, oldest due first. The claim itself is the
+"""Active and shadow rules due now whose date window is open, oldest due first. The claim itself is the
 advance of ``next_execution_at`` in the same transaction (no owner column: once committed, the
 rule is simply no longer due)."""
 

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from app.db.session import Database, ReadSession
+from app.engines.adrules.catalogue import SCHEDULED_STATUSES
 from app.engines.adrules.claim import ClaimedRule, claim_due_rules
 from app.engines.adrules.documents import load_schedule, rule_document
 from app.engines.adrules.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
@@ -125,7 +126,7 @@ class _RuleWork:
 async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) -> _RuleWork | None:
     rule = await session.get(Rule, claimed.id)
     # Paused or archived between the claim and now: the person's latest word wins.
-    if rule is None or rule.status != "active":
+    if rule is None or rule.status not in SCHEDULED_STATUSES:
         return None
     tasks = list(
         (
@@ -248,6 +249,7 @@ async def _dispatch_rule(
                 not_executed=0,
                 skipped=0,
                 errors=0,
+                shadow=work.document.shadow,
                 tick_at=tick,
                 created_at=now,
             )

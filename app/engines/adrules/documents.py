@@ -51,4 +51,5 @@ def rule_document(rule: Rule, tasks: list[Task], timezone: str) -> RuleDocument:
         prefilters=load_prefilters(rule.prefilters),
         tasks=[load_task(t) for t in tasks],
         updated_at=rule.updated_at,
+        shadow=rule.status == "shadow",
     )

@@ -139,11 +139,25 @@ class ActionRunner:
         scope: ActionScope,
         conditions: list[ConditionResult],
         guard: WriteGuard | None = None,
+        *,
+        dry_run: bool = False,
     ) -> ActionOutcome:
-        """Carry out ``action``; a permanent problem raises :class:`ActionFailed` or ``MetaError``."""
+        """Carry out ``action``; a permanent problem raises :class:`ActionFailed` or ``MetaError``.
+
+        ``dry_run`` (a shadow rule): everything up to the write happens — the live re-read, the
+        plan with its clamps, the guards — and the outcome says what would have been written or
+        sent; no write and no notification goes out."""
         outcome = ActionOutcome(executed=False)
         if isinstance(action, LogOnly):
             outcome.executed = True
+            return outcome
+        if dry_run and isinstance(action, NotifyEmail):
+            outcome.executed = True
+            outcome.after = {"would_send_to": list(action.recipients)}
+            return outcome
+        if dry_run and isinstance(action, NotifyWebhook):
+            outcome.executed = True
+            outcome.after = {"would_post_to": action.url}
             return outcome
         if isinstance(action, NotifyEmail | NotifyWebhook):
             started = self.timer()
@@ -166,6 +180,10 @@ class ActionRunner:
                 outcome.refused = refused
                 outcome.before, outcome.after = change.before, change.after
                 return outcome
+        if dry_run:
+            outcome.executed = True
+            outcome.before, outcome.after = change.before, change.after
+            return outcome
         started = self.timer()
         await self.writer.update_campaign(campaign.id, **change.write)
         outcome.steps.append(("write", self.timer() - started))

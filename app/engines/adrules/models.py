@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -83,8 +84,8 @@ class Rule(Base):
         Index(
             "ix_adrules_rules_due",
             "next_execution_at",
-            sqlite_where=text("status = 'active'"),
-            postgresql_where=text("status = 'active'"),
+            sqlite_where=text("status IN ('active', 'shadow')"),
+            postgresql_where=text("status IN ('active', 'shadow')"),
         ),
     )
 
@@ -167,6 +168,8 @@ class Batch(Base):
     not_executed: Mapped[int] = mapped_column(Integer, default=0)
     skipped: Mapped[int] = mapped_column(Integer, default=0)
     errors: Mapped[int] = mapped_column(Integer, default=0)
+    shadow: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """A shadow rule's run: its records say what would have been done; nothing was written."""
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     tick_at: Mapped[datetime] = mapped_column(UTCDateTime)
     """The sweep tick that dispatched it."""

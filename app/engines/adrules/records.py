@@ -31,6 +31,7 @@ from app.engines.adrules.run_models import (
     RECORD_EXECUTED,
     RECORD_NOT_EXECUTED,
     RECORD_SKIPPED,
+    RECORD_WOULD_EXECUTE,
     ExecutionRecord,
 )
 from app.errors import NotFound
@@ -45,9 +46,16 @@ def _chunks(items: Sequence[str], size: int = CHUNK) -> Iterable[Sequence[str]]:
 
 
 async def last_executions(
-    session: ReadSession, task_ids: Sequence[int], campaign_ids: Sequence[str]
+    session: ReadSession,
+    task_ids: Sequence[int],
+    campaign_ids: Sequence[str],
+    *,
+    shadow: bool = False,
 ) -> dict[tuple[int, str], LastExecution]:
-    """The latest executed record of each (task, campaign) pair, for the cooldown check."""
+    """The latest executed record of each (task, campaign) pair, for the cooldown check. A shadow
+    run's cooldowns count what it would have done (``would_execute``), so its log shows the
+    cadence the rule would have live; a real execution never waits on a shadow one."""
+    status = RECORD_WOULD_EXECUTE if shadow else RECORD_EXECUTED
     out: dict[tuple[int, str], LastExecution] = {}
     if not task_ids or not campaign_ids:
         return out
@@ -55,7 +63,7 @@ async def last_executions(
         latest = (
             select(func.max(ExecutionRecord.id).label("id"))
             .where(
-                ExecutionRecord.status == RECORD_EXECUTED,
+                ExecutionRecord.status == status,
                 ExecutionRecord.task_id.in_(task_ids),
                 ExecutionRecord.campaign_id.in_(chunk),
             )
@@ -122,7 +130,8 @@ async def batch_counts(session: ReadSession, batch_id: str, ad_account_id: int) 
     )
     by_status = {status: count for status, count in rows.all()}
     return Counts(
-        executed=by_status.get(RECORD_EXECUTED, 0),
+        # A shadow batch (``Batch.shadow``) counts what it would have executed here.
+        executed=by_status.get(RECORD_EXECUTED, 0) + by_status.get(RECORD_WOULD_EXECUTE, 0),
         not_executed=by_status.get(RECORD_NOT_EXECUTED, 0),
         skipped=by_status.get(RECORD_SKIPPED, 0),
         errors=by_status.get(RECORD_ERROR, 0),

@@ -15,6 +15,7 @@ import msgspec
 from sqlalchemy import delete, select
 
 from app.db.session import ReadSession, WriteSession
+from app.engines.adrules.catalogue import SCHEDULED_STATUSES
 from app.engines.adrules.documents import dump, load_schedule, load_task, task_body
 from app.engines.adrules.errors import RuleNotFound, TaskNotFound
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
@@ -59,7 +60,7 @@ async def _check_accounts(session: ReadSession, workspace_id: int, data: RuleIn)
     """Check the accounts exist here (and that an active rule has an active one); returns the
     rule with its schedule's zone filled in from the accounts when it names none."""
     if not data.account_ids:
-        if data.status in ("active", "shadow"):
+        if data.status in SCHEDULED_STATUSES:
             raise ValidationFailed.field(
                 "account_ids", "an active rule needs at least one ad account", code="required"
             )
@@ -79,7 +80,7 @@ async def _check_accounts(session: ReadSession, workspace_id: int, data: RuleIn)
         if account_id not in found:
             problems.add(f"account_ids[{i}]", f"no ad account {account_id} in this workspace")
     problems.raise_if_any()
-    if data.status in ("active", "shadow") and not any(a.active for a in found.values()):
+    if data.status in SCHEDULED_STATUSES and not any(a.active for a in found.values()):
         raise ValidationFailed.field("account_ids", INACTIVE_ONLY, code="accounts_inactive")
     if data.schedule.timezone is None:
         zones = {a.timezone_name for a in found.values()}
@@ -103,7 +104,7 @@ def _schedule_columns(rule: Rule, timezone: str, now: datetime) -> None:
     rule.window_starts_at = window.starts_at
     rule.window_ends_at = window.ends_at
     rule.next_execution_at = (
-        first_execution(schedule, now=now, tz=tz) if rule.status == "active" else None
+        first_execution(schedule, now=now, tz=tz) if rule.status in SCHEDULED_STATUSES else None
     )
 
 
@@ -221,7 +222,9 @@ async def update_rule(
     await check_webhooks(guard, data)
     data = await _check_accounts(session, workspace_id, data)
     schedule = dump(data.schedule)
-    reschedule = schedule != rule.schedule or (data.status == "active") != (rule.status == "active")
+    reschedule = schedule != rule.schedule or (data.status in SCHEDULED_STATUSES) != (
+        rule.status in SCHEDULED_STATUSES
+    )
     rule.name = data.name.strip()
     rule.status = data.status
     rule.prefilters = dump(data.prefilters)
@@ -238,7 +241,7 @@ async def set_status(
     session: WriteSession, *, workspace_id: int, rule_id: int, status: str, now: datetime
 ) -> Rule:
     rule = await _rule(session, workspace_id, rule_id)
-    if status == "active" and rule.status != "active":
+    if status in SCHEDULED_STATUSES and rule.status not in SCHEDULED_STATUSES:
         actives = list(
             (
                 await session.execute(
@@ -254,7 +257,7 @@ async def set_status(
             )
         if not any(actives):
             raise ValidationFailed.field("account_ids", INACTIVE_ONLY, code="accounts_inactive")
-    changed = (status == "active") != (rule.status == "active")
+    changed = (status in SCHEDULED_STATUSES) != (rule.status in SCHEDULED_STATUSES)
     rule.status = status
     rule.updated_at = now
     if changed:

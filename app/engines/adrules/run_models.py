@@ -22,7 +22,16 @@ RECORD_EXECUTED = "executed"
 RECORD_NOT_EXECUTED = "not_executed"
 RECORD_SKIPPED = "skipped"
 RECORD_ERROR = "error"
-RECORD_STATUSES = (RECORD_EXECUTED, RECORD_NOT_EXECUTED, RECORD_SKIPPED, RECORD_ERROR)
+RECORD_WOULD_EXECUTE = "would_execute"
+"""A shadow rule's record of an action it would have carried out (before and after as planned
+from the live values); nothing was written or sent."""
+RECORD_STATUSES = (
+    RECORD_EXECUTED,
+    RECORD_NOT_EXECUTED,
+    RECORD_SKIPPED,
+    RECORD_ERROR,
+    RECORD_WOULD_EXECUTE,
+)
 
 
 class ExecutionRecord(Base):
@@ -38,6 +47,15 @@ class ExecutionRecord(Base):
             "created_at",
             sqlite_where=text("status = 'executed'"),
             postgresql_where=text("status = 'executed'"),
+        ),
+        # A shadow rule's own cooldowns count what it would have done.
+        Index(
+            "ix_adrules_records_shadow_cooldown",
+            "task_id",
+            "campaign_id",
+            "created_at",
+            sqlite_where=text("status = 'would_execute'"),
+            postgresql_where=text("status = 'would_execute'"),
         ),
         # The cross-rule guards: every executed change of one object, whichever rule made it.
         Index(

@@ -313,3 +313,6 @@ class RuleDocument(Schema, kw_only=True):
     prefilters: PreFilters
     tasks: list[TaskDocument]
     updated_at: datetime
+    shadow: bool = False
+    """A shadow rule: evaluate, re-read and plan as live, record what would be done, write and send
+    nothing."""

@@ -2,9 +2,9 @@
 now? — answered from three switches:
 
 * ``PLATFORM_STOP`` in the environment (the whole installation; an operator's switch);
-* a runtime switch for an organisation (every workspace in it), set by an admin of one of its
-  workspaces in the dashboard or the API;
-* a runtime switch for one workspace.
+* a runtime switch for an organisation (every workspace in it), set by an organisation owner or
+  admin in the dashboard or the API;
+* a runtime switch for one workspace, set by an admin of that workspace.
 
 The sweep asks before dispatching a rule; the worker asks at the start of a run and again
 immediately before every Graph write and every notification, so work already queued or deferred

@@ -9,6 +9,10 @@ counts and status at the end.
 Records of runs that changed something (a Graph write, a notification) are committed straight
 after that campaign, the rest in chunks; a retried job finds them and does not act twice.
 
+A shadow rule's run goes the same way up to the write: it re-reads the live values, plans the
+change with its clamps and guards, and records ``would_execute`` with the before and after —
+nothing is written to Meta and nothing is sent.
+
 When Meta throttles the account for longer than a run may wait, the run is put back on the queue
 (``run_at`` = when Meta expects access to return) instead of calling again and being refused.
 """
@@ -47,6 +51,7 @@ from app.engines.adrules.run_models import (
     RECORD_EXECUTED,
     RECORD_NOT_EXECUTED,
     RECORD_SKIPPED,
+    RECORD_WOULD_EXECUTE,
 )
 from app.engines.adrules.schemas import LogOnly, TaskDocument
 from app.engines.adrules.sheets_values import (
@@ -223,7 +228,10 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
         async with deps.db.read() as session:
             done = await records.recorded_pairs(session, payload.batch_id, payload.account.id)
             last = await records.last_executions(
-                session, [t.id for t in rule.tasks], [c.id for c in payload.entities]
+                session,
+                [t.id for t in rule.tasks],
+                [c.id for c in payload.entities],
+                shadow=rule.shadow,
             )
         stopped = await deps.stop.reason(payload.workspace_id) if deps.stop else None
         if stopped is not None:
@@ -461,7 +469,8 @@ async def _task(
             conditions=evaluation.conditions,
             steps=steps,
         )
-    if run.deps.stop is not None and not isinstance(task.action, LogOnly):
+    shadow = run.payload.rule.shadow
+    if run.deps.stop is not None and not shadow and not isinstance(task.action, LogOnly):
         # Immediately before the write or notification: a stop set during the run holds.
         started = time.perf_counter()
         stopped = await run.deps.stop.reason(run.payload.workspace_id)
@@ -492,7 +501,9 @@ async def _task(
         )
 
     try:
-        outcome = await run.runner.run(task.action, ref, scope, evaluation.conditions, guard=guard)
+        outcome = await run.runner.run(
+            task.action, ref, scope, evaluation.conditions, guard=guard, dry_run=shadow
+        )
     except (MetaError, ActionFailed, MailError, OutboundError) as exc:
         text = exc.describe() if isinstance(exc, MetaError) else str(exc)
         row = _row(
@@ -504,7 +515,7 @@ async def _task(
             conditions=evaluation.conditions,
             steps=steps,
         )
-        row["_changed"] = True  # it may have reached the outside world: commit at once
+        row["_changed"] = not shadow  # it may have reached the outside world: commit at once
         return row
     steps.extend(outcome.steps)
     if outcome.refused is not None:
@@ -547,14 +558,15 @@ async def _task(
         run,
         task,
         campaign,
-        status=RECORD_EXECUTED,
+        status=RECORD_WOULD_EXECUTE if shadow else RECORD_EXECUTED,
+        reason="shadow: nothing was written or sent" if shadow else None,
         conditions=evaluation.conditions,
         steps=steps,
         before=outcome.before,
         after=outcome.after,
         next_at=nxt,
     )
-    row["_changed"] = True
+    row["_changed"] = not shadow
     return row
 
 

@@ -14,7 +14,7 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from app.db.session import UnitOfWork
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
-from app.engines.adrules.catalogue import RuleStatus
+from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
 from app.engines.adrules.dispatch import dispatch_now
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import MetaUnavailable
@@ -95,6 +95,8 @@ class BatchOut(Schema):
     not_executed: int
     skipped: int
     errors: int
+    shadow: bool
+    """A shadow rule's run: ``executed`` counts what would have been done; nothing was written."""
     error: str | None
     tick_at: datetime
     created_at: datetime
@@ -151,6 +153,7 @@ def batch_out(b: Batch, rule_name: str) -> BatchOut:
         not_executed=b.not_executed,
         skipped=b.skipped,
         errors=b.errors,
+        shadow=b.shadow,
         error=b.error,
         tick_at=b.tick_at,
         created_at=b.created_at,
@@ -395,12 +398,14 @@ class RunNowOut(Schema, kw_only=True):
 
 
 async def run_rule_now(runtime: Runtime, workspace_id: int, rule_id: int) -> RunNowOut:
-    """Dispatch an active rule once, now, through the sweep's own path (its schedule is kept)."""
+    """Dispatch an active or shadow rule once, now, through the sweep's own path (its schedule is
+    kept); a shadow rule's run records what it would do and writes nothing."""
     async with runtime.db.read() as session:
         view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
-    if view.rule.status != "active":
+    if view.rule.status not in SCHEDULED_STATUSES:
         raise Conflict(
-            f"the rule is {view.rule.status}: only an active rule runs (preview it instead)",
+            f"the rule is {view.rule.status}: only an active or shadow rule runs (preview it "
+            "instead)",
             code="rule_not_active",
         )
     summary = await dispatch_now(

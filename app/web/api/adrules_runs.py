@@ -87,6 +87,8 @@ class BatchDetailOut(Schema):
     not_executed: int
     skipped: int
     errors: int
+    shadow: bool
+    """A shadow rule's run: ``executed`` counts what would have been done; nothing was written."""
     error: str | None
     created_at: datetime
     started_at: datetime | None
@@ -160,6 +162,7 @@ def batch_detail_out(summary: record_service.BatchSummary) -> BatchDetailOut:
         not_executed=b.not_executed,
         skipped=b.skipped,
         errors=b.errors,
+        shadow=b.shadow,
         error=b.error,
         created_at=b.created_at,
         started_at=b.started_at,

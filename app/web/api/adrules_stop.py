@@ -1,7 +1,9 @@
 """The platform stop's runtime switches over the API (spec AR-23): read what is on for the caller's
-workspace, turn the workspace's or the whole organisation's switch on or off. Setting and clearing
-take a workspace admin (an organisation-wide stop is set by an admin of one of its workspaces);
-reading is open to every member, because everyone should see that automation is frozen."""
+workspace, turn the workspace's or the whole organisation's switch on or off. The organisation's
+switch (every workspace in it) is for the organisation's owners and admins, signed in — a
+workspace admin or a workspace API key cannot freeze other workspaces; a workspace's own switch is
+for its admins. Reading is open to every member, because everyone should see that automation is
+frozen."""
 
 from __future__ import annotations
 
@@ -21,7 +23,12 @@ from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import Schema
 from app.web.api.common import api_router
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.auth import (
+    CurrentPrincipal,
+    CurrentRuntime,
+    require_admin,
+    require_organisation_manager,
+)
 
 Scope = Literal["organisation", "workspace"]
 
@@ -79,8 +86,12 @@ async def who(session: ReadSession, principal: Principal) -> str:
 
 
 async def change_stop(runtime: Runtime, principal: Principal, data: StopIn) -> stops.StopState:
-    """Set or clear a switch (admins only); returns the state that now applies."""
-    require_admin(principal)
+    """Set or clear a switch; returns the state that now applies. The organisation's switch takes
+    an organisation owner or admin, a workspace's switch an admin of that workspace."""
+    if data.scope == "organisation":
+        require_organisation_manager(principal)
+    else:
+        require_admin(principal)
     async with runtime.db.write() as uow:
         workspace_id = principal.workspace_id if data.scope == "workspace" else None
         if data.stopped:
