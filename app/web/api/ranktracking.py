@@ -53,6 +53,7 @@ from app.engines.ranktracking.schemas import (
     SelectionIn,
     TopUpIn,
 )
+from app.web.api import ranktracking_reports
 from app.web.api.common import RowId, api_router, idempotent
 from app.web.auth import (
     CurrentPrincipal,
@@ -488,6 +489,7 @@ ROUTERS: list[Any] = [
             top_up,
             get_ledger,
             get_activity,
+            *ranktracking_reports.HANDLERS,
         ],
     )
 ]

@@ -1,0 +1,79 @@
+"""Response structs of the position reports (API and dashboard share them)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from app.schemas import Schema
+
+Change = Literal["up", "down", "same", "new", "lost", "unranked"]
+"""Movement since the device's previous measured run: ``new`` ranks now and did not then,
+``lost`` ranked then and not now, ``unranked`` in neither; None when the latest run has no
+measurement of the keyword (no data, failed, or not part of that run)."""
+
+
+class ColumnOut(Schema):
+    """One measurement: a request, its time, and the child run of each device it measured."""
+
+    request_id: int
+    measured_at: datetime
+    runs: dict[str, int]
+    """device (or ``keyword_data``) → child run id."""
+
+
+class CellOut(Schema):
+    state: str | None
+    """``retrieved``, ``no_data``, ``failed``; None when the keyword was not part of the run."""
+    position: int | None
+
+
+class PositionRow(Schema):
+    keyword: str
+    device: str
+    state: str | None
+    """The latest measured run's state for this keyword."""
+    position: int | None
+    previous: int | None
+    change: Change | None
+    delta: int | None
+    """Places gained since the previous run (negative: lost places); None unless both ranked."""
+    best: int | None
+    """The best position over the schedule's whole history."""
+    url: str | None
+    search_volume: int | None
+    """From the latest keyword data of the same list (or the workspace, for a direct selection)."""
+    cells: list[CellOut]
+    """One per column of the page, oldest first."""
+
+
+class RunSummaryOut(Schema):
+    request_id: int
+    run_id: int
+    device: str
+    measured_at: datetime
+    measured: int
+    """Keywords the run retrieved (found within the depth or not)."""
+    ranked: int
+    top3: int
+    top10: int
+    average_position: float | None
+    visibility: float | None
+
+
+class PositionsPage(Schema):
+    schedule_id: int
+    depth: int
+    columns: list[ColumnOut]
+    summaries: list[RunSummaryOut]
+    """The per-run figures of the columns' runs."""
+    items: list[PositionRow]
+    total: int
+    """Rows matching the filters (all pages)."""
+    next_cursor: str | None
+
+
+class SummaryPage(Schema):
+    items: list[RunSummaryOut]
+    """Newest request first."""
+    next_cursor: str | None

@@ -1,0 +1,97 @@
+"""Position reports in the JSON API under ``/api/v1/ranktracking``: the positions table of a
+schedule (keywords × recent runs per device, change, best position, ranking URL, search volume),
+filtered, sorted and paged, and the per-run average position and visibility, paged.
+
+Every lookup is scoped by the caller's workspace: another workspace's schedule answers 404."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import get
+from litestar.params import FromQuery, QueryParameter
+
+from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.reports.positions import (
+    DEFAULT_COLUMNS,
+    DEFAULT_LIMIT,
+    TableQuery,
+    positions_page,
+)
+from app.engines.ranktracking.reports.schemas import PositionsPage, SummaryPage
+from app.engines.ranktracking.reports.summary import SUMMARY_PAGE, summary_page
+from app.web.api.common import RowId
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+
+Device = Annotated[str | None, QueryParameter(description="``desktop`` or ``mobile``.")]
+Moved = Annotated[
+    int | None,
+    QueryParameter(description="Rows that moved by at least this many places (new/lost count)."),
+]
+Top = Annotated[int | None, QueryParameter(description="3, 10 or 100.")]
+
+
+def table_query(
+    device: str | None,
+    moved: int | None,
+    in_top: int | None,
+    out_of_top: int | None,
+    sort: str,
+    order: str,
+    columns: int,
+    cursor: str | None,
+    limit: int,
+    q: str | None,
+) -> TableQuery:
+    return TableQuery(
+        device=device or None,
+        moved=moved,
+        in_top=in_top,
+        out_of_top=out_of_top,
+        sort=sort,
+        order=order,
+        columns=columns,
+        cursor=cursor,
+        limit=limit,
+        search=" ".join(q.split()).casefold() if q else None,
+    )
+
+
+@get("/schedules/{schedule_id:int}/positions")
+async def get_positions(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: RowId,
+    device: Device = None,
+    moved: Moved = None,
+    in_top: Top = None,
+    out_of_top: Top = None,
+    sort: FromQuery[str] = "keyword",
+    order: FromQuery[str] = "asc",
+    columns: FromQuery[int] = DEFAULT_COLUMNS,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[int] = DEFAULT_LIMIT,
+    q: FromQuery[str | None] = None,
+) -> PositionsPage:
+    """Keywords × the schedule's recent measured runs, one row per keyword and device."""
+    query = table_query(device, moved, in_top, out_of_top, sort, order, columns, cursor, limit, q)
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await positions_page(session, schedule, query)
+
+
+@get("/schedules/{schedule_id:int}/summary")
+async def get_summary(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: RowId,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[int] = SUMMARY_PAGE,
+) -> SummaryPage:
+    """Average position and visibility of each measured run, newest request first."""
+    async with runtime.db.read() as session:
+        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await summary_page(session, schedule_id, cursor, limit)
+
+
+HANDLERS: list[Any] = [get_positions, get_summary]
