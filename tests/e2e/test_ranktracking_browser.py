@@ -86,8 +86,11 @@ async def test_wizard_baseline_log_results_and_balance(
 
     # Position over time for one keyword.
     await page.click("#rt-results a:text('trail shoes')")
-    await page.wait_for_selector("#rt-history")
-    assert await page.locator("#rt-history polyline.rt-line").count() == 2
+    await page.wait_for_function("document.getElementById('rt-history').uplot !== undefined")
+    labels = await page.evaluate(
+        "document.getElementById('rt-history').uplot.series.slice(1).map((s) => s.label)"
+    )
+    assert labels == ["desktop", "mobile"]
 
     # Pause from the schedule page: the status changes and says so.
     await page.go_back()

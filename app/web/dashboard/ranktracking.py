@@ -9,12 +9,12 @@ Pages call the same services as the API. A form that breaks a rule is shown agai
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import msgspec
 from litestar import Request, get, post
-from litestar.params import FromPath, FromQuery, URLEncodedBody
+from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.engines.ranktracking import lists as list_service
@@ -23,6 +23,8 @@ from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.config import PROVIDER_LANGUAGES
 from app.engines.ranktracking.keywords import normalise, parse_import
 from app.engines.ranktracking.log import schedule_log
+from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts
+from app.engines.ranktracking.reports.positions import TableQuery, positions_page
 from app.engines.ranktracking.results import keyword_history, latest_results
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
@@ -31,6 +33,7 @@ from app.web.auth import (
     CurrentRuntime,
     require_organisation_manager,
 )
+from app.web.dashboard import ranktracking_reports as reports_ui
 from app.web.dashboard.common import error_messages, page
 
 PREFIX = "/ui/ranktracking"
@@ -127,6 +130,12 @@ FIELD_LABELS = {
     "packages": "Keyword data packages",
     "monthly_cap_eur": "Monthly cap in EUR",
     "amount_eur": "Amount in EUR",
+    # The positions table's filters.
+    "moved": "Moved by at least",
+    "in_top": "Position",
+    "out_of_top": "Position",
+    "columns": "Runs shown",
+    "cursor": "Page",
 }
 
 
@@ -259,13 +268,40 @@ async def schedule_page(
     schedule_id: FromPath[int],
     cursor: FromQuery[str | None] = None,
     notice: FromQuery[str | None] = None,
+    device: FromQuery[str] = "",
+    moved: FromQuery[str] = "",
+    band: FromQuery[str] = "",
+    q: FromQuery[str] = "",
+    sort: FromQuery[str] = "keyword",
+    order: FromQuery[str] = "asc",
+    columns: FromQuery[str] = "",
+    page_at: Annotated[str, QueryParameter(name="page")] = "",
 ) -> Template:
     now = runtime.clock.now()
+    tparams = reports_ui.TableParams(
+        device=device,
+        moved=moved,
+        band=band,
+        q=q,
+        sort=sort,
+        order=order,
+        columns=columns,
+        page=page_at,
+    )
+    table_errors: list[str] = []
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
         out = await schedules.schedule_out(session, schedule, now)
         log = await schedule_log(session, schedule_id, before_id=money.cursor_id(cursor))
         results = await latest_results(session, schedule_id)
+        try:
+            table = await positions_page(session, schedule, tparams.query())
+        except DomainError as exc:
+            # A hand-edited address: say what was wrong and show the unfiltered table.
+            table_errors = _error_text(exc)
+            tparams = reports_ui.TableParams()
+            table = await positions_page(session, schedule, TableQuery(limit=reports_ui.PAGE_ROWS))
+        charts = await schedule_charts(session, schedule_id) if schedule.data_type == "serp" else []
         feed = await money.activity_page(
             session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
         )
@@ -278,6 +314,12 @@ async def schedule_page(
         results=results,
         feed=feed.items,
         notice=notice,
+        table=table,
+        charts=[msgspec.to_builtins(c) for c in charts],
+        tparams=tparams,
+        table_errors=table_errors,
+        bands=reports_ui.BANDS,
+        summaries=reports_ui.summary_rows(table),
     )
 
 
@@ -328,25 +370,6 @@ resume = _transition(schedules.resume, "resume", "Resumed; due at the next hourl
 end = _transition(schedules.end, "end", "Ended")
 
 
-CHART_WIDTH, CHART_HEIGHT = 600, 200
-
-
-def history_chart(points: list[Any], depth: int) -> dict[str, Any]:
-    """Polyline points per device (position 1 at the top) and the x of every run in which the
-    keyword was not found within the depth or had no data (drawn as dots under the axis)."""
-    step = (CHART_WIDTH - 40) / max(len(points) - 1, 1)
-    lines: dict[str, list[str]] = {}
-    absent: list[float] = []
-    for i, p in enumerate(points):
-        x = round(30 + i * step, 1)
-        if p.position is None:
-            absent.append(x)
-            continue
-        y = round(10 + (p.position - 1) / max(depth - 1, 1) * (CHART_HEIGHT - 20), 1)
-        lines.setdefault(p.device or "keyword data", []).append(f"{x},{y}")
-    return {"lines": {d: " ".join(v) for d, v in lines.items()}, "absent": absent}
-
-
 @get(f"{PREFIX}/schedules/{{schedule_id:int}}/keyword")
 async def keyword_page(
     request: Request[Any, Any, Any],
@@ -358,6 +381,7 @@ async def keyword_page(
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
         history = await keyword_history(session, schedule_id, normalise(keyword))
+        chart = await keyword_chart(session, schedule_id, normalise(keyword))
     return page(
         request,
         "ranktracking/keyword.html",
@@ -365,9 +389,7 @@ async def keyword_page(
         schedule=schedule,
         history=history,
         depth=schedule.depth or 100,
-        chart=history_chart(history.points, schedule.depth or 100),
-        width=CHART_WIDTH,
-        height=CHART_HEIGHT,
+        chart=msgspec.to_builtins(chart),
     )
 
 

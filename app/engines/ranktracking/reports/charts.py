@@ -1,0 +1,95 @@
+"""Chart series: one x per measured request (desktop and mobile of a request share it), one value
+per device and measurement, ``None`` where the run measured nothing for it — a gap in the line.
+
+Per keyword: the position over time. Per schedule: visibility and average position over time."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.db.session import ReadSession
+from app.engines.ranktracking.models import Result
+from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, Column, measured_runs
+from app.engines.ranktracking.reports.summary import run_summaries
+from app.schemas import Schema
+
+CHART_POINTS = 104
+
+
+class SeriesOut(Schema):
+    label: str
+    values: list[float | None]
+
+
+class ChartOut(Schema):
+    title: str
+    x: list[int]
+    """Unix seconds of each measurement, oldest first."""
+    series: list[SeriesOut]
+    y_label: str
+    inverted: bool
+    """Position charts: 1 at the top."""
+
+
+def _devices(columns: list[Column]) -> list[str]:
+    found = {d for c in columns for d in c.runs if d != KEYWORD_DATA}
+    return [d for d in ("desktop", "mobile") if d in found]
+
+
+def _x(columns: list[Column]) -> list[int]:
+    return [int(c.measured_at.timestamp()) for c in columns]
+
+
+async def keyword_chart(session: ReadSession, schedule_id: int, keyword: str) -> ChartOut:
+    columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
+    run_ids = [r for c in columns for d, r in c.runs.items() if d != KEYWORD_DATA]
+    found: dict[int, int | None] = {}
+    if run_ids:
+        rows = await session.execute(
+            select(Result.run_id, Result.position).where(
+                Result.schedule_id == schedule_id,
+                Result.keyword == keyword,
+                Result.run_id.in_(run_ids),
+            )
+        )
+        found = {run_id: position for run_id, position in rows.all()}
+    series = [
+        SeriesOut(label=device, values=[found.get(c.runs.get(device, -1)) for c in columns])
+        for device in _devices(columns)
+    ]
+    return ChartOut(
+        title=f"Position of “{keyword}”",
+        x=_x(columns),
+        series=series,
+        y_label="position",
+        inverted=True,
+    )
+
+
+async def schedule_charts(session: ReadSession, schedule_id: int) -> list[ChartOut]:
+    """Visibility and average position over time, one series per device."""
+    columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
+    summaries = {(s.request_id, s.device): s for s in await run_summaries(session, columns)}
+    devices = _devices(columns)
+
+    def series(figure: str) -> list[SeriesOut]:
+        out = []
+        for device in devices:
+            values: list[float | None] = []
+            for c in columns:
+                s = summaries.get((c.request_id, device))
+                values.append(getattr(s, figure) if s is not None else None)
+            out.append(SeriesOut(label=device, values=values))
+        return out
+
+    x = _x(columns)
+    return [
+        ChartOut(title="Visibility", x=x, series=series("visibility"), y_label="%", inverted=False),
+        ChartOut(
+            title="Average position",
+            x=x,
+            series=series("average_position"),
+            y_label="position",
+            inverted=True,
+        ),
+    ]

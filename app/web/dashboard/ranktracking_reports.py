@@ -1,0 +1,87 @@
+"""The schedule page's positions table: the page's query string as a table query (a band select
+stands for the API's ``in_top`` / ``out_of_top``), links that sort by a column, and the summary rows
+of average position and visibility per device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from app.engines.ranktracking.reports.positions import DEFAULT_COLUMNS, TableQuery
+from app.engines.ranktracking.reports.schemas import PositionsPage
+
+PAGE_ROWS = 100
+BANDS = [
+    ("", "all positions"),
+    ("in_top:3", "in the top 3"),
+    ("in_top:10", "in the top 10"),
+    ("in_top:100", "in the top 100"),
+    ("out_of_top:3", "outside the top 3"),
+    ("out_of_top:10", "outside the top 10"),
+    ("out_of_top:100", "outside the top 100"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TableParams:
+    """The table's query-string values as the browser sends them (all text)."""
+
+    device: str = ""
+    moved: str = ""
+    band: str = ""
+    q: str = ""
+    sort: str = "keyword"
+    order: str = "asc"
+    columns: str = ""
+    page: str = ""
+
+    def query(self) -> TableQuery:
+        in_top = out_of_top = None
+        kind, _, size = self.band.partition(":")
+        if kind in ("in_top", "out_of_top") and size.isdigit():
+            in_top, out_of_top = (int(size), None) if kind == "in_top" else (None, int(size))
+        moved = int(self.moved) if self.moved.strip().isdigit() else None
+        columns = int(self.columns) if self.columns.isdigit() else DEFAULT_COLUMNS
+        return TableQuery(
+            device=self.device or None,
+            moved=moved,
+            in_top=in_top,
+            out_of_top=out_of_top,
+            sort=self.sort,
+            order=self.order,
+            columns=columns,
+            cursor=self.page or None,
+            limit=PAGE_ROWS,
+            search=" ".join(self.q.split()).casefold() or None,
+        )
+
+    def values(self) -> dict[str, str]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k)}
+
+    def link(self, **changes: str) -> str:
+        """This table's query string with ``changes`` (an empty value drops the parameter)."""
+        values = {**self.values(), **changes}
+        return "?" + urlencode({k: v for k, v in values.items() if v}) + "#rt-positions"
+
+    def sort_link(self, key: str) -> str:
+        order = "desc" if self.sort == key and self.order == "asc" else "asc"
+        return self.link(sort=key, order=order, page="")
+
+    def aria_sort(self, key: str) -> str:
+        if self.sort != key:
+            return "none"
+        return "ascending" if self.order == "asc" else "descending"
+
+
+def summary_rows(table: PositionsPage) -> list[dict[str, Any]]:
+    """Per device: the average position and visibility of each column (None: not measured)."""
+    by_key = {(s.request_id, s.device): s for s in table.summaries}
+    devices = sorted({s.device for s in table.summaries})
+    return [
+        {
+            "device": device,
+            "cells": [by_key.get((c.request_id, device)) for c in table.columns],
+        }
+        for device in devices
+    ]

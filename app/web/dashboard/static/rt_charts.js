@@ -1,0 +1,94 @@
+/* Position tracking charts, drawn with the vendored uPlot from the JSON in each
+   .rt-chart element's data-chart attribute (no inline script: the page's CSP is script-src 'self').
+   One x per measurement (desktop and mobile of a request share it), every point drawn (a single
+   measurement shows), a gap where a run measured nothing, dates on the time axis, and a legend. */
+(function () {
+  "use strict";
+  var COLOURS = { desktop: "#2453c7", mobile: "#c98a04" };
+  var FALLBACK = ["#157f3b", "#7a3fc2", "#b42318", "#0e7490", "#6b7385"];
+  var DAY = 86400;
+
+  function pad(n) { return n < 10 ? "0" + n : String(n); }
+  function day(ts) {
+    var d = new Date(ts * 1000);
+    return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate());
+  }
+  function stamp(ts) {
+    var d = new Date(ts * 1000);
+    return day(ts) + " " + pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + " UTC";
+  }
+
+  function xRange(u, min, max) {
+    // A single measurement (or several on one day) still gets a readable span of dates.
+    if (min == null || max == null) { return [0, DAY]; }
+    return max - min < DAY ? [min - DAY, max + DAY] : [min - DAY / 2, max + DAY / 2];
+  }
+
+  function yRange(inverted) {
+    return function (u, min, max) {
+      if (min == null || max == null) { return inverted ? [1, 10] : [0, 100]; }
+      if (inverted) { return [Math.max(1, Math.floor(min) - 1), Math.ceil(max) + 1]; }
+      return [0, Math.max(10, Math.ceil(max * 1.1))];
+    };
+  }
+
+  function draw(el) {
+    var spec;
+    try { spec = JSON.parse(el.getAttribute("data-chart")); } catch (e) { return; }
+    var data = [spec.x];
+    var series = [{ label: "measured", value: function (u, v) { return v == null ? "—" : stamp(v); } }];
+    spec.series.forEach(function (s, i) {
+      data.push(s.values);
+      var colour = COLOURS[s.label] || FALLBACK[i % FALLBACK.length];
+      series.push({
+        label: s.label,
+        stroke: colour,
+        width: 2,
+        spanGaps: false,
+        points: { show: true, size: 8, fill: colour, stroke: colour },
+        value: function (u, v) { return v == null ? "—" : String(v); }
+      });
+    });
+    var opts = {
+      title: spec.title,
+      width: Math.max(280, el.clientWidth || 600),
+      height: 240,
+      scales: {
+        x: { time: true, range: xRange },
+        y: { dir: spec.inverted ? -1 : 1, range: yRange(spec.inverted) }
+      },
+      series: series,
+      axes: [
+        {
+          incrs: [DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY, 91 * DAY, 182 * DAY, 364 * DAY],
+          values: function (u, splits) { return splits.map(day); },
+          space: 90
+        },
+        { label: spec.y_label }
+      ],
+      legend: { show: true }
+    };
+    el.textContent = "";
+    el.uplot = new uPlot(opts, data, el);
+  }
+
+  function drawAll() {
+    Array.prototype.forEach.call(document.querySelectorAll(".rt-chart[data-chart]"), draw);
+  }
+
+  var resizing = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      Array.prototype.forEach.call(document.querySelectorAll(".rt-chart"), function (el) {
+        if (el.uplot) { el.uplot.setSize({ width: Math.max(280, el.clientWidth), height: 240 }); }
+      });
+    }, 150);
+  });
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", drawAll);
+  } else {
+    drawAll();
+  }
+})();
