@@ -25,6 +25,9 @@ class ClientOptions:
     timeout_seconds: float = 30.0
     """Connecting, and each read or write."""
     max_connections: int = 100
+    connect_timeout_seconds: float | None = None
+    """A shorter limit for connecting, when an unreachable host should fail sooner than a slow
+    answer (``None``: ``timeout_seconds``)."""
 
     @classmethod
     def from_settings(cls, settings: IntegrationSettings) -> ClientOptions:
@@ -84,7 +87,10 @@ def outbound_client(
         base_url=base_url,
         headers={"User-Agent": USER_AGENT, **dict(headers or {})},
         auth=auth,
-        timeout=httpx.Timeout(options.timeout_seconds),
+        timeout=httpx.Timeout(
+            options.timeout_seconds,
+            connect=options.connect_timeout_seconds or options.timeout_seconds,
+        ),
         limits=limits,
         follow_redirects=False,
         trust_env=False,

@@ -17,6 +17,10 @@ class OutboundError(Exception):
     """A call to an outside API failed."""
 
     transient = False
+    repeatable = True
+    """False when sending the same request again could repeat an effect the provider may already
+    have carried out (the answer to a request without an idempotency key was lost): the
+    in-process retry stops there, and the caller decides."""
 
     def __init__(
         self,

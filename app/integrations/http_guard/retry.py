@@ -1,7 +1,7 @@
 """The one retry policy of outbound calls: which failures are tried again, how long to wait.
 
 :meth:`RetryPolicy.run` is the only retry loop: it retries an :class:`OutboundError` whose
-``transient`` is true, waiting the schedule's delay or what the provider asked (``retry_after``)
+``transient`` and ``repeatable`` are true, waiting the schedule's delay or what the provider asked (``retry_after``)
 when that is longer, and gives up at once when the provider asks for more than
 ``max_wait_seconds`` (the caller then schedules the retry instead of holding a worker). The waits
 are exponential backoff with jitter, or a fixed ``schedule`` — the ad-rules dispatcher's product
@@ -51,6 +51,9 @@ class RetryPolicy:
     sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep)
     schedule: tuple[float, ...] | None = None
     """Fixed waits between tries (no jitter); when set, ``attempts`` is ``len(schedule) + 1``."""
+    on_retry: Callable[[OutboundError, int, float], None] | None = None
+    """Called before each wait with the failure, the number of the retry about to be made
+    (1 for the first) and the wait — for a client's own log line."""
 
     @property
     def tries(self) -> int:
@@ -77,7 +80,7 @@ class RetryPolicy:
             try:
                 return await call()
             except OutboundError as exc:
-                if not exc.transient:
+                if not exc.transient or not exc.repeatable:
                     raise
                 failures += 1
                 wait = self.wait_after(failures, exc.retry_after)
@@ -87,6 +90,8 @@ class RetryPolicy:
                     "retrying outbound call",
                     extra={"provider": exc.provider, "status": exc.status, "delay": wait},
                 )
+                if self.on_retry is not None:
+                    self.on_retry(exc, failures, wait)
             record.waits.append(wait)
             await self.sleep(wait)
 

@@ -1,5 +1,7 @@
 """The transport every Graph call goes through: versioned URLs, the token in a header, one pooled
-``httpx.AsyncClient``, errors turned into :class:`~.errors.MetaError` and usage headers kept.
+client from the shared outbound core (:func:`~app.integrations.http_guard.outbound_client`),
+errors turned into :class:`~.errors.MetaError` (an
+:class:`~app.integrations.http_guard.OutboundError`) and usage headers kept.
 
 A :class:`GraphClient` does one attempt per call; retry policy belongs to the caller
 (:mod:`.retry`), because the dispatcher's schedule (3 attempts, 1 s then 2 s) is a product rule.
@@ -14,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from app.integrations.http_guard import ClientOptions, outbound_client
 from app.integrations.meta.errors import MetaError, error_from_response
 from app.integrations.meta.usage import Usage, parse_usage
 
@@ -54,13 +57,11 @@ class GraphClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.version = version.strip("/")
-        self._http = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_seconds),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
+        # The Graph URL is the operator's setting, never a workspace's: no address guard.
+        self._http = outbound_client(
+            provider="meta",
+            options=ClientOptions(timeout_seconds=timeout_seconds, max_connections=max_connections),
             transport=transport,
-            follow_redirects=False,
         )
         self.last_usage = Usage()
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import msgspec
 
+from app.integrations.http_guard import OutboundError, is_transient_status
+
 TRANSIENT_CODES = frozenset({1, 2, 4, 17, 32, 341, 613, *range(80000, 80015)})
 """Error codes Meta marks as temporary: unknown/service errors, app, user and ad-account rate
 limits, and the business-use-case throttles 80000–80014."""
@@ -27,8 +29,9 @@ class GraphErrorBody(msgspec.Struct):
     error: GraphErrorDetail
 
 
-class MetaError(Exception):
-    """A Graph API call failed. ``transient`` says whether retrying can help."""
+class MetaError(OutboundError):
+    """A Graph API call failed. ``transient`` says whether retrying can help; the shared
+    :class:`~app.integrations.http_guard.RetryPolicy` reads it and ``retry_after``."""
 
     def __init__(
         self,
@@ -42,15 +45,21 @@ class MetaError(Exception):
         retry_after_seconds: float | None = None,
         fbtrace_id: str | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.code = code
+        super().__init__(message, provider="meta", status=status, retry_after=retry_after_seconds)
+        self.code: int | None = code  # type: ignore[assignment]  # Meta's codes are numbers
         self.subcode = subcode
         self.error_type = error_type
         self.transient = transient
-        self.retry_after_seconds = retry_after_seconds
         self.fbtrace_id = fbtrace_id
+
+    @property
+    def retry_after_seconds(self) -> float | None:
+        """Meta's ``estimated_time_to_regain_access`` (the core's ``retry_after``)."""
+        return self.retry_after
+
+    @retry_after_seconds.setter
+    def retry_after_seconds(self, value: float | None) -> None:
+        self.retry_after = value
 
     @property
     def throttled(self) -> bool:
@@ -74,7 +83,7 @@ def is_transient_code(code: int | None, status: int | None, flagged: bool) -> bo
     if flagged:
         return True
     if status is not None and status >= 500:
-        return True
+        return True  # a 4xx carries a Graph code, which decides
     return code in TRANSIENT_CODES
 
 
@@ -92,7 +101,7 @@ def error_from_response(
         return MetaError(
             f"unexpected reply from the Graph API: {snippet}",
             status=status,
-            transient=status >= 500 or status == 429,
+            transient=is_transient_status(status),
             retry_after_seconds=retry_after_seconds,
         )
     transient = is_transient_code(detail.code, status, detail.is_transient)

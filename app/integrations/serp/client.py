@@ -1,10 +1,13 @@
 """The SERP / keyword-data provider client (DataForSEO's queued "task" API).
 
 Work is queued with ``task_post`` (at most 100 tasks a call), finished tasks are listed by
-``tasks_ready`` and collected one by one with ``task_get``. One :class:`httpx.AsyncClient` with
-timeouts carries every call; transient failures (5xx, timeouts, ``40202`` rate limit, ``50000``) are
-retried with exponential backoff on an injectable ``sleep``, permanent ones (``40200`` payment
-required, ``40501`` invalid field, rejected credentials, unreadable answers) are raised at once.
+``tasks_ready`` and collected one by one with ``task_get``. One client from the shared outbound
+core (:func:`~app.integrations.http_guard.outbound_client`; the provider URL is the operator's
+setting, never a workspace's) carries every call; transient failures (5xx, timeouts, ``40202`` rate
+limit, ``50000``) are retried with exponential backoff on an injectable ``sleep`` by the shared
+:class:`~app.integrations.http_guard.RetryPolicy`, permanent ones (``40200`` payment required,
+``40501`` invalid field, rejected credentials, unreadable answers) are raised at once. Every error
+is a :class:`~.errors.ProviderError`, an :class:`~app.integrations.http_guard.OutboundError`.
 
 A ``task_post`` whose answer was lost (read timeout, dropped connection, a gateway's 502/504) is
 **not** sent again: the provider may have created — and billed — the tasks, and a second post would
@@ -14,6 +17,7 @@ create them twice.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
@@ -23,8 +27,10 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from app.integrations.http_guard import ClientOptions, OutboundError, RetryPolicy, outbound_client
 from app.integrations.serp import codes
 from app.integrations.serp.errors import (
+    PROVIDER,
     AuthenticationFailed,
     InvalidRequest,
     PaymentRequired,
@@ -97,13 +103,23 @@ class SerpClient:
         self._base_url = base_url.rstrip("/")
         self._auth = httpx.BasicAuth(login, password)
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 10.0))
+        self._http = http or outbound_client(
+            provider=PROVIDER,
+            options=ClientOptions(
+                timeout_seconds=timeout_seconds,
+                connect_timeout_seconds=min(timeout_seconds, 10.0),
+            ),
+        )
+        # Retry n waits min(backoff × 2ⁿ, cap), or the provider's Retry-After when longer; a
+        # Retry-After beyond the cap ends the retries (the poller comes back on its next tick).
+        self._policy = RetryPolicy(
+            schedule=tuple(
+                min(backoff_seconds * 2**n, max_backoff_seconds) for n in range(retries)
+            ),
+            max_wait_seconds=max_backoff_seconds,
+            sleep=sleep,
         )
         self._retries = retries
-        self._backoff = backoff_seconds
-        self._max_backoff = max_backoff_seconds
-        self._sleep = sleep
 
     @classmethod
     def from_settings(
@@ -205,28 +221,22 @@ class SerpClient:
     async def _call(
         self, method: str, endpoint: str, result_type: type[R], json: Any = None
     ) -> Envelope[R]:
-        """One logical call: the request, retried while it fails transiently and safely can be."""
-        attempt = 0
-        while True:
-            try:
-                return await self._once(method, endpoint, result_type, json)
-            except TransientProviderError as exc:
-                if attempt >= self._retries or exc.may_have_succeeded:
-                    raise
-                delay = min(self._backoff * 2**attempt, self._max_backoff)
-                if isinstance(exc, RateLimited) and exc.retry_after is not None:
-                    delay = min(max(delay, exc.retry_after), self._max_backoff)
-                attempt += 1
-                log.warning(
-                    "serp provider: %s %s failed transiently (%s); retry %d/%d in %.1fs",
-                    method,
-                    endpoint,
-                    exc.message,
-                    attempt,
-                    self._retries,
-                    delay,
-                )
-                await self._sleep(delay)
+        """One logical call: the request, retried while it fails transiently and safely can be
+        (an error with ``may_have_succeeded`` is not ``repeatable``)."""
+
+        def logged(exc: OutboundError, retry: int, wait: float) -> None:
+            log.warning(
+                "serp provider: %s %s failed transiently (%s); retry %d/%d in %.1fs",
+                method,
+                endpoint,
+                exc.message,
+                retry,
+                self._retries,
+                wait,
+            )
+
+        policy = dataclasses.replace(self._policy, on_retry=logged)
+        return await policy.run(lambda: self._once(method, endpoint, result_type, json))
 
     async def _once(
         self, method: str, endpoint: str, result_type: type[R], json: Any

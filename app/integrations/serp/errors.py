@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.integrations.http_guard import OutboundError
+
 if TYPE_CHECKING:
     from app.integrations.serp.structs import PostedTask
 
 
-class ProviderError(Exception):
+PROVIDER = "serp"
+
+
+class ProviderError(OutboundError):
     """The provider refused or failed a request, or answered something that cannot be read.
 
     Attributes:
@@ -33,11 +38,18 @@ class ProviderError(Exception):
         status_code: int | None = None,
         http_status: int | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
+        super().__init__(
+            message,
+            provider=PROVIDER,
+            status=http_status,
+            code=str(status_code) if status_code is not None else None,
+        )
         self.status_code = status_code
         self.http_status = http_status
         self.posted: list[PostedTask] = []
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class TransientProviderError(ProviderError):
@@ -60,6 +72,8 @@ class TransientProviderError(ProviderError):
     ) -> None:
         super().__init__(message, status_code=status_code, http_status=http_status)
         self.may_have_succeeded = may_have_succeeded
+        # The shared retry policy must not send again what the provider may have carried out.
+        self.repeatable = not may_have_succeeded
 
 
 class RateLimited(TransientProviderError):

@@ -4,8 +4,10 @@
 token (a service account's access token, given as is or minted on demand by
 :mod:`.service_account`). Values are requested unformatted, so numbers arrive as
 JSON numbers; they are decoded straight into :class:`~decimal.Decimal` (never through float).
-Transient failures (429, 5xx, connection errors) are retried a few times with a short backoff;
-everything else raises :class:`SheetsError` at once.
+Transient failures (429, 5xx, connection errors) are retried a few times with a short backoff
+under the shared :class:`~app.integrations.http_guard.RetryPolicy`; everything else raises
+:class:`SheetsError` (an :class:`~app.integrations.http_guard.OutboundError`) at once. The client
+comes from the shared outbound core; the Sheets URL is the operator's setting, never a workspace's.
 """
 
 from __future__ import annotations
@@ -20,12 +22,20 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from app.integrations.http_guard import (
+    ClientOptions,
+    OutboundError,
+    RetryPolicy,
+    is_transient_status,
+    outbound_client,
+)
+
 Cell = str | int | Decimal | bool
 """One cell as the API returns it unformatted: text, a whole or decimal number, or a boolean."""
 
 Sleep = Callable[[float], Awaitable[None]]
 
-TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+PROVIDER = "google_sheets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +67,15 @@ class TokenSource(Protocol):
 SheetsCredentials = ApiKey | BearerToken | TokenSource
 
 
-class SheetsError(Exception):
-    """The Sheets API refused or failed the read."""
+class SheetsError(OutboundError):
+    """The Sheets API (or Google's token endpoint) refused or failed the read."""
 
     def __init__(self, message: str, *, status: int | None = None, transient: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
+        super().__init__(message, provider=PROVIDER, status=status)
         self.transient = transient
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class _ErrorDetail(msgspec.Struct):
@@ -117,7 +128,7 @@ def _error_from(response: httpx.Response) -> SheetsError:
     return SheetsError(
         message,
         status=response.status_code,
-        transient=response.status_code in TRANSIENT_STATUSES,
+        transient=is_transient_status(response.status_code),
     )
 
 
@@ -133,11 +144,13 @@ class SheetsClient:
         sleep: Sleep = asyncio.sleep,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), timeout=timeout_seconds, transport=transport
+        self._http = outbound_client(
+            provider=PROVIDER,
+            options=ClientOptions(timeout_seconds=timeout_seconds),
+            base_url=base_url.rstrip("/"),
+            transport=transport,
         )
-        self._retry_delays = tuple(retry_delays)
-        self._sleep = sleep
+        self._policy = RetryPolicy(schedule=tuple(retry_delays), sleep=sleep)
 
     async def get_values(
         self, spreadsheet_id: str, range_a1: str, credentials: SheetsCredentials
@@ -154,20 +167,19 @@ class SheetsClient:
             params["key"] = credentials.key
         else:
             headers["Authorization"] = f"Bearer {credentials.token}"
-        attempt = 0
-        while True:
+
+        async def once() -> list[list[Cell]]:
             try:
                 response = await self._http.get(path, params=params, headers=headers)
             except httpx.TransportError as exc:
-                error = SheetsError(f"could not reach the Sheets API: {exc!r}", transient=True)
-            else:
-                if response.status_code == 200:
-                    return _parse_rows(response.content)
-                error = _error_from(response)
-            if not error.transient or attempt >= len(self._retry_delays):
-                raise error
-            await self._sleep(self._retry_delays[attempt])
-            attempt += 1
+                raise SheetsError(
+                    f"could not reach the Sheets API: {exc!r}", transient=True
+                ) from None
+            if response.status_code != 200:
+                raise _error_from(response)
+            return _parse_rows(response.content)
+
+        return await self._policy.run(once)
 
     async def aclose(self) -> None:
         await self._http.aclose()

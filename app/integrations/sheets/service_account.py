@@ -22,7 +22,8 @@ import msgspec
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from app.integrations.sheets.client import TRANSIENT_STATUSES, BearerToken, SheetsError
+from app.integrations.http_guard import ClientOptions, is_transient_status, outbound_client
+from app.integrations.sheets.client import BearerToken, SheetsError
 
 SCOPE = "https://www.googleapis.com/auth/spreadsheets.readonly"
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -120,7 +121,12 @@ class TokenMinter:
     ) -> None:
         self.token_url = token_url
         self._now = now
-        self._http = httpx.AsyncClient(timeout=timeout_seconds, transport=transport)
+        # The token endpoint is the operator's setting, never a workspace's: no address guard.
+        self._http = outbound_client(
+            provider="google_oauth",
+            options=ClientOptions(timeout_seconds=timeout_seconds),
+            transport=transport,
+        )
         self._cache: dict[str, _Cached] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -157,7 +163,7 @@ class TokenMinter:
             raise SheetsError(
                 f"Google refused the service account {key.client_email}: {message}",
                 status=response.status_code,
-                transient=response.status_code in TRANSIENT_STATUSES,
+                transient=is_transient_status(response.status_code),
             )
         try:
             reply = msgspec.json.decode(response.content, type=_TokenReply)
