@@ -24,7 +24,7 @@ from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.dashboard import contacts_ui, funnel_editor
+from app.web.dashboard import audiences, contacts_ui, funnel_editor
 from app.web.dashboard.common import page
 
 PREFIX = "/ui/funnels"
@@ -313,6 +313,7 @@ ROUTES: list[Any] = [
     contacts_page,
     timeline_page,
     *funnel_editor.ROUTES,
+    *audiences.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 

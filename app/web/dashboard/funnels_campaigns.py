@@ -3,6 +3,7 @@ snippet, campaigns (create, schedule, progress and counters), and a funnel's sim
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -34,6 +35,7 @@ from app.errors import DomainError
 from app.platform.service import get_workspace, webhook_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.dashboard import audiences
 from app.web.dashboard.common import error_message, page
 
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
@@ -53,7 +55,7 @@ CAMPAIGN_LABELS = {
     "subject": "Subject",
     "body": "Text",
     "html": "HTML",
-    "audience": "Only contacts tagged",
+    "audience": "Audience",
     "rate_per_minute": "Messages per minute",
     "send_at": "Send at",
 }
@@ -161,16 +163,46 @@ async def create_form_page(
 
 @get(CAMPAIGNS)
 async def campaigns_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    segment: FromQuery[str | None] = None,
 ) -> Template:
-    return await _campaigns(request, principal, runtime)
+    """Campaigns; ``segment`` (predicate JSON, from the segment builder) fills the new
+    campaign's audience."""
+    return await _campaigns(request, principal, runtime, segment=segment)
 
 
-async def _campaigns(request: Any, principal: Any, runtime: Runtime, **extra: Any) -> Template:
+def _predicate_json(text: str | None) -> dict[str, Any] | None:
+    """A predicate posted or linked as JSON text; anything else is no predicate."""
+    try:
+        value = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+async def _campaigns(
+    request: Any, principal: Any, runtime: Runtime, *, segment: str | None = None, **extra: Any
+) -> Template:
+    form = extra.get("form") or {}
     async with runtime.db.read() as s:
         rows = await list_campaigns(s, principal.workspace_id, limit=100)
         listed = [(c, await counters(s, c.id)) for c in rows]
-    tpl = page(request, "funnels_campaigns/campaigns.html", principal, campaigns=listed, **extra)
+        options = await audiences.builder_options(s, principal.workspace_id)
+    builder = {
+        **options,
+        "count_url": f"{audiences.SEGMENTS}/count",
+        "initial": _predicate_json(form.get("audience_predicate") or segment),
+    }
+    tpl = page(
+        request,
+        "funnels_campaigns/campaigns.html",
+        principal,
+        campaigns=listed,
+        builder=builder,
+        **extra,
+    )
     if extra.get("error"):
         tpl.status_code = 422
     return tpl
@@ -184,10 +216,18 @@ async def create_campaign_page(
     data: Form,
 ) -> Template | Redirect:
     require_admin(principal)
-    audience = None
+    audience: dict[str, Any] | None = None
     tag = data.get("audience_tag", "").strip()
     if tag:
         audience = {"kind": "has_tag", "tag": tag}
+    built = data.get("audience_predicate", "").strip()
+    if built:
+        rows = _predicate_json(built)
+        if rows is None:
+            return await _campaigns(
+                request, principal, runtime, error="Audience: not a segment", form=data
+            )
+        audience = rows if audience is None else {"kind": "all", "predicates": [audience, rows]}
     try:
         rate = int(data.get("rate_per_minute", "600") or 600)
         async with runtime.db.write() as uow:

@@ -1,0 +1,258 @@
+"""Audience pages under ``/ui/funnels``: the segment builder (predicate rows with a live count and
+the first matching contacts, handed on to a new campaign) and the workspace's tags, lists and
+custom fields, each with its contact count and a form to add one.
+
+The count answers from the same SQL compilation of the predicate as the API's segment preview
+(FN-10); the names are created through the same contact services as the API.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+import msgspec
+from litestar import Request, get, post
+from litestar.params import JSONBody, URLEncodedBody
+from litestar.response import Redirect, Template
+from sqlalchemy import func, select
+
+from app.engines.funnels.contacts import define_field, ensure_names, field_types
+from app.engines.funnels.models import (
+    Contact,
+    ContactList,
+    ContactTag,
+    FieldDefinition,
+    ListMember,
+    Tag,
+)
+from app.engines.funnels.segments import FIELD_TYPES, STANDARD_FIELDS, compile_sql, decode_predicate
+from app.engines.funnels.segments import problems as predicate_problems
+from app.errors import DomainError
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard.common import error_message, page
+
+SEGMENTS = "/ui/funnels/segments"
+LABELS = "/ui/funnels/labels"
+SAMPLE = 20
+FIELD_LABELS = {"key": "Key", "type": "Type", "label": "Label", "name": "Name"}
+
+
+async def builder_options(session: Any, workspace_id: int) -> dict[str, Any]:
+    """What the predicate rows offer: fields with their types, tags and lists."""
+    custom = await field_types(session, workspace_id)
+    tags = await session.scalars(
+        select(Tag.name).where(Tag.workspace_id == workspace_id).order_by(Tag.name)
+    )
+    lists = await session.scalars(
+        select(ContactList.name)
+        .where(ContactList.workspace_id == workspace_id)
+        .order_by(ContactList.name)
+    )
+    return {
+        "fields": [{"name": k, "type": t} for k, t in sorted(STANDARD_FIELDS.items())]
+        + [{"name": k, "type": t} for k, t in sorted(custom.items())],
+        "tags": list(tags),
+        "lists": list(lists),
+    }
+
+
+@get(SEGMENTS)
+async def segments_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    async with runtime.db.read() as session:
+        options = await builder_options(session, principal.workspace_id)
+    return page(
+        request,
+        "funnels/segments.html",
+        principal,
+        builder={**options, "count_url": f"{SEGMENTS}/count"},
+    )
+
+
+class CountIn(msgspec.Struct):
+    predicate: Any = None
+    """``None``: every contact."""
+
+
+@post(f"{SEGMENTS}/count", status_code=200)
+async def count_segment(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[CountIn]
+) -> dict[str, Any]:
+    """How many contacts match the rows now, and the first of them; a predicate with problems
+    answers them (in the rows' words) instead of a count."""
+    ws = principal.workspace_id
+    try:
+        predicate = None if data.predicate is None else decode_predicate(data.predicate)
+    except msgspec.ValidationError as exc:
+        return {"count": None, "sample": [], "problems": [str(exc).split(" - at ")[0]]}
+    async with runtime.db.read() as session:
+        custom = await field_types(session, ws)
+        where: tuple[Any, ...] = (Contact.workspace_id == ws, Contact.deleted_at.is_(None))
+        if predicate is not None:
+            problems = predicate_problems(predicate, custom)
+            if problems:
+                return {"count": None, "sample": [], "problems": [_sentence(p) for p in problems]}
+            now = runtime.clock.now()
+            where += (compile_sql(predicate, workspace_id=ws, now=now, custom=custom),)
+        total = await session.scalar(select(func.count()).select_from(Contact).where(*where))
+        rows = (
+            await session.execute(
+                select(Contact.id, Contact.email).where(*where).order_by(Contact.id).limit(SAMPLE)
+            )
+        ).all()
+    return {
+        "count": int(total or 0),
+        "sample": [{"id": i, "email": e or f"#{i}"} for i, e in rows],
+        "problems": [],
+        "campaign_url": "/ui/funnels/campaigns"
+        + ("" if predicate is None else "?segment=" + quote(json.dumps(data.predicate))),
+    }
+
+
+def _sentence(problem: str) -> str:
+    problem = problem.replace("'AllOf' needs at least one predicate", "a group needs a condition")
+    problem = problem.replace("'AnyOf' needs at least one predicate", "a group needs a condition")
+    return problem[:1].upper() + problem[1:]
+
+
+async def _labels(
+    request: Request[Any, Any, Any], principal: Any, runtime: Any, **extra: Any
+) -> Template:
+    ws = principal.workspace_id
+    async with runtime.db.read() as session:
+        tags = (
+            await session.execute(
+                select(Tag.name, func.count(ContactTag.contact_id))
+                .outerjoin(ContactTag, ContactTag.tag_id == Tag.id)
+                .where(Tag.workspace_id == ws)
+                .group_by(Tag.id, Tag.name)
+                .order_by(Tag.name)
+            )
+        ).all()
+        lists = (
+            await session.execute(
+                select(ContactList.name, func.count(ListMember.contact_id))
+                .outerjoin(ListMember, ListMember.list_id == ContactList.id)
+                .where(ContactList.workspace_id == ws)
+                .group_by(ContactList.id, ContactList.name)
+                .order_by(ContactList.name)
+            )
+        ).all()
+        fields = list(
+            await session.scalars(
+                select(FieldDefinition)
+                .where(FieldDefinition.workspace_id == ws)
+                .order_by(FieldDefinition.key)
+            )
+        )
+    tpl = page(
+        request,
+        "funnels/labels.html",
+        principal,
+        tags=tags,
+        lists=lists,
+        fields=fields,
+        field_types=FIELD_TYPES,
+        **extra,
+    )
+    if any(k.endswith("_error") for k in extra):
+        tpl.status_code = 422
+    return tpl
+
+
+@get(LABELS)
+async def labels_page(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    return await _labels(request, principal, runtime)
+
+
+class NameForm(msgspec.Struct, kw_only=True):
+    name: str = ""
+
+
+class FieldForm(msgspec.Struct, kw_only=True):
+    key: str = ""
+    type: str = "text"
+    label: str = ""
+
+
+def _clean(name: str) -> str | None:
+    cleaned = name.strip()
+    return cleaned if 0 < len(cleaned) <= 100 else None
+
+
+async def _add_name(
+    request: Request[Any, Any, Any],
+    principal: Any,
+    runtime: Any,
+    model: type[Tag] | type[ContactList],
+    which: str,
+    data: NameForm,
+) -> Template | Redirect:
+    name = _clean(data.name)
+    if name is None:
+        return await _labels(
+            request,
+            principal,
+            runtime,
+            **{f"{which}_error": "Name: 1 to 100 characters", f"{which}_value": data.name},
+        )
+    async with runtime.db.write() as uow:
+        await ensure_names(uow.session, model, principal.workspace_id, [name])
+    return Redirect(f"{LABELS}?added={quote(name)}#{which}s")
+
+
+@post(f"{LABELS}/tags")
+async def add_tag_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[NameForm],
+) -> Template | Redirect:
+    return await _add_name(request, principal, runtime, Tag, "tag", data)
+
+
+@post(f"{LABELS}/lists")
+async def add_list_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[NameForm],
+) -> Template | Redirect:
+    return await _add_name(request, principal, runtime, ContactList, "list", data)
+
+
+@post(f"{LABELS}/fields")
+async def add_field_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    data: URLEncodedBody[FieldForm],
+) -> Template | Redirect:
+    key = data.key.strip()
+    try:
+        async with runtime.db.write() as uow:
+            await define_field(uow.session, principal.workspace_id, key, data.type, data.label)
+    except DomainError as exc:
+        return await _labels(
+            request,
+            principal,
+            runtime,
+            field_error=error_message(exc, FIELD_LABELS),
+            field_form=data,
+        )
+    return Redirect(f"{LABELS}?added={quote(key)}#fields")
+
+
+ROUTES: list[Any] = [
+    segments_page,
+    count_segment,
+    labels_page,
+    add_tag_page,
+    add_list_page,
+    add_field_page,
+]
