@@ -99,6 +99,21 @@ async def test_positions_table_sorts_and_filters(
         ("green shoes", "desktop"),
         ("green shoes", "mobile"),
     }
+    # The export link carries the filters: the CSV holds the rows shown.
+    href = await page.locator("#rt-export-positions").get_attribute("href")
+    response = await page.request.get(f"{live_url}{href}")
+    assert response.ok
+    assert response.headers["content-type"].startswith("text/csv")
+    lines = (await response.text()).splitlines()
+    assert lines[0].startswith("keyword,device,")
+    assert {tuple(line.split(",")[:2]) for line in lines[1:]} == {
+        ("red shoes", "mobile"),
+        ("green shoes", "desktop"),
+        ("green shoes", "mobile"),
+    }
+    href = await page.locator("#rt-export-log").get_attribute("href")
+    log = await page.request.get(f"{live_url}{href}")
+    assert len((await log.text()).splitlines()) == 1 + 6
     # A hand-edited address says what is wrong and shows the whole table.
     await page.goto(f"{live_url}/ui/ranktracking/schedules/{schedule.id}?band=in_top:7")
     assert "Position" in await page.locator("#rt-table-errors").inner_text()

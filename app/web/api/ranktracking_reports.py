@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import get
+from litestar import Response, get
 from litestar.params import FromQuery, QueryParameter
 
 from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.positions import (
     DEFAULT_COLUMNS,
     DEFAULT_LIMIT,
@@ -94,4 +95,47 @@ async def get_summary(
         return await summary_page(session, schedule_id, cursor, limit)
 
 
-HANDLERS: list[Any] = [get_positions, get_summary]
+def csv_response(text: str, filename: str) -> Response[str]:
+    return Response(
+        text,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@get("/schedules/{schedule_id:int}/positions.csv")
+async def get_positions_csv(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: RowId,
+    device: Device = None,
+    moved: Moved = None,
+    in_top: Top = None,
+    out_of_top: Top = None,
+    sort: FromQuery[str] = "keyword",
+    order: FromQuery[str] = "asc",
+    columns: FromQuery[int] = DEFAULT_COLUMNS,
+    q: FromQuery[str | None] = None,
+) -> Response[str]:
+    """The positions table as CSV: every matching row; formula-like text cells neutralised."""
+    query = table_query(
+        device, moved, in_top, out_of_top, sort, order, columns, None, DEFAULT_LIMIT, q
+    )
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        page = await export.all_positions(session, schedule, query)
+    return csv_response(export.positions_csv(page), f"positions-{schedule_id}.csv")
+
+
+@get("/schedules/{schedule_id:int}/log.csv")
+async def get_log_csv(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+) -> Response[str]:
+    """Every child run of the schedule's log as CSV, newest request first."""
+    async with runtime.db.read() as session:
+        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        text = await export.log_csv(session, schedule_id)
+    return csv_response(text, f"log-{schedule_id}.csv")
+
+
+HANDLERS: list[Any] = [get_positions, get_summary, get_positions_csv, get_log_csv]

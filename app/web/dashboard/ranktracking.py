@@ -546,6 +546,7 @@ ROUTES: list[Any] = [
     add_to_list,
     balance_page,
     top_up,
+    *reports_ui.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 

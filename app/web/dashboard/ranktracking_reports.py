@@ -8,8 +8,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from litestar import Response, get
+from litestar.params import FromPath, FromQuery
+
+from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.positions import DEFAULT_COLUMNS, TableQuery
 from app.engines.ranktracking.reports.schemas import PositionsPage
+from app.web.api.ranktracking_reports import csv_response
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+
+PREFIX = "/ui/ranktracking/schedules/{schedule_id:int}"
 
 PAGE_ROWS = 100
 BANDS = [
@@ -59,10 +68,13 @@ class TableParams:
     def values(self) -> dict[str, str]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k)}
 
-    def link(self, **changes: str) -> str:
+    def query_string(self, **changes: str) -> str:
         """This table's query string with ``changes`` (an empty value drops the parameter)."""
         values = {**self.values(), **changes}
-        return "?" + urlencode({k: v for k, v in values.items() if v}) + "#rt-positions"
+        return "?" + urlencode({k: v for k, v in values.items() if v})
+
+    def link(self, **changes: str) -> str:
+        return self.query_string(**changes) + "#rt-positions"
 
     def sort_link(self, key: str) -> str:
         order = "desc" if self.sort == key and self.order == "asc" else "asc"
@@ -85,3 +97,39 @@ def summary_rows(table: PositionsPage) -> list[dict[str, Any]]:
         }
         for device in devices
     ]
+
+
+@get(f"{PREFIX}/positions.csv")
+async def positions_csv(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    device: FromQuery[str] = "",
+    moved: FromQuery[str] = "",
+    band: FromQuery[str] = "",
+    q: FromQuery[str] = "",
+    sort: FromQuery[str] = "keyword",
+    order: FromQuery[str] = "asc",
+    columns: FromQuery[str] = "",
+) -> Response[str]:
+    """The table the page shows (its filters and sort), every row, as CSV."""
+    params = TableParams(
+        device=device, moved=moved, band=band, q=q, sort=sort, order=order, columns=columns
+    )
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        table = await export.all_positions(session, schedule, params.query())
+    return csv_response(export.positions_csv(table), f"positions-{schedule_id}.csv")
+
+
+@get(f"{PREFIX}/log.csv")
+async def log_csv(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+) -> Response[str]:
+    async with runtime.db.read() as session:
+        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        text = await export.log_csv(session, schedule_id)
+    return csv_response(text, f"log-{schedule_id}.csv")
+
+
+ROUTES: list[Any] = [positions_csv, log_csv]
