@@ -103,6 +103,7 @@ class Runtime:
                     self.registry,
                     self.context,
                     concurrency=qs.concurrency // loops + (index < qs.concurrency % loops),
+                    prefetch=qs.prefetch // loops + (index < qs.prefetch % loops),
                     batch_size=qs.batch_size,
                     lease_seconds=qs.lease_seconds,
                     poll_interval=qs.poll_interval,

@@ -62,6 +62,9 @@ class QueueSettings:
     """Seconds an idle database-queue worker waits before looking for jobs again."""
     batch_size: int = env("JOB_LEASE_BATCH", 200)
     """Database jobs leased per statement."""
+    prefetch: int = env("JOB_PREFETCH", 16)
+    """Database jobs a process leases ahead of its free slots and keeps in memory (their leases
+    renewed), so a freed slot starts the next job without a round trip; 0 turns it off."""
     shutdown_grace_seconds: float = env("SHUTDOWN_GRACE_SECONDS", 20.0)
     """On SIGTERM, in-flight jobs get this long to finish before they are released."""
     done_retention_hours: int = env("JOB_DONE_RETENTION_HOURS", 24)

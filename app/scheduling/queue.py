@@ -4,12 +4,14 @@ Both backends take the same :class:`~app.scheduling.jobs.JobSpec` and run the sa
 ``enqueue(uow, ...)`` ties the job to a unit of work: the database queue writes the row inside that
 transaction (so it commits or vanishes with it); the arq queue publishes after the commit.
 
-The consuming side is built for batches. One statement leases up to ``limit`` due jobs
-(``UPDATE … WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED) RETURNING``) and, in the same round
-trip, marks the previous batch's finished jobs done. On PostgreSQL these single statements run in
-autocommit mode: each is atomic on its own, and skipping ``BEGIN``/``COMMIT`` saves two round trips
-per batch. On SQLite they run in one ``BEGIN IMMEDIATE`` unit of work (SQLite has no row locks and
-silently drops ``FOR UPDATE``; the write lock serialises the leasers instead).
+The consuming side is built for batches. The lease is the shared claim primitive
+(:data:`JOB_CLAIM`, :mod:`app.scheduling.claim`): one statement claims up to ``limit`` due jobs and,
+on PostgreSQL, marks the previous batch's finished jobs done in the same round trip (a ``WITH``
+prelude). On PostgreSQL these single statements run in autocommit mode: each is atomic on its own,
+and skipping ``BEGIN``/``COMMIT`` saves two round trips per batch. On SQLite they run in one
+``BEGIN IMMEDIATE`` unit of work (SQLite has no row locks; the write lock serialises the leasers).
+Completions and failed attempts are written for many jobs at once (:meth:`DatabaseQueue.complete`,
+:meth:`DatabaseQueue.fail_many`): one statement and one commit per flush.
 
 Every state change of a leased job is conditional on ``(id, attempts, status = 'running')``, so a
 worker whose lease expired (and whose job was handed to another worker) cannot overwrite the newer
@@ -26,11 +28,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
 
-from sqlalchemy import bindparam, case, delete, func, select, text
+from sqlalchemy import String, bindparam, case, delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db.dialect import POSTGRESQL
 from app.db.types import UTCDateTime
+from app.scheduling.claim import Claim
 from app.scheduling.jobs import PRIORITY_QUEUE
 from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, Job
 
@@ -144,8 +148,9 @@ def lease_order(queues: Sequence[str]) -> list[str]:
 
 
 # -- statements ---------------------------------------------------------------------------------
-# Plain SQL: these run once per batch on the hot path, and spelling out SKIP LOCKED, unnest and the
-# data-modifying CTE is clearer here than their ORM equivalents. Only constants are interpolated.
+# The lease is the shared claim primitive; the completions are plain SQL: they run once per batch
+# on the hot path, and spelling out unnest and the data-modifying CTE is clearer here than their
+# ORM equivalents. Only constants are interpolated.
 
 
 def _sql(statement: str) -> Any:
@@ -155,20 +160,19 @@ def _sql(statement: str) -> Any:
     return stmt.bindparams(*times)
 
 
-_RETURNING = "RETURNING jobs.id, jobs.name, jobs.payload, jobs.attempts, jobs.max_tries"
-
-_PG_PICK = f"""
-    SELECT id FROM jobs
-    WHERE status = '{JOB_QUEUED}' AND queue = :queue AND run_at <= :now
-    ORDER BY priority, run_at
-    LIMIT :limit
-    FOR UPDATE SKIP LOCKED
-"""  # noqa: S608
-
-_PG_LEASE_SET = f"""
-    UPDATE jobs SET status = '{JOB_RUNNING}', attempts = jobs.attempts + 1,
-           lease_expires_at = :expires, leased_by = :worker
-"""  # noqa: S608
+# Due jobs of one queue, priority first; claiming one counts the attempt. The attempt number is
+# part of every later state change's condition.
+JOB_CLAIM = Claim(
+    table=Job.__table__,  # type: ignore[arg-type]
+    due=f"status = '{JOB_QUEUED}' AND queue = :queue AND run_at <= :now",
+    order_by="priority, run_at",
+    returning=("id", "name", "payload", "attempts", "max_tries"),
+    owner="leased_by",
+    expires="lease_expires_at",
+    sets={"status": f"'{JOB_RUNNING}'", "attempts": "attempts + 1"},
+    params={"queue": String()},
+    held=f"status = '{JOB_RUNNING}'",
+)
 
 # Finished jobs, as parallel arrays of ids and attempt numbers; `id = ANY(…)` lets the planner
 # find them by primary key.
@@ -179,44 +183,11 @@ _PG_FINISH = f"""
       AND jobs.id = d.id AND jobs.attempts = d.attempt AND jobs.status = '{JOB_RUNNING}'
 """  # noqa: S608
 
-# `id = ANY(ARRAY(…))` rather than a join with the picked rows: it keeps the planner on primary-key
-# lookups, where a join was planned as a hash join over a scan of the whole table.
-_PG_LEASE = _sql(
-    f"""
-    WITH picked AS ({_PG_PICK})
-    {_PG_LEASE_SET}
-    WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
-    {_RETURNING}
-    """  # noqa: S608
-)
-
 # The previous batch's completions ride along with the next lease: a data-modifying CTE always runs
 # to completion, whether or not the main statement reads it.
-_PG_COMPLETE_AND_LEASE = _sql(
-    f"""
-    WITH finished AS ({_PG_FINISH}),
-    picked AS ({_PG_PICK})
-    {_PG_LEASE_SET}
-    WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked))
-    {_RETURNING}
-    """  # noqa: S608
-)
+_PG_COMPLETE_PRELUDE = f"WITH finished AS ({_PG_FINISH})"
 
 _PG_COMPLETE = _sql(_PG_FINISH)
-
-_SQLITE_LEASE = _sql(
-    f"""
-    UPDATE jobs SET status = '{JOB_RUNNING}', attempts = attempts + 1,
-           lease_expires_at = :expires, leased_by = :worker
-    WHERE id IN (
-        SELECT id FROM jobs
-        WHERE status = '{JOB_QUEUED}' AND queue = :queue AND run_at <= :now
-        ORDER BY priority, run_at
-        LIMIT :limit
-    )
-    {_RETURNING}
-    """  # noqa: S608
-)
 
 _SQLITE_COMPLETE = _sql(
     f"""
@@ -224,6 +195,35 @@ _SQLITE_COMPLETE = _sql(
     WHERE id = :done_id AND attempts = :done_attempt AND status = '{JOB_RUNNING}'
     """  # noqa: S608
 )
+
+# One failed attempt per parameter set: back to the queue at its retry time, or dead.
+_FAIL = (
+    Job.__table__.update()  # type: ignore[attr-defined]
+    .where(
+        Job.id == bindparam("jid"),
+        Job.attempts == bindparam("att"),
+        Job.status == JOB_RUNNING,
+    )
+    .values(
+        status=bindparam("new_status"),
+        run_at=bindparam("retry_at"),
+        last_error=bindparam("error"),
+        lease_expires_at=None,
+        leased_by=None,
+        finished_at=bindparam("dead_at"),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """An attempt that failed: the job goes back to the queue at ``retry_at``, or is dead."""
+
+    id: str
+    attempts: int
+    error: str
+    retry_at: datetime
+    dead: bool
 
 
 class DatabaseQueue:
@@ -350,19 +350,25 @@ class DatabaseQueue:
     ) -> list[LeasedJob]:
         leased: list[LeasedJob] = []
         pending = list(finished)
+        claim = {
+            "now": params["now"],
+            "owner": params["worker"],
+            "expires": params["expires"],
+        }
         async with self._autocommit() as conn:
             for queue in queues:
                 want = limit - len(leased)
                 if want <= 0:
                     break
-                args = {**params, "queue": queue, "limit": want}
+                args = {**claim, "queue": queue, "limit": want}
                 try:
                     if pending:
                         args.update(_done_params(params["now"], pending))
-                        result = await conn.execute(_PG_COMPLETE_AND_LEASE, args)
+                        statement = JOB_CLAIM.statement(POSTGRESQL, prelude=_PG_COMPLETE_PRELUDE)
                         pending = []
                     else:
-                        result = await conn.execute(_PG_LEASE, args)
+                        statement = JOB_CLAIM.statement(POSTGRESQL)
+                    result = await conn.execute(statement, args)
                 except Exception:
                     if not leased:
                         raise
@@ -383,6 +389,7 @@ class DatabaseQueue:
         finished: Sequence[Finished],
     ) -> list[LeasedJob]:
         leased: list[LeasedJob] = []
+        lease_seconds = (params["expires"] - params["now"]).total_seconds()
         async with self.db.write() as uow:
             if finished:
                 await uow.session.execute(
@@ -396,10 +403,15 @@ class DatabaseQueue:
                 want = limit - len(leased)
                 if want <= 0:
                     break
-                result = await uow.session.execute(
-                    _SQLITE_LEASE, {**params, "queue": queue, "limit": want}
+                rows = await JOB_CLAIM.take_in(
+                    uow.session,
+                    now=params["now"],
+                    limit=want,
+                    owner=params["worker"],
+                    lease_seconds=lease_seconds,
+                    queue=queue,
                 )
-                leased.extend(_leased(result.all()))
+                leased.extend(_leased(rows))
         return leased
 
     async def complete(self, finished: Sequence[Finished]) -> None:
@@ -423,22 +435,31 @@ class DatabaseQueue:
         """Record a failed attempt: back to the queue at ``retry_at``, or dead after the last try
         (or at once with ``give_up``, for a job that can never succeed). Returns ``True`` when the
         job is now dead."""
-        dead = give_up or job.attempts >= job.max_tries
+        failed = failed_attempt(job, error, retry_at, give_up=give_up)
+        await self.fail_many([failed])
+        return failed.dead
+
+    async def fail_many(self, failures: Sequence[FailedAttempt]) -> None:
+        """Record many failed attempts: one statement and one commit for all of them. A job
+        re-leased meanwhile (its lease expired) is left alone, as with completions."""
+        if not failures:
+            return
         now = self.clock.now()
         async with self.db.write() as uow:
             await uow.session.execute(
-                Job.__table__.update()  # type: ignore[attr-defined]
-                .where(Job.id == job.id, Job.attempts == job.attempts, Job.status == JOB_RUNNING)
-                .values(
-                    status=JOB_DEAD if dead else JOB_QUEUED,
-                    run_at=retry_at,
-                    last_error=error[:MAX_ERROR_CHARS],
-                    lease_expires_at=None,
-                    leased_by=None,
-                    finished_at=now if dead else None,
-                )
+                _FAIL,
+                [
+                    {
+                        "jid": f.id,
+                        "att": f.attempts,
+                        "new_status": JOB_DEAD if f.dead else JOB_QUEUED,
+                        "retry_at": f.retry_at,
+                        "error": f.error[:MAX_ERROR_CHARS],
+                        "dead_at": now if f.dead else None,
+                    }
+                    for f in failures
+                ],
             )
-        return dead
 
     async def release(self, jobs: Sequence[LeasedJob]) -> None:
         """Give leased jobs back without counting the attempt (graceful shutdown)."""
@@ -521,6 +542,14 @@ class DatabaseQueue:
 
     async def aclose(self) -> None:
         return None
+
+
+def failed_attempt(
+    job: LeasedJob, error: str, retry_at: datetime, *, give_up: bool = False
+) -> FailedAttempt:
+    """The failed attempt of ``job``: dead after its last try, or at once with ``give_up``."""
+    dead = give_up or job.attempts >= job.max_tries
+    return FailedAttempt(job.id, job.attempts, error, retry_at, dead)
 
 
 def _leased(rows: Sequence[Any]) -> list[LeasedJob]:

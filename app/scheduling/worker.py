@@ -2,12 +2,18 @@
 
 Leasing many rows per statement, and writing the finished jobs of one batch in the same statement
 that leases the next, is what makes the queue fast; each job still runs in its own units of work, so
-one job's failure never touches another. The loop wakes only when there is something to do: enough
-free slots for a worthwhile batch, jobs committed in this process, a stop, or the poll interval.
+one job's failure never touches another. Leased jobs wait in a small local buffer (``prefetch``)
+beside the running ones, so a slot that frees starts the next job at once instead of waiting for a
+lease round trip. Outcomes are written in groups: completions ride along with the next lease, and
+whatever a lease has not taken within ``flush_seconds`` (completions and failed attempts alike) is
+written in one statement per kind, as it is on stop. The loop wakes only when there is something to
+do: the buffer running low, jobs committed in this process, a stop, or the poll interval.
 
-While jobs run, the worker extends their leases (a heartbeat), so only a worker that really stopped
-loses its jobs to another one. On stop: no more leasing, in-flight jobs get a grace period, then the
-rest are cancelled and released without counting the attempt.
+While jobs run or wait in the buffer, the worker extends their leases (a heartbeat), so only a
+worker that really stopped loses its jobs to another one. A job whose outcome is not written yet
+when the process dies runs again after its lease expires (at-least-once, never lost). On stop: no
+more leasing, buffered jobs are released at once, in-flight jobs get a grace period, then the rest
+are cancelled and released without counting the attempt, and the outcomes are flushed.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import logging
 import os
 import socket
 import traceback
+from collections import deque
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -31,13 +38,23 @@ from app.scheduling.jobs import (
     run_handler,
 )
 from app.scheduling.metrics import JOB_DURATION, JOBS_FINISHED, JOBS_LEASED, WORKER_LOOP_ERRORS
-from app.scheduling.queue import DatabaseQueue, Finished, LeasedJob
+from app.scheduling.queue import (
+    DatabaseQueue,
+    FailedAttempt,
+    Finished,
+    LeasedJob,
+    failed_attempt,
+)
 
 log = logging.getLogger(__name__)
 
 RECOVERY_INTERVAL_SECONDS = 5.0
 """How often each worker requeues jobs whose lease expired (at most; see ``_recovery_interval``)."""
 
+
+FLUSH_SECONDS = 0.02
+"""Longest an outcome waits for a lease to carry it before it is written on its own: short, so a
+finished job is rarely run again after a crash, and long enough to gather many outcomes."""
 
 STALL_SECONDS = 60.0
 """A worker loop that has not come round for this long (or three poll intervals) is stalled: one
@@ -75,9 +92,13 @@ class DatabaseWorker:
         poll_interval: float,
         shutdown_grace: float,
         queues: list[str] | None = None,
+        prefetch: int = 0,
+        flush_seconds: float = FLUSH_SECONDS,
     ) -> None:
         if concurrency < 1 or batch_size < 1 or lease_seconds <= 0:
             raise ValueError("concurrency, batch size and lease must be positive")
+        if prefetch < 0 or flush_seconds <= 0:
+            raise ValueError("prefetch cannot be negative and the flush interval must be positive")
         self.queue = queue
         self.registry = registry
         self.make_context = make_context
@@ -87,17 +108,22 @@ class DatabaseWorker:
         self.poll_interval = poll_interval
         self.shutdown_grace = shutdown_grace
         self.queues = queues or registry.queues
+        self.prefetch = prefetch
+        self.flush_seconds = flush_seconds
         self.worker_id = f"{worker_identity()}:{id(self):x}"
-        # Wait for this many free slots before leasing again while jobs are running, so a busy
-        # worker leases in batches instead of one row per finished job.
-        self.refill_at = max(1, min(batch_size, concurrency) // 2)
+        # Wait for this much room (free slots plus free buffer places) before leasing again while
+        # jobs are running, so a busy worker leases in batches instead of one row per finished job.
+        self.refill_at = max(1, min(batch_size, concurrency + prefetch) // 2)
         self.jobs_run = 0
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._inflight: dict[asyncio.Task[None], LeasedJob] = {}
         self._deadlines: dict[asyncio.Task[None], asyncio.TimerHandle] = {}
         self._timed_out: set[asyncio.Task[None]] = set()
+        self._buffer: deque[LeasedJob] = deque()
         self._done: list[Finished] = []
+        self._failures: list[tuple[FailedAttempt, _JobMetrics, str]] = []
+        self._flush_due = asyncio.Event()
         self._metrics: dict[str, _JobMetrics] = {}
         self.last_turn = queue.clock.monotonic()
         """When the loop last came round (readiness reports a loop stuck longer)."""
@@ -115,13 +141,22 @@ class DatabaseWorker:
     def inflight(self) -> int:
         return len(self._inflight)
 
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def _room(self) -> int:
+        """Jobs the next lease may take: free slots plus free buffer places, at most a batch."""
+        free = self.concurrency - len(self._inflight) + self.prefetch - len(self._buffer)
+        return min(free, self.batch_size)
+
     async def run(self) -> None:
         log.info("worker %s started on queues %s", self.worker_id, ",".join(self.queues))
         unsubscribe = self.queue.subscribe(self._on_new_jobs)
         clock = self.queue.clock
         next_heartbeat = clock.monotonic() + self.lease_seconds / 3
         next_recovery = clock.monotonic()
-        idle = False
+        flusher = asyncio.create_task(self._flush_loop(), name="worker-flush")
         try:
             while not self._stopping.is_set():
                 self.last_turn = clock.monotonic()
@@ -135,35 +170,33 @@ class DatabaseWorker:
                     if now >= next_recovery:
                         next_recovery = now + self._recovery_interval()
                         await self._recover()
-                    want = min(self.concurrency - len(self._inflight), self.batch_size)
+                    want = self._room()
                     if want > 0:
                         leased = await self._lease(want)
                         if len(leased) == want:
                             await asyncio.sleep(0)  # let the new jobs start, then lease again
                             continue
-                    elif self._done and idle:
-                        # Completions normally ride along with the next lease; when every slot
-                        # stays busy for a whole poll interval, write them on their own.
-                        await self._flush_done()
                 except Exception:
                     # Nothing but a stop may end this loop: log, count, and go on after a pause.
                     log.exception("worker %s: loop error; going on", self.worker_id)
                     WORKER_LOOP_ERRORS.inc()
-                idle = False
                 try:
                     async with asyncio.timeout(self.poll_interval):
                         await self._wake.wait()
                 except TimeoutError:
-                    idle = True
+                    pass
         finally:
             unsubscribe()
+            # Not cancelled: a flush cut short would lose the outcomes it had taken.
+            self._flush_due.set()
+            await asyncio.gather(flusher, return_exceptions=True)
             await self._shutdown()
 
     def _recovery_interval(self) -> float:
         return min(RECOVERY_INTERVAL_SECONDS, self.lease_seconds / 2)
 
     def _on_new_jobs(self) -> None:
-        if len(self._inflight) < self.concurrency:
+        if self._room() > 0:
             self._wake.set()
 
     async def _lease(self, want: int) -> list[LeasedJob]:
@@ -178,19 +211,25 @@ class DatabaseWorker:
             return []
         if leased:
             JOBS_LEASED.inc(len(leased))
-            loop = asyncio.get_running_loop()
-            for job in leased:
-                spec = self.registry.specs.get(job.name)
-                task = loop.create_task(self._execute(job, spec))
-                self._inflight[task] = job
-                if spec is not None:
-                    # A plain timer per job: asyncio.timeout() costs several times more, and this
-                    # loop runs for every job.
-                    self._deadlines[task] = loop.call_later(
-                        spec.timeout_seconds, self._time_out, task
-                    )
-                task.add_done_callback(self._finished)
+            self._buffer.extend(leased)
+            self._start_buffered()
         return leased
+
+    def _start_buffered(self) -> None:
+        """Start buffered jobs while slots are free (not once stopping: those are released)."""
+        if self._stopping.is_set():
+            return
+        loop = asyncio.get_running_loop()
+        while self._buffer and len(self._inflight) < self.concurrency:
+            job = self._buffer.popleft()
+            spec = self.registry.specs.get(job.name)
+            task = loop.create_task(self._execute(job, spec))
+            self._inflight[task] = job
+            if spec is not None:
+                # A plain timer per job: asyncio.timeout() costs several times more, and this
+                # runs for every job.
+                self._deadlines[task] = loop.call_later(spec.timeout_seconds, self._time_out, task)
+            task.add_done_callback(self._finished)
 
     def _time_out(self, task: asyncio.Task[None]) -> None:
         if not task.done():
@@ -203,12 +242,12 @@ class DatabaseWorker:
         if deadline is not None:
             deadline.cancel()
         self._timed_out.discard(task)
-        free = self.concurrency - len(self._inflight)
-        if free >= self.refill_at or not self._inflight:
+        self._start_buffered()
+        if self._room() >= self.refill_at or not self._inflight:
             self._wake.set()
 
     async def _heartbeat(self) -> None:
-        if not self._inflight:
+        if not self._inflight and not self._buffer:
             return
         try:
             await self.queue.extend_leases(self.worker_id, self.lease_seconds)
@@ -259,20 +298,47 @@ class DatabaseWorker:
         self.jobs_run += 1
         metrics.done.inc()
         self._done.append((job.id, job.attempts))
+        self._flush_due.set()
         log_job_done(job.id, job.name, job.attempts, elapsed)
 
     async def _failed(
         self, job: LeasedJob, error: str, delay: float | None, metrics: _JobMetrics
     ) -> None:
         retry_at = self.queue.clock.now() + timedelta(seconds=delay or 0)
-        try:
-            dead = await self.queue.fail(job, error, retry_at, give_up=delay is None)
-        except Exception:
-            # The lease will expire and the job run again: at-least-once, never lost.
-            log.exception("could not record the failure of job %s", job.id)
+        failed = failed_attempt(job, error, retry_at, give_up=delay is None)
+        self._failures.append((failed, metrics, job.name))
+        self._flush_due.set()
+
+    async def _flush_loop(self) -> None:
+        """Write the outcomes a lease has not carried within ``flush_seconds``."""
+        while not self._stopping.is_set():
+            await self._flush_due.wait()
+            if self._stopping.is_set():
+                return  # the shutdown writes the rest
+            await asyncio.sleep(self.flush_seconds)
+            self._flush_due.clear()
+            try:
+                await self._flush()
+            except Exception:
+                log.exception("worker %s: flushing outcomes failed; going on", self.worker_id)
+
+    async def _flush(self) -> None:
+        await self._flush_done()
+        await self._flush_failures()
+
+    async def _flush_failures(self) -> None:
+        failures, self._failures = self._failures, []
+        if not failures:
             return
-        (metrics.dead if dead else metrics.retry).inc()
-        log_job_failed(job.id, job.name, job.attempts, error, dead=dead)
+        try:
+            await self.queue.fail_many([failed for failed, _, _ in failures])
+        except Exception:
+            # The leases will expire and the jobs run again: at-least-once, never lost.
+            log.exception("could not record %d failed attempts", len(failures))
+            return
+        for failed, metrics, name in failures:
+            (metrics.dead if failed.dead else metrics.retry).inc()
+            log_job_failed(failed.id, name, failed.attempts, failed.error, dead=failed.dead)
 
     async def _flush_done(self) -> None:
         done, self._done = self._done, []
@@ -285,6 +351,10 @@ class DatabaseWorker:
             self._done.extend(done)
 
     async def _shutdown(self) -> None:
+        buffered = list(self._buffer)
+        self._buffer.clear()
+        if buffered:
+            await self._release(buffered)
         if self._inflight:
             log.info("waiting up to %.0f s for %d jobs", self.shutdown_grace, len(self._inflight))
             _, pending = await asyncio.wait(set(self._inflight), timeout=self.shutdown_grace)
@@ -293,11 +363,12 @@ class DatabaseWorker:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             if unfinished:
-                try:
-                    await self.queue.release(unfinished)
-                    log.info("released %d unfinished jobs", len(unfinished))
-                except Exception:
-                    log.exception(
-                        "could not release %d jobs; their leases will expire", len(unfinished)
-                    )
-        await self._flush_done()
+                await self._release(unfinished)
+        await self._flush()
+
+    async def _release(self, jobs: list[LeasedJob]) -> None:
+        try:
+            await self.queue.release(jobs)
+            log.info("released %d unfinished jobs", len(jobs))
+        except Exception:
+            log.exception("could not release %d jobs; their leases will expire", len(jobs))

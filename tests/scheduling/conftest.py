@@ -127,6 +127,7 @@ def database_worker(runtime: Runtime, **overrides: Any) -> DatabaseWorker:
     options: dict[str, Any] = {
         "concurrency": 8,
         "batch_size": 8,
+        "prefetch": 8,
         "lease_seconds": 60,
         "poll_interval": 0.02,
         "shutdown_grace": 1.0,

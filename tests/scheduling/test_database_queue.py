@@ -9,8 +9,8 @@ from datetime import timedelta
 from app.clock import ManualClock, SystemClock
 from app.db.session import Database
 from app.scheduling.jobs import PRIORITY_QUEUE, JobSpec
-from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING
-from app.scheduling.queue import LEASE_EXPIRED_ERROR, DatabaseQueue, lease_order
+from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, Job
+from app.scheduling.queue import JOB_CLAIM, LEASE_EXPIRED_ERROR, DatabaseQueue, lease_order
 from app.settings import Settings
 from tests.conftest import eventually
 from tests.scheduling.conftest import Runtimes, database_worker
@@ -263,3 +263,118 @@ async def test_jobs_due_later_wait_for_their_time(runtimes: Runtimes, manual: Ma
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_buffered_jobs_wait_leased_and_are_released_uncounted_on_stop(
+    runtimes: Runtimes,
+) -> None:
+    """One slot, a buffer of four: the worker leases five jobs, runs one, keeps four leased in
+    memory, and on stop gives those four back without counting an attempt."""
+    runtime = runtimes.make("database")
+    async with runtime.db.write() as uow:
+        await runtime.queue.enqueue_many(  # type: ignore[attr-defined]
+            uow, [(RECORD, Work(key=f"b{i}", wait_for_release=True), f"b{i}") for i in range(5)]
+        )
+    worker = database_worker(runtime, concurrency=1, batch_size=10, prefetch=4)
+    async with running(worker):
+        await eventually(lambda: _true(sum(RUNS.started.values()) == 1))
+        assert (worker.inflight, worker.buffered) == (1, 4)
+        assert await count_jobs(runtime.db, status=JOB_RUNNING) == 5
+        (first,) = RUNS.started
+        RUNS.gate(first).set()
+        # The freed slot takes the next buffered job at once; nothing more is leased.
+        await eventually(lambda: _true(sum(RUNS.started.values()) == 2))
+        assert worker.buffered == 3
+        await wait_for_status(runtime.db, first, JOB_DONE)
+    assert await count_jobs(runtime.db, status=JOB_DONE) == 1
+    assert await count_jobs(runtime.db, status=JOB_QUEUED) == 4
+    for i in range(5):
+        row = await job_row(runtime.db, f"b{i}")
+        assert row is not None
+        assert row.attempts == (1 if row.status == JOB_DONE else 0)
+
+
+async def test_failed_attempts_of_many_jobs_are_written_together_each_with_its_own_outcome(
+    runtimes: Runtimes, manual: ManualClock, start
+) -> None:  # type: ignore[no-untyped-def]
+    """Twenty jobs fail at once: each goes back with its own attempt count, error and retry
+    time, the ones on their last try are dead; the finished ones beside them are done."""
+    runtime = runtimes.make("database", manual)
+    items = [(RECORD, Work(key=f"f{i}", fail_until_attempt=99), f"f{i}") for i in range(20)]
+    items += [(RECORD, Work(key=f"ok{i}"), f"ok{i}") for i in range(20)]
+    async with runtime.db.write() as uow:
+        await runtime.queue.enqueue_many(uow, items)  # type: ignore[attr-defined]
+    async with running(database_worker(runtime, concurrency=40, batch_size=40)):
+
+        async def settled(attempts: int, status: str) -> bool:
+            async with runtime.db.read() as session:
+                rows = [await session.get(Job, f"f{i}") for i in range(20)]
+            return all(r and r.attempts == attempts and r.status == status for r in rows)
+
+        await eventually(lambda: settled(1, JOB_QUEUED))
+        for i in range(20):
+            row = await job_row(runtime.db, f"f{i}")
+            assert row is not None
+            assert row.run_at == start + timedelta(seconds=10)
+            assert row.last_error == "RuntimeError: boom at attempt 1"
+            assert row.leased_by is None
+            assert row.lease_expires_at is None
+        await eventually(lambda: _true(sum(RUNS.done.values()) == 20))
+        manual.advance(10)
+        await eventually(lambda: settled(2, JOB_QUEUED))
+        manual.advance(20)
+        await eventually(lambda: settled(3, JOB_DEAD))
+    assert await count_jobs(runtime.db, status=JOB_DONE) == 20
+    assert all(RUNS.attempts[f"f{i}"] == [1, 2, 3] for i in range(20))
+    assert all(RUNS.started[f"ok{i}"] == 1 for i in range(20))
+
+
+async def test_a_completion_no_lease_carries_is_written_on_the_flush_timer(
+    runtimes: Runtimes,
+) -> None:
+    """Four slots, three taken by jobs that wait: the one freed slot is too little room for
+    another lease (and the poll interval is long), yet the finished job is recorded done soon."""
+    runtime = runtimes.make("database")
+    async with runtime.db.write() as uow:
+        items = [(RECORD, Work(key=f"s{i}", wait_for_release=True), f"s{i}") for i in range(3)]
+        await runtime.queue.enqueue_many(  # type: ignore[attr-defined]
+            uow, [*items, (RECORD, Work(key="quick"), "quick")]
+        )
+    worker = database_worker(runtime, concurrency=4, batch_size=4, prefetch=0, poll_interval=30)
+    async with running(worker):
+        await wait_for_status(runtime.db, "quick", JOB_DONE)
+        assert worker.inflight == 3
+        for i in range(3):
+            assert await status_of(runtime.db, f"s{i}") == JOB_RUNNING
+            RUNS.gate(f"s{i}").set()
+    assert await count_jobs(runtime.db, status=JOB_DONE) == 4, "the rest written on stop"
+
+
+async def test_the_lease_is_the_shared_claim_and_stamps_owner_expiry_and_attempt(
+    runtimes: Runtimes, manual: ManualClock, start
+) -> None:  # type: ignore[no-untyped-def]
+    runtime = runtimes.make("database", manual)
+    queue = runtime.queue
+    assert isinstance(queue, DatabaseQueue)
+    await queue.enqueue(None, RECORD, Work(key="c"), job_id="c")
+    (job,) = await queue.lease("w1", ["default"], 10, 30)
+    assert (job.id, job.attempts, job.max_tries) == ("c", 1, 3)
+    row = await job_row(runtime.db, "c")
+    assert row is not None
+    assert (row.status, row.leased_by, row.lease_expires_at) == (
+        JOB_RUNNING,
+        "w1",
+        start + timedelta(seconds=30),
+    )
+    # The claim's heartbeat keeps the job for its owner only, while it runs.
+    assert (
+        await JOB_CLAIM.renew(runtime.db, ["c"], owner="w2", now=start, lease_seconds=60) == set()
+    )
+    assert await JOB_CLAIM.renew(runtime.db, ["c"], owner="w1", now=start, lease_seconds=60) == {
+        "c"
+    }
+    await queue.lease("w1", ["default"], 10, 30, finished=[(job.id, job.attempts)])
+    assert await status_of(runtime.db, "c") == JOB_DONE
+    assert (
+        await JOB_CLAIM.renew(runtime.db, ["c"], owner="w1", now=start, lease_seconds=60) == set()
+    )
