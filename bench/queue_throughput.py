@@ -341,6 +341,12 @@ async def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="interleaved rounds of each measurement (median)"
     )
+    parser.add_argument(
+        "--single-row-jobs",
+        type=int,
+        default=2000,
+        help="jobs of the one-row-per-statement loops (a steady per-row rate; slow)",
+    )
     parser.add_argument("--skip-arq", action="store_true")
     args = parser.parse_args()
     jobs = args.jobs
@@ -356,8 +362,9 @@ async def main() -> None:
     scratch = await fresh_pg_database(args.pg)
     try:
         dsn = asyncpg_dsn(scratch)
-        add(Result("raw asyncpg, 1 row per statement", None, await raw_asyncpg(dsn, jobs, 1)))
-        add(Result("raw sqlite3, 1 row per statement", None, raw_sqlite(tmp / "raw.db", jobs, 1)))
+        single = min(jobs, args.single_row_jobs)
+        add(Result("raw asyncpg, 1 row per statement", None, await raw_asyncpg(dsn, single, 1)))
+        add(Result("raw sqlite3, 1 row per statement", None, raw_sqlite(tmp / "raw.db", single, 1)))
         for _ in range(args.rounds):
             add(
                 Result(
@@ -370,6 +377,15 @@ async def main() -> None:
                 add(
                     await database_queue(
                         pg_url, jobs, args.concurrency, args.batch, args.prefetch, PG_QUEUE
+                    )
+                )
+            finally:
+                await drop_pg_database(pg_url)
+            pg_url = await fresh_pg_database(args.pg)
+            try:
+                add(
+                    await database_queue(
+                        pg_url, jobs, args.concurrency, args.batch, 0, PG_NO_PREFETCH
                     )
                 )
                 if use_arq:
@@ -427,6 +443,7 @@ async def main() -> None:
 
 
 PG_QUEUE = "database queue on PostgreSQL"
+PG_NO_PREFETCH = "database queue on PostgreSQL, no prefetch"
 RAW_PG = "raw asyncpg, 100 rows per statement"
 RAW_PG_4 = "raw asyncpg, 100 rows per statement, 4 conns"
 GRAPHILE_REFERENCE = 15_608
@@ -437,6 +454,7 @@ ORDER = [
     RAW_PG,
     RAW_PG_4,
     PG_QUEUE,
+    PG_NO_PREFETCH,
     "raw sqlite3, 1 row per statement",
     "raw sqlite3, 100 rows per statement",
     SQLITE_QUEUE,
