@@ -16,6 +16,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 if TYPE_CHECKING:
     from sqlalchemy.sql.dml import Insert
 
+    ConflictInsert = postgresql.Insert | sqlite.Insert
+
 POSTGRESQL = "postgresql"
 SQLITE = "sqlite"
 
@@ -39,11 +41,11 @@ def is_postgres(bind: Any) -> bool:
     return dialect_name(bind) == POSTGRESQL
 
 
-def insert(bind: Any, table: Any) -> Insert:
+def insert(bind: Any, table: Any) -> ConflictInsert:
     """The dialect's ``INSERT`` construct, which knows ``on_conflict_do_nothing/update``."""
-    module: Any = postgresql if dialect_name(bind) == POSTGRESQL else sqlite
-    statement: Insert = module.insert(table)
-    return statement
+    if dialect_name(bind) == POSTGRESQL:
+        return postgresql.insert(table)
+    return sqlite.insert(table)
 
 
 def insert_ignoring(bind: Any, table: Any, conflict: Iterable[Any] | None = None) -> Insert:

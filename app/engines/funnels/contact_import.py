@@ -21,17 +21,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 
+from app.db.dialect import insert
 from app.db.locks import is_lock_timeout
 from app.db.session import UnitOfWork, WriteSession
 from app.engines.funnels.contacts import (
     LISTS,
     TAGS,
     ContactData,
-    _insert,
     add_memberships,
     check_contact,
     clean_names,
-    dialect_of,
     field_types,
     names_problem,
     over_limit,
@@ -381,7 +380,6 @@ async def _create(
 ) -> dict[str, int]:
     if not rows:
         return {}
-    dialect = dialect_of(session)
     values = [
         {
             "workspace_id": workspace_id,
@@ -400,11 +398,11 @@ async def _create(
     ]
     table = Contact.__table__
     result = await session.execute(
-        _insert(dialect, table).returning(table.c.id, table.c.email), values
+        insert(session, table).returning(table.c.id, table.c.email), values
     )
     ids = {str(email): int(cid) for cid, email in result.all()}
     await session.execute(
-        _insert(dialect, ContactEvent.__table__),
+        insert(session, ContactEvent.__table__),
         [
             {
                 "workspace_id": workspace_id,

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from app.db.dialect import insert, row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.erasure import erase_personal_data
 from app.engines.funnels.errors import ContactNotFound, DuplicateContact
@@ -57,20 +57,6 @@ class ContactData:
     lists: Sequence[str] | None = None
     consent: Mapping[str, str] | None = None
     suppressed: Mapping[str, str] | None = None
-
-
-def _insert(dialect: str, table: Any) -> Any:
-    module: Any = postgresql if dialect == "postgresql" else sqlite
-    return module.insert(table)
-
-
-def dialect_of(session: ReadSession) -> str:
-    return session.get_bind().dialect.name
-
-
-def affected(result: Any) -> int:
-    """Rows an UPDATE/DELETE/INSERT touched."""
-    return int(getattr(result, "rowcount", 0) or 0)
 
 
 # -- custom fields, tags, lists ----------------------------------------------------------------
@@ -122,7 +108,7 @@ async def ensure_names(
         # A list of parameters (executemany) rather than .values([...]): SQLAlchemy caches the
         # statement and batches the rows itself, where a multi-row VALUES is compiled anew.
         await session.execute(
-            _insert(dialect_of(session), model.__table__).on_conflict_do_nothing(),
+            insert(session, model.__table__).on_conflict_do_nothing(),
             [{"workspace_id": workspace_id, "name": n} for n in piece],
         )
         rows = await session.execute(
@@ -224,7 +210,7 @@ async def record_event(
 ) -> int | None:
     """Store an event; returns its id, or ``None`` when ``external_id`` was seen before."""
     stmt = (
-        _insert(dialect_of(session), ContactEvent)
+        insert(session, ContactEvent)
         .values(
             workspace_id=workspace_id,
             contact_id=contact_id,
@@ -351,12 +337,11 @@ async def add_memberships(
     )
     if not pairs:
         return 0
-    dialect = dialect_of(session)
     added: list[tuple[int, int]] = []
     for piece in _pieces(pairs):
         table = kind.link.__table__
         rows = await session.execute(
-            _insert(dialect, table)
+            insert(session, table)
             .on_conflict_do_nothing()
             .returning(table.c.contact_id, table.c[kind.link_column]),
             [
@@ -371,7 +356,7 @@ async def add_memberships(
     added.sort(key=lambda pair: order.get(pair, 0))
     for piece in _pieces(added):
         await session.execute(
-            _insert(dialect, ContactEvent.__table__),
+            insert(session, ContactEvent.__table__),
             [
                 {
                     "workspace_id": workspace_id,
@@ -522,11 +507,11 @@ async def add_tag(
     if tag_id is None:
         tag_id = (await ensure_names(session, Tag, contact.workspace_id, [tag]))[tag]
     result = await session.execute(
-        _insert(dialect_of(session), ContactTag)
+        insert(session, ContactTag)
         .values(contact_id=contact.id, tag_id=tag_id, created_at=now)
         .on_conflict_do_nothing()
     )
-    if not affected(result):
+    if not row_count(result):
         return False
     await record_event(
         session,
@@ -551,7 +536,7 @@ async def remove_tag(session: WriteSession, contact: Contact, tag: str) -> bool:
         .execution_options(synchronize_session=False)
         .where(ContactTag.contact_id == contact.id, ContactTag.tag_id == tag_id)
     )
-    return bool(affected(result))
+    return bool(row_count(result))
 
 
 async def add_to_list(
@@ -560,11 +545,11 @@ async def add_to_list(
     if list_id is None:
         list_id = (await ensure_names(session, ContactList, contact.workspace_id, [name]))[name]
     result = await session.execute(
-        _insert(dialect_of(session), ListMember)
+        insert(session, ListMember)
         .values(list_id=list_id, contact_id=contact.id, joined_at=now)
         .on_conflict_do_nothing()
     )
-    if not affected(result):
+    if not row_count(result):
         return False
     await record_event(
         session,
@@ -591,7 +576,7 @@ async def remove_from_list(session: WriteSession, contact: Contact, name: str) -
         .execution_options(synchronize_session=False)
         .where(ListMember.contact_id == contact.id, ListMember.list_id == list_id)
     )
-    return bool(affected(result))
+    return bool(row_count(result))
 
 
 async def delete_contact(
@@ -667,7 +652,7 @@ async def cancel_pending_effects(
     ).all()
     if rows:
         await session.execute(
-            _insert(dialect_of(session), DeliveryEvent),
+            insert(session, DeliveryEvent),
             [
                 {
                     "workspace_id": ws,

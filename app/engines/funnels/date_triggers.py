@@ -20,8 +20,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
 
+from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels.contacts import _insert, dialect_of, field_types
+from app.engines.funnels.contacts import field_types
 from app.engines.funnels.entry import enter
 from app.engines.funnels.events import TriggerFire
 from app.engines.funnels.graph import DateField, graph_for_version
@@ -124,7 +125,7 @@ async def _fire(
         if day is None:
             continue
         fired = await session.scalar(
-            _insert(dialect_of(session), TriggerFire)
+            insert(session, TriggerFire)
             .values(
                 funnel_id=funnel.id,
                 trigger_key=key,
@@ -180,7 +181,7 @@ async def _swept_until(session: WriteSession, funnel_id: int, key: str, now: dat
 
 
 async def _mark_swept(session: WriteSession, funnel_id: int, key: str, now: datetime) -> None:
-    statement = _insert(dialect_of(session), TriggerFire).values(
+    statement = insert(session, TriggerFire).values(
         funnel_id=funnel_id, trigger_key=key, contact_id=0, occurrence=WATERMARK, fired_at=now
     )
     await session.execute(

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import select, update
 
+from app.db.dialect import insert, row_count
 from app.db.session import Database, WriteSession
-from app.engines.funnels.contacts import _insert, affected, dialect_of
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
     OUTBOX_PENDING,
@@ -380,7 +380,7 @@ class Deliverer:
                     last_error=None if status == OUTBOX_SENT else detail[:2000],
                 )
             )
-            if affected(result):
+            if row_count(result):
                 await _event(uow.session, effect, kind, detail, at)
 
 
@@ -388,7 +388,7 @@ async def _event(
     session: WriteSession, effect: LeasedEffect, kind: str, detail: str, at: datetime
 ) -> None:
     await session.execute(
-        _insert(dialect_of(session), DeliveryEvent).values(
+        insert(session, DeliveryEvent).values(
             workspace_id=effect.workspace_id,
             outbox_id=effect.id,
             contact_id=effect.contact_id,

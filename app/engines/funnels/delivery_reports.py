@@ -15,8 +15,8 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.contacts import _insert, dialect_of
 from app.engines.funnels.models import DeliveryEvent, OutboxEffect
 
 _FUNNEL_MESSAGE = re.compile(r"^(run-\d+-step-\d+)\.w(\d+)$")
@@ -72,7 +72,7 @@ async def record_funnel_report(
     if effect is None:
         return None
     await session.execute(
-        _insert(dialect_of(session), DeliveryEvent).values(
+        insert(session, DeliveryEvent).values(
             workspace_id=workspace_id,
             outbox_id=effect.outbox_id,
             contact_id=effect.contact_id,

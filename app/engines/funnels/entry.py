@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels.contacts import _insert, dialect_of
 from app.engines.funnels.graph import graph_for_version
 from app.engines.funnels.models import RUN_ACTIVE, Funnel, FunnelVersion, Run
 
@@ -32,7 +32,7 @@ async def enter(
     if graph.entry is None:
         return None
     stmt = (
-        _insert(dialect_of(session), Run)
+        insert(session, Run)
         .values(
             workspace_id=version.workspace_id,
             funnel_id=version.funnel_id,
@@ -85,7 +85,7 @@ async def enter_many(
     if not rows:
         return 0
     created = await session.scalars(
-        _insert(dialect_of(session), Run).values(rows).on_conflict_do_nothing().returning(Run.id)
+        insert(session, Run).values(rows).on_conflict_do_nothing().returning(Run.id)
     )
     return len(list(created))
 

@@ -21,16 +21,15 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from app.db.dialect import insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.campaigns.service import record_delivery_event
 from app.engines.funnels.contacts import (
     ContactData,
-    _insert,
     add_tag,
     add_to_list,
     check_field_value,
     create_contact,
-    dialect_of,
     field_types,
     find_by_email,
     record_event,
@@ -65,7 +64,7 @@ async def store(
 ) -> int | None:
     """Insert one inbound event; its id, or ``None`` when the sender's id was seen before."""
     stmt = (
-        _insert(dialect_of(session), InboundEvent)
+        insert(session, InboundEvent)
         .values(
             workspace_id=workspace_id,
             source=source,

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Boolean,
     ForeignKey,
     Index,
@@ -26,7 +25,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
 
-FK = BigInteger().with_variant(Integer(), "sqlite")
+FK = BigId
 
 RUN_ACTIVE = "active"
 RUN_COMPLETED = "completed"

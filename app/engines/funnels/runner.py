@@ -23,13 +23,12 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import msgspec
-from sqlalchemy import Table, bindparam, insert, inspect, select, text, update
+from sqlalchemy import Table, bindparam, inspect, select, text, update
 
+from app.db.dialect import insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import (
-    _insert,
     cancel_pending_effects,
-    dialect_of,
     field_types,
     load_facts,
 )
@@ -300,11 +299,9 @@ class Runner:
 
         # Core statements (not ORM bulk operations): one executemany each, no unit-of-work cost.
         if steps:
-            await session.execute(insert(STEPS), steps)
+            await session.execute(insert(session, STEPS), steps)
         if effects:
-            await session.execute(
-                _insert(dialect_of(session), OutboxEffect).on_conflict_do_nothing(), effects
-            )
+            await session.execute(insert(session, OutboxEffect).on_conflict_do_nothing(), effects)
         await session.execute(
             ADVANCE,
             [

@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 from typing import Any
 
+from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels.contacts import _insert, dialect_of
 from app.engines.funnels.date_triggers import fire_date_triggers
 from app.engines.funnels.events import TriggerFire
 from app.engines.funnels.graph import Schedule, graph_for_version
@@ -65,7 +65,7 @@ async def _fire(
     if at is None or now - at >= LOOKBACK:
         return 0
     claimed = await session.scalar(
-        _insert(dialect_of(session), TriggerFire)
+        insert(session, TriggerFire)
         .values(
             funnel_id=funnel.id,
             trigger_key=trigger_key(trigger),

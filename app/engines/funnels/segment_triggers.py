@@ -21,8 +21,9 @@ from datetime import datetime
 import msgspec
 from sqlalchemy import delete, select
 
+from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels.contacts import _insert, dialect_of, field_types
+from app.engines.funnels.contacts import field_types
 from app.engines.funnels.entry import enter
 from app.engines.funnels.events import SegmentMember, TriggerFire
 from app.engines.funnels.graph import SegmentEnter, Trigger, graph_for_version
@@ -104,7 +105,6 @@ async def _evaluate(
     if contact_ids is not None and not await _has_baseline(session, funnel.id, key):
         # A baseline of a few contacts would make everyone else an "entrant" on the next sweep.
         return await _evaluate(session, funnel, version, trigger, now, None)
-    dialect = dialect_of(session)
     custom = await field_types(session, ws)
     matching_stmt = select(Contact.id).where(
         Contact.workspace_id == ws,
@@ -134,7 +134,7 @@ async def _evaluate(
         return 0
     newly = list(
         await session.scalars(
-            _insert(dialect, SegmentMember)
+            insert(session, SegmentMember)
             .values(
                 [
                     {"funnel_id": funnel.id, "trigger_key": key, "contact_id": c, "since": now}
@@ -184,7 +184,7 @@ async def _has_baseline(session: WriteSession, funnel_id: int, key: str) -> bool
 async def _baseline_taken(session: WriteSession, funnel_id: int, key: str, now: datetime) -> bool:
     """True when this trigger was evaluated before; records the first evaluation otherwise."""
     inserted = await session.scalar(
-        _insert(dialect_of(session), TriggerFire)
+        insert(session, TriggerFire)
         .values(
             funnel_id=funnel_id, trigger_key=key, contact_id=0, occurrence=BASELINE, fired_at=now
         )

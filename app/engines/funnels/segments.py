@@ -21,7 +21,6 @@ from typing import Any, Literal, cast
 import msgspec
 from sqlalchemy import (
     ColumnElement,
-    Integer,
     and_,
     exists,
     false,
@@ -31,9 +30,8 @@ from sqlalchemy import (
     select,
     true,
 )
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.functions import FunctionElement
 
+from app.db.functions import position
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,
@@ -307,24 +305,6 @@ def evaluate(
 
 
 # -- SQL compilation ---------------------------------------------------------------------------
-
-
-class position(FunctionElement[int]):
-    """1-based position of a substring, 0 when absent: case-sensitive on every backend and free
-    of LIKE wildcards (SQLite's LIKE ignores ASCII case, PostgreSQL's does not)."""
-
-    type = Integer()
-    inherit_cache = True
-
-
-@compiles(position, "sqlite")
-def _position_sqlite(element: position, compiler: Any, **kw: Any) -> str:
-    return f"instr({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(position)
-def _position_default(element: position, compiler: Any, **kw: Any) -> str:
-    return f"strpos({compiler.process(element.clauses, **kw)})"
 
 
 def _sql_value(kind: FieldType, name: str) -> ColumnElement[Any]:

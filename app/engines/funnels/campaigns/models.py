@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
 
-FK = BigInteger().with_variant(Integer(), "sqlite")
+FK = BigId
 
 DRAFT = "draft"
 SCHEDULED = "scheduled"

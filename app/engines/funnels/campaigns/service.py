@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, literal, select, update
 
+from app.db.dialect import insert, row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.campaigns.models import (
     CANCELLED,
@@ -29,7 +30,7 @@ from app.engines.funnels.campaigns.models import (
     CampaignEvent,
     Recipient,
 )
-from app.engines.funnels.contacts import _insert, affected, dialect_of, field_types
+from app.engines.funnels.contacts import field_types
 from app.engines.funnels.models import Contact
 from app.engines.funnels.segments import Predicate, compile_sql, decode_predicate
 from app.errors import Conflict, NotFound, ValidationFailed
@@ -204,11 +205,11 @@ async def materialise(session: WriteSession, campaign_id: int, now: datetime) ->
         literal(R_PENDING).label("status"),
     ).where(and_(*conditions))
     result = await session.execute(
-        _insert(dialect_of(session), Recipient).from_select(
+        insert(session, Recipient).from_select(
             ["campaign_id", "seq", "contact_id", "status"], numbered
         )
     )
-    size = affected(result)
+    size = row_count(result)
     await session.execute(
         update(Campaign).where(Campaign.id == campaign_id).values(audience_size=size)
     )
@@ -241,7 +242,7 @@ async def record_delivery_event(
     if contact_id is None:
         return None
     await session.execute(
-        _insert(dialect_of(session), CampaignEvent)
+        insert(session, CampaignEvent)
         .values(campaign_id=campaign_id, seq=seq, kind=kind, external_id=external_id, at=at)
         .on_conflict_do_nothing()
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import update
 
-from app.engines.funnels.contacts import _insert, dialect_of
+from app.db.dialect import insert
 from app.engines.funnels.graph import Condition, Goal, Join, QuietHours, Split, Throttle, Wait
 from app.engines.funnels.models import RUN_COMPLETED, ThrottleWindow
 from app.engines.funnels.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep
@@ -137,7 +137,7 @@ async def run_throttle(ctx: NodeContext, node: Throttle) -> Outcome:
     await ctx.writing()
     session = ctx.session
     await session.execute(
-        _insert(dialect_of(session), ThrottleWindow)
+        insert(session, ThrottleWindow)
         .values(key=key, window_start=start, used=0)
         .on_conflict_do_nothing()
     )

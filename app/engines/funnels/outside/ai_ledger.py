@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy import case, select, update
 
+from app.db.dialect import insert, row_count
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.contacts import _insert, affected, dialect_of
 from app.engines.funnels.outside.models import AiCacheEntry, AiQuota, AiUsage
 from app.integrations.ai import QuotaDecision, decide_quota
 
@@ -33,7 +33,7 @@ async def _current(session: WriteSession, organisation_id: int, now: datetime) -
     """The quota row, created with the default and rolled over to this month if needed."""
     period = month_start(now)
     await session.execute(
-        _insert(dialect_of(session), AiQuota)
+        insert(session, AiQuota)
         .values(
             organisation_id=organisation_id,
             quota_tokens=DEFAULT_QUOTA_TOKENS,
@@ -74,7 +74,7 @@ async def reserve(
         )
         .values(used_tokens=AiQuota.used_tokens + estimated_tokens, updated_at=now)
     )
-    if affected(taken):
+    if row_count(taken):
         return decision
     # Someone else took the tokens between our read and our update: decide on the new figure.
     row = await _current(session, organisation_id, now)
@@ -112,7 +112,7 @@ async def log_usage(
     now: datetime,
 ) -> None:
     await session.execute(
-        _insert(dialect_of(session), AiUsage)
+        insert(session, AiUsage)
         .values(
             organisation_id=organisation_id,
             workspace_id=workspace_id,
@@ -180,7 +180,7 @@ async def cache_text(
     now: datetime,
 ) -> None:
     await session.execute(
-        _insert(dialect_of(session), AiCacheEntry)
+        insert(session, AiCacheEntry)
         .values(
             workspace_id=workspace_id,
             cache_key=key,

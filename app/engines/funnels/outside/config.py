@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import msgspec
 from sqlalchemy import delete, select
 
+from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.outside.models import ProviderConfig
 from app.errors import NotFound, ValidationFailed
@@ -197,7 +198,7 @@ async def remove(session: WriteSession, *, workspace_id: int, kind: str) -> None
             ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == kind
         )
     )
-    if not getattr(result, "rowcount", 0):
+    if not row_count(result):
         raise NotFound(f"no {kind} provider is configured")
     if secret_name(kind) in await secret_names(session, workspace_id):
         await delete_secret(session, workspace_id=workspace_id, name=secret_name(kind))

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from app.db.dialect import insert
 from app.db.session import Database, ReadSession, WriteSession
-from app.engines.funnels.contacts import _insert, dialect_of
 from app.engines.funnels.models import RUN_ACTIVE, OutboxEffect, Run
 from app.engines.funnels.outside.models import EffectResult
 
@@ -69,7 +69,7 @@ async def record_in(
     now: datetime,
 ) -> None:
     await session.execute(
-        _insert(dialect_of(session), EffectResult)
+        insert(session, EffectResult)
         .values(
             outbox_id=outbox_id,
             workspace_id=workspace_id,
