@@ -17,9 +17,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from app.clock import Clock
+from app.db.dialect import upsert
 from app.db.session import Database
 from app.engines.adrules.run_models import SheetCopy
 from app.integrations.sheets import (
@@ -287,11 +287,11 @@ class CustomMetricSource:
             "rows": _to_json(rows),
             "fetched_at": now,
         }
-        module: Any = postgresql if self._db.is_postgres else sqlite
-        stmt = module.insert(SheetCopy).values(values)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["workspace_id", "spreadsheet_id", "sheet_name"],
-            set_={"rows": stmt.excluded.rows, "fetched_at": stmt.excluded.fetched_at},
-        )
+        stmt = upsert(
+            self._db,
+            SheetCopy,
+            conflict=["workspace_id", "spreadsheet_id", "sheet_name"],
+            update=["rows", "fetched_at"],
+        ).values(values)
         async with self._db.write() as uow:
             await uow.session.execute(stmt)

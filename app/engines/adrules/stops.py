@@ -20,6 +20,7 @@ from datetime import datetime
 
 from sqlalchemy import delete, or_, select
 
+from app.db.dialect import row_count
 from app.db.session import Database, ReadSession, WriteSession
 from app.engines.adrules.models import StopSwitch
 from app.platform.models import Workspace
@@ -175,4 +176,4 @@ async def clear_stop(
     """Turn a switch off; False when it was not on."""
     key = org_key(organisation_id) if workspace_id is None else workspace_key(workspace_id)
     result = await session.execute(delete(StopSwitch).where(StopSwitch.scope_key == key))
-    return bool(getattr(result, "rowcount", 0))
+    return bool(row_count(result))
