@@ -41,6 +41,12 @@ def is_postgres(bind: Any) -> bool:
     return dialect_name(bind) == POSTGRESQL
 
 
+def concurrent_writers(bind: Any) -> bool:
+    """Whether write transactions run side by side (PostgreSQL) rather than one at a time
+    (SQLite's single writer): running writers concurrently only pays off on the former."""
+    return is_postgres(bind)
+
+
 def insert(bind: Any, table: Any) -> ConflictInsert:
     """The dialect's ``INSERT`` construct, which knows ``on_conflict_do_nothing/update``."""
     if dialect_name(bind) == POSTGRESQL:

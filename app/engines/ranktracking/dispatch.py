@@ -15,6 +15,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from app.db.dialect import concurrent_writers
 from app.engines.ranktracking.admission import RECURRING, Launch
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.handoff import admit_and_send, admit_batch_and_send
@@ -118,8 +119,8 @@ async def dispatch_due(
     tick = min(due_by or now, now)
     due = await due_schedules(env, tick, limit or rt.dispatch_batch)
     report = DispatchReport(selected=len(due))
-    # SQLite serialises writers anyway; on PostgreSQL lanes (disjoint organisations) run at once.
-    gate = asyncio.Semaphore(max(1, rt.dispatch_concurrency) if env.db.is_postgres else 1)
+    # Lanes (disjoint organisations) run at once where writers can.
+    gate = asyncio.Semaphore(max(1, rt.dispatch_concurrency) if concurrent_writers(env.db) else 1)
 
     async def lane(chunks: list[list[int]]) -> list[Launch | None]:
         async with gate:

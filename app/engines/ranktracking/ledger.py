@@ -19,9 +19,9 @@ from decimal import Decimal
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, case, func, insert, select, union_all, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm.attributes import set_committed_value
 
+from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking.models import (
     RELEASE,
@@ -45,18 +45,14 @@ def month_start(now: datetime) -> datetime:
 
 async def ensure_balance(session: WriteSession, organisation_id: int, now: datetime) -> None:
     """Create the organisation's balance row if it does not exist yet (idempotent)."""
-    dialect = session.get_bind().dialect.name
-    module = postgresql if dialect == "postgresql" else sqlite
     await session.execute(
-        module.insert(Balance)
-        .values(
+        insert_ignoring(session, Balance, ["organisation_id"]).values(
             organisation_id=organisation_id,
             credits_cents=0,
             settled_cents=0,
             reserved_cents=0,
             updated_at=now,
         )
-        .on_conflict_do_nothing(index_elements=["organisation_id"])
     )
 
 
@@ -291,7 +287,7 @@ async def _claim(session: WriteSession, run: Run, new_state: str, settled: int |
         .values(reservation_state=new_state, settled_cents=settled)
         .execution_options(synchronize_session=False)
     )
-    claimed = bool(getattr(result, "rowcount", 0))
+    claimed = bool(row_count(result))
     if claimed:
         run.reservation_state = new_state
         run.settled_cents = settled

@@ -11,6 +11,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
+from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking.errors import ListNotFound
 from app.engines.ranktracking.keywords import normalise, normalise_all
@@ -114,7 +115,7 @@ async def remove_keywords(
                 ListKeyword.list_id == kl.id, ListKeyword.keyword.in_(targets)
             )
         )
-        removed = int(getattr(result, "rowcount", 0) or 0)
+        removed = row_count(result)
         kl.updated_at = now
     return RemovedOut(removed=removed, keyword_count=await list_size(session, kl.id))
 

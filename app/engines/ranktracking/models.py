@@ -18,7 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
 
-FK_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+FK_ID = BigId
 
 # Schedule statuses.
 ACTIVE = "active"

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
+from app.db.dialect import row_count
 from app.db.session import UnitOfWork, WriteSession
 from app.engines.ranktracking import activity, ledger
 from app.engines.ranktracking.env import Env
@@ -343,7 +344,7 @@ async def _store(session: WriteSession, run: Run, outcome: Outcome, now: datetim
             .values(state=state, fetched_at=now, **values)
             .execution_options(synchronize_session=False)
         )
-        written += int(getattr(result, "rowcount", 0) or 0)
+        written += row_count(result)
     return written
 
 
