@@ -207,6 +207,7 @@ class DatabaseWorker:
             )
         except Exception:
             log.exception("leasing failed")
+            WORKER_LOOP_ERRORS.inc()
             self._done.extend(done)  # written with the next statement instead
             return []
         if leased:
@@ -253,12 +254,14 @@ class DatabaseWorker:
             await self.queue.extend_leases(self.worker_id, self.lease_seconds)
         except Exception:
             log.exception("could not extend the leases of worker %s", self.worker_id)
+            WORKER_LOOP_ERRORS.inc()
 
     async def _recover(self) -> None:
         try:
             recovered = await self.queue.recover_expired()
         except Exception:
             log.exception("lease recovery failed")
+            WORKER_LOOP_ERRORS.inc()
             return
         if recovered:
             log.warning("requeued %d jobs whose lease expired", recovered)
