@@ -56,8 +56,10 @@ class QueueSettings:
     lease_loops: int = env("JOB_LEASE_LOOPS", 4)
     """Database-queue leasing loops per process, sharing WORKER_CONCURRENCY: one leases from the
     database while another starts and completes its jobs."""
-    lease_seconds: int = env("JOB_LEASE_SECONDS", 300)
-    """A leased database job not finished within this time is handed to another worker."""
+    lease_seconds: int = env("JOB_LEASE_SECONDS", 30)
+    """A database job's lease, renewed by its worker's heartbeat every third of it while the job
+    runs: a job whose worker died (or stopped renewing) runs again elsewhere this long after the
+    last renewal, and a job that lost its lease stops before its next outside call."""
     poll_interval: float = env("JOB_POLL_INTERVAL", 0.5)
     """Seconds an idle database-queue worker waits before looking for jobs again."""
     batch_size: int = env("JOB_LEASE_BATCH", 200)

@@ -69,6 +69,8 @@ from app.integrations.meta.writer import MetaWriter
 from app.integrations.sheets import SheetsClient, TokenMinter
 from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
+from app.scheduling.claim import LeaseLost
+from app.scheduling.job_lease import check_lease
 from app.scheduling.jobs import JobContext, JobSpec
 from app.scheduling.queue import JobQueue
 
@@ -110,6 +112,11 @@ class WorkerDeps:
     stop: StopCheck | None = None
     """The platform stop (spec AR-23), asked at the start of a run and before every write and
     notification; None: never stopped (unit tests of other behaviour)."""
+    lease: Callable[[], Awaitable[None]] | None = None
+    """Raises :class:`~app.scheduling.claim.LeaseLost` once the job's lease expired or another
+    worker took the job over; asked at the start of a run and before every write and
+    notification, so a run that lost its job leaves the rest to the attempt that holds it.
+    None: no lease (direct calls)."""
 
 
 Defer = Callable[[UnitOfWork, RunAccountPayload, datetime], Awaitable[None]]
@@ -186,6 +193,7 @@ def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = 
         max_deferrals=adrules.max_deferrals,
         token_minter=shared_token_minter(ctx),
         stop=StopCheck(ctx.db, lambda: ctx.settings.sweepers.stop_all),
+        lease=lambda: check_lease(ctx),
         budget_changes_per_hour=adrules.budget_changes_per_hour,
     )
 
@@ -217,6 +225,8 @@ class _Run:
 async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
     """Run the job; returns the batch's final status."""
     rule = payload.rule
+    if deps.lease is not None:
+        await deps.lease()
     async with deps.db.write() as uow:
         await records.start_batch(uow.session, payload.batch_record_id, deps.clock.now())
         account = await uow.session.get(AdAccount, payload.account.id)
@@ -300,6 +310,14 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
 
         await asyncio.gather(*(one(c) for c in pending))
         await run.flush(force=True)
+    except LeaseLost:
+        # Another worker runs this job now: the batch and the campaigns left are its own.
+        log.warning(
+            "ad rules run stopped, its job lease was lost: batch %s account %s",
+            payload.batch_id,
+            payload.account.meta_id,
+        )
+        raise
     except Exception as exc:
         log.exception(
             "ad rules run failed: batch %s account %s", payload.batch_id, payload.account.meta_id
@@ -374,6 +392,8 @@ async def _campaign(
         started = time.perf_counter()
         try:
             row = await _task(run, task, campaign, facts, error, pending)
+        except LeaseLost:
+            raise  # the job is another worker's now: this run ends, nothing is recorded
         except Exception as exc:  # one campaign's failure never ends the run (AR-22)
             log.exception("task %s failed on campaign %s", task.id, campaign.id)
             row = _row(
@@ -470,6 +490,8 @@ async def _task(
             steps=steps,
         )
     shadow = run.payload.rule.shadow
+    if run.deps.lease is not None and not shadow and not isinstance(task.action, LogOnly):
+        await run.deps.lease()
     if run.deps.stop is not None and not shadow and not isinstance(task.action, LogOnly):
         # Immediately before the write or notification: a stop set during the run holds.
         started = time.perf_counter()

@@ -56,6 +56,7 @@ from app.integrations.serp import (
     SerpTaskResult,
     TransientProviderError,
 )
+from app.scheduling.job_lease import check_lease
 from app.scheduling.jobs import DEFAULT_QUEUE, PRIORITY_QUEUE, JobContext, JobPayload, JobSpec
 
 log = logging.getLogger(__name__)
@@ -467,6 +468,8 @@ async def _count(session: WriteSession, run_id: int, state: str) -> int:
 async def post_tasks(ctx: JobContext, payload: RunRef) -> None:
     client = serp_client(ctx.resources, ctx.settings)
     final = ctx.attempt >= POST_JOB.max_tries
+    # A job whose lease another worker took over must not post the run's keywords again.
+    await check_lease(ctx)
     await post_impl(ctx, client, payload.run_id, final_attempt=final)
 
 

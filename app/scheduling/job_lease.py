@@ -1,0 +1,43 @@
+"""Whether a running database-queue job still holds its lease, asked before an outside call.
+
+The worker's heartbeat renews the leases of the jobs it runs (``JOB_LEASE_SECONDS``, renewed every
+third of it). When renewals stop reaching the database for longer than a lease — a lock episode, a
+process frozen under load — the job's lease expires and another worker runs the job again. The
+first run must then stop before its next outside call (a provider post, a Graph write) instead of
+repeating what the new run does. A job is identified by its id and attempt: every lease of the job
+increments ``attempts``, so a row still ``running`` with this attempt and an expiry in the future is
+this run's.
+
+Jobs on arq (Redis) have no lease to lose: the check always passes there.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.scheduling.claim import LeaseLost
+from app.scheduling.jobs import JobContext
+from app.scheduling.models import JOB_RUNNING, Job
+
+
+async def holds_lease(ctx: JobContext) -> bool:
+    """True while the job running with ``ctx`` still holds its database-queue lease (always True
+    outside a database-queue job, e.g. arq or a direct call in a test)."""
+    if not ctx.job_id or getattr(ctx.queue, "backend", "") != "database":
+        return True
+    async with ctx.db.read() as session:
+        found = await session.scalar(
+            select(Job.id).where(
+                Job.id == ctx.job_id,
+                Job.attempts == ctx.attempt,
+                Job.status == JOB_RUNNING,
+                Job.lease_expires_at > ctx.clock.now(),
+            )
+        )
+    return found is not None
+
+
+async def check_lease(ctx: JobContext) -> None:
+    """Raise :class:`~app.scheduling.claim.LeaseLost` unless the job still holds its lease."""
+    if not await holds_lease(ctx):
+        raise LeaseLost(f"job {ctx.job_id} (attempt {ctx.attempt}) no longer holds its lease")
