@@ -29,7 +29,7 @@ from app.web.auth import (
     session_principal,
 )
 from app.web.client_address import Networks, client_address, parse_networks
-from app.web.dashboard import getting_started
+from app.web.dashboard import getting_started, settings_ui
 from app.web.dashboard.common import page
 from app.web.ops import sweeper_overview
 
@@ -348,4 +348,5 @@ ROUTES = [
     revoke_api_key,
     rotate_ingest_token,
     rotate_signing_secret,
+    *settings_ui.ROUTES,
 ]
