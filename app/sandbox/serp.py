@@ -113,6 +113,11 @@ class KeywordScript:
     """Keyword data: the keyword is left out of the task's rows (a partial answer)."""
     task_error: int | None = None
     """The task fails with this code at ``task_get`` (``50000``, ``40501``, …)."""
+    features: list[str] | None = None
+    """SERP: exactly these feature items on the page instead of the seeded ones. As the provider
+    names them: ``featured_snippet`` (taken from the first organic result, with its domain and
+    URL), ``local_pack`` (the second organic result's domain), ``people_also_ask``, ``images``,
+    ``video``, ``ai_overview`` (items without a domain)."""
 
 
 @dataclass
@@ -287,13 +292,23 @@ class SerpSimulator:
                 {"type": kind, "rank_group": rank_group, "rank_absolute": len(items) + 1, **extra}
             )
 
-        for n in range(features.choice((0, 0, 1, 2))):
-            ad = f"{features.choice(_WORDS)}-ads{n}.com"
-            add("paid", n + 1, domain=ad, url=f"https://{ad}/{slug}", title=f"{keyword} deals")
-        if features.random() < 0.3 and organic_count:
-            top = ranking[0]
-            add("featured_snippet", 1, domain=top, url=f"https://{top}/{slug}", title=keyword)
-        paa_after = 3 if features.random() < 0.5 else None
+        paa_after: int | None = None
+        if script.features is not None:
+            for kind in script.features:
+                owner = {"featured_snippet": 0, "local_pack": 1}.get(kind)
+                if owner is not None and organic_count > owner:
+                    site = ranking[owner]
+                    add(kind, 1, domain=site, url=f"https://{site}/{slug}", title=keyword)
+                elif owner is None:
+                    add(kind, 1, domain=None, url=None, title=None)
+        else:
+            for n in range(features.choice((0, 0, 1, 2))):
+                ad = f"{features.choice(_WORDS)}-ads{n}.com"
+                add("paid", n + 1, domain=ad, url=f"https://{ad}/{slug}", title=f"{keyword} deals")
+            if features.random() < 0.3 and organic_count:
+                top = ranking[0]
+                add("featured_snippet", 1, domain=top, url=f"https://{top}/{slug}", title=keyword)
+            paa_after = 3 if features.random() < 0.5 else None
         for rank in range(1, organic_count + 1):
             domain = ranking[rank - 1]
             add(

@@ -215,3 +215,55 @@ async def test_charts_one_point_per_measurement_dated_and_aligned(
     assert once["ticks"]
     assert all(t[4] == "-" for t in once["ticks"])
     assert errors == []
+
+
+async def test_competitors_and_owned_features_on_the_page(
+    page: Any,
+    live_url: str,
+    runtime: Runtime,
+    tenant: Tenant,
+    sim: SerpSimulator,  # noqa: F811
+) -> None:
+    from tests.ranktracking.conftest import fund, make_schedule
+    from tests.ranktracking.reports_seed import KEYWORDS, measure
+
+    errors = console_errors(page)
+    await fund(runtime, tenant, 10_000)
+    schedule = await make_schedule(
+        runtime, tenant, keywords=KEYWORDS, devices=["desktop", "mobile"]
+    )
+    await sign_in(page, live_url, tenant.email, tenant.password)
+    await page.goto(f"{live_url}/ui/ranktracking/schedules/{schedule.id}")
+    await page.fill("#rt-competitors input[name=domains]", "rival.com, https://www.other-shop.net/")
+    await page.click("#rt-competitors button[type=submit]")
+    await page.wait_for_selector("#rt-notice")
+    assert "rival.com, other-shop.net" in await page.locator("#rt-notice").inner_text()
+
+    sim.place("red shoes", "rival.com", 2)
+    sim.script("red shoes", features=["featured_snippet"])
+    for plain in ("blue shoes", "green shoes"):
+        sim.script(plain, features=[])  # organic results only
+    await measure(runtime, sim, schedule.id, {"red shoes": (1, 5), "blue shoes": (3, 3)})
+    await page.goto(f"{live_url}/ui/ranktracking/schedules/{schedule.id}")
+    heads = await page.locator("#rt-positions-table thead th.rt-competitor").all_inner_texts()
+    assert heads == ["rival.com", "other-shop.net"]
+    red_desktop = page.locator("tr.rt-row[data-keyword='red shoes'][data-device=desktop]")
+    rival = red_desktop.locator("td.rt-competitor[data-domain='rival.com']")
+    assert (await rival.inner_text()).strip() == "2"
+    assert "featured_snippet" in await red_desktop.locator(".rt-owned").inner_text()
+
+    await page.select_option("#rt-filters select[name=features]", "owned")
+    await page.click("#rt-filter-apply")
+    await page.wait_for_url("**features=owned**")
+    assert await rows(page) == [("red shoes", "desktop")]
+    await page.select_option("#rt-filters select[name=features]", "winnable")
+    await page.click("#rt-filter-apply")
+    await page.wait_for_url("**features=winnable**")
+    assert await rows(page) == [("red shoes", "mobile")]  # fifth: the snippet is someone else's
+
+    await page.goto(f"{live_url}/ui/ranktracking/schedules/{schedule.id}/keyword?keyword=red+shoes")
+    state = await chart(page, "rt-history")
+    assert state["labels"] == ["desktop", "mobile", "rival.com (desktop)", "rival.com (mobile)"]
+    assert state["values"] == [[1], [5], [2], [2]]
+    assert all(row[0][1] for row in state["drawn"])
+    assert errors == []

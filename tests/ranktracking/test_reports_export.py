@@ -54,8 +54,17 @@ async def test_positions_csv_follows_the_table_and_neutralises(
     rows = parse(r.text)
     header = rows[0]
     assert header[:2] == ["keyword", "device"]
-    assert header[-6:] == ["position", "change", "delta", "best", "url", "volume"]
-    assert len(header) == 2 + 3 + 6  # three measured runs, dated
+    assert header[-8:] == [
+        "position",
+        "change",
+        "delta",
+        "best",
+        "url",
+        "volume",
+        "features",
+        "owned_features",
+    ]
+    assert len(header) == 2 + 3 + 8  # three measured runs, dated
     assert all(len(h) == 16 and h[4] == "-" for h in header[2:5])
     body = {(row[0], row[1]): row for row in rows[1:]}
     assert len(body) == 6

@@ -179,6 +179,7 @@ def _new_run(
         location_code=schedule.location_code,
         language_code=schedule.language_code,
         domain=schedule.domain,
+        competitors=list(schedule.competitors or []) or None,
         packages=list(schedule.packages or []) or None,
         keywords=keywords or [],
         status=status,

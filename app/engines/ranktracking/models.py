@@ -137,6 +137,8 @@ class Schedule(Base):
     language_code: Mapped[str | None] = mapped_column(String(8), nullable=True)
     domain: Mapped[str | None] = mapped_column(String(253), nullable=True)
     """SERP: the site whose organic position is measured."""
+    competitors: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    """SERP: up to 5 other domains read from the same result pages (no extra provider call)."""
     devices: Mapped[str | None] = mapped_column(String(20), nullable=True)
     """``desktop``, ``mobile`` or ``desktop,mobile`` (canonical order)."""
     packages: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
@@ -216,6 +218,8 @@ class Run(Base):
     location_code: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
     language_code: Mapped[str | None] = mapped_column(String(8), nullable=True)
     domain: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    competitors: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    """The schedule's competitor domains when the run was admitted."""
     packages: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
     keywords: Mapped[list[str]] = mapped_column(Json)
     """The members resolved for this request (immutable; ``requested`` is their count)."""
@@ -265,6 +269,11 @@ class Result(Base):
     """Organic rank; None when not within the requested depth (or no data). Never 0."""
     url: Mapped[str | None] = mapped_column(Text, nullable=True)
     features: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    """The SERP feature types on the page, as the provider's result items name them."""
+    owned_features: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    """The features whose item links to the tracked domain (a featured snippet of the site)."""
+    competitors: Mapped[dict[str, int | None] | None] = mapped_column(Json, nullable=True)
+    """Each competitor domain's organic position on the same page (None: not within the depth)."""
     data: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
     """Keyword data values (search volume, CPC, competition, monthly searches)."""
     error_code: Mapped[str | None] = mapped_column(String(40), nullable=True)

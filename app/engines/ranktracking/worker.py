@@ -43,6 +43,7 @@ from app.engines.ranktracking.models import (
 from app.engines.ranktracking.postback_token import postback_url
 from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_cents
 from app.engines.ranktracking.provider import serp_client
+from app.engines.ranktracking.reports.serp_reading import competitor_positions, owned_features
 from app.integrations.serp import (
     AuthenticationFailed,
     InvalidRequest,
@@ -223,11 +224,13 @@ def outcome_of(
 ) -> Outcome:
     """What a task result (fetched by a poll or posted back) says about ``keywords``."""
     if isinstance(result, SerpTaskResult):
-        return _serp_outcome(result, keywords[0], run.domain)
+        return _serp_outcome(result, keywords[0], run.domain, list(run.competitors or []))
     return _keyword_data_outcome(result, keywords, list(run.packages or []))
 
 
-def _serp_outcome(result: SerpTaskResult, keyword: str, domain: str | None) -> Outcome:
+def _serp_outcome(
+    result: SerpTaskResult, keyword: str, domain: str | None, competitors: list[str]
+) -> Outcome:
     if result.state == "in_queue":
         return Outcome({})
     if result.state == "no_results":
@@ -244,6 +247,9 @@ def _serp_outcome(result: SerpTaskResult, keyword: str, domain: str | None) -> O
                     "position": position,
                     "url": item.url if item is not None else None,
                     "features": sorted(set(result.item_types)),
+                    "owned_features": owned_features(result, domain),
+                    # Read from the same page: competitors cost nothing extra.
+                    "competitors": competitor_positions(result, competitors) or None,
                 },
             )
         }

@@ -8,18 +8,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Response, get
-from litestar.params import FromQuery, QueryParameter
+from litestar import Response, get, put
+from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.reports import export
+from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import (
     DEFAULT_COLUMNS,
     DEFAULT_LIMIT,
     TableQuery,
     positions_page,
 )
-from app.engines.ranktracking.reports.schemas import PositionsPage, SummaryPage
+from app.engines.ranktracking.reports.schemas import (
+    CompetitorsIn,
+    CompetitorsOut,
+    PositionsPage,
+    SummaryPage,
+)
 from app.engines.ranktracking.reports.summary import SUMMARY_PAGE, summary_page
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal, CurrentRuntime
@@ -30,6 +36,13 @@ Moved = Annotated[
     QueryParameter(description="Rows that moved by at least this many places (new/lost count)."),
 ]
 Top = Annotated[int | None, QueryParameter(description="3, 10 or 100.")]
+Features = Annotated[
+    str | None,
+    QueryParameter(
+        description="``owned``: a SERP feature of the tracked domain on the latest page; "
+        "``winnable``: a feature it does not own while it ranks in the top 10."
+    ),
+]
 
 
 def table_query(
@@ -43,6 +56,7 @@ def table_query(
     cursor: str | None,
     limit: int,
     q: str | None,
+    features: str | None = None,
 ) -> TableQuery:
     return TableQuery(
         device=device or None,
@@ -55,6 +69,7 @@ def table_query(
         cursor=cursor,
         limit=limit,
         search=" ".join(q.split()).casefold() if q else None,
+        features=features or None,
     )
 
 
@@ -73,9 +88,13 @@ async def get_positions(
     cursor: FromQuery[str | None] = None,
     limit: FromQuery[int] = DEFAULT_LIMIT,
     q: FromQuery[str | None] = None,
+    features: Features = None,
 ) -> PositionsPage:
-    """Keywords × the schedule's recent measured runs, one row per keyword and device."""
-    query = table_query(device, moved, in_top, out_of_top, sort, order, columns, cursor, limit, q)
+    """Keywords × the schedule's recent measured runs, one row per keyword and device, with the
+    competitors' positions and the SERP features of the latest page."""
+    query = table_query(
+        device, moved, in_top, out_of_top, sort, order, columns, cursor, limit, q, features
+    )
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
         return await positions_page(session, schedule, query)
@@ -116,10 +135,11 @@ async def get_positions_csv(
     order: FromQuery[str] = "asc",
     columns: FromQuery[int] = DEFAULT_COLUMNS,
     q: FromQuery[str | None] = None,
+    features: Features = None,
 ) -> Response[str]:
     """The positions table as CSV: every matching row; formula-like text cells neutralised."""
     query = table_query(
-        device, moved, in_top, out_of_top, sort, order, columns, None, DEFAULT_LIMIT, q
+        device, moved, in_top, out_of_top, sort, order, columns, None, DEFAULT_LIMIT, q, features
     )
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
@@ -138,4 +158,24 @@ async def get_log_csv(
     return csv_response(text, f"log-{schedule_id}.csv")
 
 
-HANDLERS: list[Any] = [get_positions, get_summary, get_positions_csv, get_log_csv]
+@put("/schedules/{schedule_id:int}/competitors")
+async def put_competitors(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: RowId,
+    data: JSONBody[CompetitorsIn],
+) -> CompetitorsOut:
+    """Replace the schedule's competitor domains (up to 5; from the next run on)."""
+    async with runtime.db.write() as uow:
+        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+        domains = await set_competitors(uow.session, schedule, data.domains, runtime.clock.now())
+    return CompetitorsOut(schedule_id=schedule_id, domains=domains)
+
+
+HANDLERS: list[Any] = [
+    get_positions,
+    get_summary,
+    get_positions_csv,
+    get_log_csv,
+    put_competitors,
+]

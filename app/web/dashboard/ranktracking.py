@@ -136,6 +136,8 @@ FIELD_LABELS = {
     "out_of_top": "Position",
     "columns": "Runs shown",
     "cursor": "Page",
+    "features": "SERP features",
+    "domains": "Competitors",
 }
 
 
@@ -275,10 +277,12 @@ async def schedule_page(
     sort: FromQuery[str] = "keyword",
     order: FromQuery[str] = "asc",
     columns: FromQuery[str] = "",
+    features: FromQuery[str] = "",
     page_at: Annotated[str, QueryParameter(name="page")] = "",
 ) -> Template:
     now = runtime.clock.now()
     tparams = reports_ui.TableParams(
+        features=features,
         device=device,
         moved=moved,
         band=band,
@@ -319,6 +323,7 @@ async def schedule_page(
         tparams=tparams,
         table_errors=table_errors,
         bands=reports_ui.BANDS,
+        feature_filters=reports_ui.FEATURE_FILTERS,
         summaries=reports_ui.summary_rows(table),
     )
 
@@ -381,7 +386,9 @@ async def keyword_page(
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
         history = await keyword_history(session, schedule_id, normalise(keyword))
-        chart = await keyword_chart(session, schedule_id, normalise(keyword))
+        chart = await keyword_chart(
+            session, schedule_id, normalise(keyword), list(schedule.competitors or [])
+        )
     return page(
         request,
         "ranktracking/keyword.html",

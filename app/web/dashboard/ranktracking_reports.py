@@ -4,23 +4,33 @@ of average position and visibility per device."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
-from litestar import Response, get
-from litestar.params import FromPath, FromQuery
+import msgspec
+from litestar import Response, get, post
+from litestar.params import FromPath, FromQuery, URLEncodedBody
+from litestar.response import Redirect
 
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.reports import export
+from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import DEFAULT_COLUMNS, TableQuery
 from app.engines.ranktracking.reports.schemas import PositionsPage
+from app.errors import DomainError
 from app.web.api.ranktracking_reports import csv_response
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
 PREFIX = "/ui/ranktracking/schedules/{schedule_id:int}"
 
 PAGE_ROWS = 100
+FEATURE_FILTERS = [
+    ("", "any SERP features"),
+    ("owned", "features we own"),
+    ("winnable", "features we could win"),
+]
 BANDS = [
     ("", "all positions"),
     ("in_top:3", "in the top 3"),
@@ -44,6 +54,7 @@ class TableParams:
     order: str = "asc"
     columns: str = ""
     page: str = ""
+    features: str = ""
 
     def query(self) -> TableQuery:
         in_top = out_of_top = None
@@ -63,6 +74,7 @@ class TableParams:
             cursor=self.page or None,
             limit=PAGE_ROWS,
             search=" ".join(self.q.split()).casefold() or None,
+            features=self.features or None,
         )
 
     def values(self) -> dict[str, str]:
@@ -111,10 +123,18 @@ async def positions_csv(
     sort: FromQuery[str] = "keyword",
     order: FromQuery[str] = "asc",
     columns: FromQuery[str] = "",
+    features: FromQuery[str] = "",
 ) -> Response[str]:
     """The table the page shows (its filters and sort), every row, as CSV."""
     params = TableParams(
-        device=device, moved=moved, band=band, q=q, sort=sort, order=order, columns=columns
+        device=device,
+        moved=moved,
+        band=band,
+        q=q,
+        sort=sort,
+        order=order,
+        columns=columns,
+        features=features,
     )
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
@@ -132,4 +152,33 @@ async def log_csv(
     return csv_response(text, f"log-{schedule_id}.csv")
 
 
-ROUTES: list[Any] = [positions_csv, log_csv]
+class CompetitorsForm(msgspec.Struct, kw_only=True):
+    domains: str = ""
+
+
+@post(f"{PREFIX}/competitors")
+async def competitors_form(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    data: URLEncodedBody[CompetitorsForm],
+) -> Redirect:
+    """Up to 5 competitor domains, one a line or separated by commas."""
+    raw = [d for d in re.split(r"[\s,;]+", data.domains) if d]
+    try:
+        async with runtime.db.write() as uow:
+            schedule = await schedules.lock_schedule(
+                uow.session, principal.workspace_id, schedule_id
+            )
+            domains = await set_competitors(uow.session, schedule, raw, runtime.clock.now())
+        text = (
+            "Competitors from the next run: " + ", ".join(domains)
+            if domains
+            else "No competitors tracked"
+        )
+    except DomainError as exc:
+        text = exc.message
+    return Redirect(f"/ui/ranktracking/schedules/{schedule_id}?notice={quote(text)}")
+
+
+ROUTES: list[Any] = [positions_csv, log_csv, competitors_form]

@@ -40,23 +40,38 @@ def _x(columns: list[Column]) -> list[int]:
     return [int(c.measured_at.timestamp()) for c in columns]
 
 
-async def keyword_chart(session: ReadSession, schedule_id: int, keyword: str) -> ChartOut:
+async def keyword_chart(
+    session: ReadSession, schedule_id: int, keyword: str, competitors: list[str] | None = None
+) -> ChartOut:
+    competitors = competitors or []
     columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
     run_ids = [r for c in columns for d, r in c.runs.items() if d != KEYWORD_DATA]
-    found: dict[int, int | None] = {}
+    found: dict[int, tuple[int | None, dict[str, int | None]]] = {}
     if run_ids:
         rows = await session.execute(
-            select(Result.run_id, Result.position).where(
+            select(Result.run_id, Result.position, Result.competitors).where(
                 Result.schedule_id == schedule_id,
                 Result.keyword == keyword,
                 Result.run_id.in_(run_ids),
             )
         )
-        found = {run_id: position for run_id, position in rows.all()}
+        found = {run_id: (position, comp or {}) for run_id, position, comp in rows.all()}
+    devices = _devices(columns)
     series = [
-        SeriesOut(label=device, values=[found.get(c.runs.get(device, -1)) for c in columns])
-        for device in _devices(columns)
+        SeriesOut(
+            label=device,
+            values=[found.get(c.runs.get(device, -1), (None, {}))[0] for c in columns],
+        )
+        for device in devices
     ]
+    # Competitors beside the tracked domain, read from the same pages.
+    for domain in competitors:
+        for device in devices:
+            values: list[float | None] = [
+                found.get(c.runs.get(device, -1), (None, {}))[1].get(domain) for c in columns
+            ]
+            if any(v is not None for v in values):
+                series.append(SeriesOut(label=f"{domain} ({device})", values=values))
     return ChartOut(
         title=f"Position of “{keyword}”",
         x=_x(columns),

@@ -60,9 +60,23 @@ def replace_items(page: PositionsPage, items: list[PositionRow]) -> PositionsPag
 
 def positions_csv(page: PositionsPage) -> str:
     """The table as shown: one row per keyword and device, one column per measured run (its
-    date), then the latest position, change, places gained, best, URL and search volume."""
+    date), then the latest position, change, places gained, best, URL, search volume, each
+    competitor's position and the page's features (and those the domain owns)."""
     dates = [c.measured_at.strftime("%Y-%m-%d %H:%M") for c in page.columns]
-    header = ["keyword", "device", *dates, "position", "change", "delta", "best", "url", "volume"]
+    header = [
+        "keyword",
+        "device",
+        *dates,
+        "position",
+        "change",
+        "delta",
+        "best",
+        "url",
+        "volume",
+        *page.competitors,
+        "features",
+        "owned_features",
+    ]
     return csv_text(
         header,
         (
@@ -76,6 +90,9 @@ def positions_csv(page: PositionsPage) -> str:
                 r.best,
                 r.url,
                 r.search_volume,
+                *(c.position for c in r.competitors),
+                " ".join(r.features),
+                " ".join(r.owned_features),
             ]
             for r in page.items
         ),

@@ -17,12 +17,37 @@ from app.engines.ranktracking.reports.schemas import (
     CellOut,
     Change,
     ColumnOut,
+    CompetitorCell,
     PositionRow,
     PositionsPage,
 )
+from app.engines.ranktracking.reports.serp_reading import winnable
 from app.engines.ranktracking.reports.summary import run_summaries
 from app.engines.ranktracking.reports.volume import search_volumes
 from app.errors import ValidationFailed
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One stored result, as the table reads it."""
+
+    state: str
+    position: int | None
+    url: str | None
+    competitors: dict[str, int | None] | None
+    features: list[str] | None
+    owned_features: list[str] | None
+
+    @property
+    def ranked(self) -> int | None:
+        return self.position if self.state == RETRIEVED else None
+
+    def competitor(self, domain: str) -> tuple[int | None] | None:
+        """``(position,)`` when this result read the domain; None when it did not."""
+        if self.state != RETRIEVED or self.competitors is None or domain not in self.competitors:
+            return None
+        return (self.competitors[domain],)
+
 
 SortKey = Literal["keyword", "device", "position", "change", "best", "volume", "url"]
 SORT_KEYS = ("keyword", "device", "position", "change", "best", "volume", "url")
@@ -47,6 +72,9 @@ class TableQuery:
     limit: int = DEFAULT_LIMIT
     search: str | None = None
     """Keywords containing this text."""
+    features: str | None = None
+    """``owned``: rows whose latest page has a feature of the domain; ``winnable``: a feature the
+    domain could win (on the page, not the domain's, while it ranks in the top 10)."""
 
     def check(self) -> int:
         """The validated offset of the page."""
@@ -58,6 +86,8 @@ class TableQuery:
             value = getattr(self, name)
             if value is not None and value not in TOP_BANDS:
                 raise ValidationFailed.field(name, "3, 10 or 100")
+        if self.features is not None and self.features not in ("owned", "winnable"):
+            raise ValidationFailed.field("features", "owned or winnable")
         if self.sort not in SORT_KEYS:
             raise ValidationFailed.field("sort", "one of " + ", ".join(SORT_KEYS))
         if self.order not in ("asc", "desc"):
@@ -107,6 +137,10 @@ def _matches(row: PositionRow, q: TableQuery) -> bool:
         row.state != RETRIEVED or (row.position is not None and row.position <= q.out_of_top)
     ):
         return False
+    if q.features == "owned" and not row.owned_features:
+        return False
+    if q.features == "winnable" and not row.winnable_features:
+        return False
     return not (q.search and q.search.casefold() not in row.keyword)
 
 
@@ -141,7 +175,7 @@ async def build_rows(
     before the first column, read only for the change of a device measured once in the window."""
     every = ([previous] if previous is not None else []) + columns
     run_ids = [run_id for c in every for run_id in c.runs.values()]
-    cells: dict[tuple[str, str], dict[int, tuple[str, int | None, str | None]]] = {}
+    cells: dict[tuple[str, str], dict[int, Found]] = {}
     if run_ids:
         rows = await session.execute(
             select(
@@ -151,10 +185,15 @@ async def build_rows(
                 Result.state,
                 Result.position,
                 Result.url,
+                Result.competitors,
+                Result.features,
+                Result.owned_features,
             ).where(Result.run_id.in_(run_ids))
         )
-        for keyword, device, run_id, state, position, url in rows.all():
-            cells.setdefault((keyword, device or ""), {})[run_id] = (state, position, url)
+        for keyword, device, run_id, state, position, url, comp, features, owned in rows.all():
+            cells.setdefault((keyword, device or ""), {})[run_id] = Found(
+                state, position, url, comp, features, owned
+            )
     best = dict(
         (
             ((kw, dev or ""), pos)
@@ -169,38 +208,61 @@ async def build_rows(
     )
     volumes = await search_volumes(session, schedule)
     out: list[PositionRow] = []
+    competitors = list(schedule.competitors or [])
     for (keyword, device), by_run in cells.items():
         runs = [c.runs[device] for c in every if device in c.runs]
         latest = by_run.get(runs[-1]) if runs else None
         prior = by_run.get(runs[-2]) if len(runs) > 1 else None
-        previous_position = prior[1] if prior is not None and prior[0] == RETRIEVED else None
-        change, delta = change_of((latest[0], latest[1]) if latest else None, previous_position)
+        previous_position = prior.ranked if prior is not None else None
+        change, delta = change_of(
+            (latest.state, latest.position) if latest else None, previous_position
+        )
         row_cells = []
         for c in columns:
             cell = by_run.get(c.runs.get(device, -1))
             row_cells.append(
-                CellOut(state=cell[0], position=cell[1])
+                CellOut(state=cell.state, position=cell.position)
                 if cell
                 else CellOut(state=None, position=None)
             )
         if not any(c.state for c in row_cells):
             continue  # measured only before the window
+        features = list(latest.features or []) if latest else []
+        owned = list(latest.owned_features or []) if latest else []
+        ranks_top10 = latest is not None and latest.position is not None and latest.position <= 10
         out.append(
             PositionRow(
                 keyword=keyword,
                 device=device,
-                state=latest[0] if latest else None,
-                position=latest[1] if latest else None,
+                state=latest.state if latest else None,
+                position=latest.position if latest else None,
                 previous=previous_position,
                 change=change,
                 delta=delta,
                 best=best.get((keyword, device)),
-                url=latest[2] if latest else None,
+                url=latest.url if latest else None,
                 search_volume=volumes.get(keyword),
                 cells=row_cells,
+                competitors=[_competitor(d, latest, prior) for d in competitors],
+                features=features,
+                owned_features=owned,
+                winnable_features=winnable(features, owned) if ranks_top10 else [],
             )
         )
     return out
+
+
+def _competitor(domain: str, latest: Found | None, prior: Found | None) -> CompetitorCell:
+    """A competitor's position on the same pages; the change is only known where the run that
+    measured it also read this competitor (a domain added later has no earlier positions)."""
+    now = latest.competitor(domain) if latest else None
+    then = prior.competitor(domain) if prior else None
+    if now is None:
+        return CompetitorCell(domain=domain, position=None, previous=None, change=None)
+    change, _ = change_of(("retrieved", now[0]), then[0] if then else None)
+    return CompetitorCell(
+        domain=domain, position=now[0], previous=then[0] if then else None, change=change
+    )
 
 
 async def positions_page(session: ReadSession, schedule: Schedule, q: TableQuery) -> PositionsPage:
@@ -217,6 +279,7 @@ async def positions_page(session: ReadSession, schedule: Schedule, q: TableQuery
     return PositionsPage(
         schedule_id=schedule.id,
         depth=schedule.depth or 100,
+        competitors=list(schedule.competitors or []),
         columns=[
             ColumnOut(request_id=c.request_id, measured_at=c.measured_at, runs=dict(c.runs))
             for c in columns

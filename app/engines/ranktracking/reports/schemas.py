@@ -28,6 +28,13 @@ class CellOut(Schema):
     position: int | None
 
 
+class CompetitorCell(Schema):
+    domain: str
+    position: int | None
+    previous: int | None
+    change: Change | None
+
+
 class PositionRow(Schema):
     keyword: str
     device: str
@@ -45,6 +52,14 @@ class PositionRow(Schema):
     """From the latest keyword data of the same list (or the workspace, for a direct selection)."""
     cells: list[CellOut]
     """One per column of the page, oldest first."""
+    competitors: list[CompetitorCell] = []
+    """Each competitor's position on the same result pages, in the schedule's order."""
+    features: list[str] = []
+    """The SERP features on the latest page, as the provider's result items name them."""
+    owned_features: list[str] = []
+    """Features whose item links to the tracked domain (a featured snippet of the site, …)."""
+    winnable_features: list[str] = []
+    """Features on the page the domain does not own while it ranks in the top 10."""
 
 
 class RunSummaryOut(Schema):
@@ -64,6 +79,7 @@ class RunSummaryOut(Schema):
 class PositionsPage(Schema):
     schedule_id: int
     depth: int
+    competitors: list[str]
     columns: list[ColumnOut]
     summaries: list[RunSummaryOut]
     """The per-run figures of the columns' runs."""
@@ -77,3 +93,13 @@ class SummaryPage(Schema):
     items: list[RunSummaryOut]
     """Newest request first."""
     next_cursor: str | None
+
+
+class CompetitorsIn(Schema):
+    domains: list[str]
+    """Up to 5 domains (``https://`` and ``www.`` are dropped); an empty list removes them."""
+
+
+class CompetitorsOut(Schema):
+    schedule_id: int
+    domains: list[str]

@@ -40,10 +40,13 @@
     spec.series.forEach(function (s, i) {
       data.push(s.values);
       var colour = COLOURS[s.label] || FALLBACK[i % FALLBACK.length];
+      // A competitor ("domain (device)") is dashed beside the tracked domain's solid lines.
+      var competitor = s.label.indexOf(" (") > 0;
       series.push({
         label: s.label,
         stroke: colour,
-        width: 2,
+        width: competitor ? 1.5 : 2,
+        dash: competitor ? [6, 4] : undefined,
         spanGaps: false,
         points: { show: true, size: 8, fill: colour, stroke: colour },
         value: function (u, v) { return v == null ? "—" : String(v); }
