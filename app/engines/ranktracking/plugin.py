@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.engines.plugin import EnginePlugin
 from app.engines.ranktracking.dispatch import DISPATCH_SWEEP
+from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT_JOB
 from app.engines.ranktracking.notices import PAUSE_NOTICE_JOB
 from app.engines.ranktracking.poller import POLL_SWEEP
 from app.engines.ranktracking.reconcile import RECONCILE_SWEEP
@@ -12,6 +13,6 @@ from app.engines.ranktracking.worker import POST_JOB, POST_PRIORITY_JOB
 PLUGIN = EnginePlugin(
     name="ranktracking",
     title="Position tracking",
-    jobs=[POST_JOB, POST_PRIORITY_JOB, PAUSE_NOTICE_JOB],
+    jobs=[POST_JOB, POST_PRIORITY_JOB, PAUSE_NOTICE_JOB, KEYWORDS_IMPORT_JOB],
     sweeps=[DISPATCH_SWEEP, POLL_SWEEP, RECONCILE_SWEEP],
 )

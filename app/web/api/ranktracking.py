@@ -21,6 +21,7 @@ from app.engines.ranktracking import locations, money
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.errors import RunNotFound
 from app.engines.ranktracking.handoff import PendingLaunch
+from app.engines.ranktracking.keyword_import import start_keyword_import
 from app.engines.ranktracking.keywords import parse_import
 from app.engines.ranktracking.log import schedule_log
 from app.engines.ranktracking.models import Run
@@ -55,6 +56,7 @@ from app.engines.ranktracking.schemas import (
 )
 from app.web.api import ranktracking_reports
 from app.web.api.common import RowId, api_router, idempotent
+from app.web.api.jobs import BulkJobOut, bulk_job_out
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
@@ -160,6 +162,33 @@ async def import_keywords(
         )
 
     return await idempotent(request, principal, runtime, action)
+
+
+@post("/lists/{list_id:int}/import-jobs", status_code=202)
+async def import_keywords_in_background(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    list_id: RowId,
+    data: JSONBody[ImportIn],
+) -> Response[BulkJobOut]:
+    """The same import as a background job, in bounded chunks: answers 202 with the job; poll
+    its ``url`` for progress and the per-entry report. The list, an empty import and one larger
+    than a list can hold are checked first (404/422, nothing written)."""
+
+    async def action(uow: UnitOfWork) -> BulkJobOut:
+        job = await start_keyword_import(
+            uow,
+            runtime.queue,
+            workspace_id=principal.workspace_id,
+            list_id=list_id,
+            text=data.text,
+            fmt=data.format,
+            now=runtime.clock.now(),
+        )
+        return bulk_job_out(job, [])
+
+    return await idempotent(request, principal, runtime, action, status_code=202)
 
 
 # -- schedules --------------------------------------------------------------------------------------
@@ -468,6 +497,7 @@ ROUTERS: list[Any] = [
             add_keywords,
             remove_keywords,
             import_keywords,
+            import_keywords_in_background,
             search_locations,
             get_schedules,
             create_schedule,
