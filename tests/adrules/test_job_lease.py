@@ -102,8 +102,13 @@ async def test_a_run_that_lost_its_job_lease_writes_nothing_more(
             await _take_over(runtime, clock)
         await check_lease(ctx)
 
+    # The lease is asked before each write call (here two campaigns per batched write).
     deps = dataclasses.replace(
-        make_deps(runtime, clients), sleep=RecordingSleep(), concurrency=1, lease=lease
+        make_deps(runtime, clients),
+        sleep=RecordingSleep(),
+        concurrency=1,
+        lease=lease,
+        write_batch_size=2,
     )
     status_before = await _batch_status(runtime, payload.batch_record_id)
     with pytest.raises(LeaseLost):

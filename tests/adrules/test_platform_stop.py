@@ -171,8 +171,11 @@ async def test_ar23_the_stop_is_checked_immediately_before_every_write(
     world.add_campaigns("act_1001", 6)
     setup = await create_setup(runtime, ws.workspace_id, tasks=[PAUSE_ALL])
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
-    # The stop goes on during the run, once two campaigns have been paused.
-    deps = _deps(runtime, clients, lambda: len(world.updates) >= 2, concurrency=1)
+    # The stop goes on during the run, once two campaigns have been paused; it is asked
+    # immediately before each write call (here two campaigns per batched write).
+    deps = _deps(
+        runtime, clients, lambda: len(world.updates) >= 2, concurrency=1, write_batch_size=2
+    )
 
     await run_account_job(deps, payload)
 

@@ -3,7 +3,9 @@
 What to write is worked out by the pure functions of :mod:`~app.engines.adrules.changes`
 (clamping included); :class:`ActionRunner` carries it out. Budget and name actions **re-read the
 live value** from Meta immediately before planning the write, so a budget changed since the dispatch
-is the one the change starts from.
+is the one the change starts from. The worker re-reads a task's campaigns together in batched GETs
+and writes them in batched POSTs (:meth:`ActionRunner.read_live`, :meth:`ActionRunner.write`,
+at most 50 a call), each object's failure its own.
 
 Notifications: ``notify_email`` sends through SMTP; ``notify_webhook`` POSTs a JSON body signed
 with HMAC-SHA256 (:func:`sign_webhook` / :func:`verify_webhook`); ``log_only`` changes nothing.
@@ -13,13 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import msgspec
 
+from app.engines.adrules.batched import (
+    CONCURRENT_CALLS,
+    BatchStats,
+    Refused,
+    Sleep,
+    send_in_batches,
+)
 from app.engines.adrules.changes import (
     ActionFailed,
     Change,
@@ -48,9 +57,29 @@ from app.engines.adrules.schemas import (
 from app.engines.adrules.webhook_secrets import open_secret
 from app.integrations.http_guard import GuardedHttp, HttpRequest
 from app.integrations.mail import MailSender, OutgoingEmail
-from app.integrations.meta.reader import MetaReader
-from app.integrations.meta.writer import MetaWriter
+from app.integrations.meta.errors import MetaError, decode_error
+from app.integrations.meta.reader import MAX_BATCH, BatchGet, MetaReader
+from app.integrations.meta.retry import RETRY_DELAYS
+from app.integrations.meta.structs import BatchReply, GraphCampaign
+from app.integrations.meta.writer import MetaWriter, Update, confirmed
 from app.platform.crypto import SecretBox
+
+LIVE_FIELDS = ("id", "name", "daily_budget", "lifetime_budget")
+"""What the live re-read before a budget or name write asks for."""
+
+_live = msgspec.json.Decoder(GraphCampaign)
+
+
+def needs_live_read(action: Action) -> bool:
+    """Budget and name actions re-read the live value immediately before writing (AR-17)."""
+    return isinstance(
+        action, IncreaseBudget | DecreaseBudget | SetBudget | Rename | AppendToName | RemoveFromName
+    )
+
+
+async def _no_sleep(_: float) -> None:
+    return None
+
 
 SIGNATURE_HEADER = "X-Sweepline-Signature"
 """``t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` (the timestamp stops replays)."""
@@ -116,6 +145,8 @@ class ActionOutcome:
 
 
 Timer = Callable[[], float]
+BeforeCall = Callable[[], Awaitable[str | None]]
+"""Asked before each write call; a reason keeps the call from being made."""
 WriteGuard = Callable[[Change], Awaitable[str | None]]
 """Asked with the planned change just before it is written; a reason refuses it."""
 
@@ -131,6 +162,105 @@ class ActionRunner:
     timer: Timer
     secrets: SecretBox
     """Opens a webhook's stored signing secret at the moment it signs."""
+    sleep: Sleep = _no_sleep
+    """Waits between rounds of a batch's unfinished items."""
+    retry_delays: tuple[float, ...] = RETRY_DELAYS
+    max_wait_seconds: float = 60.0
+    batch_size: int = MAX_BATCH
+    """Sub-requests per batch call of the live re-reads and the writes (≤ 50)."""
+    stats: BatchStats = field(default_factory=BatchStats)
+    """Batch calls made for re-reads and writes (benchmarks and tests read it)."""
+    concurrency: int = CONCURRENT_CALLS
+    """Batch calls in flight at once."""
+
+    async def read_live(
+        self, ids: Sequence[str], fields: Sequence[str] = LIVE_FIELDS
+    ) -> dict[str, GraphCampaign | MetaError]:
+        """The live values of ``ids`` read in batched GETs (≤ 50 per call); a failed item is that
+        object's error only."""
+        if not ids:
+            return {}
+        requests = [BatchGet(path=i, params={"fields": list(fields)}) for i in ids]
+        results = await send_in_batches(
+            requests,
+            self.reader.batch,
+            sleep=self.sleep,
+            retry_delays=self.retry_delays,
+            max_wait_seconds=self.max_wait_seconds,
+            size=self.batch_size,
+            stats=self.stats,
+            concurrency=self.concurrency,
+        )
+        out: dict[str, GraphCampaign | MetaError] = {}
+        for object_id, result in zip(ids, results, strict=True):
+            if result.error is not None:
+                out[object_id] = result.error
+                continue
+            try:
+                out[object_id] = _live.decode(result.body or b"")
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                out[object_id] = decode_error("live object", exc)
+        return out
+
+    async def write(
+        self, updates: Sequence[Update], before_call: BeforeCall | None = None
+    ) -> dict[str, MetaError | str | None]:
+        """Carry out ``updates`` in batched POSTs (≤ 50 per call); per object, None when Meta
+        confirmed the write, else its error (the other objects are unaffected). ``before_call``
+        is asked immediately before each call: a reason it returns keeps that call's objects
+        unwritten, and is their result."""
+
+        async def send(chunk: Sequence[Update]) -> list[BatchReply | None]:
+            if before_call is not None:
+                reason = await before_call()
+                if reason is not None:
+                    raise Refused(reason)
+            return await self.writer.batch_update(chunk)
+
+        if not updates:
+            return {}
+        results = await send_in_batches(
+            updates,
+            send,
+            sleep=self.sleep,
+            retry_delays=self.retry_delays,
+            max_wait_seconds=self.max_wait_seconds,
+            size=self.batch_size,
+            stats=self.stats,
+            concurrency=self.concurrency,
+        )
+        return {
+            r.item.object_id: r.refused
+            if r.refused is not None
+            else r.error
+            if r.error is not None
+            else confirmed(r.body or b"")
+            for r in results
+        }
+
+    def plan(
+        self,
+        action: Action,
+        campaign: CampaignRef,
+        scope: ActionScope,
+        live: GraphCampaign | None,
+    ) -> Change:
+        """What ``action`` would write, from the live values (budget and name actions) or the
+        status the dispatch saw (status actions). Raises :class:`ActionFailed`."""
+        if isinstance(action, PauseCampaign | ActivateCampaign):
+            return plan_status(action, campaign.effective_status)
+        if live is None:
+            raise ActionFailed("the live values were not read")
+        if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
+            return plan_budget(action, minor_units(live.daily_budget), scope.currency)
+        assert isinstance(action, Rename | AppendToName | RemoveFromName)
+        return plan_name(
+            action,
+            live.name,
+            rule=scope.rule_name,
+            date=f"{local_time(scope.now, scope.timezone):%Y-%m-%d}",
+            campaign_id=campaign.id,
+        )
 
     async def run(
         self,
@@ -170,7 +300,16 @@ class ActionRunner:
             outcome.steps.append(("notify", self.timer() - started))
             outcome.executed = True
             return outcome
-        change = await self._plan_live(action, campaign, scope, outcome)
+        live: GraphCampaign | None = None
+        if needs_live_read(action):
+            # Budget and name actions start from the live value, not the one in the job.
+            started = self.timer()
+            read = (await self.read_live([campaign.id]))[campaign.id]
+            outcome.steps.append(("live_read", self.timer() - started))
+            if isinstance(read, MetaError):
+                raise read
+            live = read
+        change = self.plan(action, campaign, scope, live)
         if change.write is None:
             outcome.reason = change.noop
             return outcome
@@ -185,32 +324,13 @@ class ActionRunner:
             outcome.before, outcome.after = change.before, change.after
             return outcome
         started = self.timer()
-        await self.writer.update_campaign(campaign.id, **change.write)
+        failed = (await self.write([Update(campaign.id, change.write)]))[campaign.id]
         outcome.steps.append(("write", self.timer() - started))
+        if isinstance(failed, MetaError):
+            raise failed
         outcome.executed = True
         outcome.before, outcome.after = change.before, change.after
         return outcome
-
-    async def _plan_live(
-        self, action: Action, campaign: CampaignRef, scope: ActionScope, outcome: ActionOutcome
-    ) -> Change:
-        if isinstance(action, PauseCampaign | ActivateCampaign):
-            return plan_status(action, campaign.effective_status)
-        # Budget and name actions start from the live value, not the one carried in the job.
-        started = self.timer()
-        live = await self.reader.campaign(campaign.id, fields=("id", "name", "daily_budget"))
-        outcome.steps.append(("live_read", self.timer() - started))
-        if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
-            current = minor_units(live.daily_budget)
-            return plan_budget(action, current, scope.currency)
-        assert isinstance(action, Rename | AppendToName | RemoveFromName)
-        return plan_name(
-            action,
-            live.name,
-            rule=scope.rule_name,
-            date=f"{local_time(scope.now, scope.timezone):%Y-%m-%d}",
-            campaign_id=campaign.id,
-        )
 
     async def _email(
         self,

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,6 +32,7 @@ import msgspec
 from app.clock import Clock
 from app.db.session import Database, UnitOfWork
 from app.engines.adrules import records
+from app.engines.adrules.batched import CONCURRENT_CALLS, BatchStats
 from app.engines.adrules.changes import (
     ActionFailed,
     Change,
@@ -40,8 +41,8 @@ from app.engines.adrules.changes import (
 )
 from app.engines.adrules.cooldown import LastExecution, check_cooldown, next_permitted_at
 from app.engines.adrules.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
-from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef
-from app.engines.adrules.facts import gather
+from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef, needs_live_read
+from app.engines.adrules.facts import Gathered, gather
 from app.engines.adrules.guards import BudgetChange, budget_changes, check_budget_write, direction
 from app.engines.adrules.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
 from app.engines.adrules.models import BATCH_QUEUED, AdAccount
@@ -53,7 +54,7 @@ from app.engines.adrules.run_models import (
     RECORD_SKIPPED,
     RECORD_WOULD_EXECUTE,
 )
-from app.engines.adrules.schemas import LogOnly, TaskDocument
+from app.engines.adrules.schemas import LogOnly, NotifyEmail, NotifyWebhook, TaskDocument
 from app.engines.adrules.sheets_values import (
     CustomMetricSource,
     SheetCache,
@@ -64,8 +65,9 @@ from app.integrations.http_guard import GuardedHttp, OutboundError, RetryPolicy,
 from app.integrations.mail import MailError, MailSender
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
-from app.integrations.meta.reader import MetaReader
-from app.integrations.meta.writer import MetaWriter
+from app.integrations.meta.reader import MAX_BATCH, MetaReader
+from app.integrations.meta.structs import GraphCampaign
+from app.integrations.meta.writer import MetaWriter, Update
 from app.integrations.sheets import SheetsClient, TokenMinter
 from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
@@ -84,6 +86,9 @@ TOKEN_MINTER_RESOURCE = "adrules.google_token_minter"  # noqa: S105 - a cache ke
 
 FLUSH_EVERY = 500
 """Records of runs that changed nothing are written in chunks of this many."""
+ACT_CHUNK = 500
+"""Campaigns one task acts on between two commits of their records (re-read, then written, in
+batch calls of up to 50)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,11 @@ class WorkerDeps:
     max_deferrals: int = 3
     token_minter: TokenMinter | None = None
     """Mints Sheets access tokens from a workspace's service-account key."""
+    write_batch_size: int = MAX_BATCH
+    """Objects per batch call of the live re-reads and of the writes (≤ 50; 1 sends each
+    object's re-read and write in a call of its own, the per-object baseline)."""
+    write_stats: BatchStats | None = None
+    """Counts the batch calls of re-reads and writes (benchmarks and tests)."""
     budget_changes_per_hour: int = 4
     """Budget changes allowed per object per hour across all rules (Meta's limit is ~4)."""
     stop: StopCheck | None = None
@@ -212,6 +222,8 @@ class _Run:
     custom_seconds: float
     buffer: list[dict[str, Any]]
     lock: asyncio.Lock
+    pending: dict[str, list[BudgetChange]] = field(default_factory=dict)
+    """Budget changes made in this run per campaign, before their records are committed."""
 
     async def flush(self, force: bool = False) -> None:
         async with self.lock:
@@ -290,6 +302,12 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
                 http=deps.http,
                 timer=time.perf_counter,
                 secrets=deps.secrets,
+                sleep=deps.sleep,
+                retry_delays=deps.retry_delays,
+                max_wait_seconds=deps.throttle_max_wait_seconds,
+                batch_size=deps.write_batch_size,
+                concurrency=min(deps.concurrency, CONCURRENT_CALLS),
+                stats=deps.write_stats if deps.write_stats is not None else BatchStats(),
             ),
             last=last,
             done=done,
@@ -299,16 +317,7 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             buffer=[],
             lock=asyncio.Lock(),
         )
-        gate = asyncio.Semaphore(deps.concurrency)
-
-        async def one(campaign: CampaignEntity) -> None:
-            async with gate:
-                error = gathered.errors.get(campaign.id)
-                facts = gathered.facts.get(campaign.id)
-                changed = await _campaign(run, campaign, facts, error)
-                await run.flush(force=changed)
-
-        await asyncio.gather(*(one(c) for c in pending))
+        await _process(run, gathered, pending)
         await run.flush(force=True)
     except LeaseLost:
         # Another worker runs this job now: the batch and the campaigns left are its own.
@@ -379,44 +388,82 @@ async def _finish(deps: WorkerDeps, payload: RunAccountPayload, *, error: str | 
         )
 
 
-async def _campaign(
-    run: _Run, campaign: CampaignEntity, facts: CampaignFacts | None, error: MetaError | None
-) -> bool:
-    """Process every task on one campaign; True when something was changed or sent."""
-    changed = False
-    pending: list[BudgetChange] = []
-    """Budget changes this campaign got in this run, before their records are committed."""
+@dataclass(slots=True)
+class _Ready:
+    """A task whose conditions passed on one campaign, outside its cooldown: it acts in the
+    second phase, with the other campaigns' actions of the same task in batched calls."""
+
+    campaign: CampaignEntity
+    conditions: list[ConditionResult]
+    steps: list[tuple[str, float]]
+    scope: ActionScope
+    ref: CampaignRef
+
+
+async def _process(run: _Run, gathered: Gathered, campaigns: Sequence[CampaignEntity]) -> None:
+    """Task by task, so a later task starts from what an earlier one wrote: decide on every
+    campaign (conditions, cooldown, what Meta allows), then act on those that passed — the live
+    re-reads as batched GETs, the writes as batched POSTs. Records of a chunk that wrote are
+    committed straight after its write."""
     for task in run.payload.rule.tasks:
-        if (task.id, campaign.id) in run.done:
-            continue  # recorded by an earlier attempt of this job
-        started = time.perf_counter()
-        try:
-            row = await _task(run, task, campaign, facts, error, pending)
-        except LeaseLost:
-            raise  # the job is another worker's now: this run ends, nothing is recorded
-        except Exception as exc:  # one campaign's failure never ends the run (AR-22)
-            log.exception("task %s failed on campaign %s", task.id, campaign.id)
-            row = _row(
-                run,
-                task,
-                campaign,
-                status=RECORD_ERROR,
-                reason=f"{type(exc).__name__}: {exc}",
-                steps=[("task", time.perf_counter() - started)],
-            )
-        changed = changed or row.pop("_changed", False)
-        run.buffer.append(row)
-    return changed
+        ready: list[_Ready] = []
+        for campaign in campaigns:
+            if (task.id, campaign.id) in run.done:
+                continue  # recorded by an earlier attempt of this job
+            started = time.perf_counter()
+            try:
+                decided = _decide(
+                    run,
+                    task,
+                    campaign,
+                    gathered.facts.get(campaign.id),
+                    gathered.errors.get(campaign.id),
+                )
+            except LeaseLost:
+                raise  # the job is another worker's now: this run ends, nothing is recorded
+            except Exception as exc:  # one campaign's failure never ends the run (AR-22)
+                log.exception("task %s failed on campaign %s", task.id, campaign.id)
+                decided = _row(
+                    run,
+                    task,
+                    campaign,
+                    status=RECORD_ERROR,
+                    reason=f"{type(exc).__name__}: {exc}",
+                    steps=[("task", time.perf_counter() - started)],
+                )
+            if isinstance(decided, _Ready):
+                ready.append(decided)
+            else:
+                run.buffer.append(decided)
+        await run.flush()
+        for start in range(0, len(ready), ACT_CHUNK):
+            chunk = ready[start : start + ACT_CHUNK]
+            try:
+                rows = await _act(run, task, chunk)
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                log.exception("task %s failed on %d campaigns", task.id, len(chunk))
+                rows = [
+                    _failed(run, task, item, f"{type(exc).__name__}: {exc}", changed=True)
+                    for item in chunk
+                ]
+            changed = False
+            for row in rows:
+                changed = row.pop("_changed", False) or changed
+            run.buffer.extend(rows)
+            await run.flush(force=changed)
 
 
-async def _task(
+def _decide(
     run: _Run,
     task: TaskDocument,
     campaign: CampaignEntity,
     facts: CampaignFacts | None,
     error: MetaError | None,
-    pending: list[BudgetChange],
-) -> dict[str, Any]:
+) -> dict[str, Any] | _Ready:
+    """A record when the task ends here (no data, conditions not met, cooldown, an object Meta
+    does not let it touch), else what the action phase needs."""
     steps: list[tuple[str, float]] = [
         ("insights_read", run.insights_seconds),
         ("custom_metrics", run.custom_seconds),
@@ -466,6 +513,17 @@ async def _task(
             steps=steps,
             next_at=verdict.next_allowed_at,
         )
+    refused = not_deliverable_reason(task.action, campaign.effective_status)
+    if refused is not None:
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_SKIPPED,
+            reason=refused,
+            conditions=evaluation.conditions,
+            steps=steps,
+        )
     scope = ActionScope(
         rule_id=run.payload.rule.id,
         rule_name=run.payload.rule.name,
@@ -478,118 +536,211 @@ async def _task(
         now=now,
         allow_private_http=run.allow_private_http,
     )
-    refused = not_deliverable_reason(task.action, campaign.effective_status)
-    if refused is not None:
-        return _row(
-            run,
-            task,
-            campaign,
-            status=RECORD_SKIPPED,
-            reason=refused,
-            conditions=evaluation.conditions,
-            steps=steps,
-        )
-    shadow = run.payload.rule.shadow
-    if run.deps.lease is not None and not shadow and not isinstance(task.action, LogOnly):
-        await run.deps.lease()
-    if run.deps.stop is not None and not shadow and not isinstance(task.action, LogOnly):
-        # Immediately before the write or notification: a stop set during the run holds.
-        started = time.perf_counter()
-        stopped = await run.deps.stop.reason(run.payload.workspace_id)
-        steps.append(("stop_check", time.perf_counter() - started))
-        if stopped is not None:
-            return _row(
-                run,
-                task,
-                campaign,
-                status=RECORD_SKIPPED,
-                reason=stopped,
-                conditions=evaluation.conditions,
-                steps=steps,
-            )
     ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
+    return _Ready(campaign, evaluation.conditions, steps, scope, ref)
 
-    async def guard(change: Change) -> str | None:
-        if change.write is None or "daily_budget" not in change.write:
-            return None
-        async with run.deps.db.read() as session:
-            seen = await budget_changes(session, run.payload.account.id, campaign.id, now)
-        return check_budget_write(
-            [*seen, *pending],
-            rule_id=run.payload.rule.id,
-            planned_direction=direction(change.before, change.after),
-            now=now,
-            max_per_hour=run.deps.budget_changes_per_hour,
-        )
 
+async def _stop_reason(run: _Run, items: Sequence[_Ready]) -> str | None:
+    """The job's lease and the platform stop, asked immediately before a write or notification
+    (a stop set during the run holds from the next write on; a lost lease raises
+    :class:`LeaseLost` and the run ends)."""
+    if run.deps.lease is not None:
+        await run.deps.lease()
+    if run.deps.stop is None:
+        return None
+    started = time.perf_counter()
+    stopped = await run.deps.stop.reason(run.payload.workspace_id)
+    for item in items:
+        item.steps.append(("stop_check", time.perf_counter() - started))
+    return stopped
+
+
+async def _act(run: _Run, task: TaskDocument, chunk: list[_Ready]) -> list[dict[str, Any]]:
+    """Carry out one task's action on ``chunk``; one record per campaign."""
+    action = task.action
+    if isinstance(action, LogOnly | NotifyEmail | NotifyWebhook):
+        gate = asyncio.Semaphore(run.deps.concurrency)
+
+        async def one(item: _Ready) -> dict[str, Any]:
+            async with gate:
+                return await _notify(run, task, item)
+
+        return list(await asyncio.gather(*(one(item) for item in chunk)))
+    shadow = run.payload.rule.shadow
+    rows: list[dict[str, Any]] = []
+    live: dict[str, GraphCampaign | MetaError] = {}
+    if needs_live_read(action):
+        # Budget and name actions start from the live values, re-read now in batched GETs.
+        started = time.perf_counter()
+        live = await run.runner.read_live([item.campaign.id for item in chunk])
+        seconds = time.perf_counter() - started
+        for item in chunk:
+            item.steps.append(("live_read", seconds))
+    planned: list[tuple[_Ready, Change]] = []
+    for item in chunk:
+        read = live.get(item.campaign.id)
+        if isinstance(read, MetaError):
+            rows.append(_failed(run, task, item, f"live re-read: {read.describe()}"))
+            continue
+        try:
+            change = run.runner.plan(action, item.ref, item.scope, read)
+        except ActionFailed as exc:
+            rows.append(_failed(run, task, item, str(exc)))
+            continue
+        if change.write is None:
+            rows.append(_item_row(run, task, item, status=RECORD_NOT_EXECUTED, reason=change.noop))
+            continue
+        refused = await _guard(run, item, change)
+        if refused is not None:
+            rows.append(
+                _item_row(
+                    run,
+                    task,
+                    item,
+                    status=RECORD_SKIPPED,
+                    reason=refused,
+                    before=change.before,
+                    after=change.after,
+                )
+            )
+            continue
+        if shadow:
+            rows.append(_done(run, task, item, change.before, change.after))
+            continue
+        planned.append((item, change))
+    if not planned:
+        return rows
+    items = [item for item, _ in planned]
+
+    async def stop() -> str | None:
+        # Immediately before each write call: a stop set during the run holds from there.
+        return await _stop_reason(run, items)
+
+    started = time.perf_counter()
+    results = await run.runner.write(
+        [Update(item.campaign.id, change.write or {}) for item, change in planned],
+        before_call=stop if run.deps.stop is not None or run.deps.lease is not None else None,
+    )
+    seconds = time.perf_counter() - started
+    for item, change in planned:
+        failed = results.get(item.campaign.id)
+        if isinstance(failed, str):
+            rows.append(_item_row(run, task, item, status=RECORD_SKIPPED, reason=failed))
+            continue
+        item.steps.append(("write", seconds))
+        if failed is not None:
+            rows.append(_failed(run, task, item, failed.describe(), changed=True))
+        else:
+            rows.append(_done(run, task, item, change.before, change.after))
+    return rows
+
+
+async def _notify(run: _Run, task: TaskDocument, item: _Ready) -> dict[str, Any]:
+    """``log_only`` and the notifications, one campaign at a time (a shadow rule sends none)."""
+    shadow = run.payload.rule.shadow
+    if not shadow and not isinstance(task.action, LogOnly):
+        stopped = await _stop_reason(run, [item])
+        if stopped is not None:
+            return _item_row(run, task, item, status=RECORD_SKIPPED, reason=stopped)
     try:
         outcome = await run.runner.run(
-            task.action, ref, scope, evaluation.conditions, guard=guard, dry_run=shadow
+            task.action, item.ref, item.scope, item.conditions, dry_run=shadow
         )
     except (MetaError, ActionFailed, MailError, OutboundError) as exc:
         text = exc.describe() if isinstance(exc, MetaError) else str(exc)
-        row = _row(
-            run,
-            task,
-            campaign,
-            status=RECORD_ERROR,
-            reason=f"the action failed: {text}",
-            conditions=evaluation.conditions,
-            steps=steps,
-        )
-        row["_changed"] = not shadow  # it may have reached the outside world: commit at once
-        return row
-    steps.extend(outcome.steps)
-    if outcome.refused is not None:
-        return _row(
-            run,
-            task,
-            campaign,
-            status=RECORD_SKIPPED,
-            reason=outcome.refused,
-            conditions=evaluation.conditions,
-            steps=steps,
-            before=outcome.before,
-            after=outcome.after,
-        )
-    if not outcome.executed:
-        return _row(
-            run,
-            task,
-            campaign,
-            status=RECORD_NOT_EXECUTED,
-            reason=outcome.reason,
-            conditions=evaluation.conditions,
-            steps=steps,
-        )
+        return _failed(run, task, item, text, changed=not shadow)
+    item.steps.extend(outcome.steps)
+    return _done(run, task, item, outcome.before, outcome.after)
+
+
+async def _guard(run: _Run, item: _Ready, change: Change) -> str | None:
+    """The cross-rule budget guards (changes per hour, reversals within another rule's
+    cooldown), counting this run's own changes not yet committed."""
+    if change.write is None or "daily_budget" not in change.write:
+        return None
+    now = item.scope.now
+    async with run.deps.db.read() as session:
+        seen = await budget_changes(session, run.payload.account.id, item.campaign.id, now)
+    return check_budget_write(
+        [*seen, *run.pending.get(item.campaign.id, [])],
+        rule_id=run.payload.rule.id,
+        planned_direction=direction(change.before, change.after),
+        now=now,
+        max_per_hour=run.deps.budget_changes_per_hour,
+    )
+
+
+def _done(
+    run: _Run,
+    task: TaskDocument,
+    item: _Ready,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The record of an action carried out (or, for a shadow rule, one it would have carried
+    out); its cooldown starts now."""
+    shadow = run.payload.rule.shadow
     executed_at = run.deps.clock.now()
     nxt = next_permitted_at(executed_at, task.cooldown)
-    run.last[(task.id, campaign.id)] = LastExecution(executed_at, nxt)
-    if outcome.after and "daily_budget" in outcome.after:
+    run.last[(task.id, item.campaign.id)] = LastExecution(executed_at, nxt)
+    if after and "daily_budget" in after:
         # Not yet committed: the next task on this campaign must count it too.
-        pending.append(
+        run.pending.setdefault(item.campaign.id, []).append(
             BudgetChange(
                 run.payload.rule.id,
                 run.payload.rule.name,
                 executed_at,
-                direction(outcome.before, outcome.after),
+                direction(before, after),
                 nxt,
             )
         )
-    row = _row(
+    row = _item_row(
         run,
         task,
-        campaign,
+        item,
         status=RECORD_WOULD_EXECUTE if shadow else RECORD_EXECUTED,
         reason="shadow: nothing was written or sent" if shadow else None,
-        conditions=evaluation.conditions,
-        steps=steps,
-        before=outcome.before,
-        after=outcome.after,
+        before=before,
+        after=after,
         next_at=nxt,
     )
     row["_changed"] = not shadow
     return row
+
+
+def _failed(
+    run: _Run, task: TaskDocument, item: _Ready, text: str, *, changed: bool = False
+) -> dict[str, Any]:
+    """An ``error`` record of the action; ``changed`` when it may have reached the outside
+    world (committed at once)."""
+    row = _item_row(run, task, item, status=RECORD_ERROR, reason=f"the action failed: {text}")
+    row["_changed"] = changed
+    return row
+
+
+def _item_row(
+    run: _Run,
+    task: TaskDocument,
+    item: _Ready,
+    *,
+    status: str,
+    reason: str | None = None,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    next_at: datetime | None = None,
+) -> dict[str, Any]:
+    return _row(
+        run,
+        task,
+        item.campaign,
+        status=status,
+        reason=reason,
+        conditions=item.conditions,
+        steps=item.steps,
+        before=before,
+        after=after,
+        next_at=next_at,
+    )
 
 
 def _why_not(conditions: Sequence[ConditionResult], group: str) -> str:

@@ -192,13 +192,17 @@ class MetaReader:
             data={"batch": msgspec.json.encode(items).decode(), "include_headers": "false"},
             versioned=False,
         )
-        replies: list[BatchReply | None] = _decode(_batch, reply.content, "batch reply")
-        if len(replies) != len(requests):
-            raise MetaError(
-                f"the batch reply has {len(replies)} items for {len(requests)} requests",
-                transient=False,
-            )
-        return replies
+        return decode_batch_reply(reply.content, len(requests))
+
+
+def decode_batch_reply(content: bytes, expected: int) -> list[BatchReply | None]:
+    """A batch call's reply: one item per sub-request, in order (``None``: not reached)."""
+    replies: list[BatchReply | None] = _decode(_batch, content, "batch reply")
+    if len(replies) != expected:
+        raise MetaError(
+            f"the batch reply has {len(replies)} items for {expected} requests", transient=False
+        )
+    return replies
 
 
 class PageTrail:

@@ -126,8 +126,26 @@ def create_app(world: GraphWorld) -> Litestar:
                 )
             )
         include_headers = params.get("include_headers", "true").lower() != "false"
+        world.batch_calls.append(
+            [
+                (
+                    str(item.get("method", "GET")).upper(),
+                    str(item.get("relative_url", "")),
+                    item.get("body"),
+                )
+                if isinstance(item, dict)
+                else ("?", "", None)
+                for item in items
+            ]
+        )
+        writes = any(
+            isinstance(i, dict) and str(i.get("method", "")).upper() == "POST" for i in items
+        )
+        nulls = world.take_null_items(writes=writes)
+        # The last ``nulls`` items are not reached before the timeout: they are not carried out.
+        reached = items[: len(items) - nulls] if nulls else items
         out: list[dict[str, Any] | None] = []
-        for item in items:
+        for item in reached:
             if not isinstance(item, dict) or "relative_url" not in item:
                 out.append(
                     {
@@ -139,6 +157,18 @@ def create_app(world: GraphWorld) -> Litestar:
                     }
                 )
                 continue
+            if "body" in item and not isinstance(item["body"], str):
+                # Meta takes a sub-request's parameters as one form-encoded string, not an object.
+                out.append(
+                    {
+                        "code": 400,
+                        "headers": [],
+                        "body": msgspec.json.encode(
+                            graph_error(100, "(#100) body must be a form-encoded string")
+                        ).decode(),
+                    }
+                )
+                continue
             url = urlsplit(str(item["relative_url"]).lstrip("/"))
             sub = dict(parse_qsl(url.query))
             if isinstance(item.get("body"), str):
@@ -146,9 +176,7 @@ def create_app(world: GraphWorld) -> Litestar:
             method = str(item.get("method", "GET")).upper()
             reply = world.handle(method, url.path, sub, sub.get("access_token") or token)
             out.append(_batch_item(reply, include_headers))
-        nulls = world.take_null_items()
-        if nulls:
-            out[-nulls:] = [None] * min(nulls, len(out))
+        out.extend([None] * (len(items) - len(reached)))
         return Response(out, status_code=200, media_type=MediaType.JSON)
 
     return simulator_app([graph_root, graph_get, graph_post])

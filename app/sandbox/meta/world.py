@@ -165,6 +165,8 @@ class GraphWorld:
         """Announce one more (empty) page after the last campaign, as Meta sometimes does."""
         self.null_batch_items = 0
         """The next batch call answers its last N items with ``null`` (Meta's batch timeout)."""
+        self.null_write_items = 0
+        """The next batch call carrying writes answers its last N items with ``null``."""
         self.updates: list[tuple[str, dict[str, str]]] = []
         """Every accepted campaign update: ``(campaign_id, fields)``."""
         self.filters_seen: list[list[dict[str, Any]]] = []
@@ -177,6 +179,9 @@ class GraphWorld:
         """Answer every page after the first with the same ``next`` link (a paging loop)."""
         self.next_links: list[str | None] = []
         """The ``paging.next`` of every page served (None on a last page)."""
+        self.batch_calls: list[list[tuple[str, str, Any]]] = []
+        """Every batch call received: per sub-request its method, relative URL and ``body`` as
+        sent (Meta takes a POST's parameters as one form-encoded string)."""
         self._lock = threading.RLock()
 
     def reset(self) -> None:
@@ -189,11 +194,13 @@ class GraphWorld:
             self.page_sizes = []
             self.trailing_empty_page = False
             self.null_batch_items = 0
+            self.null_write_items = 0
             self.updates.clear()
             self.filters_seen.clear()
             self.insights_filters_seen.clear()
             self.next_links.clear()
             self.list_params.clear()
+            self.batch_calls.clear()
             self.repeat_next_link = False
 
     # -- building the world -----------------------------------------------------------------
@@ -348,9 +355,13 @@ class GraphWorld:
                     return candidate
         return None
 
-    def take_null_items(self) -> int:
-        """How many trailing items of this batch call to answer with null (then back to 0)."""
+    def take_null_items(self, *, writes: bool = False) -> int:
+        """How many trailing items of this batch call to answer with null (then back to 0).
+        The items were not carried out: a write among them did not happen."""
         with self._lock:
+            if writes and self.null_write_items:
+                nulls, self.null_write_items = self.null_write_items, 0
+                return nulls
             nulls, self.null_batch_items = self.null_batch_items, 0
             return nulls
 
