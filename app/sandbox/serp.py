@@ -194,6 +194,7 @@ class SerpSimulator:
         self._sequence = 0
         self._scripts: dict[str, KeywordScript] = {}
         self._placements: dict[tuple[str, str | None], dict[str, int | None]] = {}
+        self._pages: dict[tuple[str, str], str] = {}
         self._background: set[asyncio.Task[None]] = set()
         self.app = create_serp_app(self)
 
@@ -210,14 +211,23 @@ class SerpSimulator:
     # -- programming -----------------------------------------------------------------------------
 
     def place(
-        self, keyword: str, domain: str, position: int | None, *, device: str | None = None
+        self,
+        keyword: str,
+        domain: str,
+        position: int | None,
+        *,
+        device: str | None = None,
+        path: str | None = None,
     ) -> None:
         """Rank ``domain`` at ``position`` (1–100) for ``keyword``, or nowhere in the top 100
-        (``None``); for one device or (``device=None``) both."""
+        (``None``); for one device or (``device=None``) both. ``path`` is the page of the domain
+        that ranks (``/red-shoes`` by default, from the keyword), on every device."""
         if position is not None and not 1 <= position <= RANKING_SIZE:
             raise ValueError(f"position must be 1..{RANKING_SIZE} or None")
         with self._lock:
             self._placements.setdefault((_norm(keyword), device), {})[domain.lower()] = position
+            if path is not None:
+                self._pages[(_norm(keyword), domain.lower())] = path.lstrip("/")
 
     def script(self, keyword: str, **behaviour: Any) -> KeywordScript:
         """Program how ``keyword`` is answered; see :class:`KeywordScript` for the options."""
@@ -315,7 +325,7 @@ class SerpSimulator:
                 "organic",
                 rank,
                 domain=f"www.{domain}" if rank % 3 == 0 else domain,
-                url=f"https://{domain}/{slug}",
+                url=f"https://{domain}/{self._pages.get((_norm(keyword), domain), slug)}",
                 title=f"{keyword.title()} – {domain.split('.')[0]}",
                 description=f"Everything about {keyword}.",
             )

@@ -139,6 +139,8 @@ class Schedule(Base):
     """SERP: the site whose organic position is measured."""
     competitors: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
     """SERP: up to 5 other domains read from the same result pages (no extra provider call)."""
+    target_urls: Mapped[dict[str, str] | None] = mapped_column(Json, nullable=True)
+    """SERP: keyword → the page of the domain that should rank for it."""
     devices: Mapped[str | None] = mapped_column(String(20), nullable=True)
     """``desktop``, ``mobile`` or ``desktop,mobile`` (canonical order)."""
     packages: Mapped[list[str] | None] = mapped_column(Json, nullable=True)

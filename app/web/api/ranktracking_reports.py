@@ -25,8 +25,11 @@ from app.engines.ranktracking.reports.schemas import (
     CompetitorsOut,
     PositionsPage,
     SummaryPage,
+    TargetsIn,
+    TargetsOut,
 )
 from app.engines.ranktracking.reports.summary import SUMMARY_PAGE, summary_page
+from app.engines.ranktracking.reports.targets import set_targets
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
@@ -57,6 +60,7 @@ def table_query(
     limit: int,
     q: str | None,
     features: str | None = None,
+    url_issues: bool = False,
 ) -> TableQuery:
     return TableQuery(
         device=device or None,
@@ -70,6 +74,7 @@ def table_query(
         limit=limit,
         search=" ".join(q.split()).casefold() if q else None,
         features=features or None,
+        url_issues=url_issues,
     )
 
 
@@ -89,11 +94,23 @@ async def get_positions(
     limit: FromQuery[int] = DEFAULT_LIMIT,
     q: FromQuery[str | None] = None,
     features: Features = None,
+    url_issues: FromQuery[bool] = False,
 ) -> PositionsPage:
     """Keywords × the schedule's recent measured runs, one row per keyword and device, with the
     competitors' positions and the SERP features of the latest page."""
     query = table_query(
-        device, moved, in_top, out_of_top, sort, order, columns, cursor, limit, q, features
+        device,
+        moved,
+        in_top,
+        out_of_top,
+        sort,
+        order,
+        columns,
+        cursor,
+        limit,
+        q,
+        features,
+        url_issues,
     )
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
@@ -172,7 +189,22 @@ async def put_competitors(
     return CompetitorsOut(schedule_id=schedule_id, domains=domains)
 
 
+@put("/schedules/{schedule_id:int}/targets")
+async def put_targets(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: RowId,
+    data: JSONBody[TargetsIn],
+) -> TargetsOut:
+    """Replace the target URLs (keyword → the page of the tracked domain that should rank)."""
+    async with runtime.db.write() as uow:
+        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+        targets = await set_targets(uow.session, schedule, data.targets, runtime.clock.now())
+    return TargetsOut(schedule_id=schedule_id, targets=targets)
+
+
 HANDLERS: list[Any] = [
+    put_targets,
     get_positions,
     get_summary,
     get_positions_csv,

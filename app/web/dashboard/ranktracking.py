@@ -138,6 +138,7 @@ FIELD_LABELS = {
     "cursor": "Page",
     "features": "SERP features",
     "domains": "Competitors",
+    "targets": "Target URLs",
 }
 
 
@@ -278,11 +279,13 @@ async def schedule_page(
     order: FromQuery[str] = "asc",
     columns: FromQuery[str] = "",
     features: FromQuery[str] = "",
+    url_issues: FromQuery[str] = "",
     page_at: Annotated[str, QueryParameter(name="page")] = "",
 ) -> Template:
     now = runtime.clock.now()
     tparams = reports_ui.TableParams(
         features=features,
+        url_issues=url_issues,
         device=device,
         moved=moved,
         band=band,
@@ -314,6 +317,7 @@ async def schedule_page(
         "ranktracking/schedule.html",
         principal,
         schedule=out,
+        target_urls=dict(schedule.target_urls or {}),
         log=log,
         results=results,
         feed=feed.items,

@@ -19,6 +19,7 @@ from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import DEFAULT_COLUMNS, TableQuery
 from app.engines.ranktracking.reports.schemas import PositionsPage
+from app.engines.ranktracking.reports.targets import set_targets
 from app.errors import DomainError
 from app.web.api.ranktracking_reports import csv_response
 from app.web.auth import CurrentPrincipal, CurrentRuntime
@@ -55,6 +56,7 @@ class TableParams:
     columns: str = ""
     page: str = ""
     features: str = ""
+    url_issues: str = ""
 
     def query(self) -> TableQuery:
         in_top = out_of_top = None
@@ -75,6 +77,7 @@ class TableParams:
             limit=PAGE_ROWS,
             search=" ".join(self.q.split()).casefold() or None,
             features=self.features or None,
+            url_issues=bool(self.url_issues),
         )
 
     def values(self) -> dict[str, str]:
@@ -124,6 +127,7 @@ async def positions_csv(
     order: FromQuery[str] = "asc",
     columns: FromQuery[str] = "",
     features: FromQuery[str] = "",
+    url_issues: FromQuery[str] = "",
 ) -> Response[str]:
     """The table the page shows (its filters and sort), every row, as CSV."""
     params = TableParams(
@@ -135,6 +139,7 @@ async def positions_csv(
         order=order,
         columns=columns,
         features=features,
+        url_issues=url_issues,
     )
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
@@ -181,4 +186,39 @@ async def competitors_form(
     return Redirect(f"/ui/ranktracking/schedules/{schedule_id}?notice={quote(text)}")
 
 
-ROUTES: list[Any] = [positions_csv, log_csv, competitors_form]
+class TargetsForm(msgspec.Struct, kw_only=True):
+    targets: str = ""
+
+
+def parse_targets(text: str) -> dict[str, str]:
+    """``keyword, URL`` one a line (the last comma separates them; a keyword may hold commas)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        keyword, _, url = line.rpartition(",")
+        if keyword.strip():
+            out[keyword.strip()] = url.strip()
+    return out
+
+
+@post(f"{PREFIX}/targets")
+async def targets_form(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: FromPath[int],
+    data: URLEncodedBody[TargetsForm],
+) -> Redirect:
+    try:
+        async with runtime.db.write() as uow:
+            schedule = await schedules.lock_schedule(
+                uow.session, principal.workspace_id, schedule_id
+            )
+            targets = await set_targets(
+                uow.session, schedule, parse_targets(data.targets), runtime.clock.now()
+            )
+        text = f"Target URLs set for {len(targets)} keyword(s)"
+    except DomainError as exc:
+        text = exc.message
+    return Redirect(f"/ui/ranktracking/schedules/{schedule_id}?notice={quote(text)}")
+
+
+ROUTES: list[Any] = [positions_csv, log_csv, competitors_form, targets_form]

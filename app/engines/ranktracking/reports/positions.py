@@ -23,6 +23,7 @@ from app.engines.ranktracking.reports.schemas import (
 )
 from app.engines.ranktracking.reports.serp_reading import winnable
 from app.engines.ranktracking.reports.summary import run_summaries
+from app.engines.ranktracking.reports.targets import url_flags
 from app.engines.ranktracking.reports.volume import search_volumes
 from app.errors import ValidationFailed
 
@@ -75,6 +76,8 @@ class TableQuery:
     features: str | None = None
     """``owned``: rows whose latest page has a feature of the domain; ``winnable``: a feature the
     domain could win (on the page, not the domain's, while it ranks in the top 10)."""
+    url_issues: bool = False
+    """Only rows flagged ``other_url`` or ``alternating``."""
 
     def check(self) -> int:
         """The validated offset of the page."""
@@ -136,6 +139,8 @@ def _matches(row: PositionRow, q: TableQuery) -> bool:
     if q.out_of_top is not None and (
         row.state != RETRIEVED or (row.position is not None and row.position <= q.out_of_top)
     ):
+        return False
+    if q.url_issues and not row.url_flags:
         return False
     if q.features == "owned" and not row.owned_features:
         return False
@@ -209,6 +214,7 @@ async def build_rows(
     volumes = await search_volumes(session, schedule)
     out: list[PositionRow] = []
     competitors = list(schedule.competitors or [])
+    targets = dict(schedule.target_urls or {})
     for (keyword, device), by_run in cells.items():
         runs = [c.runs[device] for c in every if device in c.runs]
         latest = by_run.get(runs[-1]) if runs else None
@@ -247,6 +253,18 @@ async def build_rows(
                 features=features,
                 owned_features=owned,
                 winnable_features=winnable(features, owned) if ranks_top10 else [],
+                target_url=targets.get(keyword),
+                url_flags=url_flags(
+                    targets.get(keyword),
+                    latest.url if latest and latest.ranked is not None else None,
+                    [
+                        f.url
+                        for c in columns
+                        if (f := by_run.get(c.runs.get(device, -1))) is not None
+                        and f.ranked is not None
+                        and f.url
+                    ],
+                ),
             )
         )
     return out

@@ -60,6 +60,11 @@ class PositionRow(Schema):
     """Features whose item links to the tracked domain (a featured snippet of the site, …)."""
     winnable_features: list[str] = []
     """Features on the page the domain does not own while it ranks in the top 10."""
+    target_url: str | None = None
+    """The page that should rank, when one is set."""
+    url_flags: list[str] = []
+    """``other_url``: another page of the domain ranks than the target (cannibalisation);
+    ``alternating``: the ranking page changed back and forth within the runs shown."""
 
 
 class RunSummaryOut(Schema):
@@ -103,3 +108,14 @@ class CompetitorsIn(Schema):
 class CompetitorsOut(Schema):
     schedule_id: int
     domains: list[str]
+
+
+class TargetsIn(Schema):
+    targets: dict[str, str]
+    """keyword → the page of the tracked domain that should rank (replaces the whole set; an
+    empty URL leaves the keyword without a target)."""
+
+
+class TargetsOut(Schema):
+    schedule_id: int
+    targets: dict[str, str]
