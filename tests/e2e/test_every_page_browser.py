@@ -62,6 +62,8 @@ FRAGMENT = re.compile(r"/partials/|/progress$|/stream$")
 NOT_PAGES = re.compile(
     r"^/(api|hooks|schema|static|health|ready|metrics)(/|$)|^/t/|^/logout$|^/favicon\.ico$"
     r"|^/setup$|^/invite/"
+    # Downloads (CSV exports) are files a page links to, not pages.
+    r"|\.csv$"
 )
 
 

@@ -35,7 +35,7 @@ from app.errors import DomainError
 from app.platform.service import get_workspace, webhook_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from app.web.dashboard import audiences
+from app.web.dashboard import activity, audiences
 from app.web.dashboard.common import error_message, page
 
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
@@ -261,12 +261,14 @@ async def _detail(
     async with runtime.db.read() as s:
         campaign = await get_campaign(s, principal.workspace_id, campaign_id)
         counts = await counters(s, campaign_id)
+        delivery = await activity.campaign_delivery(s, campaign, runtime.clock.now())
     tpl = page(
         request,
         template,
         principal,
         campaign=campaign,
         counts=counts,
+        delivery=delivery,
         share=progress(counts),
         **extra,
     )

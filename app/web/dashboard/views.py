@@ -29,7 +29,7 @@ from app.web.auth import (
     session_principal,
 )
 from app.web.client_address import Networks, client_address, parse_networks
-from app.web.dashboard import getting_started, settings_ui
+from app.web.dashboard import activity, getting_started, settings_ui
 from app.web.dashboard.common import page
 from app.web.ops import sweeper_overview
 
@@ -184,7 +184,29 @@ async def operations_page(
 ) -> Template:
     """Sweepers and the queue: the instance's machinery, for organisation owners and admins."""
     require_organisation_manager(principal)
-    return page(request, "operations.html", principal, **await _status(runtime))
+    return page(
+        request,
+        "operations.html",
+        principal,
+        **await _status(runtime),
+        activity=await _activity(runtime, principal),
+    )
+
+
+async def _activity(runtime: Runtime, principal: Principal) -> dict[str, Any]:
+    async with runtime.db.read() as session:
+        return await activity.workspace_activity(
+            session, principal.workspace_id, runtime.clock.now()
+        )
+
+
+@get("/ui/partials/activity")
+async def activity_partial(
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> Template:
+    """The operations page's charts, refreshed in place by htmx."""
+    require_organisation_manager(principal)
+    return page(request, "_activity.html", principal, activity=await _activity(runtime, principal))
 
 
 @get("/ui/partials/status")
@@ -342,6 +364,7 @@ ROUTES = [
     home,
     operations_page,
     status_partial,
+    activity_partial,
     workspace_page,
     switch_workspace,
     create_api_key,
