@@ -216,6 +216,9 @@ class FunnelSettings:
     """Outbox effects leased per statement by the deliverer."""
     deliver_tasks: int = env("FUNNEL_DELIVER_TASKS", 2)
     """Deliverer jobs started per 10-second tick."""
+    deliver_in_flight: int = env("FUNNEL_DELIVER_IN_FLIGHT", 8)
+    """Messages one worker process's deliverers have on the wire at once (one persistent SMTP
+    connection each)."""
     max_send_attempts: int = env("FUNNEL_MAX_SEND_ATTEMPTS", 8)
     """Transient delivery failures are retried (with backoff) up to this many attempts."""
     retry_base_seconds: int = env("FUNNEL_RETRY_BASE_SECONDS", 60)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -21,6 +23,12 @@ class SecretBoxError(RuntimeError):
 class SecretBox:
     def __init__(self, key: str) -> None:
         self._fernet = Fernet(key.encode())
+        self._key = key.encode()
+
+    def derive(self, purpose: str) -> bytes:
+        """A key for one purpose (e.g. keyed hashes), derived from the instance key: the
+        encryption key itself is never used for anything but encryption."""
+        return hmac.new(self._key, f"sweepline:{purpose}".encode(), hashlib.sha256).digest()
 
     def encrypt(self, plaintext: str) -> bytes:
         return self._fernet.encrypt(plaintext.encode())

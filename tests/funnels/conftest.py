@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.clock import ManualClock
+from app.engines.funnels import erased_addresses
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.goals import watch_goals
@@ -96,7 +97,13 @@ def engine(
         return email if channel == "email" else None
 
     runner = Runner(runtime.db, funnel_settings, mail_domain="test.example")
-    deliverer = Deliverer(runtime.db, funnel_settings, senders, lease_seconds=60)
+    deliverer = Deliverer(
+        runtime.db,
+        funnel_settings,
+        senders,
+        lease_seconds=60,
+        address_key=runtime.secrets.derive(erased_addresses.PURPOSE),
+    )
     return Engine(runtime, clock, sink, runner, deliverer)
 
 

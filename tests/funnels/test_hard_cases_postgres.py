@@ -19,6 +19,7 @@ from app.engines.funnels.models import (
     RUN_ACTIVE,
     RUN_COMPLETED,
     Contact,
+    DeliveryEvent,
     FunnelVersion,
     OutboxEffect,
     Run,
@@ -253,3 +254,59 @@ async def test_case7_sigkilled_worker_process_every_message_exactly_once(
             .where(Run.funnel_id == funnel_id, Run.status == RUN_COMPLETED)
         )
     assert (sent, done) == (80, 40)
+
+
+async def test_case7_deliverer_sigkilled_mid_batch_loses_nothing_and_repeats_only_message_ids(
+    engine: Engine, space: Space, database_url: str
+) -> None:
+    """Hard case 7 for the deliverer (FN-7, FN-9): a worker process delivering with several
+    messages in flight over persistent SMTP connections is SIGKILLed while mail is arriving.
+    Two fresh processes take over after its leases expire. At the SMTP server (aiosmtpd) every
+    message arrives, none under a second Message-ID, and a message arrives twice only if the
+    dead process had it on the wire — within its last leased batch (the accept-then-record
+    window, RFC 1047); every effect ends recorded sent exactly once."""
+    rt = engine.runtime
+    ws = space.workspace_id
+    _, version = await published(rt, ws, graph(email_node("one", subject="one")))
+    ids = await _bulk_contacts(rt, ws, 300, "dk")
+    async with rt.db.write() as uow:
+        for cid in ids:
+            await enter(uow.session, version=version, contact_id=cid, now=rt.clock.now())
+    assert await _drain(engine.runner, "runner", rt) == 300
+    engine.sink.clear()
+
+    doomed = _worker(database_url, engine.sink.port, 3, die=False)
+    try:
+        while len(engine.sink.snapshot()) < 100:
+            assert doomed.poll() is None, "the worker finished before it could be killed"
+            await asyncio.sleep(0.005)
+        doomed.kill()
+        assert await asyncio.to_thread(doomed.wait, 30) == -9
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+    arrived_before = len(engine.sink.snapshot())
+    assert arrived_before < 300, "killed mid-delivery"
+    await asyncio.sleep(3.1)  # the dead process's leases (3 s) run out
+
+    survivors = [_worker(database_url, engine.sink.port, 3, die=False) for _ in range(2)]
+    for proc in survivors:
+        assert await asyncio.to_thread(proc.wait, 120) == 0
+
+    counts = engine.sink.count_by_message_id()
+    assert len(counts) == 300  # nothing lost, nothing under a new Message-ID
+    repeats = sum(counts.values()) - 300
+    assert repeats <= 10  # at most the dead process's leased batch (deliver_batch=10)
+    async with rt.db.read() as s:
+        statuses = dict(
+            (
+                await s.execute(
+                    select(OutboxEffect.status, func.count()).group_by(OutboxEffect.status)
+                )
+            ).all()
+        )
+        sent_events = await s.scalar(
+            select(func.count()).select_from(DeliveryEvent).where(DeliveryEvent.kind == "sent")
+        )
+    assert statuses == {OUTBOX_SENT: 300}
+    assert sent_events == 300

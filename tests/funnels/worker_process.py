@@ -2,7 +2,8 @@
 
     python -m tests.funnels.worker_process DATABASE_URL SMTP_PORT LEASE_SECONDS [--die-on-advance]
 
-It leases and executes due runs and delivers due effects until it has been idle for two seconds.
+It leases and executes due runs and delivers due effects (four at a time, over persistent SMTP
+connections) until it has been idle for two seconds.
 With ``--die-on-advance`` it sends itself SIGKILL at the moment its first batch's advancement
 statement reaches the database: after the outbox rows were written in that transaction and before
 it commits — the worst moment to die.
@@ -23,7 +24,7 @@ from app.db.session import Database
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.runner import Runner
 from app.engines.funnels.tracking import Tracking
-from app.integrations.mail import MailSender
+from app.integrations.mail import SmtpPool
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings
 
 
@@ -44,10 +45,15 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
     async def fixed(workspace_id: int) -> Tracking:
         return signing
 
-    email: ChannelSender = EmailChannel(MailSender(mail), signing=fixed)
+    pool = SmtpPool(mail, 4)
+    email: ChannelSender = EmailChannel(pool, signing=fixed)
     runner = Runner(db, settings, mail_domain="test.example")
     deliverer = Deliverer(
-        db, settings, lambda c: email if c == "email" else None, lease_seconds=lease_seconds
+        db,
+        settings,
+        lambda c: email if c == "email" else None,
+        lease_seconds=lease_seconds,
+        in_flight=4,
     )
     owner = f"proc-{os.getpid()}"
     idle_since = clock.monotonic()
@@ -58,6 +64,7 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
             idle_since = clock.monotonic()
         else:
             await asyncio.sleep(0.05)
+    await pool.aclose()
     await db.dispose()
 
 

@@ -1,15 +1,18 @@
 """Deletion that deletes (spec §9, hard case 5): a contact seeded through every path that stores
 data (API, events, a form, a funnel that mails them and sets a field, a delivery report, a
-tracked open, a campaign), then deleted; every column of every table is scanned for their
+one-click unsubscribe, a campaign), then deleted; every column of every table is scanned for their
 e-mail, names, phone and property values: none found. Runs on SQLite and on PostgreSQL (the
 suite's database). Before deletion, the export holds it all."""
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select
 
 from app.db.base import Base
 from app.engines.funnels.campaign_send import send_until_done
+from app.engines.funnels.models import ErasedAddress
 from app.engines.funnels.tracking import Tracking
 from tests.conftest import auth
 from tests.funnels_more.conftest import Engine, graph, node, published, settle, setup_names
@@ -104,6 +107,14 @@ async def test_deleting_a_contact_erases_them_from_every_column_of_every_table(
         headers={"X-Ingest-Token": tenant.ingest_token},
     )
     assert report.status_code == 202
+    # RFC 8058 one-click unsubscribe from the funnel mail (the contact's choice is stored).
+    [one_click] = re.findall(r"<(https?://[^>]+)>", mail.headers["List-Unsubscribe"])
+    left = await client.post(
+        one_click.removeprefix(runtime.settings.web.public_url),
+        content=b"List-Unsubscribe=One-Click",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert left.status_code == 200
     campaign = await _campaign(client, tenant)
     await client.post(f"/api/v1/funnels/campaigns/{campaign['id']}/audience", headers=auth(tenant))
     sender, pool = _sender(runtime, sink, signing=Tracking("http://x.test", "s"))
@@ -132,3 +143,7 @@ async def test_deleting_a_contact_erases_them_from_every_column_of_every_table(
     gone = await client.delete(f"/api/v1/funnels/contacts/{zelda}", headers=auth(tenant))
     assert gone.status_code == 204
     assert await _scan(runtime) == []
+    # What suppression keeps is a keyed hash of the address, which the scan cannot find.
+    async with runtime.db.read() as s:
+        kept = [(r.kind, r.suppressed) for r in await s.scalars(select(ErasedAddress))]
+    assert kept == [("email", {"topic:marketing": "unsubscribed"})]

@@ -17,14 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-import aiosmtplib
 from sqlalchemy import Integer, func, select, update
 
 from app.db.session import Database
+from app.engines.funnels import erased_addresses, frequency
 from app.engines.funnels.campaigns.models import (
     DONE,
     R_FAILED,
@@ -39,7 +39,8 @@ from app.engines.funnels.models import Contact
 from app.engines.funnels.render import render
 from app.engines.funnels.tracking import MessageRef, Tracking, track_html
 from app.engines.funnels.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
-from app.integrations.mail import OutgoingEmail, build_message
+from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
+from app.integrations.mail.pool import SmtpPool as MailPool
 from app.scheduling.claim import Claim
 from app.settings import MailSettings
 
@@ -69,60 +70,22 @@ class Transport(Protocol):
 
 class SmtpPool:
     """``size`` persistent SMTP connections (a campaign sends thousands of messages: one
-    conversation per message would spend most of its time on handshakes)."""
+    conversation per message would spend most of its time on handshakes), with the mail
+    integration's failures sorted into this sender's :class:`Transient` / :class:`Permanent`."""
 
     def __init__(self, settings: MailSettings, size: int) -> None:
-        self.settings = settings
-        self._idle: asyncio.Queue[aiosmtplib.SMTP] = asyncio.Queue()
-        self._size = size
-        self._made = 0
-
-    async def _client(self) -> aiosmtplib.SMTP:
-        if self._idle.empty() and self._made < self._size:
-            self._made += 1
-            s = self.settings
-            client = aiosmtplib.SMTP(
-                hostname=s.smtp_host,
-                port=s.smtp_port,
-                timeout=s.timeout_seconds,
-                start_tls=s.smtp_starttls,
-                username=s.smtp_username or None,
-                password=s.smtp_password or None,
-            )
-            return client
-        return await self._idle.get()
+        self._pool = MailPool(settings, size)
 
     async def send(self, email: OutgoingEmail) -> None:
-        client = await self._client()
-        healthy = True
         try:
-            if not client.is_connected:
-                await client.connect()
-            await client.send_message(build_message(email, sender=self.settings.from_address))
-        except aiosmtplib.SMTPRecipientsRefused as exc:
-            codes = [r.code for r in exc.recipients] or [550]
-            raise (Transient if max(codes) < 500 else Permanent)(str(exc)) from exc
-        except aiosmtplib.SMTPResponseException as exc:
-            if exc.code >= 500:
-                raise Permanent(f"SMTP {exc.code}: {exc.message}") from exc
-            healthy = False
-            raise Transient(f"SMTP {exc.code}: {exc.message}") from exc
-        except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
-            healthy = False
-            raise Transient(f"SMTP connection failed: {exc}") from exc
-        finally:
-            if not healthy:
-                client.close()
-            self._idle.put_nowait(client)
+            await self._pool.send(email)
+        except TransientMailError as exc:
+            raise Transient(str(exc)) from exc
+        except PermanentMailError as exc:
+            raise Permanent(str(exc)) from exc
 
     async def aclose(self) -> None:
-        while not self._idle.empty():
-            client = self._idle.get_nowait()
-            if client.is_connected:
-                try:
-                    await client.quit()
-                except (aiosmtplib.SMTPException, OSError):
-                    client.close()
+        await self._pool.aclose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +98,14 @@ class StepResult:
     lost_lease: bool = False
     next_at: datetime | None = None
     """When the rate limit allows the next step."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Address:
+    id: int
+    workspace_id: int
+    email: str | None
+    phone: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +220,14 @@ class CampaignSender:
         tracking: Tracking | None = None,
         signing: Tracking | None = None,
         mailto_address: str = "",
+        address_key: bytes | None = None,
     ) -> None:
         """``signing`` (the workspace's public URL and secret) signs the unsubscribe links; a
-        sender without it refuses to send rather than mail without a way out."""
+        sender without it refuses to send rather than mail without a way out. ``address_key``
+        (the instance key for erased addresses' hashes) keeps an address suppressed after its
+        contact was deleted."""
         self.db = db
+        self.address_key = address_key
         self.signing = signing
         self.mailto_address = mailto_address
         self.transport = transport
@@ -317,10 +292,16 @@ class CampaignSender:
         finished: list[tuple[int, tuple[str, str]]] = []
         arrived = asyncio.Event()
         window = asyncio.Semaphore(self.in_flight)
+        checked_at = now()
+        caps, capped, reserved = await self._reserve(campaign, rows, checked_at)
 
         async def one(row: _Row) -> None:
             async with window:
-                outcome = await self._send_one(campaign, row)
+                if row.seq in capped:
+                    # A broadcast does not wait for the contact's next day: it is skipped.
+                    outcome = (R_SKIPPED, "frequency cap reached")
+                else:
+                    outcome = await self._send_one(campaign, row)
             finished.append((row.seq, outcome))
             arrived.set()
 
@@ -336,13 +317,36 @@ class CampaignSender:
                 settled += len(batch)
                 for _seq, (status, _detail) in batch:
                     totals[status] += 1
-                if not await self._confirm(campaign, dict(batch), now()):
+                unsent = [
+                    reserved[seq] for seq, (st, _) in batch if seq in reserved and st != R_SENT
+                ]
+                if not await self._confirm(
+                    campaign, dict(batch), now(), release=(caps, unsent, checked_at)
+                ):
                     return False
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         return True
+
+    async def _reserve(
+        self, campaign: Campaign, rows: list[_Row], at: datetime
+    ) -> tuple[dict[int, frequency.Cap], dict[int, datetime], dict[int, frequency.Want]]:
+        """The workspace's frequency cap: slots taken for the rows about to be sent (one
+        transaction), the capped rows and the reserved ones, by ``seq``."""
+        async with self.db.read() as session:
+            caps = await frequency.caps_of(session, [campaign.workspace_id])
+        wants = [
+            frequency.Want(row.seq, campaign.workspace_id, row.contact_id, row.timezone)
+            for row in rows
+            if caps and blocked(row) is None
+        ]
+        if not wants:
+            return caps, {}, {}
+        async with self.db.write() as uow:
+            capped = await frequency.reserve(uow.session, caps, wants, at)
+        return caps, capped, {w.ref: w for w in wants if w.ref not in capped}
 
     async def _send_one(self, campaign: Campaign, row: _Row) -> tuple[str, str]:
         reason = blocked(row)
@@ -391,7 +395,7 @@ class CampaignSender:
                 .order_by(Recipient.seq)
                 .limit(limit)
             )
-            return [
+            rows = [
                 _Row(
                     r[0],
                     r[1],
@@ -407,9 +411,27 @@ class CampaignSender:
                 )
                 for r in result.all()
             ]
+            if self.address_key is None:
+                return rows
+            remembered = await erased_addresses.recall(
+                session,
+                self.address_key,
+                [_Address(r.contact_id, campaign.workspace_id, r.email, r.phone) for r in rows],
+            )
+        return [
+            replace(r, suppressed={**remembered[r.contact_id], **r.suppressed})
+            if r.contact_id in remembered
+            else r
+            for r in rows
+        ]
 
     async def _confirm(
-        self, campaign: Campaign, outcome: dict[int, tuple[str, str]], at: datetime
+        self,
+        campaign: Campaign,
+        outcome: dict[int, tuple[str, str]],
+        at: datetime,
+        *,
+        release: tuple[dict[int, frequency.Cap], list[frequency.Want], datetime] | None = None,
     ) -> bool:
         """Commit outcomes, renew the lease and move the checkpoint past every settled
         recipient, in one transaction. False when the lease was lost (another sender took
@@ -417,6 +439,9 @@ class CampaignSender:
         try:
             async with self.db.write() as uow:
                 session = uow.session
+                if release is not None and release[1]:
+                    # Frequency-cap slots of messages that did not go out are given back.
+                    await frequency.release(session, *release)
                 for status in (R_SENT, R_SKIPPED, R_FAILED):
                     seqs = [seq for seq, (st, _) in outcome.items() if st == status]
                     if seqs:

@@ -580,11 +580,24 @@ async def remove_from_list(session: WriteSession, contact: Contact, name: str) -
 
 
 async def delete_contact(
-    session: WriteSession, workspace_id: int, contact_id: int, now: datetime
+    session: WriteSession,
+    workspace_id: int,
+    contact_id: int,
+    now: datetime,
+    *,
+    address_key: bytes | None = None,
 ) -> None:
     """Erase the contact's personal data, end its runs and cancel every pending effect addressed
-    to it, in one transaction (hard case 5: a deletion that leaves a sequence is not one)."""
+    to it, in one transaction (hard case 5: a deletion that leaves a sequence is not one).
+
+    With ``address_key`` (the instance key derived for
+    :data:`~app.engines.funnels.erased_addresses.PURPOSE`), a suppressed address's suppression is
+    kept under its keyed hash, so the address is not mailed again if it comes back."""
     contact = await get_contact(session, workspace_id, contact_id)
+    if address_key is not None:
+        from app.engines.funnels.erased_addresses import remember
+
+        await remember(session, address_key, contact, now)
     contact.deleted_at = now
     contact.updated_at = now
     contact.email = None

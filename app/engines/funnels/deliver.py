@@ -12,17 +12,21 @@ add their senders the same way.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sqlalchemy import insert as core_insert
 from sqlalchemy import select, update
 
-from app.db.dialect import insert, row_count
+from app.db.dialect import row_count
 from app.db.session import Database, WriteSession
+from app.engines.funnels import erased_addresses, frequency
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
     OUTBOX_PENDING,
@@ -31,6 +35,7 @@ from app.engines.funnels.models import (
     Contact,
     DeliveryEvent,
     OutboxEffect,
+    Step,
 )
 from app.engines.funnels.tracking import MessageRef, Tracking, text_to_html, track_html
 from app.engines.funnels.unsubscribe import (
@@ -43,7 +48,6 @@ from app.engines.funnels.unsubscribe import (
     with_links,
 )
 from app.integrations.mail import (
-    MailSender,
     OutgoingEmail,
     PermanentMailError,
     TransientMailError,
@@ -55,6 +59,9 @@ if TYPE_CHECKING:
     from app.clock import Clock
 
 log = logging.getLogger(__name__)
+
+RECORD_EVERY_SECONDS = 0.01
+"""Outcomes are committed at most this often (bounds what a crash can leave unrecorded)."""
 
 
 class TransientDeliveryError(Exception):
@@ -98,6 +105,13 @@ def register_channel(name: str, factory: ChannelFactory) -> None:
     CHANNELS[name] = factory
 
 
+class MailTransport(Protocol):
+    """Hands a message to the SMTP server (:class:`~app.integrations.mail.MailSender`, one
+    conversation per message, or :class:`~app.integrations.mail.SmtpPool`, persistent ones)."""
+
+    async def send(self, email: OutgoingEmail) -> None: ...
+
+
 TrackingLookup = Callable[[int], Awaitable[Tracking | None]]
 """The tracking settings of a workspace (``None``: send the message untracked)."""
 
@@ -121,7 +135,7 @@ class EmailChannel:
 
     def __init__(
         self,
-        sender: MailSender,
+        sender: MailTransport,
         tracking: TrackingLookup | None = None,
         *,
         signing: TrackingLookup | None = None,
@@ -171,6 +185,11 @@ class EmailChannel:
             headers=headers,
         )
 
+    async def aclose(self) -> None:
+        close = getattr(self.sender, "aclose", None)
+        if close is not None:
+            await close()
+
     async def send(self, effect: LeasedEffect) -> str:
         email = await self.compose(effect)
         try:
@@ -208,25 +227,31 @@ def _payload(raw: Any) -> dict[str, Any]:
     return dict(value or {})
 
 
-def blocked_reason(contact: Contact | None, channel: str, payload: dict[str, Any]) -> str | None:
-    """Why this effect must not go out now, checked at send time; ``None`` when it may."""
+def blocked_reason(
+    contact: Contact | None,
+    channel: str,
+    payload: dict[str, Any],
+    remembered: dict[str, str] | None = None,
+) -> str | None:
+    """Why this effect must not go out now, checked at send time; ``None`` when it may.
+    ``remembered``: the suppression kept for the contact's address when an earlier contact with
+    it was deleted (see :mod:`app.engines.funnels.erased_addresses`)."""
     if contact is None or contact.deleted_at is not None:
         return "contact deleted"
     if payload.get("internal"):
         return None
+    suppressed = {**(remembered or {}), **(contact.suppressed or {})}
     if channel == "email":
-        hard = hard_suppression(contact.suppressed)
+        hard = hard_suppression(suppressed)
         if hard is not None:
             return f"suppressed on email: {hard}"
         if payload.get("transactional"):
             return None  # asked for by the contact: marketing choices do not apply
-        chose = unsubscribed_from(contact.suppressed, topic_of(payload.get("topic")))
+        chose = unsubscribed_from(suppressed, topic_of(payload.get("topic")))
         if chose is not None:
             return chose
-    else:
-        suppressed = (contact.suppressed or {}).get(channel)
-        if suppressed:
-            return f"suppressed on {channel}: {suppressed}"
+    elif suppressed.get(channel):
+        return f"suppressed on {channel}: {suppressed[channel]}"
     if (contact.consent or {}).get(channel) == "withdrawn":
         return f"consent withdrawn for {channel}"
     return None
@@ -241,7 +266,79 @@ class DeliveryResult:
     failed: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What became of one effect, waiting to be recorded with the others of its group."""
+
+    effect: LeasedEffect
+    count: str
+    """The :class:`DeliveryResult` field it counts in."""
+    at: datetime
+    status: str | None = None
+    """The effect's final status, or ``None``: retried later, or not ours to record."""
+    kind: str = ""
+    detail: str = ""
+    retry: bool = False
+    retry_after: float | None = None
+    capped_until: datetime | None = None
+    """Held by the frequency cap until then (the funnel said wait)."""
+    step_note: dict[str, str] | None = None
+    """Added to the sending step's output as ``frequency_cap`` (what the cap did)."""
+
+
+def _capped(effect: LeasedEffect, until: datetime, at: datetime) -> _Outcome:
+    """What the frequency cap does to a message of a funnel: wait for ``until`` or skip it."""
+    if effect.payload.get("when_capped") == frequency.SKIP:
+        return _Outcome(
+            effect,
+            "skipped",
+            at,
+            OUTBOX_SKIPPED,
+            "capped",
+            "frequency cap reached: skipped",
+            step_note={"action": "skipped", "at": at.isoformat()},
+        )
+    return _Outcome(
+        effect,
+        "deferred",
+        at,
+        kind="capped",
+        detail=f"frequency cap reached: waits until {until.isoformat()}",
+        capped_until=until,
+        step_note={"action": "waits", "until": until.isoformat()},
+    )
+
+
+STEP_KEY = re.compile(r"^run-(\d+)-step-(\d+)$")
+
+
+async def _note_step(session: WriteSession, outcome: _Outcome) -> None:
+    """Record on the step that queued the message what the frequency cap did to it."""
+    found = STEP_KEY.match(outcome.effect.idempotency_key)
+    if found is None or outcome.step_note is None:
+        return
+    step = await session.scalar(
+        select(Step).where(Step.run_id == int(found[1]), Step.seq == int(found[2]))
+    )
+    if step is None:
+        return
+    note = outcome.step_note
+    step.output = {**(step.output or {}), "frequency_cap": note}
+    said = "skipped" if note["action"] == "skipped" else f"waits until {note['until']}"
+    step.decision = f"{step.decision}; frequency cap: {said}"[:200]
+
+
 class Deliverer:
+    """Leases due effects in batches and sends each batch ``deliver_in_flight`` at a time.
+
+    Outcomes are recorded as they come in, several per transaction (see :meth:`_record`): an
+    effect is marked sent only after its provider confirmed it, so a deliverer killed at any
+    moment leaves each confirmed effect sent and every other one pending, due again when its
+    lease expires. The one window no sender can close is a message the provider accepted in the
+    last moments before the kill, before its confirmation was committed: it goes out again with
+    the same Message-ID (idempotency key), so the receiver recognises the repeat.
+    """
+
     def __init__(
         self,
         db: Database,
@@ -250,14 +347,20 @@ class Deliverer:
         *,
         lease_seconds: int = 120,
         clock: Clock | None = None,
+        in_flight: int | None = None,
+        address_key: bytes | None = None,
     ) -> None:
         self.db = db
+        self.address_key = address_key
+        """The instance key for erased addresses' hashes: with it, an address whose contact was
+        deleted while suppressed stays suppressed for a new contact with that address."""
         self.settings = settings
         self.senders = senders
         self.lease_seconds = lease_seconds
         self.clock = clock
         """With a clock, a batch's leases are renewed while it is delivered (a batch may take
         longer than one lease: 50 messages to a slow SMTP server)."""
+        self.in_flight = max(1, in_flight or settings.deliver_in_flight)
 
     async def lease(self, *, owner: str, now: datetime, limit: int) -> list[LeasedEffect]:
         rows = await DELIVERY.take(
@@ -276,12 +379,10 @@ class Deliverer:
         effects = await self.lease(
             owner=owner, now=leased_at, limit=limit or self.settings.deliver_batch
         )
-        counts = {"sent": 0, "skipped": 0, "deferred": 0, "failed": 0}
         if not effects:
             return DeliveryResult()
         if self.clock is None:
-            for effect in effects:
-                counts[await self.deliver(effect, owner=owner, now=now)] += 1
+            counts = await self._deliver_all(effects, owner, now, leased_at, None)
             return DeliveryResult(leased=len(effects), **counts)
         async with Lease(
             DELIVERY,
@@ -292,9 +393,7 @@ class Deliverer:
             lease_seconds=self.lease_seconds,
             claimed_at=leased_at,
         ) as lease:
-            for effect in effects:
-                counts[await self.deliver(effect, owner=owner, now=now, lease=lease)] += 1
-                lease.done(effect.id)
+            counts = await self._deliver_all(effects, owner, now, leased_at, lease)
         return DeliveryResult(leased=len(effects), **counts)
 
     async def deliver(
@@ -305,98 +404,280 @@ class Deliverer:
         now: Callable[[], datetime],
         lease: Lease | None = None,
     ) -> str:
+        """Deliver one leased effect on its own; returns the :class:`DeliveryResult` field."""
+        counts = await self._deliver_all([effect], owner, now, now(), lease)
+        return next(name for name, n in counts.items() if n)
+
+    async def _deliver_all(
+        self,
+        effects: list[LeasedEffect],
+        owner: str,
+        now: Callable[[], datetime],
+        leased_at: datetime,
+        lease: Lease | None,
+    ) -> dict[str, int]:
+        counts = {"sent": 0, "skipped": 0, "deferred": 0, "failed": 0}
+        contacts, ours, caps, remembered = await self._read(effects, owner, now())
+        blocked = {
+            e.id: blocked_reason(
+                contacts.get(e.contact_id), e.channel, e.payload, remembered.get(e.contact_id)
+            )
+            for e in effects
+        }
+        checked_at = now()
+        capped, reserved = await self._reserve(effects, contacts, ours, blocked, caps, checked_at)
+        expires = leased_at + timedelta(seconds=self.lease_seconds)
+        finished: list[_Outcome] = []
+        arrived = asyncio.Event()
+        window = asyncio.Semaphore(self.in_flight)
+
+        async def one(effect: LeasedEffect) -> None:
+            async with window:
+                if effect.id not in ours or (
+                    not lease.holds(effect.id) if lease is not None else now() >= expires
+                ):
+                    # Cancelled (contact deleted, goal reached) after we leased it, or our lease
+                    # ran out: whoever holds it now delivers it.
+                    outcome = _Outcome(effect, "skipped", now())
+                elif effect.id in capped:
+                    outcome = _capped(effect, capped[effect.id], now())
+                else:
+                    outcome = await self._attempt(effect, blocked[effect.id], now)
+            finished.append(outcome)
+            arrived.set()
+
+        tasks = [asyncio.create_task(one(effect)) for effect in effects]
+        settled = 0
+        try:
+            while settled < len(effects):
+                await arrived.wait()
+                if self.in_flight > 1:
+                    # Let a few more outcomes arrive, so one commit records several of them.
+                    await asyncio.sleep(RECORD_EVERY_SECONDS)
+                arrived.clear()
+                group, finished[:] = list(finished), []
+                settled += len(group)
+                unsent = [
+                    reserved[o.effect.id]
+                    for o in group
+                    if o.effect.id in reserved and o.status != OUTBOX_SENT
+                ]
+                await self._record(group, owner, now(), (caps, unsent, checked_at))
+                for outcome in group:
+                    counts[outcome.count] += 1
+                    if lease is not None:
+                        lease.done(outcome.effect.id)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return counts
+
+    async def _read(
+        self, effects: list[LeasedEffect], owner: str, at: datetime
+    ) -> tuple[dict[int, Contact], set[int], dict[int, frequency.Cap], dict[int, dict[str, str]]]:
+        """The batch's contacts as they are now (send-time checks), the effects still ours, the
+        frequency caps of their workspaces and the suppression remembered for their addresses."""
         async with self.db.read() as session:
-            contact = await session.get(Contact, effect.contact_id)
-            still_ours = await session.scalar(
-                select(OutboxEffect.id).where(
-                    OutboxEffect.id == effect.id,
-                    OutboxEffect.status == OUTBOX_PENDING,
-                    OutboxEffect.lease_owner == owner,
-                    # An expired lease is no longer ours, even before another deliverer takes it.
-                    OutboxEffect.next_attempt_at > now(),
+            contacts = {
+                c.id: c
+                for c in await session.scalars(
+                    select(Contact).where(Contact.id.in_({e.contact_id for e in effects}))
+                )
+            }
+            ours = set(
+                await session.scalars(
+                    select(OutboxEffect.id).where(
+                        OutboxEffect.id.in_([e.id for e in effects]),
+                        OutboxEffect.status == OUTBOX_PENDING,
+                        OutboxEffect.lease_owner == owner,
+                        # An expired lease is no longer ours, even before another deliverer
+                        # takes it.
+                        OutboxEffect.next_attempt_at > at,
+                    )
                 )
             )
-        if still_ours is None or (lease is not None and not lease.holds(effect.id)):
-            # Cancelled (contact deleted, goal reached) after we leased it, or our lease ran
-            # out: whoever holds it now delivers it.
-            return "skipped"
-        reason = blocked_reason(contact, effect.channel, effect.payload)
+            caps = await frequency.caps_of(session, {e.workspace_id for e in effects})
+            remembered = (
+                {}
+                if self.address_key is None
+                else await erased_addresses.recall(session, self.address_key, contacts.values())
+            )
+        return contacts, ours, caps, remembered
+
+    async def _reserve(
+        self,
+        effects: list[LeasedEffect],
+        contacts: dict[int, Contact],
+        ours: set[int],
+        blocked: dict[int, str | None],
+        caps: dict[int, frequency.Cap],
+        at: datetime,
+    ) -> tuple[dict[int, datetime], dict[int, frequency.Want]]:
+        """Take the frequency-cap slots of the messages about to go (one transaction for the
+        batch). Returns the capped effects (→ the next allowed time) and the reserved ones."""
+        wants = [
+            frequency.Want(e.id, e.workspace_id, e.contact_id, contacts[e.contact_id].timezone)
+            for e in effects
+            if e.workspace_id in caps
+            and e.id in ours
+            and blocked[e.id] is None
+            and frequency.counts(e.channel, e.payload)
+        ]
+        if not wants:
+            return {}, {}
+        async with self.db.write() as uow:
+            capped = await frequency.reserve(uow.session, caps, wants, at)
+        return capped, {w.ref: w for w in wants if w.ref not in capped}
+
+    async def _attempt(
+        self, effect: LeasedEffect, reason: str | None, now: Callable[[], datetime]
+    ) -> _Outcome:
         if reason is not None:
-            await self._finish(effect, owner, now(), OUTBOX_SKIPPED, "suppressed", reason)
-            return "skipped"
+            return _Outcome(effect, "skipped", now(), OUTBOX_SKIPPED, "suppressed", reason)
         sender = self.senders(effect.channel)
         if sender is None:
-            await self._retry(effect, owner, now(), f"no sender for channel {effect.channel}")
-            return "deferred"
+            return _Outcome(
+                effect,
+                "deferred",
+                now(),
+                detail=f"no sender for channel {effect.channel}",
+                retry=True,
+            )
         try:
             detail = await sender.send(effect)
         except TransientDeliveryError as exc:
-            return await self._retry(effect, owner, now(), str(exc), exc.retry_after)
+            return _Outcome(
+                effect,
+                "deferred",
+                now(),
+                detail=str(exc),
+                retry=True,
+                retry_after=exc.retry_after,
+            )
         except PermanentDeliveryError as exc:
-            await self._finish(effect, owner, now(), OUTBOX_FAILED, "failed", str(exc))
-            return "failed"
-        await self._finish(effect, owner, now(), OUTBOX_SENT, "sent", detail)
-        return "sent"
+            return _Outcome(effect, "failed", now(), OUTBOX_FAILED, "failed", str(exc))
+        return _Outcome(effect, "sent", now(), OUTBOX_SENT, "sent", detail)
 
-    async def _retry(
+    async def _record(
         self,
-        effect: LeasedEffect,
+        group: list[_Outcome],
         owner: str,
         at: datetime,
-        error: str,
-        retry_after: float | None = None,
-    ) -> str:
-        if effect.attempts >= self.settings.max_send_attempts:
-            await self._finish(effect, owner, at, OUTBOX_FAILED, "failed", f"gave up: {error}")
-            return "failed"
-        delay = max(self.settings.retry_base_seconds * 2 ** (effect.attempts - 1), retry_after or 0)
-        retry_at = at + timedelta(seconds=min(delay, 6 * 3600))
-        async with self.db.write() as uow:
-            await uow.session.execute(
-                update(OutboxEffect)
-                .where(OutboxEffect.id == effect.id, OutboxEffect.lease_owner == owner)
-                .values(next_attempt_at=retry_at, lease_owner=None, last_error=error[:2000])
-            )
-            await _event(
-                uow.session, effect, "deferred", f"{error} (retry at {retry_at.isoformat()})", at
-            )
-        return "deferred"
-
-    async def _finish(
-        self, effect: LeasedEffect, owner: str, at: datetime, status: str, kind: str, detail: str
+        unreserve: tuple[dict[int, frequency.Cap], list[frequency.Want], datetime],
     ) -> None:
+        """Record a group of outcomes in one transaction. Each write is guarded by the lease
+        (``lease_owner``) and the pending status, and only a row it changed gets its delivery
+        event: an effect cancelled or taken over meanwhile is left to whoever holds it. The
+        frequency-cap slots of messages that did not go out are given back in the same
+        transaction."""
+        sent = [o for o in group if o.status == OUTBOX_SENT]
+        others = [
+            o for o in group if o.status not in (None, OUTBOX_SENT) or o.retry or o.capped_until
+        ]
+        caps, unsent, reserved_at = unreserve
+        if not sent and not others and not unsent:
+            return
         async with self.db.write() as uow:
-            result = await uow.session.execute(
-                update(OutboxEffect)
-                .where(
-                    OutboxEffect.id == effect.id,
-                    OutboxEffect.lease_owner == owner,
-                    OutboxEffect.status == OUTBOX_PENDING,
+            session = uow.session
+            if unsent:
+                await frequency.release(session, caps, unsent, reserved_at)
+            recorded: list[_Outcome] = []
+            if sent:
+                changed = set(
+                    await session.scalars(
+                        update(OutboxEffect)
+                        .where(
+                            OutboxEffect.id.in_([o.effect.id for o in sent]),
+                            OutboxEffect.lease_owner == owner,
+                            OutboxEffect.status == OUTBOX_PENDING,
+                        )
+                        .values(
+                            status=OUTBOX_SENT, finished_at=at, lease_owner=None, last_error=None
+                        )
+                        .returning(OutboxEffect.id)
+                    )
                 )
-                .values(
-                    status=status,
-                    finished_at=at,
-                    lease_owner=None,
-                    last_error=None if status == OUTBOX_SENT else detail[:2000],
+                recorded += [o for o in sent if o.effect.id in changed]
+            for outcome in others:
+                if outcome.retry:
+                    recorded += await self._retry(session, outcome, owner)
+                elif outcome.capped_until is not None:
+                    recorded += await self._hold(session, outcome, owner)
+                else:
+                    recorded += await self._finish(session, outcome, owner)
+                if outcome.step_note and recorded and recorded[-1].effect is outcome.effect:
+                    await _note_step(session, outcome)
+            if recorded:
+                await session.execute(
+                    # Core insert of the table: several rows in one statement, no ORM flush.
+                    core_insert(DeliveryEvent.__table__),  # type: ignore[arg-type]
+                    [
+                        {
+                            "workspace_id": o.effect.workspace_id,
+                            "outbox_id": o.effect.id,
+                            "contact_id": o.effect.contact_id,
+                            "kind": o.kind,
+                            "detail": o.detail[:2000],
+                            "at": o.at,
+                        }
+                        for o in recorded
+                    ],
                 )
+
+    async def _hold(self, session: WriteSession, outcome: _Outcome, owner: str) -> list[_Outcome]:
+        """A capped message that waits: due again when the cap allows, this try not counted."""
+        result = await session.execute(
+            update(OutboxEffect)
+            .where(
+                OutboxEffect.id == outcome.effect.id,
+                OutboxEffect.lease_owner == owner,
+                OutboxEffect.status == OUTBOX_PENDING,
             )
-            if row_count(result):
-                await _event(uow.session, effect, kind, detail, at)
-
-
-async def _event(
-    session: WriteSession, effect: LeasedEffect, kind: str, detail: str, at: datetime
-) -> None:
-    await session.execute(
-        insert(session, DeliveryEvent).values(
-            workspace_id=effect.workspace_id,
-            outbox_id=effect.id,
-            contact_id=effect.contact_id,
-            kind=kind,
-            detail=detail[:2000],
-            at=at,
+            .values(
+                next_attempt_at=outcome.capped_until,
+                lease_owner=None,
+                attempts=OutboxEffect.attempts - 1,
+                last_error=outcome.detail[:2000],
+            )
         )
-    )
+        return [outcome] if row_count(result) else []
+
+    async def _retry(self, session: WriteSession, outcome: _Outcome, owner: str) -> list[_Outcome]:
+        effect, error = outcome.effect, outcome.detail
+        if effect.attempts >= self.settings.max_send_attempts:
+            gave_up = _Outcome(
+                effect, "failed", outcome.at, OUTBOX_FAILED, "failed", f"gave up: {error}"
+            )
+            return await self._finish(session, gave_up, owner)
+        delay = max(
+            self.settings.retry_base_seconds * 2 ** (effect.attempts - 1), outcome.retry_after or 0
+        )
+        retry_at = outcome.at + timedelta(seconds=min(delay, 6 * 3600))
+        await session.execute(
+            update(OutboxEffect)
+            .where(OutboxEffect.id == effect.id, OutboxEffect.lease_owner == owner)
+            .values(next_attempt_at=retry_at, lease_owner=None, last_error=error[:2000])
+        )
+        detail = f"{error} (retry at {retry_at.isoformat()})"
+        return [_Outcome(effect, "deferred", outcome.at, kind="deferred", detail=detail)]
+
+    async def _finish(self, session: WriteSession, outcome: _Outcome, owner: str) -> list[_Outcome]:
+        result = await session.execute(
+            update(OutboxEffect)
+            .where(
+                OutboxEffect.id == outcome.effect.id,
+                OutboxEffect.lease_owner == owner,
+                OutboxEffect.status == OUTBOX_PENDING,
+            )
+            .values(
+                status=outcome.status,
+                finished_at=outcome.at,
+                lease_owner=None,
+                last_error=outcome.detail[:2000],
+            )
+        )
+        return [outcome] if row_count(result) else []
 
 
 SenderLookup = Callable[[str], ChannelSender | None]

@@ -366,6 +366,9 @@ class FunnelSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw
     """Mail the contact asked for (receipts, password resets, a booking's confirmation): sent
     without unsubscribe headers and despite marketing opt-outs (never after a bounce or a
     complaint), and not counted against the frequency cap."""
+    when_capped: Literal["wait", "skip"] = "wait"
+    """What a message of this funnel does when the workspace's frequency cap is reached for its
+    contact: wait for the next allowed time (their next day or week), or be skipped."""
 
 
 class Definition(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from app.engines.funnels import erased_addresses, frequency
 from app.engines.funnels.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.goals import watch_goals
 from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runner import Runner
 from app.engines.funnels.triggers import match_events
-from app.integrations.mail import MailSender
+from app.integrations.mail import SmtpPool
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
-from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key
+from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep, tick_key
 from app.scheduling.worker import worker_identity
 
 MAX_BATCHES_PER_JOB = 1000
@@ -51,6 +52,7 @@ def deliverer_for(ctx: JobContext) -> Deliverer:
             senders,
             lease_seconds=ctx.settings.funnels.lease_seconds,
             clock=ctx.clock,
+            address_key=ctx.secrets.derive(erased_addresses.PURPOSE),
         ),
     )
 
@@ -59,7 +61,8 @@ def email_channel(ctx: JobContext) -> ChannelSender:
     def build() -> EmailChannel:
         signing = WorkspaceTracking(ctx.db, ctx.secrets, ctx.settings.web.public_url)
         return EmailChannel(
-            MailSender(ctx.settings.mail),
+            # One pool per process, shared by its deliverer jobs; closed with the resources.
+            SmtpPool(ctx.settings.mail, ctx.settings.funnels.deliver_in_flight),
             tracking=signing,
             signing=signing,
             mailto_address=ctx.settings.mail.unsubscribe_mailbox,
@@ -144,4 +147,13 @@ async def tick(ctx: JobContext, at: datetime) -> None:
         )
 
 
-SWEEPS = [Sweep("funnels.tick", EVERY_10_SECONDS, tick)]
+async def prune_frequency_counts(ctx: JobContext, at: datetime) -> None:
+    """Hourly: the frequency cap forgets periods that ended more than a day ago."""
+    async with ctx.db.write() as uow:
+        await frequency.prune(uow.session, at)
+
+
+SWEEPS = [
+    Sweep("funnels.tick", EVERY_10_SECONDS, tick),
+    Sweep("funnels.frequency_prune", HOURLY_AT_20, prune_frequency_counts),
+]

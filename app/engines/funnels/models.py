@@ -356,3 +356,52 @@ class ThrottleWindow(Base):
 from app.engines.funnels import events as _ingestion_tables  # noqa: E402, F401
 from app.engines.funnels.campaigns import models as _campaign_tables  # noqa: E402, F401
 from app.engines.funnels.outside import models as _outside_tables  # noqa: E402, F401
+
+
+class FrequencyCap(Base):
+    """The workspace's rule: at most ``per_day`` / ``per_week`` marketing messages per contact
+    (either may be empty), across every funnel and campaign."""
+
+    __tablename__ = "funnel_frequency_caps"
+
+    workspace_id: Mapped[int] = mapped_column(
+        FK, ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    )
+    per_day: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    per_week: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class FrequencyCount(Base):
+    """Marketing messages that went (or are going) out to a contact in one of their calendar
+    days or weeks; the frequency cap's ledger (see :mod:`app.engines.funnels.frequency`)."""
+
+    __tablename__ = "funnel_frequency_counts"
+    __table_args__ = (Index("ix_funnel_frequency_counts_until", "until"),)
+
+    contact_id: Mapped[int] = mapped_column(
+        FK, ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True
+    )
+    period: Mapped[str] = mapped_column(String(16), primary_key=True)
+    workspace_id: Mapped[int] = _ws()
+    sent: Mapped[int] = mapped_column(Integer, default=0)
+    until: Mapped[datetime] = mapped_column(UTCDateTime)
+    """When the period ends (rows are pruned a day after)."""
+
+
+class ErasedAddress(Base):
+    """The suppression of a deleted contact's address, kept under a keyed hash of the address
+    (see :mod:`app.engines.funnels.erased_addresses`): a re-imported address is not mailed."""
+
+    __tablename__ = "funnel_erased_addresses"
+
+    workspace_id: Mapped[int] = mapped_column(
+        FK, ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    )
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    """``email`` or ``phone``."""
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """HMAC-SHA256 of the normalised address under the instance's derived key (hex)."""
+    suppressed: Mapped[dict[str, str]] = mapped_column(Json, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

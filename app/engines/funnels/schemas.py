@@ -112,6 +112,22 @@ class NameIn(Schema):
     name: str
 
 
+CapLimit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
+
+
+class FrequencyCapIn(Schema):
+    """At most ``per_day`` / ``per_week`` marketing messages per contact, across every funnel
+    and campaign (``null``: no limit for that period). Transactional mail is not counted."""
+
+    per_day: CapLimit | None = None
+    per_week: CapLimit | None = None
+
+
+class FrequencyCapOut(Schema):
+    per_day: int | None
+    per_week: int | None
+
+
 class NamesOut(Schema):
     names: list[str]
 

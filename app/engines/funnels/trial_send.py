@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import secrets
 
+from app.db.session import ReadSession
+from app.engines.funnels import service
+from app.engines.funnels.contacts import get_contact
 from app.engines.funnels.graph import Graph, SendEmail
 from app.engines.funnels.models import Contact
 from app.engines.funnels.render import render, variables
@@ -50,4 +53,39 @@ def compose_test(
         html=html,
         message_id=f"<test-{secrets.token_hex(8)}.w{workspace_id}@{domain}>",
         headers={"X-Sweepline-Test": "1", **links.headers()},
+    )
+
+
+async def prepare(
+    session: ReadSession,
+    workspace_id: int,
+    funnel_id: int,
+    *,
+    node_id: str,
+    to: str,
+    contact_id: int | None,
+    draft: bool,
+    base_url: str,
+    domain: str,
+) -> OutgoingEmail:
+    """The test message of a funnel's node (its draft or its published version), with the
+    variables of ``contact_id`` (none: empty values), ready to send."""
+    funnel = await service.get_funnel(session, workspace_id, funnel_id)
+    if draft:
+        definition = service.parse_definition(funnel.draft)
+    else:
+        version = await service.current_version(session, funnel)
+        definition = service.parse_definition(version.definition)
+    if contact_id is not None:
+        person = await get_contact(session, workspace_id, contact_id)
+    else:
+        person = Contact(email=to, first_name="", last_name="", timezone="UTC", fields={})
+    return compose_test(
+        Graph(definition),
+        node_id,
+        contact=person,
+        to=to,
+        workspace_id=workspace_id,
+        base_url=base_url,
+        domain=domain,
     )

@@ -1,12 +1,14 @@
 """Outgoing e-mail over SMTP.
 
-``MailSender(settings.mail).send(OutgoingEmail(...))`` delivers one message. Failures are sorted into
+``MailSender(settings.mail).send(OutgoingEmail(...))`` delivers one message; ``SmtpPool`` keeps
+persistent connections for senders of many. Failures are sorted into
 :class:`TransientMailError` (worth retrying: 4xx replies, timeouts, refused connections) and
 :class:`PermanentMailError` (5xx replies: retrying cannot help).
 """
 
 from app.integrations.mail.errors import MailError, PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail, build_message
+from app.integrations.mail.pool import SmtpPool
 from app.integrations.mail.sender import MailSender
 
 __all__ = [
@@ -14,6 +16,7 @@ __all__ = [
     "MailSender",
     "OutgoingEmail",
     "PermanentMailError",
+    "SmtpPool",
     "TransientMailError",
     "build_message",
 ]

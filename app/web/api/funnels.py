@@ -10,13 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from litestar import Request, Response, delete, get, patch, post
+from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 from sqlalchemy import func, select
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import erasure, reports, service
+from app.engines.funnels import erased_addresses, erasure, frequency, reports, service
 from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.graph import Graph
 from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
@@ -27,6 +27,8 @@ from app.engines.funnels.schemas import (
     EnrollOut,
     FieldIn,
     FieldOut,
+    FrequencyCapIn,
+    FrequencyCapOut,
     FunnelIn,
     FunnelOut,
     FunnelPatch,
@@ -117,6 +119,30 @@ async def list_contacts(
     return page_of([contact_out(c, tags[c.id], lists[c.id]) for c in rows], limit)
 
 
+@get("/frequency-cap")
+async def show_frequency_cap(
+    principal: CurrentPrincipal, runtime: CurrentRuntime
+) -> FrequencyCapOut:
+    async with runtime.db.read() as session:
+        cap = await frequency.get_cap(session, principal.workspace_id)
+    return FrequencyCapOut(per_day=cap.per_day, per_week=cap.per_week)
+
+
+@put("/frequency-cap")
+async def set_frequency_cap(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FrequencyCapIn]
+) -> FrequencyCapOut:
+    """Set the workspace's frequency cap, checked when each message goes out."""
+    async with runtime.db.write() as uow:
+        cap = await frequency.set_cap(
+            uow.session,
+            principal.workspace_id,
+            frequency.Cap(data.per_day, data.per_week),
+            runtime.clock.now(),
+        )
+    return FrequencyCapOut(per_day=cap.per_day, per_week=cap.per_week)
+
+
 @get("/contacts/{contact_id:int}")
 async def show_contact(
     principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
@@ -150,7 +176,11 @@ async def delete_contact(
     """Erase the contact's personal data, end its runs and cancel what was still to be sent."""
     async with runtime.db.write() as uow:
         await contacts_service.delete_contact(
-            uow.session, principal.workspace_id, contact_id, runtime.clock.now()
+            uow.session,
+            principal.workspace_id,
+            contact_id,
+            runtime.clock.now(),
+            address_key=runtime.secrets.derive(erased_addresses.PURPOSE),
         )
 
 
@@ -581,6 +611,8 @@ ROUTERS: list[Any] = [
     api_router(
         "/funnels",
         [
+            show_frequency_cap,
+            set_frequency_cap,
             create_contact,
             list_contacts,
             show_contact,

@@ -1,5 +1,5 @@
 """Funnels dashboard pages under ``/ui/funnels``: the funnels list, a funnel's draft edited as JSON
-with the validator's problems shown per node, publishing, versions, runs with their steps, a
+with the validator's problems shown per node, publishing, a test send of a message node, versions, runs with their steps, a
 contact's timeline.
 
 Pages call the same services as the API. A draft that does not parse is shown again with the
@@ -19,10 +19,11 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 
-from app.engines.funnels import service
+from app.engines.funnels import service, trial_send
 from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
-from app.errors import DomainError
+from app.errors import DomainError, ValidationFailed
+from app.integrations.mail import MailError, MailSender
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard import audiences, contacts_ui, funnel_editor
 from app.web.dashboard.common import page
@@ -113,7 +114,9 @@ async def _editor(
     by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in problems or []:
         by_node[p["node_id"] or "(graph)"].append(p)
-    node_ids = [n.get("id") for n in funnel.draft.get("nodes", []) if isinstance(n, dict)]
+    nodes = [n for n in funnel.draft.get("nodes", []) if isinstance(n, dict)]
+    node_ids = [n.get("id") for n in nodes]
+    email_nodes = [str(n.get("id")) for n in nodes if n.get("kind") == "send_email"]
     return page(
         request,
         "funnels/edit.html",
@@ -125,6 +128,7 @@ async def _editor(
         problems=problems or [],
         by_node=dict(by_node),
         node_ids=node_ids,
+        email_nodes=email_nodes,
         versions=versions,
         runs=runs,
         editor=data,
@@ -233,6 +237,60 @@ async def publish_page(
     return Redirect(f"{PREFIX}/{funnel_id}?notice={quote(f'Published version {version.number}')}")
 
 
+class TestSendForm(msgspec.Struct, kw_only=True):
+    node_id: str = ""
+    to: str = ""
+    contact_id: str = ""
+    """Whose variables fill the creative (empty: none)."""
+    source: str = "draft"
+    """``draft`` or ``published``."""
+
+
+@post(f"{PREFIX}/{{funnel_id:int}}/test-send")
+async def test_send_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+    data: URLEncodedBody[TestSendForm],
+) -> Template | Redirect:
+    """Send one message node to an address with a contact's variables, marked as a test and
+    counted nowhere (the API's ``POST /api/v1/funnels/{id}/test-send``, from the editor)."""
+    try:
+        contact_id = int(data.contact_id) if data.contact_id.strip() else None
+    except ValueError:
+        contact_id = -1
+    try:
+        if contact_id == -1:
+            raise ValidationFailed.field("contact_id", "a contact id (a number)")
+        async with runtime.db.read() as session:
+            email = await trial_send.prepare(
+                session,
+                principal.workspace_id,
+                funnel_id,
+                node_id=data.node_id,
+                to=data.to.strip(),
+                contact_id=contact_id,
+                draft=data.source != "published",
+                base_url=runtime.settings.web.public_url,
+                domain=runtime.settings.mail.from_address.rpartition("@")[2] or "localhost",
+            )
+        sender: MailSender = runtime.resources.get(
+            "funnels.test_send.mail", lambda: MailSender(runtime.settings.mail)
+        )
+        await sender.send(email)
+    except DomainError as exc:
+        if exc.status >= 500 or (exc.status == 404 and "funnel" in exc.code):
+            raise
+        return await _editor(
+            request, principal, runtime, funnel_id, error=f"Test not sent: {exc.message}"
+        )
+    except MailError as exc:
+        return await _editor(request, principal, runtime, funnel_id, error=f"Test not sent: {exc}")
+    said = f"Test sent to {data.to.strip()}: {email.subject} ({email.message_id})"
+    return Redirect(f"{PREFIX}/{funnel_id}?notice={quote(said)}")
+
+
 @get(f"{PREFIX}/{{funnel_id:int}}/versions/{{number:int}}")
 async def version_page(
     request: Request[Any, Any, Any],
@@ -308,6 +366,7 @@ ROUTES: list[Any] = [
     edit_page,
     save_draft,
     publish_page,
+    test_send_page,
     version_page,
     run_page,
     contacts_page,

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
+from app.engines.funnels import erased_addresses
 from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.models import SCHEDULED, SENDING, Campaign
 from app.engines.funnels.campaigns.service import AlreadyMaterialised, materialise
@@ -83,6 +84,7 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
         tracking=tracking,
         signing=tracking,
         mailto_address=ctx.settings.mail.unsubscribe_mailbox,
+        address_key=ctx.secrets.derive(erased_addresses.PURPOSE),
     )
     try:
         await send_until_done(

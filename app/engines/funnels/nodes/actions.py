@@ -81,6 +81,7 @@ async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
         "html": render(node.html, values) if node.html else None,
         "message_id": message_id(ctx, key),
         "topic": settings.topic,
+        "when_capped": settings.when_capped,
     }
     if settings.transactional:
         payload["transactional"] = True

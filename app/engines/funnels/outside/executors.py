@@ -65,6 +65,12 @@ gave up on a transient failure, or the wake-up met the run while it was leased).
 def _held(ctx: NodeContext, channel: str, payload: dict[str, Any]) -> tuple[str, str]:
     """Emit a message effect, held for quiet hours; its key and the step's decision."""
     release_iso, release = not_before(ctx)
+    settings = ctx.graph.definition.settings
+    # The frequency cap at send time: transactional messages are not counted; the others wait
+    # or are skipped as the funnel says.
+    payload = {**payload, "when_capped": settings.when_capped}
+    if settings.transactional:
+        payload["transactional"] = True
     key = ctx.emit(Effect(channel=channel, payload=payload, not_before=release))  # type: ignore[arg-type]
     decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
     return key, decision
