@@ -231,20 +231,27 @@ class FunnelSettings:
 
 @dataclass(frozen=True, slots=True)
 class RankTrackingSettings:
-    price_serp_eur: Decimal = env("RT_PRICE_SERP_EUR", Decimal("0.0006"))
-    """Price of one SERP check (one keyword, one device, top 10, standard queue), in EUR."""
-    price_serp_top100_eur: Decimal = env("RT_PRICE_SERP_TOP100_EUR", Decimal("0.0012"))
-    """Price of one SERP check at depth 100 (one keyword, one device, standard queue), in EUR."""
-    priority_factor: Decimal = env("RT_PRICE_PRIORITY_FACTOR", Decimal("2"))
-    """Multiplier of the SERP price on the priority queue ("measure quickly")."""
+    eur_per_usd: Decimal = env("RT_EUR_PER_USD", Decimal("0.86"))
+    """Exchange rate: EUR per 1 USD. The provider bills in USD and the balance is kept in EUR;
+    every provider price and reported cost is converted with this rate (keep it current)."""
+    price_serp_page_usd: Decimal = env("RT_PRICE_SERP_PAGE_USD", Decimal("0.0006"))
+    """Provider price of the first SERP results page (10 results), standard queue, in USD."""
+    price_serp_page_priority_usd: Decimal = env(
+        "RT_PRICE_SERP_PAGE_PRIORITY_USD", Decimal("0.0012")
+    )
+    """Provider price of the first SERP results page on the priority queue, in USD."""
+    price_extra_page_factor: Decimal = env("RT_PRICE_EXTRA_PAGE_FACTOR", Decimal("0.75"))
+    """Each further page of 10 results costs this fraction of the first (depth 100 = 10 pages)."""
     mobile_factor: Decimal = env("RT_PRICE_MOBILE_FACTOR", Decimal("1"))
-    """Multiplier of the SERP price for a mobile check."""
-    price_keyword_data_eur: Decimal = env("RT_PRICE_KEYWORD_DATA_EUR", Decimal("0.0005"))
-    """Price of the ``volume`` keyword-data package (search volume) for one keyword, in EUR."""
-    price_kd_cpc_eur: Decimal = env("RT_PRICE_KD_CPC_EUR", Decimal("0.0005"))
-    """Price of the ``cpc`` keyword-data package (CPC and competition) for one keyword, in EUR."""
-    price_kd_trends_eur: Decimal = env("RT_PRICE_KD_TRENDS_EUR", Decimal("0.0003"))
-    """Price of the ``trends`` keyword-data package (monthly searches) for one keyword, in EUR."""
+    """Multiplier of the SERP price for a mobile check (the provider bills both alike)."""
+    price_kd_task_usd: Decimal = env("RT_PRICE_KD_TASK_USD", Decimal("0.075"))
+    """Provider price of one keyword-data task (up to 1,000 keywords), in USD."""
+    price_kd_volume_usd: Decimal = env("RT_PRICE_KD_VOLUME_USD", Decimal("0"))
+    """What the ``volume`` package adds to a keyword-data task, in USD (returned by the task)."""
+    price_kd_cpc_usd: Decimal = env("RT_PRICE_KD_CPC_USD", Decimal("0"))
+    """What the ``cpc`` package (CPC and competition) adds to a keyword-data task, in USD."""
+    price_kd_trends_usd: Decimal = env("RT_PRICE_KD_TRENDS_USD", Decimal("0"))
+    """What the ``trends`` package (monthly searches) adds to a keyword-data task, in USD."""
     dispatch_batch: int = env("RT_DISPATCH_BATCH", 500)
     """Due schedules taken by one hourly sweep."""
     dispatch_concurrency: int = env("RT_DISPATCH_CONCURRENCY", 4)

@@ -17,6 +17,8 @@ and ``task_get`` calls per task, the most ``tasks_ready`` calls in any minute, c
 ``40202``.
 
     .venv/bin/python bench/ranktracking_polling.py [--schedules 30] [--keywords 500] [--url URL]
+
+``--url`` must name an empty database of the benchmark's own: it is migrated and written to.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ async def seed(runtime, schedules: int, keywords: int) -> list[int]:  # type: ig
         s.add(ws)
         await s.flush()
         await ledger.top_up(
-            s, organisation_id=org.id, workspace_id=ws.id, amount_cents=10_000_000, now=START
+            s, organisation_id=org.id, workspace_id=ws.id, amount_micros=100_000_000_000, now=START
         )
         await s.execute(
             insert(Schedule),

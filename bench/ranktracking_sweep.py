@@ -84,7 +84,11 @@ async def seed(runtime, schedules: int, orgs: int, *, name: str = "org") -> list
             await s.flush()
             org_ids.append(org.id)
             await ledger.top_up(
-                s, organisation_id=org.id, workspace_id=ws.id, amount_cents=10_000_000, now=NOW
+                s,
+                organisation_id=org.id,
+                workspace_id=ws.id,
+                amount_micros=100_000_000_000,
+                now=NOW,
             )
         workspaces = dict(
             (
@@ -141,7 +145,7 @@ async def baseline(runtime, org_ids: list[int], n: int, concurrency: int) -> flo
                 LedgerEntry(
                     organisation_id=org_ids[i % len(org_ids)],
                     kind="topup",
-                    amount_cents=1,
+                    amount_micros=1,
                     note="bench",
                     created_at=NOW,
                 )
@@ -229,7 +233,7 @@ async def main() -> None:
             jobs -= single_launched
             negative = await session.scalar(
                 text(
-                    "SELECT count(*) FROM rt_balances WHERE credits_cents - settled_cents - reserved_cents < 0"
+                    "SELECT count(*) FROM rt_balances WHERE credits_micros - settled_micros - reserved_micros < 0"
                 )
             )
         await runtime.aclose()

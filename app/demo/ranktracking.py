@@ -55,7 +55,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             uow.session,
             organisation_id=demo.organisation_id,
             workspace_id=demo.workspace_id,
-            amount_cents=5000,
+            amount_micros=50_000_000,
             now=now,
             note="demo credit",
         )

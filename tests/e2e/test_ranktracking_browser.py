@@ -59,7 +59,9 @@ async def test_wizard_baseline_log_results_and_balance(
     # The live estimate follows the form (htmx); expect() waits for the latest refresh.
     figures = page.locator("#rt-estimate-figures")
     await expect(figures.locator("td[data-k=keyword_count]")).to_have_text("2")
-    await expect(figures.locator("td[data-k=cost_per_run]")).to_contain_text("0.02 EUR")
+    await expect(figures.locator("td[data-k=cost_per_run]")).to_contain_text(
+        "0.01 EUR"
+    )  # 2 × 2 × 0.000516 EUR, shown rounded up
     await page.click("#rt-wizard button[type=submit]")
     await page.wait_for_selector("#rt-notice")
     assert "Baseline: 2 child run(s) launched" in await page.locator("#rt-notice").inner_text()

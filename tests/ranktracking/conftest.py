@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from app.engines.ranktracking import ledger
+from app.engines.ranktracking.amounts import MICROS_PER_CENT, cents_to_micros
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.models import KeywordList, Schedule
 from app.engines.ranktracking.provider import RESOURCE_KEY
@@ -87,22 +89,32 @@ async def make_schedule(runtime: Runtime, tenant: Tenant, **overrides: Any) -> S
 
 
 async def fund(runtime: Runtime, tenant: Tenant, cents: int) -> None:
+    """Top up ``cents`` whole cents (or, with :func:`fund_micros`, an exact amount)."""
+    await fund_micros(runtime, tenant, cents_to_micros(cents))
+
+
+async def fund_micros(runtime: Runtime, tenant: Tenant, micros: int) -> None:
     async with runtime.db.write() as uow:
         await ledger.top_up(
             uow.session,
             organisation_id=tenant.organisation_id,
-            amount_cents=cents,
+            amount_micros=micros,
             now=runtime.clock.now(),
         )
 
 
-async def available(runtime: Runtime, tenant: Tenant) -> int:
+async def available(runtime: Runtime, tenant: Tenant) -> Decimal:
+    """The available balance in cents, exact (sub-cent amounts are fractions of a cent)."""
+    return Decimal(await available_micros(runtime, tenant)) / MICROS_PER_CENT
+
+
+async def available_micros(runtime: Runtime, tenant: Tenant) -> int:
     async with runtime.db.read() as session:
         view = await ledger.balance_of(session, tenant.organisation_id)
         assert (
-            await ledger.ledger_available(session, tenant.organisation_id) == view.available_cents
+            await ledger.ledger_available(session, tenant.organisation_id) == view.available_micros
         )
-        return view.available_cents
+        return view.available_micros
 
 
 async def launch(runtime: Runtime, schedule_id: int, queue: str = "standard") -> list[int]:

@@ -40,7 +40,8 @@ async def _count(runtime: Runtime, model: type, **where: object) -> int:
 async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
     runtime: Runtime, tenant: Tenant
 ) -> None:
-    # 200 keywords × 0.0012 (top100) × 2 devices = 48 cents a request; a 5 EUR cap allows 10.
+    # 200 keywords × 0.003999 EUR (top 100: 0.00465 USD at 0.86 EUR/USD) × 2 devices = 1.5996 EUR
+    # a request: 4.80 EUR already spent leaves no room under a 5 EUR cap.
     keywords = [f"kw {i}" for i in range(200)]
     capped = await make_schedule(
         runtime,
@@ -58,7 +59,7 @@ async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
                 organisation_id=tenant.organisation_id,
                 schedule_id=capped.id,
                 kind="settlement",
-                amount_cents=480,
+                amount_micros=4_800_000,
                 note="earlier",
                 created_at=runtime.clock.now(),
             )
@@ -76,7 +77,7 @@ async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
         balance = await ledger.lock_balance(
             uow.session, tenant.organisation_id, runtime.clock.now()
         )
-        assert balance.available_cents == 10_000
+        assert balance.available_micros == 100_000_000
     other = await make_schedule(
         runtime,
         tenant,
@@ -101,7 +102,7 @@ async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
             requested=0,
             retrieved=0,
             no_data=0,
-            reserved_cents=0,
+            reserved_micros=0,
             reservation_state="none",
             polls=0,
             created_at=runtime.clock.now(),
@@ -114,7 +115,7 @@ async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
             balance,
             run,
             organisation_id=tenant.organisation_id,
-            amount_cents=10_000,
+            amount_micros=100_000_000,
             now=runtime.clock.now(),
         )
     assert await available(runtime, tenant) == 0
@@ -150,7 +151,7 @@ async def test_rt22_second_device_reservation_fails_nothing_reserved_no_rows_lef
     schedule = await make_schedule(
         runtime, tenant, keywords=[f"k{i}" for i in range(100)], devices=["desktop", "mobile"]
     )
-    await fund(runtime, tenant, 6)  # one device costs 6 cents
+    await fund(runtime, tenant, 6)  # one device costs 5.16 cents (100 × 0.0006 USD × 0.86)
     launch = await run_now(runtime, principal(tenant), schedule.id, "standard")
     assert (launch.launched, launch.code) == (0, "insufficient_balance")
     assert await _count(runtime, LedgerEntry, kind="reservation") == 0
@@ -160,7 +161,7 @@ async def test_rt22_second_device_reservation_fails_nothing_reserved_no_rows_lef
             (await session.execute(select(Run).where(Run.schedule_id == schedule.id))).scalars()
         )
     # Only the coded trace of the skipped group is left: one row per device, nothing reserved.
-    assert sorted((r.device, r.status, r.reserved_cents, r.reservation_state) for r in rows) == [
+    assert sorted((r.device, r.status, r.reserved_micros, r.reservation_state) for r in rows) == [
         ("desktop", "skipped_balance", 0, "none"),
         ("mobile", "skipped_balance", 0, "none"),
     ]
@@ -246,7 +247,8 @@ async def test_rt25_measure_quickly_uses_the_priority_queue_and_price(
     async with runtime.db.read() as session:
         run = await session.get(Run, launch.run_ids[0])
         assert run is not None
-        assert (run.queue, run.reserved_cents) == ("priority", 12)
+        # 100 keywords × 0.0012 USD (priority page) × 0.86 EUR/USD = 0.1032 EUR
+        assert (run.queue, run.reserved_micros) == ("priority", 103_200)
     if isinstance(runtime.queue, DatabaseQueue):
         async with runtime.db.read() as session:
             job = await session.scalar(select(Job).where(Job.id == f"rt.post:{launch.run_ids[0]}"))
@@ -280,7 +282,8 @@ async def test_rt28_pause_closes_runs_and_releases_resume_is_due_now(
     schedule = await make_schedule(runtime, tenant, devices=["desktop", "mobile"])
     launch = await run_now(runtime, principal(tenant), schedule.id, "standard")
     assert launch.launched == 2
-    assert await available(runtime, tenant) == 998
+    # 2 keywords × 0.000516 EUR × 2 devices, reserved to the micro: no rounding to the cent.
+    assert await available(runtime, tenant) == Decimal("999.7936")
     async with runtime.db.write() as uow:
         row = await uow.session.get(Schedule, schedule.id)
         assert row is not None

@@ -56,10 +56,10 @@ async def test_lists_and_schedule_lifecycle_over_http(
     est = r.json()
     assert (
         est["keyword_count"],
-        est["cost_per_run_cents"],
+        est["cost_per_run_micros"],
         est["monthly_cents"],
-        est["available_cents"],
-    ) == (3, 2, 9, 0)
+        est["available_micros"],
+    ) == (3, 3096, 2, 0)  # 3 × 0.000516 EUR × 2 devices; × 52/12 = 1.34 cents → 2
 
     r = await client.post(f"{BASE}/schedules", json=serp_body(list_id=list_id), headers=h)
     assert r.status_code == 201, r.text
@@ -85,7 +85,7 @@ async def test_lists_and_schedule_lifecycle_over_http(
             amount_eur=Decimal("10.00"), note="owner top-up", now=runtime.clock.now(),
         )  # fmt: skip
     r = await client.get(f"{BASE}/balance", headers=h)
-    assert r.json()["available_cents"] == 1000
+    assert r.json()["available_micros"] == 10_000_000
     r = await client.post(
         f"{BASE}/schedules/{schedule_id}/run", json={"queue": "priority"}, headers=h
     )
@@ -103,7 +103,7 @@ async def test_lists_and_schedule_lifecycle_over_http(
 
     r = await client.post(f"{BASE}/schedules/{schedule_id}/pause", headers=h)
     assert r.json()["status"] == "paused_user"
-    assert (await client.get(f"{BASE}/balance", headers=h)).json()["available_cents"] == 1000
+    assert (await client.get(f"{BASE}/balance", headers=h)).json()["available_micros"] == 10_000_000
     r = await client.post(f"{BASE}/schedules/{schedule_id}/end", headers=h)
     assert r.json()["status"] == "archived"
     assert (await client.get(f"{BASE}/schedules", headers=h)).json() == []
@@ -124,7 +124,7 @@ async def test_lists_and_schedule_lifecycle_over_http(
     assert (
         await client.post(f"{BASE}/schedules/{schedule_id}/run", json={}, headers=o)
     ).status_code == 404
-    assert (await client.get(f"{BASE}/balance", headers=o)).json()["available_cents"] == 0
+    assert (await client.get(f"{BASE}/balance", headers=o)).json()["available_micros"] == 0
 
 
 async def test_bad_input_answers_4xx_and_writes_nothing(

@@ -17,9 +17,10 @@ from app.engines.ranktracking.lists import get_list, remove_keywords
 from app.engines.ranktracking.models import ACTIVE_RUN_STATUSES, LedgerEntry, Run, Schedule
 from app.runtime import Runtime
 from tests.factories import Tenant
-from tests.ranktracking.conftest import available, fund, make_list, make_schedule
+from tests.ranktracking.conftest import available, fund, fund_micros, make_list, make_schedule
 
 KEYWORDS = [f"k{j}" for j in range(100)]
+ONE_DEVICE = 51_600  # 100 keywords × 0.0006 USD × 0.86 EUR/USD, in micro-euros
 """100 keywords at top 10: 6 cents a device."""
 
 
@@ -61,16 +62,16 @@ def test_rt30_lanes_never_share_an_organisation() -> None:
 async def test_rt22_batch_keeps_every_group_all_or_nothing_in_due_order(
     runtime: Runtime, tenant: Tenant
 ) -> None:
-    """One chunk, one balance: the oldest two-device group takes 12 cents, the next group finds
-    6 left — its desktop part would fit, so nothing of it is written — and a later single-device
-    schedule still gets the 6 cents the refused group did not take."""
+    """One chunk, one balance: the oldest two-device group takes two device reservations, the
+    next group finds one left — its desktop part would fit, so nothing of it is written — and a
+    later single-device schedule still gets the reservation the refused group did not take."""
     both = ["desktop", "mobile"]
     first = await make_schedule(runtime, tenant, name="a", keywords=KEYWORDS, devices=both)
     second = await make_schedule(runtime, tenant, name="b", keywords=KEYWORDS, devices=both)
     third = await make_schedule(runtime, tenant, name="c", keywords=KEYWORDS)
     ids = [first.id, second.id, third.id]
     await _make_due(runtime, ids)
-    await fund(runtime, tenant, 18)
+    await fund_micros(runtime, tenant, 3 * ONE_DEVICE)
     report = await dispatch_due(runtime, runtime.clock.now())
     assert report.selected == 3
     assert report.outcomes == {"launched": 2, "balance": 1}
@@ -156,7 +157,7 @@ async def test_rt22_sweep_and_manual_requests_at_once_never_overdraw(
         for i in range(24)
     ]
     await _make_due(runtime, ids)
-    await fund(runtime, tenant, 10 * 6)
+    await fund_micros(runtime, tenant, 10 * ONE_DEVICE)
 
     async def manual(schedule_id: int) -> int:
         async with runtime.db.write() as uow:
@@ -178,8 +179,8 @@ async def test_rt22_sweep_and_manual_requests_at_once_never_overdraw(
             )
         ).all()
         reserved = await session.scalar(
-            select(func.sum(LedgerEntry.amount_cents)).where(LedgerEntry.kind == "reservation")
+            select(func.sum(LedgerEntry.amount_micros)).where(LedgerEntry.kind == "reservation")
         )
     assert len(per_schedule) == 10
     assert {n for _, n in per_schedule} == {1}
-    assert reserved == 60
+    assert reserved == 10 * ONE_DEVICE

@@ -11,7 +11,9 @@ from app.engines.ranktracking.admission import MANUAL, admit
 from app.engines.ranktracking.models import LedgerEntry
 from app.runtime import Runtime
 from tests.factories import Tenant
-from tests.ranktracking.conftest import available, fund, make_schedule
+from tests.ranktracking.conftest import available, fund_micros, make_schedule
+
+ONE_RUN = 51_600  # 100 keywords × 0.0006 USD × 0.86 EUR/USD, in micro-euros
 
 
 async def _admit_all(runtime: Runtime, schedule_ids: list[int]) -> list[int]:
@@ -36,15 +38,15 @@ async def test_rt22_twenty_concurrent_admissions_against_a_balance_for_five(
         ).id
         for i in range(20)
     ]
-    await fund(runtime, tenant, 5 * 6)  # 100 keywords × 0.0006 EUR = 6 cents a run
+    await fund_micros(runtime, tenant, 5 * ONE_RUN)
     launched = await _admit_all(runtime, ids)
     assert sum(launched) == 5
     assert await available(runtime, tenant) == 0
     async with runtime.db.read() as session:
         reserved = await session.scalar(
-            select(func.sum(LedgerEntry.amount_cents)).where(LedgerEntry.kind == "reservation")
+            select(func.sum(LedgerEntry.amount_micros)).where(LedgerEntry.kind == "reservation")
         )
-    assert reserved == 30
+    assert reserved == 5 * ONE_RUN
 
 
 async def test_rt22_concurrent_admissions_on_the_embedded_database(
@@ -59,7 +61,7 @@ async def test_rt22_concurrent_admissions_on_the_embedded_database(
         ).id
         for i in range(8)
     ]
-    await fund(runtime, tenant, 3 * 6)
+    await fund_micros(runtime, tenant, 3 * ONE_RUN)
     launched = await _admit_all(runtime, ids)
     assert sum(launched) == 3
     assert await available(runtime, tenant) == 0

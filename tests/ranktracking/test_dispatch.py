@@ -153,7 +153,7 @@ async def test_rt5_rt32_list_grown_past_500_fails_before_dispatch_with_members_e
         runs = list(
             (await session.execute(select(Run).where(Run.schedule_id == schedule.id))).scalars()
         )
-    assert [(r.status, r.error_code, r.requested, r.reserved_cents) for r in runs] == [
+    assert [(r.status, r.error_code, r.requested, r.reserved_micros) for r in runs] == [
         ("failed", "members_over_limit", 0, 0)
     ]
     assert "501" in (runs[0].error_message or "")
@@ -191,5 +191,5 @@ async def test_rt24_reconciliation_closes_lost_dispatches_and_stale_runs(
         "stale",
         "settled",
     )
-    assert stale_run.settled_cents == 0
+    assert stale_run.settled_micros == 0
     assert await available(runtime, tenant) == 1000

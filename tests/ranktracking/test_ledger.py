@@ -11,7 +11,13 @@ from app.engines.ranktracking.models import LedgerEntry, Run
 from app.engines.ranktracking.service import run_now
 from app.runtime import Runtime
 from tests.factories import Tenant
-from tests.ranktracking.conftest import available, fund, make_schedule, principal
+from tests.ranktracking.conftest import (
+    available,
+    available_micros,
+    fund,
+    make_schedule,
+    principal,
+)
 
 
 async def test_rt38_settle_and_release_resolve_a_reservation_once(
@@ -22,7 +28,8 @@ async def test_rt38_settle_and_release_resolve_a_reservation_once(
         runtime, tenant, keywords=[f"k{i}" for i in range(100)], depth="top100"
     )
     (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
-    assert await available(runtime, tenant) == 988
+    # 100 × 0.00465 USD (top 100: 1 + 9 × 0.75 pages) × 0.86 EUR/USD = 0.3999 EUR reserved
+    assert await available_micros(runtime, tenant) == 10_000_000 - 399_900
     now = runtime.clock.now()
     async with runtime.db.write() as uow:
         run = await uow.session.get(Run, run_id)
@@ -33,38 +40,41 @@ async def test_rt38_settle_and_release_resolve_a_reservation_once(
                 uow.session,
                 run,
                 organisation_id=tenant.organisation_id,
-                charge_cents=50,
+                charge_micros=500_000,
                 now=now,
-                provider_cost=Decimal("0.0405"),
+                provider_cost=Decimal("0.465"),
             )
-            == 12
-        )
+        ).charged_micros == 399_900
     async with runtime.db.write() as uow:
         run = await uow.session.get(Run, run_id)
         assert run is not None
         assert (
             await ledger.settle(
-                uow.session, run, organisation_id=tenant.organisation_id, charge_cents=3, now=now
+                uow.session, run, organisation_id=tenant.organisation_id, charge_micros=30, now=now
             )
             is None
         )
         assert not await ledger.release(
             uow.session, run, organisation_id=tenant.organisation_id, now=now, note="again"
         )
-    assert await available(runtime, tenant) == 988
+    assert await available_micros(runtime, tenant) == 10_000_000 - 399_900
     async with runtime.db.read() as session:
         entries = list(
             (await session.execute(select(LedgerEntry).order_by(LedgerEntry.id))).scalars()
         )
         view = await ledger.balance_of(session, tenant.organisation_id)
-    assert [(e.kind, e.amount_cents) for e in entries] == [
-        ("topup", 1000),
-        ("reservation", 12),
-        ("settlement", 12),
+    assert [(e.kind, e.amount_micros) for e in entries] == [
+        ("topup", 10_000_000),
+        ("reservation", 399_900),
+        ("settlement", 399_900),
     ]
     assert entries[2].reservation_id == entries[1].id
-    assert entries[2].provider_cost == Decimal("0.0405")  # recorded beside, never charged
-    assert (view.credits_cents, view.settled_cents, view.reserved_cents) == (1000, 12, 0)
+    assert entries[2].provider_cost == Decimal("0.465")  # recorded beside, never charged
+    assert (view.credits_micros, view.settled_micros, view.reserved_micros) == (
+        10_000_000,
+        399_900,
+        0,
+    )
 
 
 async def test_rt38_partial_settlement_releases_the_remainder(
@@ -80,19 +90,20 @@ async def test_rt38_partial_settlement_releases_the_remainder(
             uow.session,
             run,
             organisation_id=tenant.organisation_id,
-            charge_cents=2,
+            charge_micros=20_000,
             now=runtime.clock.now(),
         )
     async with runtime.db.read() as session:
         kinds = [
-            (e.kind, e.amount_cents)
+            (e.kind, e.amount_micros)
             for e in (
                 await session.execute(
                     select(LedgerEntry).where(LedgerEntry.run_id == run_id).order_by(LedgerEntry.id)
                 )
             ).scalars()
         ]
-    assert kinds == [("reservation", 6), ("settlement", 2), ("release", 4)]
+    # 100 × 0.0006 USD × 0.86 = 0.0516 EUR reserved; 0.02 charged, 0.0316 released
+    assert kinds == [("reservation", 51_600), ("settlement", 20_000), ("release", 31_600)]
     assert await available(runtime, tenant) == 498
 
 
@@ -103,7 +114,9 @@ async def test_rt21_month_spend_counts_settled_this_month_and_held(
     schedule = await make_schedule(runtime, tenant, keywords=[f"k{i}" for i in range(100)])
     (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
     async with runtime.db.read() as session:
-        assert await ledger.schedule_month_spend(session, schedule.id, clock.now()) == 6  # held
+        assert (
+            await ledger.schedule_month_spend(session, schedule.id, clock.now()) == 51_600
+        )  # held
     async with runtime.db.write() as uow:
         run = await uow.session.get(Run, run_id)
         assert run is not None
@@ -111,11 +124,11 @@ async def test_rt21_month_spend_counts_settled_this_month_and_held(
             uow.session,
             run,
             organisation_id=tenant.organisation_id,
-            charge_cents=5,
+            charge_micros=50_000,
             now=clock.now(),
         )
     async with runtime.db.read() as session:
-        assert await ledger.schedule_month_spend(session, schedule.id, clock.now()) == 5
+        assert await ledger.schedule_month_spend(session, schedule.id, clock.now()) == 50_000
     clock.set(clock.now().replace(month=4, day=1, hour=0))  # a new UTC month starts from zero
     async with runtime.db.read() as session:
         assert await ledger.schedule_month_spend(session, schedule.id, clock.now()) == 0

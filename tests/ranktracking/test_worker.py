@@ -15,7 +15,7 @@ from app.engines.ranktracking.worker import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.factories import Tenant
-from tests.ranktracking.conftest import DOMAIN, available, fund, make_schedule
+from tests.ranktracking.conftest import DOMAIN, available_micros, fund, make_schedule
 
 
 async def _launch(runtime: Runtime, schedule_id: int, queue: str = "standard") -> list[int]:
@@ -115,8 +115,8 @@ async def test_pending_becomes_missing_when_the_run_ends(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, depth="top100")
     (run_id,) = await _launch(runtime, schedule.id)
-    before = await available(runtime, tenant)
-    reserved = (await _run(runtime, run_id)).reserved_cents
+    before = await available_micros(runtime, tenant)
+    reserved = (await _run(runtime, run_id)).reserved_micros
     assert reserved > 0
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)
@@ -129,10 +129,10 @@ async def test_pending_becomes_missing_when_the_run_ends(
     out = run_out(run)
     assert run.status == "partial"
     assert (out.pending, out.missing, run.retrieved) == (None, 1, 1)
-    assert run.settled_cents is not None
-    assert run.settled_cents <= reserved
+    assert run.settled_micros is not None
+    assert run.settled_micros <= reserved
     assert run.reservation_state == "settled"
-    assert await available(runtime, tenant) == before + reserved - run.settled_cents
+    assert await available_micros(runtime, tenant) == before + reserved - run.settled_micros
 
 
 async def test_no_data_and_task_errors_never_write_a_position(
@@ -154,7 +154,7 @@ async def test_no_data_and_task_errors_never_write_a_position(
     assert all(r.position is None for r in results.values())
     assert run.status == "partial"
     assert (run.no_data, run_out(run).missing) == (1, 1)
-    assert run.settled_cents == 0  # nothing measured, nothing charged
+    assert run.settled_micros == 0  # nothing measured, nothing charged
     async with runtime.db.read() as session:
         schedule_row = await session.get(Schedule, schedule.id)
         assert schedule_row is not None

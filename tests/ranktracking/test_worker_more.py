@@ -85,7 +85,7 @@ async def test_payment_required_at_post_fails_the_run_and_releases(
         runtime, runtime.resources.get(RESOURCE_KEY, lambda: None), run_id, final_attempt=False
     )
     run = await _run(runtime, run_id)
-    assert (run.status, run.error_code, run.settled_cents, run.reservation_state) == (
+    assert (run.status, run.error_code, run.settled_micros, run.reservation_state) == (
         "failed",
         "provider_payment_required",
         0,
@@ -173,7 +173,7 @@ async def test_rt36_log_pages_of_50_newest_first_with_health_of_12(
                     "requested": 2,
                     "retrieved": 2 if i % 2 else 0,
                     "no_data": 0,
-                    "reserved_cents": 0,
+                    "reserved_micros": 0,
                     "reservation_state": "none",
                     "polls": 0,
                     "created_at": now,

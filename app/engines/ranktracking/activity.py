@@ -20,6 +20,7 @@ RUN_FAILED = "run_failed"
 RUN_SETTLED = "run_settled"
 PAUSE_NOTICE = "pause_notice"
 TOPUP = "topup"
+RECONCILIATION = "reconciliation"
 
 
 def record(

@@ -20,6 +20,7 @@ from sqlalchemy import BigInteger, select
 from app.db.session import UnitOfWork, WriteSession
 from app.db.types import UTCDateTime
 from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking.amounts import cents_to_micros, exact_eur
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.members import resolve_many
 from app.engines.ranktracking.models import (
@@ -164,9 +165,9 @@ def _new_run(
     keywords: list[str] | None = None,
     code: str | None = None,
     message: str | None = None,
-    reserved_cents: int = 0,
+    reserved_micros: int = 0,
 ) -> Run:
-    """A child run; an admitted one is written with its reservation (``reserved_cents``) held."""
+    """A child run; an admitted one is written with its reservation (``reserved_micros``) held."""
     terminal = status != DISPATCHING
     return Run(
         workspace_id=schedule.workspace_id,
@@ -188,8 +189,8 @@ def _new_run(
         requested=len(keywords or []),
         retrieved=0,
         no_data=0,
-        reserved_cents=reserved_cents,
-        reservation_state=RES_HELD if reserved_cents else RES_NONE,
+        reserved_micros=reserved_micros,
+        reservation_state=RES_HELD if reserved_micros else RES_NONE,
         polls=0,
         created_at=now,
         finished_at=now if terminal else None,
@@ -356,7 +357,7 @@ async def admit_many(
     capped = [s.id for _, s in ready if s.monthly_cap_cents is not None]
     spent = await ledger.month_spend_of(session, capped, now)
     balances = await ledger.lock_balances(session, [s.organisation_id for _, s in ready], now)
-    available = {org: b.available_cents for org, b in balances.items()}
+    available = {org: b.available_micros for org, b in balances.items()}
     prices = PriceList.from_settings(rt)
 
     admitted: list[tuple[Launch, Schedule, list[Run], list[int]]] = []
@@ -410,22 +411,21 @@ async def admit_many(
             devices=schedule.device_list,
             packages=list(schedule.packages or []),
         )
-        if (
-            schedule.monthly_cap_cents is not None
-            and spent[schedule.id] + group.total_cents > schedule.monthly_cap_cents
-        ):
+        if schedule.monthly_cap_cents is not None and spent[
+            schedule.id
+        ] + group.total_micros > cents_to_micros(schedule.monthly_cap_cents):
             launch.reason, launch.code = "cap", "cap_reached"
             launch.message = (
                 f"the monthly cap of {schedule.monthly_cap_cents / 100:.2f} EUR would be passed "
-                f"({spent[schedule.id] / 100:.2f} EUR used, "
-                f"{group.total_cents / 100:.2f} EUR needed)"
+                f"({exact_eur(spent[schedule.id])} EUR used, "
+                f"{exact_eur(group.total_micros)} EUR needed)"
             )
-        elif available[schedule.organisation_id] < group.total_cents:
+        elif available[schedule.organisation_id] < group.total_micros:
             # RT-22: every device's reservation or none — nothing of this group is written.
             launch.reason, launch.code = "balance", "insufficient_balance"
             launch.message = (
-                f"the organisation balance ({available[schedule.organisation_id] / 100:.2f} EUR "
-                f"available) does not cover this request ({group.total_cents / 100:.2f} EUR)"
+                f"the organisation balance ({exact_eur(available[schedule.organisation_id])} EUR "
+                f"available) does not cover this request ({exact_eur(group.total_micros)} EUR)"
             )
         if launch.reason is not None:
             await _block(
@@ -434,7 +434,7 @@ async def admit_many(
             _advance(schedule, trigger, admitted=False, now=now)
             continue
 
-        available[schedule.organisation_id] -= group.total_cents
+        available[schedule.organisation_id] -= group.total_micros
         runs = [
             _new_run(
                 schedule,
@@ -443,20 +443,20 @@ async def admit_many(
                 status=DISPATCHING,
                 now=now,
                 keywords=found.keywords,
-                reserved_cents=cents,
+                reserved_micros=micros,
             )
-            for device, cents in group.parts
+            for device, micros in group.parts
         ]
         session.add_all(runs)
-        admitted.append((launch, schedule, runs, [cents for _, cents in group.parts]))
+        admitted.append((launch, schedule, runs, [micros for _, micros in group.parts]))
         _advance(schedule, trigger, admitted=True, now=now)
 
     await session.flush()  # every new run (and trace row) of the batch in one INSERT
     holds: list[ledger.Hold] = []
     for launch, schedule, runs, amounts in admitted:
         holds += [
-            ledger.Hold(run=run, organisation_id=schedule.organisation_id, amount_cents=cents)
-            for run, cents in zip(runs, amounts, strict=True)
+            ledger.Hold(run=run, organisation_id=schedule.organisation_id, amount_micros=micros)
+            for run, micros in zip(runs, amounts, strict=True)
         ]
         launch.run_ids = [r.id for r in runs]
         launch.message = f"{len(runs)} child run(s) sent"

@@ -1,7 +1,8 @@
 """The append-only money ledger and the balance derived from it (RT-20 to RT-24, RT-37, RT-38).
 
-Entries are only ever inserted: top-ups, reservations, settlements and releases, each carrying the
-run or top-up it belongs to. The ``rt_balances`` row is the same information summed up, updated in
+Entries are only ever inserted: top-ups, reservations, settlements, releases and reconciliation
+entries (a provider cost above the charge, recorded but not charged), each carrying the run or
+top-up it belongs to. Amounts are integer micro-euros (:mod:`.amounts`). The ``rt_balances`` row is the same information summed up, updated in
 the same transaction as each entry; admissions lock it (``FOR UPDATE`` on PostgreSQL; SQLite write
 transactions are already serialised by ``BEGIN IMMEDIATE``) and a check constraint keeps it from ever
 going negative. :func:`ledger_available` recomputes the balance from the entries alone.
@@ -23,7 +24,9 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.models import (
+    RECONCILIATION,
     RELEASE,
     RES_HELD,
     RES_RELEASED,
@@ -48,9 +51,9 @@ async def ensure_balance(session: WriteSession, organisation_id: int, now: datet
     await session.execute(
         insert_ignoring(session, Balance, ["organisation_id"]).values(
             organisation_id=organisation_id,
-            credits_cents=0,
-            settled_cents=0,
-            reserved_cents=0,
+            credits_micros=0,
+            settled_micros=0,
+            reserved_micros=0,
             updated_at=now,
         )
     )
@@ -87,29 +90,29 @@ async def lock_balances(
 
 @dataclass(frozen=True, slots=True)
 class BalanceView:
-    credits_cents: int
-    settled_cents: int
-    reserved_cents: int
+    credits_micros: int
+    settled_micros: int
+    reserved_micros: int
 
     @property
-    def available_cents(self) -> int:
-        return self.credits_cents - self.settled_cents - self.reserved_cents
+    def available_micros(self) -> int:
+        return self.credits_micros - self.settled_micros - self.reserved_micros
 
 
 async def balance_of(session: ReadSession, organisation_id: int) -> BalanceView:
     row = await session.get(Balance, organisation_id, populate_existing=True)
     if row is None:
         return BalanceView(0, 0, 0)
-    return BalanceView(row.credits_cents, row.settled_cents, row.reserved_cents)
+    return BalanceView(row.credits_micros, row.settled_micros, row.reserved_micros)
 
 
 async def ledger_available(session: ReadSession, organisation_id: int) -> int:
     """Available balance recomputed from the entries alone: credits − settled − active
     reservations, which equals top-ups − reservations + releases."""
     signed = case(
-        (LedgerEntry.kind == TOPUP, LedgerEntry.amount_cents),
-        (LedgerEntry.kind == RESERVATION, -LedgerEntry.amount_cents),
-        (LedgerEntry.kind == RELEASE, LedgerEntry.amount_cents),
+        (LedgerEntry.kind == TOPUP, LedgerEntry.amount_micros),
+        (LedgerEntry.kind == RESERVATION, -LedgerEntry.amount_micros),
+        (LedgerEntry.kind == RELEASE, LedgerEntry.amount_micros),
         else_=0,
     )
     total = await session.scalar(
@@ -124,20 +127,20 @@ async def top_up(
     session: WriteSession,
     *,
     organisation_id: int,
-    amount_cents: int,
+    amount_micros: int,
     now: datetime,
     workspace_id: int | None = None,
     note: str = "",
 ) -> LedgerEntry:
     """Add credits. Adding balance never reactivates a paused schedule by itself (RT-23)."""
-    if amount_cents <= 0:
+    if amount_micros <= 0:
         raise ValueError("a top-up must be positive")
     await ensure_balance(session, organisation_id, now)
     entry = LedgerEntry(
         organisation_id=organisation_id,
         workspace_id=workspace_id,
         kind=TOPUP,
-        amount_cents=amount_cents,
+        amount_micros=amount_micros,
         note=note[:300],
         created_at=now,
     )
@@ -145,7 +148,7 @@ async def top_up(
     await session.execute(
         update(Balance)
         .where(Balance.organisation_id == organisation_id)
-        .values(credits_cents=Balance.credits_cents + amount_cents, updated_at=now)
+        .values(credits_micros=Balance.credits_micros + amount_micros, updated_at=now)
     )
     await session.flush()
     return entry
@@ -155,7 +158,7 @@ async def schedule_month_spend(session: ReadSession, schedule_id: int, now: date
     """RT-21: this schedule's settled costs since the UTC month start plus its still-held
     reservations (manual, recurring, standard, priority and every device alike)."""
     settled = (
-        select(func.coalesce(func.sum(LedgerEntry.amount_cents), 0))
+        select(func.coalesce(func.sum(LedgerEntry.amount_micros), 0))
         .where(
             LedgerEntry.schedule_id == schedule_id,
             LedgerEntry.kind == SETTLEMENT,
@@ -164,7 +167,7 @@ async def schedule_month_spend(session: ReadSession, schedule_id: int, now: date
         .scalar_subquery()
     )
     held = (
-        select(func.coalesce(func.sum(Run.reserved_cents), 0))
+        select(func.coalesce(func.sum(Run.reserved_micros), 0))
         .where(Run.schedule_id == schedule_id, Run.reservation_state == RES_HELD)
         .scalar_subquery()
     )
@@ -179,7 +182,7 @@ async def month_spend_of(
     if not schedule_ids:
         return {}
     settled = (
-        select(LedgerEntry.schedule_id, func.sum(LedgerEntry.amount_cents))
+        select(LedgerEntry.schedule_id, func.sum(LedgerEntry.amount_micros))
         .where(
             LedgerEntry.schedule_id.in_(schedule_ids),
             LedgerEntry.kind == SETTLEMENT,
@@ -188,7 +191,7 @@ async def month_spend_of(
         .group_by(LedgerEntry.schedule_id)
     )
     held = (
-        select(Run.schedule_id, func.sum(Run.reserved_cents))
+        select(Run.schedule_id, func.sum(Run.reserved_micros))
         .where(Run.schedule_id.in_(schedule_ids), Run.reservation_state == RES_HELD)
         .group_by(Run.schedule_id)
     )
@@ -201,11 +204,11 @@ async def month_spend_of(
 
 @dataclass(frozen=True, slots=True)
 class Hold:
-    """One reservation to write: ``amount_cents`` held for ``run``."""
+    """One reservation to write: ``amount_micros`` held for ``run``."""
 
     run: Run
     organisation_id: int
-    amount_cents: int
+    amount_micros: int
 
 
 async def reserve_many(
@@ -228,7 +231,7 @@ async def reserve_many(
                 "run_id": run.id,
                 "reservation_id": None,
                 "kind": RESERVATION,
-                "amount_cents": hold.amount_cents,
+                "amount_micros": hold.amount_micros,
                 "provider_cost": None,
                 "note": f"run {run.id} {run.device or run.data_type}",
                 "created_at": now,
@@ -236,24 +239,24 @@ async def reserve_many(
         )
         # Admission writes runs with their reservation already set; only a run reserved after
         # its insert changes here (and is written by the next flush).
-        if run.reserved_cents != hold.amount_cents or run.reservation_state != RES_HELD:
-            run.reserved_cents = hold.amount_cents
+        if run.reserved_micros != hold.amount_micros or run.reservation_state != RES_HELD:
+            run.reserved_micros = hold.amount_micros
             run.reservation_state = RES_HELD
-        per_org[hold.organisation_id] = per_org.get(hold.organisation_id, 0) + hold.amount_cents
+        per_org[hold.organisation_id] = per_org.get(hold.organisation_id, 0) + hold.amount_micros
     await session.execute(insert(LedgerEntry), entries)
     # Core (not ORM) executemany: one prepared statement for every organisation of the batch.
     table = cast(Table, Balance.__table__)
     await session.execute(
         update(table)
         .where(table.c.organisation_id == bindparam("org"))
-        .values(reserved_cents=table.c.reserved_cents + bindparam("amount"), updated_at=now),
+        .values(reserved_micros=table.c.reserved_micros + bindparam("amount"), updated_at=now),
         [{"org": org, "amount": amount} for org, amount in sorted(per_org.items())],
     )
     for org, amount in per_org.items():
         balance = balances[org]
         # Keep the locked row's in-memory copy current without marking it dirty (the UPDATE
         # above is the write; a later flush must not write a stale copy back).
-        set_committed_value(balance, "reserved_cents", balance.reserved_cents + amount)
+        set_committed_value(balance, "reserved_micros", balance.reserved_micros + amount)
 
 
 async def reserve(
@@ -262,13 +265,13 @@ async def reserve(
     run: Run,
     *,
     organisation_id: int,
-    amount_cents: int,
+    amount_micros: int,
     now: datetime,
 ) -> bool:
-    """Hold ``amount_cents`` for ``run`` against the locked ``balance``; False when short."""
-    if balance.available_cents < amount_cents:
+    """Hold ``amount_micros`` for ``run`` against the locked ``balance``; False when short."""
+    if balance.available_micros < amount_micros:
         return False
-    hold = Hold(run=run, organisation_id=organisation_id, amount_cents=amount_cents)
+    hold = Hold(run=run, organisation_id=organisation_id, amount_micros=amount_micros)
     await reserve_many(session, {organisation_id: balance}, [hold], now)
     return True
 
@@ -284,14 +287,28 @@ async def _claim(session: WriteSession, run: Run, new_state: str, settled: int |
     result = await session.execute(
         update(Run)
         .where(Run.id == run.id, Run.reservation_state == RES_HELD)
-        .values(reservation_state=new_state, settled_cents=settled)
+        .values(reservation_state=new_state, settled_micros=settled)
         .execution_options(synchronize_session=False)
     )
     claimed = bool(row_count(result))
     if claimed:
         run.reservation_state = new_state
-        run.settled_cents = settled
+        run.settled_micros = settled
     return claimed
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What :func:`settle` wrote: the charge, and the gap to what the provider billed."""
+
+    charged_micros: int
+    provider_micros: int | None
+    """The provider's reported cost converted to EUR (None when it reported none)."""
+    gap_micros: int
+    """How much the provider billed above the charge (0 when it did not); recorded as a
+    reconciliation entry, never charged."""
+    above_reservation: bool
+    """The provider billed more than the whole reservation."""
 
 
 async def settle(
@@ -299,15 +316,20 @@ async def settle(
     run: Run,
     *,
     organisation_id: int,
-    charge_cents: int,
+    charge_micros: int,
     now: datetime,
     provider_cost: Decimal | None = None,
-) -> int | None:
+    provider_micros: int | None = None,
+) -> Settlement | None:
     """Charge at most the reservation and release the rest (RT-24, RT-37).
 
-    Returns the charged cents, or None when the reservation was already resolved (idempotent).
+    ``provider_cost`` is what the provider reported (USD), ``provider_micros`` the same in EUR.
+    A provider cost above the charge is written as a reconciliation entry beside the settlement:
+    the settlement itself never exceeds the reservation, so the balance cannot go negative.
+
+    Returns what was written, or None when the reservation was already resolved (idempotent).
     """
-    charge = max(0, min(charge_cents, run.reserved_cents))
+    charge = max(0, min(charge_micros, run.reserved_micros))
     if not await _claim(session, run, RES_SETTLED, charge):
         return None
     reservation = await _reservation_entry(session, run.id)
@@ -320,13 +342,13 @@ async def settle(
             run_id=run.id,
             reservation_id=reservation_id,
             kind=SETTLEMENT,
-            amount_cents=charge,
+            amount_micros=charge,
             provider_cost=provider_cost,
             note=f"run {run.id}: {run.retrieved} measured",
             created_at=now,
         )
     )
-    rest = run.reserved_cents - charge
+    rest = run.reserved_micros - charge
     if rest > 0:
         session.add(
             LedgerEntry(
@@ -336,8 +358,33 @@ async def settle(
                 run_id=run.id,
                 reservation_id=reservation_id,
                 kind=RELEASE,
-                amount_cents=rest,
+                amount_micros=rest,
                 note=f"run {run.id}: unused part of the reservation",
+                created_at=now,
+            )
+        )
+    gap = max(0, (provider_micros or 0) - charge)
+    above = provider_micros is not None and provider_micros > run.reserved_micros
+    if gap > 0:
+        session.add(
+            LedgerEntry(
+                organisation_id=organisation_id,
+                workspace_id=run.workspace_id,
+                schedule_id=run.schedule_id,
+                run_id=run.id,
+                reservation_id=reservation_id,
+                kind=RECONCILIATION,
+                amount_micros=gap,
+                provider_cost=provider_cost,
+                note=(
+                    f"run {run.id}: provider billed {provider_cost} USD "
+                    f"({exact_eur(provider_micros or 0)} EUR), charged {exact_eur(charge)} EUR"
+                    + (
+                        f", above the reservation of {exact_eur(run.reserved_micros)}"
+                        if above
+                        else ""
+                    )
+                )[:300],
                 created_at=now,
             )
         )
@@ -345,13 +392,37 @@ async def settle(
         update(Balance)
         .where(Balance.organisation_id == organisation_id)
         .values(
-            reserved_cents=Balance.reserved_cents - run.reserved_cents,
-            settled_cents=Balance.settled_cents + charge,
+            reserved_micros=Balance.reserved_micros - run.reserved_micros,
+            settled_micros=Balance.settled_micros + charge,
             updated_at=now,
         )
     )
     await session.flush()
-    return charge
+    return Settlement(
+        charged_micros=charge,
+        provider_micros=provider_micros,
+        gap_micros=gap,
+        above_reservation=above,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GapTotal:
+    entries: int
+    micros: int
+
+
+async def reconciliation_total(session: ReadSession, organisation_id: int) -> GapTotal:
+    """How many reconciliation entries the organisation has and the gap they add up to."""
+    row = (
+        await session.execute(
+            select(func.count(), func.coalesce(func.sum(LedgerEntry.amount_micros), 0)).where(
+                LedgerEntry.organisation_id == organisation_id,
+                LedgerEntry.kind == RECONCILIATION,
+            )
+        )
+    ).one()
+    return GapTotal(entries=int(row[0] or 0), micros=int(row[1] or 0))
 
 
 async def release(
@@ -369,7 +440,7 @@ async def release(
             run_id=run.id,
             reservation_id=reservation.id if reservation is not None else None,
             kind=RELEASE,
-            amount_cents=run.reserved_cents,
+            amount_micros=run.reserved_micros,
             note=note[:300],
             created_at=now,
         )
@@ -377,7 +448,7 @@ async def release(
     await session.execute(
         update(Balance)
         .where(Balance.organisation_id == organisation_id)
-        .values(reserved_cents=Balance.reserved_cents - run.reserved_cents, updated_at=now)
+        .values(reserved_micros=Balance.reserved_micros - run.reserved_micros, updated_at=now)
     )
     await session.flush()
     return True

@@ -48,8 +48,8 @@ def run_out(run: Run) -> RunOut:
         # RT-34: pending only while active, missing only once terminal.
         pending=remainder if active else None,
         missing=None if active else remainder,
-        reserved_cents=run.reserved_cents,
-        settled_cents=run.settled_cents,
+        reserved_micros=run.reserved_micros,
+        settled_micros=run.settled_micros,
         created_at=run.created_at,
         started_at=run.started_at,
         finished_at=run.finished_at,
@@ -77,7 +77,7 @@ def group_status(runs: list[Run]) -> str:
 def group_out(request: Request, runs: list[Run]) -> GroupOut:
     outs = [run_out(r) for r in runs]
     terminal = all(o.missing is not None for o in outs)
-    settled = [r.settled_cents for r in runs if r.settled_cents is not None]
+    settled = [r.settled_micros for r in runs if r.settled_micros is not None]
     return GroupOut(
         request_id=request.id,
         trigger=request.trigger,
@@ -89,7 +89,7 @@ def group_out(request: Request, runs: list[Run]) -> GroupOut:
         retrieved=sum(r.retrieved for r in runs),
         no_data=sum(r.no_data for r in runs),
         missing=sum(o.missing or 0 for o in outs) if terminal else None,
-        settled_cents=sum(settled) if settled else None,
+        settled_micros=sum(settled) if settled else None,
         runs=outs,
     )
 

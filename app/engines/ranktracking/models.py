@@ -1,8 +1,9 @@
 """Position tracking tables: keyword lists, schedules, requests and their child runs, per-keyword
 results, the append-only money ledger with its derived balance row, and the activity feed.
 
-Every table is prefixed ``rt_``. Money is integer euro cents; provider-reported costs (often USD) are
-``Numeric`` and only recorded, never charged.
+Every table is prefixed ``rt_``. Money is integer micro-euros (1 EUR = 1,000,000, see
+:mod:`.amounts`) except the user-entered monthly cap, in whole cents; provider-reported costs (USD)
+are ``Numeric`` and only recorded and reconciled, never charged.
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ TOPUP = "topup"
 RESERVATION = "reservation"
 SETTLEMENT = "settlement"
 RELEASE = "release"
-LEDGER_KINDS = (TOPUP, RESERVATION, SETTLEMENT, RELEASE)
+RECONCILIATION = "reconcile"
+"""The provider billed more than the settlement charged (RT-37): recorded, never charged, so it
+does not move the balance; ``amount_micros`` is the gap in EUR."""
+LEDGER_KINDS = (TOPUP, RESERVATION, SETTLEMENT, RELEASE, RECONCILIATION)
 
 _ACTIVE_RUN_SQL = "status IN ('dispatching', 'running')"
 
@@ -231,8 +235,8 @@ class Run(Base):
     requested: Mapped[int] = mapped_column(sa.Integer, default=0)
     retrieved: Mapped[int] = mapped_column(sa.Integer, default=0)
     no_data: Mapped[int] = mapped_column(sa.Integer, default=0)
-    reserved_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
-    settled_cents: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
+    reserved_micros: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    settled_micros: Mapped[int | None] = mapped_column(sa.BigInteger, nullable=True)
     reservation_state: Mapped[str] = mapped_column(String(10), default=RES_NONE)
     provider_cost: Mapped[Decimal | None] = mapped_column(sa.Numeric(14, 6), nullable=True)
     polls: Mapped[int] = mapped_column(sa.Integer, default=0)
@@ -293,20 +297,22 @@ class Balance(Base):
 
     __tablename__ = "rt_balances"
     __table_args__ = (
-        CheckConstraint("credits_cents - settled_cents - reserved_cents >= 0", name="not_negative"),
+        CheckConstraint(
+            "credits_micros - settled_micros - reserved_micros >= 0", name="not_negative"
+        ),
     )
 
     organisation_id: Mapped[int] = mapped_column(
         FK_ID, ForeignKey("organisations.id", ondelete="CASCADE"), primary_key=True
     )
-    credits_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
-    settled_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
-    reserved_cents: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    credits_micros: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    settled_micros: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    reserved_micros: Mapped[int] = mapped_column(sa.BigInteger, default=0)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
     @property
-    def available_cents(self) -> int:
-        return self.credits_cents - self.settled_cents - self.reserved_cents
+    def available_micros(self) -> int:
+        return self.credits_micros - self.settled_micros - self.reserved_micros
 
 
 class LedgerEntry(Base):
@@ -319,7 +325,7 @@ class LedgerEntry(Base):
         Index("ix_rt_ledger_org", "organisation_id", "id"),
         Index("ix_rt_ledger_run", "run_id"),
         Index("ix_rt_ledger_schedule", "schedule_id", "kind", "created_at"),
-        CheckConstraint("amount_cents >= 0", name="amount_positive"),
+        CheckConstraint("amount_micros >= 0", name="amount_positive"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -339,7 +345,7 @@ class LedgerEntry(Base):
         FK_ID, ForeignKey("rt_ledger.id"), nullable=True
     )
     kind: Mapped[str] = mapped_column(String(12))
-    amount_cents: Mapped[int] = mapped_column(sa.BigInteger)
+    amount_micros: Mapped[int] = mapped_column(sa.BigInteger)
     provider_cost: Mapped[Decimal | None] = mapped_column(sa.Numeric(14, 6), nullable=True)
     note: Mapped[str] = mapped_column(String(300), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)

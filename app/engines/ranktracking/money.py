@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking.amounts import cents_to_micros, eur_down
 from app.engines.ranktracking.models import Activity, LedgerEntry
 from app.engines.ranktracking.schemas import (
     ActivityOut,
@@ -22,6 +23,7 @@ MAX_TOP_UP_EUR = Decimal(1_000_000)
 
 
 def eur(cents: int) -> str:
+    """Whole cents as EUR (the monthly estimate, the cap, a top-up)."""
     sign = "-" if cents < 0 else ""
     return f"{sign}{abs(cents) // 100}.{abs(cents) % 100:02d}"
 
@@ -36,12 +38,15 @@ def cursor_id(cursor: str | None) -> int | None:
 
 async def balance_out(session: ReadSession, organisation_id: int) -> BalanceOut:
     view = await ledger.balance_of(session, organisation_id)
+    gaps = await ledger.reconciliation_total(session, organisation_id)
     return BalanceOut(
-        credits_cents=view.credits_cents,
-        settled_cents=view.settled_cents,
-        reserved_cents=view.reserved_cents,
-        available_cents=view.available_cents,
-        available_eur=eur(view.available_cents),
+        credits_micros=view.credits_micros,
+        settled_micros=view.settled_micros,
+        reserved_micros=view.reserved_micros,
+        available_micros=view.available_micros,
+        available_eur=eur_down(view.available_micros),
+        reconciliation_entries=gaps.entries,
+        reconciliation_micros=gaps.micros,
     )
 
 
@@ -63,7 +68,7 @@ async def top_up(
         session,
         organisation_id=organisation_id,
         workspace_id=workspace_id,
-        amount_cents=int(cents),
+        amount_micros=cents_to_micros(int(cents)),
         now=now,
         note=note or "top-up",
     )
@@ -81,7 +86,7 @@ def entry_out(e: LedgerEntry) -> LedgerEntryOut:
     return LedgerEntryOut(
         id=e.id,
         kind=e.kind,
-        amount_cents=e.amount_cents,
+        amount_micros=e.amount_micros,
         schedule_id=e.schedule_id,
         run_id=e.run_id,
         reservation_id=e.reservation_id,

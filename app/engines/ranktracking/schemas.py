@@ -127,11 +127,13 @@ class RunNowIn(Schema):
 
 
 class EstimateOut(Schema):
-    """RT-18: every figure of the admission estimate. Money in cents, plus EUR strings."""
+    """RT-18: every figure of the admission estimate. Money in exact micro-euros (1 EUR =
+    1,000,000), plus EUR strings for display: costs rounded up to the cent, balances down; the
+    monthly estimate is whole cents, rounded up (RT-19)."""
 
     keyword_count: int
     queue: QueueName
-    cost_per_run_cents: int
+    cost_per_run_micros: int
     cost_per_run_eur: str
     parts: list[EstimatePart]
     runs_per_month: str
@@ -139,15 +141,15 @@ class EstimateOut(Schema):
     """Rounded for display; not a provider unit price."""
     monthly_cents: int
     monthly_eur: str
-    available_cents: int
+    available_micros: int
     available_eur: str
-    balance_after_run_cents: int
+    balance_after_run_micros: int
     balance_after_run_eur: str
 
 
 class EstimatePart(Schema):
     device: str | None
-    cents: int
+    micros: int
 
 
 class RunOut(Schema):
@@ -168,8 +170,8 @@ class RunOut(Schema):
     """While active: requested − retrieved − no data."""
     missing: int | None
     """Once terminal: the unexplained remainder."""
-    reserved_cents: int
-    settled_cents: int | None
+    reserved_micros: int
+    settled_micros: int | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -199,7 +201,7 @@ class GroupOut(Schema):
     retrieved: int
     no_data: int
     missing: int | None
-    settled_cents: int | None
+    settled_micros: int | None
     runs: list[RunOut]
 
 
@@ -274,11 +276,17 @@ class KeywordHistoryOut(Schema):
 
 
 class BalanceOut(Schema):
-    credits_cents: int
-    settled_cents: int
-    reserved_cents: int
-    available_cents: int
+    """Exact micro-euros, and the available balance for display (rounded down to the cent)."""
+
+    credits_micros: int
+    settled_micros: int
+    reserved_micros: int
+    available_micros: int
     available_eur: str
+    reconciliation_entries: int
+    """Settlements where the provider billed more than the price list charged (RT-37)."""
+    reconciliation_micros: int
+    """What those settlements' provider costs exceeded the charges by (recorded, not charged)."""
 
 
 class TopUpIn(Schema):
@@ -290,7 +298,7 @@ class TopUpIn(Schema):
 class LedgerEntryOut(Schema):
     id: int
     kind: str
-    amount_cents: int
+    amount_micros: int
     schedule_id: int | None
     run_id: int | None
     reservation_id: int | None

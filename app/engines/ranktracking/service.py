@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db.session import ReadSession, UnitOfWork, WriteSession
 from app.engines.ranktracking import activity, ledger
 from app.engines.ranktracking.admission import BASELINE, MANUAL, Launch
+from app.engines.ranktracking.amounts import MICROS_PER_EUR, eur_down, eur_up
 from app.engines.ranktracking.config import (
     DEPTH_NAMES,
     Config,
@@ -220,25 +221,27 @@ async def estimate(
     per_month = RUNS_PER_MONTH[config.frequency]
     from app.engines.ranktracking.pricing import fraction_cents_up
 
-    monthly = fraction_cents_up(standard.total_cents, per_month)
-    available = (await ledger.balance_of(session, organisation_id)).available_cents
+    monthly = fraction_cents_up(standard.total_micros, per_month)
+    available = (await ledger.balance_of(session, organisation_id)).available_micros
     per_keyword = (
-        Decimal(run_quote.total_cents) / 100 / keyword_count if keyword_count else Decimal(0)
+        Decimal(run_quote.total_micros) / MICROS_PER_EUR / keyword_count
+        if keyword_count
+        else Decimal(0)
     )
     return EstimateOut(
         keyword_count=keyword_count,
         queue=queue,  # type: ignore[arg-type]
-        cost_per_run_cents=run_quote.total_cents,
-        cost_per_run_eur=eur(run_quote.total_cents),
-        parts=[EstimatePart(device=d, cents=c) for d, c in run_quote.parts],
+        cost_per_run_micros=run_quote.total_micros,
+        cost_per_run_eur=eur_up(run_quote.total_micros),
+        parts=[EstimatePart(device=d, micros=c) for d, c in run_quote.parts],
         runs_per_month=_display(Decimal(per_month.numerator) / per_month.denominator, "0.01"),
-        average_per_keyword_eur=_display(per_keyword, "0.0001"),
+        average_per_keyword_eur=_display(per_keyword, "0.000001"),
         monthly_cents=monthly,
         monthly_eur=eur(monthly),
-        available_cents=available,
-        available_eur=eur(available),
-        balance_after_run_cents=available - run_quote.total_cents,
-        balance_after_run_eur=eur(available - run_quote.total_cents),
+        available_micros=available,
+        available_eur=eur_down(available),
+        balance_after_run_micros=available - run_quote.total_micros,
+        balance_after_run_eur=eur_down(available - run_quote.total_micros),
     )
 
 

@@ -24,7 +24,8 @@ from sqlalchemy import func, select, update
 
 from app.db.dialect import row_count
 from app.db.session import UnitOfWork, WriteSession
-from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking import activity, ledger, provider_gap
+from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.models import (
     DISPATCHING,
@@ -41,7 +42,7 @@ from app.engines.ranktracking.models import (
     Schedule,
 )
 from app.engines.ranktracking.postback_token import postback_url
-from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_cents
+from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_micros
 from app.engines.ranktracking.provider import serp_client
 from app.engines.ranktracking.reports.serp_reading import competitor_positions, owned_features
 from app.integrations.serp import (
@@ -393,8 +394,9 @@ async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
     run.updated_at = now
     schedule = await session.get(Schedule, run.schedule_id)
     assert schedule is not None
-    charge = billable_cents(
-        PriceList.from_settings(env.settings.ranktracking),
+    prices = PriceList.from_settings(env.settings.ranktracking)
+    charge = billable_micros(
+        prices,
         data_type=run.data_type,
         billable=run.retrieved,
         queue=run.queue,
@@ -406,11 +408,15 @@ async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
         session,
         run,
         organisation_id=schedule.organisation_id,
-        charge_cents=charge,
+        charge_micros=charge,
         now=now,
         provider_cost=run.provider_cost,
+        provider_micros=(
+            prices.provider_micros(run.provider_cost) if run.provider_cost is not None else None
+        ),
     )
     if settled is not None:
+        provider_gap.record(session, run, settled, now)
         activity.record(
             session,
             workspace_id=run.workspace_id,
@@ -418,7 +424,8 @@ async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
             run_id=run.id,
             kind=activity.RUN_SETTLED,
             message=f"run {run.id} ({run.device or run.data_type}) {run.status}: "
-            f"{run.retrieved}/{run.requested} measured, {settled / 100:.2f} EUR charged",
+            f"{run.retrieved}/{run.requested} measured, "
+            f"{exact_eur(settled.charged_micros)} EUR charged",
             now=now,
         )
     if run.status == FAILED:

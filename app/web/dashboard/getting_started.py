@@ -85,7 +85,7 @@ async def journeys(session: ReadSession, principal: Principal) -> list[Journey]:
         Journey(
             "Position tracking",
             [
-                Step("Top up the balance", "/ui/ranktracking/balance", balance.credits_cents > 0),
+                Step("Top up the balance", "/ui/ranktracking/balance", balance.credits_micros > 0),
                 Step("Create a first schedule", "/ui/ranktracking/new", schedule),
                 Step("Read its first positions", "/ui/ranktracking", measured),
             ],

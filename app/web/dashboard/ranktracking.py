@@ -17,8 +17,8 @@ from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect, Template
 
+from app.engines.ranktracking import amounts, locations, money
 from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import locations, money
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.config import PROVIDER_LANGUAGES
 from app.engines.ranktracking.keywords import normalise, parse_import
@@ -511,7 +511,9 @@ async def balance_page(
         ledger=entries,
         feed=feed.items,
         notice=notice,
-        eur=money.eur,
+        eur_up=amounts.eur_up,
+        eur_down=amounts.eur_down,
+        exact_eur=amounts.exact_eur,
     )
 
 
