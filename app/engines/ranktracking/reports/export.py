@@ -16,6 +16,7 @@ from dataclasses import replace
 import msgspec
 
 from app.db.session import ReadSession
+from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.log import groups
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.reports.positions import MAX_LIMIT, TableQuery, positions_page
@@ -142,7 +143,8 @@ async def log_csv(session: ReadSession, schedule_id: int) -> str:
                         r.missing,
                         r.error_code,
                         r.error_message,
-                        f"{r.settled_cents / 100:.2f}" if r.settled_cents is not None else None,
+                        # The exact charge (settlements keep sub-cent precision).
+                        exact_eur(r.settled_micros) if r.settled_micros is not None else None,
                     ]
                 )
         if len(batch) < LOG_BATCH:
