@@ -6,8 +6,8 @@ exact on SQLite and PostgreSQL alike, where a ``Numeric`` column would be a floa
 Existing amounts are multiplied by 10,000. The monthly cap stays in whole cents (it is entered so).
 Ledger entries of kind ``reconcile`` need no schema change (the kind is a string).
 
-Revision ID: 0330_ranktracking_micros
-Revises: 0320_ranktracking_reports
+Revision ID: 0390_ranktracking_micros
+Revises: 0330_ranktracking_targets
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0330_ranktracking_micros"
-down_revision = "0320_ranktracking_reports"
+revision = "0390_ranktracking_micros"
+down_revision = "0330_ranktracking_targets"
 branch_labels = None
 depends_on = None
 
