@@ -227,6 +227,11 @@ class FunnelSettings:
     """Nodes one run may execute in one wake before it is put back (a runaway guard)."""
     campaign_in_flight: int = env("FUNNEL_CAMPAIGN_IN_FLIGHT", 8)
     """Campaign messages sent at the same time (one persistent SMTP connection each)."""
+    ingest_window_ms: float = env("FUNNEL_INGEST_WINDOW_MS", 2.0)
+    """Inbound events arriving within this many milliseconds share one insert and one commit
+    (each request is answered after it); 0 stores every event in its own transaction."""
+    ingest_batch_rows: int = env("FUNNEL_INGEST_BATCH_ROWS", 500)
+    """Most inbound events in one shared insert (a full batch is written without waiting)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ from litestar.params import Body, FromPath
 from litestar.response import Redirect
 
 from app.engines.funnels.forms import FormNotFound, form_html, public_form, submission
-from app.engines.funnels.ingest import request_processing, store
+from app.engines.funnels.ingest import request_processing
+from app.engines.funnels.ingest_writer import EventWriter
 from app.engines.funnels.site_snippet import SNIPPET
 from app.engines.funnels.tracking import (
     SIGNATURE_HEADER,
@@ -158,6 +159,19 @@ def _decode(body: bytes, kind: type[Any]) -> Any:
         raise ValidationFailed.field("body", "not valid JSON") from None
 
 
+def event_writer(runtime: Runtime) -> EventWriter:
+    """The process's group-commit writer of inbound events (one per runtime)."""
+    funnels = runtime.settings.funnels
+    return runtime.resources.get(
+        "funnels.public.event-writer",
+        lambda: EventWriter(
+            runtime.db,
+            window_seconds=funnels.ingest_window_ms / 1000,
+            max_rows=funnels.ingest_batch_rows,
+        ),
+    )
+
+
 async def _store(
     runtime: Runtime,
     *,
@@ -167,16 +181,15 @@ async def _store(
     external_id: str | None,
     payload: dict[str, Any],
 ) -> int | None:
-    async with runtime.db.write() as uow:
-        stored = await store(
-            uow.session,
-            workspace_id=workspace_id,
-            source=source,
-            name=name,
-            external_id=external_id,
-            payload=payload,
-            now=runtime.clock.now(),
-        )
+    # Returns once the event's batch committed: an answered event is durable.
+    stored = await event_writer(runtime).store(
+        workspace_id=workspace_id,
+        source=source,
+        name=name,
+        external_id=external_id,
+        payload=payload,
+        now=runtime.clock.now(),
+    )
     if stored is not None:
         await request_processing(
             runtime.queue, monotonic=time.monotonic(), wall=runtime.clock.now()

@@ -1,0 +1,246 @@
+"""Event ingestion with group commit (``POST /hooks/funnels/events``) beside one insert and one
+commit per request, on PostgreSQL and SQLite, at several requests in flight, in the same run.
+
+    .venv/bin/python bench/ingest_group_commit.py [--events 3000] [--in-flight 4,16,64] \\
+        [--pg URL] [--skip-sqlite]
+
+For each database and each number of requests in flight, measured one after the other:
+
+* a Litestar hello-world endpoint (the serving stack's ceiling here);
+* a bare endpoint that stores the event with one ``INSERT … ON CONFLICT DO NOTHING`` and one
+  commit per request, through the same database layer, no authentication or validation;
+* the application's endpoint with ``FUNNEL_INGEST_WINDOW_MS=0``: one transaction per request;
+* the application's endpoint with group commit (``FUNNEL_INGEST_WINDOW_MS``, default 2 ms).
+
+The servers are uvicorn (httptools) on uvloop in this process; the load comes from
+``bench/http_load.py`` in a separate process (wrk is not installed here), so the client never
+shares the server's event loop. Every event is checked stored afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+# Run as a plain script from any directory: make the repository's `app` package importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import msgspec
+import uvloop
+from cryptography.fernet import Fernet
+from litestar import Litestar, Request, get, post
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.clock import SystemClock
+from app.db.migrate import upgrade
+from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.ingest import store
+from app.platform import service
+from app.runtime import Runtime
+from app.sandbox.base import serve_in_loop
+from app.settings import load_settings
+from app.web.app import create_app
+from app.wiring import assemble
+
+LOAD = Path(__file__).resolve().parent / "http_load.py"
+
+
+async def load(
+    url: str, events: int, in_flight: int, tag: str, headers: dict[str, str]
+) -> dict[str, Any]:
+    cmd = [sys.executable, str(LOAD), url, "--events", str(events), "--in-flight", str(in_flight)]
+    cmd += ["--tag", tag]
+    for name, value in headers.items():
+        cmd += ["--header", f"{name}: {value}"]
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
+    out = (await proc.communicate())[0].decode()
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    if result["failures"]:
+        raise RuntimeError(f"{tag}: {result['failures']} failed, e.g. {result['first_failure']}")
+    return result
+
+
+def settings_for(db_url: str, window_ms: float) -> Any:
+    return load_settings(
+        {
+            "DATABASE_URL": db_url,
+            "ENCRYPTION_KEY": Fernet.generate_key().decode(),
+            "SESSION_SECRET": uuid.uuid4().hex,
+            "KEY_FILE": str(Path(tempfile.gettempdir()) / f"bench-keys-{uuid.uuid4().hex}.json"),
+            "SWEEPERS_ENABLED": "false",
+            "LOG_LEVEL": "WARNING",
+            "FUNNEL_INGEST_WINDOW_MS": str(window_ms),
+        }
+    )
+
+
+async def workspace(runtime: Runtime) -> tuple[int, str]:
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        org = await service.create_organisation(uow.session, name="Bench", now=now)
+        created = await service.create_workspace(
+            uow.session,
+            runtime.secrets,
+            organisation_id=org.id,
+            name="Bench",
+            timezone="UTC",
+            now=now,
+        )
+    return created.workspace.id, created.ingest_token
+
+
+async def stored(runtime: Runtime, prefix: str) -> int:
+    async with runtime.db.read() as s:
+        return int(
+            await s.scalar(
+                select(func.count())
+                .select_from(InboundEvent)
+                .where(InboundEvent.external_id.like(f"{prefix}-%"))
+            )
+            or 0
+        )
+
+
+class Event(msgspec.Struct):
+    event_id: str
+    name: str
+    contact: dict[str, Any]
+    properties: dict[str, Any]
+
+
+async def measure(
+    db_url: str, label: str, args: argparse.Namespace
+) -> list[tuple[str, int, dict[str, Any]]]:
+    await upgrade(db_url)
+    grouped = assemble(settings_for(db_url, args.window_ms), SystemClock())
+    single = assemble(settings_for(db_url, 0), SystemClock(), db=grouped.db)
+    ws, token = await workspace(grouped)
+
+    @get("/hello", sync_to_thread=False)
+    def hello() -> dict[str, str]:
+        return {"hello": "world"}
+
+    @post("/bare", status_code=202)
+    async def bare(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        event = msgspec.json.decode(await request.body(), type=Event)
+        async with grouped.db.write() as uow:
+            row_id = await store(
+                uow.session,
+                workspace_id=ws,
+                source="bare",
+                name=event.name,
+                external_id=event.event_id,
+                payload={"contact": event.contact, "properties": event.properties},
+                now=datetime.now(UTC),
+            )
+        return {"stored": row_id is not None, "id": row_id}
+
+    @post("/hello", status_code=202, sync_to_thread=False)
+    def hello_post() -> dict[str, str]:
+        return {"hello": "world"}
+
+    plain = Litestar(route_handlers=[hello, hello_post, bare], logging_config=None)
+    results: list[tuple[str, int, dict[str, Any]]] = []
+    path = "/hooks/funnels/events"
+    auth = {"X-Ingest-Token": token}
+    try:
+        async with (
+            serve_in_loop(plain) as plain_url,
+            serve_in_loop(create_app(grouped.settings, single, background=False)) as single_url,
+            serve_in_loop(create_app(grouped.settings, grouped, background=False)) as group_url,
+        ):
+            await load(plain_url + "/bare", 300, 8, f"{label}-warm-bare", {})
+            await load(single_url + path, 300, 8, f"{label}-warm-single", auth)
+            await load(group_url + path, 300, 8, f"{label}-warm-group", auth)
+            for n in args.in_flight:
+                for name, url, headers in (
+                    ("hello world (POST, no database)", plain_url + "/hello", {}),
+                    ("bare endpoint, 1 insert + commit per request", plain_url + "/bare", {}),
+                    ("api_event, 1 transaction per request", single_url + path, auth),
+                    ("api_event, group commit", group_url + path, auth),
+                ):
+                    tag = f"{label}-{n}-{uuid.uuid4().hex[:6]}"
+                    result = await load(url, args.events, n, tag, headers)
+                    if "api_event" in name:
+                        count = await stored(grouped, tag)
+                        assert count == args.events, (name, count)
+                    if name.startswith("bare"):
+                        count = await stored(grouped, tag)
+                        assert count == args.events, (name, count)
+                    results.append((name, n, result))
+    finally:
+        await single.stop()
+        await single.resources.aclose()
+        await grouped.aclose()
+    return results
+
+
+async def fresh_pg(base: str) -> str:
+    url = make_url(base)
+    name = f"sweepline_bench_{uuid.uuid4().hex[:8]}"
+    admin = create_async_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    async with admin.connect() as conn:
+        await conn.execute(text(f'CREATE DATABASE "{name}"'))
+    await admin.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+async def drop_pg(db_url: str) -> None:
+    url = make_url(db_url)
+    admin = create_async_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    async with admin.connect() as conn:
+        await conn.execute(text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+    await admin.dispose()
+
+
+def report(label: str, results: list[tuple[str, int, dict[str, Any]]]) -> None:
+    print(f"\n{label}")
+    print(f"| {'what':<46} | in flight | events/s | p50 ms | p99 ms |")
+    print(f"|{'-' * 48}|----------:|---------:|-------:|-------:|")
+    by: dict[tuple[str, int], float] = {}
+    for name, n, r in results:
+        by[(name, n)] = r["rate"]
+        print(f"| {name:<46} | {n:>9} | {r['rate']:>8,.0f} | {r['p50']:>6.1f} | {r['p99']:>6.1f} |")
+    for n in sorted({n for _, n, _ in results}):
+        group = by[("api_event, group commit", n)]
+        print(
+            f"  {n} in flight: group commit / 1 transaction per request "
+            f"{group / by[('api_event, 1 transaction per request', n)]:.2f}, / bare endpoint "
+            f"{group / by[('bare endpoint, 1 insert + commit per request', n)]:.2f}, / hello world "
+            f"{group / by[('hello world (POST, no database)', n)]:.2f}"
+        )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--events", type=int, default=3000, help="requests per measurement")
+    parser.add_argument("--in-flight", default="4,16,64")
+    parser.add_argument("--window-ms", type=float, default=2.0)
+    parser.add_argument("--pg", default="postgresql+asyncpg://postgres@127.0.0.1/postgres")
+    parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument("--skip-pg", action="store_true")
+    args = parser.parse_args()
+    args.in_flight = [int(n) for n in args.in_flight.split(",")]
+    print(f"{args.events} events per measurement, group commit window {args.window_ms} ms")
+    if not args.skip_pg:
+        pg_url = await fresh_pg(args.pg)
+        try:
+            report("PostgreSQL", await measure(pg_url, "pg", args))
+        finally:
+            await drop_pg(pg_url)
+    if not args.skip_sqlite:
+        tmp = Path(tempfile.mkdtemp(prefix="sweepline-ingest-"))
+        report("SQLite", await measure(f"sqlite+aiosqlite:///{tmp / 'ingest.db'}", "lite", args))
+
+
+if __name__ == "__main__":
+    uvloop.run(main())
