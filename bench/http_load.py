@@ -43,6 +43,7 @@ async def main() -> None:
     ]
     latencies: list[float] = []
     failures: list[str] = []
+    retried: list[int] = []
     counter = iter(range(args.events))
     limits = httpx.Limits(max_connections=args.in_flight, max_keepalive_connections=args.in_flight)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
@@ -50,7 +51,13 @@ async def main() -> None:
         async def worker() -> None:
             for i in counter:
                 started = time.perf_counter()
-                response = await client.post(args.url, content=bodies[i], headers=headers)
+                try:
+                    response = await client.post(args.url, content=bodies[i], headers=headers)
+                except (httpx.ReadError, httpx.RemoteProtocolError):
+                    # A keep-alive connection the server closed: sent again on a new one (the
+                    # event id makes a repeat harmless), counted.
+                    retried.append(i)
+                    response = await client.post(args.url, content=bodies[i], headers=headers)
                 latencies.append((time.perf_counter() - started) * 1000)
                 if response.status_code >= 300:
                     failures.append(f"{response.status_code}: {response.text[:200]}")
@@ -65,6 +72,7 @@ async def main() -> None:
                 "p50": pct(latencies, 0.5),
                 "p99": pct(latencies, 0.99),
                 "failures": len(failures),
+                "retried": len(retried),
                 "first_failure": failures[0] if failures else None,
             }
         )

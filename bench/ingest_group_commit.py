@@ -22,8 +22,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
 import tempfile
+import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +46,7 @@ from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.engines.funnels.events import InboundEvent
 from app.engines.funnels.ingest import store
+from app.engines.funnels.ingest_writer import EventWriter
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
@@ -63,6 +66,8 @@ async def load(
         cmd += ["--header", f"{name}: {value}"]
     proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
     out = (await proc.communicate())[0].decode()
+    if proc.returncode != 0 or not out.strip():
+        raise RuntimeError(f"{tag}: the load generator failed")
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     if result["failures"]:
         raise RuntimeError(f"{tag}: {result['failures']} failed, e.g. {result['first_failure']}")
@@ -184,6 +189,48 @@ async def measure(
     return results
 
 
+async def writer_only(db_url: str, label: str, args: argparse.Namespace) -> None:
+    """The writer alone, without HTTP: ``--events`` stores from N concurrent callers, one
+    transaction each (window 0) beside group commit, alternating, in this process."""
+    await upgrade(db_url)
+    runtime = assemble(settings_for(db_url, 0), SystemClock())
+    ws, _ = await workspace(runtime)
+    print(f"\n{label}, the writer alone ({args.events} events, median of 3)")
+    try:
+        for n in args.in_flight:
+            rates: dict[float, list[float]] = {0: [], args.window_ms: []}
+            for _ in range(3):
+                for window in rates:
+                    writer = EventWriter(runtime.db, window_seconds=window / 1000, max_rows=500)
+                    tag = uuid.uuid4().hex[:8]
+                    items = iter(range(args.events))
+
+                    async def caller(
+                        writer: EventWriter = writer, tag: str = tag, items: Any = items
+                    ) -> None:
+                        for i in items:
+                            await writer.store(
+                                workspace_id=ws,
+                                source="api",
+                                name="order_placed",
+                                external_id=f"{tag}-{i}",
+                                payload={"contact": {"email": f"c{i % 500}@example.com"}},
+                                now=datetime.now(UTC),
+                            )
+
+                    began = time.perf_counter()
+                    await asyncio.gather(*(caller() for _ in range(n)))
+                    rates[window].append(args.events / (time.perf_counter() - began))
+            single = statistics.median(rates[0])
+            grouped = statistics.median(rates[args.window_ms])
+            print(
+                f"  {n:>3} callers: 1 transaction per event {single:8,.0f}/s   "
+                f"group commit {grouped:8,.0f}/s   ({grouped / single:.2f}x)"
+            )
+    finally:
+        await runtime.aclose()
+
+
 async def fresh_pg(base: str) -> str:
     url = make_url(base)
     name = f"sweepline_bench_{uuid.uuid4().hex[:8]}"
@@ -209,7 +256,11 @@ def report(label: str, results: list[tuple[str, int, dict[str, Any]]]) -> None:
     by: dict[tuple[str, int], float] = {}
     for name, n, r in results:
         by[(name, n)] = r["rate"]
-        print(f"| {name:<46} | {n:>9} | {r['rate']:>8,.0f} | {r['p50']:>6.1f} | {r['p99']:>6.1f} |")
+        retried = f" ({r['retried']} resent)" if r.get("retried") else ""
+        print(
+            f"| {name:<46} | {n:>9} | {r['rate']:>8,.0f} | {r['p50']:>6.1f} | {r['p99']:>6.1f} |"
+            f"{retried}"
+        )
     for n in sorted({n for _, n, _ in results}):
         group = by[("api_event, group commit", n)]
         print(
@@ -228,18 +279,26 @@ async def main() -> None:
     parser.add_argument("--pg", default="postgresql+asyncpg://postgres@127.0.0.1/postgres")
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-pg", action="store_true")
+    parser.add_argument("--writer-only", action="store_true", help="no HTTP: the writer alone")
     args = parser.parse_args()
     args.in_flight = [int(n) for n in args.in_flight.split(",")]
     print(f"{args.events} events per measurement, group commit window {args.window_ms} ms")
     if not args.skip_pg:
         pg_url = await fresh_pg(args.pg)
         try:
-            report("PostgreSQL", await measure(pg_url, "pg", args))
+            if args.writer_only:
+                await writer_only(pg_url, "PostgreSQL", args)
+            else:
+                report("PostgreSQL", await measure(pg_url, "pg", args))
         finally:
             await drop_pg(pg_url)
     if not args.skip_sqlite:
         tmp = Path(tempfile.mkdtemp(prefix="sweepline-ingest-"))
-        report("SQLite", await measure(f"sqlite+aiosqlite:///{tmp / 'ingest.db'}", "lite", args))
+        lite = f"sqlite+aiosqlite:///{tmp / 'ingest.db'}"
+        if args.writer_only:
+            await writer_only(lite, "SQLite", args)
+        else:
+            report("SQLite", await measure(lite, "lite", args))
 
 
 if __name__ == "__main__":
