@@ -83,6 +83,9 @@ async def test_a_segment_built_from_rows_counts_live_and_becomes_a_campaigns_aud
     await page.fill("#create-campaign textarea[name=body]", "Spring is here")
     await page.click("#create-campaign button[type=submit]")
     await page.wait_for_url("**/ui/funnels/campaigns/*")
+    # The audience in words, not JSON; a draft's progress does not poll.
+    assert await page.locator("#audience").inner_text() == "has tag vip or email contains 'carol'"
+    assert await page.locator("#progress").get_attribute("hx-get") is None
     async with runtime.db.read() as s:
         campaign = await s.get(Campaign, int(page.url.rsplit("/", 1)[1]))
     assert campaign is not None

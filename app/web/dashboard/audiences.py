@@ -39,6 +39,49 @@ SAMPLE = 20
 FIELD_LABELS = {"key": "Key", "type": "Type", "label": "Label", "name": "Name"}
 
 
+_OPS = {
+    "eq": "is",
+    "ne": "is not",
+    "gt": "is more than",
+    "gte": "is at least",
+    "lt": "is less than",
+    "lte": "is at most",
+    "contains": "contains",
+    "exists": "is set",
+    "not_exists": "is not set",
+}
+
+
+def describe(predicate: Any, *, top: bool = True) -> str:
+    """A predicate (as stored JSON) in words, for pages that show an audience or a segment
+    (``has tag vip or email contains carol``); ``None`` is everyone with an e-mail address."""
+    if predicate is None:
+        return "everyone with an e-mail address" if top else ""
+    if not isinstance(predicate, dict):
+        return str(predicate)
+    kind = predicate.get("kind")
+    if kind in ("all", "any"):
+        parts = [describe(p, top=False) for p in predicate.get("predicates") or []]
+        joined = (" and " if kind == "all" else " or ").join(parts) or "everyone"
+        return joined if top or len(parts) < 2 else f"({joined})"
+    if kind == "not":
+        return f"not {describe(predicate.get('predicate'), top=False)}"
+    if kind == "has_tag":
+        return f"has tag {predicate.get('tag')}"
+    if kind == "in_list":
+        return f"in list {predicate.get('list')}"
+    if kind == "event_count":
+        window = predicate.get("within_days")
+        within = f" in the last {window} days" if window else ""
+        op = _OPS.get(str(predicate.get("op", "gte")), predicate.get("op"))
+        return f"event {predicate.get('event')} {op} {predicate.get('count', 1)} times{within}"
+    name = predicate.get("field") or predicate.get("path")
+    op = _OPS.get(str(predicate.get("op")), predicate.get("op"))
+    if predicate.get("op") in ("exists", "not_exists"):
+        return f"{name} {op}"
+    return f"{name} {op} {predicate.get('value')!r}"
+
+
 async def builder_options(session: Any, workspace_id: int) -> dict[str, Any]:
     """What the predicate rows offer: fields with their types, tags and lists."""
     custom = await field_types(session, workspace_id)

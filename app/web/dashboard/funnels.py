@@ -291,6 +291,22 @@ async def test_send_page(
     return Redirect(f"{PREFIX}/{funnel_id}?notice={quote(said)}")
 
 
+@get(f"{PREFIX}/{{funnel_id:int}}/partials/runs")
+async def runs_partial(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    funnel_id: FromPath[int],
+) -> Template:
+    """The editor's runs table, refreshed in place while a run is active."""
+    async with runtime.db.read() as session:
+        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+        runs = await service.list_runs(
+            session, principal.workspace_id, funnel_id, after=None, limit=50
+        )
+    return page(request, "funnels/_runs.html", principal, funnel=funnel, runs=runs)
+
+
 @get(f"{PREFIX}/{{funnel_id:int}}/versions/{{number:int}}")
 async def version_page(
     request: Request[Any, Any, Any],
@@ -368,6 +384,7 @@ ROUTES: list[Any] = [
     publish_page,
     test_send_page,
     version_page,
+    runs_partial,
     run_page,
     contacts_page,
     timeline_page,

@@ -269,6 +269,7 @@ async def _detail(
         campaign=campaign,
         counts=counts,
         delivery=delivery,
+        describe_audience=audiences.describe,
         share=progress(counts),
         **extra,
     )
