@@ -402,7 +402,7 @@ async def test_a_webhook_to_a_private_address_is_refused_by_default(
     assert "action failed" in record.reason
 
 
-async def test_a_write_refused_by_meta_is_an_error_record(
+async def test_a_campaign_on_a_lifetime_budget_gets_its_lifetime_budget_set(
     runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
 ) -> None:
     world, clients = graph
@@ -410,6 +410,21 @@ async def test_a_write_refused_by_meta_is_an_error_record(
         "act_1001", SimCampaign(id="777", name="Spring", daily_budget=None, lifetime_budget=90000)
     )
     (record,) = await _run(runtime, workspace_id, clients, world, SetBudget(amount=Decimal(10)))
+    assert record.status == "executed"
+    assert (record.before, record.after) == (
+        {"lifetime_budget": "900.00"},
+        {"lifetime_budget": "10.00"},
+    )
+    assert world.updates == [("777", {"lifetime_budget": "1000"})]
+
+
+async def test_a_write_refused_by_meta_is_an_error_record(
+    runtime: Runtime, workspace_id: int, graph: tuple[GraphWorld, Clients]
+) -> None:
+    world, clients = graph
+    world.add_campaign("act_1001", SimCampaign(id="778", name="Autumn", daily_budget=5000))
+    world.fail("campaign.update:778", code=100, status=400, message="(#100) Invalid", times=-1)
+    (record,) = await _run(runtime, workspace_id, clients, world, SetBudget(amount=Decimal(10)))
     assert record.status == "error"
-    assert "no daily budget" in (record.reason or "")
+    assert "(#100) Invalid" in (record.reason or "")
     assert world.updates == []

@@ -8,7 +8,6 @@ from decimal import Decimal
 import pytest
 
 from app.engines.adrules.changes import (
-    ActionFailed,
     action_parameters,
     plan_budget,
     plan_name,
@@ -73,9 +72,13 @@ def test_set_budget_to_the_current_value_is_a_noop() -> None:
     assert plan_budget(SetBudget(amount=Decimal("50")), 5000, "USD").noop
 
 
-def test_a_campaign_without_a_daily_budget_is_an_error() -> None:
-    with pytest.raises(ActionFailed):
-        plan_budget(SetBudget(amount=Decimal(20)), None, "USD")
+def test_a_campaign_without_a_budget_is_skipped_pointing_at_its_ad_sets() -> None:
+    change = plan_budget(SetBudget(amount=Decimal(20)), None, "USD")
+    assert change.write is None
+    assert (change.skip or "").startswith("budget_on_ad_sets")
+    assert "ad-set level" in (change.skip or "")
+    on_campaign = plan_budget(SetBudget(amount=Decimal(20)), None, "USD", level="adset")
+    assert (on_campaign.skip or "").startswith("budget_on_campaign")
 
 
 def test_rename_template() -> None:

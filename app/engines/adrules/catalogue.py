@@ -253,5 +253,33 @@ SCHEDULED_STATUSES: tuple[RuleStatus, ...] = ("active", "shadow")
 """Statuses the sweep runs on schedule. A ``shadow`` rule runs like an active one and records
 what it would have done — every condition, each action's before and after — writing nothing."""
 
+Level = Literal["campaign", "adset", "ad"]
+"""The objects a rule reads and acts on, as Meta's own rules choose (``evaluation_spec``)."""
+LEVELS: tuple[Level, ...] = get_args(Level)
+LEVEL_EDGES: dict[str, str] = {"campaign": "campaigns", "adset": "adsets", "ad": "ads"}
+"""The ad account's Graph edge listing each level's objects."""
+LEVEL_FIELDS: dict[str, tuple[str, ...]] = {
+    "campaign": (
+        "id",
+        "name",
+        "effective_status",
+        "status",
+        "daily_budget",
+        "lifetime_budget",
+        "created_time",
+    ),
+    "adset": (
+        "id",
+        "name",
+        "effective_status",
+        "status",
+        "daily_budget",
+        "lifetime_budget",
+        "created_time",
+    ),
+    # An ad has no budget field: asking for one is refused by the Graph API.
+    "ad": ("id", "name", "effective_status", "status", "created_time"),
+}
+
 DEFAULT_INTERVAL_MINUTES = 60
 """Interval of a rule that sets none (spec AR-6)."""

@@ -46,6 +46,19 @@ class Change:
     after: dict[str, Any] | None = None
     noop: str | None = None
     """Why nothing is to be done (already paused, name already has the text, budget at the cap…)."""
+    skip: str | None = None
+    """Why the action does not apply to this object (recorded as skipped): a budget action on an
+    object whose budget is held at another level."""
+
+
+BUDGET_ON_AD_SETS = (
+    "budget_on_ad_sets: the campaign has no budget of its own — its ad sets hold the budgets; "
+    "act on them with a rule at ad-set level"
+)
+BUDGET_ON_CAMPAIGN = (
+    "budget_on_campaign: the ad set has no budget of its own — its campaign holds it (campaign "
+    "budget optimisation); act on it with a rule at campaign level"
+)
 
 
 def action_parameters(action: Action) -> dict[str, Any]:
@@ -60,11 +73,30 @@ def _money(minor: int, currency: str) -> str:
 
 
 def plan_budget(
-    action: IncreaseBudget | DecreaseBudget | SetBudget, current_minor: int | None, currency: str
+    action: IncreaseBudget | DecreaseBudget | SetBudget,
+    current_minor: int | None,
+    currency: str,
+    *,
+    lifetime_minor: int | None = None,
+    level: str = "campaign",
 ) -> Change:
-    """The new daily budget, clamped at the cap or floor (the boundary is written, not exceeded)."""
+    """The new budget, clamped at the cap or floor (the boundary is written, not exceeded): the
+    daily budget, or the lifetime budget of an object that has one instead. An object with
+    neither holds no budget at this level: skipped, pointing at the level that does."""
+    if current_minor is None and lifetime_minor is not None:
+        return _plan_budget(action, lifetime_minor, currency, "lifetime_budget")
     if current_minor is None:
-        raise ActionFailed("the campaign has no daily budget to change (is it set on its ad sets?)")
+        return Change(None, skip=BUDGET_ON_CAMPAIGN if level == "adset" else BUDGET_ON_AD_SETS)
+    return _plan_budget(action, current_minor, currency, "daily_budget")
+
+
+def _plan_budget(
+    action: IncreaseBudget | DecreaseBudget | SetBudget,
+    current_minor: int,
+    currency: str,
+    key: str,
+) -> Change:
+    label = key.replace("_", " ")
     current = budget_to_major(current_minor, currency)
     assert current is not None
     clamped_at: str | None = None
@@ -79,7 +111,7 @@ def plan_budget(
         if current_minor >= cap:
             return Change(
                 None,
-                noop=f"the daily budget {current} is already at or above the maximum {action.max}",
+                noop=f"the {label} {current} is already at or above the maximum {action.max}",
             )
         if new_minor > cap:
             new_minor, clamped_at = cap, "max"
@@ -88,21 +120,19 @@ def plan_budget(
         if current_minor <= floor:
             return Change(
                 None,
-                noop=f"the daily budget {current} is already at or below the minimum {action.min}",
+                noop=f"the {label} {current} is already at or below the minimum {action.min}",
             )
         if new_minor < floor:
             new_minor, clamped_at = floor, "min"
     if new_minor <= 0:
-        raise ActionFailed(
-            f"the new daily budget would be {_money(new_minor, currency)}, not positive"
-        )
+        raise ActionFailed(f"the new {label} would be {_money(new_minor, currency)}, not positive")
     if new_minor == current_minor:
-        return Change(None, noop=f"the daily budget is already {current}")
-    after: dict[str, Any] = {"daily_budget": _money(new_minor, currency)}
+        return Change(None, noop=f"the {label} is already {current}")
+    after: dict[str, Any] = {key: _money(new_minor, currency)}
     if clamped_at is not None:
         after["clamped_at"] = clamped_at
         after["projected"] = str(projected)
-    return Change({"daily_budget": new_minor}, before={"daily_budget": str(current)}, after=after)
+    return Change({key: new_minor}, before={key: str(current)}, after=after)
 
 
 def render_template(template: str, *, name: str, rule: str, date: str, campaign_id: str) -> str:

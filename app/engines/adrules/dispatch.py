@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from app.db.session import Database, ReadSession
-from app.engines.adrules.catalogue import SCHEDULED_STATUSES
+from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS, SCHEDULED_STATUSES
 from app.engines.adrules.claim import ClaimedRule, claim_due_rules
 from app.engines.adrules.documents import load_schedule, rule_document
 from app.engines.adrules.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
@@ -173,6 +173,7 @@ async def _fetch_account(
     account: _AccountRow,
     filtering: list[dict[str, Any]],
     limit: asyncio.Semaphore,
+    level: str = "campaign",
 ) -> Fetched | FetchFailed:
     if not account.active:
         return FetchFailed(MetaError(INACTIVE_ACCOUNT, transient=False), attempts=0, pages=0)
@@ -190,6 +191,8 @@ async def _fetch_account(
                     page_size=deps.page_size,
                     delays=deps.retry_delays,
                     progress=progress,
+                    edge=LEVEL_EDGES[level],
+                    fields=LEVEL_FIELDS[level],
                 )
         except FetchFailed as failed:
             log.warning("ad account %s skipped: %s", account.meta_id, failed.error.describe())
@@ -228,7 +231,10 @@ async def _dispatch_rule(
     else:
         results = list(
             await asyncio.gather(
-                *(_fetch_account(deps, reader, a, work.filtering, limit) for a in work.accounts)
+                *(
+                    _fetch_account(deps, reader, a, work.filtering, limit, work.document.level)
+                    for a in work.accounts
+                )
             )
         )
     batch_id = uuid.uuid4().hex

@@ -51,5 +51,6 @@ def rule_document(rule: Rule, tasks: list[Task], timezone: str) -> RuleDocument:
         prefilters=load_prefilters(rule.prefilters),
         tasks=[load_task(t) for t in tasks],
         updated_at=rule.updated_at,
+        level=rule.level,  # type: ignore[arg-type]  # checked when the rule was saved
         shadow=rule.status == "shadow",
     )

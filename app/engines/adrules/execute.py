@@ -131,6 +131,8 @@ class ActionScope:
     timezone: str
     now: datetime
     allow_private_http: bool = False
+    level: str = "campaign"
+    """The rule's level: the object acted on is a campaign, an ad set or an ad."""
 
 
 @dataclass(slots=True)
@@ -252,7 +254,13 @@ class ActionRunner:
         if live is None:
             raise ActionFailed("the live values were not read")
         if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
-            return plan_budget(action, minor_units(live.daily_budget), scope.currency)
+            return plan_budget(
+                action,
+                minor_units(live.daily_budget),
+                scope.currency,
+                lifetime_minor=minor_units(live.lifetime_budget),
+                level=scope.level,
+            )
         assert isinstance(action, Rename | AppendToName | RemoveFromName)
         return plan_name(
             action,

@@ -6,6 +6,7 @@ Runs with a :class:`~app.integrations.meta.reader.MetaReader` only: nothing here
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,7 @@ from app.engines.adrules.payloads import CampaignEntity
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MAX_PAGES, PAGE_SIZE, MetaReader, PageTrail
 from app.integrations.meta.retry import RETRY_DELAYS, RetryLog, Sleep, with_retries
-from app.integrations.meta.structs import GraphCampaign, Page
+from app.integrations.meta.structs import CAMPAIGN_FIELDS, GraphCampaign, Page
 
 
 @dataclass(slots=True)
@@ -84,6 +85,8 @@ async def fetch_campaigns(
     delays: tuple[float, ...] = RETRY_DELAYS,
     max_pages: int = MAX_PAGES,
     progress: FetchProgress | None = None,
+    edge: str = "campaigns",
+    fields: Sequence[str] = CAMPAIGN_FIELDS,
 ) -> Fetched:
     """All campaigns of ``account_id`` matching ``filtering``, following each page's
     ``paging.next`` exactly as Meta returns it until a page has none. Raises
@@ -99,7 +102,12 @@ async def fetch_campaigns(
             async def one_page(url: str | None = next_url) -> Page[GraphCampaign]:
                 try:
                     return await reader.campaigns_page(
-                        account_id, filtering=filtering, limit=page_size, next_url=url
+                        account_id,
+                        filtering=filtering,
+                        limit=page_size,
+                        next_url=url,
+                        fields=fields,
+                        edge=edge,
                     )
                 finally:
                     seen.attempts += 1

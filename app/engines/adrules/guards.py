@@ -43,10 +43,11 @@ class BudgetChange:
 
 
 def direction(before: dict[str, Any] | None, after: dict[str, Any] | None) -> int:
-    """+1 when the daily budget went up, -1 down, 0 when it cannot be told."""
+    """+1 when the (daily or lifetime) budget went up, -1 down, 0 when it cannot be told."""
+    key = "daily_budget" if "daily_budget" in (after or {}) else "lifetime_budget"
     try:
-        old = Decimal(str((before or {})["daily_budget"]))
-        new = Decimal(str((after or {})["daily_budget"]))
+        old = Decimal(str((before or {})[key]))
+        new = Decimal(str((after or {})[key]))
     except (KeyError, InvalidOperation):
         return 0
     return (new > old) - (new < old)

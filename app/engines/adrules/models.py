@@ -93,6 +93,8 @@ class Rule(Base):
     workspace_id: Mapped[int] = mapped_column(BigId, _fk("workspaces.id"), index=True)
     name: Mapped[str] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(16))
+    level: Mapped[str] = mapped_column(String(16), default="campaign", server_default="campaign")
+    """``campaign``, ``adset`` or ``ad``: the objects the rule reads and acts on."""
     prefilters: Mapped[dict[str, Any]] = mapped_column(Json)
     schedule: Mapped[dict[str, Any]] = mapped_column(Json)
     next_execution_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

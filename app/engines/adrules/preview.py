@@ -20,6 +20,7 @@ from app.db.session import Database
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import records
 from app.engines.adrules import rules as rule_service
+from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS
 from app.engines.adrules.changes import (
     ActionFailed,
     Change,
@@ -132,12 +133,19 @@ def _would_change(
     rule_name: str,
     now: datetime,
     timezone: str,
+    level: str = "campaign",
 ) -> Change | None:
     """What the action would write, from the values just listed (no live re-read: they are live)."""
     if isinstance(action, PauseCampaign | ActivateCampaign):
         return plan_status(action, campaign.effective_status)
     if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
-        return plan_budget(action, campaign.daily_budget, currency)
+        return plan_budget(
+            action,
+            campaign.daily_budget,
+            currency,
+            lifetime_minor=campaign.lifetime_budget,
+            level=level,
+        )
     if isinstance(action, Rename | AppendToName | RemoveFromName):
         return plan_name(
             action,
@@ -169,8 +177,15 @@ async def preview_rule(
     reader = MetaReader(deps.graph, token)
     filtering = to_filtering(load_prefilters(view.rule.prefilters))
     try:
+        level = view.rule.level
         fetched = await fetch_campaigns(
-            reader, account.meta_id, filtering, sleep=deps.sleep, delays=deps.retry_delays
+            reader,
+            account.meta_id,
+            filtering,
+            sleep=deps.sleep,
+            delays=deps.retry_delays,
+            edge=LEVEL_EDGES[level],
+            fields=LEVEL_FIELDS[level],
         )
     except FetchFailed as exc:
         raise MetaUnavailable(
@@ -263,12 +278,13 @@ async def preview_rule(
                             view.rule.name,
                             now,
                             zone_used,
+                            level,
                         )
                     except ActionFailed as exc:
                         item.would, item.reason = "error", str(exc)
                     else:
                         if change is not None and change.write is None:
-                            item.reason = change.noop
+                            item.reason = change.skip or change.noop
                         else:
                             item.would = "act"
                             if change is not None:

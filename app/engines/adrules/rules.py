@@ -192,6 +192,7 @@ async def create_rule(
         workspace_id=workspace_id,
         name=data.name.strip(),
         status=data.status,
+        level=data.level,
         prefilters=dump(data.prefilters),
         schedule=dump(data.schedule),
         created_at=now,
@@ -227,6 +228,7 @@ async def update_rule(
     )
     rule.name = data.name.strip()
     rule.status = data.status
+    rule.level = data.level
     rule.prefilters = dump(data.prefilters)
     rule.schedule = schedule
     rule.updated_at = now

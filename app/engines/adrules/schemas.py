@@ -22,6 +22,7 @@ from app.engines.adrules.catalogue import (
     Cooldown,
     EffectiveStatus,
     GroupOperator,
+    Level,
     Metric,
     Operator,
     Period,
@@ -276,6 +277,9 @@ class RuleIn(Schema, kw_only=True):
 
     name: Name
     status: RuleStatus = "draft"
+    level: Level = "campaign"
+    """What the rule reads and acts on: campaigns, ad sets or ads (pre-filters, Insights and
+    actions at that level; budget actions need a level that holds budgets)."""
     account_ids: Annotated[list[int], msgspec.Meta(max_length=500)] = []
     """Ids of this workspace's ad accounts (``/accounts``) the rule covers."""
     prefilters: PreFilters = msgspec.field(default_factory=PreFilters)
@@ -313,6 +317,7 @@ class RuleDocument(Schema, kw_only=True):
     prefilters: PreFilters
     tasks: list[TaskDocument]
     updated_at: datetime
+    level: Level = "campaign"
     shadow: bool = False
     """A shadow rule: evaluate, re-read and plan as live, record what would be done, write and send
     nothing."""

@@ -158,6 +158,14 @@ def check_rule(rule: RuleIn) -> None:
                 problems.add(f"tasks[{i}].id", "the same task appears twice")
             seen_ids.add(task.id)
         check_task(problems, task, f"tasks[{i}]")
+        if rule.level == "ad" and isinstance(
+            task.action, IncreaseBudget | DecreaseBudget | SetBudget
+        ):
+            problems.add(
+                f"tasks[{i}].action",
+                "an ad has no budget: act on budgets at campaign or ad-set level",
+                "budget_not_at_level",
+            )
     check_schedule(problems, rule)
     if rule.schedule.timezone is not None and not is_zone(rule.schedule.timezone):
         problems.add("schedule.timezone", f"unknown time zone {rule.schedule.timezone!r}")

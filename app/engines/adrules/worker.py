@@ -86,6 +86,7 @@ TOKEN_MINTER_RESOURCE = "adrules.google_token_minter"  # noqa: S105 - a cache ke
 
 FLUSH_EVERY = 500
 """Records of runs that changed nothing are written in chunks of this many."""
+BUDGET_FIELDS = frozenset({"daily_budget", "lifetime_budget"})
 ACT_CHUNK = 500
 """Campaigns one task acts on between two commits of their records (re-read, then written, in
 batch calls of up to 50)."""
@@ -282,7 +283,10 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             now=deps.clock.now(),
             reader=reader,
             custom=custom,
-            mode=deps.insights_mode,
+            # Account-level Insights are read at level=campaign: other levels read per object.
+            mode="packed"
+            if rule.level != "campaign" and deps.insights_mode == "account"
+            else deps.insights_mode,
             account_id=payload.account.meta_id,
             sleep=deps.sleep,
             retry_delays=deps.retry_delays,
@@ -535,6 +539,7 @@ def _decide(
         timezone=evaluation_zone(run.payload),
         now=now,
         allow_private_http=run.allow_private_http,
+        level=run.payload.rule.level,
     )
     ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
     return _Ready(campaign, evaluation.conditions, steps, scope, ref)
@@ -586,6 +591,9 @@ async def _act(run: _Run, task: TaskDocument, chunk: list[_Ready]) -> list[dict[
             change = run.runner.plan(action, item.ref, item.scope, read)
         except ActionFailed as exc:
             rows.append(_failed(run, task, item, str(exc)))
+            continue
+        if change.skip is not None:
+            rows.append(_item_row(run, task, item, status=RECORD_SKIPPED, reason=change.skip))
             continue
         if change.write is None:
             rows.append(_item_row(run, task, item, status=RECORD_NOT_EXECUTED, reason=change.noop))
@@ -656,7 +664,7 @@ async def _notify(run: _Run, task: TaskDocument, item: _Ready) -> dict[str, Any]
 async def _guard(run: _Run, item: _Ready, change: Change) -> str | None:
     """The cross-rule budget guards (changes per hour, reversals within another rule's
     cooldown), counting this run's own changes not yet committed."""
-    if change.write is None or "daily_budget" not in change.write:
+    if change.write is None or not BUDGET_FIELDS & set(change.write):
         return None
     now = item.scope.now
     async with run.deps.db.read() as session:
@@ -683,7 +691,7 @@ def _done(
     executed_at = run.deps.clock.now()
     nxt = next_permitted_at(executed_at, task.cooldown)
     run.last[(task.id, item.campaign.id)] = LastExecution(executed_at, nxt)
-    if after and "daily_budget" in after:
+    if after and BUDGET_FIELDS & set(after):
         # Not yet committed: the next task on this campaign must count it too.
         run.pending.setdefault(item.campaign.id, []).append(
             BudgetChange(

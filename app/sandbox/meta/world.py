@@ -32,6 +32,10 @@ ZERO_DECIMAL = frozenset(
 CAMPAIGN_FIELDS = frozenset(
     {"id", "name", "effective_status", "status", "daily_budget", "lifetime_budget", "created_time"}
 )
+ADSET_FIELDS = CAMPAIGN_FIELDS | {"campaign_id"}
+AD_FIELDS = frozenset({"id", "name", "effective_status", "status", "created_time", "campaign_id"})
+"""Ads carry no budget: asking for one is Meta's nonexisting-field error."""
+EDGE_FIELDS = {"campaigns": CAMPAIGN_FIELDS, "adsets": ADSET_FIELDS, "ads": AD_FIELDS}
 ACCOUNT_FIELDS = frozenset(
     {"id", "account_id", "name", "currency", "timezone_name", "account_status"}
 )
@@ -85,6 +89,10 @@ class SimCampaign:
     """False: every Insights request answers with no row (no delivery)."""
     insights: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     """Per date preset: a row to answer with instead of the generated one, or None for no row."""
+    edge: str = "campaigns"
+    """``campaigns``, ``adsets`` or ``ads``: the same shape serves the three levels."""
+    campaign_id: str | None = None
+    """An ad set's or an ad's campaign."""
 
     def render(self, fields: set[str]) -> dict[str, Any]:
         values: dict[str, Any] = {
@@ -100,6 +108,8 @@ class SimCampaign:
             values["daily_budget"] = str(self.daily_budget)
         if self.lifetime_budget is not None:
             values["lifetime_budget"] = str(self.lifetime_budget)
+        if self.campaign_id is not None:
+            values["campaign_id"] = self.campaign_id
         return {k: v for k, v in values.items() if k in fields or k == "id"}
 
 
@@ -112,6 +122,11 @@ class SimAccount:
     timezone_name: str = "America/Los_Angeles"
     account_status: int = 1
     campaigns: dict[str, SimCampaign] = field(default_factory=dict)
+    adsets: dict[str, SimCampaign] = field(default_factory=dict)
+    ads: dict[str, SimCampaign] = field(default_factory=dict)
+
+    def edge(self, name: str) -> dict[str, SimCampaign]:
+        return {"campaigns": self.campaigns, "adsets": self.adsets, "ads": self.ads}[name]
 
     @property
     def money_decimals(self) -> int:
@@ -258,6 +273,33 @@ class GraphWorld:
             )
         return created
 
+    def add_child(
+        self,
+        account_id: str,
+        edge: str,
+        object_id: str,
+        *,
+        campaign_id: str,
+        name: str = "",
+        daily_budget: int | None = None,
+        lifetime_budget: int | None = None,
+        effective_status: str = "ACTIVE",
+    ) -> SimCampaign:
+        """An ad set (``edge="adsets"``) or an ad (``"ads"``) of ``campaign_id``. An account that
+        budgets on ad sets has campaigns without a budget and ad sets with one."""
+        with self._lock:
+            child = SimCampaign(
+                id=object_id,
+                name=name or f"{edge[:-1]} {object_id}",
+                effective_status=effective_status,
+                daily_budget=daily_budget,
+                lifetime_budget=lifetime_budget,
+                edge=edge,
+                campaign_id=campaign_id,
+            )
+            self.accounts[account_id].edge(edge)[object_id] = child
+            return child
+
     def grant(self, token: str, *account_ids: str) -> None:
         """Let ``token`` reach ``account_ids`` (a token with no account is still valid)."""
         with self._lock:
@@ -266,9 +308,10 @@ class GraphWorld:
     def find_campaign(self, campaign_id: str) -> tuple[SimAccount, SimCampaign] | None:
         with self._lock:
             for account in self.accounts.values():
-                campaign = account.campaigns.get(campaign_id)
-                if campaign is not None:
-                    return account, campaign
+                for edge in (account.campaigns, account.adsets, account.ads):
+                    campaign = edge.get(campaign_id)
+                    if campaign is not None:
+                        return account, campaign
         return None
 
     def campaign(self, campaign_id: str) -> SimCampaign:
@@ -434,8 +477,8 @@ class GraphWorld:
             )
         if len(parts) == 2 and parts[0].startswith("act_") and method == "GET":
             account = self._account(parts[0], token)
-            if parts[1] == "campaigns":
-                return self._list_campaigns(account, params)
+            if parts[1] in EDGE_FIELDS:
+                return self._list_campaigns(account, params, parts[1])
             if parts[1] == "insights":
                 return self._account_insights(account, params)
         if len(parts) == 1 and parts[0].isdigit():
@@ -444,7 +487,7 @@ class GraphWorld:
                 fault = self._hit("campaign.get", campaign.id)
                 return fault or SimReply(
                     200,
-                    campaign.render(_fields(params, CAMPAIGN_FIELDS)),
+                    campaign.render(_fields(params, EDGE_FIELDS[campaign.edge])),
                     self.usage_headers(account.id),
                 )
             if method == "POST":
@@ -483,24 +526,26 @@ class GraphWorld:
         rows = [a.render(fields) for a in accounts]
         return self._paged(rows, params, "me/adaccounts", None, use_plan=False)
 
-    def _list_campaigns(self, account: SimAccount, params: dict[str, str]) -> SimReply | Fault:
+    def _list_campaigns(
+        self, account: SimAccount, params: dict[str, str], edge: str = "campaigns"
+    ) -> SimReply | Fault:
         filtering = _filtering(params.get("filtering"))
         self.list_params.append(dict(params))
         fault = self._hit("campaigns.list", account.id, filtering=filtering)
         self.filters_seen.append(filtering)
         if fault is not None:
             return fault
-        fields = _fields(params, CAMPAIGN_FIELDS)
+        fields = _fields(params, EDGE_FIELDS[edge])
         # Edges leave archived and deleted objects out unless a filter names effective_status
         # (then whatever matches comes back, archived and deleted included).
         names_status = any(f["field"] == "effective_status" for f in filtering)
         matched = [
             c
-            for c in account.campaigns.values()
+            for c in account.edge(edge).values()
             if _matches(c, filtering) and (names_status or c.effective_status not in HIDDEN)
         ]
         rows = [c.render(fields) for c in matched]
-        return self._paged(rows, params, f"{account.id}/campaigns", account.id, use_plan=True)
+        return self._paged(rows, params, f"{account.id}/{edge}", account.id, use_plan=True)
 
     def _paged(
         self,
@@ -556,10 +601,22 @@ class GraphWorld:
         fault = self._hit("campaign.update", campaign.id, fields=dict(params))
         if fault is not None:
             return fault
-        changes = {k: v for k, v in params.items() if k in {"status", "daily_budget", "name"}}
-        unknown = set(params) - {"status", "daily_budget", "name", "access_token"}
+        writable = {"status", "name"} | (
+            {"daily_budget", "lifetime_budget"} if campaign.edge != "ads" else set()
+        )
+        changes = {k: v for k, v in params.items() if k in writable}
+        unknown = set(params) - writable - {"access_token"}
         if unknown or not changes:
             raise BadRequest(f"(#100) Invalid parameter: {', '.join(sorted(unknown)) or 'none'}")
+        if "lifetime_budget" in changes:
+            raw = changes["lifetime_budget"]
+            if not raw.isdigit() or int(raw) <= 0:
+                raise BadRequest("(#100) Invalid parameter: lifetime_budget", subcode=1885272)
+            if campaign.lifetime_budget is None:
+                raise BadRequest(
+                    "(#100) An object with a daily budget cannot get a lifetime budget",
+                    subcode=1885621,
+                )
         if "status" in changes and changes["status"] not in SETTABLE_STATUSES:
             raise BadRequest("(#100) Param status must be one of {ACTIVE, PAUSED, …}")
         if "daily_budget" in changes:
@@ -570,6 +627,12 @@ class GraphWorld:
                 raise BadRequest(
                     "(#100) A campaign with a lifetime budget cannot get a daily budget",
                     subcode=1885621,
+                )
+            if campaign.edge == "campaigns" and campaign.daily_budget is None:
+                # The budget sits on the campaign's ad sets (no campaign budget optimisation).
+                raise BadRequest(
+                    "(#100) The campaign has no budget: its ad sets have theirs",
+                    subcode=1885650,
                 )
         if "name" in changes and not changes["name"].strip():
             raise BadRequest("(#100) Invalid parameter: name")
@@ -586,6 +649,8 @@ class GraphWorld:
             campaign.effective_status = changes["status"]
         if "daily_budget" in changes:
             campaign.daily_budget = int(changes["daily_budget"])
+        if "lifetime_budget" in changes:
+            campaign.lifetime_budget = int(changes["lifetime_budget"])
         if "name" in changes:
             campaign.name = changes["name"]
         self.updates.append((campaign.id, changes))

@@ -68,6 +68,7 @@ class RuleOut(Schema):
     id: int
     name: str
     status: str
+    level: str
     account_ids: list[int]
     prefilters: PreFilters
     schedule: Schedule
@@ -124,6 +125,7 @@ def rule_out(view: rule_service.RuleView) -> RuleOut:
         id=r.id,
         name=r.name,
         status=r.status,
+        level=r.level,
         account_ids=view.account_ids,
         prefilters=load_prefilters(r.prefilters),
         schedule=load_schedule(r.schedule),

@@ -22,6 +22,7 @@ from app.engines.adrules import stops
 from app.engines.adrules.catalogue import (
     COOLDOWN_LABELS,
     EFFECTIVE_STATUSES,
+    LEVELS,
     METRICS,
     OPERATOR_SYMBOLS,
     PERIODS,
@@ -113,6 +114,7 @@ def form_to_rule(form: FormMultiDict) -> tuple[dict[str, Any], dict[str, str]]:
     document = {
         "name": form.get("name", ""),
         "status": form.get("status", "draft"),
+        "level": form.get("level", "campaign"),
         "account_ids": [_number(a) for a in account_ids],
         "prefilters": prefilters,
         "schedule": schedule,
@@ -184,6 +186,7 @@ async def _editor(
         catalogue=builder_catalogue(),
         accounts=accounts,
         statuses=RULE_STATUSES,
+        levels=LEVELS,
         effective_statuses=EFFECTIVE_STATUSES,
         weekdays=WEEKDAYS,
         cooldowns=COOLDOWN_LABELS,
@@ -207,6 +210,7 @@ def _values_from_view(view: rule_service.RuleView) -> dict[str, Any]:
     return {
         "name": rule.name,
         "status": rule.status,
+        "level": rule.level,
         "account_ids": [str(a) for a in view.account_ids],
         "campaign_ids": ", ".join(prefilters.campaign_ids),
         "name_contains": prefilters.name_contains or "",
@@ -237,6 +241,7 @@ def _values_from_rule_in(rule: RuleIn) -> dict[str, Any]:
     return {
         "name": rule.name,
         "status": rule.status,
+        "level": rule.level,
         "account_ids": [str(a) for a in rule.account_ids],
         "campaign_ids": ", ".join(rule.prefilters.campaign_ids),
         "name_contains": rule.prefilters.name_contains or "",
@@ -266,6 +271,7 @@ def _values_from_form(form: FormMultiDict) -> dict[str, Any]:
     return {
         "name": form.get("name", ""),
         "status": form.get("status", "draft"),
+        "level": form.get("level", "campaign"),
         "account_ids": form.getall("account_ids") if "account_ids" in form else [],
         "campaign_ids": form.get("campaign_ids", ""),
         "name_contains": form.get("name_contains", ""),
@@ -339,6 +345,7 @@ async def new_rule_page(
 ) -> Template:
     values: dict[str, Any] = {
         "status": "draft",
+        "level": "campaign",
         "mode": "interval",
         "minutes": 60,
         "week": {},

@@ -215,10 +215,29 @@
     return null;
   }
 
+  var LEVEL_NOUNS = { campaign: "campaign", adset: "ad set", ad: "ad" };
+  var BUDGET_ACTIONS = ["increase_budget", "decrease_budget", "set_budget"];
+
+  function level() {
+    var chosen = document.getElementById("rule-level");
+    return chosen && LEVEL_NOUNS[chosen.value] ? chosen.value : "campaign";
+  }
+
+  // The actions at the rule's level: every level pauses and starts; an ad has no budget, so an ad
+  // rule offers no budget action (one already chosen stays, and the server names the problem).
+  function actionChoices(current) {
+    var noun = LEVEL_NOUNS[level()];
+    return Object.keys(ACTIONS).reduce(function (o, k) {
+      if (level() === "ad" && BUDGET_ACTIONS.indexOf(k) >= 0 && k !== current) return o;
+      o[k] = ACTIONS[k].label.replace("the campaign", "the " + noun).replace("the daily budget", "the budget");
+      return o;
+    }, {});
+  }
+
   function actionBlock(task, path) {
     var a = task.action;
     var box = el("fieldset", { class: "action" }, [el("legend", { text: "Then" })]);
-    var type = select(Object.keys(ACTIONS).reduce(function (o, k) { o[k] = ACTIONS[k].label; return o; }, {}), a.type);
+    var type = select(actionChoices(a.type), a.type);
     box.appendChild(field("Action", type, path + ".type", function (v) {
       task.action = { type: v };
       if (v === "increase_budget" || v === "decrease_budget") task.action.by = "percent";
@@ -424,6 +443,8 @@
     errors = readJson("rule-task-errors");
     setUpScheduleMode();
     setUpWeekGrid();
+    var levelSelect = document.getElementById("rule-level");
+    if (levelSelect) levelSelect.addEventListener("change", function () { if (tasks) render(); });
     setUpTabs();
   }
 
