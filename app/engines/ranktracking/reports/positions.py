@@ -5,7 +5,7 @@ URL that ranked and the search volume where keyword data exists; filtered, sorte
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from sqlalchemy import func, select
@@ -180,6 +180,11 @@ async def build_rows(
     before the first column, read only for the change of a device measured once in the window."""
     every = ([previous] if previous is not None else []) + columns
     run_ids = [run_id for c in every for run_id in c.runs.values()]
+    # The JSON values (competitors, features) are read only from each device's last two runs:
+    # decoding them for every cell of the window was most of the table's time.
+    recent: set[int] = set()
+    for measured in {d for c in every for d in c.runs}:
+        recent.update([c.runs[measured] for c in every if measured in c.runs][-2:])
     cells: dict[tuple[str, str], dict[int, Found]] = {}
     if run_ids:
         rows = await session.execute(
@@ -190,22 +195,36 @@ async def build_rows(
                 Result.state,
                 Result.position,
                 Result.url,
+            ).where(Result.run_id.in_(run_ids))
+        )
+        for keyword, device, run_id, state, position, url in rows.all():
+            cells.setdefault((keyword, device or ""), {})[run_id] = Found(
+                state, position, url, None, None, None
+            )
+        extras = await session.execute(
+            select(
+                Result.keyword,
+                Result.device,
+                Result.run_id,
                 Result.competitors,
                 Result.features,
                 Result.owned_features,
-            ).where(Result.run_id.in_(run_ids))
+            ).where(Result.run_id.in_(sorted(recent)))
         )
-        for keyword, device, run_id, state, position, url, comp, features, owned in rows.all():
-            cells.setdefault((keyword, device or ""), {})[run_id] = Found(
-                state, position, url, comp, features, owned
+        for keyword, device, run_id, comp, features, owned in extras.all():
+            by_run = cells[(keyword, device or "")]
+            by_run[run_id] = replace(
+                by_run[run_id], competitors=comp, features=features, owned_features=owned
             )
     best = dict(
         (
             ((kw, dev or ""), pos)
             for kw, dev, pos in (
                 await session.execute(
+                    # Only a retrieved result ever holds a position, so no state filter: the
+                    # query is answered from the index ix_rt_results_best alone.
                     select(Result.keyword, Result.device, func.min(Result.position))
-                    .where(Result.schedule_id == schedule.id, Result.state == RETRIEVED)
+                    .where(Result.schedule_id == schedule.id)
                     .group_by(Result.keyword, Result.device)
                 )
             ).all()

@@ -31,9 +31,12 @@ def url_flags(target: str | None, latest_url: str | None, window_urls: list[str]
     flags = []
     if target and latest_url and page_key(latest_url) != page_key(target):
         flags.append("other_url")
-    keys = [page_key(u) for u in window_urls]
-    if sum(1 for a, b in pairwise(keys) if a != b) >= 2:
-        flags.append("alternating")
+    # Compared as written first (the provider spells a page the same way each time); the
+    # normalised form only decides when the raw strings differ often enough.
+    if sum(1 for a, b in pairwise(window_urls) if a != b) >= 2:
+        keys = [page_key(u) for u in window_urls]
+        if sum(1 for a, b in pairwise(keys) if a != b) >= 2:
+            flags.append("alternating")
     return flags
 
 
