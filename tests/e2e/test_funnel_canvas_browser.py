@@ -143,6 +143,20 @@ async def test_four_step_funnel_built_on_the_canvas_published_and_simulated(
     assert "condition_1" in path
     assert "goal_1" in path
 
+    # A later edit on the canvas, saved, is shown beside version 1 field by field.
+    await page.goto(f"{live_url}/ui/funnels/{funnel_id}")
+    await node(page, "wait_1").click()
+    await page.locator("#fe-panel").get_by_label("Days", exact=True).fill("5")
+    await page.wait_for_selector("#valid")
+    await page.click("#save")
+    await page.wait_for_selector("#notice")
+    await page.click("#compare-1")
+    change = page.locator('.step-change[data-node="wait_1"]')
+    assert await change.get_attribute("data-change") == "changed"
+    assert await change.locator("td.before").inner_text() == "2"
+    assert await change.locator("td.after").inner_text() == "5"
+    assert await page.locator(".step-change").count() == 1
+
 
 async def test_a_value_of_the_wrong_type_in_the_json_is_pinned_on_its_step_in_plain_words(
     signed_in_page: Any, live_url: str

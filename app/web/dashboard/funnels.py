@@ -25,7 +25,7 @@ from app.engines.funnels.models import FunnelVersion
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.dashboard import audiences, contacts_ui, funnel_editor
+from app.web.dashboard import audiences, contacts_ui, funnel_diff, funnel_editor
 from app.web.dashboard.common import page
 
 PREFIX = "/ui/funnels"
@@ -390,6 +390,7 @@ ROUTES: list[Any] = [
     timeline_page,
     *funnel_editor.ROUTES,
     *audiences.ROUTES,
+    *funnel_diff.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 
