@@ -57,6 +57,7 @@ from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
 from app.web.hooks import ranktracking as ranktracking_hooks
+from app.web.openapi_errors import document_errors
 from app.web.request_bounds import request_bounds
 from app.web.security_headers import security_headers
 from app.wiring import assemble
@@ -157,10 +158,10 @@ def openapi_config() -> OpenAPIConfig:
                 )
             }
         ),
-        security=[{"ApiKey": []}],
         openapi_router=Router(
             path="/schema",
             route_handlers=[],
+            include_in_schema=False,
             opt=public("the API's description, so a program can learn how to call it"),
         ),
         render_plugins=[
@@ -285,6 +286,7 @@ def create_app(
         logging_config=None,
     )
     verify_routes(app)
+    document_errors(app)
     app.state.nav = nav
     app.state.runtime = rt
     return app

@@ -139,3 +139,17 @@ def require_organisation_manager(principal: Principal) -> None:
 # Handler parameter types: injected by name from the router's dependencies.
 CurrentPrincipal = NamedDependency[Principal]
 CurrentRuntime = NamedDependency[Runtime]
+
+
+PLATFORM_DATA = (
+    "The queue and the sweepers are the whole instance's, every tenant's jobs included: they are "
+    "shown to organisation owners and admins on the dashboard's Operations page. A workspace's "
+    "own jobs are at GET /api/v1/jobs."
+)
+
+
+def require_operator(principal: Principal) -> None:
+    """Platform-wide data is for operators: a signed-in organisation owner or admin, never a
+    workspace key (which would show one tenant the others' jobs and their errors)."""
+    if principal.user_id is None or not principal.manages_organisation:
+        raise PermissionDeniedException(PLATFORM_DATA)

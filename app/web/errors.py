@@ -16,7 +16,7 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, SerializationException, ValidationException
 from litestar.response import Template
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from app.db.locks import is_lock_timeout
 from app.errors import DomainError
@@ -27,6 +27,8 @@ _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
 _AT_PATH = re.compile(r" - at `\$\.?([^`]*)`")
 _PROGRAM_PREFIXES = ("/api/", "/hooks/", "/t/", "/schema")
 _CSRF_FAILED = "CSRF token verification failed"  # Litestar's CSRF middleware detail
+# Litestar's detail for an absent required parameter (it carries no per-field ``extra``).
+_MISSING_PARAMETER = re.compile(r"Missing required (\w+) parameter '([^']+)'")
 
 CODES = {
     400: "bad_request",
@@ -119,6 +121,9 @@ def validation_handler(request: Request[Any, Any, Any], exc: ValidationException
     if _missing_body(exc.extra):
         return error_response(request, 400, "body_required", "A JSON request body is required.")
     details = _field_details(exc.extra)
+    if not details and (missing := _MISSING_PARAMETER.search(exc.detail or "")):
+        source, name = missing.groups()
+        details = [{"field": name, "message": "is required", "source": source}]
     if not details:
         # No per-field detail means the body itself could not be read.
         return error_response(
@@ -178,10 +183,35 @@ def unexpected_handler(request: Request[Any, Any, Any], exc: Exception) -> Respo
     )
 
 
+_UNIQUE_SQLSTATE = "23505"
+_SQLITE_UNIQUE = "UNIQUE constraint failed"
+
+
+def is_unique_violation(exc: DBAPIError) -> bool:
+    """A unique index refused the write (PostgreSQL sqlstate 23505, SQLite's UNIQUE message)."""
+    if not isinstance(exc, IntegrityError):
+        return False
+    orig = exc.orig
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return sqlstate == _UNIQUE_SQLSTATE or _SQLITE_UNIQUE in str(orig)
+
+
 def database_handler(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[Any]:
     """A lock timeout ("database is locked" on SQLite, a lock timeout or deadlock on PostgreSQL)
     is the database being busy, not the request being wrong: 503 with ``Retry-After``, and the
-    request's unit of work was rolled back, so repeating it is safe. Anything else is a 500."""
+    request's unit of work was rolled back, so repeating it is safe. A unique index refusing the
+    write — a name or key that another row already holds, which a check before the write missed
+    (a race, or a normalisation the check does not share with the index) — is a 409, the unit of
+    work rolled back too. Anything else is a 500."""
+    if is_unique_violation(exc):
+        log.info("unique conflict on %s %s", request.method, request.url.path)
+        return error_response(
+            request,
+            409,
+            "conflict",
+            "This conflicts with something that already exists (a name or key must be unique); "
+            "nothing was changed.",
+        )
     if not is_lock_timeout(exc):
         return unexpected_handler(request, exc)
     log.warning("database busy on %s %s: %s", request.method, request.url.path, exc.orig)

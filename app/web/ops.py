@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from litestar import MediaType, Request, Response, get
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import Scope
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -93,7 +94,11 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/ready", media_type=MediaType.JSON)
+@get(
+    "/ready",
+    media_type=MediaType.JSON,
+    responses={503: ResponseSpec(dict[str, Any], description="Not ready (same body).")},
+)
 async def ready(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     """Readiness: the database and the queue answer, and every sweep this process runs
     completed a tick within three intervals (503 naming the stale sweeps otherwise). Reports the

@@ -77,7 +77,9 @@ async def test_ar24_token_is_encrypted_at_rest_never_returned_never_logged(
     ]
     world.fail("adaccounts.list", code=190, status=400, message="Session has expired")
     failed = await client.post("/api/v1/adrules/accounts/discover", headers=ws.headers)
-    assert failed.status_code == 502
+    # The token itself is refused (OAuth 190): the workspace must set a new one, a 4xx.
+    assert failed.status_code == 422
+    assert failed.json()["code"] == "meta_token_rejected"
     assert "Session has expired" in failed.json()["message"]
     for response in [*responses, failed]:
         assert TOKEN not in response.text

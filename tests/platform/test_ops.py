@@ -209,10 +209,21 @@ async def test_lists_paginate_with_a_cursor(client: httpx.AsyncClient, tenant: T
     assert first["items"][0]["email"] != rest["items"][0]["email"]
 
 
-async def test_sweepers_lists_every_registered_sweep(
-    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+async def test_sweepers_lists_every_registered_sweep(runtime: Runtime) -> None:
+    from app.web.ops import sweeper_overview
+
+    listed = await sweeper_overview(runtime)
+    assert {s.name for s in listed} == {s.name for s in runtime.sweeps}
+    assert all(s.ticks == 0 and s.last_tick_at is None for s in listed)
+
+
+@pytest.mark.parametrize("path", ["/api/v1/queue", "/api/v1/sweepers"])
+async def test_platform_wide_data_is_refused_to_a_workspace_key(
+    client: httpx.AsyncClient, tenant: Tenant, path: str
 ) -> None:
-    listed = (await client.get("/api/v1/sweepers", headers=auth(tenant))).json()
-    names = {s["name"] for s in listed}
-    assert names == {s.name for s in runtime.sweeps}
-    assert all(s["ticks"] == 0 and s["last_tick_at"] is None for s in listed)
+    """Issue 13, item 6: the queue's counts and dead jobs (with their errors) and the sweepers are
+    the whole instance's; a tenant's key hears 403 and where its own jobs are."""
+    response = await client.get(path, headers=auth(tenant))
+    assert response.status_code == 403
+    assert response.json()["code"] == "forbidden"
+    assert "/api/v1/jobs" in response.json()["message"]

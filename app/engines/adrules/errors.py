@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.errors import Conflict, DomainError, NotFound
+from app.errors import Conflict, DomainError, NotFound, ValidationFailed
+from app.integrations.meta.errors import MetaError
 
 
 class RuleNotFound(NotFound):
@@ -28,3 +29,22 @@ class MetaUnavailable(DomainError):
 
     status = 502
     code = "meta_error"
+
+
+class MetaTokenRejected(ValidationFailed):
+    """Meta refused the workspace's access token itself (OAuth error 190: invalid, expired or
+    revoked): the workspace must set a new token, nothing on Meta's side is failing."""
+
+    code = "meta_token_rejected"
+
+
+OAUTH_ERROR = 190
+
+
+def meta_refusal(what: str, error: MetaError) -> DomainError:
+    """The answer to a person's request that Meta refused: 422 when the token is the problem,
+    502 when Meta failed."""
+    message = f"{what}: {error.describe()}"
+    if error.code == OAUTH_ERROR:
+        return MetaTokenRejected(message)
+    return MetaUnavailable(message)

@@ -31,7 +31,7 @@ from app.engines.adrules.changes import (
 )
 from app.engines.adrules.cooldown import check_cooldown
 from app.engines.adrules.documents import load_prefilters, load_schedule
-from app.engines.adrules.errors import MetaUnavailable
+from app.engines.adrules.errors import meta_refusal
 from app.engines.adrules.evaluate import evaluate_conditions
 from app.engines.adrules.facts import gather
 from app.engines.adrules.fetch import FetchFailed, fetch_campaigns
@@ -188,9 +188,7 @@ async def preview_rule(
             fields=LEVEL_FIELDS[level],
         )
     except FetchFailed as exc:
-        raise MetaUnavailable(
-            f"the campaigns could not be listed: {exc.error.describe()}"
-        ) from None
+        raise meta_refusal("the campaigns could not be listed", exc.error) from None
     campaigns = fetched.campaigns[:MAX_CAMPAIGNS]
     zone_used = load_schedule(view.rule.schedule).timezone or account.timezone_name or "UTC"
     custom = CustomMetricSource(

@@ -29,7 +29,7 @@ from app.engines.adrules.catalogue import (
     RuleStatus,
     Weekday,
 )
-from app.schemas import Schema
+from app.schemas import RowRef, Schema, Text
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 TimeOfDay = Annotated[str, msgspec.Meta(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]
@@ -44,7 +44,7 @@ class StatusFilter(Schema, kw_only=True):
     """Keep campaigns whose ``effective_status`` is (``in``) or is not (``not_in``) one of ``values``."""
 
     operator: Literal["in", "not_in"] = "in"
-    values: Annotated[list[EffectiveStatus], msgspec.Meta(min_length=1)]
+    values: Annotated[list[EffectiveStatus], msgspec.Meta(min_length=1, max_length=20)]
 
 
 class PreFilters(Schema, kw_only=True):
@@ -61,13 +61,13 @@ class PreFilters(Schema, kw_only=True):
 class WeeklyGrid(Schema, kw_only=True):
     """Times of day per weekday, in the workspace's time zone."""
 
-    mon: list[TimeOfDay] = []
-    tue: list[TimeOfDay] = []
-    wed: list[TimeOfDay] = []
-    thu: list[TimeOfDay] = []
-    fri: list[TimeOfDay] = []
-    sat: list[TimeOfDay] = []
-    sun: list[TimeOfDay] = []
+    mon: Annotated[list[TimeOfDay], msgspec.Meta(max_length=1440)] = []
+    tue: Annotated[list[TimeOfDay], msgspec.Meta(max_length=1440)] = []
+    wed: Annotated[list[TimeOfDay], msgspec.Meta(max_length=1440)] = []
+    thu: Annotated[list[TimeOfDay], msgspec.Meta(max_length=1440)] = []
+    fri: Annotated[list[TimeOfDay], msgspec.Meta(max_length=1440)] = []
+    sat: Annotated[list[TimeOfDay], msgspec.Meta(max_length=1440)] = []
+    sun: Annotated[list[TimeOfDay], msgspec.Meta(max_length=1440)] = []
 
     def slots(self, weekday: int) -> list[str]:
         """The sorted, distinct times of ``weekday`` (Monday 0)."""
@@ -234,7 +234,7 @@ class NotifyWebhook(
     kept."""
     has_secret: bool = False
     """Read-only: whether a signing secret is stored (ignored on input)."""
-    sealed_secret: str | None = None
+    sealed_secret: Text | None = None
     """Set by the server only: the secret encrypted with the server's key, as stored and as the
     worker receives it. Refused on input, never answered."""
 
@@ -263,10 +263,10 @@ Action = (
 class TaskIn(Schema, kw_only=True):
     """A task: conditions folded with ``group``, one action, and its cooldown per campaign."""
 
-    id: int | None = None
+    id: RowRef | None = None
     """Given when updating a rule, to keep the task's identity (and its cooldown history)."""
     name: Annotated[str, msgspec.Meta(max_length=200)] = ""
-    conditions: list[Condition] = []
+    conditions: Annotated[list[Condition], msgspec.Meta(max_length=100)] = []
     group: GroupOperator = "and"
     action: Action
     cooldown: Cooldown = "1h"
@@ -280,11 +280,11 @@ class RuleIn(Schema, kw_only=True):
     level: Level = "campaign"
     """What the rule reads and acts on: campaigns, ad sets or ads (pre-filters, Insights and
     actions at that level; budget actions need a level that holds budgets)."""
-    account_ids: Annotated[list[int], msgspec.Meta(max_length=500)] = []
+    account_ids: Annotated[list[RowRef], msgspec.Meta(max_length=500)] = []
     """Ids of this workspace's ad accounts (``/accounts``) the rule covers."""
     prefilters: PreFilters = msgspec.field(default_factory=PreFilters)
     schedule: Schedule = msgspec.field(default_factory=IntervalSchedule)
-    tasks: list[TaskIn] = []
+    tasks: Annotated[list[TaskIn], msgspec.Meta(max_length=100)] = []
 
 
 class StatusIn(Schema, kw_only=True):

@@ -34,7 +34,7 @@ from app.engines.adrules.schemas import (
 from app.errors import NotFound
 from app.integrations.http_guard import AddressGuard
 from app.platform.crypto import SecretBox
-from app.schemas import Schema
+from app.schemas import RowRef, Schema
 
 TemplateKey = Literal["night_budget_reset", "pause_losers", "scale_winners", "stop_loss"]
 Hour = Annotated[int, msgspec.Meta(ge=0, le=23)]
@@ -47,7 +47,7 @@ class TemplateParams(Schema, kw_only=True):
     """Night Budget Reset: the daily budget to set."""
     hour: Hour | None = None
     """Night Budget Reset: the local hour it runs at."""
-    weekdays: list[Weekday] | None = None
+    weekdays: Annotated[list[Weekday], msgspec.Meta(max_length=7)] | None = None
     """Night Budget Reset: the days it runs on."""
     roas: Decimal | None = None
     """Pause losers: pause below this ROAS. Scale winners: scale above it."""
@@ -65,7 +65,7 @@ class FromTemplateIn(Schema, kw_only=True):
     """Create a draft rule from a template."""
 
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
-    account_ids: Annotated[list[int], msgspec.Meta(max_length=500)] = []
+    account_ids: Annotated[list[RowRef], msgspec.Meta(max_length=500)] = []
     params: TemplateParams = msgspec.field(default_factory=TemplateParams)
 
 

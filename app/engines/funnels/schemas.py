@@ -15,7 +15,7 @@ from app.engines.funnels.contacts import (
 )
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion, OutboxEffect, Run, Step
 from app.engines.funnels.segments import Predicate
-from app.schemas import Schema
+from app.schemas import MAX_ITEMS, EmailAddress, Int64, Key, Name, RowRef, Schema, Text, Upload
 
 FieldValue = str | int | float | bool | None
 Consent = Literal["granted", "withdrawn"]
@@ -26,16 +26,19 @@ ListNames = Annotated[list[MembershipName], msgspec.Meta(max_length=MAX_LISTS_PE
 
 
 class ContactIn(Schema):
-    email: str | None = None
-    phone: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    timezone: str | None = None
-    fields: dict[str, FieldValue] | None = None
+    email: EmailAddress | None = None
+    phone: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    first_name: Name | None = None
+    last_name: Name | None = None
+    timezone: Key | None = None
+    fields: (
+        Annotated[dict[Key, Text | Int64 | float | bool | None], msgspec.Meta(max_length=MAX_ITEMS)]
+        | None
+    ) = None
     tags: TagNames | None = None
     lists: ListNames | None = None
-    consent: dict[str, Consent] | None = None
-    suppressed: dict[str, str] | None = None
+    consent: Annotated[dict[Key, Consent], msgspec.Meta(max_length=100)] | None = None
+    suppressed: Annotated[dict[Key, Text], msgspec.Meta(max_length=100)] | None = None
     """Channel -> reason (unsubscribed, bounced, complained); replaces the whole map."""
 
     def data(self) -> ContactData:
@@ -88,28 +91,28 @@ def contact_out(c: Contact, tags: list[str], lists: list[str]) -> ContactOut:
 
 
 class ImportIn(Schema):
-    csv: str
+    csv: Upload
     """The file's text: a header row, then one contact per row."""
-    columns: dict[str, str] | None = None
+    columns: Annotated[dict[Name, Key], msgspec.Meta(max_length=MAX_ITEMS)] | None = None
     """CSV header -> what the column becomes: ``email``, ``phone``, ``first_name``,
     ``last_name``, ``timezone``, a custom field key, ``tags`` or ``lists`` (``;``-separated), or
     ``""`` to leave it out. Columns not named here map to themselves."""
 
 
 class FieldIn(Schema):
-    key: str
+    key: Key
     type: Literal["text", "number", "date", "boolean"]
-    label: str = ""
+    label: Name = ""
 
 
 class FieldOut(Schema):
-    key: str
+    key: Key
     type: str
     label: str
 
 
 class NameIn(Schema):
-    name: str
+    name: Name
 
 
 CapLimit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
@@ -143,13 +146,15 @@ class SegmentPreviewOut(Schema):
 
 
 class FunnelIn(Schema):
-    name: str
-    definition: dict[str, Any] = msgspec.field(default_factory=dict)
+    name: Name
+    definition: Annotated[dict[Key, Any], msgspec.Meta(max_length=MAX_ITEMS)] = msgspec.field(
+        default_factory=dict
+    )
 
 
 class FunnelPatch(Schema):
-    name: str | None = None
-    definition: dict[str, Any] | None = None
+    name: Name | None = None
+    definition: Annotated[dict[Key, Any], msgspec.Meta(max_length=MAX_ITEMS)] | None = None
     active: bool | None = None
 
 
@@ -213,7 +218,7 @@ def version_out(v: FunnelVersion) -> VersionOut:
 class EnrollIn(Schema):
     """The manual trigger: the given contacts, or everyone matching ``predicate``."""
 
-    contact_ids: Annotated[list[int], msgspec.Meta(max_length=MAX_ENROLL_IDS)] | None = None
+    contact_ids: Annotated[list[RowRef], msgspec.Meta(max_length=MAX_ENROLL_IDS)] | None = None
     """At most 10,000; a predicate reaches any number."""
     predicate: Predicate | None = None
 

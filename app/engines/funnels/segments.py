@@ -16,7 +16,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 import msgspec
 from sqlalchemy import (
@@ -42,6 +42,7 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.run_context import compare as compare_context
 from app.engines.funnels.run_context import lookup
+from app.schemas import Count, Int64, Key, Name, Text
 
 FieldType = Literal["text", "number", "date", "boolean"]
 FIELD_TYPES: tuple[FieldType, ...] = ("text", "number", "date", "boolean")
@@ -74,26 +75,26 @@ class _Predicate(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True):
 class FieldIs(_Predicate, tag="field"):
     """Compare a contact attribute or custom field with a value."""
 
-    field: str
+    field: Key
     op: CompareOp
-    value: str | int | float | bool | None = None
+    value: Text | Int64 | float | bool | None = None
 
 
 class HasTag(_Predicate, tag="has_tag"):
-    tag: str
+    tag: Name
 
 
 class InList(_Predicate, tag="in_list"):
-    list: str
+    list: Name
 
 
 class EventCount(_Predicate, tag="event_count"):
     """How many events named ``event`` the contact has (within the last ``within_days``)."""
 
-    event: str
+    event: Name
     op: CountOp = "gte"
-    count: int = 1
-    within_days: int | None = None
+    count: Count = 1
+    within_days: Count | None = None
 
 
 class ContextIs(_Predicate, tag="context"):
@@ -101,17 +102,17 @@ class ContextIs(_Predicate, tag="context"):
     :mod:`app.engines.funnels.run_context`). Only a condition node inside a run has a context:
     outside one, every comparison is false except ``not_exists`` (the same on both evaluators)."""
 
-    path: str
+    path: Text
     op: CompareOp
-    value: str | int | float | bool | None = None
+    value: Text | Int64 | float | bool | None = None
 
 
 class AllOf(_Predicate, tag="all"):
-    predicates: list[Predicate]
+    predicates: Annotated[list[Predicate], msgspec.Meta(max_length=100)]
 
 
 class AnyOf(_Predicate, tag="any"):
-    predicates: list[Predicate]
+    predicates: Annotated[list[Predicate], msgspec.Meta(max_length=100)]
 
 
 class Not(_Predicate, tag="not"):

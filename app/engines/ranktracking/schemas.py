@@ -8,10 +8,12 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from app.schemas import Schema
+from app.schemas import Count, Key, RowRef, Schema
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-KeywordInput = Annotated[list[str], msgspec.Meta(max_length=5000)]
+KeywordInput = Annotated[
+    list[Annotated[str, msgspec.Meta(max_length=700)]], msgspec.Meta(max_length=5000)
+]
 DataType = Literal["serp", "keyword_data"]
 Frequency = Literal["daily", "weekly", "biweekly", "monthly", "quarterly"]
 Depth = Literal["top10", "top100"]
@@ -87,14 +89,14 @@ class ScheduleIn(Schema):
     name: Annotated[str, msgspec.Meta(max_length=200)] = ""
     data_type: DataType = "serp"
     frequency: Frequency = "weekly"
-    list_id: int | None = None
+    list_id: RowRef | None = None
     keywords: KeywordInput | None = None
     depth: Depth | None = None
-    location_code: int | None = None
-    language_code: str | None = None
-    domain: str | None = None
-    devices: list[Device] | None = None
-    packages: list[Package] | None = None
+    location_code: Count | None = None
+    language_code: Key | None = None
+    domain: Annotated[str, msgspec.Meta(max_length=253)] | None = None
+    devices: Annotated[list[Device], msgspec.Meta(max_length=10)] | None = None
+    packages: Annotated[list[Package], msgspec.Meta(max_length=10)] | None = None
     monthly_cap_eur: Decimal | None = None
     """Optional monthly cap in EUR (at least 5); absent means unlimited."""
 
@@ -106,16 +108,16 @@ class ScheduleEdit(Schema):
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     frequency: Frequency | None = None
     depth: Depth | None = None
-    location_code: int | None = None
-    language_code: str | None = None
-    domain: str | None = None
-    devices: list[Device] | None = None
-    packages: list[Package] | None = None
+    location_code: Count | None = None
+    language_code: Key | None = None
+    domain: Annotated[str, msgspec.Meta(max_length=253)] | None = None
+    devices: Annotated[list[Device], msgspec.Meta(max_length=10)] | None = None
+    packages: Annotated[list[Package], msgspec.Meta(max_length=10)] | None = None
     monthly_cap_eur: Decimal | None = None
     unlimited: bool = False
     """Remove the monthly cap."""
     data_type: DataType | None = None
-    list_id: int | None = None
+    list_id: RowRef | None = None
 
 
 class SelectionIn(Schema):

@@ -17,7 +17,7 @@ from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
 from app.engines.adrules.dispatch import dispatch_now
 from app.engines.adrules.documents import load_prefilters, load_schedule
-from app.engines.adrules.errors import MetaUnavailable
+from app.engines.adrules.errors import meta_refusal
 from app.engines.adrules.models import AdAccount, Batch
 from app.engines.adrules.schemas import (
     PreFilters,
@@ -213,7 +213,7 @@ async def ask_meta_for_accounts(runtime: Runtime, workspace_id: int) -> list[Gra
     try:
         return await reader.ad_accounts()
     except MetaError as exc:
-        raise MetaUnavailable(f"Meta refused the ad account list: {exc.describe()}") from None
+        raise meta_refusal("Meta refused the ad account list", exc) from None
 
 
 async def discover(runtime: Runtime, workspace_id: int) -> list[AdAccount]:

@@ -34,7 +34,7 @@ from app.errors import ValidationFailed
 from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal
 from app.runtime import Runtime
-from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
+from app.schemas import MAX_PAGE_SIZE, Page, RowRef, Schema, page_of
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
@@ -96,7 +96,7 @@ class BatchDetailOut(Schema):
 
 
 class PreviewIn(Schema):
-    account_id: int
+    account_id: RowRef
 
 
 class TemplateOut(Schema):

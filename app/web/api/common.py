@@ -59,6 +59,7 @@ def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) ->
         },
         tags=[tag or path.strip("/") or "platform"],
         opt=authenticated(Auth.API_KEY),
+        security=[{"ApiKey": []}],
     )
 
 

@@ -58,7 +58,17 @@ from app.engines.funnels.trial_send import compose_test
 from app.engines.funnels.triggers import enroll
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
-from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
+from app.schemas import (
+    DEFAULT_PAGE_SIZE,
+    EmailAddress,
+    Key,
+    Page,
+    PageSize,
+    RowRef,
+    Schema,
+    id_cursor,
+    page_of,
+)
 from app.web.api.common import api_router, idempotent
 from app.web.api.jobs import BulkJobOut, bulk_job_out
 from app.web.auth import CurrentPrincipal, CurrentRuntime
@@ -424,10 +434,10 @@ class TrialSendFailed(DomainError):
 
 
 class TrialSendIn(Schema):
-    node_id: str
-    to: str
+    node_id: Key
+    to: EmailAddress
     """Where the test goes (a colleague's inbox)."""
-    contact_id: int | None = None
+    contact_id: RowRef | None = None
     """Whose variables fill the creative (none: empty values)."""
     draft: bool = True
     """Send the draft's node (``false``: the published version's)."""

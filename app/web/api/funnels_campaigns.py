@@ -26,18 +26,29 @@ from app.engines.funnels.campaigns.service import (
 )
 from app.engines.funnels.segments import Predicate
 from app.errors import ValidationFailed
-from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
+from app.schemas import (
+    DEFAULT_PAGE_SIZE,
+    Count,
+    Document,
+    Name,
+    Page,
+    PageSize,
+    Schema,
+    Text,
+    id_cursor,
+    page_of,
+)
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
 
 class CampaignIn(Schema):
-    name: str
-    subject: str
-    body: str
-    html: str | None = None
+    name: Name
+    subject: Text
+    body: Document
+    html: Document | None = None
     audience: Predicate | None = None
-    rate_per_minute: int = 600
+    rate_per_minute: Count = 600
     topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] = "marketing"
     """What the campaign is about: the preference page lets a contact leave one topic."""
 
@@ -66,7 +77,7 @@ class CampaignOut(Schema):
     audience: dict[str, Any] | None
     status: str
     send_at: datetime | None
-    rate_per_minute: int
+    rate_per_minute: Count
     materialised_at: datetime | None
     audience_size: int
     checkpoint: int

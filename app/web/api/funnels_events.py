@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, Response, get, post
@@ -23,7 +23,19 @@ from app.engines.funnels.site_snippet import snippet_tag
 from app.engines.funnels.tracking import contact_token, site_key
 from app.engines.funnels.triggers import enroll
 from app.platform.service import get_workspace, webhook_secret
-from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
+from app.schemas import (
+    DEFAULT_PAGE_SIZE,
+    Count,
+    Key,
+    Name,
+    Page,
+    PageSize,
+    RowRef,
+    Schema,
+    Text,
+    id_cursor,
+    page_of,
+)
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 
@@ -31,7 +43,7 @@ from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 class EventOut(Schema):
     id: int
     contact_id: int
-    name: str
+    name: Name
     source: str
     properties: dict[str, Any]
     occurred_at: datetime
@@ -40,7 +52,7 @@ class EventOut(Schema):
 class InboundOut(Schema):
     id: int
     source: str
-    name: str
+    name: Name
     external_id: str | None
     received_at: datetime
     processed_at: datetime | None
@@ -118,23 +130,25 @@ def inbound_out(e: InboundEvent) -> InboundOut:
 
 
 class FormFieldIn(Schema):
-    key: str
-    label: str = ""
+    key: Key
+    label: Name = ""
     required: bool = False
 
 
 class FormIn(Schema):
-    name: str
-    fields: list[FormFieldIn] = msgspec.field(default_factory=list)
-    add_tag: str | None = None
-    add_list: str | None = None
-    success_message: str = "Thank you!"
+    name: Name
+    fields: Annotated[list[FormFieldIn], msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=list
+    )
+    add_tag: Name | None = None
+    add_list: Name | None = None
+    success_message: Text = "Thank you!"
 
 
 class FormOut(Schema):
     id: int
     public_id: str
-    name: str
+    name: Name
     fields: list[dict[str, Any]]
     add_tag: str | None
     add_list: str | None
@@ -222,10 +236,10 @@ async def visitor_token(
 
 
 class SimulateIn(Schema):
-    contact_id: int
+    contact_id: RowRef
     source: Literal["draft", "published"] = "draft"
     start: datetime | None = None
-    horizon_days: int = 400
+    horizon_days: Count = 400
 
 
 class SimStepOut(Schema):

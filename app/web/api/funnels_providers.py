@@ -15,7 +15,7 @@ from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside import config as providers
 from app.engines.funnels.outside.models import AiUsage, ProviderConfig
 from app.integrations.http_guard import shared_guard
-from app.schemas import DEFAULT_PAGE_SIZE, Page, Schema, id_cursor, page_of
+from app.schemas import DEFAULT_PAGE_SIZE, Key, Page, Schema, id_cursor, page_of
 from app.web.api.common import Cursor, Limit, api_router
 from app.web.auth import (
     CurrentPrincipal,
@@ -30,7 +30,9 @@ class ProviderIn(Schema):
     """``json`` or ``twilio`` (sms), ``json`` (push, letter, booking), ``stripe`` (payments),
     ``openai`` (ai), ``guarded`` (http)."""
     base_url: Annotated[str, msgspec.Meta(max_length=500)] = ""
-    options: dict[str, Any] = msgspec.field(default_factory=dict)
+    options: Annotated[dict[Key, Any], msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=dict
+    )
     secret: Annotated[str, msgspec.Meta(max_length=4000)] | None = None
     """The API key (Twilio: the auth token); omitted keeps the stored one."""
 
@@ -45,7 +47,7 @@ class ProviderOut(Schema):
 
 
 class QuotaIn(Schema):
-    quota_tokens: Annotated[int, msgspec.Meta(ge=0)] | None
+    quota_tokens: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | None
     """Tokens per calendar month for the whole organisation; ``null`` for no limit."""
 
 

@@ -19,11 +19,12 @@ from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
     require_admin,
+    require_operator,
     require_organisation_manager,
 )
 from app.web.ops import sweeper_overview
 
-Role = Annotated[str, msgspec.Meta(pattern="^(admin|member)$")]
+Role = Annotated[str, msgspec.Meta(pattern="^(admin|member)$", max_length=6)]
 
 
 class WorkspaceOut(Schema):
@@ -377,6 +378,7 @@ async def rotate_signing_secret(
 
 @get("/queue")
 async def queue_state(principal: CurrentPrincipal, runtime: CurrentRuntime) -> QueueOut:
+    require_operator(principal)
     stats = await runtime.queue.stats()
     dead = await runtime.queue.dead_jobs(20)
     return QueueOut(
@@ -400,6 +402,7 @@ async def queue_state(principal: CurrentPrincipal, runtime: CurrentRuntime) -> Q
 @get("/sweepers")
 async def sweepers(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[SweeperOut]:
     """Every sweep with its schedule and its last tick's time, duration, lag and error."""
+    require_operator(principal)
     return [
         SweeperOut(
             name=s.name,
