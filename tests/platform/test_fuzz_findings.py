@@ -17,3 +17,23 @@ async def test_account_ids_beyond_64_bits_are_refused(
         headers=auth(tenant),
     )
     assert response.status_code == 422, response.text
+
+
+async def test_a_contact_taking_another_contacts_address_is_a_409(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """The error message read the contact after the failed flush had expired it (a 500)."""
+    first = await client.post(
+        "/api/v1/funnels/contacts", json={"email": "grace@example.com"}, headers=auth(tenant)
+    )
+    second = await client.post(
+        "/api/v1/funnels/contacts", json={"email": "ada@example.com"}, headers=auth(tenant)
+    )
+    assert (first.status_code, second.status_code) == (201, 201)
+    taken = await client.patch(
+        f"/api/v1/funnels/contacts/{second.json()['id']}",
+        json={"first_name": "Grace", "email": "grace@example.com"},
+        headers=auth(tenant),
+    )
+    assert taken.status_code == 409, taken.text
+    assert taken.json()["code"] == "duplicate_contact"

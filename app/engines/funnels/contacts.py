@@ -491,11 +491,12 @@ async def update_contact(
     if data.suppressed is not None:
         contact.suppressed = dict(data.suppressed)
     contact.updated_at = now
+    email = contact.email  # a failed flush expires the row: reading it then would raise
     try:
         async with session.begin_nested():
             await session.flush()
     except IntegrityError:
-        raise DuplicateContact(f"a contact with e-mail {contact.email} already exists") from None
+        raise DuplicateContact(f"a contact with e-mail {email} already exists") from None
     await _apply_memberships(session, contact, data, now, replace=True)
     return contact
 
