@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from app.schemas import Count, Key, RowRef, Schema
+from app.schemas import Int64, Key, RowRef, Schema
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 KeywordInput = Annotated[
@@ -92,7 +92,7 @@ class ScheduleIn(Schema):
     list_id: RowRef | None = None
     keywords: KeywordInput | None = None
     depth: Depth | None = None
-    location_code: Count | None = None
+    location_code: Int64 | None = None
     language_code: Key | None = None
     domain: Annotated[str, msgspec.Meta(max_length=253)] | None = None
     devices: Annotated[list[Device], msgspec.Meta(max_length=10)] | None = None
@@ -108,7 +108,7 @@ class ScheduleEdit(Schema):
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     frequency: Frequency | None = None
     depth: Depth | None = None
-    location_code: Count | None = None
+    location_code: Int64 | None = None
     language_code: Key | None = None
     domain: Annotated[str, msgspec.Meta(max_length=253)] | None = None
     devices: Annotated[list[Device], msgspec.Meta(max_length=10)] | None = None
