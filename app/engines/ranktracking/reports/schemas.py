@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from app.schemas import Schema
+import msgspec
+
+from app.schemas import Schema, Url
 
 Change = Literal["up", "down", "same", "new", "lost", "unranked"]
 """Movement since the device's previous measured run: ``new`` ranks now and did not then,
@@ -101,7 +103,9 @@ class SummaryPage(Schema):
 
 
 class CompetitorsIn(Schema):
-    domains: list[str]
+    domains: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=253)]], msgspec.Meta(max_length=100)
+    ]
     """Up to 5 domains (``https://`` and ``www.`` are dropped); an empty list removes them."""
 
 
@@ -111,7 +115,9 @@ class CompetitorsOut(Schema):
 
 
 class TargetsIn(Schema):
-    targets: dict[str, str]
+    targets: Annotated[
+        dict[Annotated[str, msgspec.Meta(max_length=700)], Url], msgspec.Meta(max_length=50_000)
+    ]
     """keyword → the page of the tracked domain that should rank (replaces the whole set; an
     empty URL leaves the keyword without a target)."""
 
