@@ -134,12 +134,12 @@ async def get_summary(
 def csv_response(text: str, filename: str) -> Response[str]:
     return Response(
         text,
-        media_type="text/csv; charset=utf-8",
+        media_type="text/csv",  # Litestar adds "; charset=utf-8" to text types
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
 
 
-@get("/schedules/{schedule_id:int}/positions.csv")
+@get("/schedules/{schedule_id:int}/positions.csv", media_type="text/csv")
 async def get_positions_csv(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
@@ -164,7 +164,7 @@ async def get_positions_csv(
     return csv_response(export.positions_csv(page), f"positions-{schedule_id}.csv")
 
 
-@get("/schedules/{schedule_id:int}/log.csv")
+@get("/schedules/{schedule_id:int}/log.csv", media_type="text/csv")
 async def get_log_csv(
     principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
 ) -> Response[str]:
