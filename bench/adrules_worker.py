@@ -14,6 +14,12 @@ account jobs, 4 at a time as a worker with 4 slots would run them, records writt
 per campaign. The simulator runs in this process (its own thread), so its work is part of the wall
 time of both modes alike.
 
+Writes (run first): a rule raising every object's budget on ``--write-objects`` (10,000) objects at
+campaign and at ad-set level; per level, HTTP calls per object-period for the Insights read and
+HTTP calls per written object (live re-reads and writes), batched (≤ 50 a call) beside the
+per-object baseline (each object's re-read and write in calls of their own) in the same run.
+``--only reads`` / ``--only writes`` runs one part.
+
 Run: ``/tmp/venv0/bin/python bench/adrules_worker.py`` (SQLite in a temporary file), or with
 ``BENCH_DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1/postgres`` for a fresh PostgreSQL
 database created and dropped for the run. ``--campaigns`` and ``--accounts`` change the size.
@@ -43,10 +49,12 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.db.session import Database
+from app.engines.adrules.batched import BatchStats
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
+    IncreaseBudget,
     LogOnly,
     MetricMetricCondition,
     MetricValueCondition,
@@ -317,11 +325,256 @@ async def _run_mode(
     }
 
 
+RAISE = TaskIn(
+    name="Raise every budget",
+    conditions=[
+        MetricValueCondition(metric="spend", period="today", operator="gte", value=Decimal(0))
+    ],
+    action=IncreaseBudget(by="percent", amount=Decimal(10), max=Decimal(1_000_000)),
+    cooldown="15m",
+)
+
+
+async def _setup_writes(
+    db: Database, box: SecretBox, world: GraphWorld, level: str, accounts: int, per_account: int
+) -> tuple[int, list[tuple[AccountRef, list[CampaignEntity]]], RuleDocument]:
+    """A rule at ``level`` raising every object's budget; at ad-set level the accounts budget on
+    ad sets (campaigns without a budget, two ad sets each)."""
+    now = datetime.now(UTC)
+    async with db.write() as uow:
+        org = await service.create_organisation(uow.session, name=f"Writes {level}", now=now)
+        ws = (
+            await service.create_workspace(
+                uow.session, box, organisation_id=org.id, name=level, now=now
+            )
+        ).workspace
+        rule = Rule(
+            workspace_id=ws.id,
+            name=f"Raise at {level} level",
+            status="active",
+            level=level,
+            prefilters={},
+            schedule={"mode": "interval", "minutes": 60},
+            created_at=now,
+            updated_at=now,
+        )
+        uow.session.add(rule)
+        await uow.session.flush()
+        body = msgspec.to_builtins(RAISE)
+        body.pop("id", None)
+        name = body.pop("name")
+        task = Task(
+            rule_id=rule.id,
+            workspace_id=ws.id,
+            position=0,
+            name=name,
+            document=body,
+            created_at=now,
+            updated_at=now,
+        )
+        uow.session.add(task)
+        await uow.session.flush()
+        doc = msgspec.convert({**body, "id": task.id, "name": name}, TaskDocument)
+        jobs = []
+        for a in range(accounts):
+            meta_id = f"act_{(7000 if level == 'adset' else 6000) + a}"
+            world.add_account(meta_id, f"Account {a}", currency="USD", timezone_name="UTC")
+            if level == "adset":
+                parents = world.add_campaigns(meta_id, per_account // 2, daily_budget=None)
+                for i in range(per_account):
+                    world.add_child(
+                        meta_id,
+                        "adsets",
+                        f"{meta_id.removeprefix('act_')}{i:06d}",
+                        campaign_id=parents[i // 2].id,
+                        daily_budget=5000,
+                    )
+            else:
+                world.add_campaigns(meta_id, per_account)
+            account = AdAccount(
+                workspace_id=ws.id,
+                meta_id=meta_id,
+                name=meta_id,
+                currency="USD",
+                timezone_name="UTC",
+                account_status=1,
+                active=True,
+                discovered_at=now,
+                activated_at=now,
+            )
+            uow.session.add(account)
+            await uow.session.flush()
+            uow.session.add(RuleAccount(rule_id=rule.id, ad_account_id=account.id))
+            objects = world.accounts[meta_id].edge("adsets" if level == "adset" else "campaigns")
+            entities = [
+                CampaignEntity(
+                    id=c.id,
+                    name=c.name,
+                    effective_status=c.effective_status,
+                    daily_budget=c.daily_budget,
+                    created_time=c.created_time,
+                )
+                for c in objects.values()
+            ]
+            jobs.append(
+                (
+                    AccountRef(id=account.id, meta_id=meta_id, currency="USD", timezone_name="UTC"),
+                    entities,
+                )
+            )
+        world.grant(TOKEN, *world.accounts)
+    document = RuleDocument(
+        id=rule.id,
+        workspace_id=ws.id,
+        name=rule.name,
+        timezone="UTC",
+        prefilters=PreFilters(),
+        tasks=[doc],
+        updated_at=now,
+        level=level,  # type: ignore[arg-type]
+    )
+    return ws.id, jobs, document
+
+
+async def _run_writes(
+    batch_size: int,
+    db: Database,
+    box: SecretBox,
+    world: GraphWorld,
+    graph: GraphClient,
+    sheets: SheetsClient,
+    setup: tuple[int, list[tuple[AccountRef, list[CampaignEntity]]], RuleDocument],
+    slots: int,
+) -> dict[str, float]:
+    """One run raising every object's budget: the Insights read packed, the live re-reads and
+    the writes in batch calls of ``batch_size`` objects (1: each object's own calls)."""
+    workspace_id, jobs, document = setup
+    stats = BatchStats()
+    clock = SystemClock()
+    batch_id = uuid.uuid4().hex
+    payloads = []
+    async with db.write() as uow:
+        for account, entities in jobs:
+            batch = Batch(
+                batch_id=batch_id,
+                workspace_id=workspace_id,
+                rule_id=document.id,
+                ad_account_id=account.id,
+                account_meta_id=account.meta_id,
+                status="queued",
+                entities=len(entities),
+                pages=1,
+                fetch_attempts=1,
+                executed=0,
+                not_executed=0,
+                skipped=0,
+                errors=0,
+                tick_at=clock.now(),
+                created_at=clock.now(),
+            )
+            uow.session.add(batch)
+            await uow.session.flush()
+            payloads.append(
+                RunAccountPayload(
+                    batch_id=batch_id,
+                    batch_record_id=batch.id,
+                    workspace_id=workspace_id,
+                    rule=document,
+                    account=account,
+                    entities=entities,
+                    access_token_encrypted=seal_token(box, TOKEN),
+                    dispatched_at=clock.now(),
+                )
+            )
+    deps = WorkerDeps(
+        db=db,
+        clock=clock,
+        secrets=box,
+        graph=graph,
+        sheets=sheets,
+        sheet_cache=SheetCache(),
+        mail=None,
+        http=None,
+        sleep=asyncio.sleep,
+        insights_mode="packed",
+        write_batch_size=batch_size,
+        write_stats=stats,
+    )
+    world.state.reset_counts()
+    world.batch_calls.clear()
+    gate = asyncio.Semaphore(slots)
+
+    async def one(payload: RunAccountPayload) -> str:
+        async with gate:
+            return await run_account_job(deps, payload)
+
+    started = time.perf_counter()
+    statuses = await asyncio.gather(*(one(p) for p in payloads))
+    wall = time.perf_counter() - started
+    assert set(statuses) == {"completed"}, statuses
+    objects = sum(len(e) for _, e in jobs)
+    async with db.read() as session:
+        executed = await session.scalar(
+            select(func.count())
+            .select_from(ExecutionRecord)
+            .where(ExecutionRecord.batch_id == batch_id, ExecutionRecord.status == "executed")
+        )
+    assert executed == objects, (executed, objects)
+    insights_calls = sum(
+        1 for call in world.batch_calls if any("/insights" in url for _, url, _ in call)
+    )
+    async with db.write() as uow:
+        await uow.session.execute(
+            delete(ExecutionRecord).where(ExecutionRecord.batch_id == batch_id)
+        )
+    world.batch_calls.clear()
+    return {
+        "objects": objects,
+        "read_calls": insights_calls,
+        "write_path_calls": stats.calls,
+        "updates": world.count("campaign.update"),
+        "wall": wall,
+    }
+
+
+async def _writes(
+    args: argparse.Namespace,
+    db: Database,
+    box: SecretBox,
+    world: GraphWorld,
+    graph: GraphClient,
+    sheets: SheetsClient,
+) -> None:
+    print(
+        f"writes: {args.write_objects:,} objects per level, every one raised, "
+        f"{args.accounts} accounts, {args.slots} jobs at a time (1 period: spend today)"
+    )
+    print(
+        f"{'level':<10}{'write path':<22}{'read calls/object-period':>26}"
+        f"{'calls/written object':>22}{'wall s':>9}"
+    )
+    for level in ("campaign", "adset"):
+        setup = await _setup_writes(
+            db, box, world, level, args.accounts, args.write_objects // args.accounts
+        )
+        for label, size in (("per object (baseline)", 1), ("batched (≤ 50 a call)", 50)):
+            r = await _run_writes(size, db, box, world, graph, sheets, setup, args.slots)
+            n = r["objects"]
+            print(
+                f"{level:<10}{label:<22}{r['read_calls'] / n:>26.4f}"
+                f"{r['write_path_calls'] / n:>22.4f}{r['wall']:>9.2f}"
+            )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--campaigns", type=int, default=10_000)
     parser.add_argument("--accounts", type=int, default=20)
     parser.add_argument("--slots", type=int, default=4)
+    parser.add_argument("--write-objects", type=int, default=10_000)
+    parser.add_argument(
+        "--only", choices=("reads", "writes"), default=None, help="run one part of the benchmark"
+    )
     args = parser.parse_args()
     url, pg_name = await _fresh_database()
     await upgrade(url)
@@ -332,6 +585,10 @@ async def main() -> None:
     graph = GraphClient(server.url, "v21.0", timeout_seconds=60)
     sheets = SheetsClient("http://127.0.0.1:9")
     try:
+        if args.only != "reads":
+            await _writes(args, db, box, world, graph, sheets)
+        if args.only == "writes":
+            return
         workspace_id, jobs, document = await _setup(
             db, box, world, args.accounts, args.campaigns // args.accounts
         )
