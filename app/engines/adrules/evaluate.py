@@ -49,10 +49,17 @@ class CustomKey:
     sheet_name: str
     lookup_column: str
     value_column: str
+    locale: str | None = None
 
     @classmethod
     def of(cls, cond: CustomMetricCondition) -> CustomKey:
-        return cls(cond.spreadsheet_id, cond.sheet_name, cond.lookup_column, cond.value_column)
+        return cls(
+            cond.spreadsheet_id,
+            cond.sheet_name,
+            cond.lookup_column,
+            cond.value_column,
+            cond.locale,
+        )
 
 
 @dataclass(frozen=True, slots=True)

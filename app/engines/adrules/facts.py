@@ -78,7 +78,11 @@ async def _custom_values(
             out[key] = ({}, CustomValue(None, got), "")
             continue
         where = got.source if got.warning is None else f"{got.source} ({got.warning})"
-        out[key] = (index_sheet(got.rows, key.lookup_column, key.value_column), None, where)
+        out[key] = (
+            index_sheet(got.rows, key.lookup_column, key.value_column, key.locale),
+            None,
+            where,
+        )
     return out
 
 

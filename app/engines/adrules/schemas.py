@@ -137,6 +137,9 @@ class ClockCondition(Schema, kw_only=True, tag="clock", tag_field="type"):
     )
 
 
+SheetLocale = Annotated[str, msgspec.Meta(pattern=r"^[a-z]{2}(_[A-Z]{2})?$", max_length=5)]
+
+
 class CustomMetricCondition(Schema, kw_only=True, tag="custom_metric", tag_field="type"):
     """A number read from a Google Sheet: the row whose ``lookup_column`` equals the campaign id,
     its ``value_column`` compared with ``value`` (spec AR-15)."""
@@ -147,6 +150,10 @@ class CustomMetricCondition(Schema, kw_only=True, tag="custom_metric", tag_field
     value_column: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{1,3}$")]
     operator: Operator
     value: Decimal
+    locale: SheetLocale | None = None
+    """The sheet's locale (as in its File → Settings, e.g. ``de_DE``), which says how text cells
+    write numbers (``1.234,50`` or ``1,234.50``). Without it only unambiguous text is read: a
+    thousands or decimal separator that could be either is a recorded condition error."""
 
 
 Condition = MetricValueCondition | MetricMetricCondition | ClockCondition | CustomMetricCondition

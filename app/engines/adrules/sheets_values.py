@@ -11,6 +11,7 @@ condition error the record shows, never a crash of the run.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -121,28 +122,99 @@ def _as_text(cell: Cell) -> str:
     return str(cell).strip()
 
 
-def _as_number(cell: Cell) -> Decimal | None:
+COMMA_DECIMAL_LANGUAGES = frozenset(
+    [
+        "de",
+        "fr",
+        "es",
+        "it",
+        "id",
+        "nl",
+        "pt",
+        "ru",
+        "pl",
+        "tr",
+        "sv",
+        "da",
+        "nb",
+        "no",
+        "fi",
+        "cs",
+        "sk",
+        "hu",
+        "ro",
+        "bg",
+        "hr",
+        "sl",
+        "sr",
+        "uk",
+        "el",
+        "vi",
+        "lt",
+        "lv",
+        "et",
+    ]
+)
+"""Languages whose locales write a decimal comma (and a point or space between thousands)."""
+_PLAIN = re.compile(r"^[+-]?\d+(\.\d+)?$")
+_THOUSANDS_POINT = re.compile(r"^[+-]?[1-9]\d{0,2}(\.\d{3})+$")
+"""``1.234``: a thousand in a decimal-comma locale, one and a bit elsewhere."""
+_POINT_DECIMAL = re.compile(r"^[+-]?\d{1,3}(,\d{3})*(\.\d+)?$")
+_COMMA_DECIMAL = re.compile(r"^[+-]?\d{1,3}([. ]\d{3})*(,\d+)?$|^[+-]?\d+(,\d+)?$")
+
+
+class Ambiguous(ValueError):
+    """Text that reads as a different number depending on the sheet's locale."""
+
+
+def _as_number(cell: Cell, locale: str | None = None) -> Decimal | None:
+    """A cell's number. Numbers stay exact; text is read by the sheet's ``locale`` when the
+    condition names one, and otherwise only when no locale could read it differently (raises
+    :class:`Ambiguous`) — ``"1,5"`` and ``"1.234,50"`` are never guessed."""
     if isinstance(cell, bool):
         return None
     if isinstance(cell, int | Decimal):
         return Decimal(cell)
+    text = cell.strip().replace("\u00a0", " ")
+    if locale is None:
+        if _THOUSANDS_POINT.match(text) or ("," in text and _number_like(text)):
+            raise Ambiguous(text)
+        if not _PLAIN.match(text):
+            return None
+        normalised = text
+    elif locale.split("_")[0] in COMMA_DECIMAL_LANGUAGES:
+        if not _COMMA_DECIMAL.match(text):
+            return None
+        normalised = text.replace(".", "").replace(" ", "").replace(",", ".")
+    else:
+        if not (_POINT_DECIMAL.match(text) or _PLAIN.match(text)):
+            return None
+        normalised = text.replace(",", "")
     try:
-        number = Decimal(cell.strip().replace(",", ""))
+        number = Decimal(normalised)
     except InvalidOperation:
         return None
     return number if number.is_finite() else None
 
 
+def _number_like(text: str) -> bool:
+    return bool(re.fullmatch(r"[+-]?[\d.,]+", text))
+
+
 def lookup(
-    rows: list[list[Cell]], campaign_id: str, lookup_column: str, value_column: str
+    rows: list[list[Cell]],
+    campaign_id: str,
+    lookup_column: str,
+    value_column: str,
+    locale: str | None = None,
 ) -> CustomValue:
     """The number in ``value_column`` of the first row whose ``lookup_column`` is the campaign id."""
-    found = index_sheet(rows, lookup_column, value_column).get(campaign_id)
+    found = index_sheet(rows, lookup_column, value_column, locale).get(campaign_id)
     return found if found is not None else missing_row(campaign_id, lookup_column)
 
 
 def index_sheet(
-    rows: list[list[Cell]], lookup_column: str, value_column: str
+    rows: list[list[Cell]], lookup_column: str, value_column: str, locale: str | None = None
 ) -> dict[str, CustomValue]:
     """Every campaign id of ``lookup_column`` with its value (or the cell's error); first row wins.
 
@@ -157,7 +229,16 @@ def index_sheet(
         if not key or key in out:
             continue
         cell = row[value_at] if value_at < len(row) else ""
-        number = None if cell == "" else _as_number(cell)
+        try:
+            number = None if cell == "" else _as_number(cell, locale)
+        except Ambiguous:
+            out[key] = CustomValue(
+                None,
+                f"the cell {value_column} of campaign {key} is {cell!r}, which reads as a different "
+                "number in different locales: name the sheet's locale on the condition (e.g. "
+                "de_DE or en_US)",
+            )
+            continue
         if cell == "":
             out[key] = CustomValue(None, f"the cell {value_column} of campaign {key} is empty")
         elif number is None:
