@@ -7,7 +7,7 @@ Existing amounts are multiplied by 10,000. The monthly cap stays in whole cents 
 Ledger entries of kind ``reconcile`` need no schema change (the kind is a string).
 
 Revision ID: 0390_ranktracking_micros
-Revises: 0330_ranktracking_targets
+Revises: 0340_ranktracking_best_index
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0390_ranktracking_micros"
-down_revision = "0330_ranktracking_targets"
+down_revision = "0340_ranktracking_best_index"
 branch_labels = None
 depends_on = None
 
