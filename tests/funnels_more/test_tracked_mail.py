@@ -12,9 +12,10 @@ from sqlalchemy import select
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import ContactEvent
-from app.engines.funnels.tracking import Tracking, text_to_html, track_html
+from app.engines.funnels.tracking import Tracking, text_to_html, track_html, track_text
 from app.integrations.mail import MailSender
 from app.settings import MailSettings
+from tests.funnels.conftest import content
 from tests.funnels_more.conftest import (
     Engine,
     contact,
@@ -98,7 +99,9 @@ async def test_fn11_funnel_mail_is_tracked_and_an_open_ends_the_wait(
     await settle(runtime)
     await tracked.drive()
     [message] = tracked.sink.messages
-    assert message.body.startswith("Our offer: https://shop.example/offer?x=1&y=2.")
+    # The text part's link is tracked too (text-only mail clients), the full stop left outside.
+    [text_link] = re.findall(r"Our offer: (\S+/t/l/\S+?)\.\s", message.body)
+    assert OFFER not in content(message.body)
     # The unsubscribe footer's links stay direct (a click on them is not a click on the offer).
     unsubscribe = message.headers["List-Unsubscribe"].split(">")[0].removeprefix("<")
     assert f'href="{unsubscribe}"' in (message.html or "")
@@ -116,6 +119,8 @@ async def test_fn11_funnel_mail_is_tracked_and_an_open_ends_the_wait(
     redirect = await client.get(_path(runtime, link.replace("&amp;", "&")))
     assert redirect.status_code == 302
     assert redirect.headers["location"] == OFFER
+    from_text = await client.get(_path(runtime, text_link))
+    assert (from_text.status_code, from_text.headers["location"]) == (302, OFFER)
     await settle(runtime)
     await tracked.drive()
 
@@ -152,6 +157,15 @@ def test_text_bodies_get_an_html_alternative_with_links() -> None:
     tracked = track_html(html, Tracking("https://app.example", "s3cret"), _ref())
     assert tracked.count("https://app.example/t/l/") == 1
     assert tracked.endswith('width="1" height="1" alt="">')
+
+
+def test_text_parts_get_tracked_links_and_unsubscribe_links_stay_direct() -> None:
+    tracking = Tracking("https://app.example", "s3cret")
+    text = "See https://a.example/x?y=1, then https://app.example/t/u/tok.\nBye"
+    tracked = track_text(text, tracking, _ref())
+    first, rest = tracked.split(", then ")
+    assert first.startswith("See https://app.example/t/l/")
+    assert rest == "https://app.example/t/u/tok.\nBye"
 
 
 def _ref():

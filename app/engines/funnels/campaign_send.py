@@ -37,7 +37,7 @@ from app.engines.funnels.campaigns.models import (
 )
 from app.engines.funnels.models import Contact
 from app.engines.funnels.render import render
-from app.engines.funnels.tracking import MessageRef, Tracking, track_html
+from app.engines.funnels.tracking import MessageRef, Tracking, track_html, track_text
 from app.engines.funnels.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
 from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
 from app.integrations.mail.pool import SmtpPool as MailPool
@@ -179,8 +179,11 @@ def compose(
         render(campaign.html, values) if campaign.html else None,
         links,
     )
-    if html is not None and tracking is not None:
-        html = track_html(html, tracking, ref)
+    if tracking is not None:
+        # Links of the text part are tracked as the HTML part's are (text-only mail clients).
+        text = track_text(text, tracking, ref)
+        if html is not None:
+            html = track_html(html, tracking, ref)
     mid = message_id(campaign, row.seq, domain)
     return OutgoingEmail(
         to=[row.email or ""],

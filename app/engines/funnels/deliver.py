@@ -37,7 +37,13 @@ from app.engines.funnels.models import (
     OutboxEffect,
     Step,
 )
-from app.engines.funnels.tracking import MessageRef, Tracking, text_to_html, track_html
+from app.engines.funnels.tracking import (
+    MessageRef,
+    Tracking,
+    text_to_html,
+    track_html,
+    track_text,
+)
 from app.engines.funnels.unsubscribe import (
     UnsubscribeLinks,
     UnsubscribeRef,
@@ -159,13 +165,18 @@ class EmailChannel:
         ref = UnsubscribeRef(self._ref(effect), topic_of(p.get("topic")))
         return links_for(signing.base_url, signing.secret, ref, mailto_address=self.mailto_address)
 
-    async def _tracked(self, effect: LeasedEffect, text: str, html: str | None) -> str | None:
+    async def _tracked(
+        self, effect: LeasedEffect, text: str, html: str | None
+    ) -> tuple[str, str | None]:
+        """The text and HTML parts with their links tracked (and the pixel in the HTML)."""
         if self.tracking is None or effect.payload.get("internal"):
-            return html
+            return text, html
         tracking = await self.tracking(effect.workspace_id)
         if tracking is None:
-            return html
-        return track_html(html or text_to_html(text), tracking, self._ref(effect))
+            return text, html
+        ref = self._ref(effect)
+        html = track_html(html or text_to_html(text), tracking, ref)
+        return track_text(text, tracking, ref), html
 
     async def compose(self, effect: LeasedEffect) -> OutgoingEmail:
         p = effect.payload
@@ -176,11 +187,12 @@ class EmailChannel:
         if links is not None:
             text, html, _ = with_links(text, html, links)
             headers.update(links.headers())
+        text, html = await self._tracked(effect, text, html)
         return OutgoingEmail(
             to=list(p["to"]),
             subject=p["subject"],
             text=text,
-            html=await self._tracked(effect, text, html),
+            html=html,
             message_id=p["message_id"],
             headers=headers,
         )

@@ -145,6 +145,22 @@ def track_html(html: str, tracking: Tracking, ref: MessageRef) -> str:
     return f'{HREF.sub(tracked, html)}<img src="{pixel}" width="1" height="1" alt="">'
 
 
+def track_text(text: str, tracking: Tracking, ref: MessageRef) -> str:
+    """Every bare ``http(s)`` URL of a plain-text part becomes a signed redirect link, so a
+    click from a text-only mail client counts as one from the HTML part does. Unsubscribe links
+    stay direct, and trailing punctuation stays outside the link."""
+    own_pages = f"{tracking.base_url.rstrip('/')}/t/u/"
+
+    def tracked(match: re.Match[str]) -> str:
+        found = match.group(0)
+        url = found.rstrip(".,;:!?)")
+        if url.startswith(own_pages):
+            return found
+        return link_url(tracking.base_url, tracking.secret, ref, url) + found[len(url) :]
+
+    return _BARE_URL.sub(tracked, text)
+
+
 def text_to_html(text: str) -> str:
     """An HTML alternative of a plain-text body (escaped, URLs made links, line breaks kept), so
     a message written as text can carry the pixel and tracked links too."""

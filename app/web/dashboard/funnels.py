@@ -1,5 +1,6 @@
 """Funnels dashboard pages under ``/ui/funnels``: the funnels list, a funnel's draft edited as JSON
-with the validator's problems shown per node, publishing, a test send of a message node, versions, runs with their steps, a
+with the validator's problems shown per node, publishing, the report of the latest version (chart and table), a test send of a message
+node, versions, runs with their steps, a
 contact's timeline.
 
 Pages call the same services as the API. A draft that does not parse is shown again with the
@@ -19,7 +20,7 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 
-from app.engines.funnels import service, trial_send
+from app.engines.funnels import reports, service, trial_send
 from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.errors import DomainError, ValidationFailed
@@ -106,6 +107,7 @@ async def _editor(
         runs = await service.list_runs(
             session, principal.workspace_id, funnel_id, after=None, limit=50
         )
+        report = await reports.funnel_report(session, funnel_id)
         if problems is None and error is None:
             problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
         else:
@@ -129,10 +131,42 @@ async def _editor(
         by_node=dict(by_node),
         node_ids=node_ids,
         email_nodes=email_nodes,
+        report=report,
+        latest=report.versions[-1] if report.versions else None,
+        chart=_chart(report),
         versions=versions,
         runs=runs,
         editor=data,
     )
+
+
+def _chart(report: reports.FunnelReport) -> dict[str, Any] | None:
+    """The chart of the latest version's report: per node, in graph order, the people who
+    entered it, wait on it and ended there early, and for message nodes the messages sent and
+    opened (drawn by ``static/funnel_report.js``)."""
+    if not report.versions:
+        return None
+    latest = report.versions[-1]
+
+    def sent(n: reports.NodeReport, name: str) -> int | None:
+        if n.messages is None:
+            # A message node nobody reached yet has sent nothing; other nodes send nothing.
+            return 0 if n.kind.startswith("send_") else None
+        return int(getattr(n.messages, name))
+
+    nodes = latest.nodes
+    return {
+        "title": f"Version {latest.version}: people and messages per node",
+        "y_label": "count",
+        "labels": [n.node_id for n in nodes],
+        "series": [
+            {"label": "entered", "values": [n.entered for n in nodes]},
+            {"label": "waiting", "values": [n.waiting for n in nodes]},
+            {"label": "ended early", "values": [n.exited for n in nodes]},
+            {"label": "sent", "values": [sent(n, "sent") for n in nodes]},
+            {"label": "opened", "values": [sent(n, "opened") for n in nodes]},
+        ],
+    }
 
 
 @get(f"{PREFIX}/{{funnel_id:int}}")
