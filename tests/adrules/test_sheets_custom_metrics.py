@@ -112,6 +112,22 @@ async def test_ar15_rows_are_cached_two_minutes_from_last_access(
             assert again.source == "cache"
         assert sandbox.state.count("values.get") == 1
 
+        # Read every 90 s the rows never sit two minutes untouched, yet 5 minutes after the
+        # fetch they expire: the edit to the sheet is seen (issue 18 item 8).
+        clock.advance(29)
+        assert (await source.rows(SHEET_ID, "Targets")).source == "cache"  # type: ignore[union-attr]
+        clock.advance(1)
+        edited = await source.value(
+            spreadsheet_id=SHEET_ID,
+            sheet_name="Targets",
+            lookup_column="A",
+            value_column="C",
+            campaign_id="100001",
+        )
+        assert (edited.value, edited.source) == (Decimal("9"), "live")
+        assert sandbox.state.count("values.get") == 2
+        sandbox.set_cell(SHEET_ID, "Targets", 1, 2, Decimal("3"))
+
         clock.advance(119)
         assert (await source.rows(SHEET_ID, "Targets")).source == "cache"  # type: ignore[union-attr]
         clock.advance(120)  # two minutes since the last access: expired
@@ -122,9 +138,9 @@ async def test_ar15_rows_are_cached_two_minutes_from_last_access(
             value_column="C",
             campaign_id="100001",
         )
-        assert fresh.value == Decimal("9")
+        assert fresh.value == Decimal("3")
         assert fresh.source == "live"
-        assert sandbox.state.count("values.get") == 2
+        assert sandbox.state.count("values.get") == 3
     finally:
         await client.aclose()
 
@@ -261,3 +277,29 @@ async def test_ar15_worker_records_custom_metric_values_and_errors(
     assert "is empty" in by_campaign["100004"].conditions[0]["reason"]
     assert "no row has campaign 100005" in by_campaign["100005"].conditions[0]["reason"]
     assert sandbox.state.count("values.get") == 1  # one read for the whole account
+
+
+async def test_ar15_a_sheet_edited_while_a_rule_reads_it_every_minute_is_seen_within_5_minutes(
+    runtime: Runtime, clock: ManualClock, workspace_id: int, sheets: tuple[SheetsSandbox, str]
+) -> None:
+    sandbox, url = sheets
+    source, client = _source(runtime, workspace_id, url, SheetCache())
+    seen: list[Decimal | None] = []
+    try:
+        for minute in range(7):
+            if minute == 1:
+                sandbox.set_cell(SHEET_ID, "Targets", 1, 2, Decimal("4"))
+            got = await source.value(
+                spreadsheet_id=SHEET_ID,
+                sheet_name="Targets",
+                lookup_column="A",
+                value_column="C",
+                campaign_id="100001",
+            )
+            seen.append(got.value)
+            clock.advance(60)
+    finally:
+        await client.aclose()
+    # Fetched at minute 0, the rows are refreshed at minute 5 (the fetch limit), not never.
+    assert seen == [Decimal("2.5")] * 5 + [Decimal("4")] * 2
+    assert sandbox.state.count("values.get") == 2

@@ -38,6 +38,9 @@ from app.platform.service import get_secret
 
 CACHE_TTL = timedelta(minutes=2)
 """How long a sheet's rows stay in memory after they were last read."""
+CACHE_MAX_AGE = timedelta(minutes=5)
+"""How long after the fetch they stay at most, however often they are read: a rule running every
+minute keeps touching the cache, and must still see an edit to the sheet."""
 
 SHEETS_API_KEY_SECRET = "google_sheets_api_key"  # noqa: S105 - a secret's name, not a secret
 """Workspace secret holding a Google API key (sheets shared with "anyone with the link")."""
@@ -84,9 +87,11 @@ class _Entry:
 
 @dataclass
 class SheetCache:
-    """Sheets in memory, per workspace, each expiring 2 minutes after its last access."""
+    """Sheets in memory, per workspace, each expiring 2 minutes after its last access and at the
+    latest 5 minutes after it was fetched."""
 
     ttl: timedelta = CACHE_TTL
+    max_age: timedelta = CACHE_MAX_AGE
     _entries: dict[SheetRef, _Entry] = field(default_factory=dict)
     _locks: dict[SheetRef, asyncio.Lock] = field(default_factory=dict)
 
@@ -94,7 +99,7 @@ class SheetCache:
         entry = self._entries.get(ref)
         if entry is None:
             return None
-        if now >= entry.expires_at:
+        if now >= entry.expires_at or now >= entry.fetched_at + self.max_age:
             del self._entries[ref]
             return None
         entry.expires_at = now + self.ttl  # from last access, not from the fetch
