@@ -37,3 +37,15 @@ async def test_a_contact_taking_another_contacts_address_is_a_409(
     )
     assert taken.status_code == 409, taken.text
     assert taken.json()["code"] == "duplicate_contact"
+
+
+async def test_a_meta_token_a_header_cannot_carry_is_refused_when_set(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """A token with a line break or a non-ASCII character reached the Authorization header of
+    the Graph call, whose encoding failed (a 500 on discovery and preview)."""
+    for bad in ("EAAB-token\nX-Injected: 1", "EAAB-tokén-ünicode"):
+        response = await client.put(
+            "/api/v1/adrules/meta-token", json={"token": bad}, headers=auth(tenant)
+        )
+        assert response.status_code == 422, response.text

@@ -120,6 +120,16 @@ class GraphClient:
             raise MetaError(
                 f"the Graph API did not answer in time ({type(exc).__name__})", transient=True
             ) from None
+        except httpx.LocalProtocolError:
+            raise MetaError(
+                "the request could not be sent (the access token holds characters a header "
+                "cannot carry)",
+                transient=False,
+            ) from None
+        except UnicodeEncodeError:
+            raise MetaError(
+                "the request could not be sent (the access token is not ASCII)", transient=False
+            ) from None
         except httpx.TransportError as exc:
             raise MetaError(
                 f"could not reach the Graph API ({type(exc).__name__})", transient=True

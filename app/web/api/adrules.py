@@ -44,7 +44,8 @@ AnyRequest = Request[Any, Any, Any]
 
 
 class TokenIn(Schema):
-    token: Annotated[str, msgspec.Meta(min_length=10, max_length=1000)]
+    token: Annotated[str, msgspec.Meta(min_length=10, max_length=1000, pattern=r"^[\x21-\x7e]+$")]
+    """Printable ASCII without spaces, as Meta issues them: it travels in a header."""
 
 
 class TokenState(Schema):
