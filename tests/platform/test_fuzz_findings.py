@@ -49,3 +49,10 @@ async def test_a_meta_token_a_header_cannot_carry_is_refused_when_set(
             "/api/v1/adrules/meta-token", json={"token": bad}, headers=auth(tenant)
         )
         assert response.status_code == 422, response.text
+
+
+async def test_a_cursor_of_non_ascii_digits_is_a_422(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    response = await client.get("/api/v1/funnels/inbound?cursor=%C2%B3", headers=auth(tenant))
+    assert response.status_code == 422, response.text

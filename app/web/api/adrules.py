@@ -168,7 +168,7 @@ def batch_out(b: Batch, rule_name: str) -> BatchOut:
 def _cursor(cursor: str | None) -> int | None:
     if cursor is None:
         return None
-    if not cursor.isdigit():
+    if not (cursor.isascii() and cursor.isdigit()):
         raise ValidationFailed.field("cursor", "not a cursor this API returned")
     return int(cursor)
 

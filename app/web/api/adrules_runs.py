@@ -173,7 +173,7 @@ def batch_detail_out(summary: record_service.BatchSummary) -> BatchDetailOut:
 def _after(cursor: str | None) -> int | None:
     if cursor is None:
         return None
-    if not cursor.isdigit():
+    if not (cursor.isascii() and cursor.isdigit()):
         raise ValidationFailed.field("cursor", "not a cursor this API returned")
     return int(cursor)
 

@@ -92,7 +92,7 @@ async def _signed_workspace(
     header = request.headers.get(SIGNATURE_HEADER) or request.headers.get("stripe-signature")
     if workspace_id is None:
         raw = request.headers.get("x-sweepline-workspace", "")
-        workspace_id = int(raw) if raw.isdigit() else None
+        workspace_id = int(raw) if raw.isascii() and raw.isdigit() else None
     if not header or workspace_id is None:
         raise Unauthorized("a signature is required (X-Sweepline-Signature)")
     secret = await workspace_secret(runtime, workspace_id)
