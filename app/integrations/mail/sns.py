@@ -23,6 +23,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from app.integrations.http_guard.client import ClientOptions, outbound_client
+
 DEFAULT_URL_PATTERN = r"^https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/"
 CERT_CACHE_SECONDS = 3600.0
 
@@ -115,6 +117,12 @@ class SnsVerifier:
         self.timeout = timeout
         self._certificates: dict[str, tuple[bytes, float]] = {}
 
+    def _client(self) -> httpx.AsyncClient:
+        # The one outbound core (user agent, no redirects, no proxy from the environment). The
+        # URLs come from the message itself, so only those matching ``url_pattern`` (SNS's own
+        # hosts) are ever fetched; the pattern, not the address guard, is what limits them.
+        return outbound_client(provider="sns", options=ClientOptions(timeout_seconds=self.timeout))
+
     def _allowed(self, url: str | None) -> str:
         if not url or not self.url_pattern.match(url):
             raise SnsError(f"URL not allowed for SNS: {url!r}")
@@ -125,7 +133,7 @@ class SnsVerifier:
         if hit is not None and hit[1] > time.monotonic():
             return hit[0]
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+            async with self._client() as client:
                 response = await client.get(url)
         except httpx.HTTPError as exc:
             raise SnsError(f"the signing certificate could not be fetched: {exc}") from None
@@ -143,7 +151,7 @@ class SnsVerifier:
         """Confirm a verified ``SubscriptionConfirmation`` (SNS then starts delivering)."""
         url = self._allowed(message.subscribe_url)
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+            async with self._client() as client:
                 response = await client.get(url)
         except httpx.HTTPError as exc:
             raise SnsError(f"the subscription could not be confirmed: {exc}") from None
