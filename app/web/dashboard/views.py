@@ -11,11 +11,13 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.platform import service, setup
 from app.platform.models import API_KEY_SCOPES
+from app.platform.operators import is_instance_operator
 from app.platform.service import Principal
 from app.platform.throttle import SignInThrottle
 from app.runtime import Runtime
@@ -182,15 +184,23 @@ async def home(
 async def operations_page(
     request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
 ) -> Template:
-    """Sweepers and the queue: the instance's machinery, for organisation owners and admins."""
+    """The workspace's activity for organisation owners and admins; beside it the sweepers and
+    the queue, the instance's machinery, for the instance's operators only."""
     require_organisation_manager(principal)
+    operator = await _is_operator(runtime, principal)
     return page(
         request,
         "operations.html",
         principal,
-        **await _status(runtime),
+        operator=operator,
+        **(await _status(runtime) if operator else {}),
         activity=await _activity(runtime, principal),
     )
+
+
+async def _is_operator(runtime: Runtime, principal: Principal) -> bool:
+    async with runtime.db.read() as session:
+        return await is_instance_operator(session, principal)
 
 
 async def _activity(runtime: Runtime, principal: Principal) -> dict[str, Any]:
@@ -213,8 +223,12 @@ async def activity_partial(
 async def status_partial(
     request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
 ) -> Template:
-    """The part of the operations page htmx refreshes."""
+    """The part of the operations page htmx refreshes (the instance's machinery)."""
     require_organisation_manager(principal)
+    if not await _is_operator(runtime, principal):
+        raise PermissionDeniedException(
+            "The sweepers and the job queue are shown to the instance's operators only"
+        )
     return page(request, "_status.html", principal, **await _status(runtime))
 
 
