@@ -3,7 +3,8 @@
     python -m tests.funnels.worker_process DATABASE_URL SMTP_PORT LEASE_SECONDS [--die-on-advance]
 
 It leases and executes due runs and delivers due effects (four at a time, over persistent SMTP
-connections) until it has been idle for two seconds.
+connections) until it has been idle for longer than a lease: a run a dead process leased becomes
+due again only when that lease runs out, so a survivor that gave up sooner would leave it behind.
 With ``--die-on-advance`` it sends itself SIGKILL at the moment its first batch's advancement
 statement reaches the database: after the outbox rows were written in that transaction and before
 it commits — the worst moment to die.
@@ -57,7 +58,8 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
     )
     owner = f"proc-{os.getpid()}"
     idle_since = clock.monotonic()
-    while clock.monotonic() - idle_since < 2.0:
+    idle_limit = lease_seconds + 1.0
+    while clock.monotonic() - idle_since < idle_limit:
         ran = await runner.run_batch(owner=owner, now=clock.now())
         sent = await deliverer.run_batch(owner=owner, now=clock.now)
         if ran.leased or sent.leased:
