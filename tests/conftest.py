@@ -154,6 +154,17 @@ async def truncate_all(db: Database) -> None:
             await uow.session.execute(text(f'DELETE FROM "{table}"'))
 
 
+def with_own_queue(settings: Settings) -> Settings:
+    """``settings`` with an arq queue name of its own: the tests share one event loop, so a
+    worker an earlier test left behind must not take this test's jobs from a shared queue."""
+    if not settings.queue.uses_redis:
+        return settings
+    queue = dataclasses.replace(
+        settings.queue, arq_queue_name=f"sweepline-test-{uuid.uuid4().hex[:8]}"
+    )
+    return dataclasses.replace(settings, queue=queue)
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START)
@@ -164,7 +175,7 @@ async def runtime(
     settings: Settings, shared_db: Database, clock: ManualClock
 ) -> AsyncIterator[Runtime]:
     """A runtime on a :class:`ManualClock`, every engine registered, tables emptied afterwards."""
-    rt = assemble(settings, clock, db=shared_db)
+    rt = assemble(with_own_queue(settings), clock, db=shared_db)
     try:
         yield rt
     finally:
@@ -176,7 +187,7 @@ async def runtime(
             from redis.asyncio import Redis
 
             client = Redis.from_url(settings.queue.redis_url)
-            keys = await client.keys(f"{settings.queue.arq_queue_name}*")
+            keys = await client.keys(f"{rt.settings.queue.arq_queue_name}*")
             if keys:
                 await client.delete(*keys)
             await client.aclose()
@@ -187,7 +198,7 @@ async def real_time_runtime(settings: Settings, shared_db: Database) -> AsyncIte
     """Like ``runtime`` but on the system clock (for workers and sweepers that really wait)."""
     from app.clock import SystemClock
 
-    rt = assemble(settings, SystemClock(), db=shared_db)
+    rt = assemble(with_own_queue(settings), SystemClock(), db=shared_db)
     try:
         yield rt
     finally:

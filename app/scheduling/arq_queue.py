@@ -62,6 +62,12 @@ class ArqQueue:
     def queue_key(self, queue: str) -> str:
         return f"{self.base_name}:{queue}"
 
+    def job_key(self, job_id: str) -> str:
+        # arq keeps every job and its result under ``arq:job:<id>`` / ``arq:result:<id>`` whatever
+        # the queue, and refuses an id it still holds: two deployments sharing one Redis (or one
+        # whose database ids restart) would silently drop each other's jobs with equal ids.
+        return f"{self.base_name}:{job_id}"
+
     async def pool(self) -> ArqRedis:
         async with self._lock:
             if self._pool is None:
@@ -90,7 +96,7 @@ class ArqQueue:
             await pool.enqueue_job(
                 spec.name,
                 raw,
-                _job_id=job_id,
+                _job_id=self.job_key(job_id) if job_id else None,
                 _queue_name=self.queue_key(spec.queue),
                 _defer_until=run_at,
             )
@@ -140,7 +146,7 @@ def _arq_function(
 ) -> Any:
     async def run(arq_ctx: dict[str, Any], raw: bytes) -> None:
         attempt = int(arq_ctx.get("job_try", 1))
-        job_id = str(arq_ctx.get("job_id", ""))
+        job_id = str(arq_ctx.get("job_id", "")).removeprefix(queue.base_name + ":")
         started = time.monotonic()
         try:
             with correlate(job_id):

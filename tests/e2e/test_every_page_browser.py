@@ -45,7 +45,7 @@ from app.scheduling.sweeper import SweepRunner
 from app.settings import Settings
 from app.web.app import create_app
 from app.wiring import assemble
-from tests.conftest import eventually, truncate_all
+from tests.conftest import eventually, truncate_all, with_own_queue
 from tests.e2e.conftest import sign_in
 
 pytestmark = pytest.mark.browser
@@ -159,7 +159,7 @@ async def demo(settings: Settings, shared_db: Database, clock: ManualClock) -> A
     handles = start_sandboxes(simulated({}))
     try:
         urls = {name: h.url for name, h in handles.items()}
-        demo_settings = settings_for_sandboxes(settings, urls)
+        demo_settings = settings_for_sandboxes(with_own_queue(settings), urls)
         rt = assemble(demo_settings, clock, db=shared_db)
         try:
             credentials = await ensure_demo(rt, urls)

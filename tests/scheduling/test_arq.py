@@ -24,7 +24,7 @@ async def test_jobs_are_stored_under_our_name_with_a_msgspec_payload_and_no_pick
     await queue.enqueue(None, RECORD, Work(key="envelope", seconds=0.5), job_id=job_id)
     client = Redis.from_url(TEST_REDIS_URL)
     try:
-        raw = await client.get(f"arq:job:{job_id}")
+        raw = await client.get(f"arq:job:{queue.job_key(job_id)}")
         queued = await client.zrange(queue.queue_key("default"), 0, -1)
     finally:
         await client.aclose()
@@ -34,4 +34,4 @@ async def test_jobs_are_stored_under_our_name_with_a_msgspec_payload_and_no_pick
     assert envelope["f"] == "test.record"
     (payload,) = envelope["a"]
     assert msgspec.json.decode(payload, type=Work) == Work(key="envelope", seconds=0.5)
-    assert queued == [job_id.encode()]
+    assert queued == [queue.job_key(job_id).encode()]

@@ -32,7 +32,7 @@ async def visible(runtime: Runtime, job_id: str) -> bool:
     if isinstance(runtime.queue, ArqQueue):
         client = Redis.from_url(TEST_REDIS_URL)
         try:
-            return bool(await client.exists(f"arq:job:{job_id}"))
+            return bool(await client.exists(f"arq:job:{runtime.queue.job_key(job_id)}"))
         finally:
             await client.aclose()
     return await count_jobs(runtime.db, id=job_id) == 1
