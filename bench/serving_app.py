@@ -11,7 +11,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from litestar import Litestar, post
+from litestar import Litestar, get, post
 
 from app.settings import load_settings
 from app.web.app import create_app
@@ -22,7 +22,11 @@ def hello() -> Litestar:
     def hello_post() -> dict[str, str]:
         return {"hello": "world"}
 
-    return Litestar(route_handlers=[hello_post], logging_config=None)
+    @get("/health", sync_to_thread=False)
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return Litestar(route_handlers=[hello_post, health], logging_config=None)
 
 
 def sweepline() -> Any:

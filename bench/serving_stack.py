@@ -158,7 +158,7 @@ async def measure(db_url: str, label: str, args: argparse.Namespace) -> list[tup
             )
             url = f"http://127.0.0.1:{port}"
             try:
-                await started(url) if factory == "sweepline" else await asyncio.sleep(2)
+                await started(url)
                 await wrk_load.post_events(
                     url + path,
                     tag=f"warm{uuid.uuid4().hex[:6]}",
