@@ -7,7 +7,7 @@ timeline of a record is shown to workspace admins only.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from litestar import Request, Response, get, post
@@ -50,6 +50,15 @@ class ConditionOut(Schema):
     compared: str | None
     passed: bool
     reason: str | None = None
+    source: str | None = None
+    """A custom metric's rows: ``live``, ``cache`` or ``copy`` (the database copy of the sheet,
+    used when the live read failed)."""
+    source_age_seconds: int | None = None
+    """How old those rows were when the condition was evaluated."""
+    source_note: str | None = None
+    """Why the database copy was used."""
+    sheet_failed: bool = False
+    """The sheet could be read neither live nor from a usable copy (the record is an error)."""
 
 
 class RecordOut(Schema):
@@ -133,6 +142,10 @@ def record_out(r: ExecutionRecord, task_name: str, *, with_steps: bool) -> Recor
                 compared=c["compared"],
                 passed=c["passed"],
                 reason=c.get("reason"),
+                source=c.get("source"),
+                source_age_seconds=c.get("source_age_seconds"),
+                source_note=c.get("source_note"),
+                sheet_failed=bool(c.get("sheet_failed")),
             )
             for c in r.conditions
         ],
@@ -244,6 +257,7 @@ def preview_deps(runtime: Runtime) -> PreviewDeps:
         sleep=runtime.clock.sleep,
         insights_mode=runtime.settings.adrules.insights_mode,
         token_minter=shared_token_minter(ctx),
+        sheet_copy_max_age=timedelta(minutes=runtime.settings.adrules.sheet_copy_max_age_minutes),
     )
 
 
