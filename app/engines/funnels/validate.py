@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, undefined_fields
 from app.engines.funnels.graph import (
     SEND_KINDS,
     AddTag,
@@ -80,6 +81,8 @@ class KnownNames:
     fields: Mapping[str, str] = field(default_factory=dict)
     """Custom field key -> type."""
     funnels: frozenset[int] = frozenset()
+    push_token_field: str = PUSH_TOKEN_FIELD
+    """The custom field the workspace's push provider reads device tokens from."""
 
 
 def validate(definition: Definition, known: KnownNames) -> list[Problem]:
@@ -360,6 +363,18 @@ def _node_rules(node: Node, known: KnownNames) -> list[Problem]:
             Problem("FN-26", p.code, p.message, p.node_id)
             for p in _missing(node, "FN-26", "prompt", "variable")
         ]
+    elif isinstance(node, SendPush | SendLetter):
+        lacking = undefined_fields(
+            kind_of(node), known.fields, push_token_field=known.push_token_field
+        )
+        if lacking:
+            quoted = ", ".join(f"'{name}'" for name in lacking)
+            bad(
+                "channel_field",
+                f"{kind_of(node)} reads the contact's {quoted}: define "
+                f"{'it' if len(lacking) == 1 else 'them'} as text fields of this workspace "
+                "first, or no contact can receive it",
+            )
     return out
 
 
