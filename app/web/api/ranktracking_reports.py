@@ -30,6 +30,7 @@ from app.engines.ranktracking.reports.schemas import (
 )
 from app.engines.ranktracking.reports.summary import SUMMARY_PAGE, summary_page
 from app.engines.ranktracking.reports.targets import set_targets
+from app.web.api import ranktracking_alerts
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 
@@ -210,4 +211,5 @@ HANDLERS: list[Any] = [
     get_positions_csv,
     get_log_csv,
     put_competitors,
+    *ranktracking_alerts.HANDLERS,
 ]
