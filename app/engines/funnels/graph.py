@@ -155,6 +155,9 @@ class Wait(_Linear, tag="wait"):
     """Local hour the wait ends at (with ``minute``); required for weekday and field waits."""
     minute: int = 0
     until_event: str | None = None
+    event_filter: Predicate | None = None
+    """Only an ``until_event`` whose properties pass this filter ends the wait (``event``
+    predicates, e.g. ``plan`` equals ``pro``); other events of that name leave it waiting."""
     event_next: str | None = None
     """Where the run continues when the event ends the wait (default: ``next``)."""
 
@@ -261,8 +264,11 @@ SEND_KINDS = frozenset({"send_email", "send_sms", "send_push", "send_letter", "n
 # -- triggers ----------------------------------------------------------------------------------
 
 
-class _Trigger(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True):
-    pass
+class _Trigger(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True, kw_only=True):
+    filter: Predicate | None = None
+    """Only events whose properties pass this filter start a run (``event`` predicates grouped
+    with all / any / not: ``plan`` equals ``pro``, ``amount_minor`` above 10000). The triggers
+    without an event (``segment_enter``, ``date_field``, ``schedule``, ``manual``) take none."""
 
 
 class ContactCreated(_Trigger, tag="contact_created"):
@@ -344,6 +350,10 @@ class Schedule(_Trigger, tag="schedule"):
     segment: Predicate | None = None
 
 
+EVENTLESS_TRIGGERS = frozenset({"segment_enter", "date_field", "schedule", "manual"})
+"""Triggers that start runs from a sweep or by hand, with no event whose properties a filter
+could test."""
+
 Trigger = (
     ContactCreated
     | TagAdded
@@ -365,6 +375,9 @@ Trigger = (
 class FunnelSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     reentry: bool = False
     """Let a contact enter again after their previous run ended."""
+    reentry_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] | None = None
+    """With ``reentry``: at most once per this many days. A contact who entered the funnel (any
+    version) less than this many days ago is not entered again."""
     quiet_start_hour: int | None = None
     quiet_end_hour: int | None = None
     """Quiet hours every message of the funnel honours (contact's time zone)."""
