@@ -32,11 +32,14 @@ from app.engines.adrules.worker import (
 )
 from app.errors import ValidationFailed
 from app.integrations.http_guard import shared_guard
+from app.pagination import Page, page_of
+from app.pagination import Paging as PagingValue
 from app.platform.service import Principal
 from app.runtime import Runtime
-from app.schemas import MAX_PAGE_SIZE, Page, RowRef, Schema, page_of
+from app.schemas import RowRef, Schema
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import Paging, paging
 
 
 class StepOut(Schema):
@@ -183,41 +186,25 @@ def batch_detail_out(summary: record_service.BatchSummary) -> BatchDetailOut:
     )
 
 
-def _after(cursor: str | None) -> int | None:
-    if cursor is None:
-        return None
-    if not (cursor.isascii() and cursor.isdigit()):
-        raise ValidationFailed.field("cursor", "not a cursor this API returned")
-    return int(cursor)
-
-
-def _size(limit: int) -> int:
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationFailed.field("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
-    return limit
-
-
 async def load_records_page(
     runtime: Runtime,
     principal: Principal,
     batch_record_id: int,
     *,
     status: str | None,
-    cursor: str | None,
-    limit: int,
+    paging: PagingValue,
 ) -> tuple[BatchDetailOut, Page[RecordOut]]:
     """The batch and one page of its records as the caller may see them (shared with the pages)."""
     if status is not None and status not in RECORD_STATUSES:
         raise ValidationFailed.field("status", f"must be one of {', '.join(RECORD_STATUSES)}")
-    size = _size(limit)
     async with runtime.db.read() as session:
         summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
         rows = await record_service.records_page(
-            session, summary.batch, status=status, after_id=_after(cursor), limit=size
+            session, summary.batch, status=status, after_id=paging.after, limit=paging.limit
         )
         names = await record_service.task_names(session, (r.task_id for r in rows))
     items = [record_out(r, names.get(r.task_id, ""), with_steps=principal.is_admin) for r in rows]
-    return batch_detail_out(summary), page_of(items, size)
+    return batch_detail_out(summary), page_of(items, paging.limit)
 
 
 @get("/batches/{batch_record_id:int}")
@@ -229,18 +216,17 @@ async def get_batch(
     return batch_detail_out(summary)
 
 
-@get("/batches/{batch_record_id:int}/records")
+@get("/batches/{batch_record_id:int}/records", dependencies={"paging": paging(default=100)})
 async def list_batch_records(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     batch_record_id: FromPath[int],
+    paging: Paging,
     status: FromQuery[str | None] = None,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[int] = 100,
 ) -> Page[RecordOut]:
     """One record per campaign and task of this batch, in the order they were written."""
     _, page = await load_records_page(
-        runtime, principal, batch_record_id, status=status, cursor=cursor, limit=limit
+        runtime, principal, batch_record_id, status=status, paging=paging
     )
     return page
 

@@ -19,9 +19,11 @@ from app.engines.adrules.preview import preview_rule
 from app.engines.adrules.templates import TEMPLATES, FromTemplateIn, create_from_template
 from app.errors import DomainError
 from app.integrations.http_guard import shared_guard
+from app.pagination import page_of
 from app.web.api.adrules_runs import load_records_page, preview_deps
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import page
+from app.web.deps import Paging, paging
 
 LOG = "/ui/adrules/log"
 
@@ -34,37 +36,39 @@ async def log_list(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    paging: Paging,
     rule_id: FromQuery[int | None] = None,
-    cursor: FromQuery[int | None] = None,
 ) -> Template:
-    size = 50
     async with runtime.db.read() as session:
         rows = await record_service.list_batches(
-            session, principal.workspace_id, rule_id=rule_id, before_id=cursor, limit=size
+            session,
+            principal.workspace_id,
+            rule_id=rule_id,
+            before_id=paging.after,
+            limit=paging.limit,
         )
-    more = len(rows) > size
-    rows = rows[:size]
+    batches = page_of(rows, paging.limit, lambda row: row.batch.id)
     return page(
         request,
         "adrules/log_list.html",
         principal,
-        batches=rows,
+        batches=batches.items,
         rule_id=rule_id,
-        next_cursor=rows[-1].batch.id if more and rows else None,
+        next_cursor=batches.next_cursor,
     )
 
 
-@get(f"{LOG}/{{batch_record_id:int}}")
+@get(f"{LOG}/{{batch_record_id:int}}", dependencies={"paging": paging(default=200)})
 async def log_detail(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     batch_record_id: FromPath[int],
+    paging: Paging,
     status: FromQuery[str | None] = None,
-    cursor: FromQuery[str | None] = None,
 ) -> Template:
     batch, records = await load_records_page(
-        runtime, principal, batch_record_id, status=status or None, cursor=cursor, limit=200
+        runtime, principal, batch_record_id, status=status or None, paging=paging
     )
     by_task: dict[tuple[int, str], list[Any]] = defaultdict(list)
     for record in records.items:
