@@ -117,6 +117,54 @@ async def workspace(runtime: Runtime) -> tuple[int, str]:
     return created.workspace.id, created.ingest_token
 
 
+async def preload(runtime: Runtime, workspace_id: int, rows: int) -> None:
+    """``rows`` events already stored and processed, as a busy workspace has after a while: the
+    dedup index and the table are that large when the measured requests arrive."""
+    if rows <= 0:
+        return
+    series = (
+        "SELECT generate_series(1, :rows) AS n"
+        if runtime.db.is_postgres
+        else "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < :rows) "
+        "SELECT n FROM s"
+    )
+    async with runtime.db.write() as uow:
+        await uow.session.execute(
+            text(
+                "INSERT INTO funnel_inbound_events (workspace_id, source, name, external_id, "
+                "payload, received_at, processed_at, outcome) "
+                f"SELECT :ws, 'api', 'order_placed', 'preload-' || n, "
+                '\'{"contact": {"email": "p@example.com"}, "properties": {}}\', '
+                f"{'now()' if runtime.db.is_postgres else 'CURRENT_TIMESTAMP'}, "
+                f"{'now()' if runtime.db.is_postgres else 'CURRENT_TIMESTAMP'}, 'recorded' "
+                f"FROM ({series}) AS series"
+            ),
+            {"ws": workspace_id, "rows": rows},
+        )
+    if runtime.db.is_postgres:
+        async with runtime.db.write_engine.connect() as conn:
+            await conn.execute(text("ANALYZE funnel_inbound_events"))
+
+
+async def plans(runtime: Runtime, workspace_id: int) -> list[str]:
+    """The plans of the two statements whose cost could grow with the table: the dedup lookup the
+    insert's ON CONFLICT makes, and the matcher's claim of unprocessed events."""
+    explain = "EXPLAIN" if runtime.db.is_postgres else "EXPLAIN QUERY PLAN"
+    statements = {
+        "dedup lookup": "SELECT id FROM funnel_inbound_events WHERE workspace_id = :ws AND "
+        "source = 'api' AND external_id = 'preload-7' AND external_id IS NOT NULL",
+        "unprocessed claim": "SELECT id FROM funnel_inbound_events WHERE processed_at IS NULL "
+        "ORDER BY id LIMIT 500",
+    }
+    lines = []
+    async with runtime.db.read() as s:
+        for label, sql in statements.items():
+            rows = (await s.execute(text(f"{explain} {sql}"), {"ws": workspace_id})).all()
+            plan = " / ".join(str(r[-1]).strip() for r in rows)
+            lines.append(f"  plan, {label}: {plan}")
+    return lines
+
+
 async def stored(runtime: Runtime, prefix: str) -> int:
     async with runtime.db.read() as s:
         return int(
@@ -143,6 +191,14 @@ async def measure(
     grouped = assemble(settings_for(db_url, args.window_ms), SystemClock())
     single = assemble(settings_for(db_url, 0), SystemClock(), db=grouped.db)
     ws, token = await workspace(grouped)
+    began = time.perf_counter()
+    await preload(grouped, ws, args.stored)
+    if args.stored:
+        print(
+            f"{label}: {args.stored:,} events stored beforehand in {time.perf_counter() - began:.0f} s"
+        )
+    for line in await plans(grouped, ws):
+        print(f"{label}{line}")
 
     @get("/hello", sync_to_thread=False)
     def hello() -> dict[str, str]:
@@ -298,6 +354,9 @@ async def main() -> None:
     parser.add_argument("--skip-pg", action="store_true")
     parser.add_argument("--writer-only", action="store_true", help="no HTTP: the writer alone")
     parser.add_argument("--seconds", type=float, default=5.0, help="with wrk: per measurement")
+    parser.add_argument(
+        "--stored", type=int, default=0, help="events stored beforehand (the 10x-data run)"
+    )
     parser.add_argument("--httpx", action="store_true", help="load from httpx even if wrk exists")
     args = parser.parse_args()
     args.in_flight = [int(n) for n in args.in_flight.split(",")]
