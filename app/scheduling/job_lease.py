@@ -8,7 +8,9 @@ repeating what the new run does. A job is identified by its id and attempt: ever
 increments ``attempts``, so a row still ``running`` with this attempt and an expiry in the future is
 this run's.
 
-Jobs on arq (Redis) have no lease to lose: the check always passes there.
+The worker's heartbeat also stops such a job by itself (:mod:`app.scheduling.outside_calls`: its
+call permit is revoked, its task cancelled); this check is for work that wants to know before a
+step of its own. Jobs on arq (Redis) have no lease to lose: the check always passes there.
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from sqlalchemy import select
 from app.scheduling.claim import LeaseLost
 from app.scheduling.jobs import JobContext
 from app.scheduling.models import JOB_RUNNING, Job
+from app.scheduling.outside_calls import current_permit
 
 
 async def holds_lease(ctx: JobContext) -> bool:
     """True while the job running with ``ctx`` still holds its database-queue lease (always True
     outside a database-queue job, e.g. arq or a direct call in a test)."""
+    permit = current_permit()
+    if permit is not None and permit.revoked:
+        return False  # the worker's heartbeat already found the lease lost
     if not ctx.job_id or getattr(ctx.queue, "backend", "") != "database":
         return True
     async with ctx.db.read() as session:

@@ -482,17 +482,21 @@ class DatabaseQueue:
                 [{"jid": j.id, "att": j.attempts} for j in jobs],
             )
 
-    async def extend_leases(self, worker_id: str, lease_seconds: float) -> int:
+    async def extend_leases(self, worker_id: str, lease_seconds: float) -> set[Finished]:
         """Push back the lease expiry of every job ``worker_id`` holds (its heartbeat), so a job
-        that runs longer than one lease is not handed to another worker while it is alive."""
+        that runs longer than one lease is not handed to another worker while it is alive.
+
+        Returns the ``(job id, attempt)`` pairs still held: a running job missing from it lost
+        its lease (it expired and another worker, or a later attempt, has the job now)."""
         until = self.clock.now() + timedelta(seconds=lease_seconds)
         async with self.db.write() as uow:
             result = await uow.session.execute(
                 Job.__table__.update()  # type: ignore[attr-defined]
                 .where(Job.status == JOB_RUNNING, Job.leased_by == worker_id)
                 .values(lease_expires_at=until)
+                .returning(Job.id, Job.attempts)
             )
-        return int(getattr(result, "rowcount", 0) or 0)
+            return {(str(jid), int(att)) for jid, att in result.all()}
 
     async def recover_expired(self) -> int:
         """Requeue jobs whose worker died (lease expired); dead when they are out of tries."""

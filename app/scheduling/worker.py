@@ -10,7 +10,11 @@ written in one statement per kind, as it is on stop. The loop wakes only when th
 do: the buffer running low, jobs committed in this process, a stop, or the poll interval.
 
 While jobs run or wait in the buffer, the worker extends their leases (a heartbeat), so only a
-worker that really stopped loses its jobs to another one. A job whose outcome is not written yet
+worker that really stopped loses its jobs to another one. A job whose lease is lost all the same —
+the renewal no longer finds it (it expired and another worker took it), or renewals kept failing
+for longer than a lease — is stopped: its call permit is revoked, so the outbound HTTP clients and
+the SMTP senders refuse its next outside call (:mod:`app.scheduling.outside_calls`), and its task
+is cancelled. Its outcome is not recorded: the job belongs to the attempt that took it over. A job whose outcome is not written yet
 when the process dies runs again after its lease expires (at-least-once, never lost). On stop: no
 more leasing, buffered jobs are released at once, in-flight jobs get a grace period, then the rest
 are cancelled and released without counting the attempt, and the outcomes are flushed.
@@ -37,7 +41,14 @@ from app.scheduling.jobs import (
     log_job_failed,
     run_handler,
 )
-from app.scheduling.metrics import JOB_DURATION, JOBS_FINISHED, JOBS_LEASED, WORKER_LOOP_ERRORS
+from app.scheduling.metrics import (
+    JOB_DURATION,
+    JOB_LEASES_LOST,
+    JOBS_FINISHED,
+    JOBS_LEASED,
+    WORKER_LOOP_ERRORS,
+)
+from app.scheduling.outside_calls import CallPermit, calls_permitted_by
 from app.scheduling.queue import (
     DatabaseQueue,
     FailedAttempt,
@@ -120,6 +131,11 @@ class DatabaseWorker:
         self._inflight: dict[asyncio.Task[None], LeasedJob] = {}
         self._deadlines: dict[asyncio.Task[None], asyncio.TimerHandle] = {}
         self._timed_out: set[asyncio.Task[None]] = set()
+        self._permits: dict[asyncio.Task[None], CallPermit] = {}
+        self._lost: set[asyncio.Task[None]] = set()
+        self._confirmed: dict[Finished, float] = {}
+        """When each held job's lease was last confirmed (leased or renewed), monotonic."""
+        self.leases_lost = 0
         self._buffer: deque[LeasedJob] = deque()
         self._done: list[Finished] = []
         self._failures: list[tuple[FailedAttempt, _JobMetrics, str]] = []
@@ -212,6 +228,9 @@ class DatabaseWorker:
             return []
         if leased:
             JOBS_LEASED.inc(len(leased))
+            at = self.queue.clock.monotonic()
+            for job in leased:
+                self._confirmed[(job.id, job.attempts)] = at
             self._buffer.extend(leased)
             self._start_buffered()
         return leased
@@ -224,8 +243,10 @@ class DatabaseWorker:
         while self._buffer and len(self._inflight) < self.concurrency:
             job = self._buffer.popleft()
             spec = self.registry.specs.get(job.name)
-            task = loop.create_task(self._execute(job, spec))
+            permit = CallPermit()
+            task = loop.create_task(self._execute(job, spec, permit))
             self._inflight[task] = job
+            self._permits[task] = permit
             if spec is not None:
                 # A plain timer per job: asyncio.timeout() costs several times more, and this
                 # runs for every job.
@@ -238,7 +259,11 @@ class DatabaseWorker:
             task.cancel()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        self._inflight.pop(task, None)
+        job = self._inflight.pop(task, None)
+        if job is not None:
+            self._confirmed.pop((job.id, job.attempts), None)
+        self._permits.pop(task, None)
+        self._lost.discard(task)
         deadline = self._deadlines.pop(task, None)
         if deadline is not None:
             deadline.cancel()
@@ -250,11 +275,52 @@ class DatabaseWorker:
     async def _heartbeat(self) -> None:
         if not self._inflight and not self._buffer:
             return
+        # Taken before the renewal: the expiry the database records is at least this late.
+        at = self.queue.clock.monotonic()
         try:
-            await self.queue.extend_leases(self.worker_id, self.lease_seconds)
+            held = await self.queue.extend_leases(self.worker_id, self.lease_seconds)
         except Exception:
             log.exception("could not extend the leases of worker %s", self.worker_id)
             WORKER_LOOP_ERRORS.inc()
+            self._stop_expired(at)
+            return
+        for key in held:
+            self._confirmed[key] = at
+        self._stop_lost(held)
+
+    def _stop_lost(self, held: set[Finished]) -> None:
+        """Stop the jobs the renewal no longer found: another worker (or a later attempt) has
+        them now. Buffered ones are dropped before they start."""
+        for job in [j for j in self._buffer if (j.id, j.attempts) not in held]:
+            self._buffer.remove(job)
+            self._confirmed.pop((job.id, job.attempts), None)
+            log.warning(
+                "job %s (attempt %d) lost its lease before it started", job.id, job.attempts
+            )
+        for task, job in list(self._inflight.items()):
+            if (job.id, job.attempts) not in held:
+                self._stop(task, job, "its lease was taken over by another worker")
+
+    def _stop_expired(self, now: float) -> None:
+        """Renewals are failing: stop the jobs whose last confirmed lease has run out on this
+        process's clock (another worker may take them from now on)."""
+        for task, job in list(self._inflight.items()):
+            confirmed = self._confirmed.get((job.id, job.attempts), now)
+            if now - confirmed >= self.lease_seconds:
+                self._stop(task, job, f"its lease expired ({self.lease_seconds:g} s unrenewed)")
+
+    def _stop(self, task: asyncio.Task[None], job: LeasedJob, why: str) -> None:
+        if task in self._lost or task.done():
+            return
+        reason = f"job {job.id} (attempt {job.attempts}) stopped: {why}"
+        permit = self._permits.get(task)
+        if permit is not None:
+            permit.revoke(reason)
+        self._lost.add(task)
+        self.leases_lost += 1
+        JOB_LEASES_LOST.inc()
+        log.warning(reason)
+        task.cancel()
 
     async def _recover(self) -> None:
         try:
@@ -272,7 +338,7 @@ class DatabaseWorker:
             metrics = self._metrics[name] = _JobMetrics(name)
         return metrics
 
-    async def _execute(self, job: LeasedJob, spec: JobSpec[Any] | None) -> None:
+    async def _execute(self, job: LeasedJob, spec: JobSpec[Any] | None, permit: CallPermit) -> None:
         metrics = self._job_metrics(job.name)
         if spec is None:
             # Retrying cannot help: no process running this code knows the job.
@@ -281,10 +347,14 @@ class DatabaseWorker:
         clock = self.queue.clock
         started = clock.monotonic()
         try:
-            with correlate(job.id):
+            with correlate(job.id), calls_permitted_by(permit):
                 await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
         except asyncio.CancelledError:
             task = asyncio.current_task()
+            if task is not None and task in self._lost:
+                # Stopped for a lost lease: the attempt that took the job over records it.
+                task.uncancel()
+                return
             if task is None or task not in self._timed_out:
                 raise  # shutdown: the job is released
             task.uncancel()
@@ -292,6 +362,8 @@ class DatabaseWorker:
             await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
             return
         except Exception as exc:
+            if permit.revoked:
+                return  # e.g. the LeaseLost of a refused outside call: not this attempt's to record
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
             return

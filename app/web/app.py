@@ -52,7 +52,7 @@ from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
 from app.web.dashboard import funnels_import as funnels_import_ui
 from app.web.dashboard import organisation as organisation_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
-from app.web.deps import DEPENDENCIES
+from app.web.dashboard import ranktracking_import as ranktracking_import_ui
 from app.web.errors import EXCEPTION_HANDLERS
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
@@ -72,6 +72,7 @@ ENGINE_UIS = [
     ranktracking_ui,
     funnels_campaigns_ui,
     funnels_import_ui,
+    ranktracking_import_ui,
     contacts_ui,
 ]
 ENGINE_APIS = [
@@ -267,7 +268,6 @@ def create_app(
             static,
         ],
         guards=[require_caller],
-        dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_redirect},
         csrf_config=CSRFConfig(

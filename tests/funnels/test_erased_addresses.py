@@ -13,8 +13,9 @@ from sqlalchemy import select
 from app.db.base import Base
 from app.engines.funnels import erased_addresses
 from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import R_SKIPPED, Recipient
-from app.engines.funnels.campaigns.service import CampaignData, create_campaign, materialise
+from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts import delete_contact
 from app.engines.funnels.entry import enter
 from app.engines.funnels.models import OUTBOX_SKIPPED, Contact, DeliveryEvent, ErasedAddress

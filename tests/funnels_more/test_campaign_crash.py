@@ -26,8 +26,9 @@ from sqlalchemy import func, insert, select
 
 from app.clock import SystemClock
 from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import DONE, SENDING, Campaign, Recipient
-from app.engines.funnels.campaigns.service import CampaignData, create_campaign, materialise
+from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.models import Contact
 from app.engines.funnels.tracking import Tracking
 from app.sandbox.smtp import ReceivedMessage, SmtpSink

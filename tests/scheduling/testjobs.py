@@ -7,6 +7,7 @@ when ``SWEEPLINE_TEST_MARKERS`` names a file, appends ``start``/``done`` lines t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,8 +34,12 @@ class Runs:
     times: dict[str, list[float]] = field(default_factory=dict)
     release: dict[str, asyncio.Event] = field(default_factory=dict)
     correlation: dict[str, str | None] = field(default_factory=dict)
+    refused: Counter[str] = field(default_factory=Counter)
+    cancelled: Counter[str] = field(default_factory=Counter)
 
     def reset(self) -> None:
+        self.refused.clear()
+        self.cancelled.clear()
         self.correlation.clear()
         self.started.clear()
         self.done.clear()
@@ -87,4 +92,55 @@ RECORD_SHORT_TIMEOUT = JobSpec(
     "test.record_short_timeout", Work, record, max_tries=2, timeout_seconds=0.2
 )
 
-ALL = [RECORD, RECORD_FAST_RETRY, RECORD_SHORT_TIMEOUT]
+
+class CallOut(JobPayload):
+    key: str
+    url: str = ""
+    """Base URL of a loopback simulator: each call is ``GET {url}/call/{attempt}``."""
+    smtp_port: int = 0
+    """Or an SMTP sink: each call is one message to it (``Subject: attempt {attempt}``)."""
+    calls: int = 2
+
+
+async def call_out(ctx: JobContext, work: CallOut) -> None:
+    """Make ``work.calls`` outside calls, waiting for the test's gate ``{key}:{attempt}`` after
+    each but the last. The job keeps going when it is cancelled (as code that swallows the
+    cancellation would), so what stops it is the refused call itself."""
+    from app.integrations.http_guard import outbound_client
+    from app.integrations.mail import OutgoingEmail
+    from app.integrations.mail.sender import MailSender
+    from app.scheduling.claim import LeaseLost
+
+    RUNS.started[work.key] += 1
+    RUNS.attempts.setdefault(work.key, []).append(ctx.attempt)
+    mail = MailSender(dataclasses.replace(ctx.settings.mail, smtp_port=work.smtp_port))
+    async with outbound_client(provider="test") as http:
+        for n in range(work.calls):
+            try:
+                if work.smtp_port:
+                    await mail.send(
+                        OutgoingEmail(
+                            to=["a@example.com"],
+                            subject=f"attempt {ctx.attempt}",
+                            text="",
+                            message_id=f"<{work.key}.{ctx.attempt}.{n}@test>",
+                        )
+                    )
+                else:
+                    await http.get(f"{work.url}/call/{ctx.attempt}")
+            except LeaseLost:
+                RUNS.refused[work.key] += 1
+                raise
+            if n + 1 < work.calls:
+                gate = RUNS.gate(f"{work.key}:{ctx.attempt}")
+                while not gate.is_set():
+                    try:
+                        await gate.wait()
+                    except asyncio.CancelledError:
+                        RUNS.cancelled[work.key] += 1
+    RUNS.done[work.key] += 1
+
+
+CALL_OUT = JobSpec("test.call_out", CallOut, call_out, max_tries=3, backoff_seconds=0.1)
+
+ALL = [RECORD, RECORD_FAST_RETRY, RECORD_SHORT_TIMEOUT, CALL_OUT]

@@ -4,7 +4,8 @@ Every client gets the same defaults: a timeout, bounded connection limits, the p
 ``User-Agent``, no environment proxies (credentials must not leave through a proxy someone set in
 the environment) and no automatic redirects (a redirect is an answer to classify, not to follow
 with the credentials attached). With an :class:`AddressGuard` every connection is checked and
-pinned — for any URL a user or a workspace set.
+pinned — for any URL a user or a workspace set. No request leaves from a queue job that lost its
+lease (:mod:`app.scheduling.outside_calls`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import httpx
 
 from app.integrations.http_guard.address_guard import AddressGuard
 from app.integrations.http_guard.user_agent import USER_AGENT
+from app.scheduling.outside_calls import check_outside_call
 from app.settings import IntegrationSettings
 
 
@@ -95,4 +97,11 @@ def outbound_client(
         follow_redirects=False,
         trust_env=False,
         transport=transport,
+        event_hooks={"request": [refuse_after_lost_lease]},
     )
+
+
+async def refuse_after_lost_lease(request: httpx.Request) -> None:
+    """Request hook of every outbound client: a queue job that lost its lease makes no further
+    outside call (the job that took it over makes it instead)."""
+    check_outside_call()

@@ -23,6 +23,7 @@ import msgspec
 
 from app.clock import Clock, SystemClock
 from app.integrations.http_guard.address_guard import AddressGuard, parse_url
+from app.integrations.http_guard.client import refuse_after_lost_lease
 from app.integrations.http_guard.errors import (
     OutboundError,
     PermanentError,
@@ -102,6 +103,7 @@ class GuardedHttp:
             trust_env=False,
             limits=httpx.Limits(max_keepalive_connections=0),
             headers={"User-Agent": USER_AGENT},
+            event_hooks={"request": [refuse_after_lost_lease]},
         )
 
     async def aclose(self) -> None:

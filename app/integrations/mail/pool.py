@@ -19,6 +19,7 @@ import aiosmtplib
 
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail, build_message
+from app.scheduling.outside_calls import check_outside_call
 from app.settings import MailSettings
 
 IDLE_CHECK_SECONDS = 5.0
@@ -89,6 +90,7 @@ class SmtpPool:
         """
         if not email.to:
             raise PermanentMailError("message has no recipients")
+        check_outside_call()
         conn = await self._take()
         healthy = True
         try:

@@ -6,6 +6,7 @@ import aiosmtplib
 
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail, build_message
+from app.scheduling.outside_calls import check_outside_call
 from app.settings import MailSettings
 
 
@@ -34,6 +35,7 @@ class MailSender:
         """
         if not email.to:
             raise PermanentMailError("message has no recipients")
+        check_outside_call()
         s = self._settings
         message = build_message(email, sender=s.from_address)
         try:

@@ -8,9 +8,10 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, patch, post
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
+from app.engines.funnels.campaigns.audience import start_materialising
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import (
     CampaignData,
@@ -19,18 +20,26 @@ from app.engines.funnels.campaigns.service import (
     create_campaign,
     get_campaign,
     list_campaigns,
-    materialise,
     progress,
     schedule_campaign,
     update_campaign,
 )
 from app.engines.funnels.segments import Predicate
 from app.errors import ValidationFailed
-from app.pagination import Page, page_of
-from app.schemas import Count, Document, Name, Schema, Text
+from app.schemas import (
+    DEFAULT_PAGE_SIZE,
+    Count,
+    Document,
+    Name,
+    Page,
+    PageSize,
+    Schema,
+    Text,
+    id_cursor,
+    page_of,
+)
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging
 
 
 class CampaignIn(Schema):
@@ -71,6 +80,10 @@ class CampaignOut(Schema):
     rate_per_minute: Count
     materialised_at: datetime | None
     audience_size: int
+    """Recipients snapshotted (so far, while ``status`` is ``materialising``)."""
+    audience_job: str | None
+    """The bulk job taking a large audience's snapshot, for its progress (``None``: taken at
+    once)."""
     checkpoint: int
     started_at: datetime | None
     finished_at: datetime | None
@@ -110,6 +123,7 @@ def campaign_out(c: Campaign, counts: Any = None) -> CampaignOut:
         rate_per_minute=c.rate_per_minute,
         materialised_at=c.materialised_at,
         audience_size=c.audience_size,
+        audience_job=None if c.audience_job_id is None else f"/api/v1/jobs/{c.audience_job_id}",
         checkpoint=c.checkpoint,
         started_at=c.started_at,
         finished_at=c.finished_at,
@@ -144,13 +158,14 @@ async def create(
 async def index(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    paging: Paging,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
 ) -> Page[CampaignOut]:
     async with runtime.db.read() as session:
         rows = await list_campaigns(
-            session, principal.workspace_id, after=paging.after, limit=paging.fetch
+            session, principal.workspace_id, after=id_cursor(cursor), limit=limit + 1
         )
-    return page_of([campaign_out(c) for c in rows], paging.limit)
+    return page_of([campaign_out(c) for c in rows], limit)
 
 
 @get("/campaigns/{campaign_id:int}")
@@ -203,10 +218,18 @@ async def schedule(
 async def snapshot(
     principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
 ) -> CampaignOut:
-    """Snapshot the audience now and start sending (refused when already snapshotted)."""
+    """Snapshot the audience now and start sending (refused when already snapshotted). An
+    audience larger than one chunk is taken by a background job: the campaign is
+    ``materialising`` until it is complete, with the job's progress at ``audience_job``."""
     async with runtime.db.write() as uow:
         await get_campaign(uow.session, principal.workspace_id, campaign_id)
-        await materialise(uow.session, campaign_id, runtime.clock.now())
+        await start_materialising(
+            uow,
+            runtime.queue,
+            campaign_id,
+            runtime.clock.now(),
+            chunk_items=runtime.settings.bulk.chunk_items,
+        )
     async with runtime.db.read() as session:
         campaign = await get_campaign(session, principal.workspace_id, campaign_id)
         counts = await counters(session, campaign_id)

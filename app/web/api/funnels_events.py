@@ -22,12 +22,22 @@ from app.engines.funnels.simulate import simulate
 from app.engines.funnels.site_snippet import snippet_tag
 from app.engines.funnels.tracking import contact_token, site_key
 from app.engines.funnels.triggers import enroll
-from app.pagination import Page, page_of
 from app.platform.service import get_workspace, webhook_secret
-from app.schemas import Count, Key, Name, RowRef, Schema, Text
+from app.schemas import (
+    DEFAULT_PAGE_SIZE,
+    Count,
+    Key,
+    Name,
+    Page,
+    PageSize,
+    RowRef,
+    Schema,
+    Text,
+    id_cursor,
+    page_of,
+)
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from app.web.deps import Paging
 
 
 class EventOut(Schema):
@@ -54,13 +64,14 @@ class InboundOut(Schema):
 async def list_events(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    paging: Paging,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
     contact_id: FromQuery[int | None] = None,
     name: FromQuery[str | None] = None,
 ) -> Page[EventOut]:
     """The workspace's contact events, newest first."""
     stmt = select(ContactEvent).where(ContactEvent.workspace_id == principal.workspace_id)
-    after = paging.after
+    after = id_cursor(cursor)
     if after is not None:
         stmt = stmt.where(ContactEvent.id < after)
     if contact_id is not None:
@@ -68,9 +79,7 @@ async def list_events(
     if name:
         stmt = stmt.where(ContactEvent.name == name)
     async with runtime.db.read() as session:
-        rows = list(
-            await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(paging.fetch))
-        )
+        rows = list(await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(limit + 1)))
     return page_of(
         [
             EventOut(
@@ -83,7 +92,7 @@ async def list_events(
             )
             for e in rows
         ],
-        paging.limit,
+        limit,
     )
 
 
@@ -91,18 +100,17 @@ async def list_events(
 async def list_inbound(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    paging: Paging,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
 ) -> Page[InboundOut]:
     """Events as received (before processing), newest first, with what processing did."""
     stmt = select(InboundEvent).where(InboundEvent.workspace_id == principal.workspace_id)
-    after = paging.after
+    after = id_cursor(cursor)
     if after is not None:
         stmt = stmt.where(InboundEvent.id < after)
     async with runtime.db.read() as session:
-        rows = list(
-            await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(paging.fetch))
-        )
-    return page_of([inbound_out(e) for e in rows], paging.limit)
+        rows = list(await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(limit + 1)))
+    return page_of([inbound_out(e) for e in rows], limit)
 
 
 def inbound_out(e: InboundEvent) -> InboundOut:

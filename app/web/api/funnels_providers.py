@@ -15,16 +15,14 @@ from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside import config as providers
 from app.engines.funnels.outside.models import AiUsage, ProviderConfig
 from app.integrations.http_guard import shared_guard
-from app.pagination import Page, page_of
-from app.schemas import Key, Schema
-from app.web.api.common import api_router
+from app.schemas import DEFAULT_PAGE_SIZE, Key, Page, Schema, id_cursor, page_of
+from app.web.api.common import Cursor, Limit, api_router
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
     require_admin,
     require_organisation_manager,
 )
-from app.web.deps import Paging
 
 
 class ProviderIn(Schema):
@@ -156,22 +154,23 @@ async def set_quota(
 async def list_usage(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    paging: Paging,
+    cursor: Cursor = None,
+    limit: Limit = DEFAULT_PAGE_SIZE,
 ) -> Page[UsageOut]:
     """This workspace's generations and refusals, newest first."""
-    before = paging.after
+    before = id_cursor(cursor)
     query = select(AiUsage).where(AiUsage.workspace_id == principal.workspace_id)
     if before is not None:
         query = query.where(AiUsage.id < before)
     async with runtime.db.read() as session:
-        rows = list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(paging.fetch)))
+        rows = list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(limit + 1)))
     items = [
         UsageOut(
             id=r.id, outcome=r.outcome, tokens=r.tokens, model=r.model, detail=r.detail, at=r.at
         )
         for r in rows
     ]
-    return page_of(items, paging.limit)
+    return page_of(items, limit)
 
 
 ROUTERS = [

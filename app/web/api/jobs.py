@@ -8,7 +8,6 @@ from datetime import datetime
 from litestar import get, post
 from litestar.params import FromPath, FromQuery
 
-from app.pagination import Page, page_of
 from app.scheduling.bulk import (
     cancel_bulk_job,
     errors_of,
@@ -17,10 +16,9 @@ from app.scheduling.bulk import (
     progress,
 )
 from app.scheduling.bulk_models import BulkJob, BulkJobError
-from app.schemas import Schema
+from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
 from app.web.api.common import api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging
 
 REPORT_PREVIEW = 100
 """Refused items shown in a job's status; the whole report pages through ``/errors``."""
@@ -83,7 +81,8 @@ def bulk_job_out(job: BulkJob, errors: list[BulkJobError]) -> BulkJobOut:
 async def list_jobs(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    paging: Paging,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
     kind: FromQuery[str | None] = None,
 ) -> Page[BulkJobOut]:
     """The workspace's bulk jobs, newest first."""
@@ -91,11 +90,11 @@ async def list_jobs(
         jobs = await list_bulk_jobs(
             session,
             principal.workspace_id,
-            before=paging.after,
-            limit=paging.fetch,
+            before=id_cursor(cursor),
+            limit=limit + 1,
             kinds=[kind] if kind else None,
         )
-    return page_of([bulk_job_out(j, []) for j in jobs], paging.limit)
+    return page_of([bulk_job_out(j, []) for j in jobs], limit)
 
 
 @get("/{job_id:int}")
@@ -114,13 +113,14 @@ async def job_errors(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     job_id: FromPath[int],
-    paging: Paging,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
 ) -> Page[ItemErrorOut]:
     """The whole per-item report, in item order."""
     async with runtime.db.read() as session:
         job = await get_bulk_job(session, principal.workspace_id, job_id)
-        rows = await errors_of(session, job.id, after=paging.after, limit=paging.fetch)
-    return page_of([item_error_out(e) for e in rows], paging.limit)
+        rows = await errors_of(session, job.id, after=id_cursor(cursor), limit=limit + 1)
+    return page_of([item_error_out(e) for e in rows], limit)
 
 
 @post("/{job_id:int}/cancel", status_code=200)

@@ -17,7 +17,6 @@ from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import (
     DEFAULT_COLUMNS,
     DEFAULT_LIMIT,
-    MAX_LIMIT,
     TableQuery,
     positions_page,
 )
@@ -29,16 +28,10 @@ from app.engines.ranktracking.reports.schemas import (
     TargetsIn,
     TargetsOut,
 )
-from app.engines.ranktracking.reports.summary import (
-    MAX_SUMMARY_PAGE,
-    SUMMARY_PAGE,
-    summary_page,
-)
+from app.engines.ranktracking.reports.summary import SUMMARY_PAGE, summary_page
 from app.engines.ranktracking.reports.targets import set_targets
-from app.web.api import ranktracking_alerts
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging, paging
 
 Device = Annotated[str | None, QueryParameter(description="``desktop`` or ``mobile``.")]
 Moved = Annotated[
@@ -85,15 +78,11 @@ def table_query(
     )
 
 
-@get(
-    "/schedules/{schedule_id:int}/positions",
-    dependencies={"paging": paging(default=DEFAULT_LIMIT, maximum=MAX_LIMIT)},
-)
+@get("/schedules/{schedule_id:int}/positions")
 async def get_positions(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     schedule_id: RowId,
-    paging: Paging,
     device: Device = None,
     moved: Moved = None,
     in_top: Top = None,
@@ -101,6 +90,8 @@ async def get_positions(
     sort: FromQuery[str] = "keyword",
     order: FromQuery[str] = "asc",
     columns: FromQuery[int] = DEFAULT_COLUMNS,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[int] = DEFAULT_LIMIT,
     q: FromQuery[str | None] = None,
     features: Features = None,
     url_issues: FromQuery[bool] = False,
@@ -115,8 +106,8 @@ async def get_positions(
         sort,
         order,
         columns,
-        paging.cursor,
-        paging.limit,
+        cursor,
+        limit,
         q,
         features,
         url_issues,
@@ -126,17 +117,18 @@ async def get_positions(
         return await positions_page(session, schedule, query)
 
 
-@get(
-    "/schedules/{schedule_id:int}/summary",
-    dependencies={"paging": paging(default=SUMMARY_PAGE, maximum=MAX_SUMMARY_PAGE)},
-)
+@get("/schedules/{schedule_id:int}/summary")
 async def get_summary(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId, paging: Paging
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    schedule_id: RowId,
+    cursor: FromQuery[str | None] = None,
+    limit: FromQuery[int] = SUMMARY_PAGE,
 ) -> SummaryPage:
     """Average position and visibility of each measured run, newest request first."""
     async with runtime.db.read() as session:
         await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await summary_page(session, schedule_id, paging.cursor, paging.limit)
+        return await summary_page(session, schedule_id, cursor, limit)
 
 
 def csv_response(text: str, filename: str) -> Response[str]:
@@ -218,5 +210,4 @@ HANDLERS: list[Any] = [
     get_positions_csv,
     get_log_csv,
     put_competitors,
-    *ranktracking_alerts.HANDLERS,
 ]

@@ -13,6 +13,7 @@ from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 
+from app.engines.funnels.campaigns.audience import AUDIENCE
 from app.engines.funnels.campaigns.service import (
     CampaignData,
     cancel_campaign,
@@ -36,6 +37,7 @@ from app.platform.service import get_workspace, webhook_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import activity, audiences
+from app.web.dashboard.bulk_progress import ProgressView, read_progress
 from app.web.dashboard.common import error_message, page
 
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
@@ -262,6 +264,17 @@ async def _detail(
         campaign = await get_campaign(s, principal.workspace_id, campaign_id)
         counts = await counters(s, campaign_id)
         delivery = await activity.campaign_delivery(s, campaign, runtime.clock.now())
+        snapshot = (
+            None
+            if campaign.audience_job_id is None
+            else await read_progress(
+                s,
+                principal.workspace_id,
+                campaign.audience_job_id,
+                kinds=(AUDIENCE.name,),
+                view=AUDIENCE_VIEW,
+            )
+        )
     tpl = page(
         request,
         template,
@@ -271,11 +284,22 @@ async def _detail(
         delivery=delivery,
         describe_audience=audiences.describe,
         share=progress(counts),
+        snapshot=snapshot,
         **extra,
     )
     if extra.get("error"):
         tpl.status_code = 422
     return tpl
+
+
+AUDIENCE_VIEW = ProgressView(
+    title="Audience snapshot",
+    poll_url="",  # the campaign's progress polls, snapshot included
+    items="recipients",
+    counters=(("recipients", "Recipients"),),
+    refusals=False,
+    prefix="audience-",
+)
 
 
 @get(f"{CAMPAIGNS}/{{campaign_id:int}}")

@@ -15,13 +15,12 @@ from litestar.response import Redirect, Template
 from app.engines.funnels.contact_import import CONTACTS_IMPORT, start_import
 from app.errors import DomainError
 from app.runtime import Runtime
-from app.scheduling.bulk import errors_of, get_bulk_job, list_bulk_jobs, progress
-from app.scheduling.bulk_models import BULK_FINAL
+from app.scheduling.bulk import list_bulk_jobs
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard.bulk_progress import ProgressView, progress_context
 from app.web.dashboard.common import page
 
 IMPORT = "/ui/funnels/contacts/import"
-REPORT_ROWS = 200
 
 MultipartForm = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]
 
@@ -88,15 +87,14 @@ async def start_import_page(
 
 
 async def _job_context(runtime: Runtime, workspace_id: int, job_id: int) -> dict[str, Any]:
-    async with runtime.db.read() as session:
-        job = await get_bulk_job(session, workspace_id, job_id)
-        errors = await errors_of(session, job.id, after=None, limit=REPORT_ROWS)
-    return {
-        "job": job,
-        "errors": errors,
-        "share": progress(job),
-        "running": job.status not in BULK_FINAL,
-    }
+    view = ProgressView(
+        title="Import",
+        poll_url=f"{IMPORT}/{job_id}/progress",
+        counters=(("created", "Created"), ("updated", "Updated")),
+    )
+    return await progress_context(
+        runtime, workspace_id, job_id, kinds=(CONTACTS_IMPORT.name,), view=view
+    )
 
 
 @get(f"{IMPORT}/{{job_id:int}}")

@@ -1,5 +1,6 @@
-"""Campaign jobs: every 10 seconds due campaigns get their audience snapshot and a sender job;
-a campaign whose sender died (lease expired) gets a new sender job, which resumes it."""
+"""Campaign jobs: every 10 seconds due campaigns get their audience snapshot (its first chunk at
+once, the rest as a bulk job) and a sender job once it is complete; a campaign whose sender died
+(lease expired) gets a new sender job, which resumes it."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ from sqlalchemy import or_, select
 
 from app.engines.funnels import erased_addresses
 from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.audience import (
+    AUDIENCE_JOB,
+    AlreadyMaterialised,
+    start_materialising,
+)
 from app.engines.funnels.campaigns.models import SCHEDULED, SENDING, Campaign
-from app.engines.funnels.campaigns.service import AlreadyMaterialised, materialise
 from app.engines.funnels.jobs import mail_domain
 from app.engines.funnels.tracking import Tracking
 from app.platform.models import Workspace
@@ -29,8 +34,8 @@ class CampaignPayload(JobPayload, frozen=True):
 
 
 async def start_due(ctx: JobContext, now: datetime) -> list[int]:
-    """Snapshot the audience of every campaign whose time has come; ids of campaigns that need a
-    sender (just started, or sending without a live sender)."""
+    """Start the audience snapshot of every campaign whose time has come; ids of campaigns that
+    need a sender (their audience complete, and no live sender)."""
     async with ctx.db.read() as session:
         due = list(
             await session.scalars(
@@ -40,7 +45,9 @@ async def start_due(ctx: JobContext, now: datetime) -> list[int]:
     for campaign_id in due:
         try:
             async with ctx.db.write() as uow:
-                await materialise(uow.session, campaign_id, now)
+                await start_materialising(
+                    uow, ctx.queue, campaign_id, now, chunk_items=ctx.settings.bulk.chunk_items
+                )
         except AlreadyMaterialised:
             continue  # another process started it a moment ago
     async with ctx.db.read() as session:
@@ -95,5 +102,5 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
 
 
 SEND = JobSpec("funnels.campaign_send", CampaignPayload, send, max_tries=3, timeout_seconds=120)
-JOBS: list[JobSpec[Any]] = [SEND]
+JOBS: list[JobSpec[Any]] = [SEND, AUDIENCE_JOB]
 SWEEPS = [Sweep("funnels.campaigns", EVERY_10_SECONDS, tick)]

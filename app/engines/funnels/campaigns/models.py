@@ -16,6 +16,8 @@ FK = BigId
 
 DRAFT = "draft"
 SCHEDULED = "scheduled"
+MATERIALISING = "materialising"
+"""The audience snapshot is being taken (in chunks); sending starts when it is complete."""
 SENDING = "sending"
 DONE = "done"
 CANCELLED = "cancelled"
@@ -55,6 +57,8 @@ class Campaign(Base):
     rate_per_minute: Mapped[int] = mapped_column(Integer)
     materialised_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     audience_size: Mapped[int] = mapped_column(Integer, default=0)
+    audience_job_id: Mapped[int | None] = mapped_column(FK, nullable=True)
+    """The bulk job taking a large audience's snapshot (``None``: taken at once)."""
     checkpoint: Mapped[int] = mapped_column(Integer, default=0)
     """Every recipient with ``seq <= checkpoint`` is settled (sent, skipped or failed)."""
     lease_owner: Mapped[str | None] = mapped_column(String(100), nullable=True)

@@ -1,10 +1,9 @@
 """Campaign lifecycle: create, edit while a draft, schedule, cancel; the audience snapshot
 (FN-28) and the counters recomputed from delivery events (FN-29).
 
-The audience is materialised **once**: a conditional ``UPDATE … WHERE materialised_at IS NULL``
-claims the right to do it, and the recipients are inserted by one ``INSERT … SELECT`` in the same
-transaction, numbered in a stable order. A second attempt is refused — re-resolving would silently
-add everyone who joined after the send started.
+The audience is materialised **once** (see :mod:`.audience`, which takes it in bounded chunks):
+a second attempt is refused — re-resolving would silently add everyone who joined after the send
+started.
 """
 
 from __future__ import annotations
@@ -13,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, literal, select, update
+from sqlalchemy import func, select
 
-from app.db.dialect import insert, row_count
+from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.campaigns.models import (
     CANCELLED,
@@ -25,23 +24,16 @@ from app.engines.funnels.campaigns.models import (
     R_SENT,
     R_SKIPPED,
     SCHEDULED,
-    SENDING,
     Campaign,
     CampaignEvent,
     Recipient,
 )
-from app.engines.funnels.contacts import field_types
-from app.engines.funnels.models import Contact
-from app.engines.funnels.segments import Predicate, compile_sql, decode_predicate
+from app.engines.funnels.segments import Predicate, decode_predicate
 from app.errors import Conflict, NotFound, ValidationFailed
 
 
 class CampaignNotFound(NotFound):
     code = "campaign_not_found"
-
-
-class AlreadyMaterialised(Conflict):
-    code = "audience_already_materialised"
 
 
 class CampaignNotEditable(Conflict):
@@ -170,50 +162,6 @@ async def cancel_campaign(
     campaign.updated_at = now
     await session.flush()
     return campaign
-
-
-async def materialise(session: WriteSession, campaign_id: int, now: datetime) -> int:
-    """Snapshot the audience (FN-28) and start the send; returns the number of recipients.
-
-    Raises:
-        AlreadyMaterialised: the audience was snapshotted before (never done twice).
-    """
-    claimed = await session.scalar(
-        update(Campaign)
-        .where(Campaign.id == campaign_id, Campaign.materialised_at.is_(None))
-        .values(materialised_at=now, status=SENDING, started_at=now, updated_at=now)
-        .returning(Campaign.workspace_id)
-    )
-    if claimed is None:
-        raise AlreadyMaterialised(f"the audience of campaign {campaign_id} is already fixed")
-    workspace_id = int(claimed)
-    campaign = await session.get(Campaign, campaign_id)
-    assert campaign is not None
-    conditions: list[Any] = [
-        Contact.workspace_id == workspace_id,
-        Contact.deleted_at.is_(None),
-        Contact.email.is_not(None),
-    ]
-    predicate = _audience(campaign.audience)
-    if predicate is not None:
-        custom = await field_types(session, workspace_id)
-        conditions.append(compile_sql(predicate, workspace_id=workspace_id, now=now, custom=custom))
-    numbered = select(
-        literal(campaign_id).label("campaign_id"),
-        func.row_number().over(order_by=Contact.id).label("seq"),
-        Contact.id.label("contact_id"),
-        literal(R_PENDING).label("status"),
-    ).where(and_(*conditions))
-    result = await session.execute(
-        insert(session, Recipient).from_select(
-            ["campaign_id", "seq", "contact_id", "status"], numbered
-        )
-    )
-    size = row_count(result)
-    await session.execute(
-        update(Campaign).where(Campaign.id == campaign_id).values(audience_size=size)
-    )
-    return size
 
 
 async def record_delivery_event(
