@@ -1,22 +1,13 @@
-"""Base types for request, response and job structs, and list pagination."""
+"""Base types for request, response and job structs (pagination: :mod:`app.pagination`)."""
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Generic, TypeVar, get_type_hints
+from typing import Annotated, get_type_hints
 
 import msgspec
 
-from app.errors import ValidationFailed
 from app.platform.validation import email_problem
-
-T = TypeVar("T")
-
-MAX_PAGE_SIZE = 200
-DEFAULT_PAGE_SIZE = 50
-PageSize = Annotated[int, msgspec.Meta(ge=1, le=MAX_PAGE_SIZE)]
-"""A ``limit`` query parameter: ``limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE``."""
-
 
 # Length bounds of request fields: every string, list and map a client sends has one, so no field
 # can take the whole body (which request_bounds caps) and none reaches a column it overflows.
@@ -62,31 +53,3 @@ def _email_fields(cls: type) -> tuple[str, ...]:
     return tuple(
         name for name, hint in hints.items() if hint == EmailAddress or hint == EmailAddress | None
     )
-
-
-class Page(msgspec.Struct, Generic[T], kw_only=True):
-    """One page of a list. Pass ``next_cursor`` back as ``cursor`` to get the next page."""
-
-    items: list[T]
-    next_cursor: str | None = None
-
-
-def page_of(items: list[T], limit: int, cursor_of: object = None) -> Page[T]:
-    """Build a page from ``limit + 1`` fetched rows: the extra row only says there is more."""
-    more = len(items) > limit
-    items = items[:limit]
-    next_cursor = None
-    if more and items:
-        last = items[-1]
-        next_cursor = str(cursor_of(last) if callable(cursor_of) else getattr(last, "id"))  # noqa: B009
-    return Page(items=items, next_cursor=next_cursor)
-
-
-def id_cursor(cursor: str | None) -> int | None:
-    """The id after which the next page starts, from a cursor made by :func:`page_of`."""
-    if cursor is None or cursor == "":
-        return None
-    # isdigit() alone admits "³" and other digits int() refuses (a 500 under fuzzing).
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 19:
-        raise ValidationFailed.field("cursor", "is not a cursor this list returned")
-    return int(cursor)

@@ -299,6 +299,9 @@ class AdRulesSettings:
     budget_changes_per_hour: int = env("ADRULES_BUDGET_CHANGES_PER_HOUR", 4)
     """Budget changes allowed per ad object per hour across all rules (Meta allows about 4); a
     further change is recorded as skipped naming the rules that made the others."""
+    sheet_copy_max_age_minutes: int = env("ADRULES_SHEET_COPY_MAX_AGE_MINUTES", 1440)
+    """Oldest database copy of a Google Sheet a custom metric falls back on when the live read
+    fails; an older copy is refused and the record is an error naming its age."""
     fetch_deadline_seconds: float = env("ADRULES_FETCH_DEADLINE_SECONDS", 8.0)
     """Longest one ad account's campaign fetch (all pages and retries) may take inside the
     10-second dispatch sweep; a slower or hanging account is recorded as skipped for that run so
@@ -307,6 +310,8 @@ class AdRulesSettings:
     def __post_init__(self) -> None:
         if self.budget_changes_per_hour < 1:
             raise SettingsError("ADRULES_BUDGET_CHANGES_PER_HOUR must be at least 1")
+        if self.sheet_copy_max_age_minutes < 1:
+            raise SettingsError("ADRULES_SHEET_COPY_MAX_AGE_MINUTES must be at least 1")
         if self.fetch_deadline_seconds <= 0:
             raise SettingsError("ADRULES_FETCH_DEADLINE_SECONDS must be positive")
         if self.insights_mode not in ("packed", "per_campaign", "account"):

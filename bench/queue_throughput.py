@@ -8,7 +8,10 @@ Measured in the same run, on fresh databases:
   rows per statement — asyncpg (``UPDATE … (SELECT … FOR UPDATE SKIP LOCKED) RETURNING`` with a
   partial index on leasable rows, then ``UPDATE … WHERE id = ANY(…)``) and sqlite3 (WAL, NORMAL);
 * the database queue (``DatabaseQueue`` + one ``DatabaseWorker``) on PostgreSQL and on SQLite;
-* arq on Redis (``ArqQueue`` + ``ArqWorkers``), when ``--redis`` answers.
+* arq on Redis (``ArqQueue`` + ``ArqWorkers``), when ``--redis`` answers;
+* graphile-worker with its batching options (local queue, batched completion), when Node and npm
+  are on the machine: ``npm install graphile-worker`` into a scratch folder at run time (never into
+  the project), driven by ``bench/graphile_drain.mjs`` on a fresh database of its own.
 
 Enqueue and drain are timed separately; drain ends when every job is recorded as done.
 """
@@ -17,9 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -290,6 +296,57 @@ async def arq_queue(pg_url: str, redis_url: str, jobs: int, concurrency: int) ->
         await runtime.aclose()
 
 
+GRAPHILE_VERSION = "0.18"
+GRAPHILE_DRAIN = Path(__file__).resolve().parent / "graphile_drain.mjs"
+
+
+def install_graphile(scratch: Path) -> Path | None:
+    """graphile-worker from the npm registry into ``scratch``; its node_modules, or None."""
+    if not (shutil.which("node") and shutil.which("npm")):
+        return None
+    done = subprocess.run(
+        [
+            "npm",
+            "install",
+            "--silent",
+            "--no-audit",
+            "--no-fund",
+            f"graphile-worker@{GRAPHILE_VERSION}",
+        ],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        print(f"graphile-worker not installed: {done.stderr.strip()[:300]}")
+        return None
+    return scratch / "node_modules"
+
+
+async def graphile_worker(
+    modules: Path, pg_base: str, jobs: int, concurrency: int, local_queue: int
+) -> Result:
+    url = await fresh_pg_database(pg_base)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "node",
+            str(GRAPHILE_DRAIN),
+            str(modules),
+            asyncpg_dsn(url),
+            str(jobs),
+            str(concurrency),
+            str(local_queue),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        out = (await proc.communicate())[0].decode().strip()
+        if proc.returncode != 0 or not out:
+            raise RuntimeError("graphile-worker drain failed")
+        figures = json.loads(out.splitlines()[-1])
+    finally:
+        await drop_pg_database(url)
+    return Result(GRAPHILE, figures["enqueue"], figures["drain"])
+
+
 async def fresh_pg_database(base_url: str) -> str:
     url = make_url(base_url)
     name = f"sweepline_bench_{uuid.uuid4().hex[:8]}"
@@ -348,6 +405,10 @@ async def main() -> None:
         help="jobs of the one-row-per-statement loops (a steady per-row rate; slow)",
     )
     parser.add_argument("--skip-arq", action="store_true")
+    parser.add_argument("--skip-graphile", action="store_true")
+    parser.add_argument(
+        "--graphile-concurrency", type=int, default=24, help="graphile-worker concurrentJobs"
+    )
     args = parser.parse_args()
     jobs = args.jobs
     rows: dict[str, list[Result]] = {}
@@ -357,6 +418,7 @@ async def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="sweepline-bench-"))
     use_arq = not args.skip_arq and await redis_answers(args.redis)
+    graphile = None if args.skip_graphile else install_graphile(tmp)
     # One-row-per-statement loops are slow and steady: one round. The others alternate, so a
     # change in machine load hits the baseline and the queue alike.
     scratch = await fresh_pg_database(args.pg)
@@ -372,6 +434,12 @@ async def main() -> None:
                 )
             )
             add(Result(RAW_PG_4, None, await raw_asyncpg(dsn, jobs, 100, connections=4)))
+            if graphile is not None:
+                add(
+                    await graphile_worker(
+                        graphile, args.pg, jobs, args.graphile_concurrency, args.prefetch
+                    )
+                )
             pg_url = await fresh_pg_database(args.pg)
             try:
                 add(
@@ -432,22 +500,18 @@ async def main() -> None:
         f"\ndatabase queue / raw 100-row loop: PostgreSQL {pg_ratio:.2f} (1 connection), "
         f"{pg4_ratio:.2f} (4 connections); SQLite {lite_ratio:.2f}"
     )
-    # graphile-worker is not run here (it needs its npm package fetched at run time); its figure
-    # is the reference measured on this machine beside this benchmark's raw loops (issue 14).
-    print(
-        f"reference, not this run: graphile-worker 0.18 batched {GRAPHILE_REFERENCE:,}/s beside "
-        f"raw 100-row loops of {GRAPHILE_REFERENCE_RAW:,}/s (1 connection); scaled to this run's "
-        f"loop: {GRAPHILE_REFERENCE / GRAPHILE_REFERENCE_RAW * drain[RAW_PG]:,.0f}/s, queue / it "
-        f"{drain[PG_QUEUE] / (GRAPHILE_REFERENCE / GRAPHILE_REFERENCE_RAW * drain[RAW_PG]):.2f}"
-    )
+    if GRAPHILE in drain:
+        print(
+            f"database queue on PostgreSQL / graphile-worker batched (same run): "
+            f"{drain[PG_QUEUE] / drain[GRAPHILE]:.2f}"
+        )
 
 
 PG_QUEUE = "database queue on PostgreSQL"
 PG_NO_PREFETCH = "database queue on PostgreSQL, no prefetch"
 RAW_PG = "raw asyncpg, 100 rows per statement"
 RAW_PG_4 = "raw asyncpg, 100 rows per statement, 4 conns"
-GRAPHILE_REFERENCE = 15_608
-GRAPHILE_REFERENCE_RAW = 27_636
+GRAPHILE = f"graphile-worker {GRAPHILE_VERSION}, local queue + batched completion"
 SQLITE_QUEUE = "database queue on SQLite"
 ORDER = [
     "raw asyncpg, 1 row per statement",
@@ -455,6 +519,7 @@ ORDER = [
     RAW_PG_4,
     PG_QUEUE,
     PG_NO_PREFETCH,
+    GRAPHILE,
     "raw sqlite3, 1 row per statement",
     "raw sqlite3, 100 rows per statement",
     SQLITE_QUEUE,

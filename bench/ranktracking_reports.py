@@ -143,7 +143,7 @@ async def seed(runtime: Any, keywords: int, runs: int) -> int:
                     requested=keywords,
                     retrieved=keywords,
                     no_data=0,
-                    reserved_cents=0,
+                    reserved_micros=0,
                     reservation_state="settled",
                     polls=1,
                     created_at=at,

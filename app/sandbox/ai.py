@@ -11,7 +11,8 @@ spent (which waiting does not fix), 429 ``rate_limit_exceeded`` by injection.
 Deterministic: the same model and messages always give the same text and token counts (tokens are
 counted as one per four characters, plus four per message), so tests can assert exact usage. Like
 OpenAI there is no idempotency key: every call is billed, which is why the engine caches results.
-Fault kind: ``chat.completions``.
+Fault kind: ``chat.completions``. :attr:`AiSandbox.lost` loses replies *after* the completion
+was billed (a 502 or a reply later than the client waits), as a dropped connection does.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from litestar import Litestar, MediaType, Request, Response, post
 
 from app.clock import Clock, SystemClock
 from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
+from app.sandbox.payments import LostResponses
 
 ROLES = frozenset({"system", "developer", "user", "assistant"})
 CONTEXT_TOKENS = 8192
@@ -61,6 +63,8 @@ class AiSandbox:
     clock: Clock = field(default_factory=SystemClock)
     tokens_billed: int = 0
     completions: list[dict[str, Any]] = field(default_factory=list)
+    """Every billed completion, including those whose reply was lost."""
+    lost: LostResponses = field(default_factory=LostResponses)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -179,6 +183,8 @@ def create_ai_app(sandbox: AiSandbox) -> Litestar:
                 "system_fingerprint": "fp_sandbox",
             }
             sandbox.completions.append(completion)
+        if (lost := await sandbox.lost.take()) is not None:
+            return lost
         return Response(completion, media_type=MediaType.JSON)
 
     return simulator_app([complete])

@@ -53,6 +53,7 @@ from app.web.dashboard import funnels_import as funnels_import_ui
 from app.web.dashboard import organisation as organisation_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import ranktracking_import as ranktracking_import_ui
+from app.web.deps import DEPENDENCIES
 from app.web.errors import EXCEPTION_HANDLERS
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
@@ -268,6 +269,7 @@ def create_app(
             static,
         ],
         guards=[require_caller],
+        dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_redirect},
         csrf_config=CSRFConfig(

@@ -18,6 +18,7 @@ from app.engines.adrules.sheets_values import (
     SHEETS_API_KEY_SECRET,
     CustomMetricSource,
     SheetCache,
+    SheetFailure,
     workspace_credentials,
 )
 from app.engines.adrules.worker import run_account_job
@@ -208,7 +209,7 @@ async def test_copies_are_kept_per_workspace(
     got = await theirs.rows(SHEET_ID, "Targets")
     await client.aclose()
     await their_client.aclose()
-    assert isinstance(got, str)  # another workspace never reads this workspace's copy
+    assert isinstance(got, SheetFailure)  # another workspace never reads this workspace's copy
 
 
 async def test_credentials_come_from_the_workspace_secrets(

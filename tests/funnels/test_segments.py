@@ -34,6 +34,7 @@ from app.engines.funnels.segments import (
     AllOf,
     AnyOf,
     EventCount,
+    EventIs,
     FieldIs,
     HasTag,
     InList,
@@ -192,6 +193,13 @@ LEAVES: st.SearchStrategy[Predicate] = st.one_of(
         op=st.sampled_from(["eq", "gt", "gte", "lt", "lte"]),
         count=st.integers(0, 4),
         within_days=st.one_of(st.none(), st.integers(1, 90)),
+    ),
+    # Outside an event filter there is no event: both evaluators hold only "not_exists".
+    st.builds(
+        EventIs,
+        property=st.just("plan"),
+        op=st.sampled_from(["eq", "ne", "gt", "exists", "not_exists", "contains"]),
+        value=st.just("pro"),
     ),
 )
 

@@ -14,7 +14,16 @@ from app.engines.funnels.validate import KnownNames, Problem, validate
 KNOWN = KnownNames(
     tags=frozenset({"vip", "customer"}),
     lists=frozenset({"Newsletter"}),
-    fields={"company": "text", "birthday": "date", "orders": "number"},
+    fields={
+        "company": "text",
+        "birthday": "date",
+        "orders": "number",
+        "push_token": "text",
+        "address_line1": "text",
+        "address_city": "text",
+        "address_postal_code": "text",
+        "address_country": "text",
+    },
     funnels=frozenset({7}),
 )
 
@@ -235,3 +244,43 @@ def test_unknown_kind_and_unknown_field_are_schema_errors() -> None:
         decode_definition({"nodes": [{"kind": "teleport", "id": "x"}]})
     with pytest.raises(msgspec.ValidationError, match="colour"):
         decode_definition({"nodes": [{"kind": "send_email", "id": "x", "colour": "red"}]})
+
+
+def test_channel_fields_the_workspace_cannot_provide_refuse_publishing() -> None:
+    """A push or letter node reads custom fields (the push provider's token field, the
+    ``address_*`` fields): a workspace without text field definitions for them cannot publish
+    the funnel. E-mail and SMS read the contact's own columns and always pass."""
+    graph = {
+        "nodes": [
+            {"kind": "send_sms", "id": "s", "entry": True, "text": "hi", "next": "p"},
+            {"kind": "send_push", "id": "p", "title": "t", "body": "b", "next": "l"},
+            {"kind": "send_letter", "id": "l", "body": "Dear…"},
+        ]
+    }
+    definition = decode_definition(graph)
+    assert validate(definition, KNOWN) == []
+    bare = KnownNames(fields={"address_line1": "text", "address_city": "number"})
+    found = {p.node_id: p for p in validate(definition, bare) if p.code == "channel_field"}
+    assert set(found) == {"p", "l"}
+    assert found["p"].rule == "FN-26"
+    assert "'push_token'" in found["p"].message
+    assert "'address_city', 'address_postal_code', 'address_country'" in found["l"].message
+    # The push provider may read the token from another field: that one must exist.
+    other = KnownNames(fields=dict(KNOWN.fields), push_token_field="device")
+    [problem] = validate(definition, other)
+    assert (problem.node_id, problem.code) == ("p", "channel_field")
+    assert "'device'" in problem.message
+
+
+def test_failure_branches_are_edges() -> None:
+    """``on_failure`` of an effect node must point at a node, and what it leads to is reachable."""
+    assert (
+        check(
+            mail("a", entry=True, on_failure="fallback"),
+            {"kind": "send_sms", "id": "fallback", "text": "hi"},
+        )
+        == []
+    )
+    [problem] = check(mail("a", entry=True, on_failure="nowhere"))
+    assert (problem.code, problem.node_id) == ("edge", "a")
+    assert "on_failure" in problem.message

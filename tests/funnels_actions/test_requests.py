@@ -317,6 +317,63 @@ async def test_ai_generate_fills_variable_and_cache_hit_is_free(
     assert len(outside.sink.messages) == 2
 
 
+async def _org_usage(outside: Outside, ws: int) -> tuple[int, list[AiUsage]]:
+    async with outside.runtime.db.read() as s:
+        org = await s.scalar(select(Workspace.organisation_id).where(Workspace.id == ws))
+        used = (await ai_ledger.quota_of(s, org, outside.clock.now())).used_tokens
+        lines = list(await s.scalars(select(AiUsage).order_by(AiUsage.id)))
+    return used, lines
+
+
+async def test_ai_lost_reply_and_its_retry_are_both_counted(outside: Outside, space: Space) -> None:
+    """PL-4: the provider billed a completion whose reply was lost (a 502 after the model ran);
+    the retry calls it again. Both billed calls are in the quota: the lost one at its
+    reservation (the call's upper bound: its real cost never reached us), the retry at its
+    real cost, each with its ledger line, so the quota never counts less than was billed."""
+    ws = space.workspace_id
+    ai = outside.ai()
+    ai.lost.arm(1, status=502)
+    await ai_setup(outside, ws)
+    funnel_id, _ = await published(outside.runtime, ws, ai_funnel())
+    await contact(outside.runtime, ws, "a@example.com", fields={"company": "Acme"})
+    await outside.drive()
+    assert len(ai.completions) == 1  # billed, reply lost
+    used, [lost] = await _org_usage(outside, ws)
+    assert (lost.outcome, lost.tokens) == ("lost", used)
+    assert used >= ai.tokens_billed > 0
+
+    await outside.advance(seconds=61)
+    assert len(ai.completions) == 2  # the retry was billed again
+    [run] = await runs_of(outside.runtime, funnel_id)
+    assert run.status == RUN_COMPLETED
+    used, lines = await _org_usage(outside, ws)
+    assert [line.outcome for line in lines] == ["lost", "generated"]
+    retried = ai.completions[1]["usage"]["total_tokens"]
+    assert lines[1].tokens == retried
+    assert used == lines[0].tokens + retried == sum(line.tokens for line in lines)
+    assert used >= ai.tokens_billed
+
+
+async def test_ai_call_refused_by_the_provider_is_not_counted(
+    outside: Outside, space: Space
+) -> None:
+    """A 429 rate limit means the model did not run: nothing billed, the reservation is given
+    back and only the retry's real cost is counted."""
+    ws = space.workspace_id
+    ai = outside.ai()
+    ai.state.inject("chat.completions", status=429)
+    await ai_setup(outside, ws)
+    await published(outside.runtime, ws, ai_funnel())
+    await contact(outside.runtime, ws, "a@example.com", fields={"company": "Acme"})
+    await outside.drive()
+    used, lines = await _org_usage(outside, ws)
+    assert (used, lines, ai.completions) == (0, [], [])
+    await outside.advance(seconds=61)
+    used, [line] = await _org_usage(outside, ws)
+    assert line.outcome == "generated"
+    assert used == line.tokens == ai.tokens_billed > 0
+
+
 async def test_ai_generate_quota_exhaustion_recorded(outside: Outside, space: Space) -> None:
     """When the organisation's quota cannot cover a generation, no call is made, the refusal is
     in the usage ledger, on the delivery events and on the step, and the run stops as failed

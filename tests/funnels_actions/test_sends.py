@@ -14,6 +14,7 @@ from app.engines.funnels.models import (
     OUTBOX_SENT,
     OUTBOX_SKIPPED,
     RUN_COMPLETED,
+    RUN_FAILED,
     Contact,
     DeliveryEvent,
 )
@@ -171,7 +172,7 @@ async def test_transient_failure_retried_after_retry_after(outside: Outside, spa
 
 async def test_permanent_sms_failure_recorded(outside: Outside, space: Space) -> None:
     """An invalid number is refused for good: the row is failed, the delivery event says why,
-    and the run is not held up."""
+    and the run, which had reached the end of the graph, ends ``failed``, not ``completed``."""
     ws = space.workspace_id
     outside.sms()
     await outside.provider(ws, "sms", shape="json", secret="sms-sandbox-key")
@@ -182,18 +183,24 @@ async def test_permanent_sms_failure_recorded(outside: Outside, space: Space) ->
     assert effect.status == OUTBOX_FAILED
     assert "422" in (effect.last_error or "")
     [run] = await runs_of(outside.runtime, funnel_id)
-    assert run.status == RUN_COMPLETED
+    assert (run.status, run.exit_reason, run.current_node) == (RUN_FAILED, "sms_failed", "text")
+    assert "422" in (run.last_error or "")
+    [*_, step] = await steps_of(outside.runtime, run.id)
+    assert step.node_id == "text"
+    assert step.decision.startswith("not delivered: ")
     assert await count(outside.runtime, DeliveryEvent, DeliveryEvent.kind == "failed") == 1
 
 
-async def test_sms_without_phone_is_skipped_on_the_step(outside: Outside, space: Space) -> None:
+async def test_sms_without_phone_fails_the_run(outside: Outside, space: Space) -> None:
+    """Nothing is queued for a contact without a phone number, and the run says why it ended."""
     ws = space.workspace_id
     funnel_id = await sms_funnel(outside, ws)
     await contact(outside.runtime, ws, "ada@example.com")
     await outside.drive()
     [run] = await runs_of(outside.runtime, funnel_id)
+    assert (run.status, run.exit_reason) == (RUN_FAILED, "sms_failed")
     [step] = await steps_of(outside.runtime, run.id)
-    assert step.decision == "skipped: contact has no phone number"
+    assert step.decision == "failed: the contact has no phone number (phone empty)"
     assert await effects(outside.runtime) == []
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +21,7 @@ from app.platform.service import Principal
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
 from app.sandbox.serp import SerpSimulator
+from app.sandbox.smtp import SmtpSink
 from tests.factories import Tenant
 
 DOMAIN = "acme-shop.com"
@@ -34,6 +36,18 @@ async def sim(runtime: Runtime) -> AsyncIterator[SerpSimulator]:
         client = SerpClient(url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
         runtime.resources.put(RESOURCE_KEY, client)
         yield simulator
+
+
+@pytest.fixture
+def sink(runtime: Runtime) -> Iterator[SmtpSink]:
+    """A real SMTP server on loopback; the runtime's mailer (and its jobs') points at it."""
+    server = SmtpSink().start()
+    mail = dataclasses.replace(runtime.settings.mail, smtp_host=server.host, smtp_port=server.port)
+    runtime.settings = dataclasses.replace(runtime.settings, mail=mail)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def principal(tenant: Tenant) -> Principal:

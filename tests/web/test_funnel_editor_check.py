@@ -98,3 +98,30 @@ def test_messages_use_the_forms_labels() -> None:
         "code": "schema",
         "message": "Unknown setting foo",
     }
+
+
+async def test_the_editor_explains_channel_fields_and_offers_a_failure_branch(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    """Each message kind's panel says what the contact needs; effect nodes have a second way
+    out ('If it cannot go out'); a push node without a token field is pinned before publishing."""
+    funnel_id = await _funnel(runtime, tenant)
+    await sign_in(client, tenant.email, tenant.password)
+    async with runtime.db.read() as s:
+        from app.web.dashboard.funnel_editor import editor_data
+
+        data = await editor_data(s, tenant.workspace_id, funnel_id, [])
+    assert "address_postal_code" in data["help"]["send_letter"]
+    assert "push_token" in data["help"]["send_push"]
+    assert ["on_failure", "If it cannot go out"] in data["ports"]["send_sms"]
+    assert data["ports"]["wait"] == [["next", "Then"], ["event_next", "On the event"]]
+    token = csrf_from((await client.get(f"/ui/funnels/{funnel_id}")).text)
+    graph = {"nodes": [{"kind": "send_push", "id": "p", "entry": True, "title": "t", "body": "b"}]}
+    answer = await client.post(
+        f"/ui/funnels/{funnel_id}/check",
+        json={"definition": graph},
+        headers={"x-csrf-token": token},
+    )
+    [problem] = answer.json()["problems"]
+    assert (problem["node_id"], problem["code"]) == ("p", "channel_field")
+    assert problem["message"].startswith("Send push reads the contact's 'push_token'")

@@ -67,6 +67,13 @@ class CustomResult:
     value: Decimal | None
     error: str | None = None
     source: str = ""
+    """Where the sheet's rows came from: ``live``, ``cache`` or ``copy`` (the database copy)."""
+    fetched_at: datetime | None = None
+    """When those rows were read from the Sheets API."""
+    note: str | None = None
+    """Why the database copy was used (the live read's error)."""
+    sheet_failed: bool = False
+    """The sheet itself could be read neither live nor from a usable copy (``error`` says why)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +107,15 @@ class ConditionResult(msgspec.Struct, kw_only=True):
     passed: bool
     reason: str | None = None
     """Why it failed without a comparison (no value, a sheet error)."""
+    source: str | None = None
+    """A custom metric's rows: ``live``, ``cache`` or ``copy`` (the database copy of the sheet)."""
+    source_age_seconds: int | None = None
+    """How old those rows were when the condition was evaluated (from their read of the sheet)."""
+    source_note: str | None = None
+    """Why the database copy was used (the live read's error)."""
+    sheet_failed: bool = False
+    """The sheet could not be read at all (no live read, no usable copy): the record is an error,
+    not a condition that was not met."""
 
 
 class TaskEvaluation(msgspec.Struct, kw_only=True):
@@ -214,10 +230,34 @@ def evaluate_condition(index: int, cond: Condition, facts: CampaignFacts) -> Con
         f"{OPERATOR_SYMBOLS[cond.operator]} {cond.value}"
     )
     if custom is None:
-        got = Resolved(None, "the custom metric was not read")
-    else:
-        got = Resolved(custom.value, custom.error)
-    return _compared(index, "custom_metric", label, got, cond.operator, cond.value)
+        return _compared(
+            index,
+            "custom_metric",
+            label,
+            Resolved(None, "the custom metric was not read"),
+            cond.operator,
+            cond.value,
+        )
+    result = _compared(
+        index,
+        "custom_metric",
+        label,
+        Resolved(custom.value, custom.error),
+        cond.operator,
+        cond.value,
+    )
+    age = (
+        None
+        if custom.fetched_at is None
+        else max(0, int((facts.now - custom.fetched_at).total_seconds()))
+    )
+    return msgspec.structs.replace(
+        result,
+        source=custom.source or None,
+        source_age_seconds=age,
+        source_note=custom.note,
+        sheet_failed=custom.sheet_failed,
+    )
 
 
 def _compared(

@@ -13,8 +13,6 @@ with HMAC-SHA256 (:func:`sign_webhook` / :func:`verify_webhook`); ``log_only`` c
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -56,6 +54,9 @@ from app.engines.adrules.schemas import (
 )
 from app.engines.adrules.webhook_secrets import open_secret
 from app.integrations.http_guard import GuardedHttp, HttpRequest
+from app.integrations.http_guard.signature import SIGNATURE_HEADER as SIGNATURE_HEADER
+from app.integrations.http_guard.signature import sign_webhook as sign_webhook
+from app.integrations.http_guard.signature import verify_webhook as verify_webhook
 from app.integrations.mail import MailSender, OutgoingEmail
 from app.integrations.meta.errors import MetaError, decode_error
 from app.integrations.meta.reader import MAX_BATCH, BatchGet, MetaReader
@@ -79,32 +80,6 @@ def needs_live_read(action: Action) -> bool:
 
 async def _no_sleep(_: float) -> None:
     return None
-
-
-SIGNATURE_HEADER = "X-Sweepline-Signature"
-"""``t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` (the timestamp stops replays)."""
-
-# -- webhook signature ---------------------------------------------------------------------------
-
-
-def sign_webhook(secret: str, body: bytes, timestamp: int) -> str:
-    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={digest}"
-
-
-def verify_webhook(
-    secret: str, header: str, body: bytes, *, now: int, tolerance_seconds: int = 300
-) -> bool:
-    """What a receiver does: recompute the HMAC and refuse old timestamps (replays)."""
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-    try:
-        timestamp = int(parts.get("t", ""))
-    except ValueError:
-        return False
-    if abs(now - timestamp) > tolerance_seconds:
-        return False
-    expected = sign_webhook(secret, body, timestamp).split("v1=", 1)[1]
-    return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
 # -- carrying it out --------------------------------------------------------------------------------

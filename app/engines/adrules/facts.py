@@ -27,6 +27,8 @@ from app.engines.adrules.schemas import CustomMetricCondition, TaskDocument
 from app.engines.adrules.sheets_values import (
     CustomMetricSource,
     CustomValue,
+    SheetFailure,
+    SheetRows,
     index_sheet,
     missing_row,
 )
@@ -64,24 +66,45 @@ def custom_keys(tasks: Sequence[TaskDocument]) -> list[CustomKey]:
     return list(keys)
 
 
+@dataclass(frozen=True, slots=True)
+class _Sheet:
+    """One custom key's sheet for a run: its index by campaign id, or why there is none."""
+
+    index: dict[str, CustomValue]
+    rows: SheetRows | None = None
+    failure: str | None = None
+    sheet_failed: bool = False
+
+    def result(self, campaign_id: str, lookup_column: str) -> CustomResult:
+        if self.failure is not None:
+            return CustomResult(None, self.failure, sheet_failed=self.sheet_failed)
+        found = self.index.get(campaign_id) or missing_row(campaign_id, lookup_column)
+        rows = self.rows
+        assert rows is not None
+        return CustomResult(
+            found.value,
+            found.error,
+            source=rows.source,
+            fetched_at=rows.fetched_at,
+            note=rows.warning,
+        )
+
+
 async def _custom_values(
     source: CustomMetricSource | None, keys: list[CustomKey]
-) -> dict[CustomKey, tuple[dict[str, CustomValue], CustomValue | None, str]]:
-    """Per custom key: the sheet's index, a sheet-wide error, and where the rows came from."""
-    out: dict[CustomKey, tuple[dict[str, CustomValue], CustomValue | None, str]] = {}
+) -> dict[CustomKey, _Sheet]:
+    """Per custom key: the sheet's index and where its rows came from, or the sheet's failure."""
+    out: dict[CustomKey, _Sheet] = {}
     for key in keys:
         if source is None:
-            out[key] = ({}, CustomValue(None, "custom metrics are not available here"), "")
+            out[key] = _Sheet({}, failure="custom metrics are not available here")
             continue
         got = await source.rows(key.spreadsheet_id, key.sheet_name)
-        if isinstance(got, str):
-            out[key] = ({}, CustomValue(None, got), "")
+        if isinstance(got, SheetFailure):
+            out[key] = _Sheet({}, failure=got.message, sheet_failed=True)
             continue
-        where = got.source if got.warning is None else f"{got.source} ({got.warning})"
-        out[key] = (
-            index_sheet(got.rows, key.lookup_column, key.value_column, key.locale),
-            None,
-            where,
+        out[key] = _Sheet(
+            index_sheet(got.rows, key.lookup_column, key.value_column, key.locale), rows=got
         )
     return out
 
@@ -126,12 +149,9 @@ async def gather(
     for campaign in campaigns:
         if campaign.id in read.errors or campaign.id in read.unread:
             continue
-        values: dict[CustomKey, CustomResult] = {}
-        for key, (index, sheet_error, where) in sheets.items():
-            found = (
-                sheet_error or index.get(campaign.id) or missing_row(campaign.id, key.lookup_column)
-            )
-            values[key] = CustomResult(found.value, found.error, where)
+        values = {
+            key: sheet.result(campaign.id, key.lookup_column) for key, sheet in sheets.items()
+        }
         out.facts[campaign.id] = CampaignFacts(
             campaign_id=campaign.id,
             name=campaign.name,

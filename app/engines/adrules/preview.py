@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from app.clock import Clock
@@ -52,7 +52,12 @@ from app.engines.adrules.schemas import (
     SetBudget,
     TaskDocument,
 )
-from app.engines.adrules.sheets_values import CustomMetricSource, SheetCache, workspace_credentials
+from app.engines.adrules.sheets_values import (
+    COPY_MAX_AGE,
+    CustomMetricSource,
+    SheetCache,
+    workspace_credentials,
+)
 from app.errors import Conflict
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
@@ -71,6 +76,11 @@ class PreviewCondition(Schema, kw_only=True):
     compared: str | None
     passed: bool
     reason: str | None = None
+    source: str | None = None
+    """A custom metric's rows: ``live``, ``cache`` or ``copy`` (the database copy)."""
+    source_age_seconds: int | None = None
+    source_note: str | None = None
+    sheet_failed: bool = False
 
 
 class PreviewTask(Schema, kw_only=True):
@@ -124,6 +134,7 @@ class PreviewDeps:
     retry_delays: tuple[float, ...] = (1.0, 2.0)
     insights_mode: str = "packed"
     token_minter: TokenMinter | None = None
+    sheet_copy_max_age: timedelta = COPY_MAX_AGE
 
 
 def _would_change(
@@ -201,6 +212,7 @@ async def preview_rule(
             deps.db, deps.secrets, workspace_id, deps.token_minter
         ),
         save_copies=False,
+        copy_max_age=deps.sheet_copy_max_age,
     )
     gathered = await gather(
         tasks=tasks,
@@ -253,12 +265,20 @@ async def preview_rule(
                         compared=c.compared,
                         passed=c.passed,
                         reason=c.reason,
+                        source=c.source,
+                        source_age_seconds=c.source_age_seconds,
+                        source_note=c.source_note,
+                        sheet_failed=c.sheet_failed,
                     )
                     for c in evaluation.conditions
                 ],
                 would="nothing",
                 reason=None if evaluation.passed else "conditions not met",
             )
+            if not evaluation.passed and any(
+                c.sheet_failed and not c.passed for c in evaluation.conditions
+            ):
+                item.would, item.reason = "error", "custom metric sheet unavailable"
             if evaluation.passed:
                 verdict = check_cooldown(last.get((task.id, campaign.id)), task.cooldown, now)
                 if not verdict.allowed:

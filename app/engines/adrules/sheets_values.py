@@ -2,10 +2,13 @@
 
 A custom-metric condition names a spreadsheet, a sheet, a lookup column matched against the campaign
 id and a value column read as a number. A sheet's rows are kept in memory for **2 minutes from last
-access** (each read pushes the expiry out again), measured on the runtime's clock. Every live read
-is also saved to the database; when a live read fails the saved copy is used instead. A missing row,
-an empty or non-numeric cell, or a sheet that can be read neither live nor from the copy is a
-condition error the record shows, never a crash of the run.
+access** (each read pushes the expiry out again) and 5 minutes from the fetch at most, measured on
+the runtime's clock. Every live read is also saved to the database — by the worker, also when a
+preview (which saves nothing) filled the cache — and when a live read fails the saved copy is used
+instead, unless it is older than the configured limit. The record says where the rows came from
+and how old they were. A missing row, an empty or non-numeric cell is a condition error; a sheet
+that can be read neither live nor from a usable copy is a sheet failure the record shows as an
+error, never a crash of the run.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ CACHE_TTL = timedelta(minutes=2)
 CACHE_MAX_AGE = timedelta(minutes=5)
 """How long after the fetch they stay at most, however often they are read: a rule running every
 minute keeps touching the cache, and must still see an edit to the sheet."""
+COPY_MAX_AGE = timedelta(hours=24)
+"""The oldest database copy used when a live read fails (``ADRULES_SHEET_COPY_MAX_AGE_MINUTES``)."""
+
+SOURCE_LIVE = "live"
+SOURCE_CACHE = "cache"
+SOURCE_COPY = "copy"
 
 SHEETS_API_KEY_SECRET = "google_sheets_api_key"  # noqa: S105 - a secret's name, not a secret
 """Workspace secret holding a Google API key (sheets shared with "anyone with the link")."""
@@ -60,13 +69,21 @@ class SheetRef:
 
 @dataclass(frozen=True, slots=True)
 class SheetRows:
-    """A sheet's rows and where they came from: ``cache``, ``live`` or ``copy`` (the database)."""
+    """A sheet's rows and where they came from: ``cache``, ``live`` or ``copy`` (the database),
+    fetched from the Sheets API at ``fetched_at``."""
 
     rows: list[list[Cell]]
     source: str
     fetched_at: datetime
     warning: str | None = None
     """Why the database copy was used (the live read's error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SheetFailure:
+    """A sheet that can be read neither live nor from a usable database copy."""
+
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +100,9 @@ class _Entry:
     rows: list[list[Cell]]
     fetched_at: datetime
     expires_at: datetime
+    saved: bool
+    """Whether these rows are in the database copy: a preview fills the cache without saving, and
+    the worker's next read of the entry saves them, so a restart during an outage has a copy."""
 
 
 @dataclass
@@ -105,12 +125,29 @@ class SheetCache:
         entry.expires_at = now + self.ttl  # from last access, not from the fetch
         return entry
 
-    def put(self, ref: SheetRef, rows: list[list[Cell]], now: datetime) -> None:
-        self._entries[ref] = _Entry(rows=rows, fetched_at=now, expires_at=now + self.ttl)
+    def put(self, ref: SheetRef, rows: list[list[Cell]], now: datetime, *, saved: bool) -> None:
+        self._entries[ref] = _Entry(
+            rows=rows, fetched_at=now, expires_at=now + self.ttl, saved=saved
+        )
 
     def lock(self, ref: SheetRef) -> asyncio.Lock:
         # One read per sheet at a time: campaigns of one run asking together cause one fetch.
         return self._locks.setdefault(ref, asyncio.Lock())
+
+
+def describe_age(age: timedelta) -> str:
+    """``45 s``, ``12 min``, ``3 h 5 min``, ``2 d 1 h``: an age as a person reads it."""
+    seconds = max(0, int(age.total_seconds()))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
 
 
 def column_index(letters: str) -> int:
@@ -300,6 +337,7 @@ class CustomMetricSource:
         workspace_id: int,
         credentials: SheetsCredentials | None,
         save_copies: bool = True,
+        copy_max_age: timedelta = COPY_MAX_AGE,
     ) -> None:
         self._db = db
         self._clock = clock
@@ -308,15 +346,20 @@ class CustomMetricSource:
         self._workspace_id = workspace_id
         self._credentials = credentials
         self._save_copies = save_copies
+        self._copy_max_age = copy_max_age
 
-    async def rows(self, spreadsheet_id: str, sheet_name: str) -> SheetRows | str:
-        """The sheet's rows, or the reason they cannot be had."""
+    async def rows(self, spreadsheet_id: str, sheet_name: str) -> SheetRows | SheetFailure:
+        """The sheet's rows, or why they cannot be had."""
         ref = SheetRef(self._workspace_id, spreadsheet_id, sheet_name)
         async with self._cache.lock(ref):
             now = self._clock.now()
             cached = self._cache.get(ref, now)
             if cached is not None:
-                return SheetRows(cached.rows, "cache", cached.fetched_at)
+                if self._save_copies and not cached.saved:
+                    # Read live by a preview, which saves nothing: the copy is refreshed now.
+                    await self._save(ref, cached.rows, cached.fetched_at)
+                    cached.saved = True
+                return SheetRows(cached.rows, SOURCE_CACHE, cached.fetched_at)
             try:
                 if self._credentials is None:
                     raise SheetsError(
@@ -328,10 +371,10 @@ class CustomMetricSource:
             except SheetsError as exc:
                 return await self._from_copy(ref, exc.message)
             now = self._clock.now()
-            self._cache.put(ref, rows, now)
             if self._save_copies:
                 await self._save(ref, rows, now)
-            return SheetRows(rows, "live", now)
+            self._cache.put(ref, rows, now, saved=self._save_copies)
+            return SheetRows(rows, SOURCE_LIVE, now)
 
     async def value(
         self,
@@ -343,15 +386,15 @@ class CustomMetricSource:
         campaign_id: str,
     ) -> CustomValue:
         got = await self.rows(spreadsheet_id, sheet_name)
-        if isinstance(got, str):
-            return CustomValue(None, got)
+        if isinstance(got, SheetFailure):
+            return CustomValue(None, got.message)
         found = lookup(got.rows, campaign_id, lookup_column, value_column)
         error = found.error
         if error is None and got.warning:
             return CustomValue(found.value, None, f"{got.source} ({got.warning})")
         return CustomValue(found.value, error, got.source)
 
-    async def _from_copy(self, ref: SheetRef, live_error: str) -> SheetRows | str:
+    async def _from_copy(self, ref: SheetRef, live_error: str) -> SheetRows | SheetFailure:
         async with self._db.read() as session:
             copy = await session.scalar(
                 select(SheetCopy).where(
@@ -361,9 +404,20 @@ class CustomMetricSource:
                 )
             )
         if copy is None:
-            return f"the sheet could not be read ({live_error}) and no saved copy exists"
+            return SheetFailure(
+                f"the sheet could not be read ({live_error}) and no saved copy exists"
+            )
+        age = self._clock.now() - copy.fetched_at
+        if age > self._copy_max_age:
+            # Targets a day old may no longer be what the sheet says: refuse rather than act.
+            return SheetFailure(
+                f"the sheet could not be read ({live_error}) and its saved copy is "
+                f"{describe_age(age)} old, older than the limit of {describe_age(self._copy_max_age)}"
+            )
         rows: list[list[Cell]] = [list(r) for r in copy.rows]
-        return SheetRows(rows, "copy", copy.fetched_at, warning=f"live read failed: {live_error}")
+        return SheetRows(
+            rows, SOURCE_COPY, copy.fetched_at, warning=f"live read failed: {live_error}"
+        )
 
     async def _save(self, ref: SheetRef, rows: list[list[Cell]], now: datetime) -> None:
         values = {
@@ -378,6 +432,8 @@ class CustomMetricSource:
             SheetCopy,
             conflict=["workspace_id", "spreadsheet_id", "sheet_name"],
             update=["rows", "fetched_at"],
+            # A copy saved by another process from a later read is never replaced by older rows.
+            where=SheetCopy.fetched_at <= now,
         ).values(values)
         async with self._db.write() as uow:
             await uow.session.execute(stmt)

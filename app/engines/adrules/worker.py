@@ -56,6 +56,7 @@ from app.engines.adrules.run_models import (
 )
 from app.engines.adrules.schemas import LogOnly, NotifyEmail, NotifyWebhook, TaskDocument
 from app.engines.adrules.sheets_values import (
+    COPY_MAX_AGE,
     CustomMetricSource,
     SheetCache,
     workspace_credentials,
@@ -120,6 +121,8 @@ class WorkerDeps:
     """Counts the batch calls of re-reads and writes (benchmarks and tests)."""
     budget_changes_per_hour: int = 4
     """Budget changes allowed per object per hour across all rules (Meta's limit is ~4)."""
+    sheet_copy_max_age: timedelta = COPY_MAX_AGE
+    """The oldest database copy of a sheet a custom metric may fall back on."""
     stop: StopCheck | None = None
     """The platform stop (spec AR-23), asked at the start of a run and before every write and
     notification; None: never stopped (unit tests of other behaviour)."""
@@ -206,6 +209,7 @@ def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = 
         stop=StopCheck(ctx.db, lambda: ctx.settings.sweepers.stop_all),
         lease=lambda: check_lease(ctx),
         budget_changes_per_hour=adrules.budget_changes_per_hour,
+        sheet_copy_max_age=timedelta(minutes=adrules.sheet_copy_max_age_minutes),
     )
 
 
@@ -273,6 +277,7 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             cache=deps.sheet_cache,
             workspace_id=payload.workspace_id,
             credentials=credentials,
+            copy_max_age=deps.sheet_copy_max_age,
         )
         pending = [c for c in payload.entities if any((t.id, c.id) not in done for t in rule.tasks)]
         gathered = await gather(
@@ -487,6 +492,18 @@ def _decide(
     steps.append(("evaluate", time.perf_counter() - started))
     last = run.last.get((task.id, campaign.id))
     now = run.deps.clock.now()
+    unread = [c for c in evaluation.conditions if c.sheet_failed and not c.passed]
+    if not evaluation.passed and unread:
+        # The sheet was unreachable and no usable copy existed: nothing was decided, say so.
+        return _row(
+            run,
+            task,
+            campaign,
+            status=RECORD_ERROR,
+            reason="custom metric sheet unavailable: " + "; ".join(c.reason or "" for c in unread),
+            conditions=evaluation.conditions,
+            steps=steps,
+        )
     if not evaluation.passed:
         waiting = (
             last.next_permitted_at
@@ -839,4 +856,8 @@ def _condition_json(result: ConditionResult) -> dict[str, Any]:
         "compared": result.compared,
         "passed": result.passed,
         "reason": result.reason,
+        "source": result.source,
+        "source_age_seconds": result.source_age_seconds,
+        "source_note": result.source_note,
+        "sheet_failed": result.sheet_failed,
     }

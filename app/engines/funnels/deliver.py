@@ -4,7 +4,9 @@ It leases pending effects in batches (the lease moves ``next_attempt_at`` to the
 an effect whose deliverer died is due again by itself). **At send time** it re-reads the contact:
 deleted, suppressed on the channel, or consent withdrawn → the effect is skipped, not sent (hard
 case 2: checking at enqueue time would mail people who left during a wait). Transient failures are
-retried with exponential backoff; permanent ones are recorded. Every outcome is a delivery event.
+retried with exponential backoff; permanent ones are recorded, and the run of a message that
+failed for good takes its failure branch or ends ``failed`` (never ``completed``). Every outcome
+is a delivery event.
 
 Channels plug in by name (:func:`register_channel`): ``email`` is built in, the other channels
 add their senders the same way.
@@ -27,6 +29,7 @@ from sqlalchemy import select, update
 from app.db.dialect import row_count
 from app.db.session import Database, WriteSession
 from app.engines.funnels import erased_addresses, frequency
+from app.engines.funnels.effect_failures import after_failed_send, lock_runs_of
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
     OUTBOX_PENDING,
@@ -592,6 +595,16 @@ class Deliverer:
             return
         async with self.db.write() as uow:
             session = uow.session
+            failing = [
+                o.effect.id
+                for o in others
+                if o.status == OUTBOX_FAILED
+                or (o.retry and o.effect.attempts >= self.settings.max_send_attempts)
+            ]
+            if failing:
+                # Their runs are locked first, in the order the runner locks (run, then its
+                # effects), so moving a run cannot deadlock with a runner executing it.
+                await lock_runs_of(session, failing)
             if unsent:
                 await frequency.release(session, caps, unsent, reserved_at)
             recorded: list[_Outcome] = []
@@ -675,6 +688,8 @@ class Deliverer:
         return [_Outcome(effect, "deferred", outcome.at, kind="deferred", detail=detail)]
 
     async def _finish(self, session: WriteSession, outcome: _Outcome, owner: str) -> list[_Outcome]:
+        """Record a final status; a message that failed for good moves its run in the same
+        transaction (it never stays ``completed``: :mod:`~app.engines.funnels.effect_failures`)."""
         result = await session.execute(
             update(OutboxEffect)
             .where(
@@ -689,7 +704,17 @@ class Deliverer:
                 last_error=outcome.detail[:2000],
             )
         )
-        return [outcome] if row_count(result) else []
+        if not row_count(result):
+            return []
+        if outcome.status == OUTBOX_FAILED:
+            await after_failed_send(
+                session,
+                outbox_id=outcome.effect.id,
+                channel=outcome.effect.channel,
+                error=outcome.detail,
+                now=outcome.at,
+            )
+        return [outcome]
 
 
 SenderLookup = Callable[[str], ChannelSender | None]

@@ -3,19 +3,27 @@
 Uniqueness is the database's job: the insert is ``ON CONFLICT DO NOTHING`` against the unique
 indexes on runs (one per contact per funnel; one *active* one for funnels open to re-entry), so
 two triggers firing at the same instant create one run, whatever the interleaving (hard case 4).
+A funnel open to re-entry at most once per N days (``settings.reentry_days``) also refuses a
+contact who entered it less than N days ago: their committed runs say so, and the gate of
+:mod:`app.engines.funnels.entry_gate` holds the rule against a concurrent writer.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections import defaultdict
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
+from app.engines.funnels import entry_gate
 from app.engines.funnels.graph import graph_for_version
 from app.engines.funnels.models import RUN_ACTIVE, Funnel, FunnelVersion, Run
+
+PIECE = 500
+"""Contacts per ``IN`` list of the recent-entries read."""
 
 
 async def enter(
@@ -27,32 +35,10 @@ async def enter(
     context: dict[str, Any] | None = None,
 ) -> int | None:
     """Start a run of ``version`` for the contact; its id, or ``None`` when the contact may not
-    enter (already in the funnel). The run is due at once: ``wake_at = now`` (FN-4)."""
-    graph = graph_for_version(version.id, version.definition)
-    if graph.entry is None:
-        return None
-    stmt = (
-        insert(session, Run)
-        .values(
-            workspace_id=version.workspace_id,
-            funnel_id=version.funnel_id,
-            version_id=version.id,
-            contact_id=contact_id,
-            reentry=version.reentry,
-            status=RUN_ACTIVE,
-            current_node=graph.entry,
-            wake_at=now,
-            context=context or {},
-            step_count=0,
-            failures=0,
-            entered_at=now,
-            updated_at=now,
-        )
-        .on_conflict_do_nothing()
-        .returning(Run.id)
-    )
-    run_id: int | None = await session.scalar(stmt)
-    return run_id
+    enter (already in the funnel, or entered less than ``reentry_days`` ago). The run is due at
+    once: ``wake_at = now`` (FN-4)."""
+    started = await _start(session, [(version, contact_id, context or {})], now)
+    return started[0] if started else None
 
 
 async def enter_many(
@@ -60,11 +46,26 @@ async def enter_many(
 ) -> int:
     """Start many runs in one statement (the trigger matcher's batch); returns how many started.
     Duplicates, within the batch or against existing runs, are dropped by the same indexes."""
-    rows = []
-    for version, contact_id in entries:
+    return len(await _start(session, [(v, cid, {}) for v, cid in entries], now))
+
+
+async def _start(
+    session: WriteSession,
+    entries: list[tuple[FunnelVersion, int, dict[str, Any]]],
+    now: datetime,
+) -> list[int]:
+    """The ids of the runs started. Set-wise whatever the batch: one insert for every run, and
+    for funnels that limit re-entry to once per N days one read of the contacts' recent entries
+    and one gate stamp per funnel (:mod:`app.engines.funnels.entry_gate`)."""
+    rows: list[dict[str, Any]] = []
+    limited: dict[int, int] = {}  # funnel id -> re-entry days, for funnels that limit re-entry
+    for version, contact_id, context in entries:
         graph = graph_for_version(version.id, version.definition)
         if graph.entry is None:
             continue
+        days = graph.definition.settings.reentry_days
+        if version.reentry and days is not None:
+            limited[version.funnel_id] = max(days, limited.get(version.funnel_id, 0))
         rows.append(
             {
                 "workspace_id": version.workspace_id,
@@ -75,19 +76,79 @@ async def enter_many(
                 "status": RUN_ACTIVE,
                 "current_node": graph.entry,
                 "wake_at": now,
-                "context": {},
+                "context": context,
                 "step_count": 0,
                 "failures": 0,
                 "entered_at": now,
                 "updated_at": now,
             }
         )
+    if limited:
+        rows = await _without_recent_entries(session, rows, limited, now)
     if not rows:
-        return 0
-    created = await session.scalars(
-        insert(session, Run).values(rows).on_conflict_do_nothing().returning(Run.id)
+        return []
+    # One order for every writer: concurrent batches meet on the unique indexes row by row in
+    # the same sequence instead of waiting on each other crosswise.
+    rows.sort(key=lambda r: (r["funnel_id"], r["contact_id"]))
+    created = list(
+        (
+            await session.execute(
+                insert(session, Run)
+                .values(rows)
+                .on_conflict_do_nothing()
+                .returning(Run.id, Run.funnel_id, Run.contact_id)
+            )
+        ).all()
     )
-    return len(list(created))
+    if limited:
+        refused = await _refused_by_gate(session, created, limited, now)
+        if refused:
+            await session.execute(
+                delete(Run).where(Run.id.in_(refused)).execution_options(synchronize_session=False)
+            )
+            return [run_id for run_id, _, _ in created if run_id not in refused]
+    return [run_id for run_id, _, _ in created]
+
+
+async def _without_recent_entries(
+    session: WriteSession, rows: list[dict[str, Any]], limited: dict[int, int], now: datetime
+) -> list[dict[str, Any]]:
+    """``rows`` less the contacts who entered their (limited) funnel less than its days ago,
+    read from the runs already committed (one query per funnel and piece of contacts)."""
+    recent: set[tuple[int, int]] = set()
+    for funnel_id, days in limited.items():
+        ids = sorted({r["contact_id"] for r in rows if r["funnel_id"] == funnel_id})
+        for start in range(0, len(ids), PIECE):
+            found = await session.scalars(
+                select(Run.contact_id)
+                .where(
+                    Run.funnel_id == funnel_id,
+                    Run.contact_id.in_(ids[start : start + PIECE]),
+                    Run.entered_at > now - timedelta(days=days),
+                )
+                .distinct()
+            )
+            recent.update((funnel_id, cid) for cid in found)
+    return [r for r in rows if (r["funnel_id"], r["contact_id"]) not in recent]
+
+
+async def _refused_by_gate(
+    session: WriteSession, created: list[Any], limited: dict[int, int], now: datetime
+) -> set[int]:
+    """The new runs of limited funnels whose contacts the gate refuses (an entry committed by
+    a concurrent writer less than the funnel's days ago), funnel by funnel in id order."""
+    by_funnel: dict[int, dict[int, int]] = defaultdict(dict)
+    for run_id, funnel_id, contact_id in created:
+        if funnel_id in limited:
+            by_funnel[funnel_id][contact_id] = run_id
+    refused: set[int] = set()
+    for funnel_id in sorted(by_funnel):
+        runs = by_funnel[funnel_id]
+        admitted = await entry_gate.stamp(
+            session, funnel_id, runs.keys(), now=now, days=limited[funnel_id]
+        )
+        refused.update(run_id for cid, run_id in runs.items() if cid not in admitted)
+    return refused
 
 
 async def published_versions(

@@ -30,30 +30,39 @@ class _Linear(_Node, kw_only=True):
     next: str | None = None
 
 
+class _Effect(_Linear, kw_only=True):
+    """A node whose effect goes outside (a message, a request): it can fail for good."""
+
+    on_failure: str | None = None
+    """Where the run continues when the effect cannot be carried out (the contact lacks the
+    field the channel needs, the provider refused it, retries ran out). Without it the run ends
+    ``failed`` with the reason (see :mod:`app.engines.funnels.effect_failures`)."""
+
+
 # -- send something ----------------------------------------------------------------------------
 
 
-class SendEmail(_Linear, tag="send_email"):
+class SendEmail(_Effect, tag="send_email"):
     subject: str = ""
     body: str = ""
     html: str | None = None
 
 
-class SendSms(_Linear, tag="send_sms"):
+class SendSms(_Effect, tag="send_sms"):
     text: str = ""
 
 
-class SendPush(_Linear, tag="send_push"):
+class SendPush(_Effect, tag="send_push"):
     title: str = ""
     body: str = ""
 
 
-class SendLetter(_Linear, tag="send_letter"):
+class SendLetter(_Effect, tag="send_letter"):
     body: str = ""
     template: str = ""
 
 
-class NotifyTeam(_Linear, tag="notify_team"):
+class NotifyTeam(_Effect, tag="notify_team"):
     to: list[str] = msgspec.field(default_factory=list)
     subject: str = ""
     body: str = ""
@@ -86,21 +95,21 @@ class SetField(_Linear, tag="set_field"):
 # -- reach outside -----------------------------------------------------------------------------
 
 
-class HttpRequest(_Linear, tag="http_request"):
+class HttpRequest(_Effect, tag="http_request"):
     url: str = ""
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     body: str | None = None
 
 
-class CreatePayment(_Linear, tag="create_payment"):
+class CreatePayment(_Effect, tag="create_payment"):
     amount_minor: int = 0
     """Amount in the currency's minor units (cents)."""
     currency: str = ""
     description: str = ""
 
 
-class BookSlot(_Linear, tag="book_slot"):
+class BookSlot(_Effect, tag="book_slot"):
     resource: str = ""
     duration_minutes: int = 30
 
@@ -120,7 +129,7 @@ class ExitFunnel(_Linear, tag="exit_funnel"):
 # -- generate at send time ---------------------------------------------------------------------
 
 
-class AiGenerate(_Linear, tag="ai_generate"):
+class AiGenerate(_Effect, tag="ai_generate"):
     prompt: str = ""
     variable: str = ""
     """Merge variable the generated text fills (``{{variable}}`` in later sends)."""
@@ -146,6 +155,9 @@ class Wait(_Linear, tag="wait"):
     """Local hour the wait ends at (with ``minute``); required for weekday and field waits."""
     minute: int = 0
     until_event: str | None = None
+    event_filter: Predicate | None = None
+    """Only an ``until_event`` whose properties pass this filter ends the wait (``event``
+    predicates, e.g. ``plan`` equals ``pro``); other events of that name leave it waiting."""
     event_next: str | None = None
     """Where the run continues when the event ends the wait (default: ``next``)."""
 
@@ -252,8 +264,11 @@ SEND_KINDS = frozenset({"send_email", "send_sms", "send_push", "send_letter", "n
 # -- triggers ----------------------------------------------------------------------------------
 
 
-class _Trigger(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True):
-    pass
+class _Trigger(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True, kw_only=True):
+    filter: Predicate | None = None
+    """Only events whose properties pass this filter start a run (``event`` predicates grouped
+    with all / any / not: ``plan`` equals ``pro``, ``amount_minor`` above 10000). The triggers
+    without an event (``segment_enter``, ``date_field``, ``schedule``, ``manual``) take none."""
 
 
 class ContactCreated(_Trigger, tag="contact_created"):
@@ -335,6 +350,10 @@ class Schedule(_Trigger, tag="schedule"):
     segment: Predicate | None = None
 
 
+EVENTLESS_TRIGGERS = frozenset({"segment_enter", "date_field", "schedule", "manual"})
+"""Triggers that start runs from a sweep or by hand, with no event whose properties a filter
+could test."""
+
 Trigger = (
     ContactCreated
     | TagAdded
@@ -356,6 +375,9 @@ Trigger = (
 class FunnelSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     reentry: bool = False
     """Let a contact enter again after their previous run ended."""
+    reentry_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] | None = None
+    """With ``reentry``: at most once per this many days. A contact who entered the funnel (any
+    version) less than this many days ago is not entered again."""
     quiet_start_hour: int | None = None
     quiet_end_hour: int | None = None
     """Quiet hours every message of the funnel honours (contact's time zone)."""
@@ -399,6 +421,8 @@ def edges(node: Node) -> Iterator[tuple[str, str]]:
             yield "next", node.next
         if isinstance(node, Wait) and node.event_next:
             yield "event_next", node.event_next
+        if isinstance(node, _Effect) and node.on_failure:
+            yield "on_failure", node.on_failure
 
 
 def kind_of(node: Node) -> str:

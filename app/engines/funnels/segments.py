@@ -1,7 +1,9 @@
 """The segment predicate language (FN-10): one definition, two evaluators.
 
 A predicate is a msgspec tagged union over contact attributes, custom fields, tags, lists and event
-history (counts within a time window), combined with ``all`` / ``any`` / ``not``. It compiles to a
+history (counts within a time window), combined with ``all`` / ``any`` / ``not``. The same language
+filters one event by its properties (``event`` predicates, in a trigger's ``filter`` and a wait's
+``event_filter``). It compiles to a
 SQL boolean expression for membership queries over many contacts, and evaluates in Python for one
 contact whose facts are already loaded (conditions and goals in the runner). The two must agree;
 a property test holds them to it.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, cast
 
 import msgspec
@@ -40,8 +42,8 @@ from app.engines.funnels.models import (
     ListMember,
     Tag,
 )
+from app.engines.funnels.run_context import MISSING, lookup
 from app.engines.funnels.run_context import compare as compare_context
-from app.engines.funnels.run_context import lookup
 from app.schemas import Count, Int64, Key, Name, Text
 
 FieldType = Literal["text", "number", "date", "boolean"]
@@ -107,6 +109,19 @@ class ContextIs(_Predicate, tag="context"):
     value: Text | Int64 | float | bool | None = None
 
 
+class EventIs(_Predicate, tag="event"):
+    """Compare a property of the event being filtered: the one a trigger fires on (a trigger's
+    ``filter``) or the one that would end a wait early (a wait's ``event_filter``). ``property``
+    is a dotted path into the event's properties (``plan``, ``amount_minor``,
+    ``customer.country``, ``items.0.sku``); values compare as in :mod:`run_context` (numbers as
+    numbers, strings as strings). Outside such a filter there is no event: every comparison is
+    false except ``not_exists`` (the same on both evaluators)."""
+
+    property: Key
+    op: CompareOp
+    value: Text | Int64 | float | bool | None = None
+
+
 class AllOf(_Predicate, tag="all"):
     predicates: Annotated[list[Predicate], msgspec.Meta(max_length=100)]
 
@@ -119,7 +134,15 @@ class Not(_Predicate, tag="not"):
     predicate: Predicate
 
 
-Predicate = FieldIs | HasTag | InList | EventCount | ContextIs | AllOf | AnyOf | Not
+Predicate = FieldIs | HasTag | InList | EventCount | ContextIs | EventIs | AllOf | AnyOf | Not
+
+EVENT_FILTER_KINDS = (EventIs, AllOf, AnyOf, Not)
+"""What an event filter may hold: the event's properties, grouped. Conditions on the contact
+belong in the funnel's entry predicate (checked at the door with the contact's facts)."""
+
+
+_NO_TIME = datetime.fromtimestamp(0, UTC)
+"""The ``now`` of an event filter's evaluation: nothing in a filter reads it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +156,8 @@ class ContactFacts:
     events: tuple[tuple[str, datetime], ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
     """The run's context, when the predicate is evaluated inside a run (condition nodes)."""
+    event: Mapping[str, Any] | None = None
+    """The properties of the event being filtered (trigger and wait filters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +220,12 @@ def problems(
     checks its context paths against the graph)."""
     out: list[str] = []
     for p in walk(predicate):
-        if isinstance(p, ContextIs):
+        if isinstance(p, EventIs):
+            out.append(
+                f"{path}event property '{p.property}' exists only in a trigger's filter or a "
+                "wait's event filter"
+            )
+        elif isinstance(p, ContextIs):
             if not allow_context:
                 out.append(
                     f"{path}context '{p.path}' exists only inside a run: use it in a condition node"
@@ -220,6 +250,42 @@ def problems(
         elif isinstance(p, AllOf | AnyOf) and not p.predicates:
             out.append(f"{path}'{type(p).__name__}' needs at least one predicate")
     return out
+
+
+def event_filter_problems(predicate: Predicate) -> list[str]:
+    """Rule violations of an event filter: only ``event`` predicates (grouped with all / any /
+    not), each with a well-formed property path and a value for its operator."""
+    out: list[str] = []
+    for p in walk(predicate):
+        if not isinstance(p, EVENT_FILTER_KINDS):
+            out.append(
+                f"a filter tests the event's properties only, not '{kind_name(p)}': "
+                "put conditions on the contact in the entry conditions"
+            )
+        elif isinstance(p, EventIs):
+            parts = p.property.split(".")
+            if any(not part.strip() for part in parts):
+                out.append(
+                    f"event property '{p.property}' needs a name, or names joined by dots "
+                    "(e.g. 'plan' or 'customer.country')"
+                )
+            elif p.op not in ("exists", "not_exists") and p.value is None:
+                out.append(f"operator '{p.op}' on event property '{p.property}' needs a value")
+        elif isinstance(p, AllOf | AnyOf) and not p.predicates:
+            out.append(f"'{type(p).__name__}' needs at least one predicate")
+    return out
+
+
+def kind_name(predicate: Predicate) -> str:
+    return str(predicate.__struct_config__.tag)
+
+
+def event_matches(predicate: Predicate, properties: Mapping[str, Any]) -> bool:
+    """Does an event with these properties pass this filter? A filter holds only what
+    :func:`event_filter_problems` admits (the validator sees to it), none of which depends on
+    the time or the contact: :func:`evaluate` with no contact facts."""
+    facts = ContactFacts(attributes={}, fields={}, event=properties)
+    return evaluate(predicate, facts, now=_NO_TIME, custom={})
 
 
 def _value_fits(kind: FieldType, value: object) -> bool:
@@ -283,6 +349,9 @@ def evaluate(
         return predicate.list in facts.lists
     if isinstance(predicate, ContextIs):
         return compare_context(predicate.op, lookup(facts.context, predicate.path), predicate.value)
+    if isinstance(predicate, EventIs):
+        actual = lookup(facts.event, predicate.property) if facts.event is not None else MISSING
+        return compare_context(predicate.op, actual, predicate.value)
     if isinstance(predicate, EventCount):
         since = now - timedelta(days=predicate.within_days) if predicate.within_days else None
         n = sum(
@@ -365,8 +434,9 @@ def compile_sql(
                 ContactList.name == predicate.list,
             )
         )
-    if isinstance(predicate, ContextIs):
-        # A contact outside a run has no context: only "not_exists" holds (as in evaluate).
+    if isinstance(predicate, ContextIs | EventIs):
+        # A contact outside a run has no context, and no event is being filtered: only
+        # "not_exists" holds (as in evaluate).
         return true() if predicate.op == "not_exists" else false()
     if isinstance(predicate, EventCount):
         conditions = [ContactEvent.contact_id == Contact.id, ContactEvent.name == predicate.event]

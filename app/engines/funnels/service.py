@@ -29,6 +29,7 @@ from app.engines.funnels.models import (
     Tag,
 )
 from app.engines.funnels.nodes import executable_kinds
+from app.engines.funnels.outside.config import push_token_field
 from app.engines.funnels.segment_triggers import record_baselines
 from app.engines.funnels.validate import KnownNames, Problem, validate
 from app.errors import ValidationFailed
@@ -49,6 +50,7 @@ async def known_names(session: ReadSession, workspace_id: int) -> KnownNames:
         lists=frozenset(await names_of(session, ContactList, workspace_id)),
         fields=await field_types(session, workspace_id),
         funnels=frozenset(funnel_ids),
+        push_token_field=await push_token_field(session, workspace_id),
     )
 
 

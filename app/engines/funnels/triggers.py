@@ -34,10 +34,17 @@ from app.engines.funnels.graph import (
     PaymentMade,
     TagAdded,
     Trigger,
+    Wait,
     graph_for_version,
 )
 from app.engines.funnels.models import RUN_ACTIVE, Contact, ContactEvent, FunnelVersion, Run
-from app.engines.funnels.segments import Predicate, compile_sql, evaluate, max_event_window
+from app.engines.funnels.segments import (
+    Predicate,
+    compile_sql,
+    evaluate,
+    event_matches,
+    max_event_window,
+)
 from app.scheduling.claim import Claim
 
 ENROLL_PIECE = 500
@@ -54,6 +61,14 @@ class StoredEvent:
 
 
 def trigger_matches(trigger: Trigger, event: StoredEvent) -> bool:
+    """The trigger's kind fits the event, and the event's properties pass the trigger's filter
+    (in memory: the batch's events are loaded already, no query per event)."""
+    if not _kind_matches(trigger, event):
+        return False
+    return trigger.filter is None or event_matches(trigger.filter, event.properties)
+
+
+def _kind_matches(trigger: Trigger, event: StoredEvent) -> bool:
     if isinstance(trigger, ContactCreated):
         return event.name == "contact_created"
     if isinstance(trigger, TagAdded):
@@ -204,21 +219,70 @@ async def _segment_entries(
 async def _wake_waiting(
     session: WriteSession, events: Sequence[StoredEvent], now: datetime
 ) -> None:
-    """A run waiting with ``until_event`` wakes now; the wait node then takes its event branch.
-    One statement for the whole batch."""
+    """A run waiting with ``until_event`` wakes now when one of these events is that event and
+    passes the wait's ``event_filter``; the wait node then takes its event branch. Set-wise: one
+    query for the runs waiting on these (contact, event) pairs, the filters applied in memory,
+    one update per piece of runs woken."""
     pairs = sorted({(e.contact_id, e.name) for e in events})
     if not pairs:
         return
-    await session.execute(
-        update(Run)
-        .execution_options(synchronize_session=False)
-        .where(
-            Run.status == RUN_ACTIVE,
-            Run.waiting_event.is_not(None),
-            tuple_(Run.contact_id, Run.waiting_event).in_(pairs),
+    waiting = (
+        await session.execute(
+            select(Run.id, Run.contact_id, Run.waiting_event, Run.current_node, Run.version_id)
+            .where(
+                Run.status == RUN_ACTIVE,
+                Run.waiting_event.is_not(None),
+                tuple_(Run.contact_id, Run.waiting_event).in_(pairs),
+            )
+            .order_by(Run.id)
         )
-        .values(woken_by=Run.waiting_event, wake_at=now)
+    ).all()
+    if not waiting:
+        return
+    filters = await _wait_filters(session, {(r.version_id, r.current_node) for r in waiting})
+    properties: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    for event in events:
+        properties[(event.contact_id, event.name)].append(event.properties)
+    woken = [
+        (r.id, r.waiting_event)
+        for r in waiting
+        if (f := filters.get((r.version_id, r.current_node))) is None
+        or any(event_matches(f, props) for props in properties[(r.contact_id, r.waiting_event)])
+    ]
+    for start in range(0, len(woken), ENROLL_PIECE):
+        await session.execute(
+            update(Run)
+            .execution_options(synchronize_session=False)
+            # The run still waits for the event seen above (not moved on meanwhile).
+            .where(
+                Run.status == RUN_ACTIVE,
+                tuple_(Run.id, Run.waiting_event).in_(woken[start : start + ENROLL_PIECE]),
+            )
+            .values(woken_by=Run.waiting_event, wake_at=now)
+        )
+
+
+async def _wait_filters(
+    session: WriteSession, nodes: set[tuple[int, str]]
+) -> dict[tuple[int, str], Predicate]:
+    """The event filter of each (version, wait node) that has one."""
+    versions: dict[int, dict[str, Any]] = dict(
+        (
+            await session.execute(
+                select(FunnelVersion.id, FunnelVersion.definition).where(
+                    FunnelVersion.id.in_({version_id for version_id, _ in nodes})
+                )
+            )
+        ).all()
     )
+    out: dict[tuple[int, str], Predicate] = {}
+    for version_id, node_id in nodes:
+        if version_id not in versions:
+            continue
+        node = graph_for_version(version_id, versions[version_id]).node(node_id)
+        if isinstance(node, Wait) and node.event_filter is not None:
+            out[(version_id, node_id)] = node.event_filter
+    return out
 
 
 async def admitted(

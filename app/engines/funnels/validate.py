@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, undefined_fields
 from app.engines.funnels.graph import (
+    EVENTLESS_TRIGGERS,
     SEND_KINDS,
     AddTag,
     AddToList,
@@ -52,7 +54,14 @@ from app.engines.funnels.graph import (
     kind_of,
 )
 from app.engines.funnels.run_context import CONTEXT_ROOTS, path_problem, split_path
-from app.engines.funnels.segments import STANDARD_FIELDS, ContextIs, Predicate, references, walk
+from app.engines.funnels.segments import (
+    STANDARD_FIELDS,
+    ContextIs,
+    Predicate,
+    event_filter_problems,
+    references,
+    walk,
+)
 from app.engines.funnels.segments import problems as predicate_problems
 from app.scheduling.zones import is_known_zone
 
@@ -80,6 +89,8 @@ class KnownNames:
     fields: Mapping[str, str] = field(default_factory=dict)
     """Custom field key -> type."""
     funnels: frozenset[int] = frozenset()
+    push_token_field: str = PUSH_TOKEN_FIELD
+    """The custom field the workspace's push provider reads device tokens from."""
 
 
 def validate(definition: Definition, known: KnownNames) -> list[Problem]:
@@ -111,6 +122,8 @@ def validate(definition: Definition, known: KnownNames) -> list[Problem]:
             ]
     out += _merge_variables(definition, known)
     out += _triggers(definition, known)
+    out += _trigger_filters(definition)
+    out += _settings(definition)
     if definition.entry_predicate is not None:
         out += [
             Problem("FN-26", "predicate", f"entry predicate: {msg}")
@@ -360,6 +373,18 @@ def _node_rules(node: Node, known: KnownNames) -> list[Problem]:
             Problem("FN-26", p.code, p.message, p.node_id)
             for p in _missing(node, "FN-26", "prompt", "variable")
         ]
+    elif isinstance(node, SendPush | SendLetter):
+        lacking = undefined_fields(
+            kind_of(node), known.fields, push_token_field=known.push_token_field
+        )
+        if lacking:
+            quoted = ", ".join(f"'{name}'" for name in lacking)
+            bad(
+                "channel_field",
+                f"{kind_of(node)} reads the contact's {quoted}: define "
+                f"{'it' if len(lacking) == 1 else 'them'} as text fields of this workspace "
+                "first, or no contact can receive it",
+            )
     return out
 
 
@@ -411,6 +436,20 @@ def _wait_rules(node: Wait, known: KnownNames) -> list[Problem]:
         )
     if node.until is not None and node.until.tzinfo is None:
         out.append(Problem("FN-26", "wait_mode", "'until' needs a time zone offset", node.id))
+    if node.event_filter is not None:
+        if not node.until_event:
+            out.append(
+                Problem(
+                    "FN-14",
+                    "filter",
+                    "an event filter needs the event that ends the wait early ('until_event')",
+                    node.id,
+                )
+            )
+        out += [
+            Problem("FN-14", "filter", f"event filter: {msg}", node.id)
+            for msg in event_filter_problems(node.event_filter)
+        ]
     return out
 
 
@@ -521,6 +560,45 @@ def _triggers(definition: Definition, known: KnownNames) -> list[Problem]:
         else:
             out += [Problem("FN-26", "trigger", f"trigger: {m}") for m in _timed(trigger, known)]
     return out
+
+
+def _trigger_filters(definition: Definition) -> list[Problem]:
+    """A trigger's filter tests the properties of the event it fires on; the triggers without
+    an event take none. Problems name the trigger by its place in the list (1 = the first)."""
+    out = []
+    for number, trigger in enumerate(definition.triggers, start=1):
+        if trigger.filter is None:
+            continue
+        kind = str(trigger.__struct_config__.tag)
+        where = f"trigger {number} ({kind})"
+        if kind in EVENTLESS_TRIGGERS:
+            out.append(
+                Problem(
+                    "FN-26",
+                    "filter",
+                    f"{where}: starts without an event, so it has no event properties to filter "
+                    "on; use the entry conditions instead",
+                )
+            )
+            continue
+        out += [
+            Problem("FN-26", "filter", f"{where}: filter: {msg}")
+            for msg in event_filter_problems(trigger.filter)
+        ]
+    return out
+
+
+def _settings(definition: Definition) -> list[Problem]:
+    settings = definition.settings
+    if settings.reentry_days is not None and not settings.reentry:
+        return [
+            Problem(
+                "FN-3",
+                "settings",
+                "settings: 'reentry_days' limits re-entry, which is off ('reentry': false)",
+            )
+        ]
+    return []
 
 
 def _timed(trigger: Trigger, known: KnownNames) -> list[str]:

@@ -17,6 +17,7 @@ from app.engines.ranktracking.schemas import (
     LedgerPage,
 )
 from app.errors import ValidationFailed
+from app.pagination import cursor_number
 
 PAGE = 50
 MAX_TOP_UP_EUR = Decimal(1_000_000)
@@ -26,14 +27,6 @@ def eur(cents: int) -> str:
     """Whole cents as EUR (the monthly estimate, the cap, a top-up)."""
     sign = "-" if cents < 0 else ""
     return f"{sign}{abs(cents) // 100}.{abs(cents) % 100:02d}"
-
-
-def cursor_id(cursor: str | None) -> int | None:
-    if cursor is None or cursor == "":
-        return None
-    if not cursor.isdigit():
-        raise ValidationFailed.field("cursor", "not a cursor from a previous page")
-    return int(cursor)
 
 
 async def balance_out(session: ReadSession, organisation_id: int) -> BalanceOut:
@@ -100,7 +93,7 @@ async def ledger_page(
     session: ReadSession, organisation_id: int, cursor: str | None, limit: int = PAGE
 ) -> LedgerPage:
     rows = await ledger.entries(
-        session, organisation_id, limit=limit + 1, before_id=cursor_id(cursor)
+        session, organisation_id, limit=limit + 1, before_id=cursor_number(cursor)
     )
     more = len(rows) > limit
     rows = rows[:limit]
@@ -134,7 +127,7 @@ async def activity_page(
         session,
         workspace_id,
         limit=limit + 1,
-        before_id=cursor_id(cursor),
+        before_id=cursor_number(cursor),
         schedule_id=schedule_id,
     )
     more = len(rows) > limit

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from app.engines.plugin import EnginePlugin
+from app.engines.ranktracking.alerts.deliver import DELIVER_JOB
+from app.engines.ranktracking.alerts.evaluate import EVALUATE_JOB
+from app.engines.ranktracking.alerts.report import REPORT_JOB, REPORT_SWEEP
 from app.engines.ranktracking.dispatch import DISPATCH_SWEEP
 from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT_JOB
 from app.engines.ranktracking.notices import PAUSE_NOTICE_JOB
@@ -13,6 +16,14 @@ from app.engines.ranktracking.worker import POST_JOB, POST_PRIORITY_JOB
 PLUGIN = EnginePlugin(
     name="ranktracking",
     title="Position tracking",
-    jobs=[POST_JOB, POST_PRIORITY_JOB, PAUSE_NOTICE_JOB, KEYWORDS_IMPORT_JOB],
-    sweeps=[DISPATCH_SWEEP, POLL_SWEEP, RECONCILE_SWEEP],
+    jobs=[
+        POST_JOB,
+        POST_PRIORITY_JOB,
+        PAUSE_NOTICE_JOB,
+        KEYWORDS_IMPORT_JOB,
+        EVALUATE_JOB,
+        DELIVER_JOB,
+        REPORT_JOB,
+    ],
+    sweeps=[DISPATCH_SWEEP, POLL_SWEEP, RECONCILE_SWEEP, REPORT_SWEEP],
 )

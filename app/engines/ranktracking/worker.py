@@ -25,6 +25,7 @@ from sqlalchemy import func, select, update
 from app.db.dialect import row_count
 from app.db.session import UnitOfWork, WriteSession
 from app.engines.ranktracking import activity, ledger, provider_gap
+from app.engines.ranktracking.alerts.evaluate import queue_evaluation
 from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.models import (
@@ -451,6 +452,8 @@ async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
             .where(Schedule.id == run.schedule_id)
             .values(consecutive_blocks=0, consecutive_failures=0)
         )
+    # Alerts are evaluated by a job once the whole request has ended, never in this transaction.
+    await queue_evaluation(uow, env, run)
 
 
 # -- helpers and job wrappers ---------------------------------------------------------------------

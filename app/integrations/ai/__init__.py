@@ -28,7 +28,12 @@ long, the provider account out of credit: ``code == "insufficient_quota"``) → 
 
 from app.integrations.ai.cache import CACHE_KEY_VERSION, build_messages, cache_key
 from app.integrations.ai.client import DEFAULT_BASE_URL, ChatClient
-from app.integrations.ai.quota import QuotaDecision, decide_quota, estimate_tokens
+from app.integrations.ai.quota import (
+    QuotaDecision,
+    decide_quota,
+    estimate_tokens,
+    may_have_been_billed,
+)
 from app.integrations.ai.structs import ChatMessage, Completion, Creative, TokenUsage
 
 __all__ = [
@@ -44,4 +49,5 @@ __all__ = [
     "cache_key",
     "decide_quota",
     "estimate_tokens",
+    "may_have_been_billed",
 ]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import msgspec
 
 from app.integrations.ai.structs import ChatMessage
+from app.integrations.http_guard import NOT_SENT, OutboundError
 
 DEFAULT_COMPLETION_TOKENS = 1024
 """Assumed length of an answer whose ``max_tokens`` is not set."""
@@ -49,3 +50,20 @@ def decide_quota(
     if estimated_tokens > remaining:
         return QuotaDecision(allowed=False, reason="would_exceed", remaining_tokens=remaining)
     return QuotaDecision(allowed=True, remaining_tokens=remaining)
+
+
+def may_have_been_billed(error: BaseException) -> bool:
+    """Whether a call that failed may still have been billed by the provider.
+
+    A chat completion is billed once the model ran, whether or not its reply reaches us. So only
+    a failure that proves the model did not run is free: the connection never opened
+    (``not_sent``) or the provider refused the request with a 4xx (bad request, bad key, unknown
+    model, rate limit). A reply lost on the way back — a timeout, a dropped connection, a 5xx from
+    a gateway in between, a 2xx body that is not a completion — may have been billed, and counts.
+    """
+    if isinstance(error, OutboundError):
+        if error.code == NOT_SENT:
+            return False
+        if error.status is not None and 400 <= error.status < 500:
+            return False
+    return True

@@ -29,16 +29,18 @@ from app.engines.adrules.schemas import (
 )
 from app.engines.adrules.sweep import deps_from_context as sweep_deps
 from app.engines.adrules.sweep import shared_graph
-from app.errors import Conflict, ValidationFailed
+from app.errors import Conflict
 from app.integrations.http_guard import shared_guard
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.structs import GraphAdAccount
+from app.pagination import Page, page_of
 from app.runtime import Runtime
-from app.schemas import MAX_PAGE_SIZE, Page, Schema, page_of
+from app.schemas import Schema
 from app.web.api import adrules_runs, adrules_stop
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.deps import Paging
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -163,20 +165,6 @@ def batch_out(b: Batch, rule_name: str) -> BatchOut:
         started_at=b.started_at,
         finished_at=b.finished_at,
     )
-
-
-def _cursor(cursor: str | None) -> int | None:
-    if cursor is None:
-        return None
-    if not (cursor.isascii() and cursor.isdigit()):
-        raise ValidationFailed.field("cursor", "not a cursor this API returned")
-    return int(cursor)
-
-
-def _limit(limit: int) -> int:
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationFailed.field("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
-    return limit
 
 
 # -- Meta token and ad accounts -------------------------------------------------------------------
@@ -348,20 +336,18 @@ async def create_rule(
 async def list_rules(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    paging: Paging,
     status: FromQuery[RuleStatus | None] = None,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[int] = 50,
 ) -> Page[RuleOut]:
-    size = _limit(limit)
     async with runtime.db.read() as session:
         views = await rule_service.list_rules(
             session,
             workspace_id=principal.workspace_id,
             status=status,
-            after_id=_cursor(cursor),
-            limit=size,
+            after_id=paging.after,
+            limit=paging.limit,
         )
-    return page_of([rule_out(v) for v in views], size)
+    return page_of([rule_out(v) for v in views], paging.limit)
 
 
 @get("/rules/{rule_id:int}")
@@ -544,21 +530,19 @@ async def remove_task(
 async def list_batches(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    paging: Paging,
     rule_id: FromQuery[int | None] = None,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[int] = 50,
 ) -> Page[BatchOut]:
     """Batch records newest first (one per dispatch and ad account)."""
-    size = _limit(limit)
     async with runtime.db.read() as session:
         rows = await rule_service.list_batches(
             session,
             workspace_id=principal.workspace_id,
             rule_id=rule_id,
-            before_id=_cursor(cursor),
-            limit=size,
+            before_id=paging.after,
+            limit=paging.limit,
         )
-    return page_of([batch_out(b, name) for b, name in rows], size)
+    return page_of([batch_out(b, name) for b, name in rows], paging.limit)
 
 
 ROUTERS = [

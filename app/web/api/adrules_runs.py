@@ -7,7 +7,7 @@ timeline of a record is shown to workspace admins only.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from litestar import Request, Response, get, post
@@ -32,11 +32,14 @@ from app.engines.adrules.worker import (
 )
 from app.errors import ValidationFailed
 from app.integrations.http_guard import shared_guard
+from app.pagination import Page, page_of
+from app.pagination import Paging as PagingValue
 from app.platform.service import Principal
 from app.runtime import Runtime
-from app.schemas import MAX_PAGE_SIZE, Page, RowRef, Schema, page_of
+from app.schemas import RowRef, Schema
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import Paging, paging
 
 
 class StepOut(Schema):
@@ -50,6 +53,15 @@ class ConditionOut(Schema):
     compared: str | None
     passed: bool
     reason: str | None = None
+    source: str | None = None
+    """A custom metric's rows: ``live``, ``cache`` or ``copy`` (the database copy of the sheet,
+    used when the live read failed)."""
+    source_age_seconds: int | None = None
+    """How old those rows were when the condition was evaluated."""
+    source_note: str | None = None
+    """Why the database copy was used."""
+    sheet_failed: bool = False
+    """The sheet could be read neither live nor from a usable copy (the record is an error)."""
 
 
 class RecordOut(Schema):
@@ -133,6 +145,10 @@ def record_out(r: ExecutionRecord, task_name: str, *, with_steps: bool) -> Recor
                 compared=c["compared"],
                 passed=c["passed"],
                 reason=c.get("reason"),
+                source=c.get("source"),
+                source_age_seconds=c.get("source_age_seconds"),
+                source_note=c.get("source_note"),
+                sheet_failed=bool(c.get("sheet_failed")),
             )
             for c in r.conditions
         ],
@@ -170,41 +186,25 @@ def batch_detail_out(summary: record_service.BatchSummary) -> BatchDetailOut:
     )
 
 
-def _after(cursor: str | None) -> int | None:
-    if cursor is None:
-        return None
-    if not (cursor.isascii() and cursor.isdigit()):
-        raise ValidationFailed.field("cursor", "not a cursor this API returned")
-    return int(cursor)
-
-
-def _size(limit: int) -> int:
-    if not 1 <= limit <= MAX_PAGE_SIZE:
-        raise ValidationFailed.field("limit", f"must be between 1 and {MAX_PAGE_SIZE}")
-    return limit
-
-
 async def load_records_page(
     runtime: Runtime,
     principal: Principal,
     batch_record_id: int,
     *,
     status: str | None,
-    cursor: str | None,
-    limit: int,
+    paging: PagingValue,
 ) -> tuple[BatchDetailOut, Page[RecordOut]]:
     """The batch and one page of its records as the caller may see them (shared with the pages)."""
     if status is not None and status not in RECORD_STATUSES:
         raise ValidationFailed.field("status", f"must be one of {', '.join(RECORD_STATUSES)}")
-    size = _size(limit)
     async with runtime.db.read() as session:
         summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
         rows = await record_service.records_page(
-            session, summary.batch, status=status, after_id=_after(cursor), limit=size
+            session, summary.batch, status=status, after_id=paging.after, limit=paging.limit
         )
         names = await record_service.task_names(session, (r.task_id for r in rows))
     items = [record_out(r, names.get(r.task_id, ""), with_steps=principal.is_admin) for r in rows]
-    return batch_detail_out(summary), page_of(items, size)
+    return batch_detail_out(summary), page_of(items, paging.limit)
 
 
 @get("/batches/{batch_record_id:int}")
@@ -216,18 +216,17 @@ async def get_batch(
     return batch_detail_out(summary)
 
 
-@get("/batches/{batch_record_id:int}/records")
+@get("/batches/{batch_record_id:int}/records", dependencies={"paging": paging(default=100)})
 async def list_batch_records(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     batch_record_id: FromPath[int],
+    paging: Paging,
     status: FromQuery[str | None] = None,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[int] = 100,
 ) -> Page[RecordOut]:
     """One record per campaign and task of this batch, in the order they were written."""
     _, page = await load_records_page(
-        runtime, principal, batch_record_id, status=status, cursor=cursor, limit=limit
+        runtime, principal, batch_record_id, status=status, paging=paging
     )
     return page
 
@@ -244,6 +243,7 @@ def preview_deps(runtime: Runtime) -> PreviewDeps:
         sleep=runtime.clock.sleep,
         insights_mode=runtime.settings.adrules.insights_mode,
         token_minter=shared_token_minter(ctx),
+        sheet_copy_max_age=timedelta(minutes=runtime.settings.adrules.sheet_copy_max_age_minutes),
     )
 
 

@@ -1,5 +1,6 @@
-"""What every API module shares: the router factory, the pagination parameters and the
-``Idempotency-Key`` wrapper for state-changing handlers."""
+"""What every API module shares: the router factory, row-id path parameters and the
+``Idempotency-Key`` wrapper for state-changing handlers (pagination: ``paging`` in
+:mod:`app.web.deps`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ from typing import Annotated, Any, TypeVar, cast
 
 from litestar import MediaType, Request, Response, Router
 from litestar.di import Provide
-from litestar.params import Parameter, QueryParameter
+from litestar.params import Parameter
 
 from app.db.session import UnitOfWork
 from app.platform import idempotency
 from app.platform.service import Principal
 from app.runtime import Runtime
-from app.schemas import MAX_PAGE_SIZE
 from app.web.access import Auth, authenticated
 from app.web.auth import api_principal, provide_runtime
 
@@ -23,27 +23,11 @@ T = TypeVar("T")
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 
-Limit = Annotated[
-    int,
-    QueryParameter(
-        ge=1,
-        le=MAX_PAGE_SIZE,
-        description=f"Items per page (1 to {MAX_PAGE_SIZE}).",
-    ),
-]
-"""The page size of a list endpoint: ``limit: Limit = DEFAULT_PAGE_SIZE``."""
-
 MAX_ROW_ID = 2**63 - 1
 
 RowId = Annotated[int, Parameter(ge=1, le=MAX_ROW_ID, description="A row id (64-bit).")]
 """A path parameter naming a row: ``schedule_id: RowId``. A number no 64-bit id column can hold is
 refused (400) before it reaches the database, where it would overflow."""
-
-Cursor = Annotated[
-    str | None,
-    QueryParameter(description="The ``next_cursor`` of the previous page."),
-]
-"""Where a list continues: ``cursor: Cursor = None`` (decode with ``app.schemas.id_cursor``)."""
 
 
 def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) -> Router:

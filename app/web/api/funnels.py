@@ -58,20 +58,12 @@ from app.engines.funnels.trial_send import compose_test
 from app.engines.funnels.triggers import enroll
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
-from app.schemas import (
-    DEFAULT_PAGE_SIZE,
-    EmailAddress,
-    Key,
-    Page,
-    PageSize,
-    RowRef,
-    Schema,
-    id_cursor,
-    page_of,
-)
+from app.pagination import Page, page_of
+from app.schemas import EmailAddress, Key, RowRef, Schema
 from app.web.api.common import api_router, idempotent
 from app.web.api.jobs import BulkJobOut, bulk_job_out
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import Paging
 
 # -- contacts ----------------------------------------------------------------------------------
 
@@ -111,8 +103,7 @@ async def create_contact(
 async def list_contacts(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    paging: Paging,
     tag: FromQuery[str | None] = None,
     q: FromQuery[str | None] = None,
 ) -> Page[ContactOut]:
@@ -120,13 +111,13 @@ async def list_contacts(
         rows = await contacts_service.list_contacts(
             session,
             principal.workspace_id,
-            after=id_cursor(cursor),
-            limit=limit + 1,
+            after=paging.after,
+            limit=paging.fetch,
             tag=tag,
             search=q,
         )
         tags, lists = await contacts_service.memberships(session, [c.id for c in rows])
-    return page_of([contact_out(c, tags[c.id], lists[c.id]) for c in rows], limit)
+    return page_of([contact_out(c, tags[c.id], lists[c.id]) for c in rows], paging.limit)
 
 
 @get("/frequency-cap")
@@ -586,8 +577,7 @@ async def list_runs(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     funnel_id: FromPath[int],
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    paging: Paging,
     status: FromQuery[str | None] = None,
 ) -> Page[RunOut]:
     async with runtime.db.read() as session:
@@ -595,11 +585,11 @@ async def list_runs(
             session,
             principal.workspace_id,
             funnel_id,
-            after=id_cursor(cursor),
-            limit=limit + 1,
+            after=paging.after,
+            limit=paging.fetch,
             status=status,
         )
-    return page_of([run_out(r) for r in runs], limit)
+    return page_of([run_out(r) for r in runs], paging.limit)
 
 
 @get("/runs/{run_id:int}")

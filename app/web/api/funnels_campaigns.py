@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, patch, post
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody
 
 from app.db.session import UnitOfWork
 from app.engines.funnels.campaigns.audience import start_materialising
@@ -26,20 +26,11 @@ from app.engines.funnels.campaigns.service import (
 )
 from app.engines.funnels.segments import Predicate
 from app.errors import ValidationFailed
-from app.schemas import (
-    DEFAULT_PAGE_SIZE,
-    Count,
-    Document,
-    Name,
-    Page,
-    PageSize,
-    Schema,
-    Text,
-    id_cursor,
-    page_of,
-)
+from app.pagination import Page, page_of
+from app.schemas import Count, Document, Name, Schema, Text
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import Paging
 
 
 class CampaignIn(Schema):
@@ -158,14 +149,13 @@ async def create(
 async def index(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    paging: Paging,
 ) -> Page[CampaignOut]:
     async with runtime.db.read() as session:
         rows = await list_campaigns(
-            session, principal.workspace_id, after=id_cursor(cursor), limit=limit + 1
+            session, principal.workspace_id, after=paging.after, limit=paging.fetch
         )
-    return page_of([campaign_out(c) for c in rows], limit)
+    return page_of([campaign_out(c) for c in rows], paging.limit)
 
 
 @get("/campaigns/{campaign_id:int}")

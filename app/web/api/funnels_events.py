@@ -22,22 +22,12 @@ from app.engines.funnels.simulate import simulate
 from app.engines.funnels.site_snippet import snippet_tag
 from app.engines.funnels.tracking import contact_token, site_key
 from app.engines.funnels.triggers import enroll
+from app.pagination import Page, page_of
 from app.platform.service import get_workspace, webhook_secret
-from app.schemas import (
-    DEFAULT_PAGE_SIZE,
-    Count,
-    Key,
-    Name,
-    Page,
-    PageSize,
-    RowRef,
-    Schema,
-    Text,
-    id_cursor,
-    page_of,
-)
+from app.schemas import Count, Key, Name, RowRef, Schema, Text
 from app.web.api.common import api_router, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.deps import Paging
 
 
 class EventOut(Schema):
@@ -64,14 +54,13 @@ class InboundOut(Schema):
 async def list_events(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    paging: Paging,
     contact_id: FromQuery[int | None] = None,
     name: FromQuery[str | None] = None,
 ) -> Page[EventOut]:
     """The workspace's contact events, newest first."""
     stmt = select(ContactEvent).where(ContactEvent.workspace_id == principal.workspace_id)
-    after = id_cursor(cursor)
+    after = paging.after
     if after is not None:
         stmt = stmt.where(ContactEvent.id < after)
     if contact_id is not None:
@@ -79,7 +68,9 @@ async def list_events(
     if name:
         stmt = stmt.where(ContactEvent.name == name)
     async with runtime.db.read() as session:
-        rows = list(await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(limit + 1)))
+        rows = list(
+            await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(paging.fetch))
+        )
     return page_of(
         [
             EventOut(
@@ -92,7 +83,7 @@ async def list_events(
             )
             for e in rows
         ],
-        limit,
+        paging.limit,
     )
 
 
@@ -100,17 +91,18 @@ async def list_events(
 async def list_inbound(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    paging: Paging,
 ) -> Page[InboundOut]:
     """Events as received (before processing), newest first, with what processing did."""
     stmt = select(InboundEvent).where(InboundEvent.workspace_id == principal.workspace_id)
-    after = id_cursor(cursor)
+    after = paging.after
     if after is not None:
         stmt = stmt.where(InboundEvent.id < after)
     async with runtime.db.read() as session:
-        rows = list(await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(limit + 1)))
-    return page_of([inbound_out(e) for e in rows], limit)
+        rows = list(
+            await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(paging.fetch))
+        )
+    return page_of([inbound_out(e) for e in rows], paging.limit)
 
 
 def inbound_out(e: InboundEvent) -> InboundOut:

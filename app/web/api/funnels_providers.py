@@ -15,14 +15,16 @@ from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside import config as providers
 from app.engines.funnels.outside.models import AiUsage, ProviderConfig
 from app.integrations.http_guard import shared_guard
-from app.schemas import DEFAULT_PAGE_SIZE, Key, Page, Schema, id_cursor, page_of
-from app.web.api.common import Cursor, Limit, api_router
+from app.pagination import Page, page_of
+from app.schemas import Key, Schema
+from app.web.api.common import api_router
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
     require_admin,
     require_organisation_manager,
 )
+from app.web.deps import Paging
 
 
 class ProviderIn(Schema):
@@ -154,23 +156,22 @@ async def set_quota(
 async def list_usage(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    cursor: Cursor = None,
-    limit: Limit = DEFAULT_PAGE_SIZE,
+    paging: Paging,
 ) -> Page[UsageOut]:
     """This workspace's generations and refusals, newest first."""
-    before = id_cursor(cursor)
+    before = paging.after
     query = select(AiUsage).where(AiUsage.workspace_id == principal.workspace_id)
     if before is not None:
         query = query.where(AiUsage.id < before)
     async with runtime.db.read() as session:
-        rows = list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(limit + 1)))
+        rows = list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(paging.fetch)))
     items = [
         UsageOut(
             id=r.id, outcome=r.outcome, tokens=r.tokens, model=r.model, detail=r.detail, at=r.at
         )
         for r in rows
     ]
-    return page_of(items, limit)
+    return page_of(items, paging.limit)
 
 
 ROUTERS = [

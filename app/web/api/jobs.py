@@ -8,6 +8,7 @@ from datetime import datetime
 from litestar import get, post
 from litestar.params import FromPath, FromQuery
 
+from app.pagination import Page, page_of
 from app.scheduling.bulk import (
     cancel_bulk_job,
     errors_of,
@@ -16,9 +17,10 @@ from app.scheduling.bulk import (
     progress,
 )
 from app.scheduling.bulk_models import BulkJob, BulkJobError
-from app.schemas import DEFAULT_PAGE_SIZE, Page, PageSize, Schema, id_cursor, page_of
+from app.schemas import Schema
 from app.web.api.common import api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import Paging
 
 REPORT_PREVIEW = 100
 """Refused items shown in a job's status; the whole report pages through ``/errors``."""
@@ -81,8 +83,7 @@ def bulk_job_out(job: BulkJob, errors: list[BulkJobError]) -> BulkJobOut:
 async def list_jobs(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    paging: Paging,
     kind: FromQuery[str | None] = None,
 ) -> Page[BulkJobOut]:
     """The workspace's bulk jobs, newest first."""
@@ -90,11 +91,11 @@ async def list_jobs(
         jobs = await list_bulk_jobs(
             session,
             principal.workspace_id,
-            before=id_cursor(cursor),
-            limit=limit + 1,
+            before=paging.after,
+            limit=paging.fetch,
             kinds=[kind] if kind else None,
         )
-    return page_of([bulk_job_out(j, []) for j in jobs], limit)
+    return page_of([bulk_job_out(j, []) for j in jobs], paging.limit)
 
 
 @get("/{job_id:int}")
@@ -113,14 +114,13 @@ async def job_errors(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     job_id: FromPath[int],
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[PageSize] = DEFAULT_PAGE_SIZE,
+    paging: Paging,
 ) -> Page[ItemErrorOut]:
     """The whole per-item report, in item order."""
     async with runtime.db.read() as session:
         job = await get_bulk_job(session, principal.workspace_id, job_id)
-        rows = await errors_of(session, job.id, after=id_cursor(cursor), limit=limit + 1)
-    return page_of([item_error_out(e) for e in rows], limit)
+        rows = await errors_of(session, job.id, after=paging.after, limit=paging.fetch)
+    return page_of([item_error_out(e) for e in rows], paging.limit)
 
 
 @post("/{job_id:int}/cancel", status_code=200)

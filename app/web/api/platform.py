@@ -11,10 +11,11 @@ from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import FromPath, JSONBody
 
 from app.db.session import UnitOfWork
+from app.pagination import Page, page_of
 from app.platform import members, organisation, service
 from app.platform.models import ApiKey, User
-from app.schemas import DEFAULT_PAGE_SIZE, Page, Schema, id_cursor, page_of
-from app.web.api.common import Cursor, Limit, api_router, idempotent
+from app.schemas import Schema
+from app.web.api.common import api_router, idempotent
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
@@ -22,6 +23,7 @@ from app.web.auth import (
     require_operator,
     require_organisation_manager,
 )
+from app.web.deps import Paging
 from app.web.ops import sweeper_overview
 
 Role = Annotated[str, msgspec.Meta(pattern="^(admin|member)$", max_length=6)]
@@ -185,15 +187,14 @@ async def rename_workspace(
 async def list_keys(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    limit: Limit = DEFAULT_PAGE_SIZE,
-    cursor: Cursor = None,
+    paging: Paging,
 ) -> Page[ApiKeyOut]:
     """The workspace's keys, revoked ones included. The keys themselves are never listed."""
     async with runtime.db.read() as session:
         keys = await service.list_api_keys(
-            session, principal.workspace_id, limit=limit, after_id=id_cursor(cursor)
+            session, principal.workspace_id, limit=paging.limit, after_id=paging.after
         )
-    return page_of([_key_out(k) for k in keys], limit)
+    return page_of([_key_out(k) for k in keys], paging.limit)
 
 
 @post("/api-keys")
@@ -290,14 +291,13 @@ async def delete_secret(
 async def list_members(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    limit: Limit = DEFAULT_PAGE_SIZE,
-    cursor: Cursor = None,
+    paging: Paging,
 ) -> Page[MemberOut]:
     async with runtime.db.read() as session:
         rows = await service.workspace_members(
-            session, principal.workspace_id, limit=limit, after_user_id=id_cursor(cursor)
+            session, principal.workspace_id, limit=paging.limit, after_user_id=paging.after
         )
-    return page_of([_member_out(u, r) for u, r in rows], limit, lambda m: m.user_id)
+    return page_of([_member_out(u, r) for u, r in rows], paging.limit, lambda m: m.user_id)
 
 
 @post("/members")

@@ -54,6 +54,7 @@ from app.engines.ranktracking.schemas import (
     SelectionIn,
     TopUpIn,
 )
+from app.pagination import checked_limit, cursor_number
 from app.web.api import ranktracking_reports
 from app.web.api.common import RowId, api_router, idempotent
 from app.web.api.jobs import BulkJobOut, bulk_job_out
@@ -194,14 +195,21 @@ async def import_keywords_in_background(
 # -- schedules --------------------------------------------------------------------------------------
 
 
+LOCATIONS_MAX = 100
+"""Matches a location search answers at most (it is not paged: refine ``q`` instead)."""
+
+
 @get("/locations")
 async def search_locations(
     principal: CurrentPrincipal,
     q: Annotated[str, QueryParameter(max_length=200, description="Part of a name.")] = "",
-    limit: Annotated[int, QueryParameter(ge=1, le=100)] = 20,
+    limit: Annotated[
+        int, QueryParameter(schema_extra={"minimum": 1, "maximum": LOCATIONS_MAX})
+    ] = 20,
 ) -> list[LocationOut]:
     """The provider's locations whose name matches ``q`` (countries first); a schedule's
     ``location_code`` must be one of them."""
+    checked_limit(limit, LOCATIONS_MAX)
     return [
         LocationOut(
             location_code=loc.code,
@@ -398,7 +406,7 @@ async def get_log(
 ) -> LogOut:
     async with runtime.db.read() as session:
         await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await schedule_log(session, schedule_id, before_id=money.cursor_id(cursor))
+        return await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
 
 
 @get("/schedules/{schedule_id:int}/results")

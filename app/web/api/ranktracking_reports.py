@@ -17,6 +17,7 @@ from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import (
     DEFAULT_COLUMNS,
     DEFAULT_LIMIT,
+    MAX_LIMIT,
     TableQuery,
     positions_page,
 )
@@ -28,10 +29,16 @@ from app.engines.ranktracking.reports.schemas import (
     TargetsIn,
     TargetsOut,
 )
-from app.engines.ranktracking.reports.summary import SUMMARY_PAGE, summary_page
+from app.engines.ranktracking.reports.summary import (
+    MAX_SUMMARY_PAGE,
+    SUMMARY_PAGE,
+    summary_page,
+)
 from app.engines.ranktracking.reports.targets import set_targets
+from app.web.api import ranktracking_alerts
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import Paging, paging
 
 Device = Annotated[str | None, QueryParameter(description="``desktop`` or ``mobile``.")]
 Moved = Annotated[
@@ -78,11 +85,15 @@ def table_query(
     )
 
 
-@get("/schedules/{schedule_id:int}/positions")
+@get(
+    "/schedules/{schedule_id:int}/positions",
+    dependencies={"paging": paging(default=DEFAULT_LIMIT, maximum=MAX_LIMIT)},
+)
 async def get_positions(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     schedule_id: RowId,
+    paging: Paging,
     device: Device = None,
     moved: Moved = None,
     in_top: Top = None,
@@ -90,8 +101,6 @@ async def get_positions(
     sort: FromQuery[str] = "keyword",
     order: FromQuery[str] = "asc",
     columns: FromQuery[int] = DEFAULT_COLUMNS,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[int] = DEFAULT_LIMIT,
     q: FromQuery[str | None] = None,
     features: Features = None,
     url_issues: FromQuery[bool] = False,
@@ -106,8 +115,8 @@ async def get_positions(
         sort,
         order,
         columns,
-        cursor,
-        limit,
+        paging.cursor,
+        paging.limit,
         q,
         features,
         url_issues,
@@ -117,18 +126,17 @@ async def get_positions(
         return await positions_page(session, schedule, query)
 
 
-@get("/schedules/{schedule_id:int}/summary")
+@get(
+    "/schedules/{schedule_id:int}/summary",
+    dependencies={"paging": paging(default=SUMMARY_PAGE, maximum=MAX_SUMMARY_PAGE)},
+)
 async def get_summary(
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    schedule_id: RowId,
-    cursor: FromQuery[str | None] = None,
-    limit: FromQuery[int] = SUMMARY_PAGE,
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId, paging: Paging
 ) -> SummaryPage:
     """Average position and visibility of each measured run, newest request first."""
     async with runtime.db.read() as session:
         await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await summary_page(session, schedule_id, cursor, limit)
+        return await summary_page(session, schedule_id, paging.cursor, paging.limit)
 
 
 def csv_response(text: str, filename: str) -> Response[str]:
@@ -210,4 +218,5 @@ HANDLERS: list[Any] = [
     get_positions_csv,
     get_log_csv,
     put_competitors,
+    *ranktracking_alerts.HANDLERS,
 ]

@@ -1,6 +1,7 @@
-"""Ad rules dashboard pages, worker side: the rule log (batches newest first, a batch's records per
-task and campaign; the per-step timeline only for workspace admins), the preview of a rule on one
-ad account, and creating a draft rule from a template (spec AR-3, AR-4, AR-25)."""
+"""Ad rules dashboard pages, worker side: the rule log (batches newest first with the run history
+and, for one rule, its objects' budgets charted; a batch's records per task and campaign with the
+budgets of the objects it changed; the per-step timeline only for workspace admins), the preview of
+a rule on one ad account, and creating a draft rule from a template (spec AR-3, AR-4, AR-25)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ from app.engines.adrules.preview import preview_rule
 from app.engines.adrules.templates import TEMPLATES, FromTemplateIn, create_from_template
 from app.errors import DomainError
 from app.integrations.http_guard import shared_guard
+from app.pagination import page_of
 from app.web.api.adrules_runs import load_records_page, preview_deps
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard import adrules_charts as charts
 from app.web.dashboard.common import page
+from app.web.deps import Paging, paging
 
 LOG = "/ui/adrules/log"
 
@@ -34,38 +38,50 @@ async def log_list(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    paging: Paging,
     rule_id: FromQuery[int | None] = None,
-    cursor: FromQuery[int | None] = None,
 ) -> Template:
-    size = 50
     async with runtime.db.read() as session:
         rows = await record_service.list_batches(
-            session, principal.workspace_id, rule_id=rule_id, before_id=cursor, limit=size
+            session,
+            principal.workspace_id,
+            rule_id=rule_id,
+            before_id=paging.after,
+            limit=paging.limit,
         )
-    more = len(rows) > size
-    rows = rows[:size]
+        budget_chart = (
+            await charts.rule_budget_chart(session, principal.workspace_id, rule_id)
+            if rule_id is not None
+            else None
+        )
+    batches = page_of(rows, paging.limit, lambda row: row.batch.id)
     return page(
         request,
         "adrules/log_list.html",
         principal,
-        batches=rows,
+        batches=batches.items,
         rule_id=rule_id,
-        next_cursor=rows[-1].batch.id if more and rows else None,
+        next_cursor=batches.next_cursor,
+        history_chart=charts.run_history([r.batch for r in batches.items]),
+        budget_chart=budget_chart,
     )
 
 
-@get(f"{LOG}/{{batch_record_id:int}}")
+@get(f"{LOG}/{{batch_record_id:int}}", dependencies={"paging": paging(default=200)})
 async def log_detail(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     batch_record_id: FromPath[int],
+    paging: Paging,
     status: FromQuery[str | None] = None,
-    cursor: FromQuery[str | None] = None,
 ) -> Template:
     batch, records = await load_records_page(
-        runtime, principal, batch_record_id, status=status or None, cursor=cursor, limit=200
+        runtime, principal, batch_record_id, status=status or None, paging=paging
     )
+    async with runtime.db.read() as session:
+        summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
+        budget_chart = await charts.batch_budget_chart(session, summary.batch)
     by_task: dict[tuple[int, str], list[Any]] = defaultdict(list)
     for record in records.items:
         by_task[(record.task_id, record.task_name)].append(record)
@@ -78,6 +94,7 @@ async def log_detail(
         status=status or "",
         next_cursor=records.next_cursor,
         show_steps=principal.is_admin,
+        budget_chart=budget_chart,
     )
 
 

@@ -192,6 +192,38 @@ PORTS: dict[str, list[tuple[str, str]]] = {
     "wait": [("next", "Then"), ("event_next", "On the event")],
 }
 LINEAR_PORTS = [("next", "Then")]
+# Nodes whose effect can fail for good have a second way out (see effect_failures).
+_FAILABLE = (
+    "send_email",
+    "send_sms",
+    "send_push",
+    "send_letter",
+    "notify_team",
+    "http_request",
+    "create_payment",
+    "book_slot",
+    "ai_generate",
+)
+PORTS.update({kind: [*LINEAR_PORTS, ("on_failure", "If it cannot go out")] for kind in _FAILABLE})
+
+_UNSENT = (
+    " A contact without it gets nothing: the run takes 'If it cannot go out', or ends as failed."
+)
+HELP: dict[str, str] = {
+    "send_email": "Goes to the contact's e-mail address." + _UNSENT,
+    "send_sms": "Goes to the contact's phone number." + _UNSENT,
+    "send_push": (
+        "Goes to the device token in the contact's text field push_token (or the field the push "
+        "provider names); the funnel cannot be published until that field exists." + _UNSENT
+    ),
+    "send_letter": (
+        "Goes to the postal address in the contact's text fields address_line1, address_city, "
+        "address_postal_code and address_country (ISO code), with address_line2 and "
+        "address_state when present; the funnel cannot be published until those fields exist."
+        + _UNSENT
+    ),
+}
+"""What each message kind needs from the contact, shown in the step's panel."""
 
 _COMMON_LABELS = {"id": "Name", "next": "Then", "entry": "Start here", "label": "Label"}
 _PATH = re.compile(r" - at `\$(?P<path>[^`]*)`")
@@ -307,6 +339,7 @@ async def editor_data(
         "kinds": [{"kind": k, "label": KIND_LABELS[k]} for k in NODE_KINDS],
         "forms": {k: [list(f) for f in FORMS[k]] for k in NODE_KINDS},
         "ports": {k: [list(p) for p in PORTS.get(k, LINEAR_PORTS)] for k in NODE_KINDS},
+        "help": HELP,
         "triggers": {
             k: {"label": label, "form": [list(f) for f in TRIGGER_FORMS[k]]}
             for k, label in TRIGGER_LABELS.items()

@@ -28,6 +28,7 @@ from app.engines.ranktracking.reports.positions import TableQuery, positions_pag
 from app.engines.ranktracking.results import keyword_history, latest_results
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
+from app.pagination import cursor_number
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
@@ -299,7 +300,7 @@ async def schedule_page(
     async with runtime.db.read() as session:
         schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
         out = await schedules.schedule_out(session, schedule, now)
-        log = await schedule_log(session, schedule_id, before_id=money.cursor_id(cursor))
+        log = await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
         results = await latest_results(session, schedule_id)
         try:
             table = await positions_page(session, schedule, tparams.query())

@@ -22,6 +22,7 @@ from app.engines.funnels.contacts import (
     remove_from_list,
     remove_tag,
 )
+from app.engines.funnels.effect_failures import cannot_go_out
 from app.engines.funnels.entry import enter
 from app.engines.funnels.graph import (
     AddTag,
@@ -69,7 +70,7 @@ def message_id(ctx: NodeContext, key: str) -> str:
 async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
     contact = ctx.contact
     if not contact.email:
-        return Next(node.next, "skipped: contact has no e-mail address")
+        return cannot_go_out(node, "email", "the contact has no e-mail address")
     values = variables(contact, ctx.run.context)
     key = ctx.effect_key()
     release_iso, release = not_before(ctx)

@@ -5,8 +5,11 @@ The quota is per calendar month (UTC). Before a call the deliverer *reserves* th
 bound (:func:`~app.integrations.ai.estimate_tokens`) with one conditional UPDATE, committed before
 the call, so deliverers running side by side cannot spend the same remaining tokens twice; after
 the call the reservation is settled to the real ``usage.total_tokens``. A call that failed gives its
-reservation back. A deliverer that dies between reserving and settling leaves the estimate counted:
-the quota errs on the side of spending less, never more.
+reservation back — unless its reply was lost after the provider may have billed it
+(:func:`~app.integrations.ai.may_have_been_billed`): that reservation stays spent with a ``lost``
+ledger line, so when the retry calls the provider again, both calls are counted. A deliverer that
+dies between reserving and settling leaves the estimate counted: the quota errs on the side of
+spending less, never more.
 """
 
 from __future__ import annotations

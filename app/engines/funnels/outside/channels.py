@@ -24,6 +24,7 @@ from sqlalchemy import select
 
 from app.clock import Clock
 from app.db.session import Database
+from app.engines.funnels.channel_fields import LETTER_ADDRESS
 from app.engines.funnels.deliver import (
     CHANNELS,
     ChannelSender,
@@ -45,6 +46,7 @@ from app.integrations.ai import (
     Creative,
     build_messages,
     estimate_tokens,
+    may_have_been_billed,
 )
 from app.integrations.booking import Attendee
 from app.integrations.http_guard import (
@@ -71,9 +73,9 @@ from app.scheduling.jobs import JobContext
 from app.scheduling.resources import Resources
 from app.settings import MailSettings
 
-ADDRESS_FIELDS = ("address_line1", "address_city", "address_postal_code", "address_country")
+ADDRESS_FIELDS = LETTER_ADDRESS
 """Custom fields a contact needs for ``send_letter`` (``address_line2``, ``address_state`` too
-when present)."""
+when present; see :mod:`app.engines.funnels.channel_fields`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,9 +446,8 @@ class AiChannel(OutsideChannel):
                 max_tokens=creative.max_tokens,
                 temperature=creative.temperature,
             )
-        except BaseException:
-            async with self.deps.db.write() as uow:
-                await ai_ledger.settle(uow.session, org, estimate, 0, now())
+        except BaseException as exc:
+            await self._settle_failed(effect, org, creative.model, estimate, exc)
             raise
         tokens = completion.usage.total_tokens
         result = {"text": completion.text, "cached": False, "tokens": tokens}
@@ -483,6 +484,30 @@ class AiChannel(OutsideChannel):
                 now=now(),
             )
         return result
+
+    async def _settle_failed(
+        self, effect: LeasedEffect, org: int, model: str, estimate: int, error: BaseException
+    ) -> None:
+        """A failed call gives its reservation back, unless the provider may have billed it (its
+        reply was lost): then the reservation, the call's upper bound, stays spent and has its
+        ledger line, so the retry's call is counted beside it, never instead of it."""
+        now = self.deps.clock.now
+        billed = may_have_been_billed(error)
+        async with self.deps.db.write() as uow:
+            await ai_ledger.settle(uow.session, org, estimate, estimate if billed else 0, now())
+            if billed:
+                await ai_ledger.log_usage(
+                    uow.session,
+                    organisation_id=org,
+                    workspace_id=effect.workspace_id,
+                    # One line per delivery attempt: each lost reply was a call of its own.
+                    key=f"{effect.idempotency_key}#{effect.attempts}",
+                    outcome="lost",
+                    tokens=estimate,
+                    model=model,
+                    detail=f"reply lost, counted at its reservation: {error}",
+                    now=now(),
+                )
 
 
 class QuotaExhausted(Refused):

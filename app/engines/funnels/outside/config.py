@@ -17,6 +17,7 @@ from sqlalchemy import delete, select
 
 from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
+from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD
 from app.engines.funnels.outside.models import ProviderConfig
 from app.errors import NotFound, ValidationFailed
 from app.integrations.http_guard import AddressGuard, OutboundError
@@ -34,7 +35,7 @@ class SmsOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froze
 
 
 class PushOptions(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
-    token_field: str = "push_token"  # noqa: S105 - a field name, not a secret
+    token_field: str = PUSH_TOKEN_FIELD
     """The contact's custom field holding their device token."""
 
 
@@ -248,3 +249,15 @@ async def http_options(session: ReadSession, workspace_id: int) -> HttpOptions:
     )
     result: HttpOptions = msgspec.convert(raw or {}, type=HttpOptions)
     return result
+
+
+async def push_token_field(session: ReadSession | WriteSession, workspace_id: int) -> str:
+    """The contact field the workspace's push provider reads device tokens from (the default
+    when no push provider is configured yet)."""
+    raw = await session.scalar(
+        select(ProviderConfig.options).where(
+            ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == "push"
+        )
+    )
+    options: PushOptions = msgspec.convert(raw or {}, type=PushOptions)
+    return options.token_field

@@ -14,8 +14,9 @@ continues:
 - ``ai_generate`` → ``context["vars"][variable]``, the merge variable later messages use.
 
 **Failure**: an effect that failed for good (a refused target, a declined request, an exhausted AI
-quota, retries used up) ends the run as ``failed``, with the error on the step and on the
-delivery events. Continuing would send later messages built on an answer that never came
+quota, retries used up, a contact without the phone, token or address its channel needs) takes the
+node's ``on_failure`` branch, or ends the run as ``failed``, with the error on the step and on the
+delivery events (:mod:`app.engines.funnels.effect_failures`). Continuing would send later messages built on an answer that never came
 ("Hello ," to everyone whose generation was refused); the steps say exactly where and why it
 stopped. A cache hit of ``ai_generate`` needs no effect at all: the text is filled in at once, no
 provider call is made and no quota is used.
@@ -30,6 +31,8 @@ from typing import Any
 import msgspec
 from sqlalchemy import select
 
+from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, missing_for
+from app.engines.funnels.effect_failures import cannot_go_out
 from app.engines.funnels.graph import (
     AiGenerate,
     BookSlot,
@@ -40,6 +43,7 @@ from app.engines.funnels.graph import (
     SendLetter,
     SendPush,
     SendSms,
+    kind_of,
 )
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
@@ -50,7 +54,7 @@ from app.engines.funnels.models import (
 from app.engines.funnels.nodes.actions import message_id, not_before
 from app.engines.funnels.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome, Sleep
 from app.engines.funnels.outside import ai_ledger
-from app.engines.funnels.outside.config import AiOptions
+from app.engines.funnels.outside.config import AiOptions, push_token_field
 from app.engines.funnels.outside.models import ProviderConfig
 from app.engines.funnels.outside.results import effect_state
 from app.engines.funnels.render import render, variables
@@ -76,15 +80,41 @@ def _held(ctx: NodeContext, channel: str, payload: dict[str, Any]) -> tuple[str,
     return key, decision
 
 
+def _lacking(
+    ctx: NodeContext, node: Node, channel: str, token_field: str = PUSH_TOKEN_FIELD
+) -> Outcome | None:
+    """The failure of a message to a contact who lacks what its channel needs, if they do."""
+    contact = ctx.contact
+    missing = missing_for(
+        kind_of(node),
+        email=contact.email,
+        phone=contact.phone,
+        fields=contact.fields,
+        push_token_field=token_field,
+    )
+    if not missing:
+        return None
+    what = {
+        "sms": "no phone number",
+        "push": f"no device token in '{token_field}'",
+        "letter": "no complete postal address",
+    }[channel]
+    error = f"the contact has {what} ({', '.join(missing)} empty)"
+    return cannot_go_out(node, channel, error, {"missing": missing})
+
+
 async def run_send_sms(ctx: NodeContext, node: SendSms) -> Outcome:
-    if not ctx.contact.phone:
-        return Next(node.next, "skipped: contact has no phone number")
+    if (failed := _lacking(ctx, node, "sms")) is not None:
+        return failed
     text = render(node.text, variables(ctx.contact, ctx.run.context))
     key, decision = _held(ctx, "sms", {"to": ctx.contact.phone, "text": text})
     return Next(node.next, decision, {"effect": key, "text": text})
 
 
 async def run_send_push(ctx: NodeContext, node: SendPush) -> Outcome:
+    token_field = await push_token_field(ctx.session, ctx.run.workspace_id)
+    if (failed := _lacking(ctx, node, "push", token_field)) is not None:
+        return failed
     values = variables(ctx.contact, ctx.run.context)
     payload = {"title": render(node.title, values), "body": render(node.body, values)}
     key, decision = _held(ctx, "push", payload)
@@ -92,6 +122,8 @@ async def run_send_push(ctx: NodeContext, node: SendPush) -> Outcome:
 
 
 async def run_send_letter(ctx: NodeContext, node: SendLetter) -> Outcome:
+    if (failed := _lacking(ctx, node, "letter")) is not None:
+        return failed
     values = variables(ctx.contact, ctx.run.context)
     content = render(node.body or node.template, values)
     key, decision = _held(ctx, "letter", {"content": content})
@@ -156,8 +188,10 @@ async def _request(
         code = str(state.outcome.result.get("code") or "failed")
     else:
         error, code = state.last_error or f"effect {state.status}", state.status
-    reason = "ai_quota_exhausted" if code == "ai_quota_exhausted" else f"{channel}_failed"
-    return End(RUN_FAILED, reason, error[:200], {"effect": key, "error": error, "code": code})
+    output = {"effect": key, "code": code}
+    if code == "ai_quota_exhausted" and not getattr(node, "on_failure", None):
+        return End(RUN_FAILED, code, error[:200], {**output, "error": error})
+    return cannot_go_out(node, channel, error, output)
 
 
 _GONE = frozenset({OUTBOX_FAILED, OUTBOX_SKIPPED, OUTBOX_CANCELLED})

@@ -93,7 +93,9 @@ class AiUsage(Base):
     workspace_id: Mapped[int] = mapped_column(FK, ForeignKey("workspaces.id", ondelete="CASCADE"))
     idempotency_key: Mapped[str] = mapped_column(String(200), unique=True)
     outcome: Mapped[str] = mapped_column(String(16))
-    """``generated`` or ``refused`` (the quota decision's reason is in ``detail``)."""
+    """``generated``, ``refused`` (the quota decision's reason is in ``detail``) or ``lost``: a
+    call whose reply never arrived, counted at its reservation because the provider may have
+    billed it."""
     tokens: Mapped[int] = mapped_column(Integer, default=0)
     model: Mapped[str] = mapped_column(String(100), default="")
     detail: Mapped[str] = mapped_column(String(200), default="")

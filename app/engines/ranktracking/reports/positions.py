@@ -26,6 +26,7 @@ from app.engines.ranktracking.reports.summary import run_summaries
 from app.engines.ranktracking.reports.targets import url_flags
 from app.engines.ranktracking.reports.volume import search_volumes
 from app.errors import ValidationFailed
+from app.pagination import checked_limit, cursor_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +98,8 @@ class TableQuery:
             raise ValidationFailed.field("order", "asc or desc")
         if not 1 <= self.columns <= MAX_COLUMNS:
             raise ValidationFailed.field("columns", f"from 1 to {MAX_COLUMNS} runs")
-        if not 1 <= self.limit <= MAX_LIMIT:
-            raise ValidationFailed.field("limit", f"from 1 to {MAX_LIMIT} rows")
-        if self.cursor in (None, ""):
-            return 0
-        assert self.cursor is not None
-        if not self.cursor.isdigit():
-            raise ValidationFailed.field("cursor", "not a cursor from a previous page")
-        return int(self.cursor)
+        checked_limit(self.limit, MAX_LIMIT)
+        return cursor_number(self.cursor) or 0
 
 
 def change_of(

@@ -10,7 +10,7 @@ from app.engines.ranktracking.models import RETRIEVED, Result
 from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, Column, measured_runs
 from app.engines.ranktracking.reports.schemas import RunSummaryOut, SummaryPage
 from app.engines.ranktracking.reports.visibility import CTR_BY_POSITION
-from app.errors import ValidationFailed
+from app.pagination import checked_limit, cursor_number
 
 _retrieved = Result.state == RETRIEVED
 _ranked = _retrieved & Result.position.is_not(None)
@@ -76,13 +76,8 @@ async def summary_page(
 ) -> SummaryPage:
     """The per-run figures of the schedule's measured requests, newest first, ``limit`` requests
     a page; ``next_cursor`` is the oldest request id of the page."""
-    if not 1 <= limit <= MAX_SUMMARY_PAGE:
-        raise ValidationFailed.field("limit", f"from 1 to {MAX_SUMMARY_PAGE} requests")
-    before = None
-    if cursor:
-        if not cursor.isdigit():
-            raise ValidationFailed.field("cursor", "not a cursor from a previous page")
-        before = int(cursor)
+    checked_limit(limit, MAX_SUMMARY_PAGE)
+    before = cursor_number(cursor)
     columns = await measured_runs(
         session, schedule_id, before_request=before, limit_requests=limit + 1
     )

@@ -4,6 +4,9 @@
 //   <div class="sw-chart" data-chart='{"x": [unix seconds…], "series": [{"label": "sent",
 //        "values": [n…], "color": "#2453c7"}], "y_label": "messages", "bars": true}'></div>
 //
+// A series may also carry "dash" (a line dash pattern, e.g. [6, 4]) and "span_gaps" (draw the line
+// across missing values: a series sampled only at some of the x values).
+//
 // Hourly or daily x values are labelled in UTC; a missing value (null) is a gap. Charts inside
 // content htmx swaps in are drawn again, and every chart follows its box's width.
 (function () {
@@ -41,6 +44,8 @@
         fill: bars ? colour + "99" : undefined,
         width: bars ? 1 : 2,
         paths: bars || undefined,
+        dash: s.dash || undefined,
+        spanGaps: !!s.span_gaps,
         points: { show: !bars && spec.x.length < 60, size: 6, fill: colour },
         value: function (u, v) { return v == null ? "—" : String(v); }
       });

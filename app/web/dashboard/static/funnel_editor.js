@@ -583,6 +583,7 @@
       return;
     }
     panel.appendChild(el("h3", { id: "fe-panel-title", text: kindLabel(node.kind) }));
+    if (D.help && D.help[node.kind]) panel.appendChild(el("p", { id: "fe-node-help", "class": "muted", text: D.help[node.kind] }));
     panel.appendChild(el("ul", { id: "fe-node-problems", "class": "fe-node-problems error" }));
     drawPanelProblems();
 

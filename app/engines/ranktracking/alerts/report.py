@@ -1,0 +1,350 @@
+"""The scheduled e-mail report of a schedule (weekly or monthly): the summary of the period's latest
+measurement (average position and visibility per device, beside the measurement before the
+period), the biggest movers and a link to the page.
+
+Settings are a row per schedule holding the end of the period its next report covers. A sweep
+claims the rows that are due on the shared claim primitive and, in the same unit of work, moves
+each one to the end of the next period, writes the period's report row (unique per schedule and
+period start) and queues its e-mail under a job id made of the period: a period is claimed
+exactly once, however many processes sweep. Periods missed while nothing ran are not sent late
+one by one; the next sweep sends the latest finished period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+
+from app.db.dialect import insert_ignoring, row_count
+from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking import activity
+from app.engines.ranktracking.alerts.deliver import page_link
+from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
+from app.engines.ranktracking.alerts.rules import checked_recipients
+from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
+from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.models import (
+    ARCHIVED,
+    DELIVERY_FAILED,
+    DELIVERY_PENDING,
+    DELIVERY_SENT,
+    ReportDelivery,
+    ReportSetting,
+    Schedule,
+)
+from app.engines.ranktracking.notices import recipients as owner_recipients
+from app.engines.ranktracking.reports.measurements import Column, measured_runs
+from app.engines.ranktracking.reports.positions import build_rows
+from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
+from app.engines.ranktracking.reports.summary import run_summaries
+from app.errors import ValidationFailed
+from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError, TransientMailError
+from app.scheduling.claim import Claim
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.sweeper import Every, Sweep, tick_key
+
+REPORT_SENT = "report_sent"
+REPORT_FAILED = "report_failed"
+MOVERS = 5
+"""Biggest gains and biggest losses listed in a report."""
+CLAIM_BATCH = 100
+
+CLAIM = Claim(
+    table=ReportSetting.__table__,  # type: ignore[arg-type]
+    due="enabled AND next_due_at <= :now",
+    order_by="next_due_at, schedule_id",
+    returning=("schedule_id", "workspace_id", "period", "next_due_at"),
+    sets={"last_claimed_at": ":now"},
+    key="schedule_id",
+)
+
+
+# -- settings -----------------------------------------------------------------------------------
+
+
+async def get_settings(session: ReadSession, schedule_id: int) -> ReportSetting | None:
+    return await session.get(ReportSetting, schedule_id)
+
+
+def settings_out(schedule_id: int, setting: ReportSetting | None) -> ReportSettingsOut:
+    if setting is None:
+        return ReportSettingsOut(
+            schedule_id=schedule_id, period=None, recipients=[], enabled=False, next_due_at=None
+        )
+    return ReportSettingsOut(
+        schedule_id=schedule_id,
+        period=setting.period,
+        recipients=list(setting.recipients or []),
+        enabled=setting.enabled,
+        next_due_at=setting.next_due_at if setting.enabled else None,
+    )
+
+
+async def put_settings(
+    session: WriteSession, schedule: Schedule, data: ReportSettingsIn, now: datetime
+) -> ReportSetting:
+    """Create or replace the schedule's report settings. A new or re-enabled report, or a new
+    period, starts with the period under way (its report is sent when it ends)."""
+    if schedule.data_type != "serp":
+        raise ValidationFailed.field("schedule", "only SERP schedules have position reports")
+    if schedule.status == ARCHIVED:
+        raise ValidationFailed.field("schedule", "the schedule has ended")
+    recipients = checked_recipients(data.recipients)
+    setting = await session.get(ReportSetting, schedule.id, with_for_update=True)
+    if setting is None:
+        setting = ReportSetting(
+            schedule_id=schedule.id,
+            workspace_id=schedule.workspace_id,
+            period=data.period,
+            enabled=data.enabled,
+            next_due_at=next_end(data.period, now),
+            created_at=now,
+        )
+        session.add(setting)
+    elif setting.period != data.period or (data.enabled and not setting.enabled):
+        setting.next_due_at = next_end(data.period, now)
+    setting.period = data.period
+    setting.enabled = data.enabled
+    setting.recipients = recipients or None
+    setting.updated_at = now
+    await session.flush()
+    return setting
+
+
+# -- the sweep ----------------------------------------------------------------------------------
+
+
+class ReportRef(JobPayload, frozen=True):
+    delivery_id: int
+
+
+async def claim_due(env: Env, now: datetime) -> int:
+    """Claim every report due by ``now``; returns how many periods were claimed."""
+    claimed = 0
+    while True:
+        async with env.db.write() as uow:
+            rows = await CLAIM.take_in(uow.session, now=now, limit=CLAIM_BATCH)
+            for row in rows:
+                start = previous_start(row.period, row.next_due_at)
+                await uow.session.execute(
+                    update(ReportSetting)
+                    .where(ReportSetting.schedule_id == row.schedule_id)
+                    .values(next_due_at=next_end(row.period, now), updated_at=now)
+                    .execution_options(synchronize_session=False)
+                )
+                written = await uow.session.execute(
+                    insert_ignoring(
+                        uow.session, ReportDelivery, ["schedule_id", "period_start"]
+                    ).values(
+                        workspace_id=row.workspace_id,
+                        schedule_id=row.schedule_id,
+                        period=row.period,
+                        period_start=start,
+                        period_end=row.next_due_at,
+                        state=DELIVERY_PENDING,
+                        created_at=now,
+                    )
+                )
+                if not row_count(written):
+                    continue
+                delivery_id = await uow.session.scalar(
+                    select(ReportDelivery.id).where(
+                        ReportDelivery.schedule_id == row.schedule_id,
+                        ReportDelivery.period_start == start,
+                    )
+                )
+                assert delivery_id is not None
+                await env.queue.enqueue(
+                    uow,
+                    REPORT_JOB,
+                    ReportRef(delivery_id=delivery_id),
+                    job_id=tick_key("rt.report", row.schedule_id, start),
+                )
+        claimed += len(rows)
+        if len(rows) < CLAIM_BATCH:
+            return claimed
+
+
+async def report_tick(ctx: JobContext, tick: datetime) -> None:
+    await claim_due(ctx, min(tick, ctx.clock.now()))
+
+
+REPORT_SWEEP = Sweep("ranktracking.reports", Every(300), report_tick)
+"""Every five minutes: a report goes out within minutes of its period's end."""
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReportContent:
+    latest: Column | None
+    baseline: Column | None
+    summaries: list[RunSummaryOut]
+    before: dict[str, RunSummaryOut]
+    gains: list[PositionRow]
+    losses: list[PositionRow]
+    entered: list[PositionRow]
+    dropped: list[PositionRow]
+
+
+async def compose(
+    session: ReadSession, schedule: Schedule, start: datetime, end: datetime
+) -> ReportContent:
+    """The period's figures: its latest measurement against the last one before the period (or
+    the period's first, when the schedule started within it)."""
+    columns = await measured_runs(session, schedule.id)
+    within = [c for c in columns if start <= c.measured_at < end]
+    earlier = [c for c in columns if c.measured_at < start]
+    if not within:
+        return ReportContent(None, None, [], {}, [], [], [], [])
+    latest = within[-1]
+    baseline = earlier[-1] if earlier else (within[0] if len(within) > 1 else None)
+    summaries = await run_summaries(session, [latest])
+    before = {s.device: s for s in await run_summaries(session, [baseline])} if baseline else {}
+    rows = await build_rows(session, schedule, [latest], baseline)
+    moved = [r for r in rows if r.delta]
+    return ReportContent(
+        latest=latest,
+        baseline=baseline,
+        summaries=summaries,
+        before=before,
+        gains=sorted((r for r in moved if (r.delta or 0) > 0), key=lambda r: -(r.delta or 0))[
+            :MOVERS
+        ],
+        losses=sorted((r for r in moved if (r.delta or 0) < 0), key=lambda r: r.delta or 0)[
+            :MOVERS
+        ],
+        entered=[r for r in rows if r.change == "new"],
+        dropped=[r for r in rows if r.change == "lost"],
+    )
+
+
+def _figure(value: float | None, unit: str = "") -> str:
+    return "—" if value is None else f"{value:.2f}{unit}"
+
+
+def report_text(
+    schedule: Schedule, period: str, start: datetime, content: ReportContent, link: str
+) -> str:
+    lines = [
+        f'Position report for "{schedule.name}" ({schedule.domain}), {label(period, start)} (UTC).',
+        "",
+    ]
+    if content.latest is None:
+        lines += ["No measurement in this period.", ""]
+    else:
+        lines.append(f"Summary of the latest measurement ({content.latest.measured_at:%Y-%m-%d}):")
+        for s in content.summaries:
+            was = content.before.get(s.device)
+            lines.append(
+                f"  {s.device}: average position {_figure(s.average_position)}"
+                + (f" (was {_figure(was.average_position)})" if was else "")
+                + f", visibility {_figure(s.visibility, ' %')}"
+                + (f" (was {_figure(was.visibility, ' %')})" if was else "")
+                + f", {s.ranked} of {s.measured} keywords ranked"
+            )
+        lines.append("")
+        for title, rows in (
+            ("Biggest gains", content.gains),
+            ("Biggest losses", content.losses),
+            ("Entered the ranking", content.entered),
+            ("Dropped out of the ranking", content.dropped),
+        ):
+            if rows:
+                lines.append(f"{title}:")
+                lines += [
+                    f"  {r.keyword} ({r.device}): {r.previous if r.previous is not None else '–'}"
+                    f" → {r.position if r.position is not None else '–'}"
+                    for r in rows
+                ]
+                lines.append("")
+        if not (content.gains or content.losses or content.entered or content.dropped):
+            lines += ["No keyword moved.", ""]
+    lines.append(f"Positions and charts: {link}")
+    return "\n".join(lines) + "\n"
+
+
+async def _finish(
+    env: Env, delivery: ReportDelivery, schedule: Schedule, *, state: str, note: str
+) -> None:
+    now = env.clock.now()
+    async with env.db.write() as uow:
+        await uow.session.execute(
+            update(ReportDelivery)
+            .where(ReportDelivery.id == delivery.id, ReportDelivery.state == DELIVERY_PENDING)
+            .values(
+                state=state,
+                error=None if state == DELIVERY_SENT else note,
+                sent_at=now if state == DELIVERY_SENT else None,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        what = f"{delivery.period} report ({label(delivery.period, delivery.period_start)})"
+        activity.record(
+            uow.session,
+            workspace_id=delivery.workspace_id,
+            schedule_id=delivery.schedule_id,
+            kind=REPORT_SENT if state == DELIVERY_SENT else REPORT_FAILED,
+            code=None if state == DELIVERY_SENT else "report_failed",
+            message=f"{what} of {schedule.name!r} "
+            + (note if state == DELIVERY_SENT else f"failed: {note}"),
+            now=now,
+        )
+
+
+async def send_report_impl(env: Env, delivery_id: int, *, final_attempt: bool) -> str | None:
+    """Send one period's report unless it went out already; returns its new state."""
+    async with env.db.read() as session:
+        delivery = await session.get(ReportDelivery, delivery_id)
+        if delivery is None or delivery.state != DELIVERY_PENDING:
+            return None
+        schedule = await session.get(Schedule, delivery.schedule_id)
+        setting = await session.get(ReportSetting, delivery.schedule_id)
+        if schedule is None:
+            return None
+        to = list(setting.recipients or []) if setting else []
+        to = to or await owner_recipients(session, schedule)
+        content = await compose(session, schedule, delivery.period_start, delivery.period_end)
+    if not to:
+        await _finish(env, delivery, schedule, state=DELIVERY_FAILED, note="no recipient")
+        return DELIVERY_FAILED
+    email = OutgoingEmail(
+        to=to,
+        subject=f"Position report: {schedule.name}, {label(delivery.period, delivery.period_start)}",
+        text=report_text(
+            schedule, delivery.period, delivery.period_start, content, page_link(env, schedule.id)
+        ),
+        message_id=f"rt-report-{schedule.id}-{delivery.period_start:%Y%m%d}@sweepline",
+    )
+    try:
+        await MailSender(env.settings.mail).send(email)
+    except TransientMailError as exc:
+        if not final_attempt:
+            raise
+        await _finish(env, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
+        return DELIVERY_FAILED
+    except PermanentMailError as exc:
+        await _finish(env, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
+        return DELIVERY_FAILED
+    await _finish(
+        env, delivery, schedule, state=DELIVERY_SENT, note=f"sent to {len(to)} recipient(s)"
+    )
+    return DELIVERY_SENT
+
+
+async def send_report(ctx: JobContext, payload: ReportRef) -> None:
+    await send_report_impl(
+        ctx, payload.delivery_id, final_attempt=ctx.attempt >= REPORT_JOB.max_tries
+    )
+
+
+REPORT_JOB = JobSpec(
+    name="ranktracking.report_send",
+    payload_type=ReportRef,
+    handler=send_report,
+    max_tries=6,
+    backoff_seconds=60.0,
+)
