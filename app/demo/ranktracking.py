@@ -1,5 +1,6 @@
-"""Demo data: a keyword list, two schedules (a two-device SERP one and a keyword-data one), a funded
-balance, and the provider simulator, so a person sees runs go from dispatching to succeeded."""
+"""Demo data: a keyword list, two schedules (a two-device SERP one, with an e-mail alert and a weekly
+report, and a keyword-data one), a funded balance, and the provider simulator, so a person sees
+runs go from dispatching to succeeded."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from typing import TYPE_CHECKING
 
 from app.demo.parts import DemoPart
 from app.engines.ranktracking import ledger
+from app.engines.ranktracking.alerts.report import put_settings
+from app.engines.ranktracking.alerts.rules import create_rule
+from app.engines.ranktracking.alerts.schemas import AlertRuleIn, ReportSettingsIn
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.schemas import ScheduleIn
-from app.engines.ranktracking.service import create_and_baseline
+from app.engines.ranktracking.service import create_and_baseline, lock_schedule
+from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal
 from app.sandbox.base import ThreadedServer
 from app.sandbox.serp import SerpSimulator
@@ -66,7 +71,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             keywords=DEMO_KEYWORDS,
             now=now,
         )
-    await create_and_baseline(
+    serp, _ = await create_and_baseline(
         runtime,
         principal,
         ScheduleIn(
@@ -82,6 +87,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             monthly_cap_eur=None,
         ),
     )
+    await _seed_alerts(runtime, demo, serp.id)
     await create_and_baseline(
         runtime,
         principal,
@@ -95,6 +101,27 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             packages=["volume", "cpc"],
         ),
     )
+
+
+async def _seed_alerts(runtime: Runtime, demo: DemoWorkspace, schedule_id: int) -> None:
+    """An e-mail alert and a weekly report on the daily schedule (the demo's mailbox shows them)."""
+    async with runtime.db.write() as uow:
+        schedule = await lock_schedule(uow.session, demo.workspace_id, schedule_id)
+        now = runtime.clock.now()
+        await create_rule(
+            uow.session,
+            runtime.secrets,
+            shared_guard(runtime.resources, runtime.settings.integrations),
+            schedule,
+            AlertRuleIn(
+                name="Into the top 10",
+                kind="enters_top",
+                threshold=10,
+                recipients=["seo@sweepline-demo.com"],
+            ),
+            now,
+        )
+        await put_settings(uow.session, schedule, ReportSettingsIn(period="weekly"), now)
 
 
 PART = DemoPart(name="ranktracking", seed=seed_demo, sandboxes={"serp": start_serp_sandbox})

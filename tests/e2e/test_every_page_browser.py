@@ -38,7 +38,7 @@ from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.models import Run as FunnelRun
 from app.engines.funnels.service import publish
 from app.engines.funnels.triggers import enroll
-from app.engines.ranktracking.models import KeywordList, ListKeyword, Schedule
+from app.engines.ranktracking.models import AlertRule, KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
 from app.scheduling.bulk_models import BulkJob
 from app.scheduling.sweeper import SweepRunner
@@ -105,6 +105,7 @@ async def _demo_ids(runtime: Runtime) -> dict[str, str]:
             "contact_id": select(Contact.id),
             "campaign_id": select(Campaign.id),
             "schedule_id": select(Schedule.id),
+            "alert_id": select(AlertRule.id),
             "list_id": select(KeywordList.id),
             "job_id": select(BulkJob.id),
         }

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from app.engines.ranktracking.reports.charts import schedule_charts
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.conftest import auth
@@ -109,3 +110,49 @@ async def test_competitor_rules(
     assert r.status_code == 404
     r = await client.put(url, json={"domain": ["rival.com"]}, headers=h)
     assert r.status_code == 422  # an unknown field is refused, not ignored
+
+
+async def test_competitors_in_the_schedule_charts_and_who_gained(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant, sim: SerpSimulator
+) -> None:
+    """Issue 15 item 3: per domain, visibility and average position over time from the same
+    pages, and who gained, who lost between the last two measurements."""
+    await fund(runtime, tenant, 10_000)
+    schedule = await make_schedule(
+        runtime, tenant, keywords=KEYWORDS, devices=["desktop", "mobile"]
+    )
+    r = await client.put(
+        f"{BASE}/schedules/{schedule.id}/competitors",
+        json={"domains": ["rival.com"]},
+        headers=auth(tenant),
+    )
+    assert r.status_code == 200, r.text
+    sim.place("red shoes", "rival.com", 1)
+    sim.place("blue shoes", "rival.com", 4)
+    await measure(runtime, sim, schedule.id, PLAN[0])
+    sim.place("red shoes", "rival.com", 3)
+    await measure(runtime, sim, schedule.id, PLAN[1])
+    async with runtime.db.read() as session:
+        visibility, average = await schedule_charts(session, schedule.id)
+    by_label = {s.label: s.values for s in visibility.series}
+    # rival.com ranks 1, 4 and beyond the depth: 100 × (27.6 + 8.4) / (3 × 27.6).
+    assert by_label["rival.com (desktop)"] == [43.48, 23.43]
+    assert by_label["desktop"] == [20.89, 35.63]
+    assert {s.label: s.values for s in average.series}["rival.com (mobile)"] == [2.5, 3.5]
+
+    r = await client.get(
+        f"{BASE}/schedules/{schedule.id}/competitors/summary", headers=auth(tenant)
+    )
+    assert r.status_code == 200, r.text
+    items = r.json()["items"]
+    assert (items[0]["domain"], items[0]["tracked"], items[0]["trend"]) == (
+        "acme-shop.com",
+        True,
+        "gained",
+    )
+    rival = next(i for i in items if i["domain"] == "rival.com" and i["device"] == "desktop")
+    assert (rival["trend"], rival["visibility_change"], rival["average_change"]) == (
+        "lost",
+        -20.05,
+        -1.0,
+    )

@@ -21,6 +21,7 @@ from app.engines.ranktracking.reports.positions import (
     TableQuery,
     positions_page,
 )
+from app.engines.ranktracking.reports.rivals import RivalsOut, who_gained
 from app.engines.ranktracking.reports.schemas import (
     CompetitorsIn,
     CompetitorsOut,
@@ -211,6 +212,17 @@ async def put_targets(
     return TargetsOut(schedule_id=schedule_id, targets=targets)
 
 
+@get("/schedules/{schedule_id:int}/competitors/summary")
+async def get_competitors_summary(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+) -> RivalsOut:
+    """Who gained, who lost: the tracked domain and each competitor per device, visibility and
+    average position of the latest measurement against the one before."""
+    async with runtime.db.read() as session:
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        return await who_gained(session, schedule)
+
+
 HANDLERS: list[Any] = [
     put_targets,
     get_positions,
@@ -218,5 +230,6 @@ HANDLERS: list[Any] = [
     get_positions_csv,
     get_log_csv,
     put_competitors,
+    get_competitors_summary,
     *ranktracking_alerts.HANDLERS,
 ]

@@ -20,6 +20,7 @@ from litestar.response import Redirect, Template
 from app.engines.ranktracking import amounts, locations, money
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.balance_history import balance_history
 from app.engines.ranktracking.config import PROVIDER_LANGUAGES
 from app.engines.ranktracking.keywords import normalise, parse_import
 from app.engines.ranktracking.log import schedule_log
@@ -34,6 +35,7 @@ from app.web.auth import (
     CurrentRuntime,
     require_organisation_manager,
 )
+from app.web.dashboard import ranktracking_alerts as alerts_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
 from app.web.dashboard.common import error_messages, page
 
@@ -313,6 +315,7 @@ async def schedule_page(
         feed = await money.activity_page(
             session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
         )
+        extras = await alerts_ui.schedule_extras(session, schedule)
     return page(
         request,
         "ranktracking/schedule.html",
@@ -330,6 +333,7 @@ async def schedule_page(
         bands=reports_ui.BANDS,
         feature_filters=reports_ui.FEATURE_FILTERS,
         summaries=reports_ui.summary_rows(table),
+        **extras,
     )
 
 
@@ -504,11 +508,13 @@ async def balance_page(
         balance = await money.balance_out(session, principal.organisation_id)
         entries = await money.ledger_page(session, principal.organisation_id, cursor)
         feed = await money.activity_page(session, principal.workspace_id, None, limit=30)
+        history = await balance_history(session, principal.organisation_id, runtime.clock.now())
     return page(
         request,
         "ranktracking/balance.html",
         principal,
         balance=balance,
+        history=msgspec.to_builtins(history),
         ledger=entries,
         feed=feed.items,
         notice=notice,
@@ -561,6 +567,7 @@ ROUTES: list[Any] = [
     balance_page,
     top_up,
     *reports_ui.ROUTES,
+    *alerts_ui.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.db.session import ReadSession
-from app.engines.ranktracking.models import Result
+from app.engines.ranktracking.models import Result, Schedule
 from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, Column, measured_runs
+from app.engines.ranktracking.reports.rivals import competitor_figures
 from app.engines.ranktracking.reports.summary import run_summaries
 from app.schemas import Schema
 
@@ -82,10 +83,15 @@ async def keyword_chart(
 
 
 async def schedule_charts(session: ReadSession, schedule_id: int) -> list[ChartOut]:
-    """Visibility and average position over time, one series per device."""
+    """Visibility and average position over time, one series per device, and beside them each
+    competitor's (``domain (device)``), read from the same pages."""
     columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
     summaries = {(s.request_id, s.device): s for s in await run_summaries(session, columns)}
     devices = _devices(columns)
+    domains = list(
+        await session.scalar(select(Schedule.competitors).where(Schedule.id == schedule_id)) or []
+    )
+    rivals = await competitor_figures(session, columns, domains)
 
     def series(figure: str) -> list[SeriesOut]:
         out = []
@@ -95,6 +101,16 @@ async def schedule_charts(session: ReadSession, schedule_id: int) -> list[ChartO
                 s = summaries.get((c.request_id, device))
                 values.append(getattr(s, figure) if s is not None else None)
             out.append(SeriesOut(label=device, values=values))
+        for domain in domains:
+            for device in devices:
+                values = [
+                    getattr(f, figure)
+                    if (f := rivals.get((c.request_id, device, domain)))
+                    else None
+                    for c in columns
+                ]
+                if any(v is not None for v in values):
+                    out.append(SeriesOut(label=f"{domain} ({device})", values=values))
         return out
 
     x = _x(columns)
