@@ -35,8 +35,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.db.session import Database
-from app.engines.adrules.claim import claim_due_rules, due_rules_query
-from app.engines.adrules.dispatch import DispatchDeps, dispatch_due
+from app.engines.adrules.claim.dispatch import DispatchDeps, dispatch_due
+from app.engines.adrules.claim.due_rules import claim_due_rules, due_rules_query
 from app.engines.adrules.models import AdAccount, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.integrations.meta.client import GraphClient

@@ -49,7 +49,6 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.db.session import Database
-from app.engines.adrules.batched import BatchStats
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
 from app.engines.adrules.run_models import ExecutionRecord
@@ -63,8 +62,9 @@ from app.engines.adrules.schemas import (
     TaskDocument,
     TaskIn,
 )
-from app.engines.adrules.sheets_values import SheetCache
-from app.engines.adrules.worker import WorkerDeps, run_account_job
+from app.engines.adrules.work.account import WorkerDeps, run_account_job
+from app.engines.adrules.work.batched import BatchStats
+from app.engines.adrules.work.sheets_values import SheetCache
 from app.integrations.meta.client import GraphClient
 from app.integrations.sheets import SheetsClient
 from app.platform import service

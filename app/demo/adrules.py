@@ -10,7 +10,7 @@ import msgspec
 from app.demo.parts import DemoPart, DemoWorkspace
 from app.engines.adrules import accounts, rules
 from app.engines.adrules.schemas import RuleIn
-from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET
+from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET
 from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader

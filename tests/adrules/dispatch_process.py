@@ -15,7 +15,7 @@ from datetime import datetime
 
 from app.clock import ManualClock
 from app.db.session import Database
-from app.engines.adrules.dispatch import DispatchDeps, dispatch_due
+from app.engines.adrules.claim.dispatch import DispatchDeps, dispatch_due
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader

@@ -14,7 +14,7 @@ import pytest
 from app.clock import ManualClock
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
-from app.engines.adrules.dispatch import DispatchDeps
+from app.engines.adrules.claim.dispatch import DispatchDeps
 from app.engines.adrules.models import AdAccount
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.engines.adrules.schemas import RuleIn

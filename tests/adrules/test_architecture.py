@@ -14,16 +14,16 @@ from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.adrules.support import TOKEN
 
 DISPATCH_SIDE = [
-    "app.engines.adrules.dispatch",
-    "app.engines.adrules.claim",
-    "app.engines.adrules.fetch",
-    "app.engines.adrules.prefilters",
-    "app.engines.adrules.schedule",
+    "app.engines.adrules.claim.dispatch",
+    "app.engines.adrules.claim.due_rules",
+    "app.engines.adrules.claim.fetch",
+    "app.engines.adrules.claim.prefilters",
+    "app.engines.adrules.due",
 ]
 WRITE_SIDE = [
     "app.integrations.meta.writer",
-    "app.engines.adrules.execute",
-    "app.engines.adrules.worker",
+    "app.engines.adrules.work.execute",
+    "app.engines.adrules.work.account",
 ]
 
 

@@ -14,7 +14,6 @@ from urllib.parse import parse_qsl
 import pytest
 from sqlalchemy import select
 
-from app.engines.adrules.batched import BatchStats
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
     IncreaseBudget,
@@ -22,7 +21,8 @@ from app.engines.adrules.schemas import (
     PauseCampaign,
     TaskIn,
 )
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
+from app.engines.adrules.work.batched import BatchStats
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from tests.adrules.support import Workspace

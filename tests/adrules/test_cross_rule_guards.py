@@ -17,7 +17,7 @@ from app.engines.adrules.schemas import (
     MetricValueCondition,
     TaskIn,
 )
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from tests.adrules.support import Workspace

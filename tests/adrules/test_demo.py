@@ -10,10 +10,10 @@ from sqlalchemy import select
 
 from app.demo.adrules import PART, seed_demo
 from app.demo.parts import DemoWorkspace
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.models import AdAccount, Rule, Task
 from app.engines.adrules.rules import set_status
-from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET
+from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET
 from app.integrations.meta.client import GraphClient
 from app.integrations.sheets import ApiKey, SheetsClient
 from app.integrations.sheets.client import a1_range

@@ -10,7 +10,7 @@ import msgspec
 from sqlalchemy import select, update
 
 from app.clock import ManualClock
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.models import AdAccount, Batch, Rule
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.integrations.meta.client import GraphClient

@@ -9,14 +9,6 @@ from decimal import Decimal
 import msgspec
 import pytest
 
-from app.engines.adrules.evaluate import (
-    CampaignFacts,
-    CustomKey,
-    CustomResult,
-    evaluate_conditions,
-    resolve_metric,
-)
-from app.engines.adrules.metrics import InsightsRow
 from app.engines.adrules.schemas import (
     ClockCondition,
     Condition,
@@ -24,6 +16,14 @@ from app.engines.adrules.schemas import (
     MetricMetricCondition,
     MetricValueCondition,
 )
+from app.engines.adrules.work.evaluate import (
+    CampaignFacts,
+    CustomKey,
+    CustomResult,
+    evaluate_conditions,
+    resolve_metric,
+)
+from app.engines.adrules.work.metrics import InsightsRow
 
 NOW = datetime(2026, 3, 2, 21, 30, tzinfo=UTC)  # Monday 22:30 in Berlin
 

@@ -12,7 +12,6 @@ import pytest
 from litestar import Litestar, Request, post
 from sqlalchemy import select, update
 
-from app.engines.adrules.execute import SIGNATURE_HEADER, verify_webhook
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
     Action,
@@ -30,7 +29,8 @@ from app.engines.adrules.schemas import (
     SetBudget,
     TaskIn,
 )
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
+from app.engines.adrules.work.execute import SIGNATURE_HEADER, verify_webhook
 from app.integrations.mail import MailSender
 from app.platform.models import Workspace
 from app.runtime import Runtime

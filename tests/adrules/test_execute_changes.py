@@ -7,12 +7,6 @@ from decimal import Decimal
 
 import pytest
 
-from app.engines.adrules.changes import (
-    action_parameters,
-    plan_budget,
-    plan_name,
-    plan_status,
-)
 from app.engines.adrules.schemas import (
     ActivateCampaign,
     AppendToName,
@@ -23,6 +17,12 @@ from app.engines.adrules.schemas import (
     RemoveFromName,
     Rename,
     SetBudget,
+)
+from app.engines.adrules.work.changes import (
+    action_parameters,
+    plan_budget,
+    plan_name,
+    plan_status,
 )
 
 

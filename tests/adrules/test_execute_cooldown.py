@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.engines.adrules.catalogue import COOLDOWNS, Cooldown
-from app.engines.adrules.cooldown import LastExecution, check_cooldown, next_permitted_at
+from app.engines.adrules.work.cooldown import LastExecution, check_cooldown, next_permitted_at
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

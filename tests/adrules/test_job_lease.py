@@ -17,7 +17,7 @@ from app.engines.adrules.jobs import RUN_ACCOUNT
 from app.engines.adrules.models import Batch
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.schemas import MetricValueCondition, PauseCampaign, TaskIn
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.claim import LeaseLost

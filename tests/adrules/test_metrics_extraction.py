@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from app.engines.adrules.catalogue import INSIGHTS_METRICS, RATIO_METRICS
-from app.engines.adrules.metrics import (
+from app.engines.adrules.work.metrics import (
     INSIGHTS_SPECS,
     InsightsRow,
     budget_to_major,

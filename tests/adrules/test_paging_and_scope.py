@@ -10,8 +10,8 @@ import msgspec
 import pytest
 from sqlalchemy import select
 
-from app.engines.adrules.dispatch import dispatch_due
-from app.engines.adrules.fetch import FetchFailed, fetch_campaigns
+from app.engines.adrules.claim.dispatch import dispatch_due
+from app.engines.adrules.claim.fetch import FetchFailed, fetch_campaigns
 from app.engines.adrules.models import Batch
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.integrations.meta.client import GraphClient

@@ -15,12 +15,12 @@ from litestar.exceptions import PermissionDeniedException
 from sqlalchemy import select
 
 from app.engines.adrules import stops
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.models import Batch
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import MetricValueCondition, PauseCampaign, TaskIn
 from app.engines.adrules.stops import StopCheck
-from app.engines.adrules.worker import WorkerDeps, run_account_job
+from app.engines.adrules.work.account import WorkerDeps, run_account_job
 from app.integrations.meta.client import GraphClient
 from app.platform.models import Workspace as WorkspaceRow
 from app.platform.service import Principal

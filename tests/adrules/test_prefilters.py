@@ -13,9 +13,9 @@ import msgspec
 import pytest
 from sqlalchemy import select
 
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
+from app.engines.adrules.claim.prefilters import to_filtering
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
-from app.engines.adrules.prefilters import to_filtering
 from app.engines.adrules.schemas import PreFilters
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.engines.adrules.preview import PreviewDeps, preview_rule
-from app.engines.adrules.sheets_values import SheetCache
+from app.engines.adrules.work.preview import PreviewDeps, preview_rule
+from app.engines.adrules.work.sheets_values import SheetCache
 from app.errors import Conflict
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign

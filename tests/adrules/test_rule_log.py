@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from app.engines.adrules.models import Rule
 from app.engines.adrules.schemas import IncreaseBudget, MetricValueCondition, PauseCampaign, TaskIn
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from app.settings import Settings

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from app.engines.adrules.schedule import (
+from app.engines.adrules.due import (
     first_execution,
     following_execution,
     next_slot,

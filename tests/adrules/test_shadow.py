@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import select
 
 from app.clock import ManualClock
-from app.engines.adrules.dispatch import dispatch_due, dispatch_now
+from app.engines.adrules.claim.dispatch import dispatch_due, dispatch_now
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.engines.adrules.run_models import ExecutionRecord
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld

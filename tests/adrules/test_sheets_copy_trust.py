@@ -17,11 +17,11 @@ import pytest
 from sqlalchemy import select
 
 from app.clock import ManualClock
-from app.engines.adrules.preview import PreviewDeps, preview_rule
 from app.engines.adrules.run_models import ExecutionRecord, SheetCopy
 from app.engines.adrules.schemas import CustomMetricCondition, LogOnly, TaskIn
-from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET, SheetCache
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
+from app.engines.adrules.work.preview import PreviewDeps, preview_rule
+from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET, SheetCache
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop

@@ -14,14 +14,14 @@ from sqlalchemy import select
 from app.clock import ManualClock
 from app.engines.adrules.run_models import ExecutionRecord, SheetCopy
 from app.engines.adrules.schemas import CustomMetricCondition, LogOnly, TaskIn
-from app.engines.adrules.sheets_values import (
+from app.engines.adrules.work.account import run_account_job
+from app.engines.adrules.work.sheets_values import (
     SHEETS_API_KEY_SECRET,
     CustomMetricSource,
     SheetCache,
     SheetFailure,
     workspace_credentials,
 )
-from app.engines.adrules.worker import run_account_job
 from app.integrations.sheets import ApiKey, SheetsClient
 from app.platform import service
 from app.runtime import Runtime

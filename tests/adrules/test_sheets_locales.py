@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import CustomMetricCondition, LogOnly, TaskIn
-from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET, index_sheet
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
+from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET, index_sheet
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop

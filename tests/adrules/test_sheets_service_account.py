@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from app.clock import ManualClock
-from app.engines.adrules.sheets_values import (
+from app.engines.adrules.work.sheets_values import (
     SHEETS_API_KEY_SECRET,
     SHEETS_SERVICE_ACCOUNT_SECRET,
     CustomMetricSource,

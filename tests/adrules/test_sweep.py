@@ -10,10 +10,10 @@ from sqlalchemy import select
 
 from app.clock import ManualClock
 from app.db.session import Database
+from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB
 from app.engines.adrules.plugin import PLUGIN
-from app.engines.adrules.sweep import DISPATCH_SWEEP
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.sweeper import Every, SweepRunner

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from app.clock import ManualClock
 from app.engines.adrules import rules as rule_service
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.models import Rule
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.run_models import ExecutionRecord
@@ -25,7 +25,7 @@ from app.engines.adrules.templates import (
     create_from_template,
 )
 from app.engines.adrules.validation import check_rule
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime

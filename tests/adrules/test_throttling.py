@@ -15,12 +15,12 @@ import msgspec
 import pytest
 from sqlalchemy import select
 
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.models import Batch
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import LogOnly, MetricValueCondition, TaskIn
-from app.engines.adrules.worker import WorkerDeps, queue_defer, run_account_job
+from app.engines.adrules.work.account import WorkerDeps, queue_defer, run_account_job
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.retry import next_wait

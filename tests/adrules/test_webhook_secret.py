@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from sqlalchemy import select
 
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.models import Task
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB
 from app.integrations.meta.client import GraphClient

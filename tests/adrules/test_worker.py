@@ -19,7 +19,7 @@ from app.engines.adrules.schemas import (
     PauseCampaign,
     TaskIn,
 )
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.adrules.worker_setup import (

@@ -12,13 +12,13 @@ from sqlalchemy import select
 
 from app.demo.adrules import seed_demo
 from app.demo.parts import DemoWorkspace
-from app.engines.adrules.dispatch import dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.models import AdAccount, Rule
 from app.engines.adrules.payloads import RunAccountPayload
-from app.engines.adrules.preview import PreviewDeps, preview_rule
 from app.engines.adrules.rules import set_status
-from app.engines.adrules.sheets_values import SheetCache
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
+from app.engines.adrules.work.preview import PreviewDeps, preview_rule
+from app.engines.adrules.work.sheets_values import SheetCache
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.base import ThreadedServer

@@ -16,9 +16,9 @@ from app.clock import ManualClock
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
 from app.engines.adrules.schemas import PreFilters, RuleDocument, TaskDocument, TaskIn
-from app.engines.adrules.sheets_values import SheetCache
 from app.engines.adrules.webhook_secrets import seal_task
-from app.engines.adrules.worker import WorkerDeps
+from app.engines.adrules.work.account import WorkerDeps
+from app.engines.adrules.work.sheets_values import SheetCache
 from app.integrations.http_guard import GuardedHttp, RetryPolicy
 from app.integrations.mail import MailSender
 from app.integrations.meta.client import GraphClient

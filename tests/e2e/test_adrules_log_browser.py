@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.engines.adrules.schemas import IncreaseBudget, MetricValueCondition, TaskIn
-from app.engines.adrules.worker import run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.adrules.support import graph_server, settings, store_token, world

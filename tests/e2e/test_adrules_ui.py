@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.db.session import Database
-from app.engines.adrules.sweep import DISPATCH_SWEEP
+from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
 from app.sandbox.meta import GraphWorld

@@ -30,8 +30,8 @@ from app.clock import ManualClock
 from app.db.session import Database
 from app.demo import ensure_demo, settings_for_sandboxes, simulated, start_sandboxes
 from app.engines.adrules import rules as adrules_rules
+from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.engines.adrules.models import Batch, Rule
-from app.engines.adrules.sweep import DISPATCH_SWEEP
 from app.engines.adrules.templates import TEMPLATES as RULE_TEMPLATES
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion

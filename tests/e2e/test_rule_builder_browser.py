@@ -14,9 +14,9 @@ from playwright.async_api import expect
 from sqlalchemy import select
 
 from app.engines.adrules import rules as rule_service
+from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.schemas import IncreaseBudget
-from app.engines.adrules.sweep import DISPATCH_SWEEP
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from tests.adrules.support import TOKEN, create_account, graph_server, settings, store_token, world

@@ -7,7 +7,7 @@ handed this spec by the plugin and never imports the worker (spec AR-19).
 from __future__ import annotations
 
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
-from app.engines.adrules.worker import deps_from_context, run_account_job
+from app.engines.adrules.work.account import deps_from_context, run_account_job
 from app.scheduling.jobs import JobContext, JobSpec
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.engines.adrules.jobs import RUN_ACCOUNT
-from app.engines.adrules.sweep import DISPATCH_SWEEP
 from app.engines.plugin import EnginePlugin
 
 PLUGIN = EnginePlugin(

@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.adrules.cooldown import LastExecution
 from app.engines.adrules.models import (
     BATCH_COMPLETED,
     BATCH_FAILED,
@@ -34,6 +33,7 @@ from app.engines.adrules.run_models import (
     RECORD_WOULD_EXECUTE,
     ExecutionRecord,
 )
+from app.engines.adrules.work.cooldown import LastExecution
 from app.errors import NotFound
 
 CHUNK = 500

@@ -17,9 +17,9 @@ from sqlalchemy import delete, select
 from app.db.session import ReadSession, WriteSession
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES
 from app.engines.adrules.documents import dump, load_schedule, load_task, task_body
+from app.engines.adrules.due import first_execution, schedule_zone, window_of
 from app.engines.adrules.errors import RuleNotFound, TaskNotFound
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
-from app.engines.adrules.schedule import first_execution, schedule_zone, window_of
 from app.engines.adrules.schemas import NotifyWebhook, RuleIn, TaskDocument, TaskIn
 from app.engines.adrules.validation import Problems, check_rule, check_single_task
 from app.engines.adrules.webhook_secrets import public_task, seal_task

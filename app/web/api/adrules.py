@@ -15,7 +15,9 @@ from app.db.session import UnitOfWork
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
-from app.engines.adrules.dispatch import dispatch_now
+from app.engines.adrules.claim.dispatch import dispatch_now
+from app.engines.adrules.claim.sweep import deps_from_context as sweep_deps
+from app.engines.adrules.claim.sweep import shared_graph
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import meta_refusal
 from app.engines.adrules.models import AdAccount, Batch
@@ -27,8 +29,6 @@ from app.engines.adrules.schemas import (
     TaskDocument,
     TaskIn,
 )
-from app.engines.adrules.sweep import deps_from_context as sweep_deps
-from app.engines.adrules.sweep import shared_graph
 from app.errors import Conflict
 from app.integrations.http_guard import shared_guard
 from app.integrations.meta.errors import MetaError

@@ -15,21 +15,21 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
 from app.engines.adrules import records as record_service
-from app.engines.adrules.preview import PreviewDeps, PreviewResult, preview_rule
 from app.engines.adrules.run_models import RECORD_STATUSES, ExecutionRecord
-from app.engines.adrules.sheets_values import SheetCache
 from app.engines.adrules.templates import (
     TEMPLATES,
     FromTemplateIn,
     TemplateParams,
     create_from_template,
 )
-from app.engines.adrules.worker import (
+from app.engines.adrules.work.account import (
     SHEET_CACHE_RESOURCE,
     shared_graph,
     shared_sheets,
     shared_token_minter,
 )
+from app.engines.adrules.work.preview import PreviewDeps, PreviewResult, preview_rule
+from app.engines.adrules.work.sheets_values import SheetCache
 from app.errors import ValidationFailed
 from app.integrations.http_guard import shared_guard
 from app.pagination import Page, page_of

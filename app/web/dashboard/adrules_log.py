@@ -16,8 +16,8 @@ from litestar.response import Redirect, Template
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import records as record_service
 from app.engines.adrules import rules as rule_service
-from app.engines.adrules.preview import preview_rule
 from app.engines.adrules.templates import TEMPLATES, FromTemplateIn, create_from_template
+from app.engines.adrules.work.preview import preview_rule
 from app.errors import DomainError
 from app.integrations.http_guard import shared_guard
 from app.pagination import page_of

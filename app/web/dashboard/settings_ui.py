@@ -18,7 +18,7 @@ from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
 from app.engines.adrules.models import META_TOKEN_SECRET
-from app.engines.adrules.sheets_values import SHEETS_API_KEY_SECRET, SHEETS_TOKEN_SECRET
+from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET, SHEETS_TOKEN_SECRET
 from app.engines.funnels.outside import config as providers
 from app.errors import DomainError, NotFound
 from app.integrations.http_guard import shared_guard

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 import msgspec
 
 from app.engines.adrules.catalogue import DATE_PRESETS, EFFECTIVE_STATUSES, Period
-from app.engines.adrules.metrics import InsightsRow, insights_fields, is_insights_metric
 from app.engines.adrules.schemas import (
     Condition,
     MetricMetricCondition,
     MetricValueCondition,
     TaskDocument,
 )
+from app.engines.adrules.work.metrics import InsightsRow, insights_fields, is_insights_metric
 from app.integrations.meta.errors import MetaError, decode_error, error_from_response
 from app.integrations.meta.reader import MAX_BATCH, BatchGet, MetaReader
 from app.integrations.meta.retry import next_wait, with_retries

@@ -21,7 +21,14 @@ from app.engines.adrules.catalogue import (
     GroupOperator,
     Operator,
 )
-from app.engines.adrules.metrics import (
+from app.engines.adrules.schemas import (
+    ClockCondition,
+    Condition,
+    CustomMetricCondition,
+    MetricMetricCondition,
+    MetricValueCondition,
+)
+from app.engines.adrules.work.metrics import (
     InsightsRow,
     campaign_age_days,
     hour_of_day,
@@ -29,13 +36,6 @@ from app.engines.adrules.metrics import (
     is_insights_metric,
     local_time,
     weekday,
-)
-from app.engines.adrules.schemas import (
-    ClockCondition,
-    Condition,
-    CustomMetricCondition,
-    MetricMetricCondition,
-    MetricValueCondition,
 )
 
 NO_ROW = "no delivery in the period"

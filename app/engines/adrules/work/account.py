@@ -32,19 +32,6 @@ import msgspec
 from app.clock import Clock
 from app.db.session import Database, UnitOfWork
 from app.engines.adrules import records
-from app.engines.adrules.batched import CONCURRENT_CALLS, BatchStats
-from app.engines.adrules.changes import (
-    ActionFailed,
-    Change,
-    action_parameters,
-    not_deliverable_reason,
-)
-from app.engines.adrules.cooldown import LastExecution, check_cooldown, next_permitted_at
-from app.engines.adrules.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
-from app.engines.adrules.execute import ActionRunner, ActionScope, CampaignRef, needs_live_read
-from app.engines.adrules.facts import Gathered, gather
-from app.engines.adrules.guards import BudgetChange, budget_changes, check_budget_write, direction
-from app.engines.adrules.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
 from app.engines.adrules.models import BATCH_QUEUED, AdAccount
 from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload, evaluation_zone
 from app.engines.adrules.run_models import (
@@ -55,13 +42,31 @@ from app.engines.adrules.run_models import (
     RECORD_WOULD_EXECUTE,
 )
 from app.engines.adrules.schemas import LogOnly, NotifyEmail, NotifyWebhook, TaskDocument
-from app.engines.adrules.sheets_values import (
+from app.engines.adrules.stops import StopCheck
+from app.engines.adrules.work.batched import CONCURRENT_CALLS, BatchStats
+from app.engines.adrules.work.changes import (
+    ActionFailed,
+    Change,
+    action_parameters,
+    not_deliverable_reason,
+)
+from app.engines.adrules.work.cooldown import LastExecution, check_cooldown, next_permitted_at
+from app.engines.adrules.work.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
+from app.engines.adrules.work.execute import ActionRunner, ActionScope, CampaignRef, needs_live_read
+from app.engines.adrules.work.facts import Gathered, gather
+from app.engines.adrules.work.guards import (
+    BudgetChange,
+    budget_changes,
+    check_budget_write,
+    direction,
+)
+from app.engines.adrules.work.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
+from app.engines.adrules.work.sheets_values import (
     COPY_MAX_AGE,
     CustomMetricSource,
     SheetCache,
     workspace_credentials,
 )
-from app.engines.adrules.stops import StopCheck
 from app.integrations.http_guard import GuardedHttp, OutboundError, RetryPolicy, shared_guard
 from app.integrations.mail import MailError, MailSender
 from app.integrations.meta.client import GraphClient

@@ -21,25 +21,11 @@ from app.engines.adrules import accounts as account_service
 from app.engines.adrules import records
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS
-from app.engines.adrules.changes import (
-    ActionFailed,
-    Change,
-    action_parameters,
-    plan_budget,
-    plan_name,
-    plan_status,
-)
-from app.engines.adrules.cooldown import check_cooldown
+from app.engines.adrules.claim.fetch import FetchFailed, fetch_campaigns
+from app.engines.adrules.claim.prefilters import to_filtering
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import meta_refusal
-from app.engines.adrules.evaluate import evaluate_conditions
-from app.engines.adrules.facts import gather
-from app.engines.adrules.fetch import FetchFailed, fetch_campaigns
-from app.engines.adrules.guards import opposing_rules
-from app.engines.adrules.insights import Sleep
-from app.engines.adrules.metrics import local_time
 from app.engines.adrules.payloads import CampaignEntity
-from app.engines.adrules.prefilters import to_filtering
 from app.engines.adrules.schemas import (
     Action,
     ActivateCampaign,
@@ -52,7 +38,21 @@ from app.engines.adrules.schemas import (
     SetBudget,
     TaskDocument,
 )
-from app.engines.adrules.sheets_values import (
+from app.engines.adrules.work.changes import (
+    ActionFailed,
+    Change,
+    action_parameters,
+    plan_budget,
+    plan_name,
+    plan_status,
+)
+from app.engines.adrules.work.cooldown import check_cooldown
+from app.engines.adrules.work.evaluate import evaluate_conditions
+from app.engines.adrules.work.facts import gather
+from app.engines.adrules.work.guards import opposing_rules
+from app.engines.adrules.work.insights import Sleep
+from app.engines.adrules.work.metrics import local_time
+from app.engines.adrules.work.sheets_values import (
     COPY_MAX_AGE,
     CustomMetricSource,
     SheetCache,

@@ -16,8 +16,8 @@ from sqlalchemy import bindparam, select, text, update
 
 from app.db.session import Database
 from app.engines.adrules.documents import load_schedule
+from app.engines.adrules.due import following_execution
 from app.engines.adrules.models import Rule
-from app.engines.adrules.schedule import following_execution
 from app.platform.models import Workspace
 from app.scheduling.claim import Claim
 from app.scheduling.zones import zone_or_utc

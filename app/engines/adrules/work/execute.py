@@ -1,6 +1,6 @@
 """The 11 actions (spec §4, AR-17, AR-21): the only ad-rules code that writes to the Graph API.
 
-What to write is worked out by the pure functions of :mod:`~app.engines.adrules.changes`
+What to write is worked out by the pure functions of :mod:`~app.engines.adrules.work.changes`
 (clamping included); :class:`ActionRunner` carries it out. Budget and name actions **re-read the
 live value** from Meta immediately before planning the write, so a budget changed since the dispatch
 is the one the change starts from. The worker re-reads a task's campaigns together in batched GETs
@@ -20,24 +20,6 @@ from typing import Any
 
 import msgspec
 
-from app.engines.adrules.batched import (
-    CONCURRENT_CALLS,
-    BatchStats,
-    Refused,
-    Sleep,
-    send_in_batches,
-)
-from app.engines.adrules.changes import (
-    ActionFailed,
-    Change,
-    minor_units,
-    plan_budget,
-    plan_name,
-    plan_status,
-    render_template,
-)
-from app.engines.adrules.evaluate import ConditionResult
-from app.engines.adrules.metrics import local_time
 from app.engines.adrules.schemas import (
     Action,
     ActivateCampaign,
@@ -53,6 +35,24 @@ from app.engines.adrules.schemas import (
     SetBudget,
 )
 from app.engines.adrules.webhook_secrets import open_secret
+from app.engines.adrules.work.batched import (
+    CONCURRENT_CALLS,
+    BatchStats,
+    Refused,
+    Sleep,
+    send_in_batches,
+)
+from app.engines.adrules.work.changes import (
+    ActionFailed,
+    Change,
+    minor_units,
+    plan_budget,
+    plan_name,
+    plan_status,
+    render_template,
+)
+from app.engines.adrules.work.evaluate import ConditionResult
+from app.engines.adrules.work.metrics import local_time
 from app.integrations.http_guard import GuardedHttp, HttpRequest
 from app.integrations.http_guard.signature import SIGNATURE_HEADER as SIGNATURE_HEADER
 from app.integrations.http_guard.signature import sign_webhook as sign_webhook

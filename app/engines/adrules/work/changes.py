@@ -3,8 +3,8 @@
 Pure functions from an action and a campaign's current values to a :class:`Change`: the Graph
 fields to write, the value before and after, or why nothing needs doing. Budget changes are clamped
 at the task's maximum / minimum, and the boundary value is what gets written, never the projected
-one. The worker's :mod:`~app.engines.adrules.execute` applies a change after re-reading the live
-value; :mod:`~app.engines.adrules.preview` shows it and writes nothing.
+one. The worker's :mod:`~app.engines.adrules.work.execute` applies a change after re-reading the live
+value; :mod:`~app.engines.adrules.work.preview` shows it and writes nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 
 import msgspec
 
-from app.engines.adrules.metrics import budget_to_major, major_to_minor
 from app.engines.adrules.schemas import (
     Action,
     ActivateCampaign,
@@ -28,6 +27,7 @@ from app.engines.adrules.schemas import (
     SetBudget,
 )
 from app.engines.adrules.webhook_secrets import public_action
+from app.engines.adrules.work.metrics import budget_to_major, major_to_minor
 
 MAX_NAME_LENGTH = 400
 

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from app.engines.adrules.evaluate import CampaignFacts, CustomKey, CustomResult
-from app.engines.adrules.insights import (
+from app.engines.adrules.payloads import CampaignEntity
+from app.engines.adrules.schemas import CustomMetricCondition, TaskDocument
+from app.engines.adrules.work.evaluate import CampaignFacts, CustomKey, CustomResult
+from app.engines.adrules.work.insights import (
     ITEM_RETRY_DELAYS,
     MAX_THROTTLE_WAIT_SECONDS,
     InsightsStats,
@@ -21,10 +23,8 @@ from app.engines.adrules.insights import (
     plan_insights,
     read_insights,
 )
-from app.engines.adrules.metrics import budget_to_major
-from app.engines.adrules.payloads import CampaignEntity
-from app.engines.adrules.schemas import CustomMetricCondition, TaskDocument
-from app.engines.adrules.sheets_values import (
+from app.engines.adrules.work.metrics import budget_to_major
+from app.engines.adrules.work.sheets_values import (
     CustomMetricSource,
     CustomValue,
     SheetFailure,

@@ -11,7 +11,7 @@ denominator is zero, even if Meta sent a number for it.
 The six other metrics are resolved without Insights: the hour and weekday in the workspace's time
 zone, the campaign's daily and lifetime budget (minor units converted with the account currency's
 offset), the campaign's age in days, and the custom metric (from a spreadsheet, in
-:mod:`app.engines.adrules.sheets_values`).
+:mod:`app.engines.adrules.work.sheets_values`).
 """
 
 from __future__ import annotations

@@ -25,9 +25,14 @@ from sqlalchemy import select, update
 
 from app.db.session import Database, ReadSession
 from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS, SCHEDULED_STATUSES
-from app.engines.adrules.claim import ClaimedRule, claim_due_rules
+from app.engines.adrules.claim.due_rules import ClaimedRule, claim_due_rules
+from app.engines.adrules.claim.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
+from app.engines.adrules.claim.prefilters import (
+    NOT_DELIVERABLE,
+    targets_not_deliverable,
+    to_filtering,
+)
 from app.engines.adrules.documents import load_schedule, rule_document
-from app.engines.adrules.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
 from app.engines.adrules.models import (
     BATCH_EMPTY,
     BATCH_QUEUED,
@@ -44,11 +49,6 @@ from app.engines.adrules.payloads import (
     AccountRef,
     RunAccountPayload,
     seal_token,
-)
-from app.engines.adrules.prefilters import (
-    NOT_DELIVERABLE,
-    targets_not_deliverable,
-    to_filtering,
 )
 from app.engines.adrules.schemas import RuleDocument
 from app.engines.adrules.stops import ENV_REASON, PLATFORM_STOP, stopped_workspaces

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from app.engines.adrules.dispatch import DispatchDeps, dispatch_due
+from app.engines.adrules.claim.dispatch import DispatchDeps, dispatch_due
 from app.engines.adrules.jobs import RUN_ACCOUNT
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader
