@@ -1,6 +1,6 @@
 """Collecting results: 30 schedules × 2 devices × 500 keywords against the SERP simulator.
 
-The shared poller (``app.engines.ranktracking.poller``, one per provider account, a tick every
+The shared poller (``app.engines.ranktracking.work.poller``, one per provider account, a tick every
 10 s) against the per-run polling it replaced, measured in the same run against the same simulator
 behaviour (a finished task listed by ``tasks_ready`` once, at most 1,000 a call, about 20
 ``tasks_ready`` calls a minute, ``40202`` beyond):
@@ -41,12 +41,12 @@ from sqlalchemy import func, insert, select
 from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.engines.ranktracking import ledger
-from app.engines.ranktracking.admission import MANUAL
-from app.engines.ranktracking.handoff import admit_and_send
+from app.engines.ranktracking.claim.admission import MANUAL
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.models import Run, Schedule
-from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.pricing import STANDARD
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
 from app.integrations.serp import ProviderError, SerpClient, SerpTask
 from app.platform.models import Organisation, Workspace
 from app.sandbox.base import ThreadedServer

@@ -32,9 +32,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.engines.ranktracking import ledger
-from app.engines.ranktracking.admission import RECURRING
-from app.engines.ranktracking.dispatch import dispatch_due
-from app.engines.ranktracking.handoff import admit_and_send
+from app.engines.ranktracking.claim.admission import RECURRING
+from app.engines.ranktracking.claim.dispatch import dispatch_due
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.models import LedgerEntry, Run, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.platform.models import Organisation, Workspace

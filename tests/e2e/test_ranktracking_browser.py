@@ -10,9 +10,9 @@ import pytest
 from playwright.async_api import expect
 
 from app.engines.ranktracking.models import Run
-from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.factories import Tenant

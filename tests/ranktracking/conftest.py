@@ -133,8 +133,8 @@ async def available_micros(runtime: Runtime, tenant: Tenant) -> int:
 
 async def launch(runtime: Runtime, schedule_id: int, queue: str = "standard") -> list[int]:
     """A manual request admitted and handed to the queue; the child run ids."""
-    from app.engines.ranktracking.admission import MANUAL
-    from app.engines.ranktracking.handoff import admit_and_send
+    from app.engines.ranktracking.claim.admission import MANUAL
+    from app.engines.ranktracking.claim.handoff import admit_and_send
 
     out = await admit_and_send(
         runtime, schedule_id, trigger=MANUAL, queue=queue, now=runtime.clock.now()
@@ -145,8 +145,8 @@ async def launch(runtime: Runtime, schedule_id: int, queue: str = "standard") ->
 
 async def collect(runtime: Runtime, run_id: int) -> None:
     """Post a dispatching run's tasks to the simulator and collect what is ready."""
-    from app.engines.ranktracking.poller import poll_ready
-    from app.engines.ranktracking.worker import post_impl
+    from app.engines.ranktracking.work.poller import poll_ready
+    from app.engines.ranktracking.work.runs import post_impl
 
     client = runtime.resources.get(RESOURCE_KEY, lambda: None)
     await post_impl(runtime, client, run_id, final_attempt=False)

@@ -7,13 +7,13 @@ from decimal import Decimal
 
 from sqlalchemy import func, select
 
-from app.engines.ranktracking.admission import MANUAL, RECURRING
-from app.engines.ranktracking.handoff import admit_and_send
+from app.engines.ranktracking.claim.admission import MANUAL, RECURRING
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.models import Activity, LedgerEntry, Request, Run, Schedule
-from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.service import create_and_baseline, pause, resume, run_now
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from app.scheduling.models import Job

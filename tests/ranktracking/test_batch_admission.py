@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from app.engines.ranktracking.admission import MANUAL, RECURRING, admit
-from app.engines.ranktracking.dispatch import dispatch_due, plan_lanes
-from app.engines.ranktracking.handoff import admit_batch_and_send
+from app.engines.ranktracking.claim.admission import MANUAL, RECURRING, admit
+from app.engines.ranktracking.claim.dispatch import dispatch_due, plan_lanes
+from app.engines.ranktracking.claim.handoff import admit_batch_and_send
 from app.engines.ranktracking.lists import get_list, remove_keywords
 from app.engines.ranktracking.models import ACTIVE_RUN_STATUSES, LedgerEntry, Run, Schedule
 from app.runtime import Runtime

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from sqlalchemy import func, select
 
-from app.engines.ranktracking.admission import MANUAL, admit
+from app.engines.ranktracking.claim.admission import MANUAL, admit
 from app.engines.ranktracking.models import LedgerEntry
 from app.runtime import Runtime
 from tests.factories import Tenant

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select, update
 
 from app.clock import ManualClock
-from app.engines.ranktracking.dispatch import DISPATCH_SWEEP, dispatch_due
+from app.engines.ranktracking.claim.dispatch import DISPATCH_SWEEP, dispatch_due
 from app.engines.ranktracking.models import Request, Run, Schedule
-from app.engines.ranktracking.reconcile import reconcile
 from app.engines.ranktracking.service import next_run_label, run_now
+from app.engines.ranktracking.work.reconcile import reconcile
 from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue
 from app.scheduling.sweeper import SweepRunner

@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from app.engines.ranktracking.admission import RECURRING, admit_many
-from app.engines.ranktracking.dispatch import dispatch_due
+from app.engines.ranktracking.claim.admission import RECURRING, admit_many
+from app.engines.ranktracking.claim.dispatch import dispatch_due
 from app.engines.ranktracking.models import Request, Schedule
 from app.runtime import Runtime
 from tests.factories import Tenant

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from app.clock import ManualClock
-from app.engines.ranktracking.dispatch import dispatch_tick
+from app.engines.ranktracking.claim.dispatch import dispatch_tick
 from app.engines.ranktracking.models import RES_HELD, Run, Schedule
 from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue

@@ -10,9 +10,9 @@ from sqlalchemy import func, select
 
 from app.clock import ManualClock
 from app.engines.ranktracking.models import Result, Run
-from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
 from app.integrations.serp import RateLimited
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 
 from app.clock import ManualClock
-from app.engines.ranktracking.admission import MANUAL
-from app.engines.ranktracking.handoff import admit_and_send
+from app.engines.ranktracking.claim.admission import MANUAL
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.models import Run
-from app.engines.ranktracking.worker import POST_JOB, RunRef, post_tasks
+from app.engines.ranktracking.work.runs import POST_JOB, RunRef, post_tasks
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from app.scheduling.claim import LeaseLost

@@ -14,15 +14,15 @@ import msgspec
 import pytest
 from sqlalchemy import func, select
 
-from app.engines.ranktracking.admission import MANUAL
+from app.engines.ranktracking.claim.admission import MANUAL
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.errors import PostbackUnreadable
-from app.engines.ranktracking.handoff import admit_and_send
 from app.engines.ranktracking.models import SETTLEMENT, LedgerEntry, Result, Run
-from app.engines.ranktracking.poller import poll_ready
-from app.engines.ranktracking.postback import inflate
-from app.engines.ranktracking.postback_token import ROUTE_PREFIX, sign, workspace_secret
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.postback import inflate
+from app.engines.ranktracking.work.postback_token import ROUTE_PREFIX, sign, workspace_secret
+from app.engines.ranktracking.work.runs import post_impl
 from app.integrations.serp import SerpClient, SerpTask
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop

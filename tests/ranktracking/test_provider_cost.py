@@ -11,13 +11,13 @@ from prometheus_client import REGISTRY
 from sqlalchemy import func, select
 
 from app.engines.ranktracking import ledger
-from app.engines.ranktracking.admission import MANUAL
-from app.engines.ranktracking.handoff import admit_and_send
+from app.engines.ranktracking.claim.admission import MANUAL
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.models import Activity, Balance, LedgerEntry, Request, Run
-from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.pricing import PriceList, billable_micros
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpPrices, SerpSimulator
 from tests.factories import Tenant

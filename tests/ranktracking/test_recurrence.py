@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.engines.ranktracking.recurrence import (
+from app.engines.ranktracking.due import (
     RUNS_PER_MONTH,
     add_months,
     boundary,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.clock import ManualClock
-from app.engines.ranktracking.admission import MANUAL
-from app.engines.ranktracking.handoff import admit_and_send
-from app.engines.ranktracking.log import run_out
+from app.engines.ranktracking.claim.admission import MANUAL
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.models import Result, Run, Schedule
-from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.records.log import run_out
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.factories import Tenant

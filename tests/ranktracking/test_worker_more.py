@@ -8,16 +8,16 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import insert, select
 
-from app.engines.ranktracking.admission import MANUAL
-from app.engines.ranktracking.handoff import admit_and_send
+from app.engines.ranktracking.claim.admission import MANUAL
+from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.lists import add_keywords
-from app.engines.ranktracking.log import schedule_log
 from app.engines.ranktracking.models import KeywordList, Request, Result, Run, Schedule
-from app.engines.ranktracking.notices import PauseNotice, send_pause_notice
-from app.engines.ranktracking.poller import poll_ready
 from app.engines.ranktracking.provider import RESOURCE_KEY
+from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.service import run_now
-from app.engines.ranktracking.worker import post_impl
+from app.engines.ranktracking.work.notices import PauseNotice, send_pause_notice
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
 from app.integrations.serp import TransientProviderError
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator

@@ -12,9 +12,9 @@ from decimal import Decimal
 from typing import Any
 
 from app.engines.ranktracking import locations
+from app.engines.ranktracking.due import KEYWORD_DATA_FREQUENCIES, SERP_FREQUENCIES
 from app.engines.ranktracking.keywords import normalise_all
 from app.engines.ranktracking.pricing import DEVICES, PACKAGES
-from app.engines.ranktracking.recurrence import KEYWORD_DATA_FREQUENCIES, SERP_FREQUENCIES
 from app.errors import ValidationFailed
 
 MIN_CAP_CENTS = 500

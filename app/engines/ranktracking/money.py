@@ -6,9 +6,10 @@ from datetime import datetime
 from decimal import Decimal
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import cents_to_micros, eur_down
 from app.engines.ranktracking.models import Activity, LedgerEntry
+from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.schemas import (
     ActivityOut,
     ActivityPage,

@@ -6,12 +6,12 @@ from app.engines.plugin import EnginePlugin
 from app.engines.ranktracking.alerts.deliver import DELIVER_JOB
 from app.engines.ranktracking.alerts.evaluate import EVALUATE_JOB
 from app.engines.ranktracking.alerts.report import REPORT_JOB, REPORT_SWEEP
-from app.engines.ranktracking.dispatch import DISPATCH_SWEEP
+from app.engines.ranktracking.claim.dispatch import DISPATCH_SWEEP
 from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT_JOB
-from app.engines.ranktracking.notices import PAUSE_NOTICE_JOB
-from app.engines.ranktracking.poller import POLL_SWEEP
-from app.engines.ranktracking.reconcile import RECONCILE_SWEEP
-from app.engines.ranktracking.worker import POST_JOB, POST_PRIORITY_JOB
+from app.engines.ranktracking.work.notices import PAUSE_NOTICE_JOB
+from app.engines.ranktracking.work.poller import POLL_SWEEP
+from app.engines.ranktracking.work.reconcile import RECONCILE_SWEEP
+from app.engines.ranktracking.work.runs import POST_JOB, POST_PRIORITY_JOB
 
 PLUGIN = EnginePlugin(
     name="ranktracking",

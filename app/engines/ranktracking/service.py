@@ -14,9 +14,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.db.session import ReadSession, UnitOfWork, WriteSession
-from app.engines.ranktracking import activity, ledger
-from app.engines.ranktracking.admission import BASELINE, MANUAL, Launch
+from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import MICROS_PER_EUR, eur_down, eur_up
+from app.engines.ranktracking.claim.admission import BASELINE, MANUAL, Launch
+from app.engines.ranktracking.claim.handoff import PendingLaunch, admit_and_send, admit_within
 from app.engines.ranktracking.config import (
     DEPTH_NAMES,
     Config,
@@ -25,6 +26,7 @@ from app.engines.ranktracking.config import (
     dedup_key,
     validated,
 )
+from app.engines.ranktracking.due import RUNS_PER_MONTH, first_due
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.errors import (
     DuplicateSchedule,
@@ -32,10 +34,8 @@ from app.engines.ranktracking.errors import (
     ScheduleNotFound,
     ScheduleStateConflict,
 )
-from app.engines.ranktracking.handoff import PendingLaunch, admit_and_send, admit_within
 from app.engines.ranktracking.keywords import normalise_all
 from app.engines.ranktracking.lists import get_list
-from app.engines.ranktracking.log import last_group, run_out
 from app.engines.ranktracking.members import list_size, resolve
 from app.engines.ranktracking.models import (
     ACTIVE,
@@ -50,7 +50,8 @@ from app.engines.ranktracking.models import (
 )
 from app.engines.ranktracking.money import eur
 from app.engines.ranktracking.pricing import PRIORITY, STANDARD, PriceList, quote
-from app.engines.ranktracking.recurrence import RUNS_PER_MONTH, first_due
+from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.records.log import last_group, run_out
 from app.engines.ranktracking.schemas import (
     EstimateOut,
     EstimatePart,

@@ -19,13 +19,13 @@ from app.db.session import UnitOfWork
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import locations, money
 from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.claim.handoff import PendingLaunch
 from app.engines.ranktracking.errors import RunNotFound
-from app.engines.ranktracking.handoff import PendingLaunch
 from app.engines.ranktracking.keyword_import import start_keyword_import
 from app.engines.ranktracking.keywords import parse_import
-from app.engines.ranktracking.log import schedule_log
 from app.engines.ranktracking.models import Run
-from app.engines.ranktracking.results import keyword_history, latest_results, run_results
+from app.engines.ranktracking.records.log import schedule_log
+from app.engines.ranktracking.records.results import keyword_history, latest_results, run_results
 from app.engines.ranktracking.schemas import (
     ActivityPage,
     BalanceOut,

@@ -13,7 +13,7 @@ import msgspec
 from litestar import Request, post
 from litestar.params import FromPath
 
-from app.engines.ranktracking.postback import receive
+from app.engines.ranktracking.work.postback import receive
 from app.web.auth import CurrentRuntime
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import msgspec
 from sqlalchemy import BigInteger, select, update
 
-from app.engines.ranktracking import activity
 from app.engines.ranktracking.alerts.decide import Movement, describe, line
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.models import (
@@ -29,6 +28,7 @@ from app.engines.ranktracking.models import (
     Request,
     Schedule,
 )
+from app.engines.ranktracking.records import activity
 from app.integrations.http_guard import (
     NO_RETRY,
     GuardedHttp,

@@ -19,7 +19,6 @@ from sqlalchemy import select, update
 
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
-from app.engines.ranktracking import activity
 from app.engines.ranktracking.alerts.deliver import page_link
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
 from app.engines.ranktracking.alerts.rules import checked_recipients
@@ -34,11 +33,12 @@ from app.engines.ranktracking.models import (
     ReportSetting,
     Schedule,
 )
-from app.engines.ranktracking.notices import recipients as owner_recipients
+from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.reports.measurements import Column, measured_runs
 from app.engines.ranktracking.reports.positions import build_rows
 from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
 from app.engines.ranktracking.reports.summary import run_summaries
+from app.engines.ranktracking.work.notices import recipients as owner_recipients
 from app.errors import ValidationFailed
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError, TransientMailError
 from app.scheduling.claim import Claim

@@ -17,8 +17,8 @@ import msgspec
 
 from app.db.session import ReadSession
 from app.engines.ranktracking.amounts import exact_eur
-from app.engines.ranktracking.log import groups
 from app.engines.ranktracking.models import Schedule
+from app.engines.ranktracking.records.log import groups
 from app.engines.ranktracking.reports.positions import MAX_LIMIT, TableQuery, positions_page
 from app.engines.ranktracking.reports.schemas import PositionRow, PositionsPage
 

@@ -13,10 +13,10 @@ from datetime import datetime
 from prometheus_client import Counter
 
 from app.db.session import WriteSession
-from app.engines.ranktracking import activity
 from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.ledger import Settlement
 from app.engines.ranktracking.models import Run
+from app.engines.ranktracking.records import activity
 
 PROVIDER_GAPS = Counter(
     "sweepline_ranktracking_provider_cost_gaps_total",

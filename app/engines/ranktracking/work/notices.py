@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 
 from app.db.session import ReadSession, UnitOfWork
-from app.engines.ranktracking import activity
 from app.engines.ranktracking.models import Schedule
+from app.engines.ranktracking.records import activity
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError
 from app.platform.models import Membership, User
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec

@@ -19,8 +19,9 @@ from sqlalchemy import BigInteger, select
 
 from app.db.session import UnitOfWork, WriteSession
 from app.db.types import UTCDateTime
-from app.engines.ranktracking import activity, ledger
+from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import cents_to_micros, exact_eur
+from app.engines.ranktracking.due import due_after_run, first_due
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.members import resolve_many
 from app.engines.ranktracking.models import (
@@ -39,9 +40,9 @@ from app.engines.ranktracking.models import (
     Run,
     Schedule,
 )
-from app.engines.ranktracking.notices import queue_pause_notice
 from app.engines.ranktracking.pricing import STANDARD, PriceList, quote
-from app.engines.ranktracking.recurrence import due_after_run, first_due
+from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.work.notices import queue_pause_notice
 from app.scheduling.claim import Claim
 
 RECURRING = "recurring"

@@ -1,6 +1,6 @@
 """The recurring dispatcher (RT-30): every hour at minute 20 UTC, a bounded batch of due active
 schedules, oldest due first, admitted in chunks (one unit of work each, every schedule's group
-still all-or-nothing: see :func:`~app.engines.ranktracking.admission.admit_many`).
+still all-or-nothing: see :func:`~app.engines.ranktracking.claim.admission.admit_many`).
 
 Schedules left over when the batch is full stay due and show "next run pending" until a later sweep
 (a batch backlog is visible, never silent). A schedule whose admission raised is logged and stays due.
@@ -16,9 +16,9 @@ from datetime import datetime
 from sqlalchemy import select
 
 from app.db.dialect import concurrent_writers
-from app.engines.ranktracking.admission import RECURRING, Launch
+from app.engines.ranktracking.claim.admission import RECURRING, Launch
+from app.engines.ranktracking.claim.handoff import admit_and_send, admit_batch_and_send
 from app.engines.ranktracking.env import Env
-from app.engines.ranktracking.handoff import admit_and_send, admit_batch_and_send
 from app.engines.ranktracking.models import ACTIVE, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.scheduling.jobs import JobContext

@@ -24,7 +24,7 @@ from sqlalchemy import func, select, update
 
 from app.db.dialect import row_count
 from app.db.session import UnitOfWork, WriteSession
-from app.engines.ranktracking import activity, ledger, provider_gap
+from app.engines.ranktracking import ledger
 from app.engines.ranktracking.alerts.evaluate import queue_evaluation
 from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.env import Env
@@ -42,10 +42,12 @@ from app.engines.ranktracking.models import (
     Run,
     Schedule,
 )
-from app.engines.ranktracking.postback_token import postback_url
 from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_micros
 from app.engines.ranktracking.provider import serp_client
+from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.reports.serp_reading import competitor_positions, owned_features
+from app.engines.ranktracking.work import provider_gap
+from app.engines.ranktracking.work.postback_token import postback_url
 from app.integrations.serp import (
     AuthenticationFailed,
     InvalidRequest,

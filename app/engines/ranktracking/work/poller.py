@@ -40,7 +40,7 @@ from app.engines.ranktracking.models import (
     Run,
 )
 from app.engines.ranktracking.provider import serp_client
-from app.engines.ranktracking.worker import Outcome, apply_outcomes, fetch_task, finalize
+from app.engines.ranktracking.work.runs import Outcome, apply_outcomes, fetch_task, finalize
 from app.integrations.serp import ProviderError, SerpClient
 from app.scheduling.jobs import JobContext
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep

@@ -4,7 +4,7 @@ The provider sends the ``task_get`` envelope of one finished task, gzip-compress
 authenticated by the token in its address (:mod:`.postback_token`) before its body is even
 decompressed; the body is inflated with a size limit, decoded into the same result structs a poll
 gets from ``task_get`` and applied through the poller's own path
-(:func:`~app.engines.ranktracking.worker.apply_outcomes`), so a postback and a poll of the same task,
+(:func:`~app.engines.ranktracking.work.runs.apply_outcomes`), so a postback and a poll of the same task,
 or the same postback twice, store the result once and settle the run once.
 
 A postback that arrives before the worker has recorded the posted tasks (the run still
@@ -22,8 +22,8 @@ from sqlalchemy import select
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.errors import PostbackRefused, PostbackUnreadable
 from app.engines.ranktracking.models import PENDING, Result, Run
-from app.engines.ranktracking.postback_token import matches, run_id_of, workspace_secret
-from app.engines.ranktracking.worker import Outcome, apply_outcomes, outcome_of
+from app.engines.ranktracking.work.postback_token import matches, run_id_of, workspace_secret
+from app.engines.ranktracking.work.runs import Outcome, apply_outcomes, outcome_of
 from app.integrations.serp import KeywordDataResult, SerpTaskResult
 from app.integrations.serp.results import keyword_data_result, serp_result
 from app.integrations.serp.wire import Envelope, WireKeyword, WireSerpResult, WireTask

@@ -16,12 +16,13 @@ from datetime import datetime
 from sqlalchemy import select
 
 from app.db.session import UnitOfWork
-from app.engines.ranktracking import activity, ledger
-from app.engines.ranktracking.admission import Launch, schedule_retry
+from app.engines.ranktracking import ledger
+from app.engines.ranktracking.claim.admission import Launch, schedule_retry
 from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.models import ACTIVE, DISPATCHING, SKIPPED_DISPATCH, Run, Schedule
 from app.engines.ranktracking.pricing import PRIORITY
-from app.engines.ranktracking.worker import POST_JOB, POST_PRIORITY_JOB, RunRef
+from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.work.runs import POST_JOB, POST_PRIORITY_JOB, RunRef
 from app.scheduling.queue import DatabaseQueue
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ async def admit_batch_and_send(
     tick: datetime | None = None,
 ) -> list[Launch]:
     """A request of each schedule, admitted in one unit of work, then the hand-off."""
-    from app.engines.ranktracking.admission import admit_many
+    from app.engines.ranktracking.claim.admission import admit_many
 
     async with env.db.write() as uow:
         launches = await admit_many(
@@ -195,7 +196,7 @@ async def admit_within(
     stores its answer in the same transaction). The jobs are staged in it with the database queue;
     with a broker the caller publishes them once it commits (:meth:`PendingLaunch.hand_off`) and
     only then composes its answer, so the answer never counts a run that did not reach the queue."""
-    from app.engines.ranktracking.admission import admit
+    from app.engines.ranktracking.claim.admission import admit
 
     launch = await admit(uow, env, schedule_id, trigger=trigger, queue=queue, now=now)
     staged = not launch.run_ids or await stage(uow, env, launch)

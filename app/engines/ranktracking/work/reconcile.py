@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from app.engines.ranktracking import ledger
+from app.engines.ranktracking.claim.handoff import not_dispatched
 from app.engines.ranktracking.env import Env
-from app.engines.ranktracking.handoff import not_dispatched
 from app.engines.ranktracking.models import (
     DISPATCHING,
     RES_HELD,
@@ -26,7 +26,7 @@ from app.engines.ranktracking.models import (
     Run,
     Schedule,
 )
-from app.engines.ranktracking.worker import finalize
+from app.engines.ranktracking.work.runs import finalize
 from app.scheduling.jobs import JobContext
 from app.scheduling.sweeper import Every, Sweep
 
