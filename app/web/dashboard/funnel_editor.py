@@ -4,25 +4,35 @@ workspace's names (tags, lists, fields, funnels) for pickers, and the validator'
 for people and pinned on the node they concern.
 
 ``POST /ui/funnels/{id}/check`` validates what the editor holds without saving it; the editor calls
-it after each change. Saving and publishing stay the form posts of :mod:`app.web.dashboard.funnels`,
-which receive the same graph JSON the API takes.
+it after each change. ``POST /ui/funnels/{id}/preview`` renders the selected message step's unsaved
+creative for a contact picked by name (``GET …/partials/preview-contacts?q=``), through the renderer
+sends use; both answer HTML the panel shows as it is. The canvas shows each step's figures from the
+funnel's report (:mod:`app.engines.funnels.reports`, the same computation as the report table).
+Saving and publishing stay the form posts of :mod:`app.web.dashboard.funnels`, which receive the
+same graph JSON the API takes.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, post
-from litestar.params import FromPath, JSONBody
+from litestar import Request, get, post
+from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.response import Template
 
-from app.engines.funnels import service
-from app.engines.funnels.contacts import field_types, names_of
-from app.engines.funnels.graph import NODE_KINDS, decode_definition
-from app.engines.funnels.models import ContactList, Tag
+from app.engines.funnels import reports, service
+from app.engines.funnels.contacts import field_types, get_contact, list_contacts, names_of
+from app.engines.funnels.graph import EVENTLESS_TRIGGERS, NODE_KINDS, Node, decode_definition
+from app.engines.funnels.models import Contact, ContactList, Tag
+from app.engines.funnels.preview import preview, previewable
 from app.engines.funnels.segments import STANDARD_FIELDS
+from app.errors import DomainError
+from app.schemas import Key
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard.common import page
+from app.web.deps import CurrentSettings, Reads
 
 PREFIX = "/ui/funnels"
 
@@ -113,6 +123,7 @@ FORMS: dict[str, list[tuple[str, str, str]]] = {
         ("hour", "At hour (contact's time)", "optint"),
         ("minute", "At minute", "int"),
         ("until_event", "End early on event", "text"),
+        ("event_filter", "Only when that event's properties match", "opteventpredicate"),
     ],
     "condition": [("predicate", "Contacts who match", "predicate")],
     "split": [("branches", "Branches", "branches")],
@@ -174,6 +185,11 @@ TRIGGER_FORMS: dict[str, list[tuple[str, str, str]]] = {
         ("segment", "Everyone who matches (optional)", "optpredicate"),
     ],
 }
+# Every trigger fired by an event can filter on the event's properties.
+for _kind, _form in TRIGGER_FORMS.items():
+    if _kind not in EVENTLESS_TRIGGERS:
+        _form.append(("filter", "Only events whose properties match", "opteventpredicate"))
+
 # Fields a trigger cannot do without (the script fills them when the trigger is added).
 TRIGGER_REQUIRED: dict[str, dict[str, Any]] = {
     "tag_added": {"tag": ""},
@@ -327,8 +343,31 @@ async def check_raw(session: Any, workspace_id: int, raw: Any) -> list[dict[str,
     return plain_problems(raw, service.problems_to_dicts(found))
 
 
+def canvas_counts(report: reports.FunnelReport | None) -> dict[str, Any] | None:
+    """Per node of the latest version, the report's figures the canvas writes in each box (the
+    report's own numbers, not computed again)."""
+    if report is None or not report.versions:
+        return None
+    latest = report.versions[-1]
+    nodes: dict[str, dict[str, int]] = {}
+    for n in latest.nodes:
+        counts = {"entered": n.entered, "waiting": n.waiting, "exited": n.exited}
+        if n.messages is not None:
+            counts |= {
+                "sent": n.messages.sent,
+                "opened": n.messages.opened,
+                "clicked": n.messages.clicked,
+            }
+        nodes[n.node_id] = counts
+    return {"version": latest.version, "nodes": nodes}
+
+
 async def editor_data(
-    session: Any, workspace_id: int, funnel_id: int, problems: list[dict[str, Any]]
+    session: Any,
+    workspace_id: int,
+    funnel_id: int,
+    problems: list[dict[str, Any]],
+    report: reports.FunnelReport | None = None,
 ) -> dict[str, Any]:
     """The JSON the canvas script starts from (read from a ``type=application/json`` block)."""
     funnels = await service.list_funnels(session, workspace_id)
@@ -336,6 +375,10 @@ async def editor_data(
     return {
         "funnel_id": funnel_id,
         "check_url": f"{PREFIX}/{funnel_id}/check",
+        "preview_url": f"{PREFIX}/{funnel_id}/preview",
+        "preview_contacts_url": f"{PREFIX}/{funnel_id}/partials/preview-contacts",
+        "preview_kinds": ["send_email", "send_sms", "send_push", "send_letter", "notify_team"],
+        "counts": canvas_counts(report),
         "kinds": [{"kind": k, "label": KIND_LABELS[k]} for k in NODE_KINDS],
         "forms": {k: [list(f) for f in FORMS[k]] for k in NODE_KINDS},
         "ports": {k: [list(p) for p in PORTS.get(k, LINEAR_PORTS)] for k in NODE_KINDS},
@@ -373,4 +416,67 @@ async def check_page(
         return {"problems": await check_raw(session, principal.workspace_id, data.definition)}
 
 
-ROUTES: list[Any] = [check_page]
+class PreviewBody(msgspec.Struct):
+    node: Annotated[dict[Key, Any], msgspec.Meta(max_length=50)]
+    """The selected step as the editor holds it (unsaved)."""
+    contact_id: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
+
+
+@post(f"{PREFIX}/{{funnel_id:int}}/preview", status_code=200)
+async def preview_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    settings: CurrentSettings,
+    funnel_id: FromPath[int],
+    data: JSONBody[PreviewBody],
+) -> Template:
+    """The step's message rendered for the chosen contact (none chosen: empty variables), as
+    HTML for the panel. A step that does not decode yet, or a contact of another workspace,
+    answers 422 with the reason in the same place."""
+    ws = principal.workspace_id
+    await service.get_funnel(session, ws, funnel_id)
+    try:
+        node: Node = msgspec.convert(data.node, type=Node)
+    except msgspec.ValidationError as exc:
+        problem = decode_problem({"nodes": [data.node]}, str(exc).replace("$", "$.nodes[0]", 1))
+        return _preview(request, principal, error=f"Not previewed: {problem['message']}")
+    if not previewable(node):
+        return _preview(request, principal, error="This step sends no message to preview.")
+    contact: Contact | None = None
+    if data.contact_id is not None:
+        try:
+            contact = await get_contact(session, ws, data.contact_id)
+        except DomainError:
+            return _preview(request, principal, error="That contact no longer exists.")
+    person = contact or Contact(email="", first_name="", last_name="", timezone="UTC", fields={})
+    parts = preview(node, person, base_url=settings.web.public_url)
+    return _preview(request, principal, parts=parts, contact=contact, status=200)
+
+
+def _preview(
+    request: Request[Any, Any, Any], principal: Any, *, status: int = 422, **context: Any
+) -> Template:
+    answer = page(request, "funnels/_preview.html", principal, **context)
+    answer.status_code = status
+    return answer
+
+
+@get(f"{PREFIX}/{{funnel_id:int}}/partials/preview-contacts")
+async def preview_contacts_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    funnel_id: FromPath[int],
+    q: FromQuery[str] = "",
+) -> Template:
+    """The contacts whose name or address contains ``q`` (the first 20), as ``<option>``s of
+    the preview's contact picker."""
+    await service.get_funnel(session, principal.workspace_id, funnel_id)
+    found = await list_contacts(
+        session, principal.workspace_id, after=None, limit=20, search=q.strip()[:200] or None
+    )
+    return page(request, "funnels/_preview_contacts.html", principal, contacts=found, q=q)
+
+
+ROUTES: list[Any] = [check_page, preview_page, preview_contacts_page]

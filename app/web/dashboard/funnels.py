@@ -112,7 +112,9 @@ async def _editor(
             problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
         else:
             problems = funnel_editor.plain_problems(funnel.draft, problems or [])
-        data = await funnel_editor.editor_data(session, principal.workspace_id, funnel_id, problems)
+        data = await funnel_editor.editor_data(
+            session, principal.workspace_id, funnel_id, problems, report
+        )
     by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in problems or []:
         by_node[p["node_id"] or "(graph)"].append(p)

@@ -6,7 +6,9 @@
 // rewrites it, and a valid edit typed there redraws the canvas, so Save and Publish post exactly
 // what the API takes. After each change the server's validator runs on the unsaved graph and its
 // problems are pinned on the steps they concern. Where each box sits is the person's own layout,
-// kept in this browser (the graph has no coordinates).
+// kept in this browser (the graph has no coordinates). A message step's panel previews its unsaved
+// creative for a contact picked by name, rendered by the server as a send would render it; once
+// the funnel has runs, each box shows the latest version's figures from the funnel's report.
 (function () {
   "use strict";
 
@@ -16,11 +18,12 @@
   if (!dataEl || !textarea || !svg) return;
   var D = JSON.parse(dataEl.textContent);
   var SVGNS = "http://www.w3.org/2000/svg";
-  var W = 184, H = 58, GAPX = 40, GAPY = 64, PAD = 24;
+  var W = 184, H = D.counts ? 90 : 58, GAPX = 40, GAPY = 64, PAD = 24;
   var layoutKey = "sweepline.funnel." + D.funnel_id + ".layout";
   var panel = document.getElementById("fe-panel");
   var status = document.getElementById("fe-status");
   var triggersBox = document.getElementById("fe-triggers");
+  var settingsBox = document.getElementById("fe-settings");
 
   var model = parse(textarea.value);
   var problems = D.problems || [];
@@ -29,6 +32,8 @@
   try { pos = JSON.parse(window.localStorage.getItem(layoutKey) || "{}") || {}; } catch (e) { pos = {}; }
   var checkTimer = null;
   var checkSeq = 0;
+  // The preview's contact survives redrawing the panel: [options HTML, chosen id, search text].
+  var preview = { options: null, contact: "", q: "", timer: null, seq: 0, searchTimer: null };
   var uid = 0;
 
   function parse(text) {
@@ -208,6 +213,7 @@
       var sub = s("text", { x: 10, y: 42, "class": "fe-id" });
       sub.textContent = (n.label || n.id).slice(0, 24);
       g.appendChild(sub);
+      drawCounts(g, n);
       if (n.entry) {
         var start = s("text", { x: W - 10, y: 22, "class": "fe-start", "text-anchor": "end" });
         start.textContent = "Start";
@@ -240,6 +246,26 @@
     if (empty) empty.hidden = model.nodes.length > 0;
   }
 
+  // The report's figures of the latest version for this step: people on the first line, and for
+  // a message step its messages on the second.
+  function drawCounts(g, n) {
+    if (!D.counts) return;
+    var c = D.counts.nodes[n.id] || { entered: 0, waiting: 0, exited: 0 };
+    var people = s("text", { x: 10, y: 62, "class": "fe-counts", "data-counts": "people" });
+    people.textContent = c.entered + " in · " + c.waiting + " waiting · " + c.exited + " out";
+    g.appendChild(people);
+    var words = "Version " + D.counts.version + ": " + c.entered + " entered, " + c.waiting + " waiting, " + c.exited + " ended early";
+    if (c.sent !== undefined) {
+      var mail = s("text", { x: 10, y: 80, "class": "fe-counts", "data-counts": "messages" });
+      mail.textContent = c.sent + " sent · " + c.opened + " opened · " + c.clicked + " clicked";
+      g.appendChild(mail);
+      words += "; " + c.sent + " sent, " + c.opened + " opened, " + c.clicked + " clicked";
+    }
+    var tip = s("title");
+    tip.textContent = words;
+    g.appendChild(tip);
+  }
+
   // -- changes -----------------------------------------------------------------------------------
 
   function changed(opts) {
@@ -247,6 +273,7 @@
     draw();
     if (opts && opts.panel) drawPanel();
     scheduleCheck();
+    schedulePreview();
   }
 
   function scheduleCheck() {
@@ -272,6 +299,7 @@
       draw();
       drawProblems();
       drawPanelProblems();
+      drawTriggerProblems();
     }).catch(function () {
       if (seq === checkSeq) say("Could not check the graph; save to see its problems.");
     });
@@ -499,6 +527,9 @@
       });
       return field(label, input, "Numbers for number fields, true or false for yes/no fields.");
     }
+    if (type === "opteventpredicate") {
+      return eventFilter(obj, key, label, onStructure);
+    }
     if (type === "predicate" || type === "optpredicate") {
       var holder = el("div", { "class": "fe-predicate" });
       var wrapP = el("fieldset", { "class": "fe-field" }, [el("legend", { text: label })]);
@@ -530,6 +561,28 @@
     input.value = value === undefined || value === null ? "" : String(value);
     input.addEventListener("input", function () { set(input.value.trim() === "" ? undefined : input.value.trim()); });
     return field(label, input);
+  }
+
+  // An optional filter on the event's properties (a trigger's "filter", a wait's "event_filter").
+  function eventFilter(obj, key, label, onStructure) {
+    var wrapE = el("fieldset", { "class": "fe-field fe-event-filter", "data-key": key }, [el("legend", { text: label })]);
+    var on = el("input", { type: "checkbox", "class": "fe-filter-on" });
+    on.checked = !!obj[key];
+    var onId = "fe-f-" + (++uid);
+    on.id = onId;
+    on.addEventListener("change", function () {
+      if (on.checked) obj[key] = { kind: "all", predicates: [{ kind: "event", property: "", op: "eq", value: "" }] };
+      else delete obj[key];
+      changed();
+      onStructure();
+    });
+    wrapE.appendChild(el("div", {}, [on, el("label", { "for": onId, "class": "inline-check", text: " Test the event's properties" })]));
+    if (!obj[key]) return wrapE;
+    var holder = el("div", { "class": "fe-predicate" });
+    wrapE.appendChild(holder);
+    window.SweeplinePredicate.render(holder, obj[key], { fields: [], tags: [], lists: [], event: true },
+      function (p) { obj[key] = p; changed(); });
+    return wrapE;
   }
 
   function branchesEditor(node, onStructure) {
@@ -628,9 +681,84 @@
       panel.appendChild(fs);
     }
 
+    if (D.preview_kinds.indexOf(node.kind) >= 0) {
+      panel.appendChild(previewSection());
+      if (preview.options === null) findContacts(); else renderPreview();
+    }
+
     var del = el("button", { type: "button", id: "fe-delete", "class": "secondary fe-danger", text: "Delete this step" });
     del.addEventListener("click", function () { deleteNode(node.id); });
     panel.appendChild(el("p", { "class": "actions" }, [del]));
+  }
+
+  // -- the message preview -------------------------------------------------------------------------
+
+  function previewSection() {
+    var box = el("fieldset", { "class": "fe-field fe-preview", id: "fe-preview" }, [el("legend", { text: "Preview for a contact" })]);
+    var search = el("input", { type: "search", id: "fe-preview-search", autocomplete: "off", placeholder: "Name or e-mail" });
+    search.value = preview.q;
+    var pick = el("select", { id: "fe-preview-contact" });
+    if (preview.options !== null) { pick.innerHTML = preview.options; pick.value = preview.contact; }
+    box.appendChild(el("div", { "class": "fe-field" }, [el("label", { "for": "fe-preview-search", text: "Find a contact" }), search]));
+    box.appendChild(el("div", { "class": "fe-field" }, [el("label", { "for": "fe-preview-contact", text: "Render for" }), pick]));
+    box.appendChild(el("div", { id: "fe-preview-out", "aria-live": "polite" }));
+    search.addEventListener("input", function () {
+      preview.q = search.value;
+      clearTimeout(preview.searchTimer);
+      preview.searchTimer = setTimeout(findContacts, 250);
+    });
+    pick.addEventListener("change", function () { preview.contact = pick.value; renderPreview(); });
+    return box;
+  }
+
+  function findContacts() {
+    var q = preview.q;
+    fetch(D.preview_contacts_url + "?q=" + encodeURIComponent(q.trim()), { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(String(r.status)); return r.text(); })
+      .then(function (html) {
+        if (q !== preview.q) return;
+        preview.options = html;
+        var pick = document.getElementById("fe-preview-contact");
+        if (!pick) return;
+        var before = preview.contact;
+        pick.innerHTML = html;
+        pick.value = before;
+        if (pick.value !== before || !before) pick.selectedIndex = 0;
+        preview.contact = pick.value;
+        renderPreview();
+      })
+      .catch(function () { say("Could not search the contacts."); });
+  }
+
+  function schedulePreview() {
+    var node = selected && nodeById(selected);
+    if (!node || D.preview_kinds.indexOf(node.kind) < 0 || !document.getElementById("fe-preview-out")) return;
+    clearTimeout(preview.timer);
+    preview.timer = setTimeout(renderPreview, 300);
+  }
+
+  function renderPreview() {
+    clearTimeout(preview.timer);
+    var node = selected && nodeById(selected);
+    var out = document.getElementById("fe-preview-out");
+    if (!node || !out) return;
+    var seq = ++preview.seq;
+    fetch(D.preview_url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-csrf-token": csrf() },
+      credentials: "same-origin",
+      body: JSON.stringify({ node: node, contact_id: preview.contact ? parseInt(preview.contact, 10) : null })
+    }).then(function (r) {
+      if (r.status !== 200 && r.status !== 422) throw new Error(String(r.status));
+      return r.text();
+    }).then(function (html) {
+      var target = document.getElementById("fe-preview-out");
+      if (seq !== preview.seq || !target) return;
+      target.innerHTML = html;
+    }).catch(function () {
+      var target = document.getElementById("fe-preview-out");
+      if (seq === preview.seq && target) target.textContent = "Could not render the preview.";
+    });
   }
 
   function select(id) {
@@ -647,14 +775,71 @@
     model.triggers = model.triggers || [];
     model.triggers.forEach(function (t, i) {
       var spec = D.triggers[t.kind] || { label: t.kind, form: [] };
-      var fs = el("fieldset", { "class": "fe-trigger" }, [el("legend", { text: spec.label })]);
+      var fs = el("fieldset", { "class": "fe-trigger", "data-trigger": String(i + 1) }, [el("legend", { text: spec.label })]);
       spec.form.forEach(function (f) { fs.appendChild(control(t, f[0], f[1], f[2], drawTriggers)); });
       var rm = el("button", { type: "button", "class": "secondary", text: "Remove", "aria-label": "Remove the trigger " + spec.label });
       rm.addEventListener("click", function () { model.triggers.splice(i, 1); changed(); drawTriggers(); });
       fs.appendChild(rm);
+      fs.appendChild(el("ul", { "class": "fe-trigger-problems error" }));
       triggersBox.appendChild(fs);
     });
     if (!model.triggers.length) triggersBox.appendChild(el("p", { "class": "muted", text: "Nothing starts this funnel yet." }));
+    drawTriggerProblems();
+  }
+
+  // The validator names a trigger by its place in the list ("Trigger 2 (api_event): …").
+  function drawTriggerProblems() {
+    if (!triggersBox) return;
+    Array.prototype.forEach.call(triggersBox.querySelectorAll(".fe-trigger"), function (fs) {
+      var box = fs.querySelector(".fe-trigger-problems");
+      var prefix = "Trigger " + fs.getAttribute("data-trigger") + " (";
+      var mine = problems.filter(function (p) { return !p.node_id && p.message.indexOf(prefix) === 0; });
+      box.textContent = "";
+      box.hidden = !mine.length;
+      mine.forEach(function (p) { box.appendChild(el("li", { text: p.message })); });
+    });
+  }
+
+  // -- settings: entering again ---------------------------------------------------------------------
+
+  function drawSettings() {
+    if (!settingsBox || !model) return;
+    settingsBox.textContent = "";
+    var st = model.settings || {};
+    var mode = st.reentry ? (st.reentry_days ? "days" : "ended") : "never";
+    var sel = optionsSelect([
+      ["never", "Never: a contact goes through this funnel once"],
+      ["ended", "Again, once their previous run has ended"],
+      ["days", "Again, but at most once every so many days"]
+    ], mode);
+    sel.id = "fe-reentry";
+    settingsBox.appendChild(el("div", { "class": "fe-field" }, [el("label", { "for": "fe-reentry", text: "Entering again" }), sel]));
+    var days = el("input", { type: "number", id: "fe-reentry-days", min: "1", max: "3650", step: "1", inputmode: "numeric" });
+    days.value = st.reentry_days ? String(st.reentry_days) : "";
+    var daysWrap = el("div", { "class": "fe-field" }, [el("label", { "for": "fe-reentry-days", text: "Days between two entries" }), days,
+      el("p", { "class": "muted small", text: "A contact who entered less than this many days ago (in any version) is not entered again." })]);
+    daysWrap.hidden = mode !== "days";
+    settingsBox.appendChild(daysWrap);
+    function store() {
+      model.settings = model.settings || {};
+      if (sel.value === "never") { delete model.settings.reentry; delete model.settings.reentry_days; }
+      else model.settings.reentry = true;
+      if (sel.value === "ended") delete model.settings.reentry_days;
+      if (sel.value === "days") {
+        var raw = days.value.trim();
+        var n = parseInt(raw, 10);
+        if (!/^\d+$/.test(raw) || n < 1 || n > 3650) { fieldError(daysWrap, "Days between two entries: a whole number from 1 to 3650"); return; }
+        fieldError(daysWrap, null);
+        model.settings.reentry_days = n;
+      }
+      changed();
+    }
+    sel.addEventListener("change", function () {
+      daysWrap.hidden = sel.value !== "days";
+      if (sel.value === "days" && !days.value) days.value = "30";
+      store();
+    });
+    days.addEventListener("input", store);
   }
 
   // -- pointer: drag boxes, drag exits onto steps --------------------------------------------------
@@ -772,6 +957,7 @@
     draw();
     drawPanel();
     drawTriggers();
+    drawSettings();
     scheduleCheck();
   });
 
@@ -786,4 +972,5 @@
   draw();
   drawPanel();
   drawTriggers();
+  drawSettings();
 })();

@@ -1,10 +1,11 @@
 // The segment predicate as rows a person fills in: conditions on fields, tags, lists, events (and,
 // inside a funnel's condition, values the run produced), grouped with "all" / "any", each row or
 // group negatable. Used by the funnel editor and the segment builder; it reads and writes the same
-// predicate JSON the API takes (kinds field, has_tag, in_list, event_count, context, all, any, not).
+// predicate JSON the API takes (kinds field, has_tag, in_list, event_count, context, event, all,
+// any, not). With options.event it builds an event filter: rows on the event's properties only.
 //
 //   SweeplinePredicate.render(container, predicate, options, onChange)
-//   options: {fields: [{name, type}], tags: [..], lists: [..], context: bool}
+//   options: {fields: [{name, type}], tags: [..], lists: [..], context: bool, event: bool}
 (function () {
   "use strict";
 
@@ -23,6 +24,7 @@
     ["field", "Field"], ["has_tag", "Has tag"], ["in_list", "Is in list"],
     ["event_count", "Event happened"], ["context", "Value from the run"]
   ];
+  var EVENT_KINDS = [["event", "Event property"]];
   var uid = 0;
 
   function el(tag, attrs, children) {
@@ -93,6 +95,7 @@
   }
 
   function blankLeaf(kind, options) {
+    if (options.event || kind === "event") return { kind: "event", property: "", op: "eq", value: "" };
     if (kind === "field") return { kind: "field", field: options.fields.length ? options.fields[0].name : "email", op: "eq", value: "" };
     if (kind === "has_tag") return { kind: "has_tag", tag: options.tags[0] || "" };
     if (kind === "in_list") return { kind: "in_list", list: options.lists[0] || "" };
@@ -103,7 +106,7 @@
   function render(container, predicate, options, onChange) {
     options = {
       fields: options.fields || [], tags: options.tags || [], lists: options.lists || [],
-      context: !!options.context
+      context: !!options.context, event: !!options.event
     };
     datalist("pb-tags", options.tags);
     datalist("pb-lists", options.lists);
@@ -134,7 +137,8 @@
     function leafRow(leaf, parent) {
       var p = leaf.p;
       var row = el("div", { "class": "pb-row" });
-      var kinds = KINDS.filter(function (k) { return k[0] !== "context" || options.context || p.kind === "context"; });
+      var kinds = options.event ? EVENT_KINDS : KINDS.filter(function (k) { return k[0] !== "context" || options.context || p.kind === "context"; });
+      if (kinds.every(function (k) { return k[0] !== p.kind; })) kinds = kinds.concat([[p.kind, p.kind]]);
       var kind = select(kinds, p.kind);
       kind.addEventListener("change", function () { leaf.p = blankLeaf(kind.value, options); changed(); redraw(); });
       var neg = el("input", { type: "checkbox" });
@@ -191,13 +195,15 @@
         row.appendChild(labelled("Times", cop));
         row.appendChild(labelled("Count", count));
         row.appendChild(labelled("In the last days", within));
-      } else if (p.kind === "context") {
-        var path = el("input", { type: "text", placeholder: "vars.name or http.node.data.key" });
-        path.value = p.path || "";
-        path.addEventListener("input", function () { p.path = path.value.trim(); changed(); });
+      } else if (p.kind === "context" || p.kind === "event") {
+        // Untyped JSON values: a run's answers, or the properties an event carries.
+        var key = p.kind === "context" ? "path" : "property";
+        var path = el("input", { type: "text", placeholder: p.kind === "context" ? "vars.name or http.node.data.key" : "plan, or customer.country" });
+        path.value = p[key] || "";
+        path.addEventListener("input", function () { p[key] = path.value.trim(); changed(); });
         var cxop = select(OPS_BY_TYPE.number.concat(["contains"]).map(function (o) { return [o, OPS[o]]; }), p.op);
         cxop.addEventListener("change", function () { p.op = cxop.value; if (p.op === "exists" || p.op === "not_exists") delete p.value; changed(); redraw(); });
-        row.appendChild(labelled("Value path", path));
+        row.appendChild(labelled(p.kind === "context" ? "Value path" : "Property", path));
         row.appendChild(labelled("Operator", cxop));
         if (p.op !== "exists" && p.op !== "not_exists") {
           var cv = el("input", { type: "text" });
