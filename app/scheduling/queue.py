@@ -28,10 +28,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
 
-from sqlalchemy import String, bindparam, case, delete, func, select, text
+from sqlalchemy import String, and_, bindparam, case, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.db.chunked import CHUNK_ROWS, delete_in_chunks
 from app.db.dialect import POSTGRESQL
 from app.db.types import UTCDateTime
 from app.scheduling.claim import Claim
@@ -516,13 +517,16 @@ class DatabaseQueue:
             )
         return int(getattr(result, "rowcount", 0) or 0)
 
-    async def purge_finished(self, older_than: datetime) -> int:
-        """Delete done jobs finished before ``older_than`` (until then their ids deduplicate)."""
-        async with self.db.write() as uow:
-            result = await uow.session.execute(
-                delete(Job).where(Job.status == JOB_DONE, Job.finished_at < older_than)
-            )
-        return int(getattr(result, "rowcount", 0) or 0)
+    async def purge_finished(self, older_than: datetime, *, chunk_rows: int = CHUNK_ROWS) -> int:
+        """Delete done jobs finished before ``older_than`` (until then their ids deduplicate), in
+        chunks of short transactions: a busy day's jobs never hold the write lock at once."""
+        return await delete_in_chunks(
+            self.db,
+            Job.__table__,  # type: ignore[arg-type]
+            and_(Job.status == JOB_DONE, Job.finished_at < older_than),
+            key=[Job.id],
+            chunk_rows=chunk_rows,
+        )
 
     # -- observing ---------------------------------------------------------------------------
 

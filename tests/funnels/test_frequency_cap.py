@@ -234,7 +234,5 @@ async def test_counts_of_periods_ended_over_a_day_ago_are_pruned(
     async with rt.db.write() as uow:
         want = frequency.Want("m", ws, who, "UTC")
         assert await frequency.reserve(uow.session, caps, [want], clock.now()) == {}
-    async with rt.db.write() as uow:
-        assert await frequency.prune(uow.session, clock.now() + timedelta(days=1)) == 0
-    async with rt.db.write() as uow:
-        assert await frequency.prune(uow.session, clock.now() + timedelta(days=2, hours=1)) == 1
+    assert await frequency.prune(rt.db, clock.now() + timedelta(days=1)) == 0
+    assert await frequency.prune(rt.db, clock.now() + timedelta(days=2, hours=1)) == 1

@@ -20,10 +20,11 @@ from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 
-from app.db.dialect import insert_ignoring, row_count
-from app.db.session import ReadSession, WriteSession
+from app.db.chunked import CHUNK_ROWS, delete_in_chunks
+from app.db.dialect import insert_ignoring
+from app.db.session import Database, ReadSession, WriteSession
 from app.engines.funnels.models import FrequencyCap, FrequencyCount
 
 MESSAGE_CHANNELS = frozenset({"email", "sms", "push", "letter"})
@@ -202,9 +203,13 @@ async def release(
             )
 
 
-async def prune(session: WriteSession, now: datetime) -> int:
-    """Forget counts of periods that ended more than a day ago."""
-    result = await session.execute(
-        delete(FrequencyCount).where(FrequencyCount.until < now - timedelta(days=1))
+async def prune(db: Database, now: datetime, *, chunk_rows: int = CHUNK_ROWS) -> int:
+    """Forget counts of periods that ended more than a day ago (in chunks of short
+    transactions: after a large campaign these are many rows)."""
+    return await delete_in_chunks(
+        db,
+        FrequencyCount.__table__,  # type: ignore[arg-type]
+        FrequencyCount.until < now - timedelta(days=1),
+        key=[FrequencyCount.contact_id, FrequencyCount.period],
+        chunk_rows=chunk_rows,
     )
-    return row_count(result)

@@ -149,8 +149,7 @@ async def tick(ctx: JobContext, at: datetime) -> None:
 
 async def prune_frequency_counts(ctx: JobContext, at: datetime) -> None:
     """Hourly: the frequency cap forgets periods that ended more than a day ago."""
-    async with ctx.db.write() as uow:
-        await frequency.prune(uow.session, at)
+    await frequency.prune(ctx.db, at)
 
 
 SWEEPS = [
