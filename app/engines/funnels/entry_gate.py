@@ -58,10 +58,12 @@ async def stamp(
     ]
     if not rows:
         return set()
-    statement = insert(session, EntryGate).values(rows)
+    table = EntryGate.__table__
+    statement = insert(session, table)
     statement = statement.on_conflict_do_update(
-        index_elements=[EntryGate.funnel_id, EntryGate.contact_id],
+        index_elements=[table.c.funnel_id, table.c.contact_id],
         set_={"entered_at": statement.excluded.entered_at},
-        where=EntryGate.entered_at <= now - timedelta(days=days),
+        where=table.c.entered_at <= now - timedelta(days=days),
     )
-    return set(await session.scalars(statement.returning(EntryGate.contact_id)))
+    # Rows as parameters (executemany): the statement is cached, not compiled per call.
+    return set(await session.scalars(statement.returning(table.c.contact_id), rows))

@@ -170,14 +170,13 @@ class EventWriter:
         async with self.db.write() as uow:
             found: dict[Key, int] = {}
             if keyed:
-                statement = (
-                    insert_ignoring(uow.session, table)
-                    .values([p.row() for p in keyed])
-                    .returning(
-                        table.c.id, table.c.workspace_id, table.c.source, table.c.external_id
-                    )
+                statement = insert_ignoring(uow.session, table).returning(
+                    table.c.id, table.c.workspace_id, table.c.source, table.c.external_id
                 )
-                for row in (await uow.session.execute(statement)).all():
+                # Rows as parameters (executemany): the statement is compiled once and cached;
+                # a multi-row .values() would be compiled anew for every batch.
+                rows_in = [p.row() for p in keyed]
+                for row in (await uow.session.execute(statement, rows_in)).all():
                     found[(row[1], row[2], row[3])] = int(row[0])
             # Without a sender id there is nothing to match a returned row to: one statement
             # each, still inside the shared transaction (no endpoint sends these today).

@@ -132,17 +132,15 @@ async def _evaluate(
     if not entrants:
         await _baseline_taken(session, funnel.id, key, now)
         return 0
+    table = SegmentMember.__table__
     newly = list(
         await session.scalars(
-            insert(session, SegmentMember)
-            .values(
-                [
-                    {"funnel_id": funnel.id, "trigger_key": key, "contact_id": c, "since": now}
-                    for c in entrants
-                ]
-            )
-            .on_conflict_do_nothing()
-            .returning(SegmentMember.contact_id)
+            # Rows as parameters (executemany): the statement is cached, not compiled per call.
+            insert(session, table).on_conflict_do_nothing().returning(table.c.contact_id),
+            [
+                {"funnel_id": funnel.id, "trigger_key": key, "contact_id": c, "since": now}
+                for c in entrants
+            ],
         )
     )
     if not await _baseline_taken(session, funnel.id, key, now):
