@@ -17,6 +17,10 @@ Faults: before the effect through :class:`~app.sandbox.base.SandboxState` (kinds
 ``payment_intents.create``, ``checkout_sessions.create``, ``payment_intents.get``,
 ``checkout_sessions.get``), and *after* it through :class:`LostResponses` — the payment exists but
 the reply is a 5xx or arrives too late, the case idempotency keys exist for.
+
+Webhooks: :meth:`PaymentsSandbox.pay` settles a PaymentIntent and gives the event Stripe sends;
+:attr:`PaymentsSandbox.webhooks` signs and delivers it exactly as Stripe does
+(:mod:`app.sandbox.stripe_webhooks`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from litestar.params import FromPath
 
 from app.clock import Clock, SystemClock
 from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
+from app.sandbox.stripe_webhooks import StripeEndpoint
 
 
 class KeyReused(Exception):
@@ -164,10 +169,20 @@ class PaymentsSandbox:
     checkout_sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
     ledger: IdempotencyLedger = field(default_factory=IdempotencyLedger)
     lost: LostResponses = field(default_factory=LostResponses)
+    webhooks: StripeEndpoint = field(default_factory=StripeEndpoint)
+    """The account's webhook endpoint: events signed as Stripe signs them."""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._ids):024d}"
+
+    def pay(self, intent_id: str) -> dict[str, Any]:
+        """The customer pays a PaymentIntent: it succeeds, and the ``payment_intent.succeeded``
+        event Stripe would send to the webhook endpoint is returned (deliver it with
+        :meth:`StripeEndpoint.deliver` or sign it with :meth:`StripeEndpoint.signed`)."""
+        intent = self.payment_intents[intent_id]
+        intent.update(status="succeeded", amount_received=intent["amount"])
+        return self.webhooks.event("payment_intent.succeeded", dict(intent))
 
 
 def _account(sandbox: PaymentsSandbox, request: Request[Any, Any, Any]) -> str | None:

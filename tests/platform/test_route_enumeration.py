@@ -45,6 +45,7 @@ EXPECTED_PUBLIC = {
     ("POST", "/hooks/funnels/delivery"),
     ("POST", "/hooks/funnels/{workspace_id:int}/payments"),
     ("POST", "/hooks/funnels/{workspace_id:int}/bookings"),
+    ("POST", "/hooks/funnels/sources/{public_id:str}"),
     ("POST", "/hooks/funnels/{workspace_id:int}/ses"),
     ("POST", "/hooks/funnels/{workspace_id:int}/mailgun"),
     ("POST", "/hooks/ranktracking/postback/{token:str}"),

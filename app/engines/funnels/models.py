@@ -357,6 +357,7 @@ from app.engines.funnels import entry_gate as _entry_gate_table  # noqa: E402, F
 from app.engines.funnels import events as _ingestion_tables  # noqa: E402, F401
 from app.engines.funnels.campaigns import models as _campaign_tables  # noqa: E402, F401
 from app.engines.funnels.outside import models as _outside_tables  # noqa: E402, F401
+from app.engines.funnels.sources import models as _source_tables  # noqa: E402, F401
 
 
 class FrequencyCap(Base):

@@ -198,13 +198,20 @@ def sign_body(secret: str, body: bytes, timestamp: int) -> str:
 
 def verify_body(secret: str, body: bytes, header: str, now_unix: int) -> bool:
     """Check a ``t=…,v1=…`` signature header (any ``v1`` may match, for secret rotation)."""
+    return body_refusal(secret, body, header, now_unix) is None
+
+
+def body_refusal(secret: str, body: bytes, header: str, now_unix: int) -> str | None:
+    """Why a ``t=…,v1=…`` signature header does not verify (``None``: it does)."""
     parts = [p.strip().partition("=") for p in header.split(",")]
     timestamps = [v for k, _, v in parts if k == "t"]
     signatures = [v for k, _, v in parts if k == "v1"]
     if len(timestamps) != 1 or not signatures or not timestamps[0].isdigit():
-        return False
+        return "is not t=…,v1=…"
     timestamp = int(timestamps[0])
     if abs(now_unix - timestamp) > SIGNATURE_TOLERANCE_SECONDS:
-        return False
+        return "timestamp is more than five minutes away from now"
     expected = sign_body(secret, body, timestamp).partition(",v1=")[2]
-    return any(hmac.compare_digest(expected, s) for s in signatures)
+    if not any(hmac.compare_digest(expected, s) for s in signatures):
+        return "does not match the source's secret"
+    return None

@@ -17,6 +17,7 @@ from app.engines.funnels.outside.models import AiUsage, ProviderConfig
 from app.integrations.http_guard import shared_guard
 from app.pagination import Page, page_of
 from app.schemas import Key, Schema
+from app.web.api import funnels_sources
 from app.web.api.common import api_router
 from app.web.auth import (
     CurrentPrincipal,
@@ -179,5 +180,6 @@ ROUTERS = [
         "/funnels",
         [list_providers, configure_provider, remove_provider, read_quota, set_quota, list_usage],
         tag="funnels-providers",
-    )
+    ),
+    funnels_sources.ROUTER,
 ]

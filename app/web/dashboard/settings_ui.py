@@ -24,6 +24,7 @@ from app.errors import DomainError, NotFound
 from app.integrations.http_guard import shared_guard
 from app.platform import service
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.dashboard import sources_ui
 from app.web.dashboard.common import error_message, page
 
 SECRETS = "/ui/workspace/secrets"
@@ -309,4 +310,5 @@ ROUTES: list[Any] = [
     providers_page,
     configure_provider_page,
     remove_provider_page,
+    *sources_ui.ROUTES,
 ]

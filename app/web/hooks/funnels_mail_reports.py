@@ -28,7 +28,7 @@ from app.integrations.mail.sns import SnsError, SnsVerifier, ses_event
 from app.platform.service import get_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
-from app.web.hooks.funnels_public import CACHE_SECONDS, _cache, _store
+from app.web.hooks.funnels_public import CACHE_SECONDS, _cache, store_event
 from app.web.input_guard import check_json
 
 SES_TOPICS_SECRET = "funnels.ses.topic_arns"  # noqa: S105 - a secret's name
@@ -61,7 +61,7 @@ async def _store_reports(
 ) -> int:
     stored = 0
     for report in reports:
-        new = await _store(
+        new = await store_event(
             runtime,
             workspace_id=workspace_id,
             source="delivery",

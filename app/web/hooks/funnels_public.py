@@ -24,6 +24,7 @@ from app.engines.funnels.forms import FormNotFound, form_html, public_form, subm
 from app.engines.funnels.ingest import request_processing
 from app.engines.funnels.ingest_writer import EventWriter
 from app.engines.funnels.site_snippet import SNIPPET
+from app.engines.funnels.sources.receive import Inbound, booking_event, payment_event
 from app.engines.funnels.tracking import (
     SIGNATURE_HEADER,
     MessageRef,
@@ -33,7 +34,7 @@ from app.engines.funnels.tracking import (
 )
 from app.errors import Unauthorized, ValidationFailed
 from app.platform.models import Workspace
-from app.platform.service import get_secret, webhook_secret, workspace_for_ingest_token
+from app.platform.service import webhook_secret, workspace_for_ingest_token
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
 from app.web.input_guard import check_json, check_value
@@ -87,8 +88,9 @@ async def workspace_secret(runtime: Runtime, workspace_id: int) -> str | None:
 async def _signed_workspace(
     request: Request[Any, Any, Any], runtime: Runtime, workspace_id: int | None, body: bytes
 ) -> int:
-    """The workspace of an HMAC-signed request (``X-Sweepline-Signature`` or, for payment
-    providers, ``Stripe-Signature``), or :class:`Unauthorized`."""
+    """The workspace of a request signed with the workspace's signing secret
+    (``X-Sweepline-Signature``, or in ``Stripe-Signature`` on the payment endpoint), or
+    :class:`Unauthorized`."""
     header = request.headers.get(SIGNATURE_HEADER) or request.headers.get("stripe-signature")
     if workspace_id is None:
         raw = request.headers.get("x-sweepline-workspace", "")
@@ -100,42 +102,6 @@ async def _signed_workspace(
     if secret is None or not verify_body(secret, body, header, now):
         raise Unauthorized("the signature does not match")
     return workspace_id
-
-
-PAYMENTS_SECRET = "funnels.payments.webhook_secret"  # noqa: S105 - a secret's name
-BOOKING_SECRET = "funnels.booking.webhook_secret"  # noqa: S105 - a secret's name
-
-
-async def _source_signed(
-    request: Request[Any, Any, Any],
-    runtime: Runtime,
-    workspace_id: int,
-    body: bytes,
-    *,
-    secret_name: str,
-    header: str,
-) -> None:
-    """A provider webhook verified with the source's own endpoint secret (Stripe: the
-    endpoint's ``whsec_…`` signing secret and its ``Stripe-Signature`` header, the same
-    ``t=…,v1=…`` HMAC-SHA256 scheme). Without a configured secret, our own signature is
-    accepted (``X-Sweepline-Signature`` with the workspace secret)."""
-    cache = _cache(runtime, "source-secrets")
-    hit = cache.get((workspace_id, secret_name))
-    secret = str(hit[0]) if hit is not None and hit[1] > time.monotonic() else None
-    if secret is None:
-        async with runtime.db.read() as session:
-            secret = await get_secret(
-                session, runtime.secrets, workspace_id=workspace_id, name=secret_name
-            )
-        if secret is not None:
-            cache[(workspace_id, secret_name)] = (secret, time.monotonic() + CACHE_SECONDS)
-    if secret is None:
-        await _signed_workspace(request, runtime, workspace_id, body)
-        return
-    given = request.headers.get(header)
-    now = int(runtime.clock.now().timestamp())
-    if not given or not verify_body(secret, body, given, now):
-        raise Unauthorized(f"the {header} signature does not match the source's secret")
 
 
 async def _authenticated(request: Request[Any, Any, Any], runtime: Runtime, body: bytes) -> int:
@@ -172,7 +138,7 @@ def event_writer(runtime: Runtime) -> EventWriter:
     )
 
 
-async def _store(
+async def store_event(
     runtime: Runtime,
     *,
     workspace_id: int,
@@ -247,7 +213,7 @@ async def api_event(request: Request[Any, Any, Any], runtime: CurrentRuntime) ->
         "occurred_at": event.occurred_at.isoformat() if event.occurred_at else None,
         "create": event.create_contact,
     }
-    stored = await _store(
+    stored = await store_event(
         runtime,
         workspace_id=workspace_id,
         source="api",
@@ -276,7 +242,7 @@ async def delivery_report(request: Request[Any, Any, Any], runtime: CurrentRunti
     kinds = ("delivered", "opened", "clicked", "bounced", "complained", "unsubscribed")
     if report.kind not in kinds:
         raise ValidationFailed.field("kind", f"one of {', '.join(kinds)}")
-    stored = await _store(
+    stored = await store_event(
         runtime,
         workspace_id=workspace_id,
         source="delivery",
@@ -290,71 +256,42 @@ async def delivery_report(request: Request[Any, Any, Any], runtime: CurrentRunti
 # -- bookings and payments (signed webhooks) ---------------------------------------------------
 
 
-PAYMENT_TYPES = ("payment_intent.succeeded", "charge.succeeded", "checkout.session.completed")
-
-
-class ProviderEvent(msgspec.Struct, kw_only=True):
-    id: EventId
-    type: str
-
-
 @post("/hooks/funnels/{workspace_id:int}/payments", status_code=202)
 async def payment_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> Accepted:
-    """Payment provider events (Stripe's shape and signature scheme): ``payment_made``.
-    Signed with the Stripe endpoint's secret (workspace secret
-    ``funnels.payments.webhook_secret``, ``whsec_…``) or, without one, with ours."""
+    """Payment events in Stripe's shape (``payment_made``), signed with the workspace's signing
+    secret. A Stripe account signs with its endpoint's own secret: configure it as a webhook
+    source (``/api/v1/funnels/sources``) and point Stripe at the source's URL."""
     body = await request.body()
-    await _source_signed(
-        request,
-        runtime,
-        workspace_id,
-        body,
-        secret_name=PAYMENTS_SECRET,
-        header="stripe-signature",
-    )
-    event = _decode(body, ProviderEvent)
-    if event.type not in PAYMENT_TYPES:
-        return Accepted(stored=False)
-    stored = await _store(
-        runtime,
-        workspace_id=workspace_id,
-        source="payment",
-        name="payment_made",
-        external_id=event.id,
-        payload=msgspec.json.decode(body),
-    )
-    return Accepted(stored=stored is not None, id=stored)
+    await _signed_workspace(request, runtime, workspace_id, body)
+    check_json(body)
+    return await _stored(runtime, workspace_id, payment_event(body))
 
 
 @post("/hooks/funnels/{workspace_id:int}/bookings", status_code=202)
 async def booking_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> Accepted:
-    """Booking events (``booking.created``): ``booking_made``."""
+    """Booking events (``booking.created`` → ``booking_made``), signed with the workspace's
+    signing secret; a booking provider's own signature goes to a webhook source."""
     body = await request.body()
-    await _source_signed(
-        request,
-        runtime,
-        workspace_id,
-        body,
-        secret_name=BOOKING_SECRET,
-        header=SIGNATURE_HEADER,
-    )
-    event = _decode(body, ProviderEvent)
-    if event.type != "booking.created":
+    await _signed_workspace(request, runtime, workspace_id, body)
+    check_json(body)
+    return await _stored(runtime, workspace_id, booking_event(body))
+
+
+async def _stored(runtime: Runtime, workspace_id: int, event: Inbound | None) -> Accepted:
+    """Store a provider's event (``None``: a type nothing listens to, acknowledged)."""
+    if event is None:
         return Accepted(stored=False)
-    payload = msgspec.json.decode(body)
-    if not isinstance(payload.get("booking"), dict):
-        raise ValidationFailed.field("booking", "the booking is missing")
-    stored = await _store(
+    stored = await store_event(
         runtime,
         workspace_id=workspace_id,
-        source="booking",
-        name="booking_made",
-        external_id=event.id,
-        payload=payload,
+        source=event.source,
+        name=event.name,
+        external_id=event.external_id,
+        payload=event.payload,
     )
     return Accepted(stored=stored is not None, id=stored)
 
@@ -407,7 +344,7 @@ async def form_submit(
         detail = exc.details[0]["message"] if exc.details else exc.message
         again = form_html(form, f"/t/f/{public_id}")
         return _page("Check the form", f"<p role='alert'>{escape(detail)}</p>{again}", 422)
-    await _store(
+    await store_event(
         runtime,
         workspace_id=form.workspace_id,
         source="form",
@@ -456,7 +393,7 @@ async def collect(request: Request[Any, Any, Any], runtime: CurrentRuntime) -> N
     ):
         raise Unauthorized("unknown site key or visitor")
     assert workspace_id is not None
-    await _store(
+    await store_event(
         runtime,
         workspace_id=workspace_id,
         source="site",
@@ -490,7 +427,7 @@ async def open_pixel(runtime: CurrentRuntime, token: FromPath[str]) -> Response[
     if found is None:
         return Response(b"", status_code=404, media_type=MediaType.TEXT)
     ref, _claims = found
-    await _store(
+    await store_event(
         runtime,
         workspace_id=ref.workspace_id,
         source="tracking",
@@ -514,7 +451,7 @@ async def link_redirect(runtime: CurrentRuntime, token: FromPath[str]) -> Respon
     ):
         return Response("unknown link", status_code=404, media_type=MediaType.TEXT)
     ref, _claims = found
-    await _store(
+    await store_event(
         runtime,
         workspace_id=ref.workspace_id,
         source="tracking",
