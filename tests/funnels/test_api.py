@@ -196,9 +196,9 @@ async def test_enroll_runs_steps_and_timeline(
         f"/{fid}/enroll",
         {"predicate": {"kind": "field", "field": "first_name", "op": "ne", "value": "C2"}},
     )
-    assert entered.json() == {"started": 2}
+    assert entered.json() == {"started": 2, "job": None}
     again = await _post(client, tenant, f"/{fid}/enroll", {"contact_ids": ids})
-    assert again.json() == {"started": 1}  # one run per contact per funnel
+    assert again.json() == {"started": 1, "job": None}  # one run per contact per funnel
 
     runner = Runner(runtime.db, FunnelSettings(), mail_domain="x.test")
     await runner.run_batch(owner="t", now=runtime.clock.now())

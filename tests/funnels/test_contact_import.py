@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 
 from app.engines.funnels.contact_import import CONTACTS_IMPORT, CONTACTS_IMPORT_JOB, import_step
 from app.engines.funnels.contacts import MAX_TAGS_PER_CONTACT
+from app.engines.funnels.enrolment import ENROLMENT, ENROLMENT_JOB
 from app.engines.funnels.models import Contact, ContactEvent, ContactTag
 from app.runtime import Runtime
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, bulk_job_spec, run_bulk_job
@@ -30,7 +31,13 @@ async def _post(client: httpx.AsyncClient, tenant: Tenant, path: str, body: Any)
 
 async def _run(runtime: Runtime, job_id: int, kind: BulkKind = CONTACTS_IMPORT) -> None:
     """Run the queued bulk job to its end in this task (what a worker does)."""
-    spec = CONTACTS_IMPORT_JOB if kind is CONTACTS_IMPORT else bulk_job_spec(kind)
+    spec = (
+        CONTACTS_IMPORT_JOB
+        if kind is CONTACTS_IMPORT
+        else ENROLMENT_JOB
+        if kind is ENROLMENT
+        else bulk_job_spec(kind)
+    )
     await run_bulk_job(runtime.context(job_id=f"bulk:{job_id}:0"), kind, job_id, spec)
 
 
@@ -348,10 +355,18 @@ async def test_manual_entry_of_many_contacts_is_bounded_and_batched(
         {"predicate": {"kind": "has_tag", "tag": "member"}},
     )
     assert everyone.status_code == 200, everyone.text
-    assert everyone.json() == {"started": 1200}
+    # The first chunk at once, the rest in chunks of a bulk job (issue 11 item 4).
+    first = everyone.json()
+    assert first["started"] == runtime.settings.bulk.chunk_items
+    await _run(runtime, int(first["job"].rsplit("/", 1)[1]), ENROLMENT)
+    rest = (await client.get(first["job"], headers=auth(tenant))).json()
+    assert rest["counters"]["started"] == 1200
     again = await _post(
         client, tenant, f"/{fid}/enroll", {"predicate": {"kind": "has_tag", "tag": "member"}}
     )
-    assert again.json() == {"started": 0}
+    assert again.json()["started"] == 0
+    await _run(runtime, int(again.json()["job"].rsplit("/", 1)[1]), ENROLMENT)
+    repeat = (await client.get(again.json()["job"], headers=auth(tenant))).json()
+    assert repeat["counters"]["started"] == 0
     async with runtime.db.read() as session:
         assert await session.scalar(select(func.count()).select_from(Run)) == 1200

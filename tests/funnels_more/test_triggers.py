@@ -370,11 +370,11 @@ async def test_manual_entry_for_a_segment(client, runtime, tenant, other_tenant)
         f"/api/v1/funnels/{funnel_id}/segment-entries", json=body, headers=auth(tenant)
     )
     assert r.status_code == 200
-    assert r.json() == {"started": 1}
+    assert r.json() == {"started": 1, "job": None}
     again = await client.post(
         f"/api/v1/funnels/{funnel_id}/segment-entries", json=body, headers=auth(tenant)
     )
-    assert again.json() == {"started": 0}
+    assert again.json() == {"started": 0, "job": None}
     foreign = await client.post(
         f"/api/v1/funnels/{funnel_id}/segment-entries", json=body, headers=auth(other_tenant)
     )

@@ -225,6 +225,9 @@ class EnrollIn(Schema):
 
 class EnrollOut(Schema):
     started: int
+    """Runs started; while ``job`` runs, those of the first chunk (the job counts the rest)."""
+    job: str | None = None
+    """A large enrolment continues as a bulk job: its status URL (``started`` in its counters)."""
 
 
 class RunOut(Schema):

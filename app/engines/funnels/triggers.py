@@ -331,6 +331,43 @@ async def admit(
     return evaluate(predicate, facts[contact.id], now=now, custom=custom)
 
 
+async def enrolment_query(
+    session: WriteSession,
+    version: FunnelVersion,
+    *,
+    at: datetime,
+    contact_ids: Sequence[int] | None,
+    predicate: Predicate | None,
+) -> Any:
+    """``SELECT contacts.id`` of who the ``manual`` trigger enters: the given contacts, or
+    everyone matching ``predicate``, and the funnel's entry predicate, evaluated at ``at``."""
+    ws = version.workspace_id
+    custom = await field_types(session, ws)
+    stmt = select(Contact.id).where(Contact.workspace_id == ws, Contact.deleted_at.is_(None))
+    if contact_ids is not None:
+        stmt = stmt.where(Contact.id.in_(list(contact_ids)))
+    if predicate is not None:
+        stmt = stmt.where(compile_sql(predicate, workspace_id=ws, now=at, custom=custom))
+    entry = graph_for_version(version.id, version.definition).definition.entry_predicate
+    if entry is not None:
+        stmt = stmt.where(compile_sql(entry, workspace_id=ws, now=at, custom=custom))
+    return stmt
+
+
+async def enter_ids(
+    session: WriteSession, version: FunnelVersion, ids: Sequence[int], *, now: datetime
+) -> int:
+    """Start runs for ``ids``; how many started (who is already in is dropped)."""
+    started = 0
+    # Multi-row inserts, a piece at a time: everyone in a large workspace is a few hundred
+    # statements, not one per contact (the unique indexes still drop who is already in).
+    for start in range(0, len(ids), ENROLL_PIECE):
+        started += await enter_many(
+            session, [(version, cid) for cid in ids[start : start + ENROLL_PIECE]], now=now
+        )
+    return started
+
+
 async def enroll(
     session: WriteSession,
     version: FunnelVersion,
@@ -339,24 +376,11 @@ async def enroll(
     contact_ids: Sequence[int] | None = None,
     predicate: Predicate | None = None,
 ) -> int:
-    """The ``manual`` trigger: enter the given contacts, or everyone matching ``predicate``
-    (and the funnel's entry predicate). Returns how many runs started."""
-    ws = version.workspace_id
-    custom = await field_types(session, ws)
-    stmt = select(Contact.id).where(Contact.workspace_id == ws, Contact.deleted_at.is_(None))
-    if contact_ids is not None:
-        stmt = stmt.where(Contact.id.in_(list(contact_ids)))
-    if predicate is not None:
-        stmt = stmt.where(compile_sql(predicate, workspace_id=ws, now=now, custom=custom))
-    entry = graph_for_version(version.id, version.definition).definition.entry_predicate
-    if entry is not None:
-        stmt = stmt.where(compile_sql(entry, workspace_id=ws, now=now, custom=custom))
-    started = 0
+    """The ``manual`` trigger in the caller's transaction: enter the given contacts, or
+    everyone matching ``predicate`` (and the funnel's entry predicate). Returns how many runs
+    started. The API enters large audiences in chunks instead (:mod:`.enrolment`)."""
+    stmt = await enrolment_query(
+        session, version, at=now, contact_ids=contact_ids, predicate=predicate
+    )
     ids = list(await session.scalars(stmt.order_by(Contact.id)))
-    # Multi-row inserts, a piece at a time: everyone in a large workspace is a few hundred
-    # statements, not one per contact (the unique indexes still drop who is already in).
-    for start in range(0, len(ids), ENROLL_PIECE):
-        started += await enter_many(
-            session, [(version, cid) for cid in ids[start : start + ENROLL_PIECE]], now=now
-        )
-    return started
+    return await enter_ids(session, version, ids, now=now)

@@ -18,6 +18,7 @@ from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import erased_addresses, erasure, frequency, reports, service
 from app.engines.funnels.contact_import import start_import
+from app.engines.funnels.enrolment import start_enrolment
 from app.engines.funnels.graph import Graph
 from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
 from app.engines.funnels.schemas import (
@@ -55,13 +56,12 @@ from app.engines.funnels.segment_triggers import contacts_changed
 from app.engines.funnels.segments import compile_sql
 from app.engines.funnels.segments import problems as predicate_problems
 from app.engines.funnels.trial_send import compose_test
-from app.engines.funnels.triggers import enroll
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
 from app.pagination import Page, page_of
 from app.schemas import EmailAddress, Key, RowRef, Schema
 from app.web.api.common import api_router, idempotent
-from app.web.api.jobs import BulkJobOut, bulk_job_out
+from app.web.api.jobs import BulkJobOut, bulk_job_out, job_url
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.deps import Paging
 
@@ -553,21 +553,25 @@ async def enroll_contacts(
     data: JSONBody[EnrollIn],
 ) -> Response[EnrollOut]:
     """The ``manual`` trigger: enter the listed contacts, or everyone matching a predicate.
-    A retry with the same ``Idempotency-Key`` answers the first count."""
+    More contacts than one chunk are entered by a background job (``job``: its status, with
+    ``started`` in its counters). A retry with the same ``Idempotency-Key`` answers the first
+    count."""
     if data.contact_ids is None and data.predicate is None:
         raise ValidationFailed.field("contact_ids", "give contact_ids or a predicate")
 
     async def action(uow: UnitOfWork) -> EnrollOut:
         funnel = await service.get_funnel(uow.session, principal.workspace_id, funnel_id)
         version = await service.current_version(uow.session, funnel)
-        started = await enroll(
-            uow.session,
+        entered = await start_enrolment(
+            uow,
+            runtime.queue,
             version,
             now=runtime.clock.now(),
             contact_ids=data.contact_ids,
             predicate=data.predicate,
+            chunk_items=runtime.settings.bulk.chunk_items,
         )
-        return EnrollOut(started=started)
+        return EnrollOut(started=entered.started, job=job_url(entered.job))
 
     return await idempotent(request, principal, runtime, action, status_code=200)
 

@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from app.db.session import UnitOfWork
 from app.engines.funnels.contacts import get_contact
+from app.engines.funnels.enrolment import start_enrolment
 from app.engines.funnels.events import InboundEvent
 from app.engines.funnels.forms import FormField, create_form, embed_code, list_forms
 from app.engines.funnels.models import ContactEvent
@@ -21,11 +22,11 @@ from app.engines.funnels.service import current_version, get_funnel
 from app.engines.funnels.simulate import simulate
 from app.engines.funnels.site_snippet import snippet_tag
 from app.engines.funnels.tracking import contact_token, site_key
-from app.engines.funnels.triggers import enroll
 from app.pagination import Page, page_of
 from app.platform.service import get_workspace, webhook_secret
 from app.schemas import Count, Key, Name, RowRef, Schema, Text
 from app.web.api.common import api_router, idempotent
+from app.web.api.jobs import job_url
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.deps import Paging
 
@@ -315,6 +316,9 @@ class SegmentEntryIn(Schema):
 
 class SegmentEntryOut(Schema):
     started: int
+    """Runs started; while ``job`` runs, those of the first chunk (the job counts the rest)."""
+    job: str | None = None
+    """A large segment enters through a bulk job: its status URL."""
 
 
 @post("/{funnel_id:int}/segment-entries", status_code=200)
@@ -332,10 +336,16 @@ async def enter_segment(
     async def action(uow: UnitOfWork) -> SegmentEntryOut:
         funnel = await get_funnel(uow.session, principal.workspace_id, funnel_id)
         version = await current_version(uow.session, funnel)
-        started = await enroll(
-            uow.session, version, now=runtime.clock.now(), predicate=data.segment
+        entered = await start_enrolment(
+            uow,
+            runtime.queue,
+            version,
+            now=runtime.clock.now(),
+            contact_ids=None,
+            predicate=data.segment,
+            chunk_items=runtime.settings.bulk.chunk_items,
         )
-        return SegmentEntryOut(started=started)
+        return SegmentEntryOut(started=entered.started, job=job_url(entered.job))
 
     return await idempotent(request, principal, runtime, action, status_code=200)
 

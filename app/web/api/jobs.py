@@ -60,6 +60,11 @@ def item_error_out(e: BulkJobError) -> ItemErrorOut:
     return ItemErrorOut(id=e.id, item=e.item, field=e.field, message=e.message)
 
 
+def job_url(job: BulkJob | None) -> str | None:
+    """Where a bulk job's status is read (``None`` for no job)."""
+    return None if job is None else f"/api/v1/jobs/{job.id}"
+
+
 def bulk_job_out(job: BulkJob, errors: list[BulkJobError]) -> BulkJobOut:
     return BulkJobOut(
         id=job.id,
