@@ -40,8 +40,10 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.engines.ranktracking.models import Request, Result, Run, Schedule
-from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts
+from app.engines.ranktracking.reports.charts import CHART_POINTS, keyword_chart, schedule_charts
+from app.engines.ranktracking.reports.measurements import measured_runs
 from app.engines.ranktracking.reports.positions import TableQuery, positions_page
+from app.engines.ranktracking.reports.rivals import competitor_figures, who_gained
 from app.platform.models import Organisation, Workspace
 from app.settings import load_settings
 from app.web.dashboard import ranktracking_reports as reports_ui
@@ -252,6 +254,11 @@ async def main() -> None:
                 await schedule_charts(session, schedule_id)
                 await keyword_chart(session, schedule_id, "keyword 1", ["rival.com"])
 
+            async def rivals() -> None:
+                columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
+                await competitor_figures(session, columns, list(schedule.competitors or []))
+                await who_gained(session, schedule)
+
             async def plain_window() -> None:
                 rows = await session.execute(
                     text(
@@ -278,6 +285,9 @@ async def main() -> None:
                     args.repeat, lambda: table_page(52)
                 ),
                 "chart data (schedule charts + one keyword)": await timed(args.repeat, charts),
+                "competitors' figures over the runs, and who gained": await timed(
+                    args.repeat, rivals
+                ),
                 "baseline: plain SELECT of the table's rows": await timed(
                     args.repeat, plain_window
                 ),
