@@ -8,11 +8,13 @@ from typing import Any
 
 import httpx
 
+from app.engines.ranktracking import ledger
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.conftest import auth
 from tests.factories import Tenant
-from tests.ranktracking.reports_seed import seeded_schedule
+from tests.ranktracking.conftest import fund, make_schedule
+from tests.ranktracking.reports_seed import KEYWORDS, PLAN, measure, seeded_schedule
 
 BASE = "/api/v1/ranktracking"
 
@@ -259,3 +261,26 @@ async def test_search_volume_from_keyword_data_of_the_same_list(
     assert [row["keyword"] for row in r.json()["items"]] == sorted(
         KEYWORDS, key=lambda kw: -volumes[kw]
     )
+
+
+async def test_balance_over_time(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant, sim: SerpSimulator
+) -> None:
+    """Issue 16 item 5: the available balance at the end of each UTC day, from the ledger."""
+    await fund(runtime, tenant, 10_000)
+    schedule = await make_schedule(runtime, tenant, keywords=KEYWORDS, devices=["desktop"])
+    runtime.clock.advance(days=2)  # type: ignore[attr-defined]
+    await measure(runtime, sim, schedule.id, PLAN[0])
+    r = await client.get("/api/v1/ranktracking/balance/history", headers=auth(tenant))
+    assert r.status_code == 200, r.text
+    chart = r.json()
+    assert [s["label"] for s in chart["series"]] == ["available (EUR)"]
+    values = chart["series"][0]["values"]
+    assert len(chart["x"]) == len(values) == 3
+    assert chart["x"][1] - chart["x"][0] == 86_400
+    async with runtime.db.read() as session:
+        available = await ledger.ledger_available(session, tenant.organisation_id)
+    assert values == [100.0, 100.0, available / 1_000_000]
+    assert values[2] < 100.0
+    r = await client.get("/api/v1/ranktracking/balance/history?days=0", headers=auth(tenant))
+    assert r.status_code == 422

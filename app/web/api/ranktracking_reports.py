@@ -12,6 +12,7 @@ from litestar import Response, get, put
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking.balance_history import DAYS, BalanceChart, balance_history
 from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import (
@@ -223,7 +224,24 @@ async def get_competitors_summary(
         return await who_gained(session, schedule)
 
 
+@get("/balance/history")
+async def get_balance_history(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    days: Annotated[
+        int, QueryParameter(ge=1, le=366, description="Days shown, today included.")
+    ] = DAYS,
+) -> BalanceChart:
+    """The organisation's available balance at the end of each UTC day, from the ledger (a figure
+    in EUR; the ledger keeps the exact amounts)."""
+    async with runtime.db.read() as session:
+        return await balance_history(
+            session, principal.organisation_id, runtime.clock.now(), days=days
+        )
+
+
 HANDLERS: list[Any] = [
+    get_balance_history,
     put_targets,
     get_positions,
     get_summary,
