@@ -348,15 +348,18 @@ async def test_schedule_fires_each_occurrence_once_for_its_segment(runtime, tena
         },
     )
     async with runtime.db.write() as uow:  # Monday 09:00: not yet
-        assert await fire_schedules(uow.session, now=clock.now()) == 0
+        assert await fire_schedules(uow, runtime.queue, now=clock.now(), chunk_items=200) == 0
     clock.advance(hours=1, seconds=5)
     for expected in (1, 0):
         async with runtime.db.write() as uow:
-            assert await fire_schedules(uow.session, now=clock.now()) == expected
+            assert (
+                await fire_schedules(uow, runtime.queue, now=clock.now(), chunk_items=200)
+                == expected
+            )
     assert [r.contact_id for r in await runs_of(runtime, funnel_id)] == [ann]
     clock.advance(days=7)
     async with runtime.db.write() as uow:  # next Monday: ann already had her run (no re-entry)
-        assert await fire_schedules(uow.session, now=clock.now()) == 0
+        assert await fire_schedules(uow, runtime.queue, now=clock.now(), chunk_items=200) == 0
 
 
 async def test_manual_entry_for_a_segment(client, runtime, tenant, other_tenant) -> None:
@@ -405,3 +408,32 @@ async def test_fn26_time_and_segment_triggers_are_validated(runtime, tenant) -> 
     assert "weekdays 0 (Monday) to 6" in messages
     assert "unknown time zone" in messages
     assert "unknown field 'nope'" in messages
+
+
+async def test_a_large_scheduled_segment_enters_in_chunks(runtime, tenant, clock) -> None:
+    """A schedule whose segment holds more contacts than one chunk enters the first chunk with
+    the sweep's transaction and the rest through the enrolment bulk job (issue 11 item 4)."""
+    from app.engines.funnels.enrolment import ENROLMENT, ENROLMENT_JOB
+    from app.scheduling.bulk import list_bulk_jobs, run_bulk_job
+
+    ws = tenant.workspace_id
+    await setup_names(runtime, ws, tags=["weekly"])
+    for i in range(9):
+        await contact(runtime, ws, f"w{i}@example.com", tags=["weekly"])
+    funnel_id = await tagging_funnel(
+        runtime,
+        ws,
+        {
+            "kind": "schedule",
+            "hour": 10,
+            "weekdays": [0],
+            "segment": {"kind": "has_tag", "tag": "weekly"},
+        },
+    )
+    clock.advance(hours=1, seconds=5)  # Monday 10:00
+    async with runtime.db.write() as uow:
+        assert await fire_schedules(uow, runtime.queue, now=clock.now(), chunk_items=4) == 4
+    async with runtime.db.read() as s:
+        (job,) = await list_bulk_jobs(s, ws, before=None, limit=5, kinds=[ENROLMENT.name])
+    await run_bulk_job(runtime.context(job_id="t"), ENROLMENT, job.id, ENROLMENT_JOB)
+    assert len(await runs_of(runtime, funnel_id)) == 9

@@ -13,16 +13,17 @@ from datetime import datetime, time, timedelta
 from typing import Any
 
 from app.db.dialect import insert
-from app.db.session import WriteSession
+from app.db.session import UnitOfWork
 from app.engines.funnels.date_triggers import fire_date_triggers
+from app.engines.funnels.enrolment import start_enrolment
 from app.engines.funnels.events import TriggerFire
 from app.engines.funnels.graph import Schedule, graph_for_version
 from app.engines.funnels.ingest import INGEST, IngestPayload
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Funnel, FunnelVersion
 from app.engines.funnels.segment_triggers import evaluate_segments, live_versions, trigger_key
-from app.engines.funnels.triggers import enroll
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.queue import JobQueue
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key
 from app.scheduling.zones import local_to_utc, zone_or_utc
 
@@ -48,19 +49,30 @@ def latest_occurrence(trigger: Schedule, anchor: datetime, now: datetime) -> dat
     return None
 
 
-async def fire_schedules(session: WriteSession, *, now: datetime) -> int:
+async def fire_schedules(
+    uow: UnitOfWork, queue: JobQueue, *, now: datetime, chunk_items: int
+) -> int:
+    """Fire the due schedules; runs started now (a segment larger than ``chunk_items`` enters
+    the rest through a bulk job, see :mod:`.enrolment`)."""
     started = 0
-    for funnel, version in await live_versions(session):
+    for funnel, version in await live_versions(uow.session):
         graph = graph_for_version(version.id, version.definition)
         for trigger in graph.definition.triggers:
             if isinstance(trigger, Schedule):
-                started += await _fire(session, funnel, version, trigger, now)
+                started += await _fire(uow, queue, funnel, version, trigger, now, chunk_items)
     return started
 
 
 async def _fire(
-    session: WriteSession, funnel: Funnel, version: FunnelVersion, trigger: Schedule, now: datetime
+    uow: UnitOfWork,
+    queue: JobQueue,
+    funnel: Funnel,
+    version: FunnelVersion,
+    trigger: Schedule,
+    now: datetime,
+    chunk_items: int,
 ) -> int:
+    session = uow.session
     at = latest_occurrence(trigger, version.published_at, now)
     if at is None or now - at >= LOOKBACK:
         return 0
@@ -78,7 +90,16 @@ async def _fire(
     )
     if claimed is None:
         return 0
-    return await enroll(session, version, now=now, predicate=trigger.segment)
+    entered = await start_enrolment(
+        uow,
+        queue,
+        version,
+        now=now,
+        contact_ids=None,
+        predicate=trigger.segment,
+        chunk_items=chunk_items,
+    )
+    return entered.started
 
 
 # -- the sweep of time-based triggers ----------------------------------------------------------
@@ -92,7 +113,9 @@ async def run_time_triggers(ctx: JobContext, payload: TimeTriggersPayload) -> No
     """Fire due schedules and date fields, and re-evaluate every segment_enter trigger."""
     now = ctx.clock.now()
     async with ctx.db.write() as uow:
-        started = await fire_schedules(uow.session, now=now)
+        started = await fire_schedules(
+            uow, ctx.queue, now=now, chunk_items=ctx.settings.bulk.chunk_items
+        )
         started += await fire_date_triggers(uow.session, now=now)
         started += await evaluate_segments(uow.session, now=now)
     if started:
