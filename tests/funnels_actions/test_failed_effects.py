@@ -163,3 +163,35 @@ async def test_refused_while_the_run_waits_ends_it_and_cancels_the_rest(
     assert outside.sink.messages == []
     [run] = await runs_of(outside.runtime, funnel_id)
     assert run.status == RUN_FAILED
+
+
+async def test_publishing_needs_the_fields_the_channels_read(
+    outside: Outside, space: Space
+) -> None:
+    """FN-26 ``channel_field`` at publish: a push node needs the push provider's token field
+    defined as a text field, a letter node the ``address_*`` fields; nothing is published
+    until they exist."""
+    import pytest
+
+    from app.engines.funnels.errors import InvalidGraph
+
+    ws = space.workspace_id
+    outside.push()
+    await outside.provider(
+        ws, "push", shape="json", secret="push-sandbox-key", options={"token_field": "device"}
+    )
+    push = graph(node("send_push", "p", title="Hi", body="News"), triggers=CREATED)
+    await setup_names(outside.runtime, ws, fields={"push_token": "text"})
+    with pytest.raises(InvalidGraph) as refused:
+        await published(outside.runtime, ws, push)
+    [problem] = refused.value.details
+    assert (problem["node_id"], problem["code"]) == ("p", "channel_field")
+    assert "'device'" in problem["message"]
+    await setup_names(outside.runtime, ws, fields={"device": "text"})
+    await published(outside.runtime, ws, push)
+
+    letter = graph(node("send_letter", "l", body="Dear"), triggers=CREATED)
+    with pytest.raises(InvalidGraph):
+        await published(outside.runtime, ws, letter, name="Letters")
+    await setup_names(outside.runtime, ws, fields=ADDRESS)
+    await published(outside.runtime, ws, letter, name="Letters")
