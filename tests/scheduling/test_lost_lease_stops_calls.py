@@ -31,6 +31,7 @@ from app.scheduling.queue import DatabaseQueue
 from tests.conftest import eventually
 from tests.scheduling.conftest import Runtimes, database_worker
 from tests.scheduling.helpers import job_row, running, wait_for_status
+from tests.scheduling.test_worker_supervision import drop_lease_trigger, install_lease_trigger
 from tests.scheduling.testjobs import CALL_OUT, RUNS, CallOut
 
 LEASE = 1.5
@@ -129,3 +130,28 @@ async def test_a_job_whose_lease_was_taken_sends_no_further_mail(
         assert sent(2) == 2
     assert attempts == 2
     assert RUNS.done["smtp"] == 1
+
+
+async def test_a_job_whose_lease_ran_out_unrenewed_makes_no_further_call(
+    runtimes: Runtimes, shared_db: Database, simulator: tuple[SandboxState, str]
+) -> None:
+    """Renewals stop reaching the database (every UPDATE of the queue fails): once a lease has
+    passed since the last confirmed renewal, another worker may take the job, so the worker
+    stops it on its own clock — its next outside call is refused."""
+    state, url = simulator
+    runtime = runtimes.make("database", SystemClock())
+    queue = runtime.queue
+    assert isinstance(queue, DatabaseQueue)
+    worker = database_worker(runtime, lease_seconds=LEASE, concurrency=1, prefetch=0)
+    await queue.enqueue(None, CALL_OUT, CallOut(key="stale", url=url), job_id="stale")
+    try:
+        async with running(worker):
+            await eventually(until(lambda: state.count("attempt 1") == 1))
+            await install_lease_trigger(shared_db)
+            await eventually(until(lambda: worker.leases_lost == 1))
+            RUNS.gate("stale:1").set()
+            await eventually(until(lambda: RUNS.refused["stale"] == 1))
+    finally:
+        await drop_lease_trigger(shared_db)
+    assert state.count("attempt 1") == 1, "no call once the lease ran out"
+    assert RUNS.done["stale"] == 0

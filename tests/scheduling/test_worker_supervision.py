@@ -44,6 +44,13 @@ def runtime_db(runtimes: Runtimes, manual: ManualClock) -> Runtime:
 async def failing_lease(shared_db: Database) -> AsyncIterator[None]:
     """A database trigger that makes every lease (an UPDATE of ``jobs``) fail: a real error from
     the database, as a lock episode or a full disk would raise."""
+    await install_lease_trigger(shared_db)
+    yield
+    await drop_lease_trigger(shared_db)
+
+
+async def install_lease_trigger(shared_db: Database) -> None:
+    """Make every UPDATE of ``jobs`` fail from now on (see :func:`drop_lease_trigger`)."""
     async with shared_db.write() as uow:
         if is_postgres(shared_db):
             await uow.session.execute(
@@ -65,8 +72,6 @@ async def failing_lease(shared_db: Database) -> AsyncIterator[None]:
                     "BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END"
                 )
             )
-    yield
-    await drop_lease_trigger(shared_db)
 
 
 async def drop_lease_trigger(db: Database) -> None:
