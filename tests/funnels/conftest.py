@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 
 from app.clock import ManualClock
 from app.engines.funnels import erased_addresses
@@ -17,7 +17,15 @@ from app.engines.funnels.contacts import ContactData, create_contact, define_fie
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.goals import watch_goals
 from app.engines.funnels.mail_tracking import WorkspaceTracking
-from app.engines.funnels.models import ContactList, FunnelVersion, OutboxEffect, Run, Step, Tag
+from app.engines.funnels.models import (
+    Contact,
+    ContactList,
+    FunnelVersion,
+    OutboxEffect,
+    Run,
+    Step,
+    Tag,
+)
 from app.engines.funnels.runner import Runner
 from app.engines.funnels.service import create_funnel, parse_definition, publish
 from app.engines.funnels.triggers import match_events
@@ -113,6 +121,32 @@ async def contact(runtime: Runtime, ws: int, email: str, **kw: Any) -> int:
             uow.session, ws, ContactData(email=email, **kw), runtime.clock.now()
         )
         return c.id
+
+
+async def bulk_contacts(runtime: Runtime, ws: int, n: int, prefix: str = "bulk") -> list[int]:
+    """``n`` bare contacts in one insert (addresses ``<prefix><i>@x.test``); their ids in order."""
+    now = runtime.clock.now()
+    rows = [
+        {
+            "workspace_id": ws,
+            "email": f"{prefix}{i}@x.test",
+            "first_name": "",
+            "last_name": "",
+            "timezone": "UTC",
+            "fields": {},
+            "consent": {},
+            "suppressed": {},
+            "created_at": now,
+            "updated_at": now,
+        }
+        for i in range(n)
+    ]
+    async with runtime.db.write() as uow:
+        await uow.session.execute(insert(Contact), rows)
+        ids = await uow.session.scalars(
+            select(Contact.id).where(Contact.email.like(f"{prefix}%")).order_by(Contact.id)
+        )
+        return list(ids)
 
 
 async def setup_names(

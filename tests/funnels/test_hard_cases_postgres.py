@@ -18,7 +18,6 @@ from app.engines.funnels.models import (
     OUTBOX_SENT,
     RUN_ACTIVE,
     RUN_COMPLETED,
-    Contact,
     DeliveryEvent,
     FunnelVersion,
     OutboxEffect,
@@ -32,6 +31,7 @@ from app.settings import FunnelSettings
 from tests.funnels.conftest import (
     Engine,
     Space,
+    bulk_contacts,
     contact,
     email_node,
     graph,
@@ -42,31 +42,6 @@ from tests.funnels.conftest import (
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[2]
-
-
-async def _bulk_contacts(runtime: Runtime, ws: int, n: int, prefix: str) -> list[int]:
-    now = runtime.clock.now()
-    rows = [
-        {
-            "workspace_id": ws,
-            "email": f"{prefix}{i}@x.test",
-            "first_name": "",
-            "last_name": "",
-            "timezone": "UTC",
-            "fields": {},
-            "consent": {},
-            "suppressed": {},
-            "created_at": now,
-            "updated_at": now,
-        }
-        for i in range(n)
-    ]
-    async with runtime.db.write() as uow:
-        await uow.session.execute(insert(Contact), rows)
-        ids = await uow.session.scalars(
-            select(Contact.id).where(Contact.email.like(f"{prefix}%")).order_by(Contact.id)
-        )
-        return list(ids)
 
 
 async def _bulk_runs(
@@ -113,14 +88,14 @@ async def test_case3_republish_with_10000_runs_in_flight_and_four_workers(
     ws = space.workspace_id
     v1 = graph(node("wait", "w", days=1, next="v1_end"), node("join", "v1_end"))
     funnel_id, version1 = await published(rt, ws, v1)
-    old = await _bulk_contacts(rt, ws, 10_000, "old")
+    old = await bulk_contacts(rt, ws, 10_000, "old")
     await _bulk_runs(rt, version1, old, "w")
     runner = Runner(rt.db, FunnelSettings(runner_batch=500, lease_seconds=60), mail_domain="x")
     workers = [asyncio.create_task(_drain(runner, f"w{i}", rt)) for i in range(4)]
     await asyncio.sleep(0.05)  # republish while the workers are busy with the old runs
     v2 = graph(node("wait", "w", days=1, next="v2_end"), node("join", "v2_end"))
     version2 = await republish(rt, ws, funnel_id, v2)
-    new = await _bulk_contacts(rt, ws, 100, "new")
+    new = await bulk_contacts(rt, ws, 100, "new")
     async with rt.db.write() as uow:
         for cid in new:
             await enter(uow.session, version=version2, contact_id=cid, now=rt.clock.now())
@@ -223,7 +198,7 @@ async def test_case7_sigkilled_worker_process_every_message_exactly_once(
         ws,
         graph(email_node("one", subject="one", next="two"), email_node("two", subject="two")),
     )
-    ids = await _bulk_contacts(rt, ws, 40, "k")
+    ids = await bulk_contacts(rt, ws, 40, "k")
     async with rt.db.write() as uow:
         for cid in ids:
             await enter(uow.session, version=version, contact_id=cid, now=rt.clock.now())
@@ -268,7 +243,7 @@ async def test_case7_deliverer_sigkilled_mid_batch_loses_nothing_and_repeats_onl
     rt = engine.runtime
     ws = space.workspace_id
     _, version = await published(rt, ws, graph(email_node("one", subject="one")))
-    ids = await _bulk_contacts(rt, ws, 300, "dk")
+    ids = await bulk_contacts(rt, ws, 300, "dk")
     async with rt.db.write() as uow:
         for cid in ids:
             await enter(uow.session, version=version, contact_id=cid, now=rt.clock.now())

@@ -12,12 +12,13 @@ from sqlalchemy import func, insert, select, update
 
 from app.engines.funnels.entry import enter
 from app.engines.funnels.entry_gate import EntryGate
-from app.engines.funnels.models import RUN_COMPLETED, Contact, ContactEvent, Run
+from app.engines.funnels.models import RUN_COMPLETED, ContactEvent, Run
 from app.engines.funnels.triggers import enroll, match_events
 from app.runtime import Runtime
 from tests.funnels.conftest import (
     Engine,
     Space,
+    bulk_contacts,
     contact,
     graph,
     node,
@@ -57,31 +58,6 @@ async def ping(runtime: Runtime, ws: int, contact_ids: list[int], tag: str) -> N
     ]
     async with runtime.db.write() as uow:
         await uow.session.execute(insert(ContactEvent), rows)
-
-
-async def bulk_contacts(runtime: Runtime, ws: int, n: int) -> list[int]:
-    now = runtime.clock.now()
-    rows = [
-        {
-            "workspace_id": ws,
-            "email": f"bulk{i}@x.test",
-            "first_name": "",
-            "last_name": "",
-            "timezone": "UTC",
-            "fields": {},
-            "consent": {},
-            "suppressed": {},
-            "created_at": now,
-            "updated_at": now,
-        }
-        for i in range(n)
-    ]
-    async with runtime.db.write() as uow:
-        await uow.session.execute(insert(Contact), rows)
-        ids = await uow.session.scalars(
-            select(Contact.id).where(Contact.email.like("bulk%")).order_by(Contact.id)
-        )
-        return list(ids)
 
 
 async def end_runs(runtime: Runtime, funnel_id: int) -> None:

@@ -15,8 +15,16 @@ from app.engines.funnels.entry import enter
 from app.engines.funnels.models import RUN_COMPLETED, Run
 from app.engines.funnels.triggers import match_events
 from app.runtime import Runtime
-from tests.funnels.conftest import Engine, Space, contact, published, runs_of, setup_names
-from tests.funnels.test_reentry_days import WEEKLY, bulk_contacts, ping, runs_per_contact, tagging
+from tests.funnels.conftest import (
+    Engine,
+    Space,
+    bulk_contacts,
+    contact,
+    published,
+    runs_of,
+    setup_names,
+)
+from tests.funnels.test_reentry_days import WEEKLY, ping, runs_per_contact, tagging
 
 pytestmark = pytest.mark.postgres
 

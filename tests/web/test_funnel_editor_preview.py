@@ -9,12 +9,12 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import func, select
 
-from app.engines.funnels import service
 from app.engines.funnels.models import OutboxEffect, Run
 from app.runtime import Runtime
 from tests.factories import Tenant
 from tests.funnels.conftest import contact
 from tests.platform.conftest import csrf_from, sign_in
+from tests.web.test_funnel_editor_check import _funnel
 
 EMAIL = {
     "kind": "send_email",
@@ -23,18 +23,6 @@ EMAIL = {
     "body": "Dear {{first_name}} {{last_name}} of {{city}}.",
     "html": "<p>Dear <b>{{first_name}}</b></p>",
 }
-
-
-async def _funnel(runtime: Runtime, tenant: Tenant) -> int:
-    async with runtime.db.write() as uow:
-        funnel = await service.create_funnel(
-            uow.session,
-            tenant.workspace_id,
-            "F",
-            service.parse_definition({"nodes": []}),
-            runtime.clock.now(),
-        )
-    return funnel.id
 
 
 async def test_the_preview_renders_the_unsaved_step_for_the_contact(
