@@ -6,8 +6,8 @@
   rolled back when it raises (the error is then answered as usual). A commit that fails is the
   request's error, never a silent success; jobs enqueued through it are sent after the commit.
 - ``clock: CurrentClock``, ``settings: CurrentSettings``, ``secrets: Secrets`` (the secret box),
-  ``job_queue: Queue`` — the process's machinery a handler uses, one part each
-  instead of the whole :class:`~app.runtime.Runtime`.
+  ``job_queue: Queue``, ``guard: Guard`` (the address guard for URLs a user set) — the process's
+  machinery a handler uses, one part each instead of the whole :class:`~app.runtime.Runtime`.
 - ``paging: Paging`` — a list's checked ``cursor`` and ``limit`` (:mod:`app.pagination`); a list
   with another page size declares ``dependencies={"paging": paging(default=…, maximum=…)}``.
 
@@ -22,10 +22,11 @@ from typing import Annotated, Any
 
 from litestar import Request
 from litestar.di import NamedDependency, Provide
-from litestar.params import QueryParameter
+from litestar.params import QueryParameter, SkipValidation
 
 from app.clock import Clock
 from app.db.session import ReadSession, UnitOfWork
+from app.integrations.http_guard import AddressGuard, shared_guard
 from app.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from app.pagination import Paging as PagingValue
 from app.platform.crypto import SecretBox
@@ -81,6 +82,11 @@ async def provide_queue(request: Request[Any, Any, Any]) -> JobQueue:
     return get_runtime(request).queue
 
 
+async def provide_guard(request: Request[Any, Any, Any]) -> AddressGuard:
+    runtime = get_runtime(request)
+    return shared_guard(runtime.resources, runtime.settings.integrations)
+
+
 def paging(*, default: int = DEFAULT_PAGE_SIZE, maximum: int = MAX_PAGE_SIZE) -> Provide:
     """The ``paging`` dependency of a list serving ``default`` items a page, at most ``maximum``.
 
@@ -110,14 +116,18 @@ DEPENDENCIES: dict[str, Provide] = {
     "settings": Provide(provide_settings),
     "secrets": Provide(provide_secrets),
     "job_queue": Provide(provide_queue),
+    "guard": Provide(provide_guard),
     "paging": paging(),
 }
 """The request-scoped dependencies every router offers its handlers."""
 
-Reads = NamedDependency[ReadSession]
-Writes = NamedDependency[UnitOfWork]
-CurrentClock = NamedDependency[Clock]
-CurrentSettings = NamedDependency[Settings]
-Secrets = NamedDependency[SecretBox]
-Queue = NamedDependency[JobQueue]
+# The values are the process's own objects, not client input: nothing to validate (and the clock
+# and the queue are protocols, which an instance check cannot test).
+Reads = NamedDependency[SkipValidation[ReadSession]]
+Writes = NamedDependency[SkipValidation[UnitOfWork]]
+CurrentClock = NamedDependency[SkipValidation[Clock]]
+CurrentSettings = NamedDependency[SkipValidation[Settings]]
+Secrets = NamedDependency[SkipValidation[SecretBox]]
+Queue = NamedDependency[SkipValidation[JobQueue]]
+Guard = NamedDependency[SkipValidation[AddressGuard]]
 Paging = NamedDependency[PagingValue]

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Annotated, Any, TypeVar, cast
 
 from litestar import MediaType, Request, Response, Router
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.params import Parameter
 
 from app.db.session import UnitOfWork
@@ -17,7 +17,7 @@ from app.platform import idempotency
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.web.access import Auth, authenticated
-from app.web.auth import api_principal, provide_runtime
+from app.web.auth import CurrentPrincipal, api_principal, get_runtime, provide_runtime
 
 T = TypeVar("T")
 
@@ -32,7 +32,8 @@ refused (400) before it reaches the database, where it would overflow."""
 
 def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) -> Router:
     """A router under ``/api/v1{path}`` whose handlers may take ``principal: CurrentPrincipal``
-    (the API key's workspace) and ``runtime: CurrentRuntime``. Every route on it requires the
+    (the API key's workspace), ``once: Once`` (see :class:`Idempotency`) and the request's
+    session, unit of work and machinery (:mod:`app.web.deps`). Every route on it requires the
     key, whether or not its handler asks for ``principal``."""
     return Router(
         path=f"/api/v1{path}",
@@ -40,6 +41,7 @@ def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) ->
         dependencies={
             "principal": Provide(api_principal),
             "runtime": Provide(provide_runtime),
+            "once": Provide(provide_once),
         },
         tags=[tag or path.strip("/") or "platform"],
         opt=authenticated(Auth.API_KEY),
@@ -103,3 +105,49 @@ async def idempotent(
         media_type=MediaType.JSON,
         headers=headers,
     )
+
+
+class Idempotency:
+    """The ``once`` dependency: :func:`idempotent` for this request and caller, so a handler
+    needs neither the request nor the runtime to honour ``Idempotency-Key``::
+
+        @post("/things")
+        async def create_thing(
+            principal: CurrentPrincipal, once: Once, clock: CurrentClock, data: JSONBody[ThingIn]
+        ) -> Response[ThingOut]:
+            async def action(uow: UnitOfWork) -> ThingOut:
+                return to_out(await service.create(uow.session, principal.workspace_id, data))
+            return await once(action)
+
+    The action runs in the unit of work :func:`idempotent` opens (a handler that uses ``once``
+    takes no ``uow`` of its own)."""
+
+    def __init__(
+        self, request: Request[Any, Any, Any], principal: Principal, runtime: Runtime
+    ) -> None:
+        self._request = request
+        self._principal = principal
+        self._runtime = runtime
+
+    async def __call__(
+        self,
+        action: Callable[[UnitOfWork], Awaitable[T]],
+        *,
+        status_code: int = 201,
+        finish: Callable[[T], Awaitable[T]] | None = None,
+    ) -> Response[T]:
+        return await idempotent(
+            self._request,
+            self._principal,
+            self._runtime,
+            action,
+            status_code=status_code,
+            finish=finish,
+        )
+
+
+async def provide_once(request: Request[Any, Any, Any], principal: CurrentPrincipal) -> Idempotency:
+    return Idempotency(request, principal, get_runtime(request))
+
+
+Once = NamedDependency[Idempotency]

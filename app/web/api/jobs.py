@@ -19,8 +19,8 @@ from app.scheduling.bulk import (
 from app.scheduling.bulk_models import BulkJob, BulkJobError
 from app.schemas import Schema
 from app.web.api.common import api_router
-from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging
+from app.web.auth import CurrentPrincipal
+from app.web.deps import CurrentClock, Paging, Reads, Writes
 
 REPORT_PREVIEW = 100
 """Refused items shown in a job's status; the whole report pages through ``/errors``."""
@@ -87,59 +87,49 @@ def bulk_job_out(job: BulkJob, errors: list[BulkJobError]) -> BulkJobOut:
 @get("/")
 async def list_jobs(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
     kind: FromQuery[str | None] = None,
 ) -> Page[BulkJobOut]:
     """The workspace's bulk jobs, newest first."""
-    async with runtime.db.read() as session:
-        jobs = await list_bulk_jobs(
-            session,
-            principal.workspace_id,
-            before=paging.after,
-            limit=paging.fetch,
-            kinds=[kind] if kind else None,
-        )
+    jobs = await list_bulk_jobs(
+        session,
+        principal.workspace_id,
+        before=paging.after,
+        limit=paging.fetch,
+        kinds=[kind] if kind else None,
+    )
     return page_of([bulk_job_out(j, []) for j in jobs], paging.limit)
 
 
 @get("/{job_id:int}")
 async def show_job(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, job_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, job_id: FromPath[int]
 ) -> BulkJobOut:
     """Status and progress; poll it while ``status`` is ``queued`` or ``running``."""
-    async with runtime.db.read() as session:
-        job = await get_bulk_job(session, principal.workspace_id, job_id)
-        errors = await errors_of(session, job.id, after=None, limit=REPORT_PREVIEW)
+    job = await get_bulk_job(session, principal.workspace_id, job_id)
+    errors = await errors_of(session, job.id, after=None, limit=REPORT_PREVIEW)
     return bulk_job_out(job, errors)
 
 
 @get("/{job_id:int}/errors")
 async def job_errors(
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    job_id: FromPath[int],
-    paging: Paging,
+    principal: CurrentPrincipal, session: Reads, job_id: FromPath[int], paging: Paging
 ) -> Page[ItemErrorOut]:
     """The whole per-item report, in item order."""
-    async with runtime.db.read() as session:
-        job = await get_bulk_job(session, principal.workspace_id, job_id)
-        rows = await errors_of(session, job.id, after=paging.after, limit=paging.fetch)
+    job = await get_bulk_job(session, principal.workspace_id, job_id)
+    rows = await errors_of(session, job.id, after=paging.after, limit=paging.fetch)
     return page_of([item_error_out(e) for e in rows], paging.limit)
 
 
 @post("/{job_id:int}/cancel", status_code=200)
 async def cancel_job(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, job_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, job_id: FromPath[int]
 ) -> BulkJobOut:
     """Stop after the chunk in progress; what earlier chunks applied stays applied."""
-    async with runtime.db.write() as uow:
-        job = await cancel_bulk_job(
-            uow.session, principal.workspace_id, job_id, runtime.clock.now()
-        )
-        errors = await errors_of(uow.session, job.id, after=None, limit=REPORT_PREVIEW)
-        out = bulk_job_out(job, errors)
-    return out
+    job = await cancel_bulk_job(uow.session, principal.workspace_id, job_id, clock.now())
+    errors = await errors_of(uow.session, job.id, after=None, limit=REPORT_PREVIEW)
+    return bulk_job_out(job, errors)
 
 
 ROUTERS = [api_router("/jobs", [list_jobs, show_job, job_errors, cancel_job], tag="jobs")]

@@ -4,10 +4,10 @@ sweepers. Every query is scoped by the API key's workspace; another workspace's 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
-from litestar import Request, Response, delete, get, patch, post, put
+from litestar import Response, delete, get, patch, post, put
 from litestar.params import FromPath, JSONBody
 
 from app.db.session import UnitOfWork
@@ -15,7 +15,7 @@ from app.pagination import Page, page_of
 from app.platform import members, organisation, service
 from app.platform.models import ApiKey, User
 from app.schemas import Schema
-from app.web.api.common import api_router, idempotent
+from app.web.api.common import Once, api_router
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
@@ -23,7 +23,7 @@ from app.web.auth import (
     require_operator,
     require_organisation_manager,
 )
-from app.web.deps import Paging
+from app.web.deps import CurrentClock, Paging, Queue, Reads, Secrets, Writes
 from app.web.ops import sweeper_overview
 
 Role = Annotated[str, msgspec.Meta(pattern="^(admin|member)$", max_length=6)]
@@ -146,9 +146,8 @@ def _member_out(user: User, role: str) -> MemberOut:
 
 
 @get("/workspace")
-async def get_workspace(principal: CurrentPrincipal, runtime: CurrentRuntime) -> WorkspaceOut:
-    async with runtime.db.read() as session:
-        ws = await service.get_workspace(session, principal.workspace_id)
+async def get_workspace(principal: CurrentPrincipal, session: Reads) -> WorkspaceOut:
+    ws = await service.get_workspace(session, principal.workspace_id)
     return WorkspaceOut(
         id=ws.id,
         organisation_id=ws.organisation_id,
@@ -160,17 +159,16 @@ async def get_workspace(principal: CurrentPrincipal, runtime: CurrentRuntime) ->
 
 @patch("/workspace")
 async def rename_workspace(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[WorkspaceRenameIn]
+    principal: CurrentPrincipal, uow: Writes, data: JSONBody[WorkspaceRenameIn]
 ) -> WorkspaceOut:
     """Rename the key's workspace (workspace admins; a ``write`` key)."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        ws = await organisation.rename_workspace(
-            uow.session,
-            organisation_id=principal.organisation_id,
-            workspace_id=principal.workspace_id,
-            name=data.name,
-        )
+    ws = await organisation.rename_workspace(
+        uow.session,
+        organisation_id=principal.organisation_id,
+        workspace_id=principal.workspace_id,
+        name=data.name,
+    )
     return WorkspaceOut(
         id=ws.id,
         organisation_id=ws.organisation_id,
@@ -184,25 +182,17 @@ async def rename_workspace(
 
 
 @get("/api-keys")
-async def list_keys(
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    paging: Paging,
-) -> Page[ApiKeyOut]:
+async def list_keys(principal: CurrentPrincipal, session: Reads, paging: Paging) -> Page[ApiKeyOut]:
     """The workspace's keys, revoked ones included. The keys themselves are never listed."""
-    async with runtime.db.read() as session:
-        keys = await service.list_api_keys(
-            session, principal.workspace_id, limit=paging.limit, after_id=paging.after
-        )
+    keys = await service.list_api_keys(
+        session, principal.workspace_id, limit=paging.limit, after_id=paging.after
+    )
     return page_of([_key_out(k) for k in keys], paging.limit)
 
 
 @post("/api-keys")
 async def create_key(
-    request: Request[Any, Any, Any],
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    data: JSONBody[ApiKeyIn],
+    principal: CurrentPrincipal, once: Once, clock: CurrentClock, data: JSONBody[ApiKeyIn]
 ) -> Response[NewApiKeyOut]:
     """Create a key; the response is the only place the key is shown. Accepts an
     ``Idempotency-Key`` header: a retry gets the same answer and creates no second key."""
@@ -213,75 +203,67 @@ async def create_key(
             uow.session,
             workspace_id=principal.workspace_id,
             name=data.name,
-            now=runtime.clock.now(),
+            now=clock.now(),
             scope=data.scope,
             expires_at=data.expires_at,
         )
         return NewApiKeyOut(**msgspec.structs.asdict(_key_out(key)), key=raw)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("/api-keys/{key_id:int}")
-async def get_key(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, key_id: FromPath[int]
-) -> ApiKeyOut:
-    async with runtime.db.read() as session:
-        key = await service.get_api_key(session, workspace_id=principal.workspace_id, key_id=key_id)
+async def get_key(principal: CurrentPrincipal, session: Reads, key_id: FromPath[int]) -> ApiKeyOut:
+    key = await service.get_api_key(session, workspace_id=principal.workspace_id, key_id=key_id)
     return _key_out(key)
 
 
 @delete("/api-keys/{key_id:int}")
 async def revoke_key(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, key_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, key_id: FromPath[int]
 ) -> None:
     """Revoke a key: requests made with it answer 401 from now on."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await service.revoke_api_key(
-            uow.session, workspace_id=principal.workspace_id, key_id=key_id, now=runtime.clock.now()
-        )
+    await service.revoke_api_key(
+        uow.session, workspace_id=principal.workspace_id, key_id=key_id, now=clock.now()
+    )
 
 
 # -- secrets -----------------------------------------------------------------------------------
 
 
 @get("/secrets")
-async def list_secrets(principal: CurrentPrincipal, runtime: CurrentRuntime) -> SecretNames:
+async def list_secrets(principal: CurrentPrincipal, session: Reads) -> SecretNames:
     """Names only: secret values are never returned."""
-    async with runtime.db.read() as session:
-        return SecretNames(names=await service.secret_names(session, principal.workspace_id))
+    return SecretNames(names=await service.secret_names(session, principal.workspace_id))
 
 
 @put("/secrets/{name:str}")
 async def put_secret(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
     name: FromPath[str],
     data: JSONBody[SecretIn],
 ) -> SecretNames:
     """Store a secret encrypted; the value is never returned."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await service.set_secret(
-            uow.session,
-            runtime.secrets,
-            workspace_id=principal.workspace_id,
-            name=name,
-            value=data.value,
-            now=runtime.clock.now(),
-        )
-        names = await service.secret_names(uow.session, principal.workspace_id)
-    return SecretNames(names=names)
+    await service.set_secret(
+        uow.session,
+        secrets,
+        workspace_id=principal.workspace_id,
+        name=name,
+        value=data.value,
+        now=clock.now(),
+    )
+    return SecretNames(names=await service.secret_names(uow.session, principal.workspace_id))
 
 
 @delete("/secrets/{name:str}")
-async def delete_secret(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, name: FromPath[str]
-) -> None:
+async def delete_secret(principal: CurrentPrincipal, uow: Writes, name: FromPath[str]) -> None:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await service.delete_secret(uow.session, workspace_id=principal.workspace_id, name=name)
+    await service.delete_secret(uow.session, workspace_id=principal.workspace_id, name=name)
 
 
 # -- members -----------------------------------------------------------------------------------
@@ -289,100 +271,86 @@ async def delete_secret(
 
 @get("/members")
 async def list_members(
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    paging: Paging,
+    principal: CurrentPrincipal, session: Reads, paging: Paging
 ) -> Page[MemberOut]:
-    async with runtime.db.read() as session:
-        rows = await service.workspace_members(
-            session, principal.workspace_id, limit=paging.limit, after_user_id=paging.after
-        )
+    rows = await service.workspace_members(
+        session, principal.workspace_id, limit=paging.limit, after_user_id=paging.after
+    )
     return page_of([_member_out(u, r) for u, r in rows], paging.limit, lambda m: m.user_id)
 
 
 @post("/members")
 async def add_member(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[MemberIn]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, data: JSONBody[MemberIn]
 ) -> MemberOut:
     """Add a person of the organisation to the workspace (a new account needs ``password``).
     People are an organisation-level matter: a signed-in organisation owner or admin may do
     this, a workspace API key never (403); invitations are sent from the dashboard."""
     require_organisation_manager(principal)
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        user, role = await members.add_member(
-            uow.session,
-            workspace_id=principal.workspace_id,
-            email=data.email,
-            role=data.role,
-            password=data.password,
-            name=data.name,
-            now=runtime.clock.now(),
-        )
+    user, role = await members.add_member(
+        uow.session,
+        workspace_id=principal.workspace_id,
+        email=data.email,
+        role=data.role,
+        password=data.password,
+        name=data.name,
+        now=clock.now(),
+    )
     return _member_out(user, role)
 
 
 @patch("/members/{user_id:int}")
 async def change_role(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
     user_id: FromPath[int],
     data: JSONBody[MemberRoleIn],
 ) -> MemberOut:
     require_organisation_manager(principal)
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        user, role = await members.set_role(
-            uow.session, workspace_id=principal.workspace_id, user_id=user_id, role=data.role
-        )
+    user, role = await members.set_role(
+        uow.session, workspace_id=principal.workspace_id, user_id=user_id, role=data.role
+    )
     return _member_out(user, role)
 
 
 @delete("/members/{user_id:int}")
-async def remove_member(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, user_id: FromPath[int]
-) -> None:
+async def remove_member(principal: CurrentPrincipal, uow: Writes, user_id: FromPath[int]) -> None:
     require_organisation_manager(principal)
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await members.remove_member(
-            uow.session, workspace_id=principal.workspace_id, user_id=user_id
-        )
+    await members.remove_member(uow.session, workspace_id=principal.workspace_id, user_id=user_id)
 
 
 # -- ingest token, queue, sweepers ---------------------------------------------------------------
 
 
 @post("/ingest-token/rotate")
-async def rotate_ingest(principal: CurrentPrincipal, runtime: CurrentRuntime) -> IngestTokenOut:
+async def rotate_ingest(principal: CurrentPrincipal, uow: Writes) -> IngestTokenOut:
     """Issue a new ingest token for webhook senders; the previous token stops working."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
+    token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
     return IngestTokenOut(ingest_token=token)
 
 
 @post("/webhook-secret/rotate")
 async def rotate_signing_secret(
-    principal: CurrentPrincipal, runtime: CurrentRuntime
+    principal: CurrentPrincipal, uow: Writes, secrets: Secrets
 ) -> SigningSecretOut:
     """Issue a new webhook signing secret (shown in this response only); signatures made with
     the previous one stop verifying, and so do the site key and tracked links signed with it."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        secret = await service.rotate_webhook_secret(
-            uow.session, runtime.secrets, principal.workspace_id
-        )
+    secret = await service.rotate_webhook_secret(uow.session, secrets, principal.workspace_id)
     return SigningSecretOut(webhook_secret=secret)
 
 
 @get("/queue")
-async def queue_state(principal: CurrentPrincipal, runtime: CurrentRuntime) -> QueueOut:
+async def queue_state(principal: CurrentPrincipal, job_queue: Queue) -> QueueOut:
     require_operator(principal)
-    stats = await runtime.queue.stats()
-    dead = await runtime.queue.dead_jobs(20)
+    stats = await job_queue.stats()
+    dead = await job_queue.dead_jobs(20)
     return QueueOut(
-        backend=runtime.queue.backend,
+        backend=job_queue.backend,
         queued=stats.queued,
         running=stats.running,
         dead=stats.dead,
