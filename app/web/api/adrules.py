@@ -5,13 +5,14 @@ The Meta token is write-only: no response ever carries it (spec AR-24)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
-from litestar import Request, Response, delete, get, post, put
+from litestar import Response, delete, get, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from app.db.session import UnitOfWork
+from app.clock import Clock
+from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
@@ -30,19 +31,17 @@ from app.engines.adrules.schemas import (
     TaskIn,
 )
 from app.errors import Conflict
-from app.integrations.http_guard import shared_guard
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.structs import GraphAdAccount
 from app.pagination import Page, page_of
+from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import Schema
 from app.web.api import adrules_runs, adrules_stop
-from app.web.api.common import api_router, idempotent
+from app.web.api.common import Idempotency, Once, api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from app.web.deps import Paging
-
-AnyRequest = Request[Any, Any, Any]
+from app.web.deps import CurrentClock, Guard, Paging, Reads, Secrets, Writes
 
 
 class TokenIn(Schema):
@@ -172,26 +171,26 @@ def batch_out(b: Batch, rule_name: str) -> BatchOut:
 
 @put("/meta-token", status_code=200)
 async def set_meta_token(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[TokenIn]
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    data: JSONBody[TokenIn],
 ) -> TokenState:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await account_service.store_token(
-            uow.session,
-            runtime.secrets,
-            workspace_id=principal.workspace_id,
-            token=data.token.strip(),
-            now=runtime.clock.now(),
-        )
+    await account_service.store_token(
+        uow.session,
+        secrets,
+        workspace_id=principal.workspace_id,
+        token=data.token.strip(),
+        now=clock.now(),
+    )
     return TokenState(configured=True)
 
 
 @get("/meta-token")
-async def get_meta_token(principal: CurrentPrincipal, runtime: CurrentRuntime) -> TokenState:
-    async with runtime.db.read() as session:
-        return TokenState(
-            configured=await account_service.has_token(session, principal.workspace_id)
-        )
+async def get_meta_token(principal: CurrentPrincipal, session: Reads) -> TokenState:
+    return TokenState(configured=await account_service.has_token(session, principal.workspace_id))
 
 
 async def ask_meta_for_accounts(runtime: Runtime, workspace_id: int) -> list[GraphAdAccount]:
@@ -216,7 +215,7 @@ async def discover(runtime: Runtime, workspace_id: int) -> list[AdAccount]:
 
 @post("/accounts/discover", status_code=200)
 async def discover_accounts(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    principal: CurrentPrincipal, runtime: CurrentRuntime, once: Once
 ) -> Response[list[AccountOut]]:
     """Honours ``Idempotency-Key``. Meta is asked before the key is looked at, so that no write
     transaction stays open across a network call; a replay reads again and writes nothing."""
@@ -229,34 +228,27 @@ async def discover_accounts(
         )
         return [account_out(a) for a in stored]
 
-    return await idempotent(request, principal, runtime, action, status_code=200)
+    return await once(action, status_code=200)
 
 
 @get("/accounts")
-async def list_accounts(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[AccountOut]:
-    async with runtime.db.read() as session:
-        return [
-            account_out(a)
-            for a in await account_service.list_accounts(session, principal.workspace_id)
-        ]
+async def list_accounts(principal: CurrentPrincipal, session: Reads) -> list[AccountOut]:
+    return [
+        account_out(a) for a in await account_service.list_accounts(session, principal.workspace_id)
+    ]
 
 
 @get("/accounts/{account_id:int}")
 async def get_account(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, account_id: FromPath[int]
 ) -> AccountOut:
-    async with runtime.db.read() as session:
-        return account_out(
-            await account_service.get_account(session, principal.workspace_id, account_id)
-        )
+    return account_out(
+        await account_service.get_account(session, principal.workspace_id, account_id)
+    )
 
 
 async def _set_active(
-    request: AnyRequest,
-    principal: CurrentPrincipal,
-    runtime: Runtime,
-    account_id: int,
-    active: bool,
+    principal: Principal, once: Idempotency, clock: Clock, account_id: int, active: bool
 ) -> Response[AccountOut]:
     require_admin(principal)
 
@@ -266,50 +258,45 @@ async def _set_active(
             workspace_id=principal.workspace_id,
             account_id=account_id,
             active=active,
-            now=runtime.clock.now(),
+            now=clock.now(),
         )
         return account_out(account)
 
-    return await idempotent(request, principal, runtime, action, status_code=200)
+    return await once(action, status_code=200)
 
 
 @post("/accounts/{account_id:int}/activate", status_code=200)
 async def activate_account(
-    request: AnyRequest,
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    account_id: FromPath[int],
+    principal: CurrentPrincipal, once: Once, clock: CurrentClock, account_id: FromPath[int]
 ) -> Response[AccountOut]:
     """Let rules run on the account (honours ``Idempotency-Key``)."""
-    return await _set_active(request, principal, runtime, account_id, True)
+    return await _set_active(principal, once, clock, account_id, True)
 
 
 @post("/accounts/{account_id:int}/deactivate", status_code=200)
 async def deactivate_account(
-    request: AnyRequest,
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    account_id: FromPath[int],
+    principal: CurrentPrincipal, once: Once, clock: CurrentClock, account_id: FromPath[int]
 ) -> Response[AccountOut]:
     """Stop rules running on the account (honours ``Idempotency-Key``)."""
-    return await _set_active(request, principal, runtime, account_id, False)
+    return await _set_active(principal, once, clock, account_id, False)
 
 
 # -- rules ----------------------------------------------------------------------------------------
 
 
-async def _view(runtime: Runtime, workspace_id: int, rule_id: int) -> RuleOut:
-    async with runtime.db.read() as session:
-        return rule_out(
-            await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
-        )
+async def _view(session: ReadSession, workspace_id: int, rule_id: int) -> RuleOut:
+    return rule_out(
+        await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+    )
 
 
 @post("/rules", status_code=201)
 async def create_rule(
-    request: AnyRequest,
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
+    secrets: Secrets,
+    guard: Guard,
     data: JSONBody[RuleIn],
 ) -> Response[RuleOut]:
     """Create a rule (honours ``Idempotency-Key``: a retry answers the rule first created)."""
@@ -317,64 +304,59 @@ async def create_rule(
     async def action(uow: UnitOfWork) -> RuleOut:
         rule = await rule_service.create_rule(
             uow.session,
-            runtime.secrets,
-            shared_guard(runtime.resources, runtime.settings.integrations),
+            secrets,
+            guard,
             workspace_id=principal.workspace_id,
             data=data,
-            now=runtime.clock.now(),
+            now=clock.now(),
         )
-        return rule_out(
-            await rule_service.view_rule(
-                uow.session, workspace_id=principal.workspace_id, rule_id=rule.id
-            )
-        )
+        return await _view(uow.session, principal.workspace_id, rule.id)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("/rules")
 async def list_rules(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
     status: FromQuery[RuleStatus | None] = None,
 ) -> Page[RuleOut]:
-    async with runtime.db.read() as session:
-        views = await rule_service.list_rules(
-            session,
-            workspace_id=principal.workspace_id,
-            status=status,
-            after_id=paging.after,
-            limit=paging.limit,
-        )
+    views = await rule_service.list_rules(
+        session,
+        workspace_id=principal.workspace_id,
+        status=status,
+        after_id=paging.after,
+        limit=paging.limit,
+    )
     return page_of([rule_out(v) for v in views], paging.limit)
 
 
 @get("/rules/{rule_id:int}")
-async def get_rule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
-) -> RuleOut:
-    return await _view(runtime, principal.workspace_id, rule_id)
+async def get_rule(principal: CurrentPrincipal, session: Reads, rule_id: FromPath[int]) -> RuleOut:
+    return await _view(session, principal.workspace_id, rule_id)
 
 
 @put("/rules/{rule_id:int}")
 async def replace_rule(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    guard: Guard,
     rule_id: FromPath[int],
     data: JSONBody[RuleIn],
 ) -> RuleOut:
-    async with runtime.db.write() as uow:
-        await rule_service.update_rule(
-            uow.session,
-            runtime.secrets,
-            shared_guard(runtime.resources, runtime.settings.integrations),
-            workspace_id=principal.workspace_id,
-            rule_id=rule_id,
-            data=data,
-            now=runtime.clock.now(),
-        )
-    return await _view(runtime, principal.workspace_id, rule_id)
+    await rule_service.update_rule(
+        uow.session,
+        secrets,
+        guard,
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        data=data,
+        now=clock.now(),
+    )
+    return await _view(uow.session, principal.workspace_id, rule_id)
 
 
 class RunNowOut(Schema, kw_only=True):
@@ -423,35 +405,34 @@ async def run_now(
 @post("/rules/{rule_id:int}/status", status_code=200)
 async def change_status(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     rule_id: FromPath[int],
     data: JSONBody[StatusIn],
 ) -> RuleOut:
-    async with runtime.db.write() as uow:
-        await rule_service.set_status(
-            uow.session,
-            workspace_id=principal.workspace_id,
-            rule_id=rule_id,
-            status=data.status,
-            now=runtime.clock.now(),
-        )
-    return await _view(runtime, principal.workspace_id, rule_id)
+    await rule_service.set_status(
+        uow.session,
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        status=data.status,
+        now=clock.now(),
+    )
+    return await _view(uow.session, principal.workspace_id, rule_id)
 
 
 @delete("/rules/{rule_id:int}", status_code=200)
 async def archive_rule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, rule_id: FromPath[int]
 ) -> RuleOut:
     """Archive (rules are kept with their batch log; an archived rule never runs)."""
-    async with runtime.db.write() as uow:
-        await rule_service.set_status(
-            uow.session,
-            workspace_id=principal.workspace_id,
-            rule_id=rule_id,
-            status="archived",
-            now=runtime.clock.now(),
-        )
-    return await _view(runtime, principal.workspace_id, rule_id)
+    await rule_service.set_status(
+        uow.session,
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        status="archived",
+        now=clock.now(),
+    )
+    return await _view(uow.session, principal.workspace_id, rule_id)
 
 
 # -- tasks ----------------------------------------------------------------------------------------
@@ -459,68 +440,70 @@ async def archive_rule(
 
 @get("/rules/{rule_id:int}/tasks")
 async def list_tasks(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, rule_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, rule_id: FromPath[int]
 ) -> list[TaskDocument]:
-    return (await _view(runtime, principal.workspace_id, rule_id)).tasks
+    return (await _view(session, principal.workspace_id, rule_id)).tasks
 
 
 @post("/rules/{rule_id:int}/tasks", status_code=201)
 async def add_task(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
     rule_id: FromPath[int],
     data: JSONBody[TaskIn],
 ) -> TaskDocument:
-    async with runtime.db.write() as uow:
-        task = await rule_service.add_task(
-            uow.session,
-            runtime.secrets,
-            workspace_id=principal.workspace_id,
-            rule_id=rule_id,
-            task=data,
-            now=runtime.clock.now(),
-        )
-    tasks = (await _view(runtime, principal.workspace_id, rule_id)).tasks
+    task = await rule_service.add_task(
+        uow.session,
+        secrets,
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        task=data,
+        now=clock.now(),
+    )
+    tasks = (await _view(uow.session, principal.workspace_id, rule_id)).tasks
     return next(t for t in tasks if t.id == task.id)
 
 
 @put("/rules/{rule_id:int}/tasks/{task_id:int}")
 async def replace_task(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
     rule_id: FromPath[int],
     task_id: FromPath[int],
     data: JSONBody[TaskIn],
 ) -> TaskDocument:
-    async with runtime.db.write() as uow:
-        await rule_service.update_task(
-            uow.session,
-            runtime.secrets,
-            workspace_id=principal.workspace_id,
-            rule_id=rule_id,
-            task_id=task_id,
-            task=data,
-            now=runtime.clock.now(),
-        )
-    tasks = (await _view(runtime, principal.workspace_id, rule_id)).tasks
+    await rule_service.update_task(
+        uow.session,
+        secrets,
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        task_id=task_id,
+        task=data,
+        now=clock.now(),
+    )
+    tasks = (await _view(uow.session, principal.workspace_id, rule_id)).tasks
     return next(t for t in tasks if t.id == task_id)
 
 
 @delete("/rules/{rule_id:int}/tasks/{task_id:int}", status_code=204)
 async def remove_task(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     rule_id: FromPath[int],
     task_id: FromPath[int],
 ) -> None:
-    async with runtime.db.write() as uow:
-        await rule_service.remove_task(
-            uow.session,
-            workspace_id=principal.workspace_id,
-            rule_id=rule_id,
-            task_id=task_id,
-            now=runtime.clock.now(),
-        )
+    await rule_service.remove_task(
+        uow.session,
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        task_id=task_id,
+        now=clock.now(),
+    )
 
 
 # -- batch log ------------------------------------------------------------------------------------
@@ -529,19 +512,18 @@ async def remove_task(
 @get("/batches")
 async def list_batches(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
     rule_id: FromQuery[int | None] = None,
 ) -> Page[BatchOut]:
     """Batch records newest first (one per dispatch and ad account)."""
-    async with runtime.db.read() as session:
-        rows = await rule_service.list_batches(
-            session,
-            workspace_id=principal.workspace_id,
-            rule_id=rule_id,
-            before_id=paging.after,
-            limit=paging.limit,
-        )
+    rows = await rule_service.list_batches(
+        session,
+        workspace_id=principal.workspace_id,
+        rule_id=rule_id,
+        before_id=paging.after,
+        limit=paging.limit,
+    )
     return page_of([batch_out(b, name) for b, name in rows], paging.limit)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from litestar import Request, Response, get, post
+from litestar import Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from app.db.session import UnitOfWork
+from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import records as record_service
 from app.engines.adrules.run_models import RECORD_STATUSES, ExecutionRecord
 from app.engines.adrules.templates import (
@@ -31,15 +31,14 @@ from app.engines.adrules.work.account import (
 from app.engines.adrules.work.preview import PreviewDeps, PreviewResult, preview_rule
 from app.engines.adrules.work.sheets_values import SheetCache
 from app.errors import ValidationFailed
-from app.integrations.http_guard import shared_guard
 from app.pagination import Page, page_of
 from app.pagination import Paging as PagingValue
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import RowRef, Schema
-from app.web.api.common import api_router, idempotent
+from app.web.api.common import Once, api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging, paging
+from app.web.deps import CurrentClock, Guard, Paging, Reads, Secrets, paging
 
 
 class StepOut(Schema):
@@ -187,7 +186,7 @@ def batch_detail_out(summary: record_service.BatchSummary) -> BatchDetailOut:
 
 
 async def load_records_page(
-    runtime: Runtime,
+    session: ReadSession,
     principal: Principal,
     batch_record_id: int,
     *,
@@ -197,36 +196,34 @@ async def load_records_page(
     """The batch and one page of its records as the caller may see them (shared with the pages)."""
     if status is not None and status not in RECORD_STATUSES:
         raise ValidationFailed.field("status", f"must be one of {', '.join(RECORD_STATUSES)}")
-    async with runtime.db.read() as session:
-        summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
-        rows = await record_service.records_page(
-            session, summary.batch, status=status, after_id=paging.after, limit=paging.limit
-        )
-        names = await record_service.task_names(session, (r.task_id for r in rows))
+    summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
+    rows = await record_service.records_page(
+        session, summary.batch, status=status, after_id=paging.after, limit=paging.limit
+    )
+    names = await record_service.task_names(session, (r.task_id for r in rows))
     items = [record_out(r, names.get(r.task_id, ""), with_steps=principal.is_admin) for r in rows]
     return batch_detail_out(summary), page_of(items, paging.limit)
 
 
 @get("/batches/{batch_record_id:int}")
 async def get_batch(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, batch_record_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, batch_record_id: FromPath[int]
 ) -> BatchDetailOut:
-    async with runtime.db.read() as session:
-        summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
+    summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
     return batch_detail_out(summary)
 
 
 @get("/batches/{batch_record_id:int}/records", dependencies={"paging": paging(default=100)})
 async def list_batch_records(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     batch_record_id: FromPath[int],
     paging: Paging,
     status: FromQuery[str | None] = None,
 ) -> Page[RecordOut]:
     """One record per campaign and task of this batch, in the order they were written."""
     _, page = await load_records_page(
-        runtime, principal, batch_record_id, status=status, paging=paging
+        session, principal, batch_record_id, status=status, paging=paging
     )
     return page
 
@@ -273,9 +270,11 @@ async def list_templates() -> list[TemplateOut]:
 
 @post("/templates/{key:str}/rules", status_code=201)
 async def create_rule_from_template(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
+    secrets: Secrets,
+    guard: Guard,
     key: FromPath[str],
     data: JSONBody[FromTemplateIn],
 ) -> Response[CreatedRule]:
@@ -285,16 +284,16 @@ async def create_rule_from_template(
     async def action(uow: UnitOfWork) -> CreatedRule:
         rule = await create_from_template(
             uow.session,
-            runtime.secrets,
-            shared_guard(runtime.resources, runtime.settings.integrations),
+            secrets,
+            guard,
             workspace_id=principal.workspace_id,
             key=key,
             data=data,
-            now=runtime.clock.now(),
+            now=clock.now(),
         )
         return CreatedRule(id=rule.id, name=rule.name, status=rule.status, template=key)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 ROUTERS = [

@@ -15,7 +15,7 @@ from litestar import get, post
 from litestar.params import JSONBody
 from sqlalchemy import select
 
-from app.db.session import ReadSession
+from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import stops
 from app.engines.adrules.models import StopSwitch
 from app.platform.models import User
@@ -25,10 +25,10 @@ from app.schemas import Schema
 from app.web.api.common import api_router
 from app.web.auth import (
     CurrentPrincipal,
-    CurrentRuntime,
     require_admin,
     require_organisation_manager,
 )
+from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
 
 Scope = Literal["organisation", "workspace"]
 
@@ -86,47 +86,64 @@ async def who(session: ReadSession, principal: Principal) -> str:
 
 
 async def change_stop(runtime: Runtime, principal: Principal, data: StopIn) -> stops.StopState:
-    """Set or clear a switch; returns the state that now applies. The organisation's switch takes
-    an organisation owner or admin, a workspace's switch an admin of that workspace."""
+    """:func:`apply_stop` in a unit of work of its own, for a caller outside a request."""
+    async with runtime.db.write() as uow:
+        return await apply_stop(
+            uow,
+            principal,
+            data,
+            now=runtime.clock.now(),
+            stop_all=runtime.settings.sweepers.stop_all,
+        )
+
+
+async def apply_stop(
+    uow: UnitOfWork, principal: Principal, data: StopIn, *, now: datetime, stop_all: bool
+) -> stops.StopState:
+    """Set or clear a switch; returns the state that now applies (``stop_all``: the instance's
+    own switch, from its settings). The organisation's switch takes an organisation owner or
+    admin, a workspace's switch an admin of that workspace."""
     if data.scope == "organisation":
         require_organisation_manager(principal)
     else:
         require_admin(principal)
-    async with runtime.db.write() as uow:
-        workspace_id = principal.workspace_id if data.scope == "workspace" else None
-        if data.stopped:
-            await stops.set_stop(
-                uow.session,
-                organisation_id=principal.organisation_id,
-                workspace_id=workspace_id,
-                reason=data.reason,
-                stopped_by=await who(uow.session, principal),
-                now=runtime.clock.now(),
-            )
-        else:
-            await stops.clear_stop(
-                uow.session, organisation_id=principal.organisation_id, workspace_id=workspace_id
-            )
-    async with runtime.db.read() as session:
-        return await stops.stop_state(
-            session, principal.workspace_id, runtime.settings.sweepers.stop_all
+    workspace_id = principal.workspace_id if data.scope == "workspace" else None
+    if data.stopped:
+        await stops.set_stop(
+            uow.session,
+            organisation_id=principal.organisation_id,
+            workspace_id=workspace_id,
+            reason=data.reason,
+            stopped_by=await who(uow.session, principal),
+            now=now,
         )
+    else:
+        await stops.clear_stop(
+            uow.session, organisation_id=principal.organisation_id, workspace_id=workspace_id
+        )
+    return await stops.stop_state(uow.session, principal.workspace_id, stop_all)
 
 
 @get("/stop")
-async def get_stop(principal: CurrentPrincipal, runtime: CurrentRuntime) -> StopOut:
-    async with runtime.db.read() as session:
-        state = await stops.stop_state(
-            session, principal.workspace_id, runtime.settings.sweepers.stop_all
-        )
+async def get_stop(
+    principal: CurrentPrincipal, session: Reads, settings: CurrentSettings
+) -> StopOut:
+    state = await stops.stop_state(session, principal.workspace_id, settings.sweepers.stop_all)
     return stop_out(state)
 
 
 @post("/stop", status_code=200)
 async def set_stop(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[StopIn]
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    settings: CurrentSettings,
+    data: JSONBody[StopIn],
 ) -> StopOut:
-    return stop_out(await change_stop(runtime, principal, data))
+    state = await apply_stop(
+        uow, principal, data, now=clock.now(), stop_all=settings.sweepers.stop_all
+    )
+    return stop_out(state)
 
 
 ROUTERS = [api_router("/adrules", [get_stop, set_stop], tag="adrules")]

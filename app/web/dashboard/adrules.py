@@ -45,6 +45,7 @@ from app.web.api.adrules_stop import StopIn
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import adrules_log
 from app.web.dashboard.common import page
+from app.web.deps import CurrentClock, CurrentSettings, Writes
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -322,7 +323,11 @@ async def run_rule_now(
 
 @post("/ui/adrules/stop")
 async def change_stop(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    settings: CurrentSettings,
 ) -> Redirect:
     """The runtime stop switch (AR-23): an admin turns the workspace's or the organisation's on
     or off."""
@@ -335,7 +340,9 @@ async def change_stop(
         stopped=form.get("stopped", "") == "true",
         reason=str(form.get("reason", ""))[:500],
     )
-    await stop_api.change_stop(runtime, principal, data)
+    await stop_api.apply_stop(
+        uow, principal, data, now=clock.now(), stop_all=settings.sweepers.stop_all
+    )
     return Redirect("/ui/adrules")
 
 

@@ -25,7 +25,7 @@ from app.web.api.adrules_runs import load_records_page, preview_deps
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard import adrules_charts as charts
 from app.web.dashboard.common import page
-from app.web.deps import Paging, paging
+from app.web.deps import Paging, Reads, paging
 
 LOG = "/ui/adrules/log"
 
@@ -71,17 +71,16 @@ async def log_list(
 async def log_detail(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     batch_record_id: FromPath[int],
     paging: Paging,
     status: FromQuery[str | None] = None,
 ) -> Template:
     batch, records = await load_records_page(
-        runtime, principal, batch_record_id, status=status or None, paging=paging
+        session, principal, batch_record_id, status=status or None, paging=paging
     )
-    async with runtime.db.read() as session:
-        summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
-        budget_chart = await charts.batch_budget_chart(session, summary.batch)
+    summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
+    budget_chart = await charts.batch_budget_chart(session, summary.batch)
     by_task: dict[tuple[int, str], list[Any]] = defaultdict(list)
     for record in records.items:
         by_task[(record.task_id, record.task_name)].append(record)
