@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from litestar import Request, Response, get, patch, post, put
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
+from app.clock import Clock
 from app.db.session import UnitOfWork
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import locations, money
@@ -55,29 +56,30 @@ from app.engines.ranktracking.schemas import (
     TopUpIn,
 )
 from app.pagination import checked_limit, cursor_number
+from app.platform.service import Principal
 from app.web.api import ranktracking_reports
-from app.web.api.common import RowId, api_router, idempotent
+from app.web.api.common import Once, RowId, api_router, idempotent
 from app.web.api.jobs import BulkJobOut, bulk_job_out
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
     require_organisation_manager,
 )
+from app.web.deps import CurrentClock, CurrentSettings, Queue, Reads, Writes
 
 # -- keyword lists ----------------------------------------------------------------------------------
 
 
 @get("/lists")
-async def get_lists(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[ListOut]:
-    async with runtime.db.read() as session:
-        return await list_service.all_lists(session, principal.workspace_id)
+async def get_lists(principal: CurrentPrincipal, session: Reads) -> list[ListOut]:
+    return await list_service.all_lists(session, principal.workspace_id)
 
 
 @post("/lists")
 async def create_list(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     data: JSONBody[ListIn],
 ) -> Response[ListWriteOut]:
     async def action(uow: UnitOfWork) -> ListWriteOut:
@@ -86,71 +88,64 @@ async def create_list(
             workspace_id=principal.workspace_id,
             name=data.name,
             keywords=data.keywords,
-            now=runtime.clock.now(),
+            now=clock.now(),
         )
         return ListWriteOut(list=await list_service.list_out(uow.session, kl), report=report)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("/lists/{list_id:int}")
-async def get_list(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, list_id: RowId
-) -> ListDetailOut:
-    async with runtime.db.read() as session:
-        kl = await list_service.get_list(session, principal.workspace_id, list_id)
-        return await list_service.detail_out(session, kl)
+async def get_list(principal: CurrentPrincipal, session: Reads, list_id: RowId) -> ListDetailOut:
+    kl = await list_service.get_list(session, principal.workspace_id, list_id)
+    return await list_service.detail_out(session, kl)
 
 
 @patch("/lists/{list_id:int}")
 async def rename_list(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     list_id: RowId,
     data: JSONBody[ListRename],
 ) -> ListOut:
-    async with runtime.db.write() as uow:
-        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
-        await list_service.rename_list(uow.session, kl, data.name, runtime.clock.now())
-        return await list_service.list_out(uow.session, kl)
+    kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
+    await list_service.rename_list(uow.session, kl, data.name, clock.now())
+    return await list_service.list_out(uow.session, kl)
 
 
 @post("/lists/{list_id:int}/keywords")
 async def add_keywords(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     list_id: RowId,
     data: JSONBody[KeywordsIn],
 ) -> Response[BulkAddOut]:
     async def action(uow: UnitOfWork) -> BulkAddOut:
         kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
-        return await list_service.add_keywords(
-            uow.session, kl, data.keywords, now=runtime.clock.now()
-        )
+        return await list_service.add_keywords(uow.session, kl, data.keywords, now=clock.now())
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @post("/lists/{list_id:int}/keywords/remove")
 async def remove_keywords(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     list_id: RowId,
     data: JSONBody[KeywordsIn],
 ) -> RemovedOut:
-    async with runtime.db.write() as uow:
-        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
-        return await list_service.remove_keywords(
-            uow.session, kl, data.keywords, now=runtime.clock.now()
-        )
+    kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
+    return await list_service.remove_keywords(uow.session, kl, data.keywords, now=clock.now())
 
 
 @post("/lists/{list_id:int}/import")
 async def import_keywords(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     list_id: RowId,
     data: JSONBody[ImportIn],
 ) -> Response[BulkAddOut]:
@@ -159,17 +154,18 @@ async def import_keywords(
     async def action(uow: UnitOfWork) -> BulkAddOut:
         kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
         return await list_service.add_keywords(
-            uow.session, kl, parse_import(data.text, fmt=data.format), now=runtime.clock.now()
+            uow.session, kl, parse_import(data.text, fmt=data.format), now=clock.now()
         )
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @post("/lists/{list_id:int}/import-jobs", status_code=202)
 async def import_keywords_in_background(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
+    job_queue: Queue,
     list_id: RowId,
     data: JSONBody[ImportIn],
 ) -> Response[BulkJobOut]:
@@ -180,16 +176,16 @@ async def import_keywords_in_background(
     async def action(uow: UnitOfWork) -> BulkJobOut:
         job = await start_keyword_import(
             uow,
-            runtime.queue,
+            job_queue,
             workspace_id=principal.workspace_id,
             list_id=list_id,
             text=data.text,
             fmt=data.format,
-            now=runtime.clock.now(),
+            now=clock.now(),
         )
         return bulk_job_out(job, [])
 
-    return await idempotent(request, principal, runtime, action, status_code=202)
+    return await once(action, status_code=202)
 
 
 # -- schedules --------------------------------------------------------------------------------------
@@ -224,15 +220,15 @@ async def search_locations(
 @get("/schedules")
 async def get_schedules(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    clock: CurrentClock,
     include_archived: FromQuery[bool] = False,
 ) -> list[ScheduleOut]:
-    now = runtime.clock.now()
-    async with runtime.db.read() as session:
-        rows = await schedules.list_schedules(
-            session, principal.workspace_id, include_archived=include_archived
-        )
-        return [await schedules.schedule_out(session, s, now) for s in rows]
+    now = clock.now()
+    rows = await schedules.list_schedules(
+        session, principal.workspace_id, include_archived=include_archived
+    )
+    return [await schedules.schedule_out(session, s, now) for s in rows]
 
 
 @post("/schedules")
@@ -271,64 +267,63 @@ async def create_schedule(
 
 @post("/estimate", status_code=200)
 async def estimate_new(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[ScheduleIn]
+    principal: CurrentPrincipal,
+    session: Reads,
+    settings: CurrentSettings,
+    data: JSONBody[ScheduleIn],
 ) -> EstimateOut:
     """The admission estimate of a schedule not yet created (the wizard's live figure)."""
-    async with runtime.db.read() as session:
-        return await schedules.estimate_new(session, runtime.settings.ranktracking, principal, data)
+    return await schedules.estimate_new(session, settings.ranktracking, principal, data)
 
 
 @get("/schedules/{schedule_id:int}")
 async def get_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await schedules.schedule_out(session, schedule, runtime.clock.now())
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await schedules.schedule_out(session, schedule, clock.now())
 
 
 @patch("/schedules/{schedule_id:int}")
 async def edit_schedule(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    settings: CurrentSettings,
     schedule_id: RowId,
     data: JSONBody[ScheduleEdit],
 ) -> ScheduleOut:
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        await schedules.edit(
-            uow.session, runtime.settings.ranktracking, schedule, data, runtime.clock.now()
-        )
-        return await schedules.schedule_out(uow.session, schedule, runtime.clock.now())
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    await schedules.edit(uow.session, settings.ranktracking, schedule, data, clock.now())
+    return await schedules.schedule_out(uow.session, schedule, clock.now())
 
 
 @put("/schedules/{schedule_id:int}/keywords")
 async def set_selection(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    settings: CurrentSettings,
     schedule_id: RowId,
     data: JSONBody[SelectionIn],
 ) -> ScheduleOut:
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        await schedules.set_selection(
-            uow.session, runtime.settings.ranktracking, schedule, data.keywords, runtime.clock.now()
-        )
-        return await schedules.schedule_out(uow.session, schedule, runtime.clock.now())
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    await schedules.set_selection(
+        uow.session, settings.ranktracking, schedule, data.keywords, clock.now()
+    )
+    return await schedules.schedule_out(uow.session, schedule, clock.now())
 
 
 @get("/schedules/{schedule_id:int}/estimate")
 async def estimate_schedule(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    settings: CurrentSettings,
     schedule_id: RowId,
     queue: FromQuery[QueueName] = "standard",
 ) -> EstimateOut:
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await schedules.estimate_existing(
-            session, runtime.settings.ranktracking, schedule, queue
-        )
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await schedules.estimate_existing(session, settings.ranktracking, schedule, queue)
 
 
 @post("/schedules/{schedule_id:int}/run", status_code=200)
@@ -358,103 +353,98 @@ async def run_schedule(
     return await idempotent(request, principal, runtime, action, status_code=200, finish=finish)
 
 
-async def _transition(principal: Any, runtime: Any, schedule_id: int, action: Any) -> ScheduleOut:
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        await action(uow.session, schedule, runtime.clock.now())
-        out: ScheduleOut = await schedules.schedule_out(uow.session, schedule, runtime.clock.now())
-        return out
+async def _transition(
+    principal: Principal, uow: UnitOfWork, clock: Clock, schedule_id: int, action: Any
+) -> ScheduleOut:
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    await action(uow.session, schedule, clock.now())
+    out: ScheduleOut = await schedules.schedule_out(uow.session, schedule, clock.now())
+    return out
 
 
 @post("/schedules/{schedule_id:int}/pause", status_code=200)
 async def pause_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    return await _transition(principal, runtime, schedule_id, schedules.pause)
+    return await _transition(principal, uow, clock, schedule_id, schedules.pause)
 
 
 @post("/schedules/{schedule_id:int}/resume", status_code=200)
 async def resume_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    return await _transition(principal, runtime, schedule_id, schedules.resume)
+    return await _transition(principal, uow, clock, schedule_id, schedules.resume)
 
 
 @post("/schedules/{schedule_id:int}/end", status_code=200)
 async def end_schedule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    return await _transition(principal, runtime, schedule_id, schedules.end)
+    return await _transition(principal, uow, clock, schedule_id, schedules.end)
 
 
 @get("/schedules/{schedule_id:int}/mobile-draft")
 async def mobile_draft(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> ScheduleIn:
     """A new mobile schedule pre-filled from this one, to POST to ``/schedules`` (RT-17)."""
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
     return schedules.mobile_draft(schedule)
 
 
 @get("/schedules/{schedule_id:int}/log")
 async def get_log(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     schedule_id: RowId,
     cursor: FromQuery[str | None] = None,
 ) -> LogOut:
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
 
 
 @get("/schedules/{schedule_id:int}/results")
 async def get_results(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> list[ResultOut]:
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await latest_results(session, schedule_id)
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await latest_results(session, schedule_id)
 
 
 @get("/schedules/{schedule_id:int}/history")
 async def get_history(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     schedule_id: RowId,
     keyword: FromQuery[str],
 ) -> KeywordHistoryOut:
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await keyword_history(session, schedule_id, " ".join(keyword.split()).casefold())
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await keyword_history(session, schedule_id, " ".join(keyword.split()).casefold())
 
 
 @get("/runs/{run_id:int}/results")
 async def get_run_results(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, run_id: RowId
+    principal: CurrentPrincipal, session: Reads, run_id: RowId
 ) -> list[ResultOut]:
-    async with runtime.db.read() as session:
-        run = await session.get(Run, run_id)
-        if run is None or run.workspace_id != principal.workspace_id:
-            raise RunNotFound("run not found")
-        return await run_results(session, run_id)
+    run = await session.get(Run, run_id)
+    if run is None or run.workspace_id != principal.workspace_id:
+        raise RunNotFound("run not found")
+    return await run_results(session, run_id)
 
 
 # -- money and activity -----------------------------------------------------------------------------
 
 
 @get("/balance")
-async def get_balance(principal: CurrentPrincipal, runtime: CurrentRuntime) -> BalanceOut:
-    async with runtime.db.read() as session:
-        return await money.balance_out(session, principal.organisation_id)
+async def get_balance(principal: CurrentPrincipal, session: Reads) -> BalanceOut:
+    return await money.balance_out(session, principal.organisation_id)
 
 
 @post("/balance/top-ups")
 async def top_up(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     data: JSONBody[TopUpIn],
 ) -> Response[BalanceOut]:
     require_organisation_manager(principal)
@@ -466,32 +456,30 @@ async def top_up(
             workspace_id=principal.workspace_id,
             amount_eur=data.amount_eur,
             note=data.note,
-            now=runtime.clock.now(),
+            now=clock.now(),
         )
         return await money.balance_out(uow.session, principal.organisation_id)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("/ledger")
 async def get_ledger(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, cursor: FromQuery[str | None] = None
+    principal: CurrentPrincipal, session: Reads, cursor: FromQuery[str | None] = None
 ) -> LedgerPage:
-    async with runtime.db.read() as session:
-        return await money.ledger_page(session, principal.organisation_id, cursor)
+    return await money.ledger_page(session, principal.organisation_id, cursor)
 
 
 @get("/activity")
 async def get_activity(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     cursor: FromQuery[str | None] = None,
     schedule_id: FromQuery[int | None] = None,
 ) -> ActivityPage:
-    async with runtime.db.read() as session:
-        return await money.activity_page(
-            session, principal.workspace_id, cursor, schedule_id=schedule_id
-        )
+    return await money.activity_page(
+        session, principal.workspace_id, cursor, schedule_id=schedule_id
+    )
 
 
 ROUTERS: list[Any] = [

@@ -39,8 +39,8 @@ from app.engines.ranktracking.reports.summary import (
 from app.engines.ranktracking.reports.targets import set_targets
 from app.web.api import ranktracking_alerts
 from app.web.api.common import RowId
-from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging, paging
+from app.web.auth import CurrentPrincipal
+from app.web.deps import CurrentClock, Paging, Reads, Writes, paging
 
 Device = Annotated[str | None, QueryParameter(description="``desktop`` or ``mobile``.")]
 Moved = Annotated[
@@ -93,7 +93,7 @@ def table_query(
 )
 async def get_positions(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     schedule_id: RowId,
     paging: Paging,
     device: Device = None,
@@ -123,9 +123,8 @@ async def get_positions(
         features,
         url_issues,
     )
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await positions_page(session, schedule, query)
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await positions_page(session, schedule, query)
 
 
 @get(
@@ -133,12 +132,11 @@ async def get_positions(
     dependencies={"paging": paging(default=SUMMARY_PAGE, maximum=MAX_SUMMARY_PAGE)},
 )
 async def get_summary(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId, paging: Paging
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId, paging: Paging
 ) -> SummaryPage:
     """Average position and visibility of each measured run, newest request first."""
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await summary_page(session, schedule_id, paging.cursor, paging.limit)
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await summary_page(session, schedule_id, paging.cursor, paging.limit)
 
 
 def csv_response(text: str, filename: str) -> Response[str]:
@@ -152,7 +150,7 @@ def csv_response(text: str, filename: str) -> Response[str]:
 @get("/schedules/{schedule_id:int}/positions.csv", media_type="text/csv")
 async def get_positions_csv(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     schedule_id: RowId,
     device: Device = None,
     moved: Moved = None,
@@ -168,76 +166,71 @@ async def get_positions_csv(
     query = table_query(
         device, moved, in_top, out_of_top, sort, order, columns, None, DEFAULT_LIMIT, q, features
     )
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        page = await export.all_positions(session, schedule, query)
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    page = await export.all_positions(session, schedule, query)
     return csv_response(export.positions_csv(page), f"positions-{schedule_id}.csv")
 
 
 @get("/schedules/{schedule_id:int}/log.csv", media_type="text/csv")
 async def get_log_csv(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> Response[str]:
     """Every child run of the schedule's log as CSV, newest request first."""
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        text = await export.log_csv(session, schedule_id)
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    text = await export.log_csv(session, schedule_id)
     return csv_response(text, f"log-{schedule_id}.csv")
 
 
 @put("/schedules/{schedule_id:int}/competitors")
 async def put_competitors(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: RowId,
     data: JSONBody[CompetitorsIn],
 ) -> CompetitorsOut:
     """Replace the schedule's competitor domains (up to 5; from the next run on)."""
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        domains = await set_competitors(uow.session, schedule, data.domains, runtime.clock.now())
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    domains = await set_competitors(uow.session, schedule, data.domains, clock.now())
     return CompetitorsOut(schedule_id=schedule_id, domains=domains)
 
 
 @put("/schedules/{schedule_id:int}/targets")
 async def put_targets(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: RowId,
     data: JSONBody[TargetsIn],
 ) -> TargetsOut:
     """Replace the target URLs (keyword → the page of the tracked domain that should rank)."""
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        targets = await set_targets(uow.session, schedule, data.targets, runtime.clock.now())
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    targets = await set_targets(uow.session, schedule, data.targets, clock.now())
     return TargetsOut(schedule_id=schedule_id, targets=targets)
 
 
 @get("/schedules/{schedule_id:int}/competitors/summary")
 async def get_competitors_summary(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> RivalsOut:
     """Who gained, who lost: the tracked domain and each competitor per device, visibility and
     average position of the latest measurement against the one before."""
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return await who_gained(session, schedule)
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return await who_gained(session, schedule)
 
 
 @get("/balance/history")
 async def get_balance_history(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    clock: CurrentClock,
     days: Annotated[
         int, QueryParameter(ge=1, le=366, description="Days shown, today included.")
     ] = DAYS,
 ) -> BalanceChart:
     """The organisation's available balance at the end of each UTC day, from the ledger (a figure
     in EUR; the ledger keeps the exact amounts)."""
-    async with runtime.db.read() as session:
-        return await balance_history(
-            session, principal.organisation_id, runtime.clock.now(), days=days
-        )
+    return await balance_history(session, principal.organisation_id, clock.now(), days=days)
 
 
 HANDLERS: list[Any] = [
