@@ -12,15 +12,14 @@ from typing import Any
 
 from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
-from sqlalchemy import func, select
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import erased_addresses, erasure, frequency, reports, service
+from app.engines.funnels import erased_addresses, erasure, frequency, reads, reports, service
 from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.enrolment import start_enrolment
 from app.engines.funnels.graph import Graph
-from app.engines.funnels.models import Contact, ContactList, FieldDefinition, FunnelVersion, Tag
+from app.engines.funnels.models import Contact, ContactList, Tag
 from app.engines.funnels.schemas import (
     ContactIn,
     ContactOut,
@@ -45,32 +44,24 @@ from app.engines.funnels.schemas import (
     TimelineOut,
     ValidationOut,
     VersionOut,
-    contact_out,
     effect_out,
-    funnel_out,
     run_out,
     step_out,
     version_out,
 )
 from app.engines.funnels.segment_triggers import contacts_changed
-from app.engines.funnels.segments import compile_sql
 from app.engines.funnels.segments import problems as predicate_problems
 from app.engines.funnels.trial_send import compose_test
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
 from app.pagination import Page, page_of
 from app.schemas import EmailAddress, Key, RowRef, Schema
-from app.web.api.common import api_router, idempotent
+from app.web.api.common import Once, api_router
 from app.web.api.jobs import BulkJobOut, bulk_job_out, job_url
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging
+from app.web.deps import CurrentClock, CurrentSettings, Paging, Queue, Reads, Secrets, Writes
 
 # -- contacts ----------------------------------------------------------------------------------
-
-
-async def _contact_out(session: Any, contact: Contact) -> ContactOut:
-    tags, lists = await contacts_service.memberships(session, [contact.id])
-    return contact_out(contact, tags[contact.id], lists[contact.id])
 
 
 async def _changed(
@@ -84,124 +75,122 @@ async def _changed(
 async def create_contact(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     data: JSONBody[ContactIn],
 ) -> Response[ContactOut]:
     """Create a contact (``Idempotency-Key`` makes a retried request create it once)."""
 
     async def action(uow: UnitOfWork) -> ContactOut:
         contact = await contacts_service.create_contact(
-            uow.session, principal.workspace_id, data.data(), runtime.clock.now()
+            uow.session, principal.workspace_id, data.data(), clock.now()
         )
-        await _changed(uow, principal.workspace_id, [contact.id], runtime.clock.now())
-        return await _contact_out(uow.session, contact)
+        await _changed(uow, principal.workspace_id, [contact.id], clock.now())
+        return await reads.contact_view(uow.session, contact)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("/contacts")
 async def list_contacts(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
     tag: FromQuery[str | None] = None,
     q: FromQuery[str | None] = None,
 ) -> Page[ContactOut]:
-    async with runtime.db.read() as session:
-        rows = await contacts_service.list_contacts(
-            session,
-            principal.workspace_id,
-            after=paging.after,
-            limit=paging.fetch,
-            tag=tag,
-            search=q,
-        )
-        tags, lists = await contacts_service.memberships(session, [c.id for c in rows])
-    return page_of([contact_out(c, tags[c.id], lists[c.id]) for c in rows], paging.limit)
+    rows = await contacts_service.list_contacts(
+        session,
+        principal.workspace_id,
+        after=paging.after,
+        limit=paging.fetch,
+        tag=tag,
+        search=q,
+    )
+    return page_of(await reads.contact_views(session, rows), paging.limit)
 
 
 @get("/frequency-cap")
-async def show_frequency_cap(
-    principal: CurrentPrincipal, runtime: CurrentRuntime
-) -> FrequencyCapOut:
-    async with runtime.db.read() as session:
-        cap = await frequency.get_cap(session, principal.workspace_id)
+async def show_frequency_cap(principal: CurrentPrincipal, session: Reads) -> FrequencyCapOut:
+    cap = await frequency.get_cap(session, principal.workspace_id)
     return FrequencyCapOut(per_day=cap.per_day, per_week=cap.per_week)
 
 
 @put("/frequency-cap")
 async def set_frequency_cap(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FrequencyCapIn]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, data: JSONBody[FrequencyCapIn]
 ) -> FrequencyCapOut:
     """Set the workspace's frequency cap, checked when each message goes out."""
-    async with runtime.db.write() as uow:
-        cap = await frequency.set_cap(
-            uow.session,
-            principal.workspace_id,
-            frequency.Cap(data.per_day, data.per_week),
-            runtime.clock.now(),
-        )
+    cap = await frequency.set_cap(
+        uow.session,
+        principal.workspace_id,
+        frequency.Cap(data.per_day, data.per_week),
+        clock.now(),
+    )
     return FrequencyCapOut(per_day=cap.per_day, per_week=cap.per_week)
 
 
 @get("/contacts/{contact_id:int}")
 async def show_contact(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, contact_id: FromPath[int]
 ) -> ContactOut:
-    async with runtime.db.read() as session:
-        contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
-        return await _contact_out(session, contact)
+    contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
+    return await reads.contact_view(session, contact)
 
 
 @patch("/contacts/{contact_id:int}")
 async def update_contact(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     contact_id: FromPath[int],
     data: JSONBody[ContactIn],
 ) -> ContactOut:
     """Change the given attributes; ``tags`` and ``lists``, when given, replace the sets."""
-    async with runtime.db.write() as uow:
-        contact = await contacts_service.update_contact(
-            uow.session, principal.workspace_id, contact_id, data.data(), runtime.clock.now()
-        )
-        await _changed(uow, principal.workspace_id, [contact.id], runtime.clock.now())
-        out = await _contact_out(uow.session, contact)
+    contact = await contacts_service.update_contact(
+        uow.session, principal.workspace_id, contact_id, data.data(), clock.now()
+    )
+    await _changed(uow, principal.workspace_id, [contact.id], clock.now())
+    out = await reads.contact_view(uow.session, contact)
     return out
 
 
 @delete("/contacts/{contact_id:int}", status_code=204)
 async def delete_contact(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    contact_id: FromPath[int],
 ) -> None:
     """Erase the contact's personal data, end its runs and cancel what was still to be sent."""
-    async with runtime.db.write() as uow:
-        await contacts_service.delete_contact(
-            uow.session,
-            principal.workspace_id,
-            contact_id,
-            runtime.clock.now(),
-            address_key=runtime.secrets.derive(erased_addresses.PURPOSE),
-        )
+    await contacts_service.delete_contact(
+        uow.session,
+        principal.workspace_id,
+        contact_id,
+        clock.now(),
+        address_key=secrets.derive(erased_addresses.PURPOSE),
+    )
 
 
 @get("/contacts/{contact_id:int}/export")
 async def export_contact(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, contact_id: FromPath[int]
 ) -> dict[str, Any]:
     """Everything stored about one contact (an access request's answer): attributes, tags,
     lists, events, runs and their steps, messages with their content, delivery events and
     campaign receipts."""
-    async with runtime.db.read() as session:
-        contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
-        return await erasure.export_contact(session, contact)
+    contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
+    return await erasure.export_contact(session, contact)
 
 
 @post("/contacts/import", status_code=202)
 async def import_contacts(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
+    job_queue: Queue,
+    settings: CurrentSettings,
     data: JSONBody[ImportIn],
 ) -> Response[BulkJobOut]:
     """Create or update contacts (by e-mail) from CSV, in the background: answers 202 with the
@@ -212,25 +201,24 @@ async def import_contacts(
     async def action(uow: UnitOfWork) -> BulkJobOut:
         job = await start_import(
             uow,
-            runtime.queue,
+            job_queue,
             workspace_id=principal.workspace_id,
             text=data.csv,
             columns=data.columns,
-            max_rows=runtime.settings.bulk.max_import_rows,
-            now=runtime.clock.now(),
+            max_rows=settings.bulk.max_import_rows,
+            now=clock.now(),
         )
         return bulk_job_out(job, [])
 
-    return await idempotent(request, principal, runtime, action, status_code=202)
+    return await once(action, status_code=202)
 
 
 @get("/contacts/{contact_id:int}/timeline")
 async def contact_timeline(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, contact_id: FromPath[int]
 ) -> TimelineOut:
-    async with runtime.db.read() as session:
-        contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
-        out = await _contact_out(session, contact)
+    contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
+    out = await reads.contact_view(session, contact)
     return TimelineOut(
         contact=out,
         entries=[
@@ -245,24 +233,18 @@ async def contact_timeline(
 
 @post("/fields", status_code=201)
 async def define_field(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FieldIn]
+    principal: CurrentPrincipal, uow: Writes, data: JSONBody[FieldIn]
 ) -> FieldOut:
-    async with runtime.db.write() as uow:
-        f = await contacts_service.define_field(
-            uow.session, principal.workspace_id, data.key, data.type, data.label
-        )
+    f = await contacts_service.define_field(
+        uow.session, principal.workspace_id, data.key, data.type, data.label
+    )
     return FieldOut(key=f.key, type=f.type, label=f.label)
 
 
 @get("/fields")
-async def list_fields(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[FieldOut]:
-    async with runtime.db.read() as session:
-        rows = await session.scalars(
-            select(FieldDefinition)
-            .where(FieldDefinition.workspace_id == principal.workspace_id)
-            .order_by(FieldDefinition.key)
-        )
-        return [FieldOut(key=f.key, type=f.type, label=f.label) for f in rows]
+async def list_fields(principal: CurrentPrincipal, session: Reads) -> list[FieldOut]:
+    rows = await reads.field_definitions(session, principal.workspace_id)
+    return [FieldOut(key=f.key, type=f.type, label=f.label) for f in rows]
 
 
 def _clean_name(name: str) -> str:
@@ -273,150 +255,129 @@ def _clean_name(name: str) -> str:
 
 
 @post("/tags", status_code=201)
-async def create_tag(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[NameIn]
-) -> NamesOut:
-    async with runtime.db.write() as uow:
-        await contacts_service.ensure_names(
-            uow.session, Tag, principal.workspace_id, [_clean_name(data.name)]
-        )
-        names = await contacts_service.names_of(uow.session, Tag, principal.workspace_id)
+async def create_tag(principal: CurrentPrincipal, uow: Writes, data: JSONBody[NameIn]) -> NamesOut:
+    await contacts_service.ensure_names(
+        uow.session, Tag, principal.workspace_id, [_clean_name(data.name)]
+    )
+    names = await contacts_service.names_of(uow.session, Tag, principal.workspace_id)
     return NamesOut(names=names)
 
 
 @get("/tags")
-async def list_tags(principal: CurrentPrincipal, runtime: CurrentRuntime) -> NamesOut:
-    async with runtime.db.read() as session:
-        return NamesOut(names=await contacts_service.names_of(session, Tag, principal.workspace_id))
+async def list_tags(principal: CurrentPrincipal, session: Reads) -> NamesOut:
+    return NamesOut(names=await contacts_service.names_of(session, Tag, principal.workspace_id))
 
 
 @post("/lists", status_code=201)
-async def create_list(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[NameIn]
-) -> NamesOut:
-    async with runtime.db.write() as uow:
-        await contacts_service.ensure_names(
-            uow.session, ContactList, principal.workspace_id, [_clean_name(data.name)]
-        )
-        names = await contacts_service.names_of(uow.session, ContactList, principal.workspace_id)
+async def create_list(principal: CurrentPrincipal, uow: Writes, data: JSONBody[NameIn]) -> NamesOut:
+    await contacts_service.ensure_names(
+        uow.session, ContactList, principal.workspace_id, [_clean_name(data.name)]
+    )
+    names = await contacts_service.names_of(uow.session, ContactList, principal.workspace_id)
     return NamesOut(names=names)
 
 
 @get("/lists")
-async def list_lists(principal: CurrentPrincipal, runtime: CurrentRuntime) -> NamesOut:
-    async with runtime.db.read() as session:
-        return NamesOut(
-            names=await contacts_service.names_of(session, ContactList, principal.workspace_id)
-        )
+async def list_lists(principal: CurrentPrincipal, session: Reads) -> NamesOut:
+    return NamesOut(
+        names=await contacts_service.names_of(session, ContactList, principal.workspace_id)
+    )
+
+
+SEGMENT_SAMPLE = 20
+"""Contact ids a segment preview lists."""
 
 
 @post("/segments/preview", status_code=200)
 async def preview_segment(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[SegmentPreviewIn]
+    principal: CurrentPrincipal,
+    session: Reads,
+    clock: CurrentClock,
+    data: JSONBody[SegmentPreviewIn],
 ) -> SegmentPreviewOut:
     """How many contacts match a predicate now (the SQL side of FN-10)."""
     ws = principal.workspace_id
-    now = runtime.clock.now()
-    async with runtime.db.read() as session:
-        custom = await contacts_service.field_types(session, ws)
-        problems = predicate_problems(data.predicate, custom)
-        if problems:
-            raise ValidationFailed(
-                "the predicate has problems",
-                details=[{"field": "predicate", "message": p} for p in problems],
-            )
-        matches = compile_sql(data.predicate, workspace_id=ws, now=now, custom=custom)
-        where = (Contact.workspace_id == ws, Contact.deleted_at.is_(None), matches)
-        total = await session.scalar(select(func.count()).select_from(Contact).where(*where))
-        sample = list(
-            await session.scalars(select(Contact.id).where(*where).order_by(Contact.id).limit(20))
+    custom = await contacts_service.field_types(session, ws)
+    problems = predicate_problems(data.predicate, custom)
+    if problems:
+        raise ValidationFailed(
+            "the predicate has problems",
+            details=[{"field": "predicate", "message": p} for p in problems],
         )
-    return SegmentPreviewOut(count=int(total or 0), sample=sample)
+    total, sample = await reads.segment_matches(
+        session, ws, data.predicate, now=clock.now(), custom=custom, sample=SEGMENT_SAMPLE
+    )
+    return SegmentPreviewOut(count=total, sample=[contact_id for contact_id, _ in sample])
 
 
 # -- funnels, versions, runs -------------------------------------------------------------------
 
 
-async def _funnel_out(session: Any, funnel: Any) -> FunnelOut:
-    number = None
-    if funnel.current_version_id is not None:
-        number = await session.scalar(
-            select(FunnelVersion.number).where(FunnelVersion.id == funnel.current_version_id)
-        )
-    counts = await service.run_counts(session, [funnel.id])
-    out = funnel_out(funnel, number, counts[funnel.id])
-    out.messages_in_outbox = await reports.messages_in_outbox(session, funnel.id)
-    return out
-
-
 @post("", status_code=201)
 async def create_funnel(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     data: JSONBody[FunnelIn],
 ) -> Response[FunnelOut]:
     definition = service.parse_definition(data.definition)
 
     async def action(uow: UnitOfWork) -> FunnelOut:
         funnel = await service.create_funnel(
-            uow.session, principal.workspace_id, data.name, definition, runtime.clock.now()
+            uow.session, principal.workspace_id, data.name, definition, clock.now()
         )
-        return await _funnel_out(uow.session, funnel)
+        return await reads.funnel_view(uow.session, funnel)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("")
-async def list_funnels(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[FunnelOut]:
-    async with runtime.db.read() as session:
-        funnels = await service.list_funnels(session, principal.workspace_id)
-        return [await _funnel_out(session, f) for f in funnels]
+async def list_funnels(principal: CurrentPrincipal, session: Reads) -> list[FunnelOut]:
+    funnels = await service.list_funnels(session, principal.workspace_id)
+    return [await reads.funnel_view(session, f) for f in funnels]
 
 
 @get("/{funnel_id:int}")
 async def show_funnel(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, funnel_id: FromPath[int]
 ) -> FunnelOut:
-    async with runtime.db.read() as session:
-        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
-        return await _funnel_out(session, funnel)
+    funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+    return await reads.funnel_view(session, funnel)
 
 
 @patch("/{funnel_id:int}")
 async def edit_funnel(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     funnel_id: FromPath[int],
     data: JSONBody[FunnelPatch],
 ) -> FunnelOut:
     """Edit the draft (published versions never change) or switch the funnel on or off."""
     definition = None if data.definition is None else service.parse_definition(data.definition)
-    async with runtime.db.write() as uow:
-        funnel = await service.update_funnel(
-            uow.session,
-            principal.workspace_id,
-            funnel_id,
-            now=runtime.clock.now(),
-            name=data.name,
-            definition=definition,
-            active=data.active,
-        )
-        out = await _funnel_out(uow.session, funnel)
+    funnel = await service.update_funnel(
+        uow.session,
+        principal.workspace_id,
+        funnel_id,
+        now=clock.now(),
+        name=data.name,
+        definition=definition,
+        active=data.active,
+    )
+    out = await reads.funnel_view(uow.session, funnel)
     return out
 
 
 @get("/{funnel_id:int}/report")
 async def funnel_report(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, funnel_id: FromPath[int]
 ) -> reports.FunnelReport:
     """Per version and node: entered, waiting, exited, goal reached; per message node: queued,
     sent, delivered, opened, clicked, bounced, complained, unsubscribed and rates. Recomputed
     from steps and delivery events on every read. ``status`` is ``delivering`` while no run is
     active but messages still wait in the outbox."""
-    async with runtime.db.read() as session:
-        await service.get_funnel(session, principal.workspace_id, funnel_id)
-        return await reports.funnel_report(session, funnel_id)
+    await service.get_funnel(session, principal.workspace_id, funnel_id)
+    return await reports.funnel_report(session, funnel_id)
 
 
 class TrialSendFailed(DomainError):
@@ -483,14 +444,13 @@ async def test_send(
 
 @post("/{funnel_id:int}/validate", status_code=200)
 async def validate_draft(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, funnel_id: FromPath[int]
 ) -> ValidationOut:
     """The validator's verdict on the draft, each problem naming its node and rule."""
-    async with runtime.db.read() as session:
-        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
-        problems = await service.check(
-            session, principal.workspace_id, service.parse_definition(funnel.draft)
-        )
+    funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+    problems = await service.check(
+        session, principal.workspace_id, service.parse_definition(funnel.draft)
+    )
     return ValidationOut(
         valid=not problems,
         problems=[ProblemOut(**p) for p in service.problems_to_dicts(problems)],
@@ -499,9 +459,9 @@ async def validate_draft(
 
 @post("/{funnel_id:int}/publish", status_code=201)
 async def publish(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     funnel_id: FromPath[int],
 ) -> Response[VersionOut]:
     """Freeze the draft as the next immutable version; 422 with every problem when invalid.
@@ -513,42 +473,41 @@ async def publish(
             principal.workspace_id,
             funnel_id,
             user_id=principal.user_id,
-            now=runtime.clock.now(),
+            now=clock.now(),
         )
         return version_out(version)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("/{funnel_id:int}/versions")
 async def list_versions(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, funnel_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, funnel_id: FromPath[int]
 ) -> list[VersionOut]:
-    async with runtime.db.read() as session:
-        return [
-            version_out(v)
-            for v in await service.versions(session, principal.workspace_id, funnel_id)
-        ]
+    return [
+        version_out(v) for v in await service.versions(session, principal.workspace_id, funnel_id)
+    ]
 
 
 @get("/{funnel_id:int}/versions/{number:int}")
 async def show_version(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
     number: FromPath[int],
 ) -> VersionOut:
-    async with runtime.db.read() as session:
-        return version_out(
-            await service.get_version(session, principal.workspace_id, funnel_id, number)
-        )
+    return version_out(
+        await service.get_version(session, principal.workspace_id, funnel_id, number)
+    )
 
 
 @post("/{funnel_id:int}/enroll", status_code=200)
 async def enroll_contacts(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
+    job_queue: Queue,
+    settings: CurrentSettings,
     funnel_id: FromPath[int],
     data: JSONBody[EnrollIn],
 ) -> Response[EnrollOut]:
@@ -564,46 +523,44 @@ async def enroll_contacts(
         version = await service.current_version(uow.session, funnel)
         entered = await start_enrolment(
             uow,
-            runtime.queue,
+            job_queue,
             version,
-            now=runtime.clock.now(),
+            now=clock.now(),
             contact_ids=data.contact_ids,
             predicate=data.predicate,
-            chunk_items=runtime.settings.bulk.chunk_items,
+            chunk_items=settings.bulk.chunk_items,
         )
         return EnrollOut(started=entered.started, job=job_url(entered.job))
 
-    return await idempotent(request, principal, runtime, action, status_code=200)
+    return await once(action, status_code=200)
 
 
 @get("/{funnel_id:int}/runs")
 async def list_runs(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
     paging: Paging,
     status: FromQuery[str | None] = None,
 ) -> Page[RunOut]:
-    async with runtime.db.read() as session:
-        runs = await service.list_runs(
-            session,
-            principal.workspace_id,
-            funnel_id,
-            after=paging.after,
-            limit=paging.fetch,
-            status=status,
-        )
+    runs = await service.list_runs(
+        session,
+        principal.workspace_id,
+        funnel_id,
+        after=paging.after,
+        limit=paging.fetch,
+        status=status,
+    )
     return page_of([run_out(r) for r in runs], paging.limit)
 
 
 @get("/runs/{run_id:int}")
 async def show_run(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, run_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, run_id: FromPath[int]
 ) -> RunDetailOut:
-    async with runtime.db.read() as session:
-        run = await service.get_run(session, principal.workspace_id, run_id)
-        steps = await service.steps_of(session, run.id)
-        effects = await service.effects_of_run(session, run.id)
+    run = await service.get_run(session, principal.workspace_id, run_id)
+    steps = await service.steps_of(session, run.id)
+    effects = await service.effects_of_run(session, run.id)
     return RunDetailOut(
         run=run_out(run),
         steps=[step_out(s) for s in steps],

@@ -28,9 +28,9 @@ from app.engines.funnels.segments import Predicate
 from app.errors import ValidationFailed
 from app.pagination import Page, page_of
 from app.schemas import Count, Document, Name, Schema, Text
-from app.web.api.common import api_router, idempotent
+from app.web.api.common import Once, api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Paging
+from app.web.deps import CurrentClock, Paging, Reads, Writes
 
 
 class CampaignIn(Schema):
@@ -131,67 +131,66 @@ def _counts(counts: Any) -> dict[str, int]:
 async def create(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     data: JSONBody[CampaignIn],
 ) -> Response[CampaignOut]:
     """Create a draft (``Idempotency-Key`` makes a retried request create it once)."""
 
     async def action(uow: UnitOfWork) -> CampaignOut:
         campaign = await create_campaign(
-            uow.session, principal.workspace_id, _data(data), runtime.clock.now()
+            uow.session, principal.workspace_id, _data(data), clock.now()
         )
         return campaign_out(campaign)
 
-    return await idempotent(request, principal, runtime, action)
+    return await once(action)
 
 
 @get("/campaigns")
 async def index(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
 ) -> Page[CampaignOut]:
-    async with runtime.db.read() as session:
-        rows = await list_campaigns(
-            session, principal.workspace_id, after=paging.after, limit=paging.fetch
-        )
+    rows = await list_campaigns(
+        session, principal.workspace_id, after=paging.after, limit=paging.fetch
+    )
     return page_of([campaign_out(c) for c in rows], paging.limit)
 
 
 @get("/campaigns/{campaign_id:int}")
 async def show(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, campaign_id: FromPath[int]
 ) -> CampaignOut:
-    async with runtime.db.read() as session:
-        campaign = await get_campaign(session, principal.workspace_id, campaign_id)
-        counts = await counters(session, campaign.id)
+    campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+    counts = await counters(session, campaign.id)
     return campaign_out(campaign, counts)
 
 
 @patch("/campaigns/{campaign_id:int}")
 async def edit(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     campaign_id: FromPath[int],
     data: JSONBody[CampaignIn],
 ) -> CampaignOut:
-    async with runtime.db.write() as uow:
-        campaign = await update_campaign(
-            uow.session, principal.workspace_id, campaign_id, _data(data), runtime.clock.now()
-        )
+    campaign = await update_campaign(
+        uow.session, principal.workspace_id, campaign_id, _data(data), clock.now()
+    )
     return campaign_out(campaign)
 
 
 @post("/campaigns/{campaign_id:int}/schedule", status_code=200)
 async def schedule(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
     campaign_id: FromPath[int],
     data: JSONBody[ScheduleIn],
 ) -> Response[CampaignOut]:
     """Schedule the send (``Idempotency-Key``: a retry answers the first schedule)."""
-    now = runtime.clock.now()
+    now = clock.now()
     if data.send_at is not None and data.send_at.tzinfo is None:
         raise ValidationFailed.field("send_at", "needs a time zone offset")
 
@@ -201,7 +200,7 @@ async def schedule(
         )
         return campaign_out(campaign)
 
-    return await idempotent(request, principal, runtime, action, status_code=200)
+    return await once(action, status_code=200)
 
 
 @post("/campaigns/{campaign_id:int}/audience", status_code=200)
@@ -228,12 +227,9 @@ async def snapshot(
 
 @post("/campaigns/{campaign_id:int}/cancel", status_code=200)
 async def cancel(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, campaign_id: FromPath[int]
 ) -> CampaignOut:
-    async with runtime.db.write() as uow:
-        campaign = await cancel_campaign(
-            uow.session, principal.workspace_id, campaign_id, runtime.clock.now()
-        )
+    campaign = await cancel_campaign(uow.session, principal.workspace_id, campaign_id, clock.now())
     return campaign_out(campaign)
 
 

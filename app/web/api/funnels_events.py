@@ -7,28 +7,28 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Request, Response, get, post
+from litestar import Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
-from sqlalchemy import select
 
-from app.db.session import UnitOfWork
+from app.db.session import ReadSession, UnitOfWork
+from app.engines.funnels import reads
 from app.engines.funnels.contacts import get_contact
 from app.engines.funnels.enrolment import start_enrolment
 from app.engines.funnels.events import InboundEvent
 from app.engines.funnels.forms import FormField, create_form, embed_code, list_forms
-from app.engines.funnels.models import ContactEvent
 from app.engines.funnels.segments import Predicate
 from app.engines.funnels.service import current_version, get_funnel
 from app.engines.funnels.simulate import simulate
 from app.engines.funnels.site_snippet import snippet_tag
 from app.engines.funnels.tracking import contact_token, site_key
 from app.pagination import Page, page_of
+from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace, webhook_secret
 from app.schemas import Count, Key, Name, RowRef, Schema, Text
-from app.web.api.common import api_router, idempotent
+from app.web.api.common import Once, api_router
 from app.web.api.jobs import job_url
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from app.web.deps import Paging
+from app.web.deps import CurrentClock, CurrentSettings, Paging, Queue, Reads, Secrets, Writes
 
 
 class EventOut(Schema):
@@ -54,24 +54,20 @@ class InboundOut(Schema):
 @get("/events")
 async def list_events(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
     contact_id: FromQuery[int | None] = None,
     name: FromQuery[str | None] = None,
 ) -> Page[EventOut]:
     """The workspace's contact events, newest first."""
-    stmt = select(ContactEvent).where(ContactEvent.workspace_id == principal.workspace_id)
-    after = paging.after
-    if after is not None:
-        stmt = stmt.where(ContactEvent.id < after)
-    if contact_id is not None:
-        stmt = stmt.where(ContactEvent.contact_id == contact_id)
-    if name:
-        stmt = stmt.where(ContactEvent.name == name)
-    async with runtime.db.read() as session:
-        rows = list(
-            await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(paging.fetch))
-        )
+    rows = await reads.contact_events(
+        session,
+        principal.workspace_id,
+        before=paging.after,
+        limit=paging.fetch,
+        contact_id=contact_id,
+        name=name,
+    )
     return page_of(
         [
             EventOut(
@@ -91,18 +87,13 @@ async def list_events(
 @get("/inbound")
 async def list_inbound(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
 ) -> Page[InboundOut]:
     """Events as received (before processing), newest first, with what processing did."""
-    stmt = select(InboundEvent).where(InboundEvent.workspace_id == principal.workspace_id)
-    after = paging.after
-    if after is not None:
-        stmt = stmt.where(InboundEvent.id < after)
-    async with runtime.db.read() as session:
-        rows = list(
-            await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(paging.fetch))
-        )
+    rows = await reads.inbound_events(
+        session, principal.workspace_id, before=paging.after, limit=paging.fetch
+    )
     return page_of([inbound_out(e) for e in rows], paging.limit)
 
 
@@ -164,27 +155,31 @@ def form_out(form: Any, base_url: str) -> FormOut:
 
 @post("/forms")
 async def create_form_api(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[FormIn]
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    settings: CurrentSettings,
+    data: JSONBody[FormIn],
 ) -> FormOut:
-    async with runtime.db.write() as uow:
-        form = await create_form(
-            uow.session,
-            principal.workspace_id,
-            name=data.name,
-            fields=[FormField(f.key, f.label, f.required) for f in data.fields],
-            add_tag=data.add_tag,
-            add_list=data.add_list,
-            success_message=data.success_message,
-            now=runtime.clock.now(),
-        )
-    return form_out(form, runtime.settings.web.public_url)
+    form = await create_form(
+        uow.session,
+        principal.workspace_id,
+        name=data.name,
+        fields=[FormField(f.key, f.label, f.required) for f in data.fields],
+        add_tag=data.add_tag,
+        add_list=data.add_list,
+        success_message=data.success_message,
+        now=clock.now(),
+    )
+    return form_out(form, settings.web.public_url)
 
 
 @get("/forms")
-async def list_forms_api(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[FormOut]:
-    async with runtime.db.read() as session:
-        forms = await list_forms(session, principal.workspace_id)
-    return [form_out(f, runtime.settings.web.public_url) for f in forms]
+async def list_forms_api(
+    principal: CurrentPrincipal, session: Reads, settings: CurrentSettings
+) -> list[FormOut]:
+    forms = await list_forms(session, principal.workspace_id)
+    return [form_out(f, settings.web.public_url) for f in forms]
 
 
 # -- site snippet ------------------------------------------------------------------------------
@@ -201,25 +196,25 @@ class VisitorOut(Schema):
     """Append as ``?swl=<token>`` to links to your site so the snippet knows the visitor."""
 
 
-async def _secret(runtime: Any, workspace_id: int) -> str:
-    async with runtime.db.read() as session:
-        workspace = await get_workspace(session, workspace_id)
-    return webhook_secret(runtime.secrets, workspace)
+async def _secret(session: ReadSession, secrets: SecretBox, workspace_id: int) -> str:
+    return webhook_secret(secrets, await get_workspace(session, workspace_id))
 
 
 @get("/site")
-async def site_info(principal: CurrentPrincipal, runtime: CurrentRuntime) -> SiteOut:
-    key = site_key(await _secret(runtime, principal.workspace_id), principal.workspace_id)
-    return SiteOut(site_key=key, script_tag=snippet_tag(runtime.settings.web.public_url, key))
+async def site_info(
+    principal: CurrentPrincipal, session: Reads, secrets: Secrets, settings: CurrentSettings
+) -> SiteOut:
+    secret = await _secret(session, secrets, principal.workspace_id)
+    key = site_key(secret, principal.workspace_id)
+    return SiteOut(site_key=key, script_tag=snippet_tag(settings.web.public_url, key))
 
 
 @get("/contacts/{contact_id:int}/visitor-token")
 async def visitor_token(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, contact_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, secrets: Secrets, contact_id: FromPath[int]
 ) -> VisitorOut:
-    async with runtime.db.read() as session:
-        await get_contact(session, principal.workspace_id, contact_id)
-    secret = await _secret(runtime, principal.workspace_id)
+    await get_contact(session, principal.workspace_id, contact_id)
+    secret = await _secret(session, secrets, principal.workspace_id)
     return VisitorOut(
         contact_id=contact_id, token=contact_token(secret, principal.workspace_id, contact_id)
     )
@@ -323,9 +318,11 @@ class SegmentEntryOut(Schema):
 
 @post("/{funnel_id:int}/segment-entries", status_code=200)
 async def enter_segment(
-    request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    once: Once,
+    clock: CurrentClock,
+    job_queue: Queue,
+    settings: CurrentSettings,
     funnel_id: FromPath[int],
     data: JSONBody[SegmentEntryIn],
 ) -> Response[SegmentEntryOut]:
@@ -338,16 +335,16 @@ async def enter_segment(
         version = await current_version(uow.session, funnel)
         entered = await start_enrolment(
             uow,
-            runtime.queue,
+            job_queue,
             version,
-            now=runtime.clock.now(),
+            now=clock.now(),
             contact_ids=None,
             predicate=data.segment,
-            chunk_items=runtime.settings.bulk.chunk_items,
+            chunk_items=settings.bulk.chunk_items,
         )
         return SegmentEntryOut(started=entered.started, job=job_url(entered.job))
 
-    return await idempotent(request, principal, runtime, action, status_code=200)
+    return await once(action, status_code=200)
 
 
 ROUTERS: list[Any] = [

@@ -9,23 +9,21 @@ from typing import Annotated, Any
 import msgspec
 from litestar import delete, get, put
 from litestar.params import FromPath, JSONBody
-from sqlalchemy import select
 
+from app.engines.funnels import reads
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside import config as providers
-from app.engines.funnels.outside.models import AiUsage, ProviderConfig
-from app.integrations.http_guard import shared_guard
+from app.engines.funnels.outside.models import ProviderConfig
 from app.pagination import Page, page_of
 from app.schemas import Key, Schema
 from app.web.api import funnels_sources
 from app.web.api.common import api_router
 from app.web.auth import (
     CurrentPrincipal,
-    CurrentRuntime,
     require_admin,
     require_organisation_manager,
 )
-from app.web.deps import Paging
+from app.web.deps import CurrentClock, Guard, Paging, Reads, Secrets, Writes
 
 
 class ProviderIn(Schema):
@@ -91,81 +89,74 @@ def _quota(view: ai_ledger.QuotaView) -> QuotaOut:
 
 
 @get("/providers")
-async def list_providers(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[ProviderOut]:
-    async with runtime.db.read() as session:
-        rows = await providers.list_configs(session, principal.workspace_id)
+async def list_providers(principal: CurrentPrincipal, session: Reads) -> list[ProviderOut]:
+    rows = await providers.list_configs(session, principal.workspace_id)
     return [_out(row, has) for row, has in rows]
 
 
 @put("/providers/{kind:str}")
 async def configure_provider(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    guard: Guard,
     kind: FromPath[str],
     data: JSONBody[ProviderIn],
 ) -> ProviderOut:
     """Create or replace the provider of one kind of action (admins only)."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        row = await providers.configure(
-            uow.session,
-            runtime.secrets,
-            shared_guard(runtime.resources, runtime.settings.integrations),
-            workspace_id=principal.workspace_id,
-            kind=kind,
-            shape=data.shape,
-            base_url=data.base_url,
-            options=data.options,
-            secret=data.secret,
-            now=runtime.clock.now(),
-        )
-        has = kind in providers.NEEDS_SECRET or data.secret is not None
-        return _out(row, has)
+    row = await providers.configure(
+        uow.session,
+        secrets,
+        guard,
+        workspace_id=principal.workspace_id,
+        kind=kind,
+        shape=data.shape,
+        base_url=data.base_url,
+        options=data.options,
+        secret=data.secret,
+        now=clock.now(),
+    )
+    has = kind in providers.NEEDS_SECRET or data.secret is not None
+    return _out(row, has)
 
 
 @delete("/providers/{kind:str}")
-async def remove_provider(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, kind: FromPath[str]
-) -> None:
+async def remove_provider(principal: CurrentPrincipal, uow: Writes, kind: FromPath[str]) -> None:
     """Remove a provider and its stored credential (admins only)."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await providers.remove(uow.session, workspace_id=principal.workspace_id, kind=kind)
+    await providers.remove(uow.session, workspace_id=principal.workspace_id, kind=kind)
 
 
 @get("/ai/quota")
-async def read_quota(principal: CurrentPrincipal, runtime: CurrentRuntime) -> QuotaOut:
+async def read_quota(principal: CurrentPrincipal, session: Reads, clock: CurrentClock) -> QuotaOut:
     """The organisation's AI quota this month (shared by all its workspaces)."""
-    async with runtime.db.read() as session:
-        view = await ai_ledger.quota_of(session, principal.organisation_id, runtime.clock.now())
+    view = await ai_ledger.quota_of(session, principal.organisation_id, clock.now())
     return _quota(view)
 
 
 @put("/ai/quota")
 async def set_quota(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[QuotaIn]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, data: JSONBody[QuotaIn]
 ) -> QuotaOut:
     require_organisation_manager(principal)
-    async with runtime.db.write() as uow:
-        view = await ai_ledger.set_quota(
-            uow.session, principal.organisation_id, data.quota_tokens, runtime.clock.now()
-        )
+    view = await ai_ledger.set_quota(
+        uow.session, principal.organisation_id, data.quota_tokens, clock.now()
+    )
     return _quota(view)
 
 
 @get("/ai/usage")
 async def list_usage(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
 ) -> Page[UsageOut]:
     """This workspace's generations and refusals, newest first."""
-    before = paging.after
-    query = select(AiUsage).where(AiUsage.workspace_id == principal.workspace_id)
-    if before is not None:
-        query = query.where(AiUsage.id < before)
-    async with runtime.db.read() as session:
-        rows = list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(paging.fetch)))
+    rows = await reads.ai_usage(
+        session, principal.workspace_id, before=paging.after, limit=paging.fetch
+    )
     items = [
         UsageOut(
             id=r.id, outcome=r.outcome, tokens=r.tokens, model=r.model, detail=r.detail, at=r.at

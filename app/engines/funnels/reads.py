@@ -1,0 +1,124 @@
+"""What the funnels API and dashboard read and show: contacts with their tags and lists, custom
+field definitions, who a segment matches now, a funnel with its live figures, and the event feeds.
+
+Read-only queries (they take a :data:`~app.db.session.ReadSession`), so the web layer shapes
+answers without building statements of its own.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from app.db.session import ReadSession
+from app.engines.funnels import contacts, reports, service
+from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.models import (
+    Contact,
+    ContactEvent,
+    FieldDefinition,
+    Funnel,
+    FunnelVersion,
+)
+from app.engines.funnels.outside.models import AiUsage
+from app.engines.funnels.schemas import ContactOut, FunnelOut, contact_out, funnel_out
+from app.engines.funnels.segments import Predicate, compile_sql
+
+
+async def contact_view(session: ReadSession, contact: Contact) -> ContactOut:
+    """A contact as the API answers it, with its tags and lists."""
+    tags, lists = await contacts.memberships(session, [contact.id])
+    return contact_out(contact, tags[contact.id], lists[contact.id])
+
+
+async def contact_views(session: ReadSession, rows: list[Contact]) -> list[ContactOut]:
+    """Several contacts with their tags and lists, in two queries."""
+    tags, lists = await contacts.memberships(session, [c.id for c in rows])
+    return [contact_out(c, tags[c.id], lists[c.id]) for c in rows]
+
+
+async def field_definitions(session: ReadSession, workspace_id: int) -> list[FieldDefinition]:
+    """The workspace's custom contact fields, by key."""
+    rows = await session.scalars(
+        select(FieldDefinition)
+        .where(FieldDefinition.workspace_id == workspace_id)
+        .order_by(FieldDefinition.key)
+    )
+    return list(rows)
+
+
+async def segment_matches(
+    session: ReadSession,
+    workspace_id: int,
+    predicate: Predicate | None,
+    *,
+    now: datetime,
+    custom: dict[str, str],
+    sample: int,
+) -> tuple[int, list[tuple[int, str | None]]]:
+    """How many live contacts ``predicate`` matches now (every contact when it is ``None``), and
+    the first ``sample`` of them by id as (id, e-mail). Check the predicate's problems first."""
+    where: tuple[Any, ...] = (Contact.workspace_id == workspace_id, Contact.deleted_at.is_(None))
+    if predicate is not None:
+        where += (compile_sql(predicate, workspace_id=workspace_id, now=now, custom=custom),)
+    total = await session.scalar(select(func.count()).select_from(Contact).where(*where))
+    rows = await session.execute(
+        select(Contact.id, Contact.email).where(*where).order_by(Contact.id).limit(sample)
+    )
+    return int(total or 0), [(int(i), e) for i, e in rows.all()]
+
+
+async def funnel_view(session: ReadSession, funnel: Funnel) -> FunnelOut:
+    """A funnel with its published version's number, its runs by status and the messages still
+    waiting in its outbox."""
+    number = None
+    if funnel.current_version_id is not None:
+        number = await session.scalar(
+            select(FunnelVersion.number).where(FunnelVersion.id == funnel.current_version_id)
+        )
+    counts = await service.run_counts(session, [funnel.id])
+    out = funnel_out(funnel, number, counts[funnel.id])
+    out.messages_in_outbox = await reports.messages_in_outbox(session, funnel.id)
+    return out
+
+
+async def contact_events(
+    session: ReadSession,
+    workspace_id: int,
+    *,
+    before: int | None,
+    limit: int,
+    contact_id: int | None = None,
+    name: str | None = None,
+) -> list[ContactEvent]:
+    """Up to ``limit`` of the workspace's contact events, newest first, older than ``before``."""
+    stmt = select(ContactEvent).where(ContactEvent.workspace_id == workspace_id)
+    if before is not None:
+        stmt = stmt.where(ContactEvent.id < before)
+    if contact_id is not None:
+        stmt = stmt.where(ContactEvent.contact_id == contact_id)
+    if name:
+        stmt = stmt.where(ContactEvent.name == name)
+    return list(await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(limit)))
+
+
+async def inbound_events(
+    session: ReadSession, workspace_id: int, *, before: int | None, limit: int
+) -> list[InboundEvent]:
+    """Up to ``limit`` events as received, newest first, older than ``before``."""
+    stmt = select(InboundEvent).where(InboundEvent.workspace_id == workspace_id)
+    if before is not None:
+        stmt = stmt.where(InboundEvent.id < before)
+    return list(await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(limit)))
+
+
+async def ai_usage(
+    session: ReadSession, workspace_id: int, *, before: int | None, limit: int
+) -> list[AiUsage]:
+    """Up to ``limit`` of the workspace's AI generations and refusals, newest first."""
+    query = select(AiUsage).where(AiUsage.workspace_id == workspace_id)
+    if before is not None:
+        query = query.where(AiUsage.id < before)
+    return list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(limit)))
