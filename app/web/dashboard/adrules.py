@@ -45,7 +45,7 @@ from app.web.api.adrules_stop import StopIn
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import adrules_log
 from app.web.dashboard.common import page
-from app.web.deps import CurrentClock, CurrentSettings, Writes
+from app.web.deps import CurrentClock, CurrentSettings, Reads, Secrets, Writes
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -292,16 +292,11 @@ def _values_from_form(form: FormMultiDict) -> dict[str, Any]:
 
 @get("/ui/adrules")
 async def rules_page(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest, principal: CurrentPrincipal, session: Reads, settings: CurrentSettings
 ) -> Template:
-    async with runtime.db.read() as session:
-        views = await rule_service.list_rules(
-            session, workspace_id=principal.workspace_id, limit=200
-        )
-        has_token = await account_service.has_token(session, principal.workspace_id)
-        stop = await stops.stop_state(
-            session, principal.workspace_id, runtime.settings.sweepers.stop_all
-        )
+    views = await rule_service.list_rules(session, workspace_id=principal.workspace_id, limit=200)
+    has_token = await account_service.has_token(session, principal.workspace_id)
+    stop = await stops.stop_state(session, principal.workspace_id, settings.sweepers.stop_all)
     return page(
         request,
         "adrules/rules.html",
@@ -500,7 +495,12 @@ async def accounts_page(
 
 @post("/ui/adrules/meta-token")
 async def save_token(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
 ) -> Template | Redirect:
     require_admin(principal)
     token = str((await request.form()).get("token", "")).strip()
@@ -508,14 +508,13 @@ async def save_token(
         return await _accounts_page(
             request, principal, runtime, error="The access token looks too short."
         )
-    async with runtime.db.write() as uow:
-        await account_service.store_token(
-            uow.session,
-            runtime.secrets,
-            workspace_id=principal.workspace_id,
-            token=token,
-            now=runtime.clock.now(),
-        )
+    await account_service.store_token(
+        uow.session,
+        secrets,
+        workspace_id=principal.workspace_id,
+        token=token,
+        now=clock.now(),
+    )
     return Redirect("/ui/adrules/accounts")
 
 
@@ -567,14 +566,13 @@ async def deactivate_account(
 
 @get("/ui/adrules/batches")
 async def batches_page(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest, principal: CurrentPrincipal, session: Reads
 ) -> Template:
     raw = request.query_params.get("rule_id")
     rule_id = int(raw) if raw and raw.isdigit() else None
-    async with runtime.db.read() as session:
-        rows = await rule_service.list_batches(
-            session, workspace_id=principal.workspace_id, rule_id=rule_id, limit=200
-        )
+    rows = await rule_service.list_batches(
+        session, workspace_id=principal.workspace_id, rule_id=rule_id, limit=200
+    )
     return page(request, "adrules/batches.html", principal, rows=rows[:200], rule_id=rule_id)
 
 

@@ -18,20 +18,21 @@ from litestar.params import JSONBody, URLEncodedBody
 from litestar.response import Redirect, Template
 from sqlalchemy import func, select
 
+from app.engines.funnels import reads
 from app.engines.funnels.contacts import define_field, ensure_names, field_types
 from app.engines.funnels.models import (
-    Contact,
     ContactList,
     ContactTag,
     FieldDefinition,
     ListMember,
     Tag,
 )
-from app.engines.funnels.segments import FIELD_TYPES, STANDARD_FIELDS, compile_sql, decode_predicate
+from app.engines.funnels.segments import FIELD_TYPES, STANDARD_FIELDS, decode_predicate
 from app.engines.funnels.segments import problems as predicate_problems
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import error_message, page
+from app.web.deps import CurrentClock, Reads
 
 SEGMENTS = "/ui/funnels/segments"
 LABELS = "/ui/funnels/labels"
@@ -103,10 +104,9 @@ async def builder_options(session: Any, workspace_id: int) -> dict[str, Any]:
 
 @get(SEGMENTS)
 async def segments_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    async with runtime.db.read() as session:
-        options = await builder_options(session, principal.workspace_id)
+    options = await builder_options(session, principal.workspace_id)
     return page(
         request,
         "funnels/segments.html",
@@ -122,7 +122,7 @@ class CountIn(msgspec.Struct):
 
 @post(f"{SEGMENTS}/count", status_code=200)
 async def count_segment(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[CountIn]
+    principal: CurrentPrincipal, session: Reads, clock: CurrentClock, data: JSONBody[CountIn]
 ) -> dict[str, Any]:
     """How many contacts match the rows now, and the first of them; a predicate with problems
     answers them (in the rows' words) instead of a count."""
@@ -131,23 +131,14 @@ async def count_segment(
         predicate = None if data.predicate is None else decode_predicate(data.predicate)
     except msgspec.ValidationError as exc:
         return {"count": None, "sample": [], "problems": [str(exc).split(" - at ")[0]]}
-    async with runtime.db.read() as session:
-        custom = await field_types(session, ws)
-        where: tuple[Any, ...] = (Contact.workspace_id == ws, Contact.deleted_at.is_(None))
-        if predicate is not None:
-            problems = predicate_problems(predicate, custom)
-            if problems:
-                return {"count": None, "sample": [], "problems": [_sentence(p) for p in problems]}
-            now = runtime.clock.now()
-            where += (compile_sql(predicate, workspace_id=ws, now=now, custom=custom),)
-        total = await session.scalar(select(func.count()).select_from(Contact).where(*where))
-        rows = (
-            await session.execute(
-                select(Contact.id, Contact.email).where(*where).order_by(Contact.id).limit(SAMPLE)
-            )
-        ).all()
+    custom = await field_types(session, ws)
+    if predicate is not None and (problems := predicate_problems(predicate, custom)):
+        return {"count": None, "sample": [], "problems": [_sentence(p) for p in problems]}
+    total, rows = await reads.segment_matches(
+        session, ws, predicate, now=clock.now(), custom=custom, sample=SAMPLE
+    )
     return {
-        "count": int(total or 0),
+        "count": total,
         "sample": [{"id": i, "email": e or f"#{i}"} for i, e in rows],
         "problems": [],
         "campaign_url": "/ui/funnels/campaigns"

@@ -32,6 +32,7 @@ from app.web.auth import (
     require_organisation_manager,
 )
 from app.web.dashboard.common import page
+from app.web.deps import CurrentClock, Writes
 
 log = logging.getLogger(__name__)
 
@@ -367,16 +368,15 @@ async def invite(
 
 @post(f"{ORG_PAGE}/invitations/{{invitation_id:int}}/revoke")
 async def revoke_invitation(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, invitation_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, invitation_id: FromPath[int]
 ) -> Redirect:
     require_organisation_manager(principal)
-    async with runtime.db.write() as uow:
-        await invitations.revoke(
-            uow.session,
-            organisation_id=principal.organisation_id,
-            invitation_id=invitation_id,
-            now=runtime.clock.now(),
-        )
+    await invitations.revoke(
+        uow.session,
+        organisation_id=principal.organisation_id,
+        invitation_id=invitation_id,
+        now=clock.now(),
+    )
     return Redirect(ORG_PAGE)
 
 

@@ -38,6 +38,7 @@ from app.web.auth import (
 from app.web.dashboard import ranktracking_alerts as alerts_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
 from app.web.dashboard.common import error_messages, page
+from app.web.deps import CurrentClock, CurrentSettings, Reads
 
 PREFIX = "/ui/ranktracking"
 
@@ -154,20 +155,23 @@ def _error_text(exc: DomainError) -> list[str]:
 
 @get(PREFIX)
 async def overview(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    clock: CurrentClock,
+    settings: CurrentSettings,
 ) -> Template:
-    now = runtime.clock.now()
-    async with runtime.db.read() as session:
-        rows = await schedules.list_schedules(session, principal.workspace_id)
-        items = [await schedules.schedule_out(session, s, now) for s in rows]
-        balance = await money.balance_out(session, principal.organisation_id)
+    now = clock.now()
+    rows = await schedules.list_schedules(session, principal.workspace_id)
+    items = [await schedules.schedule_out(session, s, now) for s in rows]
+    balance = await money.balance_out(session, principal.organisation_id)
     return page(
         request,
         "ranktracking/overview.html",
         principal,
         schedules=items,
         balance=balance,
-        limit=runtime.settings.ranktracking.max_active_schedules,
+        limit=settings.ranktracking.max_active_schedules,
     )
 
 
@@ -270,7 +274,8 @@ async def create_schedule(
 async def schedule_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    clock: CurrentClock,
     schedule_id: FromPath[int],
     cursor: FromQuery[str | None] = None,
     notice: FromQuery[str | None] = None,
@@ -285,7 +290,7 @@ async def schedule_page(
     url_issues: FromQuery[str] = "",
     page_at: Annotated[str, QueryParameter(name="page")] = "",
 ) -> Template:
-    now = runtime.clock.now()
+    now = clock.now()
     tparams = reports_ui.TableParams(
         features=features,
         url_issues=url_issues,
@@ -299,23 +304,22 @@ async def schedule_page(
         page=page_at,
     )
     table_errors: list[str] = []
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        out = await schedules.schedule_out(session, schedule, now)
-        log = await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
-        results = await latest_results(session, schedule_id)
-        try:
-            table = await positions_page(session, schedule, tparams.query())
-        except DomainError as exc:
-            # A hand-edited address: say what was wrong and show the unfiltered table.
-            table_errors = _error_text(exc)
-            tparams = reports_ui.TableParams()
-            table = await positions_page(session, schedule, TableQuery(limit=reports_ui.PAGE_ROWS))
-        charts = await schedule_charts(session, schedule_id) if schedule.data_type == "serp" else []
-        feed = await money.activity_page(
-            session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
-        )
-        extras = await alerts_ui.schedule_extras(session, schedule)
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    out = await schedules.schedule_out(session, schedule, now)
+    log = await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
+    results = await latest_results(session, schedule_id)
+    try:
+        table = await positions_page(session, schedule, tparams.query())
+    except DomainError as exc:
+        # A hand-edited address: say what was wrong and show the unfiltered table.
+        table_errors = _error_text(exc)
+        tparams = reports_ui.TableParams()
+        table = await positions_page(session, schedule, TableQuery(limit=reports_ui.PAGE_ROWS))
+    charts = await schedule_charts(session, schedule_id) if schedule.data_type == "serp" else []
+    feed = await money.activity_page(
+        session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
+    )
+    extras = await alerts_ui.schedule_extras(session, schedule)
     return page(
         request,
         "ranktracking/schedule.html",
@@ -388,16 +392,15 @@ end = _transition(schedules.end, "end", "Ended")
 async def keyword_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     schedule_id: FromPath[int],
     keyword: FromQuery[str],
 ) -> Template:
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        history = await keyword_history(session, schedule_id, normalise(keyword))
-        chart = await keyword_chart(
-            session, schedule_id, normalise(keyword), list(schedule.competitors or [])
-        )
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    history = await keyword_history(session, schedule_id, normalise(keyword))
+    chart = await keyword_chart(
+        session, schedule_id, normalise(keyword), list(schedule.competitors or [])
+    )
     return page(
         request,
         "ranktracking/keyword.html",
@@ -414,10 +417,9 @@ async def keyword_page(
 
 @get(f"{PREFIX}/lists")
 async def lists_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    async with runtime.db.read() as session:
-        items = await list_service.all_lists(session, principal.workspace_id)
+    items = await list_service.all_lists(session, principal.workspace_id)
     return page(request, "ranktracking/lists.html", principal, lists=items, errors=[])
 
 
@@ -459,13 +461,12 @@ async def create_list(
 async def list_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     list_id: FromPath[int],
     notice: FromQuery[str | None] = None,
 ) -> Template:
-    async with runtime.db.read() as session:
-        kl = await list_service.get_list(session, principal.workspace_id, list_id)
-        detail = await list_service.detail_out(session, kl)
+    kl = await list_service.get_list(session, principal.workspace_id, list_id)
+    detail = await list_service.detail_out(session, kl)
     return page(request, "ranktracking/list.html", principal, kl=detail, notice=notice)
 
 
@@ -500,15 +501,15 @@ async def add_to_list(
 async def balance_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    clock: CurrentClock,
     cursor: FromQuery[str | None] = None,
     notice: FromQuery[str | None] = None,
 ) -> Template:
-    async with runtime.db.read() as session:
-        balance = await money.balance_out(session, principal.organisation_id)
-        entries = await money.ledger_page(session, principal.organisation_id, cursor)
-        feed = await money.activity_page(session, principal.workspace_id, None, limit=30)
-        history = await balance_history(session, principal.organisation_id, runtime.clock.now())
+    balance = await money.balance_out(session, principal.organisation_id)
+    entries = await money.ledger_page(session, principal.organisation_id, cursor)
+    feed = await money.activity_page(session, principal.workspace_id, None, limit=30)
+    history = await balance_history(session, principal.organisation_id, clock.now())
     return page(
         request,
         "ranktracking/balance.html",

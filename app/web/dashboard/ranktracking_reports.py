@@ -23,6 +23,7 @@ from app.engines.ranktracking.reports.targets import set_targets
 from app.errors import DomainError
 from app.web.api.ranktracking_reports import csv_response
 from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import Reads
 
 PREFIX = "/ui/ranktracking/schedules/{schedule_id:int}"
 
@@ -117,7 +118,7 @@ def summary_rows(table: PositionsPage) -> list[dict[str, Any]]:
 @get(f"{PREFIX}/positions.csv")
 async def positions_csv(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     schedule_id: FromPath[int],
     device: FromQuery[str] = "",
     moved: FromQuery[str] = "",
@@ -141,19 +142,17 @@ async def positions_csv(
         features=features,
         url_issues=url_issues,
     )
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        table = await export.all_positions(session, schedule, params.query())
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    table = await export.all_positions(session, schedule, params.query())
     return csv_response(export.positions_csv(table), f"positions-{schedule_id}.csv")
 
 
 @get(f"{PREFIX}/log.csv")
 async def log_csv(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, schedule_id: FromPath[int]
 ) -> Response[str]:
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        text = await export.log_csv(session, schedule_id)
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    text = await export.log_csv(session, schedule_id)
     return csv_response(text, f"log-{schedule_id}.csv")
 
 

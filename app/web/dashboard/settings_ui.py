@@ -26,6 +26,7 @@ from app.platform import service
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import sources_ui
 from app.web.dashboard.common import error_message, page
+from app.web.deps import Writes
 
 SECRETS = "/ui/workspace/secrets"
 PROVIDERS = "/ui/workspace/providers"
@@ -139,11 +140,10 @@ async def set_secret_page(
 
 @post(f"{SECRETS}/{{name:str}}/delete")
 async def delete_secret_page(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, name: FromPath[str]
+    principal: CurrentPrincipal, uow: Writes, name: FromPath[str]
 ) -> Redirect:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await service.delete_secret(uow.session, workspace_id=principal.workspace_id, name=name)
+    await service.delete_secret(uow.session, workspace_id=principal.workspace_id, name=name)
     return Redirect(f"{SECRETS}?notice={quote(f'Secret {name} deleted')}")
 
 
@@ -294,11 +294,10 @@ async def configure_provider_page(
 
 @post(f"{PROVIDERS}/{{kind:str}}/remove")
 async def remove_provider_page(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, kind: FromPath[str]
+    principal: CurrentPrincipal, uow: Writes, kind: FromPath[str]
 ) -> Redirect:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await providers.remove(uow.session, workspace_id=principal.workspace_id, kind=kind)
+    await providers.remove(uow.session, workspace_id=principal.workspace_id, kind=kind)
     label = KIND_LABELS.get(kind, kind)
     return Redirect(f"{PROVIDERS}?notice={quote(f'{label}: provider removed')}")
 

@@ -33,6 +33,7 @@ from app.web.auth import (
 from app.web.client_address import Networks, client_address, parse_networks
 from app.web.dashboard import activity, getting_started, settings_ui
 from app.web.dashboard.common import page
+from app.web.deps import CurrentClock, Reads, Writes
 from app.web.ops import sweeper_overview
 
 WORKSPACE_PAGE = "/ui/workspace"
@@ -171,12 +172,11 @@ async def _status(runtime: Runtime) -> dict[str, Any]:
 
 @get("/")
 async def home(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
     """A getting-started view per engine, ticked from the workspace's real state."""
-    async with runtime.db.read() as session:
-        workspace = await service.get_workspace(session, principal.workspace_id)
-        steps = await getting_started.journeys(session, principal)
+    workspace = await service.get_workspace(session, principal.workspace_id)
+    steps = await getting_started.journeys(session, principal)
     return page(request, "home.html", principal, workspace=workspace, journeys=steps)
 
 
@@ -278,13 +278,12 @@ async def workspace_page(
 async def switch_workspace(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
     data: URLEncodedBody[SwitchForm],
 ) -> Redirect:
     """Make another of the person's workspaces the current one (stored in the session)."""
     token = request.cookies.get(SESSION_COOKIE, "")
-    async with runtime.db.write() as uow:
-        await service.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
+    await service.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
     return Redirect("/")
 
 
@@ -327,13 +326,12 @@ async def create_api_key(
 
 @post(f"{WORKSPACE_PAGE}/api-keys/{{key_id:int}}/revoke")
 async def revoke_api_key(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, key_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, key_id: FromPath[int]
 ) -> Redirect:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await service.revoke_api_key(
-            uow.session, workspace_id=principal.workspace_id, key_id=key_id, now=runtime.clock.now()
-        )
+    await service.revoke_api_key(
+        uow.session, workspace_id=principal.workspace_id, key_id=key_id, now=clock.now()
+    )
     return Redirect(WORKSPACE_PAGE)
 
 
