@@ -10,7 +10,6 @@ from typing import Any
 
 from litestar import delete, get, post, put
 from litestar.params import JSONBody
-from sqlalchemy import select
 
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.alerts import report, rules
@@ -23,123 +22,113 @@ from app.engines.ranktracking.alerts.schemas import (
     ReportSettingsIn,
     ReportSettingsOut,
 )
-from app.engines.ranktracking.models import AlertDelivery
-from app.integrations.http_guard import shared_guard
 from app.web.api.common import RowId
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.auth import CurrentPrincipal
+from app.web.deps import CurrentClock, Guard, Reads, Secrets, Writes
 
 RULES = "/schedules/{schedule_id:int}/alerts"
 
 
 @get(RULES)
 async def list_alert_rules(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> AlertRuleList:
     """The schedule's alert rules (a webhook's secret is never shown: ``has_secret``)."""
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        found = await rules.list_rules(session, schedule_id)
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    found = await rules.list_rules(session, schedule_id)
     return AlertRuleList(items=[rules.rule_out(r) for r in found])
 
 
 @post(RULES)
 async def create_alert_rule(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    guard: Guard,
     schedule_id: RowId,
     data: JSONBody[AlertRuleIn],
 ) -> AlertRuleOut:
     """A rule: a keyword enters or leaves the top N, or moves by K places or more; sent once per
     measured run by e-mail or by a webhook signed with its secret (``X-Sweepline-Signature``)."""
-    guard = shared_guard(runtime.resources, runtime.settings.integrations)
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        rule = await rules.create_rule(
-            uow.session, runtime.secrets, guard, schedule, data, runtime.clock.now()
-        )
-        return rules.rule_out(rule)
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    rule = await rules.create_rule(uow.session, secrets, guard, schedule, data, clock.now())
+    return rules.rule_out(rule)
 
 
 @put(f"{RULES}/{{rule_id:int}}")
 async def update_alert_rule(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    guard: Guard,
     schedule_id: RowId,
     rule_id: RowId,
     data: JSONBody[AlertRuleIn],
 ) -> AlertRuleOut:
     """Replace a rule (a webhook without ``secret`` keeps the stored one)."""
-    guard = shared_guard(runtime.resources, runtime.settings.integrations)
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        rule = await rules.update_rule(
-            uow.session, runtime.secrets, guard, schedule, rule_id, data, runtime.clock.now()
-        )
-        return rules.rule_out(rule)
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    rule = await rules.update_rule(
+        uow.session, secrets, guard, schedule, rule_id, data, clock.now()
+    )
+    return rules.rule_out(rule)
 
 
 @delete(f"{RULES}/{{rule_id:int}}")
 async def delete_alert_rule(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId, rule_id: RowId
+    principal: CurrentPrincipal, uow: Writes, schedule_id: RowId, rule_id: RowId
 ) -> None:
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        await rules.delete_rule(uow.session, schedule, rule_id)
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    await rules.delete_rule(uow.session, schedule, rule_id)
 
 
 @get(f"{RULES}/deliveries")
 async def list_alert_deliveries(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> AlertDeliveryList:
     """The alerts the schedule's rules fired, newest request first (the last 100)."""
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        rows = await session.execute(
-            select(AlertDelivery)
-            .where(AlertDelivery.schedule_id == schedule_id)
-            .order_by(AlertDelivery.request_id.desc(), AlertDelivery.id.desc())
-            .limit(100)
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    found = await rules.recent_deliveries(session, schedule_id)
+    items = [
+        AlertDeliveryOut(
+            id=d.id,
+            rule_id=d.rule_id,
+            request_id=d.request_id,
+            channel=d.channel,
+            state=d.state,
+            attempts=d.attempts,
+            error=d.error,
+            matches=list(d.matches),
+            created_at=d.created_at,
+            sent_at=d.sent_at,
         )
-        items = [
-            AlertDeliveryOut(
-                id=d.id,
-                rule_id=d.rule_id,
-                request_id=d.request_id,
-                channel=d.channel,
-                state=d.state,
-                attempts=d.attempts,
-                error=d.error,
-                matches=list(d.matches),
-                created_at=d.created_at,
-                sent_at=d.sent_at,
-            )
-            for d in rows.scalars()
-        ]
+        for d in found
+    ]
     return AlertDeliveryList(items=items)
 
 
 @get("/schedules/{schedule_id:int}/report")
 async def get_report_settings(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, schedule_id: RowId
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> ReportSettingsOut:
-    async with runtime.db.read() as session:
-        await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        return report.settings_out(schedule_id, await report.get_settings(session, schedule_id))
+    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    return report.settings_out(schedule_id, await report.get_settings(session, schedule_id))
 
 
 @put("/schedules/{schedule_id:int}/report")
 async def put_report_settings(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: RowId,
     data: JSONBody[ReportSettingsIn],
 ) -> ReportSettingsOut:
     """The weekly (Monday to Monday, UTC) or monthly e-mail report: the period's summary, its
     biggest movers and a link to the page, sent once when each period ends."""
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        setting = await report.put_settings(uow.session, schedule, data, runtime.clock.now())
-        return report.settings_out(schedule_id, setting)
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    setting = await report.put_settings(uow.session, schedule, data, clock.now())
+    return report.settings_out(schedule_id, setting)
 
 
 HANDLERS: list[Any] = [

@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, select
 
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking.alerts.schemas import AlertRuleIn, AlertRuleOut
-from app.engines.ranktracking.models import ARCHIVED, AlertRule, Schedule
+from app.engines.ranktracking.models import ARCHIVED, AlertDelivery, AlertRule, Schedule
 from app.errors import NotFound, ValidationFailed
 from app.integrations.http_guard import AddressGuard, OutboundError
 from app.platform.crypto import SecretBox
@@ -93,6 +93,19 @@ def rule_out(rule: AlertRule) -> AlertRuleOut:
         created_at=rule.created_at,
         updated_at=rule.updated_at,
     )
+
+
+async def recent_deliveries(
+    session: ReadSession, schedule_id: int, limit: int = 100
+) -> list[AlertDelivery]:
+    """The last ``limit`` alerts the schedule's rules fired, newest request first."""
+    rows = await session.scalars(
+        select(AlertDelivery)
+        .where(AlertDelivery.schedule_id == schedule_id)
+        .order_by(AlertDelivery.request_id.desc(), AlertDelivery.id.desc())
+        .limit(limit)
+    )
+    return list(rows)
 
 
 async def list_rules(session: ReadSession, schedule_id: int) -> list[AlertRule]:
