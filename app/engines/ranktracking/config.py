@@ -110,6 +110,89 @@ def cap_cents(value: Decimal | None, errors: _Errors, path: str = "monthly_cap_e
     return int(cents)
 
 
+def _check_source(
+    errors: _Errors,
+    data_type: str,
+    list_id: int | None,
+    keywords: list[str] | None,
+    max_selection: int,
+) -> list[str] | None:
+    """A keyword list or a direct selection, not both; the selection normalised."""
+    if (list_id is None) == (keywords is None):
+        errors.add(
+            "list_id", "give either a keyword list (list_id) or a direct selection (keywords)"
+        )
+    if list_id is not None and not 1 <= list_id <= MAX_ID:
+        errors.add("list_id", "not a keyword list id", "unknown_list")
+    if keywords is None:
+        return None
+    selection = normalise_all(keywords).keywords
+    if data_type != "serp":
+        errors.add(
+            "keywords", "a direct selection is for SERP schedules only", "selection_serp_only"
+        )
+    if not selection:
+        errors.add("keywords", "a direct selection needs at least one keyword", "selection_empty")
+    elif len(selection) > max_selection:
+        errors.add(
+            "keywords",
+            f"a direct selection holds at most {max_selection} keywords ({len(selection)} given)",
+            "selection_too_large",
+        )
+    return selection
+
+
+def _check_serp(
+    errors: _Errors,
+    frequency: str,
+    depth: str | None,
+    devices: list[str] | None,
+    domain: str | None,
+    packages: list[str] | None,
+) -> None:
+    if frequency not in SERP_FREQUENCIES:
+        errors.add("frequency", f"SERP schedules run {', '.join(SERP_FREQUENCIES)}")
+    if depth not in DEPTHS:
+        errors.add("depth", "must be top10 or top100")
+    if not devices:
+        errors.add("devices", "choose desktop, mobile or both")
+    elif len(set(devices)) != len(devices) or not set(devices) <= set(DEVICES):
+        errors.add("devices", "each of desktop and mobile at most once")
+    if not domain or not _DOMAIN.match(normalise_domain(domain)):
+        errors.add("domain", "the site to measure, e.g. example.com")
+    if packages:
+        errors.add("packages", "packages are for keyword-data schedules")
+
+
+def _check_keyword_data(
+    errors: _Errors,
+    frequency: str,
+    depth: str | None,
+    devices: list[str] | None,
+    packages: list[str] | None,
+) -> None:
+    if frequency not in KEYWORD_DATA_FREQUENCIES:
+        errors.add("frequency", "keyword-data schedules run monthly or quarterly")
+    if not packages:
+        errors.add("packages", "choose at least one package", "packages_empty")
+    elif len(set(packages)) != len(packages) or not set(packages) <= set(PACKAGES):
+        errors.add("packages", f"packages are {', '.join(PACKAGES)}, each at most once")
+    if depth is not None or devices:
+        errors.add("devices", "depth and devices are for SERP schedules")
+
+
+def _check_location(errors: _Errors, location_code: int | None) -> None:
+    if location_code is None or location_code <= 0:
+        errors.add("location_code", "must be a positive location code")
+    elif location_code > locations.MAX_LOCATION_CODE or locations.get(location_code) is None:
+        errors.add(
+            "location_code",
+            f"{location_code} is not one of the provider's locations "
+            "(search them with GET /api/v1/ranktracking/locations?q=...)",
+            "unknown_location",
+        )
+
+
 def validated(
     *,
     name: str,
@@ -131,60 +214,12 @@ def validated(
     errors = _Errors()
     if require_name and not name.strip():
         errors.add("name", "is required")
-    if (list_id is None) == (keywords is None):
-        errors.add(
-            "list_id", "give either a keyword list (list_id) or a direct selection (keywords)"
-        )
-    if list_id is not None and not 1 <= list_id <= MAX_ID:
-        errors.add("list_id", "not a keyword list id", "unknown_list")
-    selection: list[str] | None = None
-    if keywords is not None:
-        selection = normalise_all(keywords).keywords
-        if data_type != "serp":
-            errors.add(
-                "keywords", "a direct selection is for SERP schedules only", "selection_serp_only"
-            )
-        if not selection:
-            errors.add(
-                "keywords", "a direct selection needs at least one keyword", "selection_empty"
-            )
-        elif len(selection) > max_selection:
-            errors.add(
-                "keywords",
-                f"a direct selection holds at most {max_selection} keywords ({len(selection)} given)",
-                "selection_too_large",
-            )
+    selection = _check_source(errors, data_type, list_id, keywords, max_selection)
     if data_type == "serp":
-        if frequency not in SERP_FREQUENCIES:
-            errors.add("frequency", f"SERP schedules run {', '.join(SERP_FREQUENCIES)}")
-        if depth not in DEPTHS:
-            errors.add("depth", "must be top10 or top100")
-        if not devices:
-            errors.add("devices", "choose desktop, mobile or both")
-        elif len(set(devices)) != len(devices) or not set(devices) <= set(DEVICES):
-            errors.add("devices", "each of desktop and mobile at most once")
-        if not domain or not _DOMAIN.match(normalise_domain(domain)):
-            errors.add("domain", "the site to measure, e.g. example.com")
-        if packages:
-            errors.add("packages", "packages are for keyword-data schedules")
+        _check_serp(errors, frequency, depth, devices, domain, packages)
     else:
-        if frequency not in KEYWORD_DATA_FREQUENCIES:
-            errors.add("frequency", "keyword-data schedules run monthly or quarterly")
-        if not packages:
-            errors.add("packages", "choose at least one package", "packages_empty")
-        elif len(set(packages)) != len(packages) or not set(packages) <= set(PACKAGES):
-            errors.add("packages", f"packages are {', '.join(PACKAGES)}, each at most once")
-        if depth is not None or devices:
-            errors.add("devices", "depth and devices are for SERP schedules")
-    if location_code is None or location_code <= 0:
-        errors.add("location_code", "must be a positive location code")
-    elif location_code > locations.MAX_LOCATION_CODE or locations.get(location_code) is None:
-        errors.add(
-            "location_code",
-            f"{location_code} is not one of the provider's locations "
-            "(search them with GET /api/v1/ranktracking/locations?q=...)",
-            "unknown_location",
-        )
+        _check_keyword_data(errors, frequency, depth, devices, packages)
+    _check_location(errors, location_code)
     language = canonical_language(language_code or "")
     if language is None:
         errors.add(

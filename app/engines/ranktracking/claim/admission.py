@@ -23,7 +23,7 @@ from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import cents_to_micros, exact_eur
 from app.engines.ranktracking.due import due_after_run, first_due
 from app.engines.ranktracking.env import Env
-from app.engines.ranktracking.members import resolve_many
+from app.engines.ranktracking.members import Members, resolve_many
 from app.engines.ranktracking.models import (
     ACTIVE,
     ACTIVE_RUN_STATUSES,
@@ -36,6 +36,7 @@ from app.engines.ranktracking.models import (
     RES_NONE,
     SKIPPED_BALANCE,
     SKIPPED_DISPATCH,
+    Balance,
     Request,
     Run,
     Schedule,
@@ -313,9 +314,58 @@ async def admit_many(
     its devices reserved all together or not at all against the balance left by the schedules
     before it — and the rows are written with one multi-row statement per table.
     """
-    session = uow.session
-    rt = env.settings.ranktracking
     launches = [Launch(schedule_id=i, queue=queue) for i in schedule_ids]
+    open_ = await _open_schedules(uow.session, launches, trigger=trigger, now=now, tick=tick)
+    if not open_:
+        return launches
+    active = await with_active_runs(uow.session, [s.id for _, s in open_])
+    requests = await _write_requests(uow.session, open_, active, trigger, queue, now)
+    batch = await _read_batch(uow.session, env, [s for _, s in open_ if s.id not in active], now)
+    admitted: list[_Admitted] = []
+    for launch, schedule in open_:
+        request = requests.get(schedule.id)
+        if schedule.id in active:
+            if request is not None:
+                _skip_active(uow.session, schedule, request, launch, now=now, tick=tick)
+            continue
+        assert request is not None
+        decided = await _decide(uow, env, batch, launch, schedule, request, trigger, queue, now)
+        if decided is not None:
+            admitted.append(decided)
+    await _reserve(uow.session, batch, admitted, now)
+    return launches
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What admission reads once for the whole batch of schedules it decides."""
+
+    members: dict[int, Members]
+    spent: dict[int, int]
+    balances: dict[int, Balance]
+    available: dict[int, int]
+    prices: PriceList
+
+
+@dataclass(slots=True)
+class _Admitted:
+    launch: Launch
+    schedule: Schedule
+    runs: list[Run]
+    amounts: list[int]
+
+
+async def _open_schedules(
+    session: WriteSession,
+    launches: list[Launch],
+    *,
+    trigger: str,
+    now: datetime,
+    tick: datetime | None,
+) -> list[tuple[Launch, Schedule]]:
+    """Claim (a sweep) or lock (a person's request) the schedules; those refused before any row is
+    written have their launch's reason set and are left out."""
+    schedule_ids = [launch.schedule_id for launch in launches]
     unclaimed: dict[int, Schedule] = {}
     if trigger == RECURRING:
         locked = await claim_due_schedules(session, schedule_ids, due_by=tick or now, now=now)
@@ -335,135 +385,190 @@ async def admit_many(
             continue
         assert schedule is not None
         open_.append((launch, schedule))
-    if not open_:
-        return launches
+    return open_
 
-    active = await with_active_runs(session, [s.id for _, s in open_])
+
+async def _write_requests(
+    session: WriteSession,
+    open_: list[tuple[Launch, Schedule]],
+    active: set[int],
+    trigger: str,
+    queue: str,
+    now: datetime,
+) -> dict[int, Request]:
+    """The request row of each open schedule (a manual request refused for an active run gets
+    none: the caller's response carries the refusal), written in one statement."""
     requests: dict[int, Request] = {}
     for launch, schedule in open_:
         if schedule.id in active:
             launch.reason, launch.code = "active_run", "run_active"
             launch.message = "a run of this schedule is still active"
             if trigger != RECURRING:
-                continue  # a manual refusal: the caller's response carries it
+                continue
         requests[schedule.id] = _new_request(schedule, trigger, queue, now)
     session.add_all(requests.values())
     await session.flush()
     for launch, _ in open_:
         request = requests.get(launch.schedule_id)
         launch.request_id = request.id if request is not None else None
+    return requests
 
-    ready = [(launch, s) for launch, s in open_ if s.id not in active]
-    members = await resolve_many(session, [s for _, s in ready], rt.max_run_keywords)
-    capped = [s.id for _, s in ready if s.monthly_cap_cents is not None]
+
+async def _read_batch(
+    session: WriteSession, env: Env, ready: list[Schedule], now: datetime
+) -> _Batch:
+    """Members, month spend and the locked balances of the schedules that may run."""
+    rt = env.settings.ranktracking
+    members = await resolve_many(session, ready, rt.max_run_keywords)
+    capped = [s.id for s in ready if s.monthly_cap_cents is not None]
     spent = await ledger.month_spend_of(session, capped, now)
-    balances = await ledger.lock_balances(session, [s.organisation_id for _, s in ready], now)
-    available = {org: b.available_micros for org, b in balances.items()}
-    prices = PriceList.from_settings(rt)
+    balances = await ledger.lock_balances(session, [s.organisation_id for s in ready], now)
+    return _Batch(
+        members=members,
+        spent=spent,
+        balances=balances,
+        available={org: b.available_micros for org, b in balances.items()},
+        prices=PriceList.from_settings(rt),
+    )
 
-    admitted: list[tuple[Launch, Schedule, list[Run], list[int]]] = []
-    for launch, schedule in open_:
-        request = requests.get(schedule.id)
-        if schedule.id in active:
-            if request is not None:
-                # A due time that cannot run still leaves its row, and is retried in an hour.
-                _trace(
-                    session,
-                    schedule,
-                    request,
-                    status=SKIPPED_DISPATCH,
-                    code="run_active",
-                    message=launch.message,
-                    now=now,
-                )
-                schedule_retry(schedule, now, tick=tick)
-            continue
-        assert request is not None
-        found = members[schedule.id]
-        if not found.keywords or found.over:
-            launch.reason = "members"
-            if found.over:
-                launch.code = "members_over_limit"
-                launch.message = (
-                    f"the list has {found.total} keywords, more than the {rt.max_run_keywords} "
-                    "a run may request; nothing was sent"
-                )
-            else:
-                launch.code = "members_empty"
-                launch.message = "the schedule has no keywords to request"
-            _trace(
-                session,
-                schedule,
-                request,
-                status=FAILED,
-                code=launch.code,
-                message=launch.message,
-                now=now,
-            )
-            _advance(schedule, trigger, admitted=False, now=now)
-            continue
 
-        group = quote(
-            prices,
-            data_type=schedule.data_type,
-            count=len(found.keywords),
-            queue=queue,
-            depth=schedule.depth,
-            devices=schedule.device_list,
-            packages=list(schedule.packages or []),
+def _skip_active(
+    session: WriteSession,
+    schedule: Schedule,
+    request: Request,
+    launch: Launch,
+    *,
+    now: datetime,
+    tick: datetime | None,
+) -> None:
+    """A due time that cannot run still leaves its row, and is retried in an hour."""
+    _trace(
+        session,
+        schedule,
+        request,
+        status=SKIPPED_DISPATCH,
+        code="run_active",
+        message=launch.message,
+        now=now,
+    )
+    schedule_retry(schedule, now, tick=tick)
+
+
+async def _decide(
+    uow: UnitOfWork,
+    env: Env,
+    batch: _Batch,
+    launch: Launch,
+    schedule: Schedule,
+    request: Request,
+    trigger: str,
+    queue: str,
+    now: datetime,
+) -> _Admitted | None:
+    """One schedule's request: refused for its members, its cap or the balance left by the
+    schedules before it (a coded row), or admitted with its child runs added to the session."""
+    found = batch.members[schedule.id]
+    if not found.keywords or found.over:
+        _refuse_members(uow.session, env, launch, schedule, request, found, now=now)
+        _advance(schedule, trigger, admitted=False, now=now)
+        return None
+    group = quote(
+        batch.prices,
+        data_type=schedule.data_type,
+        count=len(found.keywords),
+        queue=queue,
+        depth=schedule.depth,
+        devices=schedule.device_list,
+        packages=list(schedule.packages or []),
+    )
+    _check_money(batch, launch, schedule, group.total_micros)
+    if launch.reason is not None:
+        await _block(
+            uow, env, schedule, request, code=launch.code or "", message=launch.message, now=now
         )
-        if schedule.monthly_cap_cents is not None and spent[
-            schedule.id
-        ] + group.total_micros > cents_to_micros(schedule.monthly_cap_cents):
-            launch.reason, launch.code = "cap", "cap_reached"
-            launch.message = (
-                f"the monthly cap of {schedule.monthly_cap_cents / 100:.2f} EUR would be passed "
-                f"({exact_eur(spent[schedule.id])} EUR used, "
-                f"{exact_eur(group.total_micros)} EUR needed)"
-            )
-        elif available[schedule.organisation_id] < group.total_micros:
-            # RT-22: every device's reservation or none — nothing of this group is written.
-            launch.reason, launch.code = "balance", "insufficient_balance"
-            launch.message = (
-                f"the organisation balance ({exact_eur(available[schedule.organisation_id])} EUR "
-                f"available) does not cover this request ({exact_eur(group.total_micros)} EUR)"
-            )
-        if launch.reason is not None:
-            await _block(
-                uow, env, schedule, request, code=launch.code or "", message=launch.message, now=now
-            )
-            _advance(schedule, trigger, admitted=False, now=now)
-            continue
+        _advance(schedule, trigger, admitted=False, now=now)
+        return None
+    batch.available[schedule.organisation_id] -= group.total_micros
+    runs = [
+        _new_run(
+            schedule,
+            request,
+            device=device,
+            status=DISPATCHING,
+            now=now,
+            keywords=found.keywords,
+            reserved_micros=micros,
+        )
+        for device, micros in group.parts
+    ]
+    uow.session.add_all(runs)
+    _advance(schedule, trigger, admitted=True, now=now)
+    return _Admitted(launch, schedule, runs, [micros for _, micros in group.parts])
 
-        available[schedule.organisation_id] -= group.total_micros
-        runs = [
-            _new_run(
-                schedule,
-                request,
-                device=device,
-                status=DISPATCHING,
-                now=now,
-                keywords=found.keywords,
-                reserved_micros=micros,
-            )
-            for device, micros in group.parts
-        ]
-        session.add_all(runs)
-        admitted.append((launch, schedule, runs, [micros for _, micros in group.parts]))
-        _advance(schedule, trigger, admitted=True, now=now)
 
-    await session.flush()  # every new run (and trace row) of the batch in one INSERT
-    holds: list[ledger.Hold] = []
-    for launch, schedule, runs, amounts in admitted:
-        holds += [
-            ledger.Hold(run=run, organisation_id=schedule.organisation_id, amount_micros=micros)
-            for run, micros in zip(runs, amounts, strict=True)
-        ]
-        launch.run_ids = [r.id for r in runs]
-        launch.message = f"{len(runs)} child run(s) sent"
-    await ledger.reserve_many(session, balances, holds, now)
+def _refuse_members(
+    session: WriteSession,
+    env: Env,
+    launch: Launch,
+    schedule: Schedule,
+    request: Request,
+    found: Members,
+    *,
+    now: datetime,
+) -> None:
+    """No keyword to request, or more than a run may: a failed row says which."""
+    launch.reason = "members"
+    if found.over:
+        launch.code = "members_over_limit"
+        launch.message = (
+            f"the list has {found.total} keywords, more than the "
+            f"{env.settings.ranktracking.max_run_keywords} a run may request; nothing was sent"
+        )
+    else:
+        launch.code = "members_empty"
+        launch.message = "the schedule has no keywords to request"
+    _trace(
+        session, schedule, request, status=FAILED, code=launch.code, message=launch.message, now=now
+    )
+
+
+def _check_money(batch: _Batch, launch: Launch, schedule: Schedule, needed: int) -> None:
+    """Set the launch's reason when the monthly cap or the balance left does not cover
+    ``needed`` micro-euros."""
+    if schedule.monthly_cap_cents is not None and batch.spent[
+        schedule.id
+    ] + needed > cents_to_micros(schedule.monthly_cap_cents):
+        launch.reason, launch.code = "cap", "cap_reached"
+        launch.message = (
+            f"the monthly cap of {schedule.monthly_cap_cents / 100:.2f} EUR would be passed "
+            f"({exact_eur(batch.spent[schedule.id])} EUR used, "
+            f"{exact_eur(needed)} EUR needed)"
+        )
+    elif batch.available[schedule.organisation_id] < needed:
+        # RT-22: every device's reservation or none — nothing of this group is written.
+        launch.reason, launch.code = "balance", "insufficient_balance"
+        launch.message = (
+            f"the organisation balance ({exact_eur(batch.available[schedule.organisation_id])} "
+            f"EUR available) does not cover this request ({exact_eur(needed)} EUR)"
+        )
+
+
+async def _reserve(
+    session: WriteSession, batch: _Batch, admitted: list[_Admitted], now: datetime
+) -> None:
+    """Write every admitted run (and trace row) in one INSERT, then hold each run's reservation
+    against its organisation's locked balance."""
     await session.flush()
-    return launches
+    holds: list[ledger.Hold] = []
+    for entry in admitted:
+        holds += [
+            ledger.Hold(run=run, organisation_id=entry.schedule.organisation_id, amount_micros=m)
+            for run, m in zip(entry.runs, entry.amounts, strict=True)
+        ]
+        entry.launch.run_ids = [r.id for r in entry.runs]
+        entry.launch.message = f"{len(entry.runs)} child run(s) sent"
+    await ledger.reserve_many(session, batch.balances, holds, now)
+    await session.flush()
 
 
 def _refused(launch: Launch, schedule: Schedule | None, trigger: str, due_by: datetime) -> bool:
