@@ -103,6 +103,82 @@ async def funnel_report(session: ReadSession, funnel_id: int) -> FunnelReport:
             select(FunnelVersion).where(FunnelVersion.funnel_id == funnel_id)
         )
     }
+    runs_by = await _runs_by_version(session, funnel_id)
+    tally = _Tally()
+    order = tally.declare_nodes(versions)
+    await _count_steps(session, funnel_id, tally)
+    await _count_current(session, funnel_id, tally)
+    in_outbox = await _count_outbox(session, funnel_id, tally)
+    await _count_delivery(session, funnel_id, tally)
+    tally.rates()
+    totals: dict[str, int] = defaultdict(int)
+    for by_status in runs_by.values():
+        for status, n in by_status.items():
+            totals[status] += n
+    active = totals.get(RUN_ACTIVE, 0)
+    return FunnelReport(
+        funnel_id=funnel_id,
+        status="running" if active else ("delivering" if in_outbox else "idle"),
+        runs=dict(totals),
+        runs_active=active,
+        messages_in_outbox=in_outbox,
+        versions=[
+            VersionReport(
+                version=v.number,
+                runs=dict(runs_by.get(vid, {})),
+                nodes=tally.in_order(vid, order[vid]),
+            )
+            for vid, v in sorted(versions.items(), key=lambda kv: kv[1].number)
+        ],
+    )
+
+
+class _Tally:
+    """Each (version, node)'s report, filled by the queries in turn."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[int, str], NodeReport] = {}
+
+    def at(self, version_id: int, node_id: str, kind: str = "") -> NodeReport:
+        key = (version_id, node_id)
+        if key not in self.nodes:
+            self.nodes[key] = NodeReport(node_id=node_id, kind=kind)
+        elif kind and not self.nodes[key].kind:
+            self.nodes[key].kind = kind
+        return self.nodes[key]
+
+    def messages(self, version_id: int, node_id: str) -> MessageCounts:
+        report = self.at(version_id, node_id)
+        if report.messages is None:
+            report.messages = MessageCounts()
+        return report.messages
+
+    def declare_nodes(self, versions: dict[int, FunnelVersion]) -> dict[int, list[str]]:
+        """Every node of every version, reached or not; returns each version's node order."""
+        order: dict[int, list[str]] = {}
+        for vid, version in versions.items():
+            order[vid] = []
+            for raw in (version.definition or {}).get("nodes") or []:
+                if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+                    self.at(vid, raw["id"], str(raw.get("kind", "")))
+                    order[vid].append(raw["id"])
+        return order
+
+    def rates(self) -> None:
+        for report in self.nodes.values():
+            if report.messages is not None:
+                m = report.messages
+                m.rates = {k: (getattr(m, k) / m.sent if m.sent else None) for k in REPORTED_KINDS}
+
+    def in_order(self, version_id: int, order: list[str]) -> list[NodeReport]:
+        """The version's node reports in the definition's order (unknown nodes last)."""
+        return sorted(
+            (r for (rv, _), r in self.nodes.items() if rv == version_id),
+            key=lambda r: order.index(r.node_id) if r.node_id in order else len(order),
+        )
+
+
+async def _runs_by_version(session: ReadSession, funnel_id: int) -> dict[int, dict[str, int]]:
     runs_by: dict[int, dict[str, int]] = defaultdict(dict)
     for version_id, status, n in await session.execute(
         select(Run.version_id, Run.status, func.count())
@@ -110,51 +186,39 @@ async def funnel_report(session: ReadSession, funnel_id: int) -> FunnelReport:
         .group_by(Run.version_id, Run.status)
     ):
         runs_by[version_id][status] = int(n)
+    return runs_by
 
-    nodes: dict[tuple[int, str], NodeReport] = {}
 
-    def at(version_id: int, node_id: str, kind: str = "") -> NodeReport:
-        key = (version_id, node_id)
-        if key not in nodes:
-            nodes[key] = NodeReport(node_id=node_id, kind=kind)
-        elif kind and not nodes[key].kind:
-            nodes[key].kind = kind
-        return nodes[key]
-
-    order: dict[int, list[str]] = {}
-    for vid, version in versions.items():
-        order[vid] = []
-        for raw in (version.definition or {}).get("nodes") or []:
-            if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-                at(vid, raw["id"], str(raw.get("kind", "")))
-                order[vid].append(raw["id"])
+async def _count_steps(session: ReadSession, funnel_id: int, tally: _Tally) -> None:
+    """Runs that entered each node (a goal node's step is the run reaching it)."""
     for version_id, node_id, kind, n in await session.execute(
         select(Run.version_id, Step.node_id, Step.kind, func.count(distinct(Step.run_id)))
         .join(Run, Run.id == Step.run_id)
         .where(Run.funnel_id == funnel_id)
         .group_by(Run.version_id, Step.node_id, Step.kind)
     ):
-        report = at(version_id, node_id, kind)
+        report = tally.at(version_id, node_id, kind)
         report.entered += int(n)
-        if kind == "goal":  # a goal node's step is the run reaching it
+        if kind == "goal":
             report.goal_reached = (report.goal_reached or 0) + int(n)
+
+
+async def _count_current(session: ReadSession, funnel_id: int, tally: _Tally) -> None:
+    """Runs waiting at each node, and those that ended early there."""
     for version_id, node_id, status, n in await session.execute(
         select(Run.version_id, Run.current_node, Run.status, func.count())
         .where(Run.funnel_id == funnel_id, Run.status.in_([RUN_ACTIVE, *ENDED_EARLY]))
         .group_by(Run.version_id, Run.current_node, Run.status)
     ):
-        report = at(version_id, node_id)
+        report = tally.at(version_id, node_id)
         if status == RUN_ACTIVE:
             report.waiting += int(n)
         else:
             report.exited += int(n)
 
-    def messages(version_id: int, node_id: str) -> MessageCounts:
-        report = at(version_id, node_id)
-        if report.messages is None:
-            report.messages = MessageCounts()
-        return report.messages
 
+async def _count_outbox(session: ReadSession, funnel_id: int, tally: _Tally) -> int:
+    """Each message node's outbox rows by status; returns how many still wait to go out."""
     in_outbox = 0
     for version_id, node_id, status, n in await session.execute(
         select(Run.version_id, OutboxEffect.node_id, OutboxEffect.status, func.count())
@@ -162,12 +226,17 @@ async def funnel_report(session: ReadSession, funnel_id: int) -> FunnelReport:
         .where(Run.funnel_id == funnel_id)
         .group_by(Run.version_id, OutboxEffect.node_id, OutboxEffect.status)
     ):
-        counts = messages(version_id, node_id)
+        counts = tally.messages(version_id, node_id)
         name = _MESSAGE_STATUSES.get(status)
         if name is not None:
             setattr(counts, name, getattr(counts, name) + int(n))
         if status == OUTBOX_PENDING:
             in_outbox += int(n)
+    return in_outbox
+
+
+async def _count_delivery(session: ReadSession, funnel_id: int, tally: _Tally) -> None:
+    """Messages delivered, opened, clicked, bounced… (each message counted once per kind)."""
     for version_id, node_id, kind, n in await session.execute(
         select(
             Run.version_id,
@@ -180,36 +249,4 @@ async def funnel_report(session: ReadSession, funnel_id: int) -> FunnelReport:
         .where(Run.funnel_id == funnel_id, DeliveryEvent.kind.in_(REPORTED_KINDS))
         .group_by(Run.version_id, OutboxEffect.node_id, DeliveryEvent.kind)
     ):
-        setattr(messages(version_id, node_id), kind, int(n))
-    for report in nodes.values():
-        if report.messages is not None:
-            m = report.messages
-            m.rates = {k: (getattr(m, k) / m.sent if m.sent else None) for k in REPORTED_KINDS}
-
-    totals: dict[str, int] = defaultdict(int)
-    for by_status in runs_by.values():
-        for status, n in by_status.items():
-            totals[status] += n
-    active = totals.get(RUN_ACTIVE, 0)
-    status = "running" if active else ("delivering" if in_outbox else "idle")
-    out_versions = [
-        VersionReport(
-            version=v.number,
-            runs=dict(runs_by.get(vid, {})),
-            nodes=sorted(
-                (r for (rv, _), r in nodes.items() if rv == vid),
-                key=lambda r: (
-                    order[vid].index(r.node_id) if r.node_id in order[vid] else len(order[vid])
-                ),
-            ),
-        )
-        for vid, v in sorted(versions.items(), key=lambda kv: kv[1].number)
-    ]
-    return FunnelReport(
-        funnel_id=funnel_id,
-        status=status,
-        runs=dict(totals),
-        runs_active=active,
-        messages_in_outbox=in_outbox,
-        versions=out_versions,
-    )
+        setattr(tally.messages(version_id, node_id), kind, int(n))

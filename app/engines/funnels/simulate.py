@@ -19,10 +19,18 @@ from typing import Any, Literal
 
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types, get_contact, load_facts
-from app.engines.funnels.graph import Graph, Wait, kind_of
-from app.engines.funnels.models import Contact
+from app.engines.funnels.graph import Definition, Graph, Wait, kind_of
+from app.engines.funnels.models import Contact, Funnel
 from app.engines.funnels.nodes import executor_for
-from app.engines.funnels.nodes.base import End, Next, NodeContext, NodeFailed, RunState, Sleep
+from app.engines.funnels.nodes.base import (
+    End,
+    Next,
+    NodeContext,
+    NodeFailed,
+    Outcome,
+    RunState,
+    Sleep,
+)
 from app.engines.funnels.segments import ContactFacts, evaluate, max_event_window
 from app.engines.funnels.service import current_version, get_funnel, parse_definition
 from app.errors import ValidationFailed
@@ -136,25 +144,7 @@ async def _walk(
     if entry is not None and not evaluate(entry, await facts(), now=start, custom=custom):
         return sim
     sim.entered = True
-    settings = definition.settings
-    quiet = (
-        (settings.quiet_start_hour, settings.quiet_end_hour)
-        if settings.quiet_start_hour is not None and settings.quiet_end_hour is not None
-        else None
-    )
-    state = RunState(
-        id=0,
-        workspace_id=workspace_id,
-        funnel_id=funnel.id,
-        version_id=funnel.current_version_id or 0,
-        contact_id=contact.id,
-        current_node=graph.entry,
-        context={},
-        step_count=0,
-        waiting_event=None,
-        woken_by=None,
-        failures=0,
-    )
+    state = _first_state(workspace_id, funnel, contact.id, graph.entry)
     now = start
     for _ in range(max_steps):
         ctx = NodeContext(
@@ -166,54 +156,102 @@ async def _walk(
             mail_domain=mail_domain,
             facts_loader=facts,
             custom_fields=custom,
-            funnel_quiet=quiet,
+            funnel_quiet=_quiet_hours(definition),
         )
-        goal = await _goal_met(ctx, graph, custom)
-        if goal is not None:
-            state.current_node = goal
-        node = graph.node(state.current_node)
-        if node is None:
-            sim.outcome = f"failed: node '{state.current_node}' does not exist"
-            break
-        kind = kind_of(node)
-        executor = executor_for(kind)
-        if executor is None:
-            sim.path.append(SimStep(now, node.id, kind, "cannot execute on this server"))
-            sim.outcome = f"failed: {kind} nodes are not executable"
-            break
-        try:
-            outcome = await executor(ctx, node)
-        except (NodeFailed, ValidationFailed) as exc:
-            sim.path.append(SimStep(now, node.id, kind, f"would fail: {exc}"))
-            sim.outcome = f"failed: {exc}"
-            break
-        for _key, node_id, effect in ctx.effects:
-            sim.messages.append(
-                _message(node_id, effect.channel, effect.not_before, effect.payload, contact, start)
-            )
-        decision = outcome.decision
-        if isinstance(outcome, Sleep) and isinstance(node, Wait) and node.until_event:
-            decision += f" (simulated as if '{node.until_event}' never arrives)"
-        if not (isinstance(outcome, Sleep) and not outcome.record):
-            state.step_count += 1
-            sim.path.append(SimStep(now, node.id, kind, decision))
-        if isinstance(outcome, Next):
-            if outcome.node is None:
-                sim.outcome = "completed"
-                break
-            state.current_node = outcome.node
-        elif isinstance(outcome, Sleep):
-            if outcome.until > horizon:
-                sim.outcome = "horizon"
-                break
-            now = max(now, outcome.until)
-        elif isinstance(outcome, End):
-            sim.outcome = "completed" if outcome.status == "completed" else outcome.status
+        now, finished = await _step(ctx, sim, custom, start=start, horizon=horizon)
+        if finished:
             break
     else:
         sim.outcome = "horizon"
     sim.finished_at = now
     return sim
+
+
+def _quiet_hours(definition: Definition) -> tuple[int, int] | None:
+    settings = definition.settings
+    if settings.quiet_start_hour is None or settings.quiet_end_hour is None:
+        return None
+    return (settings.quiet_start_hour, settings.quiet_end_hour)
+
+
+def _first_state(workspace_id: int, funnel: Funnel, contact_id: int, entry: str) -> RunState:
+    """The run as it would start at the entry node (never written)."""
+    return RunState(
+        id=0,
+        workspace_id=workspace_id,
+        funnel_id=funnel.id,
+        version_id=funnel.current_version_id or 0,
+        contact_id=contact_id,
+        current_node=entry,
+        context={},
+        step_count=0,
+        waiting_event=None,
+        woken_by=None,
+        failures=0,
+    )
+
+
+async def _step(
+    ctx: NodeContext,
+    sim: Simulation,
+    custom: dict[str, str],
+    *,
+    start: datetime,
+    horizon: datetime,
+) -> tuple[datetime, bool]:
+    """Execute the run's current node as the runner would and record it; returns the simulated
+    time after it and whether the walk ends here (``sim.outcome`` then says how)."""
+    state, graph, now = ctx.run, ctx.graph, ctx.now
+    goal = await _goal_met(ctx, graph, custom)
+    if goal is not None:
+        state.current_node = goal
+    node = graph.node(state.current_node)
+    if node is None:
+        sim.outcome = f"failed: node '{state.current_node}' does not exist"
+        return now, True
+    kind = kind_of(node)
+    executor = executor_for(kind)
+    if executor is None:
+        sim.path.append(SimStep(now, node.id, kind, "cannot execute on this server"))
+        sim.outcome = f"failed: {kind} nodes are not executable"
+        return now, True
+    try:
+        outcome = await executor(ctx, node)
+    except (NodeFailed, ValidationFailed) as exc:
+        sim.path.append(SimStep(now, node.id, kind, f"would fail: {exc}"))
+        sim.outcome = f"failed: {exc}"
+        return now, True
+    for _key, node_id, effect in ctx.effects:
+        sim.messages.append(
+            _message(node_id, effect.channel, effect.not_before, effect.payload, ctx.contact, start)
+        )
+    decision = outcome.decision
+    if isinstance(outcome, Sleep) and isinstance(node, Wait) and node.until_event:
+        decision += f" (simulated as if '{node.until_event}' never arrives)"
+    if not (isinstance(outcome, Sleep) and not outcome.record):
+        state.step_count += 1
+        sim.path.append(SimStep(now, node.id, kind, decision))
+    return _follow(outcome, state, sim, now=now, horizon=horizon)
+
+
+def _follow(
+    outcome: Outcome, state: RunState, sim: Simulation, *, now: datetime, horizon: datetime
+) -> tuple[datetime, bool]:
+    """Where a node's outcome takes the run: the next node, a later time, or the end."""
+    if isinstance(outcome, Next):
+        if outcome.node is None:
+            sim.outcome = "completed"
+            return now, True
+        state.current_node = outcome.node
+    elif isinstance(outcome, Sleep):
+        if outcome.until > horizon:
+            sim.outcome = "horizon"
+            return now, True
+        return max(now, outcome.until), False
+    elif isinstance(outcome, End):
+        sim.outcome = "completed" if outcome.status == "completed" else outcome.status
+        return now, True
+    return now, False
 
 
 def _predicates(graph: Graph) -> list[Any]:
