@@ -208,33 +208,10 @@ class Runner:
         *,
         isolate: bool,
     ) -> BatchResult:
-        rows = (
-            await session.execute(
-                select(*_RUN_COLUMNS)
-                .where(Run.id.in_(ids), Run.lease_owner == owner, Run.status == RUN_ACTIVE)
-                .order_by(Run.id)
-                .with_for_update()
-            )
-        ).all()
-        fenced = len(ids) - len(rows)
-        if not rows:
+        states = await _leased_states(session, ids, owner)
+        fenced = len(ids) - len(states)
+        if not states:
             return BatchResult(leased=len(ids), fenced=fenced)
-        states = [
-            RunState(
-                id=r.id,
-                workspace_id=r.workspace_id,
-                funnel_id=r.funnel_id,
-                version_id=r.version_id,
-                contact_id=r.contact_id,
-                current_node=r.current_node,
-                context=dict(r.context or {}),
-                step_count=r.step_count,
-                waiting_event=r.waiting_event,
-                woken_by=r.woken_by,
-                failures=r.failures,
-            )
-            for r in rows
-        ]
         graphs = await self._graphs(session, {s.version_id for s in states})
         contacts = {
             c.id: c
@@ -279,52 +256,9 @@ class Runner:
                 done.append(self._failure(original, exc, now))
                 continue
             steps.extend(run_steps)
-            for key, node_id, effect in ctx.effects:
-                effects.append(
-                    {
-                        "workspace_id": state.workspace_id,
-                        "run_id": state.id,
-                        "contact_id": state.contact_id,
-                        "node_id": node_id,
-                        "channel": effect.channel,
-                        "idempotency_key": key,
-                        "payload": effect.payload,
-                        "status": OUTBOX_PENDING,
-                        "attempts": 0,
-                        "next_attempt_at": effect.not_before,
-                        "created_at": now,
-                    }
-                )
+            effects.extend(_effect_rows(state, ctx, now))
             done.append(result)
-
-        # Core statements (not ORM bulk operations): one executemany each, no unit-of-work cost.
-        if steps:
-            await session.execute(insert(session, STEPS), steps)
-        if effects:
-            await session.execute(insert(session, OutboxEffect).on_conflict_do_nothing(), effects)
-        await session.execute(
-            ADVANCE,
-            [
-                {
-                    "rid": d.state.id,
-                    "status": d.status,
-                    "current_node": d.state.current_node,
-                    "wake_at": d.wake_at,
-                    "context": d.state.context,
-                    "waiting_event": d.state.waiting_event,
-                    "woken_by": d.state.woken_by,
-                    "step_count": d.state.step_count,
-                    "failures": d.state.failures,
-                    "last_error": d.last_error,
-                    "ended_at": d.ended_at,
-                    "exit_reason": d.exit_reason,
-                    "updated_at": now,
-                    "lease_owner": None,
-                    "lease_until": None,
-                }
-                for d in done
-            ],
-        )
+        await _write_batch(session, steps, effects, done, now)
         return BatchResult(
             leased=len(ids),
             executed=len(states),
@@ -485,3 +419,90 @@ def graph_predicates(graph: Graph) -> list[Any]:
         if predicate is not None:
             out.append(predicate)
     return out
+
+
+async def _leased_states(session: WriteSession, ids: Sequence[int], owner: str) -> list[RunState]:
+    """The batch's runs this owner still holds (locked), as the executors' run states; a run
+    whose lease another owner took since is left out (fenced)."""
+    rows = (
+        await session.execute(
+            select(*_RUN_COLUMNS)
+            .where(Run.id.in_(ids), Run.lease_owner == owner, Run.status == RUN_ACTIVE)
+            .order_by(Run.id)
+            .with_for_update()
+        )
+    ).all()
+    return [
+        RunState(
+            id=r.id,
+            workspace_id=r.workspace_id,
+            funnel_id=r.funnel_id,
+            version_id=r.version_id,
+            contact_id=r.contact_id,
+            current_node=r.current_node,
+            context=dict(r.context or {}),
+            step_count=r.step_count,
+            waiting_event=r.waiting_event,
+            woken_by=r.woken_by,
+            failures=r.failures,
+        )
+        for r in rows
+    ]
+
+
+def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[str, Any]]:
+    """The outbox rows of the effects a run's nodes declared."""
+    return [
+        {
+            "workspace_id": state.workspace_id,
+            "run_id": state.id,
+            "contact_id": state.contact_id,
+            "node_id": node_id,
+            "channel": effect.channel,
+            "idempotency_key": key,
+            "payload": effect.payload,
+            "status": OUTBOX_PENDING,
+            "attempts": 0,
+            "next_attempt_at": effect.not_before,
+            "created_at": now,
+        }
+        for key, node_id, effect in ctx.effects
+    ]
+
+
+async def _write_batch(
+    session: WriteSession,
+    steps: list[dict[str, Any]],
+    effects: list[dict[str, Any]],
+    done: list[_Done],
+    now: datetime,
+) -> None:
+    """The batch's steps, outbox rows and run advances, each in one statement."""
+    # Core statements (not ORM bulk operations): one executemany each, no unit-of-work cost.
+    if steps:
+        await session.execute(insert(session, STEPS), steps)
+    if effects:
+        await session.execute(insert(session, OutboxEffect).on_conflict_do_nothing(), effects)
+    await session.execute(
+        ADVANCE,
+        [
+            {
+                "rid": d.state.id,
+                "status": d.status,
+                "current_node": d.state.current_node,
+                "wake_at": d.wake_at,
+                "context": d.state.context,
+                "waiting_event": d.state.waiting_event,
+                "woken_by": d.state.woken_by,
+                "step_count": d.state.step_count,
+                "failures": d.state.failures,
+                "last_error": d.last_error,
+                "ended_at": d.ended_at,
+                "exit_reason": d.exit_reason,
+                "updated_at": now,
+                "lease_owner": None,
+                "lease_until": None,
+            }
+            for d in done
+        ],
+    )
