@@ -88,6 +88,15 @@ def plan_import(
         ValidationFailed: naming ``csv`` or ``columns.<header>``.
     """
     reader = _TrackedRows(text, 0)
+    header = _read_header(reader)
+    targets = _targets(header, field_keys, columns)
+    body_offset = reader.pos
+    rows = _count_rows(reader, max_rows)
+    return ImportPlan(header=header, targets=targets, rows=rows, body_offset=body_offset)
+
+
+def _read_header(reader: _TrackedRows) -> list[str]:
+    """The header row, trimmed (a byte-order mark left by spreadsheets removed)."""
     try:
         header = next(csv.reader(reader), None)
     except csv.Error as exc:
@@ -97,6 +106,13 @@ def plan_import(
     header = [h.strip().lstrip("\ufeff") for h in header]
     if len(header) > MAX_COLUMNS:
         raise ValidationFailed.field("csv", f"at most {MAX_COLUMNS} columns ({len(header)} given)")
+    return header
+
+
+def _targets(
+    header: list[str], field_keys: Mapping[str, str], columns: Mapping[str, str] | None
+) -> list[str]:
+    """What each column becomes: every one known, none twice, an ``email`` among them."""
     mapping = dict(columns or {})
     for name in mapping:
         if name not in header:
@@ -116,7 +132,11 @@ def plan_import(
         raise ValidationFailed.field("columns", f"more than one column becomes {', '.join(twice)}")
     if "email" not in targets:
         raise ValidationFailed.field("csv", "the CSV needs an 'email' column")
-    body_offset = reader.pos
+    return targets
+
+
+def _count_rows(reader: _TrackedRows, max_rows: int) -> int:
+    """The data rows after the header, refused past ``max_rows`` or at an unreadable row."""
     rows = 0
     try:
         for record in csv.reader(reader):
@@ -128,7 +148,7 @@ def plan_import(
                     )
     except csv.Error as exc:
         raise ValidationFailed.field("csv", f"row {rows + 2} cannot be read: {exc}") from None
-    return ImportPlan(header=header, targets=targets, rows=rows, body_offset=body_offset)
+    return rows
 
 
 class _TrackedRows(Iterator[str]):
