@@ -264,25 +264,48 @@ class ActionRunner:
         if isinstance(action, LogOnly):
             outcome.executed = True
             return outcome
-        if dry_run and isinstance(action, NotifyEmail):
-            outcome.executed = True
-            outcome.after = {"would_send_to": list(action.recipients)}
-            return outcome
-        if dry_run and isinstance(action, NotifyWebhook):
-            outcome.executed = True
-            outcome.after = {"would_post_to": action.url}
-            return outcome
         if isinstance(action, NotifyEmail | NotifyWebhook):
-            started = self.timer()
+            return await self._notify(action, campaign, scope, conditions, outcome, dry_run)
+        return await self._change(action, campaign, scope, guard, outcome, dry_run)
+
+    async def _notify(
+        self,
+        action: NotifyEmail | NotifyWebhook,
+        campaign: CampaignRef,
+        scope: ActionScope,
+        conditions: list[ConditionResult],
+        outcome: ActionOutcome,
+        dry_run: bool,
+    ) -> ActionOutcome:
+        """An e-mail or a signed webhook about the campaign (a shadow rule says where to)."""
+        outcome.executed = True
+        if dry_run:
             if isinstance(action, NotifyEmail):
-                await self._email(action, campaign, scope, conditions)
-                outcome.after = {"sent_to": list(action.recipients)}
+                outcome.after = {"would_send_to": list(action.recipients)}
             else:
-                status = await self._webhook(action, campaign, scope, conditions)
-                outcome.after = {"status": status}
-            outcome.steps.append(("notify", self.timer() - started))
-            outcome.executed = True
+                outcome.after = {"would_post_to": action.url}
             return outcome
+        started = self.timer()
+        if isinstance(action, NotifyEmail):
+            await self._email(action, campaign, scope, conditions)
+            outcome.after = {"sent_to": list(action.recipients)}
+        else:
+            status = await self._webhook(action, campaign, scope, conditions)
+            outcome.after = {"status": status}
+        outcome.steps.append(("notify", self.timer() - started))
+        return outcome
+
+    async def _change(
+        self,
+        action: Action,
+        campaign: CampaignRef,
+        scope: ActionScope,
+        guard: WriteGuard | None,
+        outcome: ActionOutcome,
+        dry_run: bool,
+    ) -> ActionOutcome:
+        """A change to the campaign: planned from its live value where the action needs it,
+        checked by the guards, then written (a shadow rule stops before the write)."""
         live: GraphCampaign | None = None
         if needs_live_read(action):
             # Budget and name actions start from the live value, not the one in the job.
@@ -302,15 +325,12 @@ class ActionRunner:
                 outcome.refused = refused
                 outcome.before, outcome.after = change.before, change.after
                 return outcome
-        if dry_run:
-            outcome.executed = True
-            outcome.before, outcome.after = change.before, change.after
-            return outcome
-        started = self.timer()
-        failed = (await self.write([Update(campaign.id, change.write)]))[campaign.id]
-        outcome.steps.append(("write", self.timer() - started))
-        if isinstance(failed, MetaError):
-            raise failed
+        if not dry_run:
+            started = self.timer()
+            failed = (await self.write([Update(campaign.id, change.write)]))[campaign.id]
+            outcome.steps.append(("write", self.timer() - started))
+            if isinstance(failed, MetaError):
+                raise failed
         outcome.executed = True
         outcome.before, outcome.after = change.before, change.after
         return outcome
