@@ -206,42 +206,85 @@ async def _send(
         result.stats.calls += 1
         result.stats.items += len(pending)
         last_round = round_ == len(retry_delays)
+        delay = None if last_round else retry_delays[round_]
         try:
             replies = await reader.batch([i.request for i in pending])
         except MetaError as exc:
-            if not exc.transient or last_round:
-                for item in pending:
-                    result.errors.setdefault(item.campaign_id, exc)
-                return
-            waited = next_wait(exc, retry_delays[round_], max_wait_seconds)
+            waited = _after_failed_call(exc, pending, result, delay, max_wait_seconds)
             if waited is None:
-                result.stop(exc, (i.campaign_id for i in pending))
                 return
             wait = waited
             continue
-        unfinished: list[_Item] = []
-        retry_errors: list[MetaError] = []
-        for item, reply in zip(pending, replies, strict=True):
-            outcome = _item_outcome(reply)
-            if isinstance(outcome, _Retry):
-                if last_round:
-                    result.errors.setdefault(item.campaign_id, outcome.error)
-                else:
-                    unfinished.append(item)
-                    retry_errors.append(outcome.error)
-            elif isinstance(outcome, MetaError):
-                result.errors.setdefault(item.campaign_id, outcome)
-            else:
-                result.rows.setdefault(item.campaign_id, {})[item.period] = outcome
+        unfinished, retry_errors = _file_replies(pending, replies, result, last_round=last_round)
         if not unfinished:
             return
-        waits = [next_wait(e, retry_delays[round_], max_wait_seconds) for e in retry_errors]
-        if None in waits:
-            longest = max(retry_errors, key=lambda e: e.retry_after_seconds or 0)
-            result.stop(longest, (i.campaign_id for i in unfinished))
+        assert delay is not None  # the last round leaves nothing unfinished
+        waited = _retry_wait(unfinished, retry_errors, result, delay, max_wait_seconds)
+        if waited is None:
             return
-        wait = max(w for w in waits if w is not None)
+        wait = waited
         pending = unfinished
+
+
+def _after_failed_call(
+    exc: MetaError,
+    pending: list[_Item],
+    result: InsightsResult,
+    delay: float | None,
+    max_wait_seconds: float,
+) -> float | None:
+    """How long to wait before sending the batch again after the call itself failed; ``None``
+    when it is not sent again (``result`` then records why for each item)."""
+    if not exc.transient or delay is None:
+        for item in pending:
+            result.errors.setdefault(item.campaign_id, exc)
+        return None
+    waited = next_wait(exc, delay, max_wait_seconds)
+    if waited is None:
+        result.stop(exc, (i.campaign_id for i in pending))
+    return waited
+
+
+def _file_replies(
+    pending: list[_Item],
+    replies: list[BatchReply | None],
+    result: InsightsResult,
+    *,
+    last_round: bool,
+) -> tuple[list[_Item], list[MetaError]]:
+    """Record each item's rows or error; returns the items to send again, with their errors."""
+    unfinished: list[_Item] = []
+    retry_errors: list[MetaError] = []
+    for item, reply in zip(pending, replies, strict=True):
+        outcome = _item_outcome(reply)
+        if isinstance(outcome, _Retry):
+            if last_round:
+                result.errors.setdefault(item.campaign_id, outcome.error)
+            else:
+                unfinished.append(item)
+                retry_errors.append(outcome.error)
+        elif isinstance(outcome, MetaError):
+            result.errors.setdefault(item.campaign_id, outcome)
+        else:
+            result.rows.setdefault(item.campaign_id, {})[item.period] = outcome
+    return unfinished, retry_errors
+
+
+def _retry_wait(
+    unfinished: list[_Item],
+    retry_errors: list[MetaError],
+    result: InsightsResult,
+    delay: float,
+    max_wait_seconds: float,
+) -> float | None:
+    """The wait before re-sending the unfinished items: the longest any of them asks for, or
+    ``None`` (they stop) when one asks for longer than the run may wait."""
+    waits = [next_wait(e, delay, max_wait_seconds) for e in retry_errors]
+    if None in waits:
+        longest = max(retry_errors, key=lambda e: e.retry_after_seconds or 0)
+        result.stop(longest, (i.campaign_id for i in unfinished))
+        return None
+    return max(w for w in waits if w is not None)
 
 
 async def _read_account_level(
