@@ -593,8 +593,6 @@ async def _act(run: _Run, task: TaskDocument, chunk: list[_Ready]) -> list[dict[
                 return await _notify(run, task, item)
 
         return list(await asyncio.gather(*(one(item) for item in chunk)))
-    shadow = run.payload.rule.shadow
-    rows: list[dict[str, Any]] = []
     live: dict[str, GraphCampaign | MetaError] = {}
     if needs_live_read(action):
         # Budget and name actions start from the live values, re-read now in batched GETs.
@@ -603,43 +601,54 @@ async def _act(run: _Run, task: TaskDocument, chunk: list[_Ready]) -> list[dict[
         seconds = time.perf_counter() - started
         for item in chunk:
             item.steps.append(("live_read", seconds))
+    rows: list[dict[str, Any]] = []
     planned: list[tuple[_Ready, Change]] = []
     for item in chunk:
-        read = live.get(item.campaign.id)
-        if isinstance(read, MetaError):
-            rows.append(_failed(run, task, item, f"live re-read: {read.describe()}"))
-            continue
-        try:
-            change = run.runner.plan(action, item.ref, item.scope, read)
-        except ActionFailed as exc:
-            rows.append(_failed(run, task, item, str(exc)))
-            continue
-        if change.skip is not None:
-            rows.append(_item_row(run, task, item, status=RECORD_SKIPPED, reason=change.skip))
-            continue
-        if change.write is None:
-            rows.append(_item_row(run, task, item, status=RECORD_NOT_EXECUTED, reason=change.noop))
-            continue
-        refused = await _guard(run, item, change)
-        if refused is not None:
-            rows.append(
-                _item_row(
-                    run,
-                    task,
-                    item,
-                    status=RECORD_SKIPPED,
-                    reason=refused,
-                    before=change.before,
-                    after=change.after,
-                )
-            )
-            continue
-        if shadow:
-            rows.append(_done(run, task, item, change.before, change.after))
-            continue
-        planned.append((item, change))
-    if not planned:
-        return rows
+        decided = await _plan(run, task, item, live.get(item.campaign.id))
+        if isinstance(decided, dict):
+            rows.append(decided)
+        else:
+            planned.append((item, decided))
+    if planned:
+        rows += await _write_planned(run, task, planned)
+    return rows
+
+
+async def _plan(
+    run: _Run, task: TaskDocument, item: _Ready, read: GraphCampaign | MetaError | None
+) -> dict[str, Any] | Change:
+    """The change one campaign needs, or the record of why none is written (a failed re-read, a
+    refused plan, nothing to change, a guard; a shadow rule records the change it would make)."""
+    if isinstance(read, MetaError):
+        return _failed(run, task, item, f"live re-read: {read.describe()}")
+    try:
+        change = run.runner.plan(task.action, item.ref, item.scope, read)
+    except ActionFailed as exc:
+        return _failed(run, task, item, str(exc))
+    if change.skip is not None:
+        return _item_row(run, task, item, status=RECORD_SKIPPED, reason=change.skip)
+    if change.write is None:
+        return _item_row(run, task, item, status=RECORD_NOT_EXECUTED, reason=change.noop)
+    refused = await _guard(run, item, change)
+    if refused is not None:
+        return _item_row(
+            run,
+            task,
+            item,
+            status=RECORD_SKIPPED,
+            reason=refused,
+            before=change.before,
+            after=change.after,
+        )
+    if run.payload.rule.shadow:
+        return _done(run, task, item, change.before, change.after)
+    return change
+
+
+async def _write_planned(
+    run: _Run, task: TaskDocument, planned: list[tuple[_Ready, Change]]
+) -> list[dict[str, Any]]:
+    """Write the planned changes in batched calls; one record per campaign."""
     items = [item for item, _ in planned]
 
     async def stop() -> str | None:
@@ -652,6 +661,7 @@ async def _act(run: _Run, task: TaskDocument, chunk: list[_Ready]) -> list[dict[
         before_call=stop if run.deps.stop is not None or run.deps.lease is not None else None,
     )
     seconds = time.perf_counter() - started
+    rows: list[dict[str, Any]] = []
     for item, change in planned:
         failed = results.get(item.campaign.id)
         if isinstance(failed, str):
