@@ -46,8 +46,8 @@ from app.engines.adrules.work.changes import (
     plan_name,
     plan_status,
 )
-from app.engines.adrules.work.cooldown import check_cooldown
-from app.engines.adrules.work.evaluate import evaluate_conditions
+from app.engines.adrules.work.cooldown import LastExecution, check_cooldown
+from app.engines.adrules.work.evaluate import CampaignFacts, evaluate_conditions
 from app.engines.adrules.work.facts import gather
 from app.engines.adrules.work.guards import opposing_rules
 from app.engines.adrules.work.insights import Sleep
@@ -168,6 +168,70 @@ def _would_change(
     return None  # notifications and log_only change nothing on Meta
 
 
+def _preview_task(
+    task: TaskDocument,
+    campaign: CampaignEntity,
+    facts: CampaignFacts,
+    last: LastExecution | None,
+    *,
+    now: datetime,
+    currency: str,
+    rule_name: str,
+    zone: str,
+    level: str,
+) -> PreviewTask:
+    """What one task would do to one campaign now: its conditions, then its cooldown (``last``:
+    its last execution there), then the change its action would make."""
+    evaluation = evaluate_conditions(task.conditions, task.group, facts)
+    item = PreviewTask(
+        task_id=task.id,
+        task_name=task.name,
+        action=str(type(task.action).__struct_config__.tag),
+        parameters=action_parameters(task.action),
+        passed=evaluation.passed,
+        conditions=[
+            PreviewCondition(
+                text=c.text,
+                seen=c.seen,
+                compared=c.compared,
+                passed=c.passed,
+                reason=c.reason,
+                source=c.source,
+                source_age_seconds=c.source_age_seconds,
+                source_note=c.source_note,
+                sheet_failed=c.sheet_failed,
+            )
+            for c in evaluation.conditions
+        ],
+        would="nothing",
+        reason=None if evaluation.passed else "conditions not met",
+    )
+    if not evaluation.passed:
+        if any(c.sheet_failed and not c.passed for c in evaluation.conditions):
+            item.would, item.reason = "error", "custom metric sheet unavailable"
+        return item
+    verdict = check_cooldown(last, task.cooldown, now)
+    if not verdict.allowed:
+        item.would, item.reason, item.next_allowed_at = (
+            "skip",
+            verdict.reason,
+            verdict.next_allowed_at,
+        )
+        return item
+    try:
+        change = _would_change(task.action, campaign, currency, rule_name, now, zone, level)
+    except ActionFailed as exc:
+        item.would, item.reason = "error", str(exc)
+        return item
+    if change is not None and change.write is None:
+        item.reason = change.skip or change.noop
+    else:
+        item.would = "act"
+        if change is not None:
+            item.before, item.after = change.before, change.after
+    return item
+
+
 async def preview_rule(
     deps: PreviewDeps, *, workspace_id: int, rule_id: int, ad_account_id: int
 ) -> PreviewResult:
@@ -249,65 +313,20 @@ async def preview_rule(
                 )
             )
             continue
-        items: list[PreviewTask] = []
-        for task in tasks:
-            evaluation = evaluate_conditions(task.conditions, task.group, facts)
-            item = PreviewTask(
-                task_id=task.id,
-                task_name=task.name,
-                action=str(type(task.action).__struct_config__.tag),
-                parameters=action_parameters(task.action),
-                passed=evaluation.passed,
-                conditions=[
-                    PreviewCondition(
-                        text=c.text,
-                        seen=c.seen,
-                        compared=c.compared,
-                        passed=c.passed,
-                        reason=c.reason,
-                        source=c.source,
-                        source_age_seconds=c.source_age_seconds,
-                        source_note=c.source_note,
-                        sheet_failed=c.sheet_failed,
-                    )
-                    for c in evaluation.conditions
-                ],
-                would="nothing",
-                reason=None if evaluation.passed else "conditions not met",
+        items = [
+            _preview_task(
+                task,
+                campaign,
+                facts,
+                last.get((task.id, campaign.id)),
+                now=now,
+                currency=account.currency,
+                rule_name=view.rule.name,
+                zone=zone_used,
+                level=level,
             )
-            if not evaluation.passed and any(
-                c.sheet_failed and not c.passed for c in evaluation.conditions
-            ):
-                item.would, item.reason = "error", "custom metric sheet unavailable"
-            if evaluation.passed:
-                verdict = check_cooldown(last.get((task.id, campaign.id)), task.cooldown, now)
-                if not verdict.allowed:
-                    item.would, item.reason, item.next_allowed_at = (
-                        "skip",
-                        verdict.reason,
-                        verdict.next_allowed_at,
-                    )
-                else:
-                    try:
-                        change = _would_change(
-                            task.action,
-                            campaign,
-                            account.currency,
-                            view.rule.name,
-                            now,
-                            zone_used,
-                            level,
-                        )
-                    except ActionFailed as exc:
-                        item.would, item.reason = "error", str(exc)
-                    else:
-                        if change is not None and change.write is None:
-                            item.reason = change.skip or change.noop
-                        else:
-                            item.would = "act"
-                            if change is not None:
-                                item.before, item.after = change.before, change.after
-            items.append(item)
+            for task in tasks
+        ]
         out.append(
             PreviewCampaign(
                 id=campaign.id,
