@@ -10,8 +10,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -291,6 +292,10 @@ def _predicate_problems(
     return out
 
 
+Bad = Callable[[str, str], None]
+"""Records one FN-26 problem (a code and a message) on the node being checked."""
+
+
 def _node_rules(node: Node, known: KnownNames) -> list[Problem]:
     """FN-26: branches, weights, references and each action's required fields."""
     out: list[Problem] = []
@@ -298,94 +303,156 @@ def _node_rules(node: Node, known: KnownNames) -> list[Problem]:
     def bad(code: str, message: str) -> None:
         out.append(Problem("FN-26", code, message, node.id))
 
-    if isinstance(node, Condition):
-        if not node.yes or not node.no:
-            bad("branches", "a condition needs both a 'yes' and a 'no' branch")
-        for msg in _predicate_problems(node.predicate, known, allow_context=True):
-            bad("predicate", msg)
-    elif isinstance(node, Split):
-        if len(node.branches) < 2:
-            bad("branches", "a split needs at least two branches")
-        names = [b.name for b in node.branches]
-        if len(set(names)) != len(names):
-            bad("branches", "split branch names must be distinct")
-        for branch in node.branches:
-            if branch.weight <= 0:
-                bad("weight", f"branch '{branch.name}' has weight {branch.weight}; must be > 0")
-            if not branch.next:
-                bad("branches", f"branch '{branch.name}' leads nowhere")
-    elif isinstance(node, Goal):
-        if node.predicate is not None:
-            for msg in _predicate_problems(node.predicate, known):
-                bad("predicate", msg)
-    elif isinstance(node, Wait):
-        out += _wait_rules(node, known)
-    elif isinstance(node, AddTag | RemoveTag):
-        if not node.tag:
-            bad("required", f"{kind_of(node)} needs a tag")
-        elif node.tag not in known.tags:
-            bad("reference", f"tag '{node.tag}' does not exist in this workspace")
-    elif isinstance(node, AddToList | RemoveFromList):
-        if not node.list:
-            bad("required", f"{kind_of(node)} needs a list")
-        elif node.list not in known.lists:
-            bad("reference", f"list '{node.list}' does not exist in this workspace")
-    elif isinstance(node, SetField):
-        if not node.field:
-            bad("required", "set_field needs a field")
-        elif node.field not in known.fields and node.field not in STANDARD_FIELDS:
-            bad("reference", f"field '{node.field}' does not exist in this workspace")
-        else:
-            kind = known.fields.get(node.field, "text")
-            if node.value is not None and not _fits(kind, node.value):
-                bad("value", f"value {node.value!r} is not a {kind}")
-    elif isinstance(node, EnterFunnel):
-        if node.funnel_id not in known.funnels:
-            bad("reference", f"funnel {node.funnel_id} does not exist in this workspace")
-    elif isinstance(node, ExitFunnel):
-        if node.funnel_id is not None and node.funnel_id not in known.funnels:
-            bad("reference", f"funnel {node.funnel_id} does not exist in this workspace")
-    elif isinstance(node, Throttle):
-        if node.limit <= 0 or node.period_seconds <= 0:
-            bad("throttle", "a throttle needs limit > 0 and period_seconds > 0")
-    elif isinstance(node, QuietHours):
-        if not (0 <= node.start_hour <= 23 and 0 <= node.end_hour <= 23):
-            bad("hours", "quiet hours are hours of the day, 0 to 23")
-        elif node.start_hour == node.end_hour:
-            bad("hours", "quiet hours need different start and end hours")
-    elif isinstance(node, HttpRequest):
-        if not node.url.startswith(("http://", "https://")):
-            bad("required", "http_request needs an http(s) URL")
-    elif isinstance(node, CreatePayment):
-        if node.amount_minor <= 0:
-            bad("required", "create_payment needs a positive amount_minor")
-        if not re.fullmatch(r"[A-Za-z]{3}", node.currency):
-            bad("required", "create_payment needs a three-letter currency code")
-    elif isinstance(node, BookSlot):
-        out += [
-            Problem("FN-26", p.code, p.message, p.node_id)
-            for p in _missing(node, "FN-26", "resource")
-        ]
-        if node.duration_minutes <= 0:
-            bad("required", "book_slot needs a positive duration_minutes")
-    elif isinstance(node, AiGenerate):
-        out += [
-            Problem("FN-26", p.code, p.message, p.node_id)
-            for p in _missing(node, "FN-26", "prompt", "variable")
-        ]
-    elif isinstance(node, SendPush | SendLetter):
-        lacking = undefined_fields(
-            kind_of(node), known.fields, push_token_field=known.push_token_field
-        )
-        if lacking:
-            quoted = ", ".join(f"'{name}'" for name in lacking)
-            bad(
-                "channel_field",
-                f"{kind_of(node)} reads the contact's {quoted}: define "
-                f"{'it' if len(lacking) == 1 else 'them'} as text fields of this workspace "
-                "first, or no contact can receive it",
-            )
+    for kinds, check in _NODE_CHECKS:
+        if isinstance(node, kinds):
+            out += check(node, known, bad)
+            break
     return out
+
+
+def _condition_rules(node: Condition, known: KnownNames, bad: Bad) -> list[Problem]:
+    if not node.yes or not node.no:
+        bad("branches", "a condition needs both a 'yes' and a 'no' branch")
+    for msg in _predicate_problems(node.predicate, known, allow_context=True):
+        bad("predicate", msg)
+    return []
+
+
+def _split_rules(node: Split, known: KnownNames, bad: Bad) -> list[Problem]:
+    if len(node.branches) < 2:
+        bad("branches", "a split needs at least two branches")
+    names = [b.name for b in node.branches]
+    if len(set(names)) != len(names):
+        bad("branches", "split branch names must be distinct")
+    for branch in node.branches:
+        if branch.weight <= 0:
+            bad("weight", f"branch '{branch.name}' has weight {branch.weight}; must be > 0")
+        if not branch.next:
+            bad("branches", f"branch '{branch.name}' leads nowhere")
+    return []
+
+
+def _goal_rules(node: Goal, known: KnownNames, bad: Bad) -> list[Problem]:
+    if node.predicate is not None:
+        for msg in _predicate_problems(node.predicate, known):
+            bad("predicate", msg)
+    return []
+
+
+def _tag_rules(node: AddTag | RemoveTag, known: KnownNames, bad: Bad) -> list[Problem]:
+    if not node.tag:
+        bad("required", f"{kind_of(node)} needs a tag")
+    elif node.tag not in known.tags:
+        bad("reference", f"tag '{node.tag}' does not exist in this workspace")
+    return []
+
+
+def _list_rules(node: AddToList | RemoveFromList, known: KnownNames, bad: Bad) -> list[Problem]:
+    if not node.list:
+        bad("required", f"{kind_of(node)} needs a list")
+    elif node.list not in known.lists:
+        bad("reference", f"list '{node.list}' does not exist in this workspace")
+    return []
+
+
+def _set_field_rules(node: SetField, known: KnownNames, bad: Bad) -> list[Problem]:
+    if not node.field:
+        bad("required", "set_field needs a field")
+    elif node.field not in known.fields and node.field not in STANDARD_FIELDS:
+        bad("reference", f"field '{node.field}' does not exist in this workspace")
+    else:
+        kind = known.fields.get(node.field, "text")
+        if node.value is not None and not _fits(kind, node.value):
+            bad("value", f"value {node.value!r} is not a {kind}")
+    return []
+
+
+def _funnel_ref_rules(node: EnterFunnel | ExitFunnel, known: KnownNames, bad: Bad) -> list[Problem]:
+    # Leaving names a funnel only optionally (none: the one the run is in).
+    if node.funnel_id is not None and node.funnel_id not in known.funnels:
+        bad("reference", f"funnel {node.funnel_id} does not exist in this workspace")
+    return []
+
+
+def _throttle_rules(node: Throttle, known: KnownNames, bad: Bad) -> list[Problem]:
+    if node.limit <= 0 or node.period_seconds <= 0:
+        bad("throttle", "a throttle needs limit > 0 and period_seconds > 0")
+    return []
+
+
+def _quiet_hours_rules(node: QuietHours, known: KnownNames, bad: Bad) -> list[Problem]:
+    if not (0 <= node.start_hour <= 23 and 0 <= node.end_hour <= 23):
+        bad("hours", "quiet hours are hours of the day, 0 to 23")
+    elif node.start_hour == node.end_hour:
+        bad("hours", "quiet hours need different start and end hours")
+    return []
+
+
+def _http_rules(node: HttpRequest, known: KnownNames, bad: Bad) -> list[Problem]:
+    if not node.url.startswith(("http://", "https://")):
+        bad("required", "http_request needs an http(s) URL")
+    return []
+
+
+def _payment_rules(node: CreatePayment, known: KnownNames, bad: Bad) -> list[Problem]:
+    if node.amount_minor <= 0:
+        bad("required", "create_payment needs a positive amount_minor")
+    if not re.fullmatch(r"[A-Za-z]{3}", node.currency):
+        bad("required", "create_payment needs a three-letter currency code")
+    return []
+
+
+def _booking_rules(node: BookSlot, known: KnownNames, bad: Bad) -> list[Problem]:
+    out = [
+        Problem("FN-26", p.code, p.message, p.node_id) for p in _missing(node, "FN-26", "resource")
+    ]
+    if node.duration_minutes <= 0:
+        bad("required", "book_slot needs a positive duration_minutes")
+    return out
+
+
+def _ai_rules(node: AiGenerate, known: KnownNames, bad: Bad) -> list[Problem]:
+    return [
+        Problem("FN-26", p.code, p.message, p.node_id)
+        for p in _missing(node, "FN-26", "prompt", "variable")
+    ]
+
+
+def _channel_field_rules(node: SendPush | SendLetter, known: KnownNames, bad: Bad) -> list[Problem]:
+    lacking = undefined_fields(kind_of(node), known.fields, push_token_field=known.push_token_field)
+    if lacking:
+        quoted = ", ".join(f"'{name}'" for name in lacking)
+        bad(
+            "channel_field",
+            f"{kind_of(node)} reads the contact's {quoted}: define "
+            f"{'it' if len(lacking) == 1 else 'them'} as text fields of this workspace "
+            "first, or no contact can receive it",
+        )
+    return []
+
+
+def _wait_node_rules(node: Wait, known: KnownNames, bad: Bad) -> list[Problem]:
+    return _wait_rules(node, known)
+
+
+_NODE_CHECKS: tuple[tuple[Any, Callable[[Any, KnownNames, Bad], list[Problem]]], ...] = (
+    (Condition, _condition_rules),
+    (Split, _split_rules),
+    (Goal, _goal_rules),
+    (Wait, _wait_node_rules),
+    (AddTag | RemoveTag, _tag_rules),
+    (AddToList | RemoveFromList, _list_rules),
+    (SetField, _set_field_rules),
+    (EnterFunnel | ExitFunnel, _funnel_ref_rules),
+    (Throttle, _throttle_rules),
+    (QuietHours, _quiet_hours_rules),
+    (HttpRequest, _http_rules),
+    (CreatePayment, _payment_rules),
+    (BookSlot, _booking_rules),
+    (AiGenerate, _ai_rules),
+    (SendPush | SendLetter, _channel_field_rules),
+)
+"""Each node kind's own checks, the first matching entry applying."""
 
 
 def _fits(kind: str, value: object) -> bool:
