@@ -353,13 +353,21 @@ def evaluate(
         actual = lookup(facts.event, predicate.property) if facts.event is not None else MISSING
         return compare_context(predicate.op, actual, predicate.value)
     if isinstance(predicate, EventCount):
-        since = now - timedelta(days=predicate.within_days) if predicate.within_days else None
-        n = sum(
-            1
-            for name, at in facts.events
-            if name == predicate.event and (since is None or at >= since)
-        )
-        return _compare(predicate.op, n, predicate.count)
+        return _event_count_matches(predicate, facts, now)
+    return _field_matches(predicate, facts, custom)
+
+
+def _event_count_matches(predicate: EventCount, facts: ContactFacts, now: datetime) -> bool:
+    since = now - timedelta(days=predicate.within_days) if predicate.within_days else None
+    n = sum(
+        1 for name, at in facts.events if name == predicate.event and (since is None or at >= since)
+    )
+    return _compare(predicate.op, n, predicate.count)
+
+
+def _field_matches(predicate: FieldIs, facts: ContactFacts, custom: Mapping[str, str]) -> bool:
+    """A comparison of a standard attribute or a custom field (absent values match only
+    ``not_exists``)."""
     kind = field_type(predicate.field, custom)
     source = facts.attributes if predicate.field in STANDARD_FIELDS else facts.fields
     value = _python_value(kind, source.get(predicate.field))
