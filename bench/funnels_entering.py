@@ -41,9 +41,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.db.migrate import upgrade
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types
-from app.engines.funnels.entry import enter_many, published_versions
 from app.engines.funnels.graph import graph_for_version
 from app.engines.funnels.models import Contact, ContactEvent, Funnel, FunnelVersion
+from app.engines.funnels.runs.entry import enter_many, published_versions
 from app.engines.funnels.triggers import (
     CLAIM,
     StoredEvent,

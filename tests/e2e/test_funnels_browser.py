@@ -12,7 +12,7 @@ import pytest
 from app.engines.funnels.contacts import ContactData, create_contact
 from app.engines.funnels.deliver import Deliverer, EmailChannel
 from app.engines.funnels.mail_tracking import WorkspaceTracking
-from app.engines.funnels.runner import Runner
+from app.engines.funnels.runs.runner import Runner
 from app.engines.funnels.service import current_version, list_funnels
 from app.engines.funnels.triggers import enroll
 from app.integrations.mail import MailSender

@@ -15,7 +15,6 @@ from app.clock import ManualClock
 from app.engines.funnels import erased_addresses
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
 from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.goals import watch_goals
 from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import (
     Contact,
@@ -26,7 +25,8 @@ from app.engines.funnels.models import (
     Step,
     Tag,
 )
-from app.engines.funnels.runner import Runner
+from app.engines.funnels.runs.goals import watch_goals
+from app.engines.funnels.runs.runner import Runner
 from app.engines.funnels.service import create_funnel, parse_definition, publish
 from app.engines.funnels.triggers import match_events
 from app.integrations.mail import MailSender

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from app.engines.funnels.runner import Runner
+from app.engines.funnels.runs.runner import Runner
 from app.runtime import Runtime
 from app.settings import FunnelSettings
 from tests.conftest import auth

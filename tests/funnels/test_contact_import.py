@@ -13,8 +13,8 @@ from sqlalchemy import func, select
 
 from app.engines.funnels.contact_import import CONTACTS_IMPORT, CONTACTS_IMPORT_JOB, import_step
 from app.engines.funnels.contacts import MAX_TAGS_PER_CONTACT
-from app.engines.funnels.enrolment import ENROLMENT, ENROLMENT_JOB
 from app.engines.funnels.models import Contact, ContactEvent, ContactTag
+from app.engines.funnels.runs.enrolment import ENROLMENT, ENROLMENT_JOB
 from app.runtime import Runtime
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, bulk_job_spec, run_bulk_job
 from app.scheduling.bulk_models import BulkJob

@@ -11,7 +11,7 @@ import re
 
 import httpx
 
-from app.engines.funnels.entry import enter
+from app.engines.funnels.runs.entry import enter
 from app.runtime import Runtime
 from tests.factories import Tenant
 from tests.funnels.conftest import Engine, contact, email_node, graph, node, published

@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import event, select
 
 from app.engines.funnels.contacts import ContactData, delete_contact, record_event, update_contact
-from app.engines.funnels.entry import enter
 from app.engines.funnels.graph import decode_definition
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
@@ -27,6 +26,7 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     Run,
 )
+from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.triggers import match_events
 from app.engines.funnels.validate import KnownNames, validate
 from tests.funnels.conftest import (

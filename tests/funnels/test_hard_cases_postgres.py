@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.engines.funnels.contacts import record_event
-from app.engines.funnels.entry import enter
 from app.engines.funnels.models import (
     OUTBOX_SENT,
     RUN_ACTIVE,
@@ -24,7 +23,8 @@ from app.engines.funnels.models import (
     Run,
     Step,
 )
-from app.engines.funnels.runner import Runner
+from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.runner import Runner
 from app.engines.funnels.triggers import match_events
 from app.runtime import Runtime
 from app.settings import FunnelSettings

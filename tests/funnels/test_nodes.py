@@ -10,7 +10,6 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from app.engines.funnels.contacts import add_tag, get_contact, record_event
-from app.engines.funnels.entry import enter
 from app.engines.funnels.graph import Split, SplitBranch
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
@@ -21,8 +20,9 @@ from app.engines.funnels.models import (
     Contact,
     Run,
 )
-from app.engines.funnels.nodes.flow import split_choice
-from app.engines.funnels.runner import lease_runs
+from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.nodes.flow import split_choice
+from app.engines.funnels.runs.runner import lease_runs
 from tests.funnels.conftest import (
     Engine,
     Space,

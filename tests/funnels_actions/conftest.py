@@ -18,7 +18,7 @@ from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outside.channels import CHANNEL_TYPES, OutsideDeps
 from app.engines.funnels.outside.config import configure
-from app.engines.funnels.runner import Runner
+from app.engines.funnels.runs.runner import Runner
 from app.integrations.http_guard import AddressGuard
 from app.integrations.mail import MailSender
 from app.runtime import Runtime

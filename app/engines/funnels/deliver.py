@@ -29,7 +29,6 @@ from sqlalchemy import select, update
 from app.db.dialect import row_count
 from app.db.session import Database, WriteSession
 from app.engines.funnels import erased_addresses, frequency
-from app.engines.funnels.effect_failures import after_failed_send, lock_runs_of
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
     OUTBOX_PENDING,
@@ -40,6 +39,7 @@ from app.engines.funnels.models import (
     OutboxEffect,
     Step,
 )
+from app.engines.funnels.runs.effect_failures import after_failed_send, lock_runs_of
 from app.engines.funnels.tracking import (
     MessageRef,
     Tracking,
@@ -689,7 +689,7 @@ class Deliverer:
 
     async def _finish(self, session: WriteSession, outcome: _Outcome, owner: str) -> list[_Outcome]:
         """Record a final status; a message that failed for good moves its run in the same
-        transaction (it never stays ``completed``: :mod:`~app.engines.funnels.effect_failures`)."""
+        transaction (it never stays ``completed``: :mod:`~app.engines.funnels.runs.effect_failures`)."""
         result = await session.execute(
             update(OutboxEffect)
             .where(

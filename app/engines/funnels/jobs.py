@@ -11,9 +11,9 @@ from datetime import datetime
 
 from app.engines.funnels import erased_addresses, frequency
 from app.engines.funnels.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.goals import watch_goals
 from app.engines.funnels.mail_tracking import WorkspaceTracking
-from app.engines.funnels.runner import Runner
+from app.engines.funnels.runs.goals import watch_goals
+from app.engines.funnels.runs.runner import Runner
 from app.engines.funnels.triggers import match_events
 from app.integrations.mail import SmtpPool
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.db.session import ReadSession
-from app.engines.funnels import contacts, reports, service
+from app.engines.funnels import contacts, service
 from app.engines.funnels.events import InboundEvent
 from app.engines.funnels.models import (
     Contact,
@@ -23,6 +23,7 @@ from app.engines.funnels.models import (
     FunnelVersion,
 )
 from app.engines.funnels.outside.models import AiUsage
+from app.engines.funnels.runs import records
 from app.engines.funnels.schemas import ContactOut, FunnelOut, contact_out, funnel_out
 from app.engines.funnels.segments import Predicate, compile_sql
 
@@ -80,7 +81,7 @@ async def funnel_view(session: ReadSession, funnel: Funnel) -> FunnelOut:
         )
     counts = await service.run_counts(session, [funnel.id])
     out = funnel_out(funnel, number, counts[funnel.id])
-    out.messages_in_outbox = await reports.messages_in_outbox(session, funnel.id)
+    out.messages_in_outbox = await records.messages_in_outbox(session, funnel.id)
     return out
 
 

@@ -1,6 +1,6 @@
 """Merge variables: ``{{first_name}}`` in a creative becomes the contact's value at send time;
 a dotted name (``{{http.check.data.plan}}``, ``{{vars.intro}}``) reads a value the run produced
-(see :mod:`app.engines.funnels.run_context`)."""
+(see :mod:`app.engines.funnels.runs.context`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.engines.funnels.models import Contact
-from app.engines.funnels.run_context import as_text, lookup
+from app.engines.funnels.runs.context import as_text, lookup
 from app.engines.funnels.unsubscribe import PLACEHOLDERS
 from app.engines.funnels.validate import MERGE_VARIABLE
 

@@ -28,8 +28,8 @@ from app.engines.funnels.models import (
     Step,
     Tag,
 )
-from app.engines.funnels.nodes import executable_kinds
 from app.engines.funnels.outside.config import push_token_field
+from app.engines.funnels.runs.nodes import executable_kinds
 from app.engines.funnels.segment_triggers import record_baselines
 from app.engines.funnels.validate import KnownNames, Problem, validate
 from app.errors import ValidationFailed

@@ -21,8 +21,8 @@ from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types, get_contact, load_facts
 from app.engines.funnels.graph import Definition, Graph, Wait, kind_of
 from app.engines.funnels.models import Contact, Funnel
-from app.engines.funnels.nodes import executor_for
-from app.engines.funnels.nodes.base import (
+from app.engines.funnels.runs.nodes import executor_for
+from app.engines.funnels.runs.nodes.base import (
     End,
     Next,
     NodeContext,

@@ -20,7 +20,6 @@ from sqlalchemy import select, tuple_, update
 
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types, load_facts
-from app.engines.funnels.entry import enter_many, published_versions
 from app.engines.funnels.graph import (
     ApiEvent,
     BookingMade,
@@ -38,6 +37,7 @@ from app.engines.funnels.graph import (
     graph_for_version,
 )
 from app.engines.funnels.models import RUN_ACTIVE, Contact, ContactEvent, FunnelVersion, Run
+from app.engines.funnels.runs.entry import enter_many, published_versions
 from app.engines.funnels.segments import (
     Predicate,
     compile_sql,

@@ -54,7 +54,7 @@ from app.engines.funnels.graph import (
     edges,
     kind_of,
 )
-from app.engines.funnels.run_context import CONTEXT_ROOTS, path_problem, split_path
+from app.engines.funnels.runs.context import CONTEXT_ROOTS, path_problem, split_path
 from app.engines.funnels.segments import (
     STANDARD_FIELDS,
     ContextIs,

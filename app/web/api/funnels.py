@@ -15,11 +15,12 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import erased_addresses, erasure, frequency, reads, reports, service
+from app.engines.funnels import erased_addresses, erasure, frequency, reads, service
 from app.engines.funnels.contact_import import start_import
-from app.engines.funnels.enrolment import start_enrolment
 from app.engines.funnels.graph import Graph
 from app.engines.funnels.models import Contact, ContactList, Tag
+from app.engines.funnels.runs import records
+from app.engines.funnels.runs.enrolment import start_enrolment
 from app.engines.funnels.schemas import (
     ContactIn,
     ContactOut,
@@ -371,13 +372,13 @@ async def edit_funnel(
 @get("/{funnel_id:int}/report")
 async def funnel_report(
     principal: CurrentPrincipal, session: Reads, funnel_id: FromPath[int]
-) -> reports.FunnelReport:
+) -> records.FunnelReport:
     """Per version and node: entered, waiting, exited, goal reached; per message node: queued,
     sent, delivered, opened, clicked, bounced, complained, unsubscribed and rates. Recomputed
     from steps and delivery events on every read. ``status`` is ``delivering`` while no run is
     active but messages still wait in the outbox."""
     await service.get_funnel(session, principal.workspace_id, funnel_id)
-    return await reports.funnel_report(session, funnel_id)
+    return await records.funnel_report(session, funnel_id)
 
 
 class TrialSendFailed(DomainError):

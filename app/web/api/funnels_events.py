@@ -13,9 +13,9 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.funnels import reads
 from app.engines.funnels.contacts import get_contact
-from app.engines.funnels.enrolment import start_enrolment
 from app.engines.funnels.events import InboundEvent
 from app.engines.funnels.forms import FormField, create_form, embed_code, list_forms
+from app.engines.funnels.runs.enrolment import start_enrolment
 from app.engines.funnels.segments import Predicate
 from app.engines.funnels.service import current_version, get_funnel
 from app.engines.funnels.simulate import simulate

@@ -20,9 +20,10 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 
-from app.engines.funnels import reports, service, trial_send
+from app.engines.funnels import service, trial_send
 from app.engines.funnels.graph import Definition
 from app.engines.funnels.models import FunnelVersion
+from app.engines.funnels.runs import records
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
 from app.web.auth import CurrentPrincipal, CurrentRuntime
@@ -107,7 +108,7 @@ async def _editor(
         runs = await service.list_runs(
             session, principal.workspace_id, funnel_id, after=None, limit=50
         )
-        report = await reports.funnel_report(session, funnel_id)
+        report = await records.funnel_report(session, funnel_id)
         if problems is None and error is None:
             problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
         else:
@@ -142,7 +143,7 @@ async def _editor(
     )
 
 
-def _chart(report: reports.FunnelReport) -> dict[str, Any] | None:
+def _chart(report: records.FunnelReport) -> dict[str, Any] | None:
     """The chart of the latest version's report: per node, in graph order, the people who
     entered it, wait on it and ended there early, and for message nodes the messages sent and
     opened (drawn by ``static/funnel_report.js``)."""
@@ -150,7 +151,7 @@ def _chart(report: reports.FunnelReport) -> dict[str, Any] | None:
         return None
     latest = report.versions[-1]
 
-    def sent(n: reports.NodeReport, name: str) -> int | None:
+    def sent(n: records.NodeReport, name: str) -> int | None:
         if n.messages is None:
             # A message node nobody reached yet has sent nothing; other nodes send nothing.
             return 0 if n.kind.startswith("send_") else None

@@ -16,7 +16,7 @@ continues:
 **Failure**: an effect that failed for good (a refused target, a declined request, an exhausted AI
 quota, retries used up, a contact without the phone, token or address its channel needs) takes the
 node's ``on_failure`` branch, or ends the run as ``failed``, with the error on the step and on the
-delivery events (:mod:`app.engines.funnels.effect_failures`). Continuing would send later messages built on an answer that never came
+delivery events (:mod:`app.engines.funnels.runs.effect_failures`). Continuing would send later messages built on an answer that never came
 ("Hello ," to everyone whose generation was refused); the steps say exactly where and why it
 stopped. A cache hit of ``ai_generate`` needs no effect at all: the text is filled in at once, no
 provider call is made and no quota is used.
@@ -32,7 +32,6 @@ import msgspec
 from sqlalchemy import select
 
 from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, missing_for
-from app.engines.funnels.effect_failures import cannot_go_out
 from app.engines.funnels.graph import (
     AiGenerate,
     BookSlot,
@@ -51,13 +50,22 @@ from app.engines.funnels.models import (
     OUTBOX_SKIPPED,
     RUN_FAILED,
 )
-from app.engines.funnels.nodes.actions import message_id, not_before
-from app.engines.funnels.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome, Sleep
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside.config import AiOptions, push_token_field
 from app.engines.funnels.outside.models import ProviderConfig
 from app.engines.funnels.outside.results import effect_state
 from app.engines.funnels.render import render, variables
+from app.engines.funnels.runs.effect_failures import cannot_go_out
+from app.engines.funnels.runs.nodes.actions import message_id, not_before
+from app.engines.funnels.runs.nodes.base import (
+    Effect,
+    End,
+    Executor,
+    Next,
+    NodeContext,
+    Outcome,
+    Sleep,
+)
 from app.engines.funnels.validate import merge_variables
 from app.integrations.ai import Creative, cache_key
 

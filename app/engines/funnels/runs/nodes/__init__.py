@@ -3,7 +3,7 @@ a kind with :func:`register` (the runner itself never changes to gain an action)
 
 from __future__ import annotations
 
-from app.engines.funnels.nodes.base import Executor
+from app.engines.funnels.runs.nodes.base import Executor
 
 EXECUTORS: dict[str, Executor] = {}
 
@@ -30,8 +30,8 @@ def _load_builtin() -> None:
     if _loaded:
         return
     _loaded = True
-    from app.engines.funnels.nodes import actions, flow
     from app.engines.funnels.outside import executors as outside
+    from app.engines.funnels.runs.nodes import actions, flow
 
     # The outside actions come last: their notify_team (members only) replaces the basic one.
     for kind, executor in {**flow.EXECUTORS, **actions.EXECUTORS, **outside.EXECUTORS}.items():

@@ -5,7 +5,7 @@ indexes on runs (one per contact per funnel; one *active* one for funnels open t
 two triggers firing at the same instant create one run, whatever the interleaving (hard case 4).
 A funnel open to re-entry at most once per N days (``settings.reentry_days``) also refuses a
 contact who entered it less than N days ago: their committed runs say so, and the gate of
-:mod:`app.engines.funnels.entry_gate` holds the rule against a concurrent writer.
+:mod:`app.engines.funnels.runs.entry_gate` holds the rule against a concurrent writer.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from sqlalchemy import delete, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels import entry_gate
 from app.engines.funnels.graph import graph_for_version
 from app.engines.funnels.models import RUN_ACTIVE, Funnel, FunnelVersion, Run
+from app.engines.funnels.runs import entry_gate
 
 PIECE = 500
 """Contacts per ``IN`` list of the recent-entries read."""
@@ -56,7 +56,7 @@ async def _start(
 ) -> list[int]:
     """The ids of the runs started. Set-wise whatever the batch: one insert for every run, and
     for funnels that limit re-entry to once per N days one read of the contacts' recent entries
-    and one gate stamp per funnel (:mod:`app.engines.funnels.entry_gate`)."""
+    and one gate stamp per funnel (:mod:`app.engines.funnels.runs.entry_gate`)."""
     rows: list[dict[str, Any]] = []
     limited: dict[int, int] = {}  # funnel id -> re-entry days, for funnels that limit re-entry
     for version, contact_id, context in entries:

@@ -44,8 +44,8 @@ from app.engines.funnels.models import (
     Run,
     Step,
 )
-from app.engines.funnels.nodes import executor_for
-from app.engines.funnels.nodes.base import (
+from app.engines.funnels.runs.nodes import executor_for
+from app.engines.funnels.runs.nodes.base import (
     SAVEPOINT,
     End,
     Next,

@@ -13,9 +13,9 @@ from sqlalchemy import update
 from app.db.dialect import insert
 from app.engines.funnels.graph import Condition, Goal, Join, QuietHours, Split, Throttle, Wait
 from app.engines.funnels.models import RUN_COMPLETED, ThrottleWindow
-from app.engines.funnels.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep
+from app.engines.funnels.runs.due import duration_end, field_date_at, next_weekday_at
+from app.engines.funnels.runs.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep
 from app.engines.funnels.segments import evaluate
-from app.engines.funnels.timing import duration_end, field_date_at, next_weekday_at
 from app.scheduling.zones import zone_or_utc
 
 

@@ -22,8 +22,6 @@ from app.engines.funnels.contacts import (
     remove_from_list,
     remove_tag,
 )
-from app.engines.funnels.effect_failures import cannot_go_out
-from app.engines.funnels.entry import enter
 from app.engines.funnels.graph import (
     AddTag,
     AddToList,
@@ -43,10 +41,12 @@ from app.engines.funnels.models import (
     FunnelVersion,
     Run,
 )
-from app.engines.funnels.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
 from app.engines.funnels.render import render, variables
+from app.engines.funnels.runs.due import quiet_release
+from app.engines.funnels.runs.effect_failures import cannot_go_out
+from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
 from app.engines.funnels.segments import STANDARD_FIELDS
-from app.engines.funnels.timing import quiet_release
 from app.scheduling.zones import zone_or_utc
 
 
