@@ -56,8 +56,8 @@ from app.engines.funnels.campaigns.service import (  # noqa: E402
     create_campaign,
     materialise,
 )
-from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel  # noqa: E402
 from app.engines.funnels.models import OUTBOX_SENT, Contact, OutboxEffect  # noqa: E402
+from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel  # noqa: E402
 from app.engines.funnels.tracking import Tracking  # noqa: E402
 from app.integrations.mail import MailSender, SmtpPool  # noqa: E402
 from app.platform.models import Organisation, Workspace  # noqa: E402

@@ -14,8 +14,6 @@ from sqlalchemy import func, insert, select
 from app.clock import ManualClock
 from app.engines.funnels import erased_addresses
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
-from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import (
     Contact,
     ContactList,
@@ -25,6 +23,8 @@ from app.engines.funnels.models import (
     Step,
     Tag,
 )
+from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runs.goals import watch_goals
 from app.engines.funnels.runs.runner import Runner
 from app.engines.funnels.service import create_funnel, parse_definition, publish

@@ -10,8 +10,8 @@ import time
 from sqlalchemy import func, select
 
 from app.clock import SystemClock
-from app.engines.funnels.deliver import Deliverer
 from app.engines.funnels.models import OUTBOX_PENDING, OUTBOX_SENT, OutboxEffect
+from app.engines.funnels.outbox.deliver import Deliverer
 from app.engines.funnels.runs.entry import enter
 from app.settings import FunnelSettings
 from tests.funnels.conftest import Engine, Space, contact, email_node, graph, published

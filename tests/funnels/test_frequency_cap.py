@@ -12,7 +12,6 @@ import httpx
 from sqlalchemy import select
 
 from app.clock import ManualClock
-from app.engines.funnels import frequency
 from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import R_SENT, R_SKIPPED, Recipient
@@ -24,6 +23,7 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     FunnelVersion,
 )
+from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.tracking import Tracking
 from app.settings import MailSettings

@@ -13,9 +13,14 @@ from litestar import Litestar, Request, route
 from litestar.params import FromPath
 
 from app.clock import ManualClock
-from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel, blocked_reason
-from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import Contact
+from app.engines.funnels.outbox.deliver import (
+    ChannelSender,
+    Deliverer,
+    EmailChannel,
+    blocked_reason,
+)
+from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.outside.channels import CHANNEL_TYPES, OutsideDeps
 from app.engines.funnels.outside.config import configure
 from app.engines.funnels.runs.runner import Runner

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from app.engines.funnels.graph import decode_definition
 from app.engines.funnels.models import RUN_COMPLETED, Contact
-from app.engines.funnels.render import render, variables
+from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.runs.context import MISSING, compare, lookup
 from app.engines.funnels.segments import ContactFacts, ContextIs, compile_sql, evaluate
 from app.engines.funnels.validate import KnownNames, validate

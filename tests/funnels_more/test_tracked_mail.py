@@ -9,9 +9,9 @@ import re
 import pytest
 from sqlalchemy import select
 
-from app.engines.funnels.deliver import ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.mail_tracking import WorkspaceTracking
 from app.engines.funnels.models import ContactEvent
+from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.tracking import Tracking, text_to_html, track_html, track_text
 from app.integrations.mail import MailSender
 from app.settings import MailSettings

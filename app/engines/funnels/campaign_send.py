@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from sqlalchemy import Integer, func, select, update
 
 from app.db.session import Database
-from app.engines.funnels import erased_addresses, frequency
+from app.engines.funnels import erased_addresses
 from app.engines.funnels.campaigns.models import (
     DONE,
     R_FAILED,
@@ -36,9 +36,10 @@ from app.engines.funnels.campaigns.models import (
     Recipient,
 )
 from app.engines.funnels.models import Contact
-from app.engines.funnels.render import render
+from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.render import render
+from app.engines.funnels.outbox.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
 from app.engines.funnels.tracking import MessageRef, Tracking, track_html, track_text
-from app.engines.funnels.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
 from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
 from app.integrations.mail.pool import SmtpPool as MailPool
 from app.scheduling.claim import Claim

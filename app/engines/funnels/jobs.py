@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.engines.funnels import erased_addresses, frequency
-from app.engines.funnels.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.mail_tracking import WorkspaceTracking
+from app.engines.funnels import erased_addresses
+from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runs.goals import watch_goals
 from app.engines.funnels.runs.runner import Runner
 from app.engines.funnels.triggers import match_events

@@ -16,8 +16,8 @@ from app.engines.funnels import service
 from app.engines.funnels.contacts import get_contact
 from app.engines.funnels.graph import Graph, SendEmail
 from app.engines.funnels.models import Contact
-from app.engines.funnels.render import render, variables
-from app.engines.funnels.unsubscribe import UnsubscribeLinks, with_links
+from app.engines.funnels.outbox.render import render, variables
+from app.engines.funnels.outbox.unsubscribe import UnsubscribeLinks, with_links
 from app.errors import ValidationFailed
 from app.integrations.mail import OutgoingEmail
 

@@ -15,10 +15,11 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import erased_addresses, erasure, frequency, reads, service
+from app.engines.funnels import erased_addresses, erasure, reads, service
 from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.graph import Graph
 from app.engines.funnels.models import Contact, ContactList, Tag
+from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs import records
 from app.engines.funnels.runs.enrolment import start_enrolment
 from app.engines.funnels.schemas import (

@@ -20,7 +20,7 @@ from typing import Any
 from litestar import MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
-from app.engines.funnels.preferences import (
+from app.engines.funnels.outbox.preferences import (
     Choice,
     choose,
     contact_of,
@@ -28,14 +28,14 @@ from app.engines.funnels.preferences import (
     subscribed,
     workspace_topics,
 )
-from app.engines.funnels.tracking import token_workspace
-from app.engines.funnels.trial_send import TEST_TOKEN
-from app.engines.funnels.unsubscribe import (
+from app.engines.funnels.outbox.unsubscribe import (
     ONE_CLICK_BODY,
     UnsubscribeRef,
     token_from_mail_subject,
     verify_unsubscribe_token,
 )
+from app.engines.funnels.tracking import token_workspace
+from app.engines.funnels.trial_send import TEST_TOKEN
 from app.errors import ValidationFailed
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime

@@ -25,14 +25,14 @@ from sqlalchemy import select
 from app.clock import Clock
 from app.db.session import Database
 from app.engines.funnels.channel_fields import LETTER_ADDRESS
-from app.engines.funnels.deliver import (
+from app.engines.funnels.models import Contact
+from app.engines.funnels.outbox.deliver import (
     CHANNELS,
     ChannelSender,
     LeasedEffect,
     PermanentDeliveryError,
     TransientDeliveryError,
 )
-from app.engines.funnels.models import Contact
 from app.engines.funnels.outside import ai_ledger, clients
 from app.engines.funnels.outside import config as provider_config
 from app.engines.funnels.outside.config import (

@@ -50,11 +50,11 @@ from app.engines.funnels.models import (
     OUTBOX_SKIPPED,
     RUN_FAILED,
 )
+from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside.config import AiOptions, push_token_field
 from app.engines.funnels.outside.models import ProviderConfig
 from app.engines.funnels.outside.results import effect_state
-from app.engines.funnels.render import render, variables
 from app.engines.funnels.runs.effect_failures import cannot_go_out
 from app.engines.funnels.runs.nodes.actions import message_id, not_before
 from app.engines.funnels.runs.nodes.base import (

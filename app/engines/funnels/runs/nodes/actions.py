@@ -41,7 +41,7 @@ from app.engines.funnels.models import (
     FunnelVersion,
     Run,
 )
-from app.engines.funnels.render import render, variables
+from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.runs.due import quiet_release
 from app.engines.funnels.runs.effect_failures import cannot_go_out
 from app.engines.funnels.runs.entry import enter

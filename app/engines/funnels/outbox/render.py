@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.engines.funnels.models import Contact
+from app.engines.funnels.outbox.unsubscribe import PLACEHOLDERS
 from app.engines.funnels.runs.context import as_text, lookup
-from app.engines.funnels.unsubscribe import PLACEHOLDERS
 from app.engines.funnels.validate import MERGE_VARIABLE
 
 CONTEXT_KEY = "@run"

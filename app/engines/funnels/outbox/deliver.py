@@ -28,7 +28,7 @@ from sqlalchemy import select, update
 
 from app.db.dialect import row_count
 from app.db.session import Database, WriteSession
-from app.engines.funnels import erased_addresses, frequency
+from app.engines.funnels import erased_addresses
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
     OUTBOX_PENDING,
@@ -39,15 +39,8 @@ from app.engines.funnels.models import (
     OutboxEffect,
     Step,
 )
-from app.engines.funnels.runs.effect_failures import after_failed_send, lock_runs_of
-from app.engines.funnels.tracking import (
-    MessageRef,
-    Tracking,
-    text_to_html,
-    track_html,
-    track_text,
-)
-from app.engines.funnels.unsubscribe import (
+from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.unsubscribe import (
     UnsubscribeLinks,
     UnsubscribeRef,
     hard_suppression,
@@ -55,6 +48,14 @@ from app.engines.funnels.unsubscribe import (
     topic_of,
     unsubscribed_from,
     with_links,
+)
+from app.engines.funnels.runs.effect_failures import after_failed_send, lock_runs_of
+from app.engines.funnels.tracking import (
+    MessageRef,
+    Tracking,
+    text_to_html,
+    track_html,
+    track_text,
 )
 from app.integrations.mail import (
     OutgoingEmail,
@@ -131,7 +132,7 @@ class EmailChannel:
     Marketing mail to a contact (anything neither ``internal`` nor ``transactional``) gets its
     signed unsubscribe links at send time: the ``List-Unsubscribe`` / ``List-Unsubscribe-Post``
     headers (RFC 8058), the ``{{unsubscribe_url}}`` placeholders filled in, a footer when the
-    creative has none (see :mod:`app.engines.funnels.unsubscribe`). ``signing`` gives the
+    creative has none (see :mod:`app.engines.funnels.outbox.unsubscribe`). ``signing`` gives the
     workspace's public URL and secret; without it marketing mail is refused rather than sent
     without a way out.
 
