@@ -56,9 +56,9 @@ from app.engines.funnels.campaigns.service import (  # noqa: E402
     create_campaign,
     materialise,
 )
+from app.engines.funnels.events.tracking import Tracking  # noqa: E402
 from app.engines.funnels.models import OUTBOX_SENT, Contact, OutboxEffect  # noqa: E402
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel  # noqa: E402
-from app.engines.funnels.tracking import Tracking  # noqa: E402
 from app.integrations.mail import MailSender, SmtpPool  # noqa: E402
 from app.platform.models import Organisation, Workspace  # noqa: E402
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings  # noqa: E402

@@ -48,9 +48,9 @@ from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign, materialise
-from app.engines.funnels.ingest import store
+from app.engines.funnels.events.ingest import store
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
-from app.engines.funnels.tracking import Tracking
 from app.integrations.mail import OutgoingEmail
 from app.platform import service
 from app.sandbox.base import serve_in_loop

@@ -46,9 +46,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.clock import SystemClock
 from app.db.migrate import upgrade
-from app.engines.funnels.events import InboundEvent
-from app.engines.funnels.ingest import store
-from app.engines.funnels.ingest_writer import EventWriter
+from app.engines.funnels.events.ingest import store
+from app.engines.funnels.events.ingest_writer import EventWriter
+from app.engines.funnels.events.models import InboundEvent
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop

@@ -34,7 +34,7 @@ from sqlalchemy import func, select
 
 from app.clock import SystemClock
 from app.db.migrate import upgrade
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.platform import service
 from app.settings import load_settings
 from app.wiring import assemble

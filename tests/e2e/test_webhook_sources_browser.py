@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.runtime import Runtime
 from app.sandbox.payments import PaymentsSandbox
 

@@ -14,6 +14,7 @@ from sqlalchemy import func, insert, select
 from app.clock import ManualClock
 from app.engines.funnels import erased_addresses
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (
     Contact,
     ContactList,
@@ -28,7 +29,6 @@ from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runs.goals import watch_goals
 from app.engines.funnels.runs.runner import Runner
 from app.engines.funnels.service import create_funnel, parse_definition, publish
-from app.engines.funnels.triggers import match_events
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink

@@ -17,9 +17,9 @@ from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import R_SKIPPED, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts import delete_contact
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import OUTBOX_SKIPPED, Contact, DeliveryEvent, ErasedAddress
 from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.tracking import Tracking
 from app.settings import MailSettings
 from tests.funnels.conftest import Engine, Space, contact, effects, email_node, graph, published
 

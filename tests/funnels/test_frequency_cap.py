@@ -16,6 +16,7 @@ from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_unt
 from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import R_SENT, R_SKIPPED, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import (
     OUTBOX_PENDING,
     OUTBOX_SENT,
@@ -25,7 +26,6 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.tracking import Tracking
 from app.settings import MailSettings
 from tests.conftest import auth
 from tests.factories import Tenant

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import event, select
 
 from app.engines.funnels.contacts import ContactData, delete_contact, record_event, update_contact
+from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.graph import decode_definition
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
@@ -27,7 +28,6 @@ from app.engines.funnels.models import (
     Run,
 )
 from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.triggers import match_events
 from app.engines.funnels.validate import KnownNames, validate
 from tests.funnels.conftest import (
     Engine,

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.engines.funnels.contacts import record_event
+from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (
     OUTBOX_SENT,
     RUN_ACTIVE,
@@ -25,7 +26,6 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.runs.runner import Runner
-from app.engines.funnels.triggers import match_events
 from app.runtime import Runtime
 from app.settings import FunnelSettings
 from tests.funnels.conftest import (

@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
+from app.engines.funnels.events.triggers import enroll, match_events
 from app.engines.funnels.models import RUN_COMPLETED, ContactEvent, Run
 from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.runs.entry_gate import EntryGate
-from app.engines.funnels.triggers import enroll, match_events
 from app.runtime import Runtime
 from tests.funnels.conftest import (
     Engine,

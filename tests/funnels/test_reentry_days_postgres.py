@@ -11,9 +11,9 @@ import asyncio
 import pytest
 from sqlalchemy import text, update
 
+from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import RUN_COMPLETED, Run
 from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.triggers import match_events
 from app.runtime import Runtime
 from tests.funnels.conftest import (
     Engine,

@@ -22,9 +22,9 @@ from sqlalchemy import event
 
 from app.clock import SystemClock
 from app.db.session import Database
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.runs.runner import Runner
-from app.engines.funnels.tracking import Tracking
 from app.integrations.mail import SmtpPool
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings
 

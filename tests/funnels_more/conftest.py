@@ -8,8 +8,8 @@ import json
 import time
 from typing import Any
 
-from app.engines.funnels.ingest import IngestPayload, run_ingest
-from app.engines.funnels.tracking import sign_body
+from app.engines.funnels.events.ingest import IngestPayload, run_ingest
+from app.engines.funnels.events.tracking import sign_body
 from app.runtime import Runtime
 from tests.funnels.conftest import (  # noqa: F401 - fixtures shared with the core tests
     Engine,

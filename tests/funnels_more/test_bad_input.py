@@ -9,7 +9,7 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.web.input_guard import MAX_JSON_DEPTH, check_value, json_depth
 from tests.conftest import auth
 from tests.funnels_more.conftest import signed

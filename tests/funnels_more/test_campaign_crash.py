@@ -29,8 +29,8 @@ from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_unt
 from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import DONE, SENDING, Campaign, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
-from app.engines.funnels.tracking import Tracking
 from app.sandbox.smtp import ReceivedMessage, SmtpSink
 from app.settings import MailSettings
 

@@ -12,8 +12,8 @@ from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_unt
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.models import Campaign, Recipient
 from app.engines.funnels.campaigns.service import counters
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
-from app.engines.funnels.tracking import Tracking
 from app.settings import MailSettings
 from tests.conftest import auth
 from tests.funnels_more.conftest import contact, settle, setup_names

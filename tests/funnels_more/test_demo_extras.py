@@ -12,7 +12,7 @@ from app.demo.parts import DemoWorkspace
 from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import list_campaigns
-from app.engines.funnels.forms import list_forms
+from app.engines.funnels.events.forms import list_forms
 from app.engines.funnels.models import Contact
 from app.engines.funnels.service import list_funnels, publish
 from tests.funnels.conftest import Engine

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.db.session import Database
+from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import Contact, ContactEvent, Run
-from app.engines.funnels.triggers import match_events
 from app.runtime import Runtime
 from app.settings import Settings
 from tests.funnels_more.conftest import graph, node, published, setup_names

@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from app.db.base import Base
 from app.engines.funnels.campaign_send import send_until_done
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import ErasedAddress
-from app.engines.funnels.tracking import Tracking
 from tests.conftest import auth
 from tests.funnels_more.conftest import Engine, graph, node, published, settle, setup_names
 from tests.funnels_more.test_campaigns import _campaign, _sender

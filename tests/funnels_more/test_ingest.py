@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import Contact, ContactEvent, Run
 from tests.funnels_more.conftest import (
     contact,

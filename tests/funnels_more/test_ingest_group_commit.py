@@ -8,8 +8,8 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from app.engines.funnels.events import InboundEvent
-from app.engines.funnels.ingest_writer import EventWriter
+from app.engines.funnels.events.ingest_writer import EventWriter
+from app.engines.funnels.events.models import InboundEvent
 from app.runtime import Runtime
 from app.web.hooks.funnels_public import event_writer
 from tests.funnels_more.conftest import count

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.runtime import Runtime
 from app.settings import Settings
 from tests.scheduling.test_chaos_serve import Serve

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.campaigns.models import Campaign
-from app.engines.funnels.schedule_triggers import TimeTriggersPayload, run_time_triggers
+from app.engines.funnels.events.schedule_triggers import TimeTriggersPayload, run_time_triggers
 from app.settings import MailSettings
 from tests.conftest import auth
 from tests.funnels_more.conftest import contact, runs_of, setup_names, tagging_funnel

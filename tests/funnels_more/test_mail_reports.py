@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import Contact, ContactEvent, DeliveryEvent, OutboxEffect
 from app.integrations.mail.reports import mailgun_signature
 from app.integrations.mail.sns import SnsVerifier

@@ -3,7 +3,7 @@ the path and every rendered message come back with day and time; nothing is writ
 
 from __future__ import annotations
 
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,

@@ -9,10 +9,10 @@ import re
 import pytest
 from sqlalchemy import select
 
+from app.engines.funnels.events.tracking import Tracking, text_to_html, track_html, track_text
 from app.engines.funnels.models import ContactEvent
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
-from app.engines.funnels.tracking import Tracking, text_to_html, track_html, track_text
 from app.integrations.mail import MailSender
 from app.settings import MailSettings
 from tests.funnels.conftest import content
@@ -169,6 +169,6 @@ def test_text_parts_get_tracked_links_and_unsubscribe_links_stay_direct() -> Non
 
 
 def _ref():
-    from app.engines.funnels.tracking import MessageRef
+    from app.engines.funnels.events.tracking import MessageRef
 
     return MessageRef(1, 2, effect="run-1-step-1")

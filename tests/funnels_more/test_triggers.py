@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.engines.funnels.date_triggers import fire_date_triggers
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.date_triggers import fire_date_triggers
+from app.engines.funnels.events.models import InboundEvent
+from app.engines.funnels.events.schedule_triggers import fire_schedules
+from app.engines.funnels.events.segment_triggers import evaluate_segments
+from app.engines.funnels.events.tracking import MessageRef, contact_token, link_url, pixel_url
 from app.engines.funnels.models import Contact, ContactEvent
-from app.engines.funnels.schedule_triggers import fire_schedules
-from app.engines.funnels.segment_triggers import evaluate_segments
-from app.engines.funnels.tracking import MessageRef, contact_token, link_url, pixel_url
 from tests.conftest import auth
 from tests.funnels_more.conftest import (
     contact,

@@ -261,7 +261,7 @@ async def test_campaign_mail_carries_the_headers_and_its_unsubscribe_is_counted(
 ) -> None:
     from app.engines.funnels.campaign_send import send_until_done
     from app.engines.funnels.campaigns.service import counters
-    from app.engines.funnels.tracking import Tracking
+    from app.engines.funnels.events.tracking import Tracking
     from tests.conftest import auth
     from tests.funnels_more.test_campaigns import _campaign, _sender
 

@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
+from app.engines.funnels.events.sources.models import WebhookSource
 from app.engines.funnels.models import Contact, ContactEvent
-from app.engines.funnels.sources.models import WebhookSource
 from app.runtime import Runtime
 from app.sandbox.base import ThreadedServer
 from app.sandbox.payments import PaymentsSandbox, create_payments_app

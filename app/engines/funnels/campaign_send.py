@@ -35,11 +35,11 @@ from app.engines.funnels.campaigns.models import (
     Campaign,
     Recipient,
 )
+from app.engines.funnels.events.tracking import MessageRef, Tracking, track_html, track_text
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.outbox.render import render
 from app.engines.funnels.outbox.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
-from app.engines.funnels.tracking import MessageRef, Tracking, track_html, track_text
 from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
 from app.integrations.mail.pool import SmtpPool as MailPool
 from app.scheduling.claim import Claim

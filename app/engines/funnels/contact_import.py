@@ -35,8 +35,8 @@ from app.engines.funnels.contacts import (
     names_problem,
     over_limit,
 )
+from app.engines.funnels.events.segment_triggers import contacts_changed
 from app.engines.funnels.models import Contact, ContactEvent
-from app.engines.funnels.segment_triggers import contacts_changed
 from app.errors import ValidationFailed
 from app.scheduling.bulk import BulkKind, Chunk, ItemError, StepInput, bulk_job_spec, submit
 from app.scheduling.bulk_models import BulkJob

@@ -17,7 +17,7 @@ from sqlalchemy import Table, delete, select, update
 
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.campaigns.models import Campaign, CampaignEvent, Recipient
-from app.engines.funnels.events import InboundEvent, SegmentMember
+from app.engines.funnels.events.models import InboundEvent, SegmentMember
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,

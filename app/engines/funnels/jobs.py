@@ -10,12 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.engines.funnels import erased_addresses
+from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.outbox.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runs.goals import watch_goals
 from app.engines.funnels.runs.runner import Runner
-from app.engines.funnels.triggers import match_events
 from app.integrations.mail import SmtpPool
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep, tick_key

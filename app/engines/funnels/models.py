@@ -353,11 +353,11 @@ class ThrottleWindow(Base):
 
 # Ingestion, trigger bookkeeping and campaign tables live beside the code that owns them; importing
 # them here puts them in the metadata with the rest of the engine.
-from app.engines.funnels import events as _ingestion_tables  # noqa: E402, F401
 from app.engines.funnels.campaigns import models as _campaign_tables  # noqa: E402, F401
+from app.engines.funnels.events import models as _ingestion_tables  # noqa: E402, F401
+from app.engines.funnels.events.sources import models as _source_tables  # noqa: E402, F401
 from app.engines.funnels.outside import models as _outside_tables  # noqa: E402, F401
 from app.engines.funnels.runs import entry_gate as _entry_gate_table  # noqa: E402, F401
-from app.engines.funnels.sources import models as _source_tables  # noqa: E402, F401
 
 
 class FrequencyCap(Base):

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from app.db.session import ReadSession
 from app.engines.funnels import contacts, service
-from app.engines.funnels.events import InboundEvent
+from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,

@@ -17,6 +17,7 @@ from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import erased_addresses, erasure, reads, service
 from app.engines.funnels.contact_import import start_import
+from app.engines.funnels.events.segment_triggers import contacts_changed
 from app.engines.funnels.graph import Graph
 from app.engines.funnels.models import Contact, ContactList, Tag
 from app.engines.funnels.outbox import frequency
@@ -51,7 +52,6 @@ from app.engines.funnels.schemas import (
     step_out,
     version_out,
 )
-from app.engines.funnels.segment_triggers import contacts_changed
 from app.engines.funnels.segments import problems as predicate_problems
 from app.engines.funnels.trial_send import compose_test
 from app.errors import DomainError, ValidationFailed

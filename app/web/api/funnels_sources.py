@@ -10,9 +10,9 @@ import msgspec
 from litestar import delete, get, post
 from litestar.params import JSONBody
 
-from app.engines.funnels.sources import service as sources
-from app.engines.funnels.sources.models import WebhookSource
-from app.engines.funnels.sources.signatures import HEADERS
+from app.engines.funnels.events.sources import service as sources
+from app.engines.funnels.events.sources.models import WebhookSource
+from app.engines.funnels.events.sources.signatures import HEADERS
 from app.runtime import Runtime
 from app.schemas import Schema
 from app.web.api.common import RowId, api_router

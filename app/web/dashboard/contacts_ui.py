@@ -19,8 +19,8 @@ from app.db.session import ReadSession
 from app.engines.funnels import contacts as contacts_service
 from app.engines.funnels import service
 from app.engines.funnels.contacts import ContactData
+from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.models import FieldDefinition, FunnelVersion
-from app.engines.funnels.triggers import enroll
 from app.errors import DomainError, ValidationFailed
 from app.platform.service import Principal
 from app.runtime import Runtime

@@ -13,9 +13,9 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
-from app.engines.funnels.sources import service as sources
-from app.engines.funnels.sources.models import WebhookSource
-from app.engines.funnels.sources.signatures import HEADERS
+from app.engines.funnels.events.sources import service as sources
+from app.engines.funnels.events.sources.models import WebhookSource
+from app.engines.funnels.events.sources.signatures import HEADERS
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard.common import error_message, page

@@ -20,12 +20,12 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect
 
-from app.engines.funnels.forms import FormNotFound, form_html, public_form, submission
-from app.engines.funnels.ingest import request_processing
-from app.engines.funnels.ingest_writer import EventWriter
-from app.engines.funnels.site_snippet import SNIPPET
-from app.engines.funnels.sources.receive import Inbound, booking_event, payment_event
-from app.engines.funnels.tracking import (
+from app.engines.funnels.events.forms import FormNotFound, form_html, public_form, submission
+from app.engines.funnels.events.ingest import request_processing
+from app.engines.funnels.events.ingest_writer import EventWriter
+from app.engines.funnels.events.site_snippet import SNIPPET
+from app.engines.funnels.events.sources.receive import Inbound, booking_event, payment_event
+from app.engines.funnels.events.tracking import (
     SIGNATURE_HEADER,
     MessageRef,
     token_workspace,

@@ -1,7 +1,7 @@
 """The receiver of webhook sources: ``POST /hooks/funnels/sources/{public_id}``.
 
 The source named in the URL gives the workspace, the provider whose signature scheme applies and
-its secret (see :mod:`app.engines.funnels.sources.signatures`). A request whose signature does not
+its secret (see :mod:`app.engines.funnels.events.sources.signatures`). A request whose signature does not
 verify — wrong secret, missing header, a timestamp more than five minutes old (a replay) — is
 answered 401 and stores nothing; a verified one stores its one inbound event (idempotent on the
 provider's event id) and is answered 202 before anything is processed.
@@ -14,9 +14,9 @@ from typing import Any
 from litestar import Request, post
 from litestar.params import FromPath
 
-from app.engines.funnels.sources.receive import inbound_event
-from app.engines.funnels.sources.service import verifier
-from app.engines.funnels.sources.signatures import SignatureRefused, verify
+from app.engines.funnels.events.sources.receive import inbound_event
+from app.engines.funnels.events.sources.service import verifier
+from app.engines.funnels.events.sources.signatures import SignatureRefused, verify
 from app.errors import NotFound, Unauthorized
 from app.web.auth import CurrentRuntime
 from app.web.hooks.funnels_public import Accepted, store_event

@@ -17,8 +17,8 @@ from app.engines.funnels.campaigns.audience import (
     start_materialising,
 )
 from app.engines.funnels.campaigns.models import SCHEDULED, SENDING, Campaign
+from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.jobs import mail_domain
-from app.engines.funnels.tracking import Tracking
 from app.platform.models import Workspace
 from app.platform.service import webhook_secret
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec

@@ -29,6 +29,13 @@ from sqlalchemy import select, update
 from app.db.dialect import row_count
 from app.db.session import Database, WriteSession
 from app.engines.funnels import erased_addresses
+from app.engines.funnels.events.tracking import (
+    MessageRef,
+    Tracking,
+    text_to_html,
+    track_html,
+    track_text,
+)
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
     OUTBOX_PENDING,
@@ -50,13 +57,6 @@ from app.engines.funnels.outbox.unsubscribe import (
     with_links,
 )
 from app.engines.funnels.runs.effect_failures import after_failed_send, lock_runs_of
-from app.engines.funnels.tracking import (
-    MessageRef,
-    Tracking,
-    text_to_html,
-    track_html,
-    track_text,
-)
 from app.integrations.mail import (
     OutgoingEmail,
     PermanentMailError,

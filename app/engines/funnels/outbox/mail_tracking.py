@@ -9,7 +9,7 @@ import time
 from sqlalchemy import select
 
 from app.db.session import Database
-from app.engines.funnels.tracking import Tracking
+from app.engines.funnels.events.tracking import Tracking
 from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
 from app.platform.service import webhook_secret

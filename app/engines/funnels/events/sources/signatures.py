@@ -22,7 +22,7 @@ from datetime import datetime
 
 import msgspec
 
-from app.engines.funnels.tracking import SIGNATURE_TOLERANCE_SECONDS, body_refusal
+from app.engines.funnels.events.tracking import SIGNATURE_TOLERANCE_SECONDS, body_refusal
 
 STRIPE_HEADER = "stripe-signature"
 CALCOM_HEADER = "x-cal-signature-256"

@@ -204,7 +204,9 @@ async def _segment_entries(
     """FN-10: the contacts these events are about may have started matching a ``segment_enter``
     trigger's segment (a tag added, a list joined, …); evaluated for them now, not only on the
     periodic sweep."""
-    from app.engines.funnels.segment_triggers import evaluate_segments  # it imports this module
+    from app.engines.funnels.events.segment_triggers import (
+        evaluate_segments,  # it imports this module
+    )
 
     started = 0
     for ws, ws_events in by_ws.items():

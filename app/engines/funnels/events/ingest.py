@@ -34,13 +34,16 @@ from app.engines.funnels.contacts import (
     find_by_email,
     record_event,
 )
-from app.engines.funnels.delivery_reports import parse_funnel_message_id, record_funnel_report
 from app.engines.funnels.errors import DuplicateContact
-from app.engines.funnels.events import Form, InboundEvent
+from app.engines.funnels.events.delivery_reports import (
+    parse_funnel_message_id,
+    record_funnel_report,
+)
+from app.engines.funnels.events.models import Form, InboundEvent
+from app.engines.funnels.events.tracking import MessageRef
+from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Contact
-from app.engines.funnels.tracking import MessageRef
-from app.engines.funnels.triggers import match_events
 from app.errors import DomainError
 from app.scheduling.claim import Claim
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec

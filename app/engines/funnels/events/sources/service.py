@@ -26,7 +26,7 @@ from sqlalchemy import delete, func, select
 
 from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.sources.models import WebhookSource
+from app.engines.funnels.events.sources.models import WebhookSource
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.platform.crypto import SecretBox
 

@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from app.db.dialect import insert_ignoring
-from app.engines.funnels.events import InboundEvent
-from app.engines.funnels.ingest import store
+from app.engines.funnels.events.ingest import store
+from app.engines.funnels.events.models import InboundEvent
 
 if TYPE_CHECKING:
     from app.db.session import Database

@@ -14,14 +14,18 @@ from typing import Any
 
 from app.db.dialect import insert
 from app.db.session import UnitOfWork
-from app.engines.funnels.date_triggers import fire_date_triggers
-from app.engines.funnels.events import TriggerFire
+from app.engines.funnels.events.date_triggers import fire_date_triggers
+from app.engines.funnels.events.ingest import INGEST, IngestPayload
+from app.engines.funnels.events.models import TriggerFire
+from app.engines.funnels.events.segment_triggers import (
+    evaluate_segments,
+    live_versions,
+    trigger_key,
+)
 from app.engines.funnels.graph import Schedule, graph_for_version
-from app.engines.funnels.ingest import INGEST, IngestPayload
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Funnel, FunnelVersion
 from app.engines.funnels.runs.enrolment import start_enrolment
-from app.engines.funnels.segment_triggers import evaluate_segments, live_versions, trigger_key
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.queue import JobQueue
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.events import Form
+from app.engines.funnels.events.models import Form
 from app.errors import NotFound, ValidationFailed
 
 RESERVED = {"email", "submission_id"}
