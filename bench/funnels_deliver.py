@@ -45,12 +45,12 @@ sys.path.insert(0, str(ROOT))
 from app.clock import SystemClock  # noqa: E402
 from app.db.migrate import upgrade  # noqa: E402
 from app.db.session import Database  # noqa: E402
-from app.engines.funnels.campaign_send import (  # noqa: E402
+from app.engines.funnels.campaigns.models import Recipient  # noqa: E402
+from app.engines.funnels.campaigns.send import (  # noqa: E402
     CampaignSender,
     send_until_done,
 )
-from app.engines.funnels.campaign_send import SmtpPool as CampaignPool  # noqa: E402
-from app.engines.funnels.campaigns.models import Recipient  # noqa: E402
+from app.engines.funnels.campaigns.send import SmtpPool as CampaignPool  # noqa: E402
 from app.engines.funnels.campaigns.service import (  # noqa: E402
     CampaignData,
     create_campaign,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.jobs import start_due
+from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.contacts import ContactData, create_contact, ensure_names
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Tag

@@ -11,7 +11,7 @@ import sys
 
 from app.clock import SystemClock
 from app.db.session import Database
-from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.events.tracking import Tracking
 from app.settings import MailSettings, load_settings
 

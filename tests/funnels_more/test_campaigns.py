@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app.engines.funnels.campaign_send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.models import Campaign, Recipient
+from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.service import counters
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact

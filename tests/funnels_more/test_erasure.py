@@ -11,7 +11,7 @@ import re
 from sqlalchemy import select
 
 from app.db.base import Base
-from app.engines.funnels.campaign_send import send_until_done
+from app.engines.funnels.campaigns.send import send_until_done
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import ErasedAddress
 from tests.conftest import auth
