@@ -35,10 +35,10 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.engines.funnels.contacts import define_field, ensure_names
+from app.engines.funnels.definitions.graph import DateField
+from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.events.date_triggers import due_occurrence, fire_date_triggers
-from app.engines.funnels.graph import DateField
 from app.engines.funnels.models import Contact, Tag
-from app.engines.funnels.service import create_funnel, parse_definition, publish
 from app.platform import service
 from app.settings import load_settings
 from app.wiring import assemble

@@ -41,6 +41,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.db.migrate import upgrade
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types
+from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.events.triggers import (
     CLAIM,
     StoredEvent,
@@ -51,7 +52,6 @@ from app.engines.funnels.events.triggers import (
     match_events,
     trigger_matches,
 )
-from app.engines.funnels.graph import graph_for_version
 from app.engines.funnels.models import Contact, ContactEvent, Funnel, FunnelVersion
 from app.engines.funnels.runs.entry import enter_many, published_versions
 from app.platform.models import Organisation, Workspace

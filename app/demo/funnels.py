@@ -18,9 +18,9 @@ from app.demo.parts import DemoPart
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contact_import import start_import
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.definitions.service import create_funnel, parse_definition
 from app.engines.funnels.events.forms import FormField, create_form
 from app.engines.funnels.models import ContactList, Tag
-from app.engines.funnels.service import create_funnel, parse_definition
 from app.sandbox.smtp import SmtpSink
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from playwright.async_api import expect
 from sqlalchemy import select
 
 from app.engines.funnels.contacts import define_field, ensure_names
+from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.models import Contact, Run, Tag
-from app.engines.funnels.service import create_funnel, parse_definition, publish
 from app.runtime import Runtime
 from tests.e2e.test_funnels_browser import FIXED
 from tests.factories import Tenant

@@ -34,10 +34,10 @@ from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.templates import TEMPLATES as RULE_TEMPLATES
 from app.engines.funnels.campaigns.models import Campaign
+from app.engines.funnels.definitions.service import publish
 from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.models import Run as FunnelRun
-from app.engines.funnels.service import publish
 from app.engines.ranktracking.models import AlertRule, KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
 from app.scheduling.bulk_models import BulkJob

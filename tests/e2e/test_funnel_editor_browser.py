@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.engines.funnels.service import get_version
+from app.engines.funnels.definitions.service import get_version
 from app.runtime import Runtime
 from tests.e2e.test_funnels_browser import FIXED, open_json
 from tests.factories import Tenant

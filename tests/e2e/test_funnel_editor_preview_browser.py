@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.definitions.service import get_version
 from app.engines.funnels.events.triggers import enroll
-from app.engines.funnels.service import get_version
 from app.runtime import Runtime
 from tests.factories import Tenant
 from tests.funnels.conftest import (  # noqa: F401 - the Funnels engine and its SMTP sink

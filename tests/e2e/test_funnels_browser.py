@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.definitions.service import current_version, list_funnels
 from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.outbox.deliver import Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runs.runner import Runner
-from app.engines.funnels.service import current_version, list_funnels
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink

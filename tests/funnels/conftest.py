@@ -14,6 +14,7 @@ from sqlalchemy import func, insert, select
 from app.clock import ManualClock
 from app.engines.funnels import erased_addresses
 from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (
     Contact,
@@ -28,7 +29,6 @@ from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailCh
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.runs.goals import watch_goals
 from app.engines.funnels.runs.runner import Runner
-from app.engines.funnels.service import create_funnel, parse_definition, publish
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink
@@ -178,7 +178,7 @@ async def published(
 async def republish(
     runtime: Runtime, ws: int, funnel_id: int, definition: dict[str, Any]
 ) -> FunnelVersion:
-    from app.engines.funnels.service import update_funnel
+    from app.engines.funnels.definitions.service import update_funnel
 
     async with runtime.db.write() as uow:
         await update_funnel(

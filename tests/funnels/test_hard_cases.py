@@ -15,8 +15,9 @@ import pytest
 from sqlalchemy import event, select
 
 from app.engines.funnels.contacts import ContactData, delete_contact, record_event, update_contact
+from app.engines.funnels.definitions.graph import decode_definition
+from app.engines.funnels.definitions.validate import KnownNames, validate
 from app.engines.funnels.events.triggers import match_events
-from app.engines.funnels.graph import decode_definition
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
     OUTBOX_SKIPPED,
@@ -28,7 +29,6 @@ from app.engines.funnels.models import (
     Run,
 )
 from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.validate import KnownNames, validate
 from tests.funnels.conftest import (
     Engine,
     Space,

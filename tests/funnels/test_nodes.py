@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from app.engines.funnels.contacts import add_tag, get_contact, record_event
-from app.engines.funnels.graph import Split, SplitBranch
+from app.engines.funnels.definitions.graph import Split, SplitBranch
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
     OUTBOX_PENDING,

@@ -8,8 +8,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.engines.funnels.graph import NODE_KINDS, decode_definition
-from app.engines.funnels.validate import KnownNames, Problem, validate
+from app.engines.funnels.definitions.graph import NODE_KINDS, decode_definition
+from app.engines.funnels.definitions.validate import KnownNames, Problem, validate
 
 KNOWN = KnownNames(
     tags=frozenset({"vip", "customer"}),

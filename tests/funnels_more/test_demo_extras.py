@@ -12,9 +12,9 @@ from app.demo.parts import DemoWorkspace
 from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import list_campaigns
+from app.engines.funnels.definitions.service import list_funnels, publish
 from app.engines.funnels.events.forms import list_forms
 from app.engines.funnels.models import Contact
-from app.engines.funnels.service import list_funnels, publish
 from tests.funnels.conftest import Engine
 from tests.funnels_more.conftest import settle
 

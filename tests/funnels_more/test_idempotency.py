@@ -26,7 +26,7 @@ async def _nothing(runtime, tenant) -> dict[str, Any]:
 async def _draft_funnel(runtime, tenant) -> dict[str, Any]:
     ws = tenant.workspace_id
     await setup_names(runtime, ws, tags=["hello"])
-    from app.engines.funnels.service import create_funnel, parse_definition
+    from app.engines.funnels.definitions.service import create_funnel, parse_definition
 
     async with runtime.db.write() as uow:
         funnel = await create_funnel(

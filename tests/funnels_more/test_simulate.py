@@ -108,7 +108,7 @@ async def test_fn27_simulates_a_draft_and_the_entry_predicate(client, runtime, t
     await setup_names(runtime, ws, tags=["welcomed", "vip"])
     ann = await contact(runtime, ws, "ann@example.com", first_name="Ann")
     funnel_id, _ = await published(runtime, ws, welcome())
-    from app.engines.funnels.service import parse_definition, update_funnel
+    from app.engines.funnels.definitions.service import parse_definition, update_funnel
 
     draft = graph(
         email_node("only", subject="Draft {{first_name}}"),

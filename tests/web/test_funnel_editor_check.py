@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from app.engines.funnels import service
+from app.engines.funnels.definitions import service
 from app.runtime import Runtime
 from app.web.dashboard.funnel_editor import decode_problem, plain
 from tests.factories import Tenant

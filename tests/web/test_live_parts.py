@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from app.engines.funnels import service
 from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.definitions import service
 from app.engines.funnels.events.triggers import enroll
 from app.runtime import Runtime
 from tests.factories import Tenant

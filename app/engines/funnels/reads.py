@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.db.session import ReadSession
-from app.engines.funnels import contacts, service
+from app.engines.funnels import contacts
+from app.engines.funnels.definitions import service
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import (
     Contact,

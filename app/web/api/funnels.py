@@ -15,10 +15,12 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import erased_addresses, erasure, reads, service
+from app.engines.funnels import erased_addresses, erasure, reads
 from app.engines.funnels.contact_import import start_import
+from app.engines.funnels.definitions import service
+from app.engines.funnels.definitions.graph import Graph
+from app.engines.funnels.definitions.trial_send import compose_test
 from app.engines.funnels.events.segment_triggers import contacts_changed
-from app.engines.funnels.graph import Graph
 from app.engines.funnels.models import Contact, ContactList, Tag
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs import records
@@ -53,7 +55,6 @@ from app.engines.funnels.schemas import (
     version_out,
 )
 from app.engines.funnels.segments import problems as predicate_problems
-from app.engines.funnels.trial_send import compose_test
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
 from app.pagination import Page, page_of

@@ -17,8 +17,8 @@ from sqlalchemy import select
 
 from app.db.session import ReadSession
 from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import service
 from app.engines.funnels.contacts import ContactData
+from app.engines.funnels.definitions import service
 from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.models import FieldDefinition, FunnelVersion
 from app.errors import DomainError, ValidationFailed

@@ -11,7 +11,7 @@ from litestar import Request, get
 from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
-from app.engines.funnels import service
+from app.engines.funnels.definitions import service
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import page
 from app.web.dashboard.funnel_editor import KIND_LABELS

@@ -22,11 +22,16 @@ from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import Template
 
-from app.engines.funnels import service
 from app.engines.funnels.contacts import field_types, get_contact, list_contacts, names_of
-from app.engines.funnels.graph import EVENTLESS_TRIGGERS, NODE_KINDS, Node, decode_definition
+from app.engines.funnels.definitions import service
+from app.engines.funnels.definitions.graph import (
+    EVENTLESS_TRIGGERS,
+    NODE_KINDS,
+    Node,
+    decode_definition,
+)
+from app.engines.funnels.definitions.preview import preview, previewable
 from app.engines.funnels.models import Contact, ContactList, Tag
-from app.engines.funnels.preview import preview, previewable
 from app.engines.funnels.runs import records
 from app.engines.funnels.segments import STANDARD_FIELDS
 from app.errors import DomainError

@@ -20,8 +20,8 @@ from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 
-from app.engines.funnels import service, trial_send
-from app.engines.funnels.graph import Definition
+from app.engines.funnels.definitions import service, trial_send
+from app.engines.funnels.definitions.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.engines.funnels.runs import records
 from app.errors import DomainError, ValidationFailed

@@ -25,13 +25,13 @@ from app.engines.funnels.campaigns.service import (
     schedule_campaign,
 )
 from app.engines.funnels.contacts import find_by_email
+from app.engines.funnels.definitions.service import get_funnel
+from app.engines.funnels.definitions.simulate import simulate
 from app.engines.funnels.events.forms import FormField, create_form, embed_code, list_forms
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.events.site_snippet import snippet_tag
 from app.engines.funnels.events.tracking import site_key
 from app.engines.funnels.models import Contact, ContactEvent
-from app.engines.funnels.service import get_funnel
-from app.engines.funnels.simulate import simulate
 from app.errors import DomainError
 from app.platform.service import get_workspace, webhook_secret
 from app.runtime import Runtime

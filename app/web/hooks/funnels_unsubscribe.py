@@ -20,6 +20,7 @@ from typing import Any
 from litestar import MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
+from app.engines.funnels.definitions.trial_send import TEST_TOKEN
 from app.engines.funnels.events.tracking import token_workspace
 from app.engines.funnels.outbox.preferences import (
     Choice,
@@ -35,7 +36,6 @@ from app.engines.funnels.outbox.unsubscribe import (
     token_from_mail_subject,
     verify_unsubscribe_token,
 )
-from app.engines.funnels.trial_send import TEST_TOKEN
 from app.errors import ValidationFailed
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime

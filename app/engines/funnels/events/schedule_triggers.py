@@ -14,6 +14,7 @@ from typing import Any
 
 from app.db.dialect import insert
 from app.db.session import UnitOfWork
+from app.engines.funnels.definitions.graph import Schedule, graph_for_version
 from app.engines.funnels.events.date_triggers import fire_date_triggers
 from app.engines.funnels.events.ingest import INGEST, IngestPayload
 from app.engines.funnels.events.models import TriggerFire
@@ -22,7 +23,6 @@ from app.engines.funnels.events.segment_triggers import (
     live_versions,
     trigger_key,
 )
-from app.engines.funnels.graph import Schedule, graph_for_version
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Funnel, FunnelVersion
 from app.engines.funnels.runs.enrolment import start_enrolment

@@ -20,7 +20,7 @@ from sqlalchemy import select, tuple_, update
 
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types, load_facts
-from app.engines.funnels.graph import (
+from app.engines.funnels.definitions.graph import (
     ApiEvent,
     BookingMade,
     ContactCreated,

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.engines.funnels.definitions.validate import MERGE_VARIABLE
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.unsubscribe import PLACEHOLDERS
 from app.engines.funnels.runs.context import as_text, lookup
-from app.engines.funnels.validate import MERGE_VARIABLE
 
 CONTEXT_KEY = "@run"
 """Where :func:`variables` keeps the run's context (not a valid field key: no collision)."""

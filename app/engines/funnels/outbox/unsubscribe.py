@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from app.engines.funnels.definitions.validate import MERGE_VARIABLE
 from app.engines.funnels.events.tracking import MessageRef, sign_token, verify_token
-from app.engines.funnels.validate import MERGE_VARIABLE
 
 DEFAULT_TOPIC = "marketing"
 UNSUBSCRIBE_VARIABLE = "unsubscribe_url"

@@ -32,7 +32,7 @@ import msgspec
 from sqlalchemy import select
 
 from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, missing_for
-from app.engines.funnels.graph import (
+from app.engines.funnels.definitions.graph import (
     AiGenerate,
     BookSlot,
     CreatePayment,
@@ -44,6 +44,7 @@ from app.engines.funnels.graph import (
     SendSms,
     kind_of,
 )
+from app.engines.funnels.definitions.validate import merge_variables
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
     OUTBOX_FAILED,
@@ -66,7 +67,6 @@ from app.engines.funnels.runs.nodes.base import (
     Outcome,
     Sleep,
 )
-from app.engines.funnels.validate import merge_variables
 from app.integrations.ai import Creative, cache_key
 
 POLL = timedelta(minutes=10)

@@ -38,7 +38,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db.dialect import insert
 from app.db.session import WriteSession
 from app.engines.funnels.contacts import cancel_pending_effects
-from app.engines.funnels.graph import Node, graph_for_version, kind_of
+from app.engines.funnels.definitions.graph import Node, graph_for_version, kind_of
 from app.engines.funnels.models import (
     RUN_ACTIVE,
     RUN_COMPLETED,

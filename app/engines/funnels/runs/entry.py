@@ -18,7 +18,7 @@ from sqlalchemy import delete, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels.graph import graph_for_version
+from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.models import RUN_ACTIVE, Funnel, FunnelVersion, Run
 from app.engines.funnels.runs import entry_gate
 

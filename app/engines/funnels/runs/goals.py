@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 
 from app.db.session import Database
 from app.engines.funnels.contacts import cancel_pending_effects, field_types
-from app.engines.funnels.graph import graph_for_version
+from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.models import RUN_ACTIVE, Contact, FunnelVersion, Run
 from app.engines.funnels.segments import compile_sql
 

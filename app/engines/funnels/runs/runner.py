@@ -32,7 +32,7 @@ from app.engines.funnels.contacts import (
     field_types,
     load_facts,
 )
-from app.engines.funnels.graph import Graph, graph_for_version, kind_of
+from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind_of
 from app.engines.funnels.models import (
     OUTBOX_PENDING,
     RUN_ACTIVE,

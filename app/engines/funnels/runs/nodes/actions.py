@@ -22,7 +22,7 @@ from app.engines.funnels.contacts import (
     remove_from_list,
     remove_tag,
 )
-from app.engines.funnels.graph import (
+from app.engines.funnels.definitions.graph import (
     AddTag,
     AddToList,
     EnterFunnel,

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import text
 
 from app.db.session import WriteSession
-from app.engines.funnels.graph import Graph, Node
+from app.engines.funnels.definitions.graph import Graph, Node
 from app.engines.funnels.models import Contact
 from app.engines.funnels.segments import ContactFacts
 

@@ -11,7 +11,15 @@ from typing import Any
 from sqlalchemy import update
 
 from app.db.dialect import insert
-from app.engines.funnels.graph import Condition, Goal, Join, QuietHours, Split, Throttle, Wait
+from app.engines.funnels.definitions.graph import (
+    Condition,
+    Goal,
+    Join,
+    QuietHours,
+    Split,
+    Throttle,
+    Wait,
+)
 from app.engines.funnels.models import RUN_COMPLETED, ThrottleWindow
 from app.engines.funnels.runs.due import duration_end, field_date_at, next_weekday_at
 from app.engines.funnels.runs.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep

@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts import field_types, get_contact, load_facts
-from app.engines.funnels.graph import Definition, Graph, Wait, kind_of
+from app.engines.funnels.definitions.graph import Definition, Graph, Wait, kind_of
+from app.engines.funnels.definitions.service import current_version, get_funnel, parse_definition
 from app.engines.funnels.models import Contact, Funnel
 from app.engines.funnels.runs.nodes import executor_for
 from app.engines.funnels.runs.nodes.base import (
@@ -32,7 +33,6 @@ from app.engines.funnels.runs.nodes.base import (
     Sleep,
 )
 from app.engines.funnels.segments import ContactFacts, evaluate, max_event_window
-from app.engines.funnels.service import current_version, get_funnel, parse_definition
 from app.errors import ValidationFailed
 from app.scheduling.zones import zone_or_utc
 

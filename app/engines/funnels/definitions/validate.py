@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, undefined_fields
-from app.engines.funnels.graph import (
+from app.engines.funnels.definitions.graph import (
     EVENTLESS_TRIGGERS,
     SEND_KINDS,
     AddTag,

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engines.funnels.graph import Node, NotifyTeam, SendEmail, SendLetter, SendPush, SendSms
+from app.engines.funnels.definitions.graph import (
+    Node,
+    NotifyTeam,
+    SendEmail,
+    SendLetter,
+    SendPush,
+    SendSms,
+)
+from app.engines.funnels.definitions.trial_send import TEST_LINK
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.outbox.unsubscribe import UnsubscribeLinks, with_links
-from app.engines.funnels.trial_send import TEST_LINK
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import secrets
 
 from app.db.session import ReadSession
-from app.engines.funnels import service
 from app.engines.funnels.contacts import get_contact
-from app.engines.funnels.graph import Graph, SendEmail
+from app.engines.funnels.definitions import service
+from app.engines.funnels.definitions.graph import Graph, SendEmail
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.outbox.unsubscribe import UnsubscribeLinks, with_links

@@ -14,9 +14,15 @@ from sqlalchemy import func, select
 
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.contacts import field_types, get_contact, names_of
+from app.engines.funnels.definitions.graph import (
+    Definition,
+    decode_definition,
+    encode_definition,
+    kind_of,
+)
+from app.engines.funnels.definitions.validate import KnownNames, Problem, validate
 from app.engines.funnels.errors import FunnelNotFound, InvalidGraph, NotPublished
 from app.engines.funnels.events.segment_triggers import record_baselines
-from app.engines.funnels.graph import Definition, decode_definition, encode_definition, kind_of
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,
@@ -31,7 +37,6 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.outside.config import push_token_field
 from app.engines.funnels.runs.nodes import executable_kinds
-from app.engines.funnels.validate import KnownNames, Problem, validate
 from app.errors import ValidationFailed
 
 
