@@ -34,7 +34,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.clock import ManualClock
 from app.db.migrate import upgrade
-from app.engines.funnels.contacts import define_field, ensure_names
+from app.engines.funnels.contacts.fields import define_field
+from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.definitions.graph import DateField
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.events.date_triggers import due_occurrence, fire_date_triggers

@@ -40,7 +40,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db.migrate import upgrade
 from app.db.session import Database, WriteSession
-from app.engines.funnels.contacts import field_types
+from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.events.triggers import (
     CLAIM,

@@ -16,8 +16,10 @@ from app.demo.funnels_providers import SANDBOXES as PROVIDER_SANDBOXES
 from app.demo.funnels_providers import configure_demo_providers
 from app.demo.parts import DemoPart
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
-from app.engines.funnels.contact_import import start_import
-from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.contacts.csv_import import start_import
+from app.engines.funnels.contacts.fields import define_field
+from app.engines.funnels.contacts.memberships import ensure_names
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition
 from app.engines.funnels.events.forms import FormField, create_form
 from app.engines.funnels.models import ContactList, Tag

@@ -11,7 +11,7 @@ import pytest
 from playwright.async_api import expect
 
 from app.engines.funnels.campaigns.models import Campaign
-from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.runtime import Runtime
 from tests.factories import Tenant
 

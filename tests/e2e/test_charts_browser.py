@@ -12,7 +12,7 @@ from playwright.async_api import expect
 
 from app.engines.funnels.campaigns.models import CampaignEvent, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
-from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.runtime import Runtime
 from tests.factories import Tenant
 

@@ -9,7 +9,8 @@ import pytest
 from playwright.async_api import expect
 from sqlalchemy import select
 
-from app.engines.funnels.contacts import define_field, ensure_names
+from app.engines.funnels.contacts.fields import define_field
+from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.models import Contact, Run, Tag
 from app.runtime import Runtime

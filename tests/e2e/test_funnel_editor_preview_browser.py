@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import get_version
 from app.engines.funnels.events.triggers import enroll
 from app.runtime import Runtime

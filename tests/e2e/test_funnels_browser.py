@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import current_version, list_funnels
 from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.outbox.deliver import Deliverer, EmailChannel

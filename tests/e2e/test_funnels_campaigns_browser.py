@@ -10,7 +10,8 @@ import pytest
 
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
-from app.engines.funnels.contacts import ContactData, create_contact, ensure_names
+from app.engines.funnels.contacts.memberships import ensure_names
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Tag

@@ -12,8 +12,10 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.clock import ManualClock
-from app.engines.funnels import erased_addresses
-from app.engines.funnels.contacts import ContactData, create_contact, define_field, ensure_names
+from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.contacts.fields import define_field
+from app.engines.funnels.contacts.memberships import ensure_names
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (

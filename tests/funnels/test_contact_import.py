@@ -11,8 +11,12 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from app.engines.funnels.contact_import import CONTACTS_IMPORT, CONTACTS_IMPORT_JOB, import_step
-from app.engines.funnels.contacts import MAX_TAGS_PER_CONTACT
+from app.engines.funnels.contacts.csv_import import (
+    CONTACTS_IMPORT,
+    CONTACTS_IMPORT_JOB,
+    import_step,
+)
+from app.engines.funnels.contacts.memberships import MAX_TAGS_PER_CONTACT
 from app.engines.funnels.models import Contact, ContactEvent, ContactTag
 from app.engines.funnels.runs.enrolment import ENROLMENT, ENROLMENT_JOB
 from app.runtime import Runtime

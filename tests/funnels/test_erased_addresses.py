@@ -11,12 +11,12 @@ import hmac
 from sqlalchemy import select
 
 from app.db.base import Base
-from app.engines.funnels import erased_addresses
 from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import R_SKIPPED, Recipient
 from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
-from app.engines.funnels.contacts import delete_contact
+from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.contacts.deletion import delete_contact
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import OUTBOX_SKIPPED, Contact, DeliveryEvent, ErasedAddress
 from app.engines.funnels.runs.entry import enter

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
-from app.engines.funnels.contacts import ContactData, delete_contact, record_event, update_contact
+from app.engines.funnels.contacts.deletion import delete_contact
+from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.contacts.store import ContactData, update_contact
 from app.engines.funnels.definitions.graph import decode_definition
 from app.engines.funnels.definitions.validate import KnownNames, validate
 from app.engines.funnels.events.triggers import match_events

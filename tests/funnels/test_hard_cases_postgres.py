@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, insert, select
 
-from app.engines.funnels.contacts import record_event
+from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (
     OUTBOX_SENT,

@@ -9,7 +9,9 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
-from app.engines.funnels.contacts import add_tag, get_contact, record_event
+from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.contacts.memberships import add_tag
+from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.graph import Split, SplitBranch
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,

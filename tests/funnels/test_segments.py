@@ -21,16 +21,10 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from app.db.session import Database
-from app.engines.funnels.contacts import (
-    ContactData,
-    create_contact,
-    define_field,
-    field_types,
-    load_facts,
-    record_event,
-)
-from app.engines.funnels.models import Contact
-from app.engines.funnels.segments import (
+from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.contacts.facts import load_facts
+from app.engines.funnels.contacts.fields import define_field, field_types
+from app.engines.funnels.contacts.segments import (
     AllOf,
     AnyOf,
     EventCount,
@@ -44,6 +38,8 @@ from app.engines.funnels.segments import (
     decode_predicate,
     evaluate,
 )
+from app.engines.funnels.contacts.store import ContactData, create_contact
+from app.engines.funnels.models import Contact
 from app.settings import Settings
 from tests.conftest import START
 from tests.funnels.conftest import Space

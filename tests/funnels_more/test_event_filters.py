@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engines.funnels.contacts import record_event
-from app.engines.funnels.segments import EventIs, decode_predicate, event_matches
+from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.contacts.segments import EventIs, decode_predicate, event_matches
 from tests.conftest import auth
 from tests.funnels_more.conftest import (
     contact,

@@ -178,7 +178,7 @@ async def _campaign_status(runtime) -> list[tuple[str, Any]]:
 
 async def test_without_a_key_each_request_takes_effect(client, runtime, tenant) -> None:
     """The key is what makes a retry safe: without it, two imports are two imports."""
-    from app.engines.funnels.contact_import import CONTACTS_IMPORT, CONTACTS_IMPORT_JOB
+    from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT, CONTACTS_IMPORT_JOB
     from app.scheduling.bulk import run_bulk_job
 
     body = {"csv": "email\na@example.com\n"}

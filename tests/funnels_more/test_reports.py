@@ -5,7 +5,7 @@ exited and per-version counts follow the runs."""
 
 from __future__ import annotations
 
-from app.engines.funnels.contacts import delete_contact
+from app.engines.funnels.contacts.deletion import delete_contact
 from tests.conftest import auth
 from tests.funnels.conftest import republish
 from tests.funnels_more.conftest import Engine, contact, email_node, graph, node, published, settle

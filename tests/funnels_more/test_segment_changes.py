@@ -61,7 +61,7 @@ async def test_fn10_contact_changes_through_the_api_enter_the_segment_at_once(
     csv = "email,plan\nd@example.com,pro\ne@example.com,free\n"
     r = await client.post("/api/v1/funnels/contacts/import", json={"csv": csv}, headers=headers)
     assert r.status_code == 202, r.text
-    from app.engines.funnels.contact_import import CONTACTS_IMPORT, CONTACTS_IMPORT_JOB
+    from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT, CONTACTS_IMPORT_JOB
     from app.scheduling.bulk import run_bulk_job
 
     # Each imported chunk checks its contacts against the segment in its own transaction.

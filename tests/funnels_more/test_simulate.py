@@ -124,7 +124,7 @@ async def test_fn27_simulates_a_draft_and_the_entry_predicate(client, runtime, t
     assert refused.json()["entered"] is False
     assert refused.json()["outcome"] == "not admitted"
     await setup_names(runtime, ws, tags=["vip"])
-    from app.engines.funnels.contacts import add_tag
+    from app.engines.funnels.contacts.memberships import add_tag
 
     async with runtime.db.write() as uow:
         row = await uow.session.get(Contact, ann)

@@ -285,7 +285,7 @@ async def test_segment_enter_when_a_contact_starts_matching(client, runtime, ten
         json={"event_id": "t1", "name": "upgraded", "contact": {"id": new}},
         headers={"X-Ingest-Token": tenant.ingest_token},
     )
-    from app.engines.funnels.contacts import add_tag
+    from app.engines.funnels.contacts.memberships import add_tag
 
     async with runtime.db.write() as uow:
         row = await uow.session.get(Contact, new)

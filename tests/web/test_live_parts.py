@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 
-from app.engines.funnels.contacts import ContactData, create_contact
+from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions import service
 from app.engines.funnels.events.triggers import enroll
 from app.runtime import Runtime

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.engines.funnels import erased_addresses
+from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.outbox.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel

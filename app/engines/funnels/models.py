@@ -394,7 +394,7 @@ class FrequencyCount(Base):
 
 class ErasedAddress(Base):
     """The suppression of a deleted contact's address, kept under a keyed hash of the address
-    (see :mod:`app.engines.funnels.erased_addresses`): a re-imported address is not mailed."""
+    (see :mod:`app.engines.funnels.contacts.erased_addresses`): a re-imported address is not mailed."""
 
     __tablename__ = "funnel_erased_addresses"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.engines.funnels.campaigns import jobs as campaign_jobs
-from app.engines.funnels.contact_import import CONTACTS_IMPORT_JOB
+from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT_JOB
 from app.engines.funnels.events import schedule_triggers
 from app.engines.funnels.jobs import JOBS, SWEEPS
 from app.engines.funnels.outside.channels import install as install_outside_channels

@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.db.session import ReadSession
-from app.engines.funnels import contacts
+from app.engines.funnels.contacts import memberships as contact_memberships
+from app.engines.funnels.contacts.segments import Predicate, compile_sql
 from app.engines.funnels.definitions import service
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import (
@@ -26,18 +27,17 @@ from app.engines.funnels.models import (
 from app.engines.funnels.outside.models import AiUsage
 from app.engines.funnels.runs import records
 from app.engines.funnels.schemas import ContactOut, FunnelOut, contact_out, funnel_out
-from app.engines.funnels.segments import Predicate, compile_sql
 
 
 async def contact_view(session: ReadSession, contact: Contact) -> ContactOut:
     """A contact as the API answers it, with its tags and lists."""
-    tags, lists = await contacts.memberships(session, [contact.id])
+    tags, lists = await contact_memberships.memberships(session, [contact.id])
     return contact_out(contact, tags[contact.id], lists[contact.id])
 
 
 async def contact_views(session: ReadSession, rows: list[Contact]) -> list[ContactOut]:
     """Several contacts with their tags and lists, in two queries."""
-    tags, lists = await contacts.memberships(session, [c.id for c in rows])
+    tags, lists = await contact_memberships.memberships(session, [c.id for c in rows])
     return [contact_out(c, tags[c.id], lists[c.id]) for c in rows]
 
 

@@ -7,14 +7,14 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from app.engines.funnels.contacts import (
+from app.engines.funnels.contacts.memberships import (
     MAX_LISTS_PER_CONTACT,
     MAX_NAME_CHARS,
     MAX_TAGS_PER_CONTACT,
-    ContactData,
 )
+from app.engines.funnels.contacts.segments import Predicate
+from app.engines.funnels.contacts.store import ContactData
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion, OutboxEffect, Run, Step
-from app.engines.funnels.segments import Predicate
 from app.schemas import MAX_ITEMS, EmailAddress, Int64, Key, Name, RowRef, Schema, Text, Upload
 
 FieldValue = str | int | float | bool | None

@@ -14,9 +14,14 @@ from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
-from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels import erased_addresses, erasure, reads
-from app.engines.funnels.contact_import import start_import
+from app.engines.funnels import reads
+from app.engines.funnels.contacts import deletion as contact_deletion
+from app.engines.funnels.contacts import erased_addresses, erasure
+from app.engines.funnels.contacts import fields as contact_fields
+from app.engines.funnels.contacts import memberships as contact_memberships
+from app.engines.funnels.contacts import store as contact_store
+from app.engines.funnels.contacts.csv_import import start_import
+from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import Graph
 from app.engines.funnels.definitions.trial_send import compose_test
@@ -54,7 +59,6 @@ from app.engines.funnels.schemas import (
     step_out,
     version_out,
 )
-from app.engines.funnels.segments import problems as predicate_problems
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
 from app.pagination import Page, page_of
@@ -85,7 +89,7 @@ async def create_contact(
     """Create a contact (``Idempotency-Key`` makes a retried request create it once)."""
 
     async def action(uow: UnitOfWork) -> ContactOut:
-        contact = await contacts_service.create_contact(
+        contact = await contact_store.create_contact(
             uow.session, principal.workspace_id, data.data(), clock.now()
         )
         await _changed(uow, principal.workspace_id, [contact.id], clock.now())
@@ -102,7 +106,7 @@ async def list_contacts(
     tag: FromQuery[str | None] = None,
     q: FromQuery[str | None] = None,
 ) -> Page[ContactOut]:
-    rows = await contacts_service.list_contacts(
+    rows = await contact_store.list_contacts(
         session,
         principal.workspace_id,
         after=paging.after,
@@ -137,7 +141,7 @@ async def set_frequency_cap(
 async def show_contact(
     principal: CurrentPrincipal, session: Reads, contact_id: FromPath[int]
 ) -> ContactOut:
-    contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
+    contact = await contact_store.get_contact(session, principal.workspace_id, contact_id)
     return await reads.contact_view(session, contact)
 
 
@@ -150,7 +154,7 @@ async def update_contact(
     data: JSONBody[ContactIn],
 ) -> ContactOut:
     """Change the given attributes; ``tags`` and ``lists``, when given, replace the sets."""
-    contact = await contacts_service.update_contact(
+    contact = await contact_store.update_contact(
         uow.session, principal.workspace_id, contact_id, data.data(), clock.now()
     )
     await _changed(uow, principal.workspace_id, [contact.id], clock.now())
@@ -167,7 +171,7 @@ async def delete_contact(
     contact_id: FromPath[int],
 ) -> None:
     """Erase the contact's personal data, end its runs and cancel what was still to be sent."""
-    await contacts_service.delete_contact(
+    await contact_deletion.delete_contact(
         uow.session,
         principal.workspace_id,
         contact_id,
@@ -183,7 +187,7 @@ async def export_contact(
     """Everything stored about one contact (an access request's answer): attributes, tags,
     lists, events, runs and their steps, messages with their content, delivery events and
     campaign receipts."""
-    contact = await contacts_service.get_contact(session, principal.workspace_id, contact_id)
+    contact = await contact_store.get_contact(session, principal.workspace_id, contact_id)
     return await erasure.export_contact(session, contact)
 
 
@@ -238,7 +242,7 @@ async def contact_timeline(
 async def define_field(
     principal: CurrentPrincipal, uow: Writes, data: JSONBody[FieldIn]
 ) -> FieldOut:
-    f = await contacts_service.define_field(
+    f = await contact_fields.define_field(
         uow.session, principal.workspace_id, data.key, data.type, data.label
     )
     return FieldOut(key=f.key, type=f.type, label=f.label)
@@ -259,31 +263,31 @@ def _clean_name(name: str) -> str:
 
 @post("/tags", status_code=201)
 async def create_tag(principal: CurrentPrincipal, uow: Writes, data: JSONBody[NameIn]) -> NamesOut:
-    await contacts_service.ensure_names(
+    await contact_memberships.ensure_names(
         uow.session, Tag, principal.workspace_id, [_clean_name(data.name)]
     )
-    names = await contacts_service.names_of(uow.session, Tag, principal.workspace_id)
+    names = await contact_memberships.names_of(uow.session, Tag, principal.workspace_id)
     return NamesOut(names=names)
 
 
 @get("/tags")
 async def list_tags(principal: CurrentPrincipal, session: Reads) -> NamesOut:
-    return NamesOut(names=await contacts_service.names_of(session, Tag, principal.workspace_id))
+    return NamesOut(names=await contact_memberships.names_of(session, Tag, principal.workspace_id))
 
 
 @post("/lists", status_code=201)
 async def create_list(principal: CurrentPrincipal, uow: Writes, data: JSONBody[NameIn]) -> NamesOut:
-    await contacts_service.ensure_names(
+    await contact_memberships.ensure_names(
         uow.session, ContactList, principal.workspace_id, [_clean_name(data.name)]
     )
-    names = await contacts_service.names_of(uow.session, ContactList, principal.workspace_id)
+    names = await contact_memberships.names_of(uow.session, ContactList, principal.workspace_id)
     return NamesOut(names=names)
 
 
 @get("/lists")
 async def list_lists(principal: CurrentPrincipal, session: Reads) -> NamesOut:
     return NamesOut(
-        names=await contacts_service.names_of(session, ContactList, principal.workspace_id)
+        names=await contact_memberships.names_of(session, ContactList, principal.workspace_id)
     )
 
 
@@ -300,7 +304,7 @@ async def preview_segment(
 ) -> SegmentPreviewOut:
     """How many contacts match a predicate now (the SQL side of FN-10)."""
     ws = principal.workspace_id
-    custom = await contacts_service.field_types(session, ws)
+    custom = await contact_fields.field_types(session, ws)
     problems = predicate_problems(data.predicate, custom)
     if problems:
         raise ValidationFailed(
@@ -421,7 +425,7 @@ async def test_send(
             version = await service.current_version(session, funnel)
             definition = service.parse_definition(version.definition)
         if data.contact_id is not None:
-            person = await contacts_service.get_contact(
+            person = await contact_store.get_contact(
                 session, principal.workspace_id, data.contact_id
             )
         else:

@@ -24,7 +24,7 @@ from app.engines.funnels.campaigns.service import (
     schedule_campaign,
     update_campaign,
 )
-from app.engines.funnels.segments import Predicate
+from app.engines.funnels.contacts.segments import Predicate
 from app.errors import ValidationFailed
 from app.pagination import Page, page_of
 from app.schemas import Count, Document, Name, Schema, Text

@@ -12,7 +12,8 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.funnels import reads
-from app.engines.funnels.contacts import get_contact
+from app.engines.funnels.contacts.segments import Predicate
+from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.service import current_version, get_funnel
 from app.engines.funnels.definitions.simulate import simulate
 from app.engines.funnels.events.forms import FormField, create_form, embed_code, list_forms
@@ -20,7 +21,6 @@ from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.events.site_snippet import snippet_tag
 from app.engines.funnels.events.tracking import contact_token, site_key
 from app.engines.funnels.runs.enrolment import start_enrolment
-from app.engines.funnels.segments import Predicate
 from app.pagination import Page, page_of
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace, webhook_secret

@@ -19,7 +19,10 @@ from litestar.response import Redirect, Template
 from sqlalchemy import func, select
 
 from app.engines.funnels import reads
-from app.engines.funnels.contacts import define_field, ensure_names, field_types
+from app.engines.funnels.contacts.fields import define_field, field_types
+from app.engines.funnels.contacts.memberships import ensure_names
+from app.engines.funnels.contacts.segments import FIELD_TYPES, STANDARD_FIELDS, decode_predicate
+from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.engines.funnels.models import (
     ContactList,
     ContactTag,
@@ -27,8 +30,6 @@ from app.engines.funnels.models import (
     ListMember,
     Tag,
 )
-from app.engines.funnels.segments import FIELD_TYPES, STANDARD_FIELDS, decode_predicate
-from app.engines.funnels.segments import problems as predicate_problems
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import error_message, page

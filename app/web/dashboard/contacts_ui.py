@@ -16,8 +16,9 @@ from litestar.response import Redirect, Template
 from sqlalchemy import select
 
 from app.db.session import ReadSession
-from app.engines.funnels import contacts as contacts_service
-from app.engines.funnels.contacts import ContactData
+from app.engines.funnels.contacts import memberships as contact_memberships
+from app.engines.funnels.contacts import store as contact_store
+from app.engines.funnels.contacts.store import ContactData
 from app.engines.funnels.definitions import service
 from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.models import FieldDefinition, FunnelVersion
@@ -111,10 +112,10 @@ async def contacts_listing(
 ) -> Template:
     """The contacts page: the search, the list, and the form to add one."""
     async with runtime.db.read() as session:
-        rows = await contacts_service.list_contacts(
+        rows = await contact_store.list_contacts(
             session, principal.workspace_id, after=None, limit=200, search=q
         )
-        tags, lists = await contacts_service.memberships(session, [c.id for c in rows])
+        tags, lists = await contact_memberships.memberships(session, [c.id for c in rows])
         definitions = await custom_fields(session, principal.workspace_id)
     return page(
         request,
@@ -143,7 +144,7 @@ async def contact_detail(
     """A contact's page: what it is, the form to edit it, enrolment, and its timeline."""
     async with runtime.db.read() as session:
         contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
-        tags, lists = await contacts_service.memberships(session, [contact.id])
+        tags, lists = await contact_memberships.memberships(session, [contact.id])
         definitions = await custom_fields(session, principal.workspace_id)
         funnels = [
             f
@@ -191,7 +192,7 @@ async def create_contact_page(
     try:
         data = form_to_contact(form, definitions)
         async with runtime.db.write() as uow:
-            contact = await contacts_service.create_contact(
+            contact = await contact_store.create_contact(
                 uow.session,
                 principal.workspace_id,
                 dataclasses.replace(
@@ -227,7 +228,7 @@ async def update_contact_page(
     try:
         data = form_to_contact(form, definitions)
         async with runtime.db.write() as uow:
-            await contacts_service.update_contact(
+            await contact_store.update_contact(
                 uow.session, principal.workspace_id, contact_id, data, runtime.clock.now()
             )
     except DomainError as exc:
@@ -261,7 +262,7 @@ async def enrol_contact_page(
         if not raw.isdigit():
             raise ValidationFailed.field("funnel_id", "choose a published funnel")
         async with runtime.db.write() as uow:
-            await contacts_service.get_contact(uow.session, principal.workspace_id, contact_id)
+            await contact_store.get_contact(uow.session, principal.workspace_id, contact_id)
             funnel = await service.get_funnel(uow.session, principal.workspace_id, int(raw))
             if funnel.current_version_id is None:
                 raise ValidationFailed.field("funnel_id", f"“{funnel.name}” is not published yet")

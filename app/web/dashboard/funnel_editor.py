@@ -22,7 +22,10 @@ from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import Template
 
-from app.engines.funnels.contacts import field_types, get_contact, list_contacts, names_of
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.memberships import names_of
+from app.engines.funnels.contacts.segments import STANDARD_FIELDS
+from app.engines.funnels.contacts.store import get_contact, list_contacts
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import (
     EVENTLESS_TRIGGERS,
@@ -33,7 +36,6 @@ from app.engines.funnels.definitions.graph import (
 from app.engines.funnels.definitions.preview import preview, previewable
 from app.engines.funnels.models import Contact, ContactList, Tag
 from app.engines.funnels.runs import records
-from app.engines.funnels.segments import STANDARD_FIELDS
 from app.errors import DomainError
 from app.schemas import Key
 from app.web.auth import CurrentPrincipal, CurrentRuntime

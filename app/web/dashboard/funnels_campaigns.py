@@ -24,7 +24,7 @@ from app.engines.funnels.campaigns.service import (
     progress,
     schedule_campaign,
 )
-from app.engines.funnels.contacts import find_by_email
+from app.engines.funnels.contacts.store import find_by_email
 from app.engines.funnels.definitions.service import get_funnel
 from app.engines.funnels.definitions.simulate import simulate
 from app.engines.funnels.events.forms import FormField, create_form, embed_code, list_forms

@@ -12,7 +12,7 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
-from app.engines.funnels.contact_import import CONTACTS_IMPORT, start_import
+from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT, start_import
 from app.errors import DomainError
 from app.runtime import Runtime
 from app.scheduling.bulk import list_bulk_jobs

@@ -33,9 +33,9 @@ from app.engines.funnels.campaigns.models import (
     Campaign,
     Recipient,
 )
-from app.engines.funnels.contacts import field_types
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.segments import compile_sql, decode_predicate
 from app.engines.funnels.models import Contact
-from app.engines.funnels.segments import compile_sql, decode_predicate
 from app.errors import Conflict
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, bulk_job_spec, submit
 from app.scheduling.queue import JobQueue

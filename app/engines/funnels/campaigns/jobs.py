@@ -9,7 +9,6 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
-from app.engines.funnels import erased_addresses
 from app.engines.funnels.campaigns.audience import (
     AUDIENCE_JOB,
     AlreadyMaterialised,
@@ -17,6 +16,7 @@ from app.engines.funnels.campaigns.audience import (
 )
 from app.engines.funnels.campaigns.models import SCHEDULED, SENDING, Campaign
 from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.jobs import mail_domain
 from app.platform.models import Workspace

@@ -24,7 +24,6 @@ from typing import Any, Protocol
 from sqlalchemy import Integer, func, select, update
 
 from app.db.session import Database
-from app.engines.funnels import erased_addresses
 from app.engines.funnels.campaigns.models import (
     DONE,
     R_FAILED,
@@ -35,6 +34,7 @@ from app.engines.funnels.campaigns.models import (
     Campaign,
     Recipient,
 )
+from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.events.tracking import MessageRef, Tracking, track_html, track_text
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox import frequency

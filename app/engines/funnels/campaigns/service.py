@@ -28,7 +28,7 @@ from app.engines.funnels.campaigns.models import (
     CampaignEvent,
     Recipient,
 )
-from app.engines.funnels.segments import Predicate, decode_predicate
+from app.engines.funnels.contacts.segments import Predicate, decode_predicate
 from app.errors import Conflict, NotFound, ValidationFailed
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from app.engines.funnels.segments import Predicate
+from app.engines.funnels.contacts.segments import Predicate
 
 NodeId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")]
 

@@ -13,7 +13,9 @@ import msgspec
 from sqlalchemy import func, select
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.contacts import field_types, get_contact, names_of
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.memberships import names_of
+from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.graph import (
     Definition,
     decode_definition,

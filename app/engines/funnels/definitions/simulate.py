@@ -18,7 +18,10 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from app.db.session import Database, WriteSession
-from app.engines.funnels.contacts import field_types, get_contact, load_facts
+from app.engines.funnels.contacts.facts import load_facts
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.segments import ContactFacts, evaluate, max_event_window
+from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.graph import Definition, Graph, Wait, kind_of
 from app.engines.funnels.definitions.service import current_version, get_funnel, parse_definition
 from app.engines.funnels.models import Contact, Funnel
@@ -32,7 +35,6 @@ from app.engines.funnels.runs.nodes.base import (
     RunState,
     Sleep,
 )
-from app.engines.funnels.segments import ContactFacts, evaluate, max_event_window
 from app.errors import ValidationFailed
 from app.scheduling.zones import zone_or_utc
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 
 from app.db.session import ReadSession
-from app.engines.funnels.contacts import get_contact
+from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import Graph, SendEmail
 from app.engines.funnels.models import Contact

@@ -16,7 +16,16 @@ from typing import Any
 
 import msgspec
 
-from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, undefined_fields
+from app.engines.funnels.contacts.channel_fields import PUSH_TOKEN_FIELD, undefined_fields
+from app.engines.funnels.contacts.segments import (
+    STANDARD_FIELDS,
+    ContextIs,
+    Predicate,
+    event_filter_problems,
+    references,
+    walk,
+)
+from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.engines.funnels.definitions.graph import (
     EVENTLESS_TRIGGERS,
     SEND_KINDS,
@@ -55,15 +64,6 @@ from app.engines.funnels.definitions.graph import (
     kind_of,
 )
 from app.engines.funnels.runs.context import CONTEXT_ROOTS, path_problem, split_path
-from app.engines.funnels.segments import (
-    STANDARD_FIELDS,
-    ContextIs,
-    Predicate,
-    event_filter_problems,
-    references,
-    walk,
-)
-from app.engines.funnels.segments import problems as predicate_problems
 from app.scheduling.zones import is_known_zone
 
 MERGE_VARIABLE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")

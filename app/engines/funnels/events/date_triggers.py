@@ -22,14 +22,14 @@ from sqlalchemy import ColumnElement, func, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels.contacts import field_types
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.segments import STANDARD_FIELDS
 from app.engines.funnels.definitions.graph import DateField, graph_for_version
 from app.engines.funnels.events.models import TriggerFire
 from app.engines.funnels.events.segment_triggers import live_versions, trigger_key
 from app.engines.funnels.events.triggers import admit
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.segments import STANDARD_FIELDS
 from app.scheduling.zones import local_to_utc, zone_or_utc
 
 LOOKBACK = timedelta(days=1)

@@ -24,16 +24,10 @@ from sqlalchemy import select, update
 from app.db.dialect import insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.campaigns.service import record_delivery_event
-from app.engines.funnels.contacts import (
-    ContactData,
-    add_tag,
-    add_to_list,
-    check_field_value,
-    create_contact,
-    field_types,
-    find_by_email,
-    record_event,
-)
+from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.contacts.fields import check_field_value, field_types
+from app.engines.funnels.contacts.memberships import add_tag, add_to_list
+from app.engines.funnels.contacts.store import ContactData, create_contact, find_by_email
 from app.engines.funnels.errors import DuplicateContact
 from app.engines.funnels.events.delivery_reports import (
     parse_funnel_message_id,

@@ -19,7 +19,15 @@ from typing import Any
 from sqlalchemy import select, tuple_, update
 
 from app.db.session import Database, WriteSession
-from app.engines.funnels.contacts import field_types, load_facts
+from app.engines.funnels.contacts.facts import load_facts
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.segments import (
+    Predicate,
+    compile_sql,
+    evaluate,
+    event_matches,
+    max_event_window,
+)
 from app.engines.funnels.definitions.graph import (
     ApiEvent,
     BookingMade,
@@ -38,13 +46,6 @@ from app.engines.funnels.definitions.graph import (
 )
 from app.engines.funnels.models import RUN_ACTIVE, Contact, ContactEvent, FunnelVersion, Run
 from app.engines.funnels.runs.entry import enter_many, published_versions
-from app.engines.funnels.segments import (
-    Predicate,
-    compile_sql,
-    evaluate,
-    event_matches,
-    max_event_window,
-)
 from app.scheduling.claim import Claim
 
 ENROLL_PIECE = 500

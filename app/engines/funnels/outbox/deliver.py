@@ -28,7 +28,7 @@ from sqlalchemy import select, update
 
 from app.db.dialect import row_count
 from app.db.session import Database, WriteSession
-from app.engines.funnels import erased_addresses
+from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.events.tracking import (
     MessageRef,
     Tracking,
@@ -251,7 +251,7 @@ def blocked_reason(
 ) -> str | None:
     """Why this effect must not go out now, checked at send time; ``None`` when it may.
     ``remembered``: the suppression kept for the contact's address when an earlier contact with
-    it was deleted (see :mod:`app.engines.funnels.erased_addresses`)."""
+    it was deleted (see :mod:`app.engines.funnels.contacts.erased_addresses`)."""
     if contact is None or contact.deleted_at is not None:
         return "contact deleted"
     if payload.get("internal"):

@@ -24,7 +24,7 @@ from sqlalchemy import select
 
 from app.clock import Clock
 from app.db.session import Database
-from app.engines.funnels.channel_fields import LETTER_ADDRESS
+from app.engines.funnels.contacts.channel_fields import LETTER_ADDRESS
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.deliver import (
     CHANNELS,
@@ -75,7 +75,7 @@ from app.settings import MailSettings
 
 ADDRESS_FIELDS = LETTER_ADDRESS
 """Custom fields a contact needs for ``send_letter`` (``address_line2``, ``address_state`` too
-when present; see :mod:`app.engines.funnels.channel_fields`)."""
+when present; see :mod:`app.engines.funnels.contacts.channel_fields`)."""
 
 
 @dataclass(frozen=True, slots=True)

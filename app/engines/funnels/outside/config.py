@@ -17,7 +17,7 @@ from sqlalchemy import delete, select
 
 from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD
+from app.engines.funnels.contacts.channel_fields import PUSH_TOKEN_FIELD
 from app.engines.funnels.outside.models import ProviderConfig
 from app.errors import NotFound, ValidationFailed
 from app.integrations.http_guard import AddressGuard, OutboundError

@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import select
 
-from app.engines.funnels.channel_fields import PUSH_TOKEN_FIELD, missing_for
+from app.engines.funnels.contacts.channel_fields import PUSH_TOKEN_FIELD, missing_for
 from app.engines.funnels.definitions.graph import (
     AiGenerate,
     BookSlot,

@@ -37,7 +37,6 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
-from app.engines.funnels.contacts import cancel_pending_effects
 from app.engines.funnels.definitions.graph import Node, graph_for_version, kind_of
 from app.engines.funnels.models import (
     RUN_ACTIVE,
@@ -48,6 +47,7 @@ from app.engines.funnels.models import (
     Run,
     Step,
 )
+from app.engines.funnels.outbox.cancel import cancel_pending_effects
 from app.engines.funnels.runs.nodes.base import End, Next, Outcome
 
 SEND_CHANNELS = frozenset({"email", "sms", "push", "letter", "team"})

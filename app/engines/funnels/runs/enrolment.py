@@ -20,9 +20,9 @@ import msgspec
 from sqlalchemy import func, select
 
 from app.db.session import UnitOfWork, WriteSession
+from app.engines.funnels.contacts.segments import Predicate, decode_predicate
 from app.engines.funnels.events.triggers import enrolment_query, enter_ids
 from app.engines.funnels.models import Contact, FunnelVersion
-from app.engines.funnels.segments import Predicate, decode_predicate
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, bulk_job_spec, submit
 from app.scheduling.bulk_models import BulkJob
 from app.scheduling.queue import JobQueue

@@ -13,10 +13,11 @@ from datetime import datetime
 from sqlalchemy import select, update
 
 from app.db.session import Database
-from app.engines.funnels.contacts import cancel_pending_effects, field_types
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.segments import compile_sql
 from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.models import RUN_ACTIVE, Contact, FunnelVersion, Run
-from app.engines.funnels.segments import compile_sql
+from app.engines.funnels.outbox.cancel import cancel_pending_effects
 
 
 async def watch_goals(db: Database, *, now: datetime, limit: int = 1000) -> int:

@@ -27,11 +27,9 @@ from sqlalchemy import Table, bindparam, inspect, select, text, update
 
 from app.db.dialect import insert
 from app.db.session import Database, WriteSession
-from app.engines.funnels.contacts import (
-    cancel_pending_effects,
-    field_types,
-    load_facts,
-)
+from app.engines.funnels.contacts.facts import load_facts
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.segments import ContactFacts, evaluate, max_event_window
 from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind_of
 from app.engines.funnels.models import (
     OUTBOX_PENDING,
@@ -44,6 +42,7 @@ from app.engines.funnels.models import (
     Run,
     Step,
 )
+from app.engines.funnels.outbox.cancel import cancel_pending_effects
 from app.engines.funnels.runs.nodes import executor_for
 from app.engines.funnels.runs.nodes.base import (
     SAVEPOINT,
@@ -55,7 +54,6 @@ from app.engines.funnels.runs.nodes.base import (
     Sleep,
     node_of,
 )
-from app.engines.funnels.segments import ContactFacts, evaluate, max_event_window
 from app.scheduling.claim import Claim
 from app.settings import FunnelSettings
 

@@ -14,14 +14,14 @@ from typing import cast
 from sqlalchemy import Table, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app.engines.funnels.contacts import (
+from app.engines.funnels.contacts.fields import check_field_value
+from app.engines.funnels.contacts.memberships import (
     add_tag,
     add_to_list,
-    cancel_pending_effects,
-    check_field_value,
     remove_from_list,
     remove_tag,
 )
+from app.engines.funnels.contacts.segments import STANDARD_FIELDS
 from app.engines.funnels.definitions.graph import (
     AddTag,
     AddToList,
@@ -41,12 +41,12 @@ from app.engines.funnels.models import (
     FunnelVersion,
     Run,
 )
+from app.engines.funnels.outbox.cancel import cancel_pending_effects
 from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.runs.due import quiet_release
 from app.engines.funnels.runs.effect_failures import cannot_go_out
 from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.runs.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
-from app.engines.funnels.segments import STANDARD_FIELDS
 from app.scheduling.zones import zone_or_utc
 
 

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import text
 
 from app.db.session import WriteSession
+from app.engines.funnels.contacts.segments import ContactFacts
 from app.engines.funnels.definitions.graph import Graph, Node
 from app.engines.funnels.models import Contact
-from app.engines.funnels.segments import ContactFacts
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import update
 
 from app.db.dialect import insert
+from app.engines.funnels.contacts.segments import evaluate
 from app.engines.funnels.definitions.graph import (
     Condition,
     Goal,
@@ -23,7 +24,6 @@ from app.engines.funnels.definitions.graph import (
 from app.engines.funnels.models import RUN_COMPLETED, ThrottleWindow
 from app.engines.funnels.runs.due import duration_end, field_date_at, next_weekday_at
 from app.engines.funnels.runs.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep
-from app.engines.funnels.segments import evaluate
 from app.scheduling.zones import zone_or_utc
 
 

@@ -24,17 +24,16 @@ from sqlalchemy.exc import DBAPIError
 from app.db.dialect import insert
 from app.db.locks import is_lock_timeout
 from app.db.session import UnitOfWork, WriteSession
-from app.engines.funnels.contacts import (
+from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.memberships import (
     LISTS,
     TAGS,
-    ContactData,
     add_memberships,
-    check_contact,
     clean_names,
-    field_types,
     names_problem,
     over_limit,
 )
+from app.engines.funnels.contacts.store import ContactData, check_contact
 from app.engines.funnels.events.segment_triggers import contacts_changed
 from app.engines.funnels.models import Contact, ContactEvent
 from app.errors import ValidationFailed

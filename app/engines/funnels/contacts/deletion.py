@@ -1,0 +1,82 @@
+"""Deleting a contact really ends things: their personal data erased, their runs ended and every
+pending effect addressed to them cancelled, in one transaction (hard case 5).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, update
+
+from app.db.session import WriteSession
+from app.engines.funnels.contacts.erasure import erase_personal_data
+from app.engines.funnels.contacts.store import get_contact
+from app.engines.funnels.models import (
+    RUN_ACTIVE,
+    RUN_CANCELLED,
+    ContactTag,
+    ListMember,
+    Run,
+)
+from app.engines.funnels.outbox.cancel import cancel_pending_effects
+
+
+async def delete_contact(
+    session: WriteSession,
+    workspace_id: int,
+    contact_id: int,
+    now: datetime,
+    *,
+    address_key: bytes | None = None,
+) -> None:
+    """Erase the contact's personal data, end its runs and cancel every pending effect addressed
+    to it, in one transaction (hard case 5: a deletion that leaves a sequence is not one).
+
+    With ``address_key`` (the instance key derived for
+    :data:`~app.engines.funnels.contacts.erased_addresses.PURPOSE`), a suppressed address's
+    suppression is kept under its keyed hash, so the address is not mailed again if it comes back."""
+    contact = await get_contact(session, workspace_id, contact_id)
+    if address_key is not None:
+        from app.engines.funnels.contacts.erased_addresses import remember
+
+        await remember(session, address_key, contact, now)
+    contact.deleted_at = now
+    contact.updated_at = now
+    contact.email = None
+    contact.phone = None
+    contact.first_name = ""
+    contact.last_name = ""
+    contact.fields = {}
+    contact.timezone = "UTC"
+    await session.execute(
+        delete(ContactTag)
+        .execution_options(synchronize_session=False)
+        .where(ContactTag.contact_id == contact_id)
+    )
+    await session.execute(
+        delete(ListMember)
+        .execution_options(synchronize_session=False)
+        .where(ListMember.contact_id == contact_id)
+    )
+    await end_runs_of_contact(session, contact_id, now, reason="contact_deleted")
+    await erase_personal_data(session, contact_id)
+
+
+async def end_runs_of_contact(
+    session: WriteSession, contact_id: int, now: datetime, *, reason: str
+) -> None:
+    await session.execute(
+        update(Run)
+        .execution_options(synchronize_session=False)
+        .where(Run.contact_id == contact_id, Run.status == RUN_ACTIVE)
+        .values(
+            status=RUN_CANCELLED,
+            wake_at=None,
+            lease_owner=None,
+            lease_until=None,
+            ended_at=now,
+            updated_at=now,
+            exit_reason=reason,
+        )
+    )
+    await cancel_pending_effects(session, now, reason=reason, contact_id=contact_id)

@@ -1,0 +1,75 @@
+"""A workspace's typed custom fields (text, number, boolean, date) and the check of a value against
+its field's type.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from app.db.session import ReadSession, WriteSession
+from app.engines.funnels.contacts.segments import FIELD_TYPES
+from app.engines.funnels.models import (
+    FieldDefinition,
+)
+from app.errors import ValidationFailed
+
+
+async def field_types(session: ReadSession, workspace_id: int) -> dict[str, str]:
+    rows = await session.execute(
+        select(FieldDefinition.key, FieldDefinition.type).where(
+            FieldDefinition.workspace_id == workspace_id
+        )
+    )
+    return {k: t for k, t in rows.all()}
+
+
+async def define_field(
+    session: WriteSession, workspace_id: int, key: str, type_: str, label: str = ""
+) -> FieldDefinition:
+    if type_ not in FIELD_TYPES:
+        raise ValidationFailed.field("type", f"must be one of {', '.join(FIELD_TYPES)}")
+    if not key.isidentifier():
+        raise ValidationFailed.field(
+            "key", "letters, digits and underscores, not starting with a digit"
+        )
+    existing = await session.scalar(
+        select(FieldDefinition).where(
+            FieldDefinition.workspace_id == workspace_id, FieldDefinition.key == key
+        )
+    )
+    if existing is not None:
+        if existing.type != type_:
+            raise ValidationFailed.field("type", f"field '{key}' already exists as {existing.type}")
+        return existing
+    definition = FieldDefinition(workspace_id=workspace_id, key=key, type=type_, label=label)
+    session.add(definition)
+    await session.flush()
+    return definition
+
+
+def check_field_value(key: str, kind: str, value: Any) -> Any:
+    """The value as stored, or ValidationFailed naming ``fields.<key>``."""
+    if value is None:
+        return None
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationFailed.field(f"fields.{key}", "must be a number")
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise ValidationFailed.field(f"fields.{key}", "must be true or false")
+        return value
+    if kind == "date":
+        if not isinstance(value, str):
+            raise ValidationFailed.field(f"fields.{key}", "must be a date (YYYY-MM-DD)")
+        try:
+            datetime.strptime(value, "%Y-%m-%d")  # noqa: DTZ007 - a calendar date
+        except ValueError:
+            raise ValidationFailed.field(f"fields.{key}", "must be a date (YYYY-MM-DD)") from None
+        return value
+    if not isinstance(value, str):
+        raise ValidationFailed.field(f"fields.{key}", "must be text")
+    return value
