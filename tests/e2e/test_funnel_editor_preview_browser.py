@@ -114,7 +114,8 @@ async def test_the_canvas_shows_each_steps_report_figures_once_runs_exist(
         ws,
         graph(
             email_node("hello", next="w"),
-            node("wait", "w", days=3),
+            node("wait", "w", days=3, next="later"),
+            email_node("later", subject="Still there?"),
             triggers=[{"kind": "manual"}],
         ),
     )
@@ -141,6 +142,19 @@ async def test_the_canvas_shows_each_steps_report_figures_once_runs_exist(
     assert await wait.locator('[data-counts="people"]').text_content() == "3 in · 3 waiting · 0 out"
     assert await wait.locator('[data-counts="messages"]').count() == 0
     assert await hello.locator("title").filter(has_text="Version 1: 3 entered").count() == 1
+    # A message step nobody reached yet has sent nothing; a step only the draft has shows nothing.
+    later = box(page, "later")
+    assert (
+        await later.locator('[data-counts="people"]').text_content() == "0 in · 0 waiting · 0 out"
+    )
+    assert (
+        await later.locator('[data-counts="messages"]').text_content()
+        == "0 sent · 0 opened · 0 clicked"
+    )
+    await page.select_option("#fe-kind", label="Join")
+    await page.click("#fe-add")
+    await box(page, "join_1").wait_for()
+    assert await box(page, "join_1").locator(".fe-counts").count() == 0
     # The same figures as the report's table (one computation).
     row = page.locator('#report-table tr[data-node="hello"] td')
     assert [await row.nth(i).inner_text() for i in (2, 3, 4)] == ["3", "0", "0"]

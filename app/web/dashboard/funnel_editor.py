@@ -366,6 +366,9 @@ def canvas_counts(report: records.FunnelReport | None) -> dict[str, Any] | None:
                 "opened": n.messages.opened,
                 "clicked": n.messages.clicked,
             }
+        elif n.kind.startswith("send_"):
+            # A message step nobody reached yet has sent nothing (as the report's chart says).
+            counts |= {"sent": 0, "opened": 0, "clicked": 0}
         nodes[n.node_id] = counts
     return {"version": latest.version, "nodes": nodes}
 

@@ -249,8 +249,9 @@
   // The report's figures of the latest version for this step: people on the first line, and for
   // a message step its messages on the second.
   function drawCounts(g, n) {
-    if (!D.counts) return;
-    var c = D.counts.nodes[n.id] || { entered: 0, waiting: 0, exited: 0 };
+    // A step only the draft has (not in the latest version) has no figures yet.
+    var c = D.counts && D.counts.nodes[n.id];
+    if (!c) return;
     var people = s("text", { x: 10, y: 62, "class": "fe-counts", "data-counts": "people" });
     people.textContent = c.entered + " in · " + c.waiting + " waiting · " + c.exited + " out";
     g.appendChild(people);
