@@ -46,7 +46,7 @@ from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
 from app.web.client_address import parse_networks
 from app.web.dashboard import adrules as adrules_ui
-from app.web.dashboard import contacts_ui, views
+from app.web.dashboard import bulk_jobs_ui, contacts_ui, views
 from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
 from app.web.dashboard import funnels_import as funnels_import_ui
@@ -74,6 +74,7 @@ ENGINE_UIS = [
     funnels_campaigns_ui,
     funnels_import_ui,
     ranktracking_import_ui,
+    bulk_jobs_ui,
     contacts_ui,
 ]
 ENGINE_APIS = [

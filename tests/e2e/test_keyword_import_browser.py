@@ -52,7 +52,7 @@ async def test_a_keyword_csv_import_shows_its_progress_bar(
         files=[{"name": "keywords.csv", "mimeType": "text/csv", "buffer": csv_text.encode()}]
     )
     await form.locator("button[type=submit]").click()
-    await page.wait_for_url(f"{live_url}/ui/ranktracking/lists/{kl.id}/imports/*")
+    await page.wait_for_url(f"{live_url}/ui/jobs/*")
     job_id = int(page.url.rsplit("/", 1)[1])
     bar = page.locator("#bulk-progress progress")
     await expect(page.locator("#status")).to_have_text("queued")
@@ -86,6 +86,7 @@ async def test_a_keyword_csv_import_shows_its_progress_bar(
         runtime.context(job_id=f"bulk:{job_id}:0"), KEYWORDS_IMPORT, job_id, KEYWORDS_IMPORT_JOB
     )
     await expect(page.locator("#status")).to_have_text("done")
+    await expect(page.get_by_role("link", name="The keyword list")).to_be_visible()
     await expect(bar).to_have_attribute("value", "1.0")
     await expect(page.locator('td[data-counter="added"]')).to_have_text("3")
     await expect(page.locator('td[data-counter="skipped"]')).to_have_text("2")

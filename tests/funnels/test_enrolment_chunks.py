@@ -145,3 +145,24 @@ async def test_a_large_segment_entry_takes_the_same_path(
     assert r.json()["started"] == 4
     await _run(runtime, r.json()["job"])
     assert await _runs(runtime, fid) == (8, 8)
+
+
+async def test_the_dashboard_shows_an_enrolment_job_with_its_progress_bar(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant, other_tenant: Tenant
+) -> None:
+    from tests.platform.conftest import sign_in
+
+    fid = await _setup(client, runtime, tenant, 10)  # 8 named Keep
+    body = (await _post(client, tenant, f"/{fid}/enroll", KEEP)).json()
+    job_id = body["job"].rsplit("/", 1)[1]
+    await sign_in(client, tenant.email, tenant.password)
+    running = await client.get(f"/ui/jobs/{job_id}")
+    assert running.status_code == 200
+    assert 'aria-label="Enrolment progress"' in running.text
+    assert f'hx-get="/ui/jobs/{job_id}/progress"' in running.text
+    assert 'value="0.5"' in running.text  # the first chunk: 4 of 8
+    await _run(runtime, body["job"])
+    ended = await client.get(f"/ui/jobs/{job_id}/progress")
+    assert "hx-trigger" not in ended.text
+    assert '<td data-counter="started">8</td>' in ended.text
+    assert (await client.get("/ui/jobs/999999")).status_code == 404

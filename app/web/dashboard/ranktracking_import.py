@@ -1,33 +1,27 @@
 """Keyword import into a list as a background job, from the list's page: upload a CSV file (the
-keyword in the first column) or paste one keyword a line, then watch the job's progress bar (the
-same component as the contact import's) and read its per-entry report."""
+keyword in the first column) or paste one keyword a line; the browser then goes to the job's
+page (``/ui/jobs/{id}``), whose progress bar is the contact import's component, with the
+per-entry report."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from litestar import Request, get, post
+from litestar import post
 from litestar.datastructures import UploadFile
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
-from litestar.response import Redirect, Template
+from litestar.response import Redirect
 
-from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT, start_keyword_import
+from app.engines.ranktracking.keyword_import import start_keyword_import
 from app.errors import DomainError
-from app.runtime import Runtime
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.dashboard.bulk_progress import ProgressView, progress_context
-from app.web.dashboard.common import page
+from app.web.dashboard.bulk_jobs_ui import JOBS
 
 LISTS = "/ui/ranktracking/lists"
 
 MultipartForm = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]
-
-
-def _job_url(list_id: int, job_id: int) -> str:
-    return f"{LISTS}/{list_id}/imports/{job_id}"
 
 
 @post(f"{LISTS}/{{list_id:int}}/imports")
@@ -61,51 +55,9 @@ async def start_keyword_import_page(
             )
     except DomainError as exc:
         return Redirect(f"{LISTS}/{list_id}?notice={quote(exc.message)}")
-    return Redirect(_job_url(list_id, job.id), status_code=303)
-
-
-async def _job_context(
-    runtime: Runtime, workspace_id: int, list_id: int, job_id: int
-) -> dict[str, Any]:
-    view = ProgressView(
-        title="Keyword import",
-        poll_url=f"{_job_url(list_id, job_id)}/progress",
-        items="keywords",
-        item="Entry",
-        counters=(("added", "Added"), ("skipped", "Already in the list")),
-    )
-    context = await progress_context(
-        runtime, workspace_id, job_id, kinds=(KEYWORDS_IMPORT.name,), view=view
-    )
-    async with runtime.db.read() as session:
-        context["kl"] = await list_service.get_list(session, workspace_id, list_id)
-    return context
-
-
-@get(f"{LISTS}/{{list_id:int}}/imports/{{job_id:int}}")
-async def keyword_import_page(
-    request: Request[Any, Any, Any],
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    list_id: FromPath[int],
-    job_id: FromPath[int],
-) -> Template:
-    context = await _job_context(runtime, principal.workspace_id, list_id, job_id)
-    return page(request, "ranktracking/import_job.html", principal, **context)
-
-
-@get(f"{LISTS}/{{list_id:int}}/imports/{{job_id:int}}/progress")
-async def keyword_import_progress(
-    request: Request[Any, Any, Any],
-    principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
-    list_id: FromPath[int],
-    job_id: FromPath[int],
-) -> Template:
-    context = await _job_context(runtime, principal.workspace_id, list_id, job_id)
-    return page(request, "_bulk_progress.html", principal, **context)
+    return Redirect(f"{JOBS}/{job.id}", status_code=303)
 
 
 NAV: list[tuple[str, str]] = []
-ROUTES: list[Any] = [start_keyword_import_page, keyword_import_page, keyword_import_progress]
+ROUTES: list[Any] = [start_keyword_import_page]
 PUBLIC_ROUTES: list[Any] = []
