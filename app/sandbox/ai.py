@@ -27,7 +27,15 @@ from typing import Any
 from litestar import Litestar, MediaType, Request, Response, post
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
+from app.sandbox.base import (
+    HttpSimulator,
+    SandboxState,
+    ThreadedServer,
+    fault_response,
+    restore_defaults,
+    simulator_app,
+    start_simulator,
+)
 from app.sandbox.payments import LostResponses
 
 ROLES = frozenset({"system", "developer", "user", "assistant"})
@@ -54,7 +62,10 @@ def openai_error(
 
 
 @dataclass
-class AiSandbox:
+class AiSandbox(HttpSimulator):
+    """API keys and models (kept by :meth:`reset`); the quota, what was billed, every completion
+    answered and the armed lost replies (forgotten by it)."""
+
     state: SandboxState = field(default_factory=SandboxState)
     api_keys: set[str] = field(default_factory=lambda: {"sk-sandbox-ai"})
     models: set[str] = field(default_factory=lambda: {"gpt-4o-mini", "sandbox-small"})
@@ -67,6 +78,13 @@ class AiSandbox:
     lost: LostResponses = field(default_factory=LostResponses)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset_data(self) -> None:
+        with self._lock:
+            restore_defaults(self, "quota_tokens", "tokens_billed", "completions", "lost", "_ids")
+
+    def create_app(self) -> Litestar:
+        return create_ai_app(self)
 
 
 def generate(model: str, messages: list[dict[str, str]]) -> str:
@@ -191,4 +209,4 @@ def create_ai_app(sandbox: AiSandbox) -> Litestar:
 
 
 def start_ai_sandbox(sandbox: AiSandbox | None = None) -> ThreadedServer:
-    return ThreadedServer(create_ai_app(sandbox or AiSandbox())).start()
+    return start_simulator(sandbox or AiSandbox())

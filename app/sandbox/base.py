@@ -1,20 +1,30 @@
-"""The simulator framework: serve an ASGI app on a free loopback port, count calls, inject faults.
+"""The simulator framework: one shape for every simulated provider, served on a free loopback port,
+counting calls and answering injected faults.
 
-A simulator is a Litestar app whose handlers call :meth:`SandboxState.hit` with the *kind* of call
-("campaigns.list", "batch", …). ``hit`` counts the call and returns the fault programmed for it, if
-any; the handler answers with :func:`fault_response`. Tests program faults with
-:meth:`SandboxState.inject` and read :attr:`SandboxState.calls`.
+Every simulator is a :class:`Simulator`: it holds a :class:`SandboxState` (calls counted by *kind* —
+"campaigns.list", "messages.create", … — and the faults programmed for them), the ``url`` it is
+served at, and :meth:`Simulator.reset`, which puts it back as it was built: no calls, no faults and
+none of the data the provider accumulated or a test programmed (records, accounts, sheets,
+idempotency keys …). The configuration it was built with (keys, clock, prices) stays. Tests program
+faults with :meth:`Simulator.inject` and read :meth:`Simulator.count`; a session-wide simulator is
+reset between tests.
+
+An HTTP simulator (:class:`HttpSimulator`) is a Litestar app whose handlers call
+:meth:`SandboxState.hit` with the kind of call; ``hit`` counts it and returns the fault programmed
+for it, if any, which the handler answers with :func:`fault_response`. :func:`start_simulator`
+serves one from its own thread, :func:`simulator_in_loop` inside the running event loop.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import socket
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 import uvicorn
@@ -74,6 +84,60 @@ class SandboxState:
 
     def count(self, kind: str = "*") -> int:
         return self.calls[kind]
+
+    def reset(self) -> None:
+        """No calls counted, none logged, no fault programmed."""
+        with self._lock:
+            self.faults.clear()
+            self.calls.clear()
+            self.log.clear()
+
+
+class Simulator(abc.ABC):
+    """What every simulated provider offers tests, the demo and the benchmarks."""
+
+    state: SandboxState
+    url: str = ""
+    """Where it is served (set when it starts); empty until then."""
+
+    def reset(self) -> None:
+        """Back to a fresh simulator: calls, faults and the provider's data as built."""
+        self.state.reset()
+        self.reset_data()
+
+    @abc.abstractmethod
+    def reset_data(self) -> None:
+        """Drop what the provider holds beyond its configuration (records, accounts, ledgers …)."""
+
+    def inject(self, kind: str, **fault: Any) -> Fault:
+        """Fail the next calls of ``kind`` ("*" for any); see :class:`Fault` for the options."""
+        return self.state.inject(kind, **fault)
+
+    def clear_faults(self) -> None:
+        self.state.clear_faults()
+
+    def count(self, kind: str = "*") -> int:
+        """Calls of ``kind`` received ("*": every call)."""
+        return self.state.count(kind)
+
+
+class HttpSimulator(Simulator):
+    """A simulator served over HTTP by the Litestar app :meth:`create_app` builds."""
+
+    @abc.abstractmethod
+    def create_app(self) -> Litestar:
+        """The app answering the provider's API from this simulator's data."""
+
+
+def restore_defaults(obj: Any, *names: str) -> None:
+    """Set the dataclass fields ``names`` of ``obj`` back to their declared defaults."""
+    declared = {f.name: f for f in fields(obj)}
+    for name in names:
+        default = declared[name]
+        if default.default_factory is not MISSING:
+            setattr(obj, name, default.default_factory())
+        else:
+            setattr(obj, name, default.default)
 
 
 async def fault_response(fault: Fault) -> Response[Any]:
@@ -172,6 +236,21 @@ class ThreadedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def start_simulator(simulator: HttpSimulator, port: int | None = None) -> ThreadedServer:
+    """Serve ``simulator`` from its own thread on a loopback port; sets its ``url``."""
+    server = ThreadedServer(simulator.create_app(), port=port)
+    simulator.url = server.url
+    return server.start()
+
+
+@asynccontextmanager
+async def simulator_in_loop(simulator: HttpSimulator) -> AsyncIterator[str]:
+    """Serve ``simulator`` inside the running event loop; sets and yields its ``url``."""
+    async with serve_in_loop(simulator.create_app()) as url:
+        simulator.url = url
+        yield url
 
 
 AppFactory = Callable[[SandboxState], Any]

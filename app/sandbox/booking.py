@@ -26,7 +26,13 @@ from typing import Any
 from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
-from app.sandbox.base import ThreadedServer, fault_response, simulator_app
+from app.sandbox.base import (
+    ThreadedServer,
+    fault_response,
+    restore_defaults,
+    simulator_app,
+    start_simulator,
+)
 from app.sandbox.payments import KeyReused, fingerprint
 from app.sandbox.sms import JsonProviderSandbox, bearer_token, json_error
 
@@ -63,6 +69,14 @@ class BookingSandbox(JsonProviderSandbox):
         """Book a slot out of band (someone else got there first)."""
         with self._lock:
             self.slots[resource_id][slot_id]["booking_id"] = booking_id
+
+    def reset_data(self) -> None:
+        with self._lock:
+            super().reset_data()
+            restore_defaults(self, "slots")
+
+    def create_app(self) -> Litestar:
+        return create_booking_app(self)
 
 
 def _public(slot: dict[str, Any]) -> dict[str, Any]:
@@ -207,4 +221,4 @@ def create_booking_app(sandbox: BookingSandbox) -> Litestar:
 
 
 def start_booking_sandbox(sandbox: BookingSandbox | None = None) -> ThreadedServer:
-    return ThreadedServer(create_booking_app(sandbox or BookingSandbox())).start()
+    return start_simulator(sandbox or BookingSandbox())

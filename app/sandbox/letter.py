@@ -17,7 +17,7 @@ from typing import Any
 from litestar import Litestar, Request, Response, post
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import ThreadedServer, simulator_app
+from app.sandbox.base import ThreadedServer, simulator_app, start_simulator
 from app.sandbox.sms import JsonProviderSandbox, accept_json, json_error
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
@@ -34,6 +34,9 @@ class LetterSandbox(JsonProviderSandbox):
     @property
     def letters(self) -> dict[str, dict[str, Any]]:
         return self.records
+
+    def create_app(self) -> Litestar:
+        return create_letter_app(self)
 
 
 def _address_error(value: Any, where: str) -> Response[Any] | None:
@@ -88,4 +91,4 @@ def create_letter_app(sandbox: LetterSandbox) -> Litestar:
 
 
 def start_letter_sandbox(sandbox: LetterSandbox | None = None) -> ThreadedServer:
-    return ThreadedServer(create_letter_app(sandbox or LetterSandbox())).start()
+    return start_simulator(sandbox or LetterSandbox())

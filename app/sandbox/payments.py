@@ -39,7 +39,15 @@ from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
+from app.sandbox.base import (
+    HttpSimulator,
+    SandboxState,
+    ThreadedServer,
+    fault_response,
+    restore_defaults,
+    simulator_app,
+    start_simulator,
+)
 from app.sandbox.stripe_webhooks import StripeEndpoint
 
 
@@ -158,8 +166,9 @@ def stripe_error(
 
 
 @dataclass
-class PaymentsSandbox:
-    """Accounts by secret key, and the objects created in each."""
+class PaymentsSandbox(HttpSimulator):
+    """Accounts by secret key, the objects created in each and the webhook endpoint;
+    :meth:`reset` keeps the keys and the clock."""
 
     state: SandboxState = field(default_factory=SandboxState)
     secret_keys: dict[str, str] = field(default_factory=lambda: {"sk_test_sandbox": "acct_sandbox"})
@@ -183,6 +192,14 @@ class PaymentsSandbox:
         intent = self.payment_intents[intent_id]
         intent.update(status="succeeded", amount_received=intent["amount"])
         return self.webhooks.event("payment_intent.succeeded", dict(intent))
+
+    def reset_data(self) -> None:
+        restore_defaults(self, "payment_intents", "checkout_sessions", "ledger", "lost", "_ids")
+        # A new endpoint on the same clock: no URL, one fresh signing secret.
+        self.webhooks = StripeEndpoint(clock=self.webhooks.clock)
+
+    def create_app(self) -> Litestar:
+        return create_payments_app(self)
 
 
 def _account(sandbox: PaymentsSandbox, request: Request[Any, Any, Any]) -> str | None:
@@ -385,4 +402,4 @@ def create_payments_app(sandbox: PaymentsSandbox) -> Litestar:
 
 def start_payments_sandbox(sandbox: PaymentsSandbox | None = None) -> ThreadedServer:
     """Serve a payments simulator from its own thread (demo, benchmarks)."""
-    return ThreadedServer(create_payments_app(sandbox or PaymentsSandbox())).start()
+    return start_simulator(sandbox or PaymentsSandbox())

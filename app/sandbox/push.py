@@ -14,7 +14,7 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, post
 
-from app.sandbox.base import ThreadedServer, simulator_app
+from app.sandbox.base import ThreadedServer, restore_defaults, simulator_app, start_simulator
 from app.sandbox.sms import JsonProviderSandbox, Validator, accept_json, json_error
 
 MAX_PAYLOAD_BYTES = 4096
@@ -29,6 +29,13 @@ class PushSandbox(JsonProviderSandbox):
     @property
     def notifications(self) -> dict[str, dict[str, Any]]:
         return self.records
+
+    def reset_data(self) -> None:
+        super().reset_data()
+        restore_defaults(self, "unregistered_tokens")
+
+    def create_app(self) -> Litestar:
+        return create_push_app(self)
 
 
 def _validator(sandbox: PushSandbox) -> Validator:
@@ -82,4 +89,4 @@ def create_push_app(sandbox: PushSandbox) -> Litestar:
 
 
 def start_push_sandbox(sandbox: PushSandbox | None = None) -> ThreadedServer:
-    return ThreadedServer(create_push_app(sandbox or PushSandbox())).start()
+    return start_simulator(sandbox or PushSandbox())

@@ -41,7 +41,15 @@ from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import Fault, SandboxState, ThreadedServer, fault_response, simulator_app
+from app.sandbox.base import (
+    Fault,
+    HttpSimulator,
+    SandboxState,
+    ThreadedServer,
+    fault_response,
+    simulator_app,
+    start_simulator,
+)
 
 SERP_PREFIX: Final = "/v3/serp/google/organic"
 KEYWORDS_PREFIX: Final = "/v3/keywords_data/google_ads/search_volume"
@@ -144,8 +152,10 @@ class _Task:
         return tag if isinstance(tag, str) else ""
 
 
-class SerpSimulator:
+class SerpSimulator(HttpSimulator):
     """The simulated provider: its data, programming methods and its Litestar :attr:`app`.
+    :meth:`reset` keeps the seed, credentials, prices, limits and clock it was built with, gives
+    back the starting funds and forgets every task, placement, script, cost and delivery.
 
     Args:
         seed: makes every ranking and keyword volume reproducible.
@@ -156,6 +166,20 @@ class SerpSimulator:
             refused with ``40200`` "Payment Required".
         clock: dates ``date_posted`` and the months of ``monthly_searches``.
     """
+
+    ready_calls: dict[str, list[datetime]]
+    """When each answered ``tasks_ready`` call was made (on :attr:`clock`), per endpoint."""
+    rate_limited: int
+    """``tasks_ready`` calls refused for the rate limit."""
+    funds: Decimal | None
+    total_cost: Decimal
+    deliveries: list[tuple[str, int | str]]
+    """Postbacks and pingbacks sent: (url, HTTP status or the error's name)."""
+    _tasks: dict[str, _Task]
+    _sequence: int
+    _scripts: dict[str, KeywordScript]
+    _placements: dict[tuple[str, str | None], dict[str, int | None]]
+    _pages: dict[tuple[str, str], str]
 
     def __init__(
         self,
@@ -170,33 +194,37 @@ class SerpSimulator:
         tasks_ready_per_minute: int | None = 20,
     ) -> None:
         self.seed = seed
+        self._starting_funds = funds
         self.tasks_ready_per_minute = tasks_ready_per_minute
         """The provider's limit of ``tasks_ready`` calls per minute and endpoint (about 20);
         a call over it is answered ``40202`` "Rate limit per minute exceeded". None: no limit."""
-        self.ready_calls: dict[str, list[datetime]] = {"serp": [], "keywords": []}
-        """When each answered ``tasks_ready`` call was made (on :attr:`clock`), per endpoint."""
-
-        self.rate_limited = 0
-        """``tasks_ready`` calls refused for the rate limit."""
         self.login = login
         self.password = password
         self.ready_after_polls = ready_after_polls
         self.prices = prices or SerpPrices()
-        self.funds = funds
         self.clock: Clock = clock or SystemClock()
         self.state = SandboxState()
-        self.total_cost = Decimal(0)
-        self.deliveries: list[tuple[str, int | str]] = []
-        """Postbacks and pingbacks sent: (url, HTTP status or the error's name)."""
         # Re-entrant: answering a task (under the lock) reads the placements (under the lock).
         self._lock = threading.RLock()
-        self._tasks: dict[str, _Task] = {}
-        self._sequence = 0
-        self._scripts: dict[str, KeywordScript] = {}
-        self._placements: dict[tuple[str, str | None], dict[str, int | None]] = {}
-        self._pages: dict[tuple[str, str], str] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self.reset_data()
         self.app = create_serp_app(self)
+
+    def reset_data(self) -> None:
+        with self._lock:
+            self.funds = self._starting_funds
+            self.ready_calls = {"serp": [], "keywords": []}
+            self.rate_limited = 0
+            self.total_cost = Decimal(0)
+            self.deliveries = []
+            self._tasks = {}
+            self._sequence = 0
+            self._scripts = {}
+            self._placements = {}
+            self._pages = {}
+
+    def create_app(self) -> Litestar:
+        return self.app
 
     def max_ready_calls_per_minute(self, endpoint: str = "serp") -> int:
         """The most answered ``tasks_ready`` calls within any 60 s (for tests and benchmarks)."""
@@ -835,4 +863,4 @@ def create_serp_app(sim: SerpSimulator) -> Litestar:
 
 def start_serp_sandbox(sim: SerpSimulator | None = None) -> ThreadedServer:
     """Run the simulator on a free loopback port in its own thread (demo, benchmarks)."""
-    return ThreadedServer((sim or SerpSimulator()).app).start()
+    return start_simulator(sim or SerpSimulator())

@@ -30,18 +30,29 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
+from app.sandbox.base import (
+    HttpSimulator,
+    SandboxState,
+    ThreadedServer,
+    fault_response,
+    simulator_app,
+    start_simulator,
+)
 
 SimCell = str | int | Decimal | bool | None
 """A stored cell; ``None`` is an empty cell."""
 
 _encoder = msgspec.json.Encoder(decimal_format="number")
+_MINTED = "ya29.sandbox-"
+"""The prefix of the bearer tokens the token endpoint mints."""
 _CELL = re.compile(r"^([A-Za-z]{1,3})(\d*)$")
 
 
 @dataclass
-class SheetsSandbox:
-    """The simulator's data: spreadsheets by id, each a dict of sheet name → rows."""
+class SheetsSandbox(HttpSimulator):
+    """The simulator's data: spreadsheets by id, each a dict of sheet name → rows. :meth:`reset`
+    keeps the API keys and bearer tokens it was built with and forgets the spreadsheets, the
+    service accounts and the tokens it minted."""
 
     state: SandboxState = field(default_factory=SandboxState)
     spreadsheets: dict[str, dict[str, list[list[SimCell]]]] = field(default_factory=dict)
@@ -52,6 +63,16 @@ class SheetsSandbox:
     token_lifetime_seconds: int = 3600
     minted: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset_data(self) -> None:
+        with self._lock:
+            self.spreadsheets.clear()
+            self.service_accounts.clear()
+            self.bearer_tokens -= {t for t in self.bearer_tokens if t.startswith(_MINTED)}
+            self.minted = 0
+
+    def create_app(self) -> Litestar:
+        return create_sheets_app(self)
 
     def new_service_account(self, client_email: str) -> str:
         """Register a service account and return its JSON key, as Google's console gives it."""
@@ -104,7 +125,7 @@ class SheetsSandbox:
             return 400, _oauth_error("invalid_scope", "The scope does not reach Google Sheets.")
         with self._lock:
             self.minted += 1
-            token = f"ya29.sandbox-{self.minted}"
+            token = f"{_MINTED}{self.minted}"
             self.bearer_tokens.add(token)
         return 200, {
             "access_token": token,
@@ -254,5 +275,4 @@ def create_sheets_app(sandbox: SheetsSandbox) -> Litestar:
 
 def start_sheets_sandbox(sandbox: SheetsSandbox | None = None) -> ThreadedServer:
     """Run the simulator on a free loopback port in its own thread (demo, benchmarks)."""
-    server = ThreadedServer(create_sheets_app(sandbox or SheetsSandbox()))
-    return server.start()
+    return start_simulator(sandbox or SheetsSandbox())

@@ -37,7 +37,15 @@ from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
 from app.clock import Clock, SystemClock
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response, simulator_app
+from app.sandbox.base import (
+    HttpSimulator,
+    SandboxState,
+    ThreadedServer,
+    fault_response,
+    restore_defaults,
+    simulator_app,
+    start_simulator,
+)
 from app.sandbox.payments import IdempotencyLedger, KeyReused, LostResponses, fingerprint
 
 E164 = re.compile(r"^\+[1-9]\d{6,14}$")
@@ -64,9 +72,10 @@ def json_error(status: int, code: str, message: str, field: str | None = None) -
 
 
 @dataclass
-class JsonProviderSandbox:
+class JsonProviderSandbox(HttpSimulator):
     """What every generic JSON provider simulator holds (SMS here; push and letter reuse it):
-    API keys, the accepted records by id, the idempotency ledger and armed lost replies."""
+    API keys, the accepted records by id, the idempotency ledger and armed lost replies.
+    :meth:`reset` keeps the keys and forgets the rest (ids start at 1 again)."""
 
     state: SandboxState = field(default_factory=SandboxState)
     api_keys: set[str] = field(default_factory=lambda: {"sandbox-key"})
@@ -77,6 +86,9 @@ class JsonProviderSandbox:
 
     def next_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._ids):08d}"
+
+    def reset_data(self) -> None:
+        restore_defaults(self, "records", "ledger", "lost", "_ids")
 
 
 Validator = Callable[[dict[str, Any]], Response[Any] | None]
@@ -141,6 +153,9 @@ class SmsSandbox(JsonProviderSandbox):
     def messages(self) -> dict[str, dict[str, Any]]:
         return self.records
 
+    def create_app(self) -> Litestar:
+        return create_sms_app(self)
+
 
 def _validate_sms(body: dict[str, Any]) -> Response[Any] | None:
     to, text, sender = body.get("to"), body.get("body"), body.get("from")
@@ -180,15 +195,16 @@ def create_sms_app(sandbox: SmsSandbox) -> Litestar:
 
 
 def start_sms_sandbox(sandbox: SmsSandbox | None = None) -> ThreadedServer:
-    return ThreadedServer(create_sms_app(sandbox or SmsSandbox())).start()
+    return start_simulator(sandbox or SmsSandbox())
 
 
 # --- Twilio -----------------------------------------------------------------------------------
 
 
 @dataclass
-class TwilioSandbox:
-    """Twilio accounts (SID → auth token) and the messages created in them, oldest first."""
+class TwilioSandbox(HttpSimulator):
+    """Twilio accounts (SID → auth token) and the messages created in them, oldest first.
+    :meth:`reset` keeps the accounts and forgets the messages and armed lost replies."""
 
     state: SandboxState = field(default_factory=SandboxState)
     accounts: dict[str, str] = field(
@@ -202,6 +218,13 @@ class TwilioSandbox:
     def sent_to(self, to: str) -> list[dict[str, Any]]:
         with self._lock:
             return [m for m in self.messages if m["to"] == to]
+
+    def reset_data(self) -> None:
+        with self._lock:
+            restore_defaults(self, "messages", "lost")
+
+    def create_app(self) -> Litestar:
+        return create_twilio_app(self)
 
 
 def twilio_error(status: int, code: int, message: str) -> Response[Any]:
@@ -369,4 +392,4 @@ def create_twilio_app(sandbox: TwilioSandbox) -> Litestar:
 
 
 def start_twilio_sandbox(sandbox: TwilioSandbox | None = None) -> ThreadedServer:
-    return ThreadedServer(create_twilio_app(sandbox or TwilioSandbox())).start()
+    return start_simulator(sandbox or TwilioSandbox())

@@ -2,10 +2,13 @@
 
 ``SmtpSink().start()`` runs an aiosmtpd server on a free port of 127.0.0.1 in its own thread, so it
 works from synchronous and asynchronous code and receives mail from other processes too. Each
-accepted message is parsed into a :class:`ReceivedMessage`; ``inject_failure`` makes the next DATA
-commands answer with an SMTP error code, the way a real server defers or refuses mail;
-``slow_down`` makes it take its time before answering DATA, the way a loaded or tarpitting server
-does (real servers take seconds per message, up to the client's timeout).
+accepted message is parsed into a :class:`ReceivedMessage`. Like every simulator it counts calls
+(kind ``data``: each message's DATA command) and answers injected faults: ``inject("data",
+status=451)`` (or :meth:`SmtpSink.inject_failure`) makes the next DATA commands answer with an SMTP
+error code, the way a real server defers or refuses mail; ``slow_down`` makes it take its time
+before answering DATA, the way a loaded or tarpitting server does (real servers take seconds per
+message, up to the client's timeout). :meth:`SmtpSink.reset` empties the mailbox, the counts and
+the faults and answers at once again.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, ClassVar
 
 from aiosmtpd.controller import Controller
 
-from app.sandbox.base import free_port
+from app.sandbox.base import SandboxState, Simulator, free_port
 
 
 @dataclass(frozen=True)
@@ -35,13 +38,6 @@ class ReceivedMessage:
     html: str | None
     headers: dict[str, str]
     raw: bytes = field(repr=False)
-
-
-@dataclass
-class _Failure:
-    code: int
-    times: int
-    text: str
 
 
 def _parse(raw: bytes, rcpt_tos: list[str], mail_from: str) -> ReceivedMessage:
@@ -74,7 +70,7 @@ class _Handler:
         return self._sink._receive(envelope)
 
 
-class SmtpSink:
+class SmtpSink(Simulator):
     """The SMTP server; ``messages`` lists what arrived, in order."""
 
     _running: ClassVar[list[SmtpSink]] = []
@@ -85,7 +81,7 @@ class SmtpSink:
         self.port = port or free_port()
         self.url = f"smtp://{self.host}:{self.port}"
         self.messages: list[ReceivedMessage] = []
-        self._failures: list[_Failure] = []
+        self.state = SandboxState()
         self.delay_seconds = 0.0
         """How long each DATA command waits before it is answered (see :meth:`slow_down`)."""
         self._lock = threading.Lock()
@@ -118,20 +114,18 @@ class SmtpSink:
     def inject_failure(self, code: int = 451, times: int = 1, text: str = "") -> None:
         """Answer the next ``times`` DATA commands with ``code`` (4xx defers, 5xx refuses)."""
         reason = text or ("Requested action aborted: try again later" if code < 500 else "Rejected")
-        with self._lock:
-            self._failures.append(_Failure(code=code, times=times, text=reason))
+        self.inject("data", status=code, times=times, body=reason)
 
     def slow_down(self, seconds: float) -> None:
         """Answer each message's DATA only after ``seconds`` (0 answers at once again)."""
         self.delay_seconds = max(0.0, seconds)
 
     def _receive(self, envelope: Any) -> str:
+        fault = self.state.hit("data", to=list(envelope.rcpt_tos))
+        if fault is not None:
+            reason = fault.body if isinstance(fault.body, str) else "Requested action aborted"
+            return f"{fault.status} {reason}"
         with self._lock:
-            for failure in self._failures:
-                if failure.times != 0:
-                    if failure.times > 0:
-                        failure.times -= 1
-                    return f"{failure.code} {failure.text}"
             raw = envelope.original_content or envelope.content
             if isinstance(raw, str):
                 raw = raw.encode()
@@ -147,8 +141,7 @@ class SmtpSink:
         """How many times each Message-ID arrived (a value above 1 is a duplicate delivery)."""
         return Counter(m.message_id for m in self.snapshot())
 
-    def clear(self) -> None:
+    def reset_data(self) -> None:
         with self._lock:
             self.messages.clear()
-            self._failures.clear()
             self.delay_seconds = 0.0

@@ -8,6 +8,9 @@ what a receiver fetches from SNS (the signing certificate, the SubscribeURL).
 string. Quirks kept: the ``Message`` of an SES notification is itself a JSON *string*; SNS posts
 with ``Content-Type: text/plain; charset=UTF-8``; a notification has no ``Subject`` unless the
 publisher set one, and then it is part of the signed string.
+
+Fault kinds: ``certificate`` (the signing certificate's fetch), ``action.<Action>`` (the
+SubscribeURL's ``ConfirmSubscription``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,14 @@ from litestar import Litestar, MediaType, Request, Response, get
 
 from app.clock import Clock, SystemClock
 from app.integrations.mail.sns import SnsMessage, string_to_sign
-from app.sandbox.base import SandboxState, ThreadedServer
+from app.sandbox.base import (
+    HttpSimulator,
+    SandboxState,
+    ThreadedServer,
+    fault_response,
+    simulator_app,
+    start_simulator,
+)
 
 SNS_CONTENT_TYPE = "text/plain; charset=UTF-8"
 
@@ -49,7 +59,9 @@ def _certificate(key: rsa.RSAPrivateKey) -> bytes:
 
 
 @dataclass
-class SnsSandbox:
+class SnsSandbox(HttpSimulator):
+    """The signing keys (kept by :meth:`reset`) and the subscriptions confirmed (forgotten)."""
+
     state: SandboxState = field(default_factory=SandboxState)
     clock: Clock = field(default_factory=SystemClock)
     url: str = ""
@@ -62,6 +74,12 @@ class SnsSandbox:
         self.certificate = _certificate(self.key)
         # A second key, to forge messages signed by a certificate SNS never issued.
         self.other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def reset_data(self) -> None:
+        self.confirmed.clear()
+
+    def create_app(self) -> Litestar:
+        return create_sns_app(self)
 
     def _timestamp(self) -> str:
         return self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -130,14 +148,16 @@ class SnsSandbox:
 
 def create_sns_app(sandbox: SnsSandbox) -> Litestar:
     @get("/SimpleNotificationService-sandbox.pem")
-    async def certificate() -> Response[bytes]:
-        sandbox.state.hit("certificate")
+    async def certificate() -> Response[Any]:
+        if (fault := sandbox.state.hit("certificate")) is not None:
+            return await fault_response(fault)
         return Response(sandbox.certificate, media_type="application/x-pem-file")
 
     @get("/")
-    async def action(request: Request[Any, Any, Any]) -> Response[str]:
+    async def action(request: Request[Any, Any, Any]) -> Response[Any]:
         action, token = request.query_params.get("Action"), request.query_params.get("Token")
-        sandbox.state.hit(f"action.{action}")
+        if (fault := sandbox.state.hit(f"action.{action}")) is not None:
+            return await fault_response(fault)
         if action == "ConfirmSubscription" and token:
             sandbox.confirmed.append(token)
             return Response(
@@ -145,11 +165,9 @@ def create_sns_app(sandbox: SnsSandbox) -> Litestar:
             )
         return Response("<ErrorResponse/>", media_type=MediaType.XML, status_code=400)
 
-    return Litestar(route_handlers=[certificate, action], debug=False, logging_config=None)
+    return simulator_app([certificate, action])
 
 
 def start_sns_sandbox(sandbox: SnsSandbox | None = None) -> tuple[SnsSandbox, ThreadedServer]:
     sandbox = sandbox or SnsSandbox()
-    server = ThreadedServer(create_sns_app(sandbox)).start()
-    sandbox.url = server.url
-    return sandbox, server
+    return sandbox, start_simulator(sandbox)

@@ -45,7 +45,7 @@ def session_sink() -> Iterator[SmtpSink]:
 
 @pytest.fixture
 def sink(session_sink: SmtpSink) -> SmtpSink:
-    session_sink.clear()
+    session_sink.reset()
     return session_sink
 
 

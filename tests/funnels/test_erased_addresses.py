@@ -94,7 +94,7 @@ async def test_a_complained_address_deleted_then_reimported_is_not_mailed(
     assert detail == "suppressed on email: complained"
 
     # ... and neither does a campaign.
-    engine.sink.clear()
+    engine.sink.reset()
     async with rt.db.write() as uow:
         campaign = await create_campaign(
             uow.session, ws, CampaignData(name="News", subject="News", body="News"), rt.clock.now()

@@ -248,7 +248,7 @@ async def test_case7_deliverer_sigkilled_mid_batch_loses_nothing_and_repeats_onl
         for cid in ids:
             await enter(uow.session, version=version, contact_id=cid, now=rt.clock.now())
     assert await _drain(engine.runner, "runner", rt) == 300
-    engine.sink.clear()
+    engine.sink.reset()
 
     doomed = _worker(database_url, engine.sink.port, 3, die=False)
     try:

@@ -1,12 +1,13 @@
 """Fixtures of the outside-action tests: the engine with every outside channel delivering to
-loopback simulators (started per test, so each test sees fresh counters and idempotency ledgers),
-an HTTP echo target for ``http_request``, and helpers to configure a workspace's providers."""
+loopback simulators (each started once for the session when a test first needs it, and reset
+before every test, so each test sees fresh counters, data and idempotency ledgers), an HTTP echo
+target for ``http_request``, and helpers to configure a workspace's providers."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 from litestar import Litestar, Request, route
@@ -27,13 +28,20 @@ from app.engines.funnels.runs.runner import Runner
 from app.integrations.http_guard import AddressGuard
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
-from app.sandbox.ai import AiSandbox, create_ai_app
-from app.sandbox.base import SandboxState, ThreadedServer, fault_response
-from app.sandbox.booking import BookingSandbox, create_booking_app
-from app.sandbox.letter import LetterSandbox, create_letter_app
-from app.sandbox.payments import PaymentsSandbox, create_payments_app
-from app.sandbox.push import PushSandbox, create_push_app
-from app.sandbox.sms import SmsSandbox, TwilioSandbox, create_sms_app, create_twilio_app
+from app.sandbox.ai import AiSandbox
+from app.sandbox.base import (
+    HttpSimulator,
+    SandboxState,
+    ThreadedServer,
+    fault_response,
+    restore_defaults,
+    start_simulator,
+)
+from app.sandbox.booking import BookingSandbox
+from app.sandbox.letter import LetterSandbox
+from app.sandbox.payments import PaymentsSandbox
+from app.sandbox.push import PushSandbox
+from app.sandbox.sms import SmsSandbox, TwilioSandbox
 from app.sandbox.smtp import SmtpSink
 from app.scheduling.resources import Resources
 from app.settings import FunnelSettings, MailSettings
@@ -43,11 +51,17 @@ __all__ = ["session_sink", "sink", "space"]
 
 
 @dataclass
-class EchoTarget:
+class EchoTarget(HttpSimulator):
     """Any HTTP endpoint an ``http_request`` may call: answers what it received, counts calls."""
 
     state: SandboxState = field(default_factory=SandboxState)
     received: list[dict[str, Any]] = field(default_factory=list)
+
+    def reset_data(self) -> None:
+        restore_defaults(self, "received")
+
+    def create_app(self) -> Litestar:
+        return create_echo_app(self)
 
 
 def create_echo_app(target: EchoTarget) -> Litestar:
@@ -69,28 +83,43 @@ def create_echo_app(target: EchoTarget) -> Litestar:
     return Litestar([echo])
 
 
+S = TypeVar("S", bound=HttpSimulator)
+
+
 @dataclass
 class Sims:
-    """Simulators started on demand for one test."""
+    """The simulators started so far, by name (each on demand, once)."""
 
     servers: list[ThreadedServer] = field(default_factory=list)
     urls: dict[str, str] = field(default_factory=dict)
-    objects: dict[str, Any] = field(default_factory=dict)
+    objects: dict[str, HttpSimulator] = field(default_factory=dict)
 
-    def start(self, name: str, sandbox: Any, app: Callable[[Any], Litestar]) -> Any:
-        server = ThreadedServer(app(sandbox)).start()
-        self.servers.append(server)
-        self.urls[name] = server.url
-        self.objects[name] = sandbox
-        return sandbox
+    def get(self, name: str, build: Callable[[], S]) -> S:
+        """The simulator ``name``, started from ``build()`` the first time it is asked for."""
+        if name not in self.objects:
+            simulator = build()
+            self.servers.append(start_simulator(simulator))
+            self.urls[name] = simulator.url
+            self.objects[name] = simulator
+        return cast(S, self.objects[name])
+
+    def reset(self) -> None:
+        for simulator in self.objects.values():
+            simulator.reset()
 
 
-@pytest.fixture
-def sims() -> Iterator[Sims]:
+@pytest.fixture(scope="session")
+def session_sims() -> Iterator[Sims]:
     started = Sims()
     yield started
     for server in started.servers:
         server.stop()
+
+
+@pytest.fixture
+def sims(session_sims: Sims) -> Sims:
+    session_sims.reset()
+    return session_sims
 
 
 @dataclass
@@ -141,40 +170,28 @@ class Outside(Engine):
         return len(leased)
 
     def sms(self) -> SmsSandbox:
-        return self.sims.objects.get("sms") or self.sims.start("sms", SmsSandbox(), create_sms_app)
+        return self.sims.get("sms", SmsSandbox)
 
     def twilio(self) -> TwilioSandbox:
-        return self.sims.objects.get("twilio") or self.sims.start(
-            "twilio", TwilioSandbox(), create_twilio_app
-        )
+        return self.sims.get("twilio", TwilioSandbox)
 
     def push(self) -> PushSandbox:
-        return self.sims.objects.get("push") or self.sims.start(
-            "push", PushSandbox(), create_push_app
-        )
+        return self.sims.get("push", PushSandbox)
 
     def letter(self) -> LetterSandbox:
-        return self.sims.objects.get("letter") or self.sims.start(
-            "letter", LetterSandbox(), create_letter_app
-        )
+        return self.sims.get("letter", LetterSandbox)
 
     def payments(self) -> PaymentsSandbox:
-        return self.sims.objects.get("payments") or self.sims.start(
-            "payments", PaymentsSandbox(), create_payments_app
-        )
+        return self.sims.get("payments", PaymentsSandbox)
 
     def booking(self) -> BookingSandbox:
-        return self.sims.objects.get("booking") or self.sims.start(
-            "booking", BookingSandbox(), create_booking_app
-        )
+        return self.sims.get("booking", BookingSandbox)
 
     def ai(self) -> AiSandbox:
-        return self.sims.objects.get("ai") or self.sims.start("ai", AiSandbox(), create_ai_app)
+        return self.sims.get("ai", AiSandbox)
 
     def echo(self) -> EchoTarget:
-        return self.sims.objects.get("echo") or self.sims.start(
-            "echo", EchoTarget(), create_echo_app
-        )
+        return self.sims.get("echo", EchoTarget)
 
 
 @pytest.fixture

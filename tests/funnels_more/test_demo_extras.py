@@ -40,7 +40,7 @@ async def test_demo_seeds_a_form_and_a_draft_campaign(client, engine: Engine, te
     assert page.status_code == 200
     assert 'name="first_name"' in page.text
     await engine.drive()
-    engine.sink.clear()
+    engine.sink.reset()
     sent = await client.post(
         f"/t/f/{form.public_id}",
         data={"email": "lin@example.com", "first_name": "Lin", "submission_id": "demo-1"},

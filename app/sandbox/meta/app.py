@@ -10,7 +10,13 @@ import msgspec
 from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.params import FromPath
 
-from app.sandbox.base import Fault, ThreadedServer, fault_response, simulator_app
+from app.sandbox.base import (
+    Fault,
+    ThreadedServer,
+    fault_response,
+    simulator_app,
+    start_simulator,
+)
 from app.sandbox.meta.world import MAX_BATCH, GraphWorld, SimReply, graph_error
 
 AnyRequest = Request[Any, Any, Any]
@@ -184,6 +190,4 @@ def create_app(world: GraphWorld) -> Litestar:
 
 def serve_world(world: GraphWorld, port: int | None = None) -> ThreadedServer:
     """Start the simulator for ``world`` on a loopback port, in its own thread."""
-    server = ThreadedServer(create_app(world), port=port)
-    world.base_url = server.url
-    return server.start()
+    return start_simulator(world, port)

@@ -16,13 +16,16 @@ import base64
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import msgspec
 
-from app.sandbox.base import Fault, SandboxState
+from app.sandbox.base import Fault, HttpSimulator, SandboxState
 from app.sandbox.meta.insights import INSIGHTS_FIELDS, PRESET_DAYS, generate_row
+
+if TYPE_CHECKING:
+    from litestar import Litestar
 
 ZERO_DECIMAL = frozenset(
     {"JPY", "KRW", "IDR", "CLP", "COP", "HUF", "TWD", "VND", "ISK", "PYG", "CRC", "UGX"}
@@ -164,12 +167,13 @@ class BadRequest(Exception):
         self.subcode = subcode
 
 
-class GraphWorld:
-    """Ad accounts, campaigns and tokens, and the programmable behaviour of the simulated API."""
+class GraphWorld(HttpSimulator):
+    """Ad accounts, campaigns and tokens, and the programmable behaviour of the simulated API.
+    :meth:`reset` forgets all of them: an empty world on the same version."""
 
     def __init__(self, *, version: str = "v21.0", base_url: str = "") -> None:
         self.version = version
-        self.base_url = base_url
+        self.url = base_url
         self.state = SandboxState()
         self.accounts: dict[str, SimAccount] = {}
         self.tokens: dict[str, set[str]] = {}
@@ -199,11 +203,23 @@ class GraphWorld:
         sent (Meta takes a POST's parameters as one form-encoded string)."""
         self._lock = threading.RLock()
 
-    def reset(self) -> None:
-        """Forget every account, token, fault, count and setting (one world per test scenario)."""
+    @property
+    def base_url(self) -> str:
+        """Where the world is served (the Graph API's base URL, without the version)."""
+        return self.url
+
+    @base_url.setter
+    def base_url(self, value: str) -> None:
+        self.url = value
+
+    def create_app(self) -> Litestar:
+        from app.sandbox.meta.app import create_app
+
+        return create_app(self)
+
+    def reset_data(self) -> None:
+        """Forget every account, token and setting (one world per test scenario)."""
         with self._lock:
-            self.state.clear_faults()
-            self.state.reset_counts()
             self.accounts.clear()
             self.tokens.clear()
             self.page_sizes = []
@@ -407,9 +423,6 @@ class GraphWorld:
                 return nulls
             nulls, self.null_batch_items = self.null_batch_items, 0
             return nulls
-
-    def count(self, kind: str = "*") -> int:
-        return self.state.count(kind)
 
     # -- answering ----------------------------------------------------------------------------
 
