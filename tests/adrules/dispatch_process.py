@@ -45,6 +45,7 @@ async def main(db_url: str, graph_url: str, key: str, now_iso: str, start_at: fl
     )
     # Open connections before the start line, so the race is about claiming, not connecting.
     await db.ping()
+    # A start line in wall-clock time: the racing processes share no loop to signal on.
     await asyncio.sleep(max(0.0, start_at - time.time()))
     try:
         summaries = await asyncio.gather(*(dispatch_due(deps, now, clock.now) for _ in range(3)))

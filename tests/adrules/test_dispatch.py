@@ -26,6 +26,7 @@ from tests.adrules.support import (
     dispatch_deps,
     store_token,
 )
+from tests.conftest import eventually
 
 
 async def _jobs(runtime: Runtime) -> list[RunAccountPayload]:
@@ -315,20 +316,20 @@ async def test_ar12_retry_waits_on_the_clock(
     started = clock.now()
     task = asyncio.create_task(dispatch_due(deps, started, clock.now))
 
-    async def sleeping() -> None:
-        while clock.sleepers == 0:
-            await asyncio.sleep(0.005)
+    async def sleeping() -> bool:
+        return clock.sleepers == 1
 
-    await asyncio.wait_for(sleeping(), 10)
+    await eventually(sleeping)
     assert world.count("campaigns.list") == 1
     clock.advance(0.999)
-    await asyncio.sleep(0.05)
+    # Still asleep: a wait the advance had ended would have left the clock's sleepers at once.
+    assert clock.sleepers == 1
     assert world.count("campaigns.list") == 1
     clock.advance(0.001)
-    await asyncio.wait_for(sleeping(), 10)
+    await eventually(sleeping)
     assert world.count("campaigns.list") == 2
     clock.advance(1.999)
-    await asyncio.sleep(0.05)
+    assert clock.sleepers == 1
     assert world.count("campaigns.list") == 2
     clock.advance(0.001)
     summary = await asyncio.wait_for(task, 10)

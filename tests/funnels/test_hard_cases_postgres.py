@@ -70,11 +70,16 @@ async def _bulk_runs(
         await uow.session.execute(insert(Run), rows)
 
 
-async def _drain(runner: Runner, owner: str, runtime: Runtime) -> int:
+async def _drain(
+    runner: Runner, owner: str, runtime: Runtime, busy: asyncio.Event | None = None
+) -> int:
+    """Run batches until none is left; ``busy`` is set once a batch has run."""
     steps = 0
     while True:
         result = await runner.run_batch(owner=owner, now=runtime.clock.now())
         steps += result.steps
+        if busy is not None and result.leased:
+            busy.set()
         if result.leased == 0:
             return steps
 
@@ -91,8 +96,9 @@ async def test_case3_republish_with_10000_runs_in_flight_and_four_workers(
     old = await bulk_contacts(rt, ws, 10_000, "old")
     await _bulk_runs(rt, version1, old, "w")
     runner = Runner(rt.db, FunnelSettings(runner_batch=500, lease_seconds=60), mail_domain="x")
-    workers = [asyncio.create_task(_drain(runner, f"w{i}", rt)) for i in range(4)]
-    await asyncio.sleep(0.05)  # republish while the workers are busy with the old runs
+    busy = asyncio.Event()
+    workers = [asyncio.create_task(_drain(runner, f"w{i}", rt, busy)) for i in range(4)]
+    await busy.wait()  # republish while the workers are busy with the old runs
     v2 = graph(node("wait", "w", days=1, next="v2_end"), node("join", "v2_end"))
     version2 = await republish(rt, ws, funnel_id, v2)
     new = await bulk_contacts(rt, ws, 100, "new")

@@ -53,18 +53,24 @@ async def test_rt30_hourly_sweep_fires_at_20_and_takes_a_bounded_batch_oldest_fi
         lease_seconds=600,
     )
     task = asyncio.create_task(runner.run())
+
+    async def asleep() -> bool:
+        """The sweep loop waits for its next tick (a running tick's lease heartbeat sleeps on
+        the clock too, hence the running check); ``set()`` drops the sleepers it wakes."""
+        return clock.sleepers == 1 and not runner.running
+
     try:
-        await eventually(lambda: _true(clock.sleepers == 1))
+        await eventually(asleep)
         clock.set(datetime(2026, 3, 2, 9, 20, tzinfo=UTC))  # the 09:20 tick: nothing due yet
-        await eventually(lambda: _true(clock.sleepers == 1))
+        await eventually(asleep)
         clock.set(datetime(2026, 3, 2, 10, 19, tzinfo=UTC))
-        await asyncio.sleep(0.05)
+        await eventually(asleep)  # had 10:19 woken the sweep, its tick would be over now
         assert await _requests(runtime) == 0  # due since 09:30, but the sweep runs at :20
         labels = {next_run_label(s, clock.now()) for s in (await _schedules(runtime)).values()}
         assert labels == {"pending"}
         clock.set(datetime(2026, 3, 2, 10, 20, tzinfo=UTC))
         await eventually(lambda: _has(runtime, 3))
-        await asyncio.sleep(0.05)
+        await eventually(asleep)  # the 10:20 tick is over
         assert await _requests(runtime) == 3  # bounded batch
         served = set(await _request_schedules(runtime))
         assert served == set(list(reversed(ids))[:3])  # the three oldest due
@@ -74,10 +80,6 @@ async def test_rt30_hourly_sweep_fires_at_20_and_takes_a_bounded_batch_oldest_fi
         runner.stop()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 async def _requests(runtime: Runtime) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +13,11 @@ from sqlalchemy import func, select
 
 from app.db.session import Database
 from app.scheduling.models import Job
+from app.scheduling.queue import JobQueue
 from tests.conftest import eventually
+from tests.scheduling.testjobs import RECORD, RUNS, Work
+
+_MARKERS = itertools.count(1)
 
 
 async def job_row(db: Database, job_id: str) -> Job | None:
@@ -55,3 +61,20 @@ async def running(*workers: Any) -> AsyncIterator[list[asyncio.Task[None]]]:
             else:
                 worker.stop()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def worked_through(queue: JobQueue) -> str:
+    """Enqueue a marker job behind everything that is due and wait until a worker has run it.
+
+    Queues hand out due jobs oldest first, so by then every job that was due before the marker has
+    been leased and started: a test that checks a job did *not* run (a duplicate, one whose lease
+    or backoff has not run out) waits for this instead of for some amount of time. Returns the
+    marker's job id."""
+    key = f"marker-{next(_MARKERS)}-{uuid.uuid4().hex[:8]}"
+    await queue.enqueue(None, RECORD, Work(key=key), job_id=key)
+
+    async def ran() -> bool:
+        return RUNS.done[key] == 1
+
+    await eventually(ran)
+    return key

@@ -3,7 +3,6 @@ always, arq on Redis when ``TEST_REDIS_URL`` is set."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -15,7 +14,7 @@ from app.scheduling.arq_queue import ArqQueue
 from app.scheduling.models import JOB_DONE
 from tests.conftest import TEST_REDIS_URL, eventually
 from tests.scheduling.conftest import BACKENDS, Runtimes, arq_workers, database_worker
-from tests.scheduling.helpers import count_jobs, running
+from tests.scheduling.helpers import count_jobs, running, worked_through
 from tests.scheduling.testjobs import RECORD, RECORD_FAST_RETRY, RUNS, Work
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
@@ -63,7 +62,7 @@ async def test_a_repeated_job_id_runs_once_also_after_the_job_finished(
     async with running(workers_for(runtime)):
         await eventually(lambda: _true(RUNS.done["dedup"] == 1))
         await runtime.queue.enqueue(None, RECORD, Work(key="dedup"), job_id=job_id)
-        await asyncio.sleep(0.4)
+        await worked_through(runtime.queue)
     assert RUNS.started["dedup"] == 1
 
 
@@ -87,7 +86,7 @@ async def test_a_job_enqueued_in_a_unit_of_work_that_rolls_back_never_runs(
     assert not await visible(runtime, dropped)
     async with running(workers_for(runtime)):
         await eventually(lambda: _true(RUNS.done["kept"] == 1))
-        await asyncio.sleep(0.3)
+        await worked_through(runtime.queue)
     assert RUNS.started["dropped"] == 0
 
 

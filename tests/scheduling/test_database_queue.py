@@ -3,7 +3,6 @@ lease expiry and heartbeats, retries with backoff on a ManualClock, dead jobs, d
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from app.clock import ManualClock, SystemClock
@@ -14,7 +13,14 @@ from app.scheduling.queue import JOB_CLAIM, LEASE_EXPIRED_ERROR, DatabaseQueue, 
 from app.settings import Settings
 from tests.conftest import eventually
 from tests.scheduling.conftest import Runtimes, database_worker
-from tests.scheduling.helpers import count_jobs, job_row, running, status_of, wait_for_status
+from tests.scheduling.helpers import (
+    count_jobs,
+    job_row,
+    running,
+    status_of,
+    wait_for_status,
+    worked_through,
+)
 from tests.scheduling.testjobs import RECORD, RECORD_SHORT_TIMEOUT, RUNS, Work, record
 
 
@@ -60,7 +66,7 @@ async def test_job_of_a_dead_worker_runs_again_after_its_lease_expires(
     assert [j.id for j in await queue.lease("dead-worker", ["default"], 10, 60)] == ["orphan"]
     worker = database_worker(runtime, lease_seconds=60)
     async with running(worker):
-        await asyncio.sleep(0.2)
+        await worked_through(queue)
         assert RUNS.started["orphan"] == 0, "still leased by the dead worker"
         manual.advance(61)
         row = await wait_for_status(runtime.db, "orphan", JOB_DONE)
@@ -152,7 +158,7 @@ async def test_failures_retry_with_doubling_backoff_then_the_job_is_dead_with_it
         assert row.run_at == start + timedelta(seconds=10)
         assert row.last_error == "RuntimeError: boom at attempt 1"
         manual.advance(9)
-        await asyncio.sleep(0.2)
+        await worked_through(runtime.queue)
         assert RUNS.started["doomed"] == 1, "not retried before its backoff"
         manual.advance(1)
         await attempts_recorded(2)
@@ -225,10 +231,12 @@ async def test_same_job_id_is_kept_once_even_after_it_finished_until_purged(
     async with running(database_worker(runtime)):
         await wait_for_status(runtime.db, "dup:1", JOB_DONE)
         await queue.enqueue(None, RECORD, Work(key="dup"), job_id="dup:1")
-        await asyncio.sleep(0.2)
+        marker = await worked_through(queue)
         assert RUNS.started["dup"] == 1, "a finished job's id still deduplicates"
+        await wait_for_status(runtime.db, marker, JOB_DONE)
         manual.advance(hours=25)
-        assert await queue.purge_finished(manual.now() - timedelta(hours=24)) == 1
+        # The finished job and the marker job.
+        assert await queue.purge_finished(manual.now() - timedelta(hours=24)) == 2
         await queue.enqueue(None, RECORD, Work(key="dup"), job_id="dup:1")
         await eventually(lambda: _true(RUNS.done["dup"] == 2))
 

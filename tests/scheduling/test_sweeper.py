@@ -163,7 +163,8 @@ async def test_a_slow_tick_does_not_overlap_the_next(
         manual.advance(10)  # 09:00:10: the first tick starts and blocks
         await eventually(lambda: _true(len(started) == 1))
         manual.advance(30)  # the 09:00:20, :30 and :40 ticks come due meanwhile
-        await asyncio.sleep(0.1)
+        # No second tick can have started: this loop is inside the first (it sleeps on no clock),
+        # and a tick started anyway would show in ``started`` and ``most_active`` at the end.
         assert started == [at("2026-03-02 09:00:10")]
         assert not await elsewhere.run_tick(sweep, at("2026-03-02 09:00:20")), (
             "another process cannot start a tick while this one runs"
@@ -266,9 +267,10 @@ async def test_shutdown_lets_a_running_tick_finish_within_the_grace_period(
 ) -> None:
     runtime = runtimes.make("database", manual)
     finished: list[datetime] = []
-    proceed = asyncio.Event()
+    entered, proceed = asyncio.Event(), asyncio.Event()
 
     async def tick(ctx: JobContext, when: datetime) -> None:
+        entered.set()
         await proceed.wait()
         finished.append(when)
 
@@ -277,9 +279,10 @@ async def test_shutdown_lets_a_running_tick_finish_within_the_grace_period(
     task = asyncio.create_task(sweeper.run())
     await settle(manual, 1, sweeper)
     manual.advance(10)
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(entered.wait(), 10)  # the tick runs
     stopping = asyncio.create_task(sweeper.shutdown(grace=5))
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # shutdown has begun: stopped, waiting for the running tick
+    assert not stopping.done()
     proceed.set()
     await asyncio.wait_for(stopping, 5)
     await asyncio.wait_for(task, 5)
@@ -293,7 +296,10 @@ async def test_shutdown_cancels_a_tick_outlasting_the_grace_and_releases_its_cla
 ) -> None:
     runtime = runtimes.make("database", manual)
 
+    entered = asyncio.Event()
+
     async def hangs(ctx: JobContext, when: datetime) -> None:
+        entered.set()
         await asyncio.Event().wait()
 
     sweeps = [Sweep("test.hangs", EVERY_10_SECONDS, hangs)]
@@ -301,7 +307,7 @@ async def test_shutdown_cancels_a_tick_outlasting_the_grace_and_releases_its_cla
     task = asyncio.create_task(sweeper.run())
     await settle(manual, 1, sweeper)
     manual.advance(10)
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(entered.wait(), 10)  # the tick runs (and will outlast the grace)
     await asyncio.wait_for(sweeper.shutdown(grace=0.2), 5)
     await asyncio.gather(task, return_exceptions=True)
 
