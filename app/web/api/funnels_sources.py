@@ -17,6 +17,7 @@ from app.runtime import Runtime
 from app.schemas import Schema
 from app.web.api.common import RowId, api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.deps import CurrentClock, Reads, Secrets, Writes
 
 Secret = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
 
@@ -80,61 +81,65 @@ def _with_secret(runtime: Runtime, created: sources.Created) -> SourceWithSecret
 
 
 @get("/sources")
-async def list_sources(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[SourceOut]:
-    async with runtime.db.read() as session:
-        rows = await sources.list_sources(session, principal.workspace_id)
+async def list_sources(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, session: Reads
+) -> list[SourceOut]:
+    rows = await sources.list_sources(session, principal.workspace_id)
     return [_out(runtime, row) for row in rows]
 
 
 @post("/sources", status_code=201)
 async def create_source(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[SourceIn]
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    data: JSONBody[SourceIn],
 ) -> SourceWithSecret:
     """Add a source (admins only); a generated secret is in this answer and nowhere else."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        created = await sources.create_source(
-            uow.session,
-            runtime.secrets,
-            workspace_id=principal.workspace_id,
-            name=data.name,
-            provider=data.provider,
-            receives=data.receives,
-            secret=data.secret,
-            now=runtime.clock.now(),
-        )
-        return _with_secret(runtime, created)
+    created = await sources.create_source(
+        uow.session,
+        secrets,
+        workspace_id=principal.workspace_id,
+        name=data.name,
+        provider=data.provider,
+        receives=data.receives,
+        secret=data.secret,
+        now=clock.now(),
+    )
+    return _with_secret(runtime, created)
 
 
 @post("/sources/{source_id:int}/rotate", status_code=200)
 async def rotate_source_secret(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
     source_id: RowId,
     data: JSONBody[RotateIn],
 ) -> SourceWithSecret:
     """Replace the source's secret: requests signed with the old one are refused from now on."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        created = await sources.rotate_secret(
-            uow.session,
-            runtime.secrets,
-            workspace_id=principal.workspace_id,
-            source_id=source_id,
-            secret=data.secret,
-            now=runtime.clock.now(),
-        )
-        return _with_secret(runtime, created)
+    created = await sources.rotate_secret(
+        uow.session,
+        secrets,
+        workspace_id=principal.workspace_id,
+        source_id=source_id,
+        secret=data.secret,
+        now=clock.now(),
+    )
+    return _with_secret(runtime, created)
 
 
 @delete("/sources/{source_id:int}")
-async def delete_source(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, source_id: RowId
-) -> None:
+async def delete_source(principal: CurrentPrincipal, uow: Writes, source_id: RowId) -> None:
     """Remove a source: its URL answers 404 from now on."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await sources.delete_source(uow.session, principal.workspace_id, source_id)
+    await sources.delete_source(uow.session, principal.workspace_id, source_id)
 
 
 ROUTER = api_router(

@@ -12,9 +12,10 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
 from app.engines.funnels.definitions import service
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import page
 from app.web.dashboard.funnel_editor import KIND_LABELS
+from app.web.deps import Reads
 
 PREFIX = "/ui/funnels"
 
@@ -68,23 +69,20 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 async def compare_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
     number: FromPath[int],
     against: FromQuery[str] = "draft",
 ) -> Template:
     """Version ``number`` beside ``against``: the draft, or another version's number."""
-    async with runtime.db.read() as session:
-        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
-        version = await service.get_version(session, principal.workspace_id, funnel_id, number)
-        versions = await service.versions(session, principal.workspace_id, funnel_id)
-        if against.isdigit():
-            other = await service.get_version(
-                session, principal.workspace_id, funnel_id, int(against)
-            )
-            after, after_name = other.definition, f"version {other.number}"
-        else:
-            after, after_name = funnel.draft, "the draft"
+    funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+    version = await service.get_version(session, principal.workspace_id, funnel_id, number)
+    versions = await service.versions(session, principal.workspace_id, funnel_id)
+    if against.isdigit():
+        other = await service.get_version(session, principal.workspace_id, funnel_id, int(against))
+        after, after_name = other.definition, f"version {other.number}"
+    else:
+        after, after_name = funnel.draft, "the draft"
     return page(
         request,
         "funnels/compare.html",

@@ -38,7 +38,7 @@ from app.engines.funnels.models import Contact, ContactList, Tag
 from app.engines.funnels.runs import records
 from app.errors import DomainError
 from app.schemas import Key
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import page
 from app.web.deps import CurrentSettings, Reads
 
@@ -416,15 +416,14 @@ class CheckBody(msgspec.Struct):
 async def check_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
     data: JSONBody[CheckBody],
 ) -> dict[str, Any]:
     """The problems of the graph the editor holds, not saved (the funnel must be the
     workspace's: an unknown id answers 404 like its page)."""
-    async with runtime.db.read() as session:
-        await service.get_funnel(session, principal.workspace_id, funnel_id)
-        return {"problems": await check_raw(session, principal.workspace_id, data.definition)}
+    await service.get_funnel(session, principal.workspace_id, funnel_id)
+    return {"problems": await check_raw(session, principal.workspace_id, data.definition)}
 
 
 class PreviewBody(msgspec.Struct):

@@ -29,6 +29,7 @@ from app.integrations.mail import MailError, MailSender
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard import audiences, contacts_ui, funnel_diff, funnel_editor
 from app.web.dashboard.common import page
+from app.web.deps import CurrentClock, Reads, Writes
 
 PREFIX = "/ui/funnels"
 
@@ -49,20 +50,19 @@ EMPTY_DEFINITION = {"triggers": [{"kind": "manual"}], "nodes": []}
 
 @get(PREFIX)
 async def funnels_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    async with runtime.db.read() as session:
-        funnels = await service.list_funnels(session, principal.workspace_id)
-        counts = await service.run_counts(session, [f.id for f in funnels])
-        numbers = dict(
-            (
-                await session.execute(
-                    select(FunnelVersion.id, FunnelVersion.number).where(
-                        FunnelVersion.workspace_id == principal.workspace_id
-                    )
+    funnels = await service.list_funnels(session, principal.workspace_id)
+    counts = await service.run_counts(session, [f.id for f in funnels])
+    numbers = dict(
+        (
+            await session.execute(
+                select(FunnelVersion.id, FunnelVersion.number).where(
+                    FunnelVersion.workspace_id == principal.workspace_id
                 )
-            ).all()
-        )
+            )
+        ).all()
+    )
     rows = [
         {
             "funnel": f,
@@ -77,17 +77,17 @@ async def funnels_page(
 @post(PREFIX)
 async def create_funnel_page(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     data: URLEncodedBody[NewFunnelForm],
 ) -> Redirect:
-    async with runtime.db.write() as uow:
-        funnel = await service.create_funnel(
-            uow.session,
-            principal.workspace_id,
-            data.name or "Untitled funnel",
-            service.parse_definition(EMPTY_DEFINITION),
-            runtime.clock.now(),
-        )
+    funnel = await service.create_funnel(
+        uow.session,
+        principal.workspace_id,
+        data.name or "Untitled funnel",
+        service.parse_definition(EMPTY_DEFINITION),
+        clock.now(),
+    )
     return Redirect(f"{PREFIX}/{funnel.id}")
 
 
@@ -332,15 +332,12 @@ async def test_send_page(
 async def runs_partial(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
 ) -> Template:
     """The editor's runs table, refreshed in place while a run is active."""
-    async with runtime.db.read() as session:
-        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
-        runs = await service.list_runs(
-            session, principal.workspace_id, funnel_id, after=None, limit=50
-        )
+    funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+    runs = await service.list_runs(session, principal.workspace_id, funnel_id, after=None, limit=50)
     return page(request, "funnels/_runs.html", principal, funnel=funnel, runs=runs)
 
 
@@ -348,13 +345,12 @@ async def runs_partial(
 async def version_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
     number: FromPath[int],
 ) -> Template:
-    async with runtime.db.read() as session:
-        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
-        version = await service.get_version(session, principal.workspace_id, funnel_id, number)
+    funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+    version = await service.get_version(session, principal.workspace_id, funnel_id, number)
     return page(
         request,
         "funnels/version.html",
@@ -369,15 +365,14 @@ async def version_page(
 async def run_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     run_id: FromPath[int],
 ) -> Template:
-    async with runtime.db.read() as session:
-        run = await service.get_run(session, principal.workspace_id, run_id)
-        funnel = await service.get_funnel(session, principal.workspace_id, run.funnel_id)
-        steps = await service.steps_of(session, run.id)
-        effects = await service.effects_of_run(session, run.id)
-        version = await session.get(FunnelVersion, run.version_id)
+    run = await service.get_run(session, principal.workspace_id, run_id)
+    funnel = await service.get_funnel(session, principal.workspace_id, run.funnel_id)
+    steps = await service.steps_of(session, run.id)
+    effects = await service.effects_of_run(session, run.id)
+    version = await session.get(FunnelVersion, run.version_id)
     return page(
         request,
         "funnels/run.html",

@@ -39,6 +39,7 @@ from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import activity, audiences
 from app.web.dashboard.bulk_progress import ProgressView, read_progress
 from app.web.dashboard.common import error_message, page
+from app.web.deps import CurrentClock, Writes
 
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
 
@@ -365,11 +366,10 @@ async def schedule_page(
 
 @post(f"{CAMPAIGNS}/{{campaign_id:int}}/cancel")
 async def cancel_page(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, campaign_id: FromPath[int]
 ) -> Redirect:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await cancel_campaign(uow.session, principal.workspace_id, campaign_id, runtime.clock.now())
+    await cancel_campaign(uow.session, principal.workspace_id, campaign_id, clock.now())
     return Redirect(f"{CAMPAIGNS}/{campaign_id}")
 
 

@@ -29,6 +29,7 @@ from app.platform.service import Principal
 from app.runtime import Runtime
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import error_messages, page
+from app.web.deps import Reads, Writes
 
 PREFIX = "/ui/ranktracking/schedules/{schedule_id:int}"
 KINDS = [
@@ -220,13 +221,12 @@ async def create_alert(
 async def alert_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     schedule_id: FromPath[int],
     alert_id: FromPath[int],
 ) -> Template:
-    async with runtime.db.read() as session:
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-        rule = await rules.get_rule(session, schedule, alert_id)
+    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    rule = await rules.get_rule(session, schedule, alert_id)
     return _form_page(
         request,
         principal,
@@ -252,13 +252,12 @@ async def update_alert(
 @post(f"{PREFIX}/alerts/{{alert_id:int}}/delete")
 async def delete_alert(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
     schedule_id: FromPath[int],
     alert_id: FromPath[int],
 ) -> Redirect:
-    async with runtime.db.write() as uow:
-        schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-        await rules.delete_rule(uow.session, schedule, alert_id)
+    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    await rules.delete_rule(uow.session, schedule, alert_id)
     return _back(schedule_id, "Alert deleted")
 
 

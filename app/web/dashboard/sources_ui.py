@@ -19,6 +19,7 @@ from app.engines.funnels.events.sources.signatures import HEADERS
 from app.errors import DomainError
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard.common import error_message, page
+from app.web.deps import Writes
 
 PAGE = "/ui/workspace/webhook-sources"
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
@@ -184,11 +185,10 @@ async def rotate_source_page(
 
 @post(f"{PAGE}/{{source_id:int}}/delete")
 async def delete_source_page(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, source_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, source_id: FromPath[int]
 ) -> Redirect:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await sources.delete_source(uow.session, principal.workspace_id, source_id)
+    await sources.delete_source(uow.session, principal.workspace_id, source_id)
     return Redirect(f"{PAGE}?notice={quote('Source removed: its URL answers 404 from now on')}")
 
 

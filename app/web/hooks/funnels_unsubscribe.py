@@ -39,6 +39,7 @@ from app.engines.funnels.outbox.unsubscribe import (
 from app.errors import ValidationFailed
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
+from app.web.deps import CurrentClock, Reads, Writes
 from app.web.hooks.funnels_public import workspace_secret
 
 MAX_RELAYED_MAIL_BYTES = 256 * 1024
@@ -93,14 +94,15 @@ def _done(what: str, token: str) -> Response[str]:
 
 
 @get("/t/u/{token:str}")
-async def unsubscribe_page(runtime: CurrentRuntime, token: FromPath[str]) -> Response[str]:
+async def unsubscribe_page(
+    runtime: CurrentRuntime, session: Reads, token: FromPath[str]
+) -> Response[str]:
     if token == TEST_TOKEN:
         return _test_page()
     ref = await _ref(runtime, token)
     if ref is None:
         return _unknown()
-    async with runtime.db.read() as session:
-        contact = await contact_of(session, ref)
+    contact = await contact_of(session, ref)
     if contact is None:
         return _page("Unsubscribed", "<p>This address receives nothing from us any more.</p>")
     action = f"/t/u/{escape(token)}"
@@ -123,7 +125,11 @@ async def _form(request: Request[Any, Any, Any]) -> dict[str, list[str]]:
 
 @post("/t/u/{token:str}", status_code=200)
 async def unsubscribe(
-    request: Request[Any, Any, Any], runtime: CurrentRuntime, token: FromPath[str]
+    request: Request[Any, Any, Any],
+    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    token: FromPath[str],
 ) -> Response[str]:
     """The page's buttons and RFC 8058 one-click POSTs."""
     if token == TEST_TOKEN:
@@ -137,31 +143,31 @@ async def unsubscribe(
     choice = Choice(
         everything=everything, left=frozenset() if everything else frozenset({ref.topic})
     )
-    async with runtime.db.write() as uow:
-        await choose(
-            uow.session,
-            ref,
-            choice,
-            how="one-click" if one_click else "unsubscribe page",
-            now=runtime.clock.now(),
-        )
+    await choose(
+        uow.session,
+        ref,
+        choice,
+        how="one-click" if one_click else "unsubscribe page",
+        now=clock.now(),
+    )
     if everything:
         return _done("You will receive no more marketing e-mail from us.", token)
     return _done(f"You will receive no more '{ref.topic}' e-mail from us.", token)
 
 
 @get("/t/u/{token:str}/preferences")
-async def preferences_page(runtime: CurrentRuntime, token: FromPath[str]) -> Response[str]:
+async def preferences_page(
+    runtime: CurrentRuntime, session: Reads, token: FromPath[str]
+) -> Response[str]:
     if token == TEST_TOKEN:
         return _test_page()
     ref = await _ref(runtime, token)
     if ref is None:
         return _unknown()
-    async with runtime.db.read() as session:
-        contact = await contact_of(session, ref)
-        if contact is None:
-            return _page("Preferences", "<p>This address receives nothing from us any more.</p>")
-        topics = await workspace_topics(session, ref.message.workspace_id, contact)
+    contact = await contact_of(session, ref)
+    if contact is None:
+        return _page("Preferences", "<p>This address receives nothing from us any more.</p>")
+    topics = await workspace_topics(session, ref.message.workspace_id, contact)
     boxes = "".join(
         f"<label><input type='checkbox' name='topic' value='{escape(t)}'"
         f"{' checked' if subscribed(contact, t) else ''}> {escape(t)}</label>"
@@ -181,7 +187,11 @@ async def preferences_page(runtime: CurrentRuntime, token: FromPath[str]) -> Res
 
 @post("/t/u/{token:str}/preferences", status_code=200)
 async def save_preferences(
-    request: Request[Any, Any, Any], runtime: CurrentRuntime, token: FromPath[str]
+    request: Request[Any, Any, Any],
+    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
+    token: FromPath[str],
 ) -> Response[str]:
     if token == TEST_TOKEN:
         return _test_page()
@@ -190,17 +200,16 @@ async def save_preferences(
         return _unknown()
     form = await _form(request)
     kept = frozenset(t.strip() for t in form.get("topic", []) if t.strip())
-    async with runtime.db.write() as uow:
-        contact = await contact_of(uow.session, ref)
-        if contact is None:
-            return _page("Preferences", "<p>This address receives nothing from us any more.</p>")
-        topics = set(await workspace_topics(uow.session, ref.message.workspace_id, contact))
-        choice = Choice(
-            everything=form.get("none") == ["1"],
-            left=frozenset(topics - kept),
-            kept=frozenset(kept & topics),
-        )
-        await choose(uow.session, ref, choice, how="preference page", now=runtime.clock.now())
+    contact = await contact_of(uow.session, ref)
+    if contact is None:
+        return _page("Preferences", "<p>This address receives nothing from us any more.</p>")
+    topics = set(await workspace_topics(uow.session, ref.message.workspace_id, contact))
+    choice = Choice(
+        everything=form.get("none") == ["1"],
+        left=frozenset(topics - kept),
+        kept=frozenset(kept & topics),
+    )
+    await choose(uow.session, ref, choice, how="preference page", now=clock.now())
     return _page(
         "Preferences saved",
         "<h1>Saved</h1><p role='status'>Your choices are saved.</p>"
@@ -210,7 +219,7 @@ async def save_preferences(
 
 @post("/t/unsubscribe-mail", status_code=202)
 async def unsubscribe_by_mail(
-    request: Request[Any, Any, Any], runtime: CurrentRuntime
+    request: Request[Any, Any, Any], runtime: CurrentRuntime, uow: Writes, clock: CurrentClock
 ) -> dict[str, bool]:
     """A message sent to the ``mailto:`` target of ``List-Unsubscribe``, relayed raw
     (``message/rfc822``) by whatever receives that mailbox. The signed token in its subject is
@@ -223,14 +232,13 @@ async def unsubscribe_by_mail(
     ref = None if token is None else await _ref(runtime, token)
     if ref is None:
         raise ValidationFailed.field("Subject", "no valid unsubscribe token in the subject")
-    async with runtime.db.write() as uow:
-        await choose(
-            uow.session,
-            ref,
-            Choice(everything=False, left=frozenset({ref.topic})),
-            how="mailto",
-            now=runtime.clock.now(),
-        )
+    await choose(
+        uow.session,
+        ref,
+        Choice(everything=False, left=frozenset({ref.topic})),
+        how="mailto",
+        now=clock.now(),
+    )
     return {"unsubscribed": True}
 
 
