@@ -24,6 +24,7 @@ from app.db.dialect import dialect_name
 from app.db.session import Database
 from app.scheduling.claim import Claim, Lease, LeaseLost
 from app.settings import Settings
+from tests.conftest import eventually
 from tests.scheduling.claim_items import ITEMS, items, metadata, worked
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,20 +169,19 @@ async def test_a_lease_whose_renewals_stop_runs_out_on_its_own_clock(
 
 
 async def _until_sleeping(clock: ManualClock) -> None:
-    for _ in range(500):
-        if clock.sleepers:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the heartbeat never slept")
+    async def sleeping() -> bool:
+        return clock.sleepers > 0
+
+    await eventually(sleeping)  # the heartbeat sleeps on the clock
 
 
 async def _until_renewed(lease: Lease, before: int | None = None) -> None:
     start = lease.renewals if before is None else before
-    for _ in range(500):
-        if lease.renewals > start:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the heartbeat did not renew")
+
+    async def renewed() -> bool:
+        return lease.renewals > start
+
+    await eventually(renewed)
 
 
 def test_the_statement_is_compiled_once_per_dialect() -> None:
@@ -245,6 +245,7 @@ async def test_processes_claiming_while_some_are_sigkilled_work_each_item_exactl
         for _ in range(kills):
             victim = procs.pop(rng.randrange(len(procs)))
             await wait_claimed(victim)
+            # A random moment of its work to die in: chaos by design, not an ordering.
             await asyncio.sleep(rng.random() * 0.2)
             victim.send_signal(signal.SIGKILL)
             await asyncio.to_thread(victim.wait)

@@ -21,7 +21,7 @@ from app.scheduling.models import JOB_DONE, JOB_QUEUED, JOB_RUNNING
 from app.settings import Settings
 from tests.conftest import eventually
 from tests.scheduling.conftest import BACKENDS, Runtimes, arq_workers, database_worker
-from tests.scheduling.helpers import job_row, running, wait_for_status
+from tests.scheduling.helpers import job_row, running, wait_for_status, worked_through
 from tests.scheduling.testjobs import RECORD, RUNS, Work
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ async def test_a_job_outlasting_the_grace_period_is_released_and_later_completes
     RUNS.gate("long").set()
     async with running(workers_for(runtime, grace=1)):
         await eventually(lambda: _true(RUNS.done["long"] == 1))
-        await asyncio.sleep(0.3)
+        await worked_through(runtime.queue)  # a third start would have happened by now
     assert (RUNS.started["long"], RUNS.done["long"]) == (2, 1)
 
 
@@ -210,12 +210,15 @@ async def test_sigterm_releases_a_job_outlasting_the_grace_and_another_process_c
     second = WorkerProcess(runtime, markers, SWEEPLINE_TEST_JOB_SECONDS="0")
     processes.append(second.start())
     await wait_for_marker(markers, "done", 1)
-    await asyncio.sleep(0.5)
+    # A marker job behind it: once the second process has run that, it has seen the queue
+    # after the job finished (a repeated start would be in the markers file by then).
+    await runtime.queue.enqueue(None, RECORD, Work(key="marker"), job_id=f"marker-{job_id}")
+    await wait_for_marker(markers, "done marker", 1)
     second.signal(signal.SIGTERM)
     code, log = await second.exit_code()
     assert code == 0, log
-    assert len(lines(markers, "start")) == 2
-    assert len(lines(markers, "done")) == 1
+    assert len(lines(markers, "start rel")) == 2
+    assert len(lines(markers, "done rel")) == 1
 
 
 @pytest.mark.slow
@@ -258,6 +261,7 @@ async def test_the_worker_command_starts_and_stops_on_sigterm(
     processes.append(worker.start("app", "worker"))
     started = f"worker started ({'arq' if backend == 'arq' else 'database'} queue)"
     await eventually(lambda: _true(started in worker.output()), timeout=20)
+    # A process that is to keep running gives no event; half a second of it running is the check.
     await asyncio.sleep(0.5)
     assert worker.proc is not None
     assert worker.proc.poll() is None, "the worker keeps running"
