@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
 from app.sandbox.smtp import ReceivedMessage, SmtpSink
 from app.settings import MailSettings
+from tests.conftest import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIENCE = 10_000
@@ -79,14 +79,6 @@ class GatedSink(SmtpSink):
                 )
             )
         return "250 Message accepted for delivery"
-
-
-async def _wait(predicate: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.postgres
@@ -154,9 +146,9 @@ async def test_fn28_campaign_killed_mid_send_resumes_each_recipient_exactly_once
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         try:
-            await _wait(lambda: asyncio.to_thread(sink.held.is_set), 120)
+            await eventually(lambda: asyncio.to_thread(sink.held.is_set), timeout=120)
             # Everything the server accepted has been confirmed; the rest is on the wire.
-            await _wait(lambda: _equal(sent, len(sink.snapshot())), 30)
+            await eventually(lambda: _equal(sent, len(sink.snapshot())), timeout=30)
             proc.kill()
             assert proc.wait(timeout=30) == -9
         finally:
@@ -190,6 +182,7 @@ async def test_fn28_campaign_killed_mid_send_resumes_each_recipient_exactly_once
             in_flight=8,
             signing=Tracking("http://sweepline.test", "campaign-test-secret"),
         )
+        # The dead sender's lease (2 s, real time) runs out: nothing signals it but time.
         await asyncio.sleep(2.1)
         try:
             assert await send_until_done(sender, campaign_id, SystemClock()) is True

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from app.engines.funnels.events.models import InboundEvent
 from app.runtime import Runtime
 from app.settings import Settings
+from tests.conftest import eventually
 from tests.scheduling.test_chaos_serve import Serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -58,8 +59,10 @@ async def test_fn13_no_event_answered_2xx_is_missing_after_a_sigkill_mid_burst(
                         answered.append(event_id)
 
             async def killer() -> None:
-                while len(answered) < 300:
-                    await asyncio.sleep(0.005)
+                async def enough() -> bool:
+                    return len(answered) >= 300
+
+                await eventually(enough, timeout=120, interval=0.005)
                 serve.kill()
                 killed.set()
 

@@ -79,7 +79,7 @@ def echo_app(state: SandboxState) -> Litestar:
     @get("/slow")
     async def slow() -> dict[str, str]:
         state.hit("slow")
-        await asyncio.sleep(0.8)
+        await asyncio.sleep(0.8)  # a server that is slow in real time, past the client's timeout
         return {"late": "yes"}
 
     @get("/flaky")

@@ -103,7 +103,7 @@ async def own_redis() -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
             await client.ping()
             break
         except Exception:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # the server process is still starting: poll again
         finally:
             await client.aclose()
     try:
