@@ -77,11 +77,12 @@ def test_an_explicit_serp_url_wins_and_masking_holds_in_demo_mode(tmp_path: Path
         _wait_ready(port, process)
         # The demo's schedules measure their baseline at the provider the user named.
         deadline = time.monotonic() + 60
-        while provider.state.calls["serp.task_post"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.3)
+        while provider.count("serp.task_post") == 0 and time.monotonic() < deadline:
+            time.sleep(0.3)  # polling the demo process's first call
         # A request whose path carries an API key: its access-log line must be masked.
         answer = httpx.put(f"http://127.0.0.1:{port}/api/v1/secrets/{RAW_KEY}", json={})
         assert answer.status_code == 401
+        # The access-log line is written after the answer was sent, in the other process.
         time.sleep(0.5)
     finally:
         first_log = _stop(process)

@@ -72,7 +72,7 @@ async def test_a_batch_longer_than_its_lease_is_not_taken_over_and_each_message_
                 )
             if not left:
                 return
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # the rest is leased by another deliverer: poll again
 
     engine.sink.slow_down(SMTP_DELAY)
     try:

@@ -76,6 +76,7 @@ async def test_a_20000_row_import_while_the_api_is_used(
                     statuses[changed.status_code] += 1
                 listed = await client.get("/api/v1/funnels/contacts?limit=5", headers=headers)
                 statuses[listed.status_code] += 1
+                # Pacing the API load like a person using it, not an ordering.
                 await asyncio.sleep(0.05)
 
         async def watcher() -> dict[str, object]:
@@ -88,7 +89,7 @@ async def test_a_20000_row_import_while_the_api_is_used(
                 if body["status"] in ("done", "failed", "cancelled"):
                     done.set()
                     return dict(body)
-                await asyncio.sleep(0.25)
+                await asyncio.sleep(0.25)  # a client polling the job's status
             done.set()
             raise AssertionError("the import did not finish in 10 minutes")
 

@@ -65,7 +65,7 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
         if ran.leased or sent.leased:
             idle_since = clock.monotonic()
         else:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # a worker process polling its queue, as the real one does
     await pool.aclose()
     await db.dispose()
 

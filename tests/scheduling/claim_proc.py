@@ -49,7 +49,7 @@ async def main(lease_seconds: float) -> None:
                 continue
             print(f"claimed {len(rows)}", flush=True)
             for item_id, _attempts in rows:
-                await asyncio.sleep(rng.random() * 0.004)
+                await asyncio.sleep(rng.random() * 0.004)  # random work time: interleavings vary
                 async with db.write() as uow:
                     done = await uow.session.execute(
                         update(items)

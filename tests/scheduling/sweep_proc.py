@@ -53,6 +53,7 @@ async def main(name: str, period: float, count: int) -> dict[str, object]:
     try:
         for i in range(count):
             due = first_tick + i * period
+            # Ticks on the wall clock: the racing processes share no clock or loop to signal on.
             await asyncio.sleep(max(0.0, due - time.time()))
             tick = datetime.fromtimestamp(due, UTC)
             if await runner.run_tick(sweep, tick):

@@ -198,7 +198,7 @@ async def test_sigkilled_tick_holders_are_taken_over_and_no_funnel_mail_is_lost(
                         break
                     assert time.monotonic() < deadline, "no tick started"
                     await asyncio.sleep(0.005)
-                await asyncio.sleep(rng.random() * 0.05)
+                await asyncio.sleep(rng.random() * 0.05)  # a random point of the tick: chaos
                 holder_pid = int(state.lease_owner.split(":")[1])
                 (victim,) = [s for s in serves if s.pid == holder_pid]
                 victim.kill()

@@ -73,7 +73,7 @@ async def record(ctx: JobContext, work: Work) -> None:
         await RUNS.gate(work.key).wait()
     seconds = float(os.environ.get("SWEEPLINE_TEST_JOB_SECONDS", work.seconds))
     if seconds:
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(seconds)  # the job's own work, taking real time
     if ctx.attempt <= work.fail_until_attempt:
         raise RuntimeError(f"boom at attempt {ctx.attempt}")
     RUNS.done[work.key] += 1
