@@ -1,8 +1,8 @@
 """Funnels: a campaign remembers the bulk job that takes a large audience's snapshot in chunks
 (status ``materialising`` until it is complete).
 
-Revision ID: 0250_funnels_audience_job
-Revises: 0240_funnels_frequency_cap
+Revision ID: 0270_funnels_audience_job
+Revises: 0260_funnels_webhook_sources
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0250_funnels_audience_job"
-down_revision = "0240_funnels_frequency_cap"
+revision = "0270_funnels_audience_job"
+down_revision = "0260_funnels_webhook_sources"
 branch_labels = None
 depends_on = None
 
