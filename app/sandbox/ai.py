@@ -63,14 +63,15 @@ def openai_error(
 
 @dataclass
 class AiSandbox(HttpSimulator):
-    """API keys and models (kept by :meth:`reset`); the quota, what was billed, every completion
-    answered and the armed lost replies (forgotten by it)."""
+    """API keys, models and the quota it was built with (kept by :meth:`reset`); what was billed,
+    every completion answered and the armed lost replies (forgotten by it)."""
 
     state: SandboxState = field(default_factory=SandboxState)
     api_keys: set[str] = field(default_factory=lambda: {"sk-sandbox-ai"})
     models: set[str] = field(default_factory=lambda: {"gpt-4o-mini", "sandbox-small"})
     quota_tokens: int | None = None
-    """Tokens the account may spend in total; ``None`` for no limit."""
+    """Tokens the account may spend in total; ``None`` for no limit (:meth:`reset` restores the
+    quota it was built with)."""
     clock: Clock = field(default_factory=SystemClock)
     tokens_billed: int = 0
     completions: list[dict[str, Any]] = field(default_factory=list)
@@ -78,10 +79,15 @@ class AiSandbox(HttpSimulator):
     lost: LostResponses = field(default_factory=LostResponses)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _built_quota: int | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._built_quota = self.quota_tokens
 
     def reset_data(self) -> None:
         with self._lock:
-            restore_defaults(self, "quota_tokens", "tokens_billed", "completions", "lost", "_ids")
+            self.quota_tokens = self._built_quota
+            restore_defaults(self, "tokens_billed", "completions", "lost", "_ids")
 
     def create_app(self) -> Litestar:
         return create_ai_app(self)

@@ -14,7 +14,7 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, post
 
-from app.sandbox.base import ThreadedServer, restore_defaults, simulator_app, start_simulator
+from app.sandbox.base import ThreadedServer, simulator_app, start_simulator
 from app.sandbox.sms import JsonProviderSandbox, Validator, accept_json, json_error
 
 MAX_PAYLOAD_BYTES = 4096
@@ -25,6 +25,12 @@ MAX_PAYLOAD_BYTES = 4096
 class PushSandbox(JsonProviderSandbox):
     api_keys: set[str] = field(default_factory=lambda: {"push-sandbox-key"})
     unregistered_tokens: set[str] = field(default_factory=set)
+    """Dead device tokens: those it was built with, and those a test adds (:meth:`reset` keeps
+    only the first)."""
+    _built_unregistered: frozenset[str] = field(init=False, repr=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        self._built_unregistered = frozenset(self.unregistered_tokens)
 
     @property
     def notifications(self) -> dict[str, dict[str, Any]]:
@@ -32,7 +38,7 @@ class PushSandbox(JsonProviderSandbox):
 
     def reset_data(self) -> None:
         super().reset_data()
-        restore_defaults(self, "unregistered_tokens")
+        self.unregistered_tokens = set(self._built_unregistered)
 
     def create_app(self) -> Litestar:
         return create_push_app(self)

@@ -24,9 +24,9 @@ from app.engines.adrules.work.preview import PreviewDeps, preview_rule
 from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET, SheetCache
 from app.platform import service
 from app.runtime import Runtime
-from app.sandbox.base import serve_in_loop
+from app.sandbox.base import simulator_in_loop
 from app.sandbox.meta import GraphWorld
-from app.sandbox.sheets import SheetsSandbox, create_sheets_app
+from app.sandbox.sheets import SheetsSandbox
 from app.settings import AdRulesSettings, Settings, SettingsError
 from app.web.app import create_app
 from tests.adrules.support import store_token
@@ -55,7 +55,7 @@ async def sheets() -> AsyncIterator[tuple[SheetsSandbox, str]]:
         "Targets",
         [["campaign_id", "min_roas"], ["100001", "2.5"], ["100002", "1.5"]],
     )
-    async with serve_in_loop(create_sheets_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 

@@ -25,9 +25,9 @@ from app.engines.adrules.work.sheets_values import (
 from app.integrations.sheets import ApiKey, SheetsClient
 from app.platform import service
 from app.runtime import Runtime
-from app.sandbox.base import serve_in_loop
+from app.sandbox.base import simulator_in_loop
 from app.sandbox.meta import GraphWorld
-from app.sandbox.sheets import SheetsSandbox, create_sheets_app
+from app.sandbox.sheets import SheetsSandbox
 from tests.adrules.worker_setup import (
     TOKEN,
     create_setup,
@@ -58,7 +58,7 @@ async def sheets() -> AsyncIterator[tuple[SheetsSandbox, str]]:
             ["100004", "Belts"],
         ],
     )
-    async with serve_in_loop(create_sheets_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 

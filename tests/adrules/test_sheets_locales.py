@@ -18,9 +18,9 @@ from app.engines.adrules.work.account import run_account_job
 from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET, index_sheet
 from app.platform import service
 from app.runtime import Runtime
-from app.sandbox.base import serve_in_loop
+from app.sandbox.base import simulator_in_loop
 from app.sandbox.meta import GraphWorld
-from app.sandbox.sheets import SheetsSandbox, create_sheets_app
+from app.sandbox.sheets import SheetsSandbox
 from tests.adrules.worker_setup import (
     TOKEN,
     create_setup,
@@ -44,7 +44,7 @@ ROWS: list[list[Any]] = [
 async def sheet_url() -> AsyncIterator[str]:
     sandbox = SheetsSandbox()
     sandbox.put_sheet(SHEET_ID, "Targets", ROWS)
-    async with serve_in_loop(create_sheets_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield url
 
 

@@ -26,8 +26,8 @@ from app.integrations.sheets import ServiceAccount, SheetsClient, SheetsError, T
 from app.integrations.sheets.service_account import SCOPE, parse_key, signed_assertion
 from app.platform import service
 from app.runtime import Runtime
-from app.sandbox.base import serve_in_loop
-from app.sandbox.sheets import SheetsSandbox, create_sheets_app
+from app.sandbox.base import simulator_in_loop
+from app.sandbox.sheets import SheetsSandbox
 from tests.adrules.support import Workspace
 
 SHEET_ID = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74"
@@ -44,7 +44,7 @@ def _claims(jwt: str) -> dict[str, object]:
 async def sheets() -> AsyncIterator[tuple[SheetsSandbox, str]]:
     sandbox = SheetsSandbox(api_keys=set(), bearer_tokens=set())  # only minted tokens are accepted
     sandbox.put_sheet(SHEET_ID, "Targets", [["campaign_id", "min_roas"], ["100001", "2.5"]])
-    async with serve_in_loop(create_sheets_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 

@@ -18,8 +18,8 @@ from app.integrations.ai import (
     estimate_tokens,
 )
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
-from app.sandbox.ai import AiSandbox, create_ai_app
-from app.sandbox.base import serve_in_loop
+from app.sandbox.ai import AiSandbox
+from app.sandbox.base import simulator_in_loop
 
 API_KEY = "sk-workspace-11-0123456789abcdef"
 CREATIVE = Creative(
@@ -52,16 +52,16 @@ def fresh_sandbox() -> AiSandbox:
 
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[AiSandbox, str]]:
-    """One server per module; each test gets a clean simulator behind it."""
+    """One server per module; each test gets it reset to a fresh simulator."""
     sandbox = fresh_sandbox()
-    async with serve_in_loop(create_ai_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 
 @pytest.fixture
 async def ai(served: tuple[AiSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
-    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sandbox.reset()
     sleeps = Sleeps()
     client = ChatClient(
         api_key=API_KEY,

@@ -16,8 +16,8 @@ from app.integrations.booking import (
     SlotUnavailable,
 )
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
-from app.sandbox.base import serve_in_loop
-from app.sandbox.booking import BookingSandbox, create_booking_app
+from app.sandbox.base import simulator_in_loop
+from app.sandbox.booking import BookingSandbox
 
 API_KEY = "booking-key-of-workspace-2-abcdef"
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -47,16 +47,16 @@ def fresh_sandbox() -> BookingSandbox:
 
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[BookingSandbox, str]]:
-    """One server per module; each test gets a clean simulator behind it."""
+    """One server per module; each test gets it reset to a fresh simulator."""
     sandbox = fresh_sandbox()
-    async with serve_in_loop(create_booking_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 
 @pytest.fixture
 async def booking(served: tuple[BookingSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
-    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sandbox.reset()
     slots = sandbox.add_slots("demo-room", MONDAY, count=4, minutes=30)
     sleeps = Sleeps()
     client = BookingClient(

@@ -11,8 +11,8 @@ import pytest
 from app.clock import ManualClock
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
 from app.integrations.letter import JsonLetterClient, Letter, PostalAddress
-from app.sandbox.base import serve_in_loop
-from app.sandbox.letter import LetterSandbox, create_letter_app
+from app.sandbox.base import simulator_in_loop
+from app.sandbox.letter import LetterSandbox
 
 API_KEY = "letter-key-of-workspace-9-abcdefgh"
 
@@ -40,16 +40,16 @@ def fresh_sandbox() -> LetterSandbox:
 
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[LetterSandbox, str]]:
-    """One server per module; each test gets a clean simulator behind it."""
+    """One server per module; each test gets it reset to a fresh simulator."""
     sandbox = fresh_sandbox()
-    async with serve_in_loop(create_letter_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 
 @pytest.fixture
 async def letters(served: tuple[LetterSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
-    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sandbox.reset()
     sleeps = Sleeps()
     client = JsonLetterClient(
         base_url=url,

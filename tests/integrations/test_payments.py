@@ -15,8 +15,8 @@ from app.integrations.payments import (
     PaymentIntentRequest,
     PaymentsClient,
 )
-from app.sandbox.base import serve_in_loop
-from app.sandbox.payments import PaymentsSandbox, create_payments_app
+from app.sandbox.base import simulator_in_loop
+from app.sandbox.payments import PaymentsSandbox
 
 SECRET = "sk_test_workspace_7_abcdefghijklmnop"
 
@@ -46,16 +46,16 @@ def fresh_sandbox() -> PaymentsSandbox:
 
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[PaymentsSandbox, str]]:
-    """One server per module; each test gets a clean simulator behind it."""
+    """One server per module; each test gets it reset to a fresh simulator."""
     sandbox = fresh_sandbox()
-    async with serve_in_loop(create_payments_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 
 @pytest.fixture
 async def stripe(served: tuple[PaymentsSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
-    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sandbox.reset()
     sleeps = Sleeps()
     client = PaymentsClient(
         secret_key=SECRET,

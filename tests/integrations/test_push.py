@@ -9,8 +9,8 @@ import pytest
 
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
 from app.integrations.push import DeviceUnregistered, JsonPushClient, PushNotification
-from app.sandbox.base import serve_in_loop
-from app.sandbox.push import PushSandbox, create_push_app
+from app.sandbox.base import simulator_in_loop
+from app.sandbox.push import PushSandbox
 
 API_KEY = "push-key-of-workspace-5-abcdefgh"
 
@@ -36,16 +36,16 @@ def fresh_sandbox() -> PushSandbox:
 
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[PushSandbox, str]]:
-    """One server per module; each test gets a clean simulator behind it."""
+    """One server per module; each test gets it reset to a fresh simulator."""
     sandbox = fresh_sandbox()
-    async with serve_in_loop(create_push_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 
 @pytest.fixture
 async def push(served: tuple[PushSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
-    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sandbox.reset()
     sleeps = Sleeps()
     client = JsonPushClient(
         base_url=url,

@@ -16,7 +16,7 @@ from app.integrations.serp import (
     SerpClient,
     SerpTask,
 )
-from app.sandbox.base import serve_in_loop
+from app.sandbox.base import simulator_in_loop
 from app.sandbox.serp import SerpSimulator
 
 LOGIN, PASSWORD = "sandbox", "sandbox-password"
@@ -33,7 +33,7 @@ class Provider:
 @pytest.fixture
 async def provider() -> AsyncIterator[Provider]:
     sim = SerpSimulator(seed=42)
-    async with serve_in_loop(sim.app) as url:
+    async with simulator_in_loop(sim) as url:
         client = SerpClient(url, LOGIN, PASSWORD, timeout_seconds=5.0)
         yield Provider(sim, client, url)
         await client.aclose()

@@ -25,7 +25,7 @@ from app.integrations.serp import (
     is_transient,
     task_state,
 )
-from app.sandbox.base import free_port, serve_in_loop
+from app.sandbox.base import free_port, simulator_in_loop
 from app.sandbox.serp import SerpSimulator
 
 LOGIN = "acct-login"
@@ -56,7 +56,7 @@ class Setup:
 @pytest.fixture
 async def setup() -> AsyncIterator[Setup]:
     sim = SerpSimulator(seed=1, login=LOGIN, password=PASSWORD)
-    async with serve_in_loop(sim.app) as url:
+    async with simulator_in_loop(sim) as url:
         yield Setup(sim, url, Sleeps())
 
 

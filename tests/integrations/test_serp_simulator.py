@@ -21,7 +21,7 @@ from app.integrations.serp import (
     SerpTask,
     SerpTaskResult,
 )
-from app.sandbox.base import serve_in_loop
+from app.sandbox.base import serve_in_loop, simulator_in_loop
 from app.sandbox.serp import SerpSimulator, start_serp_sandbox
 from tests.conftest import eventually
 
@@ -35,7 +35,7 @@ def task(tag: str, keyword: str, **kwargs: Any) -> SerpTask:
 
 
 async def fetch(sim: SerpSimulator, tasks: list[SerpTask]) -> list[SerpTaskResult]:
-    async with serve_in_loop(sim.app) as url:
+    async with simulator_in_loop(sim) as url:
         client = SerpClient(url, LOGIN, PASSWORD)
         posted = await client.post_serp_tasks(tasks)
         results = [await client.get_serp_task(p.task_id) for p in posted]
@@ -109,7 +109,7 @@ async def test_postback_and_pingback_are_sent_when_the_task_is_ready(
     url, received = receiver
     sim = SerpSimulator(seed=1)
     sim.script("queued words", queue_polls=1)
-    async with serve_in_loop(sim.app) as sim_url:
+    async with simulator_in_loop(sim) as sim_url:
         client = SerpClient(sim_url, LOGIN, PASSWORD)
         now, later = await client.post_serp_tasks(
             [
@@ -137,7 +137,7 @@ async def test_postback_and_pingback_are_sent_when_the_task_is_ready(
 
 async def test_a_finite_balance_answers_payment_required() -> None:
     sim = SerpSimulator(seed=1, funds=Decimal("0.001"))
-    async with serve_in_loop(sim.app) as url:
+    async with simulator_in_loop(sim) as url:
         client = SerpClient(url, LOGIN, PASSWORD)
         [posted] = await client.post_serp_tasks([task("a", "k", depth=10)])
         assert posted.cost == Decimal("0.0006")
@@ -151,7 +151,7 @@ async def test_a_finite_balance_answers_payment_required() -> None:
 
 async def test_invalid_keyword_data_tasks_are_refused_per_task() -> None:
     sim = SerpSimulator(seed=1)
-    async with serve_in_loop(sim.app) as url:
+    async with simulator_in_loop(sim) as url:
         client = SerpClient(url, LOGIN, PASSWORD)
         bad_language, empty, fine = await client.post_keyword_data_tasks(
             [
@@ -172,7 +172,7 @@ async def test_invalid_keyword_data_tasks_are_refused_per_task() -> None:
 async def test_an_unreadable_body_is_answered_in_the_envelope() -> None:
     sim = SerpSimulator(seed=1)
     async with (
-        serve_in_loop(sim.app) as url,
+        simulator_in_loop(sim) as url,
         httpx.AsyncClient(auth=(LOGIN, PASSWORD)) as http,
     ):
         response = await http.post(f"{url}/v3/serp/google/organic/task_post", content=b"{not json")

@@ -9,8 +9,8 @@ import pytest
 
 from app.integrations.sheets import ApiKey, BearerToken, SheetsClient, SheetsError
 from app.integrations.sheets.client import a1_range
-from app.sandbox.base import serve_in_loop
-from app.sandbox.sheets import SheetsSandbox, create_sheets_app
+from app.sandbox.base import simulator_in_loop
+from app.sandbox.sheets import SheetsSandbox
 
 
 async def _no_wait(_: float) -> None:
@@ -30,7 +30,7 @@ async def sheets() -> AsyncIterator[tuple[SheetsSandbox, SheetsClient]]:
             ["120003", "Autumn", "n/a"],
         ],
     )
-    async with serve_in_loop(create_sheets_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         client = SheetsClient(url, retry_delays=(0.0, 0.0), sleep=_no_wait)
         yield sandbox, client
         await client.aclose()

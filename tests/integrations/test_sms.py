@@ -10,8 +10,8 @@ import pytest
 
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
 from app.integrations.sms import JsonSmsClient, SmsMessage
-from app.sandbox.base import serve_in_loop
-from app.sandbox.sms import SmsSandbox, create_sms_app
+from app.sandbox.base import simulator_in_loop
+from app.sandbox.sms import SmsSandbox
 
 API_KEY = "sms-key-of-workspace-3-0123456789"
 
@@ -38,16 +38,16 @@ def fresh_sandbox() -> SmsSandbox:
 
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[SmsSandbox, str]]:
-    """One server per module; each test gets a clean simulator behind it."""
+    """One server per module; each test gets it reset to a fresh simulator."""
     sandbox = fresh_sandbox()
-    async with serve_in_loop(create_sms_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 
 @pytest.fixture
 async def sms(served: tuple[SmsSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
-    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sandbox.reset()
     sleeps = Sleeps()
     client = JsonSmsClient(
         base_url=url,

@@ -18,8 +18,8 @@ from litestar.params import FromPath
 
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy
 from app.integrations.sms import SmsMessage, TwilioSmsClient
-from app.sandbox.base import SandboxState, serve_in_loop
-from app.sandbox.sms import TwilioSandbox, create_twilio_app
+from app.sandbox.base import SandboxState, serve_in_loop, simulator_in_loop
+from app.sandbox.sms import TwilioSandbox
 
 SID = "AC" + "1" * 32
 TOKEN = "twilio-auth-token-abcdef0123456789"
@@ -60,16 +60,16 @@ def fresh_sandbox() -> TwilioSandbox:
 
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[TwilioSandbox, str]]:
-    """One server per module; each test gets a clean simulator behind it."""
+    """One server per module; each test gets it reset to a fresh simulator."""
     sandbox = fresh_sandbox()
-    async with serve_in_loop(create_twilio_app(sandbox)) as url:
+    async with simulator_in_loop(sandbox) as url:
         yield sandbox, url
 
 
 @pytest.fixture
 async def twilio(served: tuple[TwilioSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
-    sandbox.__dict__.update(vars(fresh_sandbox()))
+    sandbox.reset()
     sleeps = Sleeps()
     setup = Setup(sandbox, url, None, sleeps)  # type: ignore[arg-type]
     setup.client = setup.other_client(status_callback="https://app.example.com/hooks/sms?w=3")

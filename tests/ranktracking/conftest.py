@@ -19,7 +19,7 @@ from app.engines.ranktracking.service import create
 from app.integrations.serp import SerpClient
 from app.platform.service import Principal
 from app.runtime import Runtime
-from app.sandbox.base import serve_in_loop
+from app.sandbox.base import simulator_in_loop
 from app.sandbox.serp import SerpSimulator
 from app.sandbox.smtp import SmtpSink
 from tests.factories import Tenant
@@ -32,7 +32,7 @@ async def sim(runtime: Runtime) -> AsyncIterator[SerpSimulator]:
     """The provider simulator on a loopback port; the runtime's jobs use a client pointed at it
     (the production client, only the base URL differs)."""
     simulator = SerpSimulator(seed=3, login="acme", password="acme-secret", clock=runtime.clock)
-    async with serve_in_loop(simulator.app) as url:
+    async with simulator_in_loop(simulator) as url:
         client = SerpClient(url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
         runtime.resources.put(RESOURCE_KEY, client)
         yield simulator

@@ -105,7 +105,7 @@ CASES: dict[str, Case] = {
         lambda s: (s.records, len(s.ledger), s.lost.remaining),
     ),
     "push": Case(
-        PushSandbox,
+        lambda: PushSandbox(unregistered_tokens={"gone-device"}),
         lambda s: s.unregistered_tokens.add("dead-device"),
         lambda h: h.post(
             "/v1/notifications",
@@ -169,7 +169,7 @@ CASES: dict[str, Case] = {
         lambda s: s.messages,
     ),
     "ai": Case(
-        lambda: AiSandbox(clock=ManualClock(NOW)),
+        lambda: AiSandbox(clock=ManualClock(NOW), quota_tokens=50_000),
         lambda s: setattr(s, "quota_tokens", 10_000),
         lambda h: h.post(
             "/v1/chat/completions",
