@@ -4,6 +4,15 @@ arq is in maintenance mode, so everything arq-specific stays in this module. Job
 stable names; payloads travel as msgspec JSON bytes inside a msgpack envelope (no pickle); retries
 with backoff are driven by raising ``arq.Retry`` until ``max_tries``, and a job that runs out of tries
 is written to the database's dead-job list with its last error, next to the database queue's.
+
+Priorities. An arq queue is one Redis sorted set scored by the time a job may start, and a worker
+starts due jobs lowest score first, so a priority is expressed as that score
+(:func:`timing`): an urgent job (priority below 0) is scored in a band far in the past, one
+band per level, and starts before every ordinary due job of its queue, the bands in priority
+order; priority 0 keeps the plain time order (retries and deferred jobs included, as before); a
+less urgent job (priority above 0) waits ``priority`` seconds (at most a minute), so the jobs due
+beside it go first. A job deferred with ``run_at`` into the future keeps its time: once due it is
+in time order, since arq cannot re-score a waiting job.
 """
 
 from __future__ import annotations
@@ -12,8 +21,9 @@ import asyncio
 import logging
 import time
 import traceback
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -31,7 +41,13 @@ from app.scheduling.jobs import (
     run_handler,
 )
 from app.scheduling.metrics import JOBS_FINISHED
-from app.scheduling.queue import DeadJob, QueueStats, list_dead_jobs, record_dead_job
+from app.scheduling.queue import (
+    DeadJob,
+    QueuedJob,
+    QueueStats,
+    list_dead_jobs,
+    record_dead_job,
+)
 
 if TYPE_CHECKING:
     from app.clock import Clock
@@ -48,8 +64,47 @@ def _deserialize(raw: bytes) -> Any:
     return msgspec.msgpack.decode(raw)
 
 
+PRIORITY_BAND = timedelta(days=365 * 30)
+"""How far into the past each level of urgency scores a due job: wider than any span of enqueue
+times, so the bands never overlap."""
+MAX_URGENCY = 100
+"""Levels below 0 told apart (100 bands of 30 years stay exact in a Redis score, a double)."""
+LESS_URGENT_STEP = timedelta(seconds=1)
+"""The wait of a less urgent job per level above 0 ..."""
+MAX_LESS_URGENT_WAIT = timedelta(minutes=1)
+"""... and at most this long."""
+JOB_EXPIRY = timedelta(days=1)
+"""How long an urgent job is kept in Redis: arq's own default, given explicitly because arq derives
+it from the score, which the band moves into the past."""
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """When arq may start a job: ``enqueue_job``'s ``_defer_until`` / ``_defer_by`` / ``_expires``."""
+
+    defer_until: datetime | None = None
+    defer_by: timedelta | None = None
+    expires: timedelta | None = None
+
+
+def timing(now: datetime, run_at: datetime | None, priority: int) -> Timing:
+    """The start time arq orders a job by (see "Priorities" above). A due job's band is relative to
+    arq's own enqueue time (``_defer_by``), as an ordinary job's start time is."""
+    deferred = run_at is not None and run_at > now
+    if priority > 0:
+        wait = min(MAX_LESS_URGENT_WAIT, LESS_URGENT_STEP * priority)
+        if deferred:
+            assert run_at is not None
+            return Timing(defer_until=run_at + wait)
+        return Timing(defer_by=wait)
+    if priority < 0 and not deferred:
+        return Timing(defer_by=-PRIORITY_BAND * min(MAX_URGENCY, -priority), expires=JOB_EXPIRY)
+    return Timing(defer_until=run_at)
+
+
 class ArqQueue:
     backend = "arq"
+    transactional = False
 
     def __init__(self, db: Database, clock: Clock, redis_url: str, queue_name: str) -> None:
         self.db = db
@@ -89,22 +144,40 @@ class ArqQueue:
         run_at: datetime | None = None,
         priority: int = 0,
     ) -> None:
-        raw = spec.encode(payload)
+        await self.enqueue_many(uow, [(spec, payload, job_id)], run_at=run_at, priority=priority)
+
+    async def enqueue_many(
+        self,
+        uow: UnitOfWork | None,
+        jobs: Sequence[QueuedJob],
+        *,
+        run_at: datetime | None = None,
+        priority: int = 0,
+    ) -> None:
+        """Publish the jobs now (``uow`` None: a failure is raised), or after ``uow`` commits."""
+        encoded = [(spec, spec.encode(payload), job_id) for spec, payload, job_id in jobs]
 
         async def publish() -> None:
             pool = await self.pool()
-            await pool.enqueue_job(
-                spec.name,
-                raw,
-                _job_id=self.job_key(job_id) if job_id else None,
-                _queue_name=self.queue_key(spec.queue),
-                _defer_until=run_at,
-            )
+            when = timing(self.clock.now(), run_at, priority)
+            for spec, raw, job_id in encoded:
+                await pool.enqueue_job(
+                    spec.name,
+                    raw,
+                    _job_id=self.job_key(job_id) if job_id else None,
+                    _queue_name=self.queue_key(spec.queue),
+                    _defer_until=when.defer_until,
+                    _defer_by=when.defer_by,
+                    _expires=when.expires,
+                )
 
         if uow is None:
             await publish()
         else:
             uow.after_commit(publish)
+
+    async def housekeep(self, finished_before: datetime) -> None:
+        """Nothing to do: arq requeues a dead worker's jobs and expires results itself."""
 
     async def stats(self) -> QueueStats:
         pool = await self.pool()

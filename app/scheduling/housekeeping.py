@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 
 from app.scheduling.jobs import JobContext
 from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
-from app.scheduling.queue import DatabaseQueue
 from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep
 
 
@@ -18,10 +17,8 @@ async def refresh_queue_gauges(ctx: JobContext, tick: datetime) -> None:
 
 
 async def purge_finished_jobs(ctx: JobContext, tick: datetime) -> None:
-    if isinstance(ctx.queue, DatabaseQueue):
-        await ctx.queue.recover_expired()
-        retention = timedelta(hours=ctx.settings.queue.done_retention_hours)
-        await ctx.queue.purge_finished(tick - retention)
+    retention = timedelta(hours=ctx.settings.queue.done_retention_hours)
+    await ctx.queue.housekeep(tick - retention)
 
 
 HOUSEKEEPING_SWEEPS = [

@@ -1,8 +1,10 @@
 """The job queue interface, and the durable database queue that is the embedded default.
 
-Both backends take the same :class:`~app.scheduling.jobs.JobSpec` and run the same handlers.
-``enqueue(uow, ...)`` ties the job to a unit of work: the database queue writes the row inside that
-transaction (so it commits or vanishes with it); the arq queue publishes after the commit.
+Both backends take the same :class:`~app.scheduling.jobs.JobSpec` and run the same handlers, and
+keep the same interface (:class:`JobQueue`): one job or many (``enqueue_many``), a time to run at,
+and a priority (lower values first among a queue's due jobs). ``enqueue(uow, ...)`` ties the job
+to a unit of work: the database queue writes the row inside that transaction (so it commits or
+vanishes with it, :attr:`JobQueue.transactional`); the arq queue publishes after the commit.
 
 The consuming side is built for batches. The lease is the shared claim primitive
 (:data:`JOB_CLAIM`, :mod:`app.scheduling.claim`): one statement claims up to ``limit`` due jobs and,
@@ -36,13 +38,12 @@ from app.db.chunked import CHUNK_ROWS, delete_in_chunks
 from app.db.dialect import POSTGRESQL
 from app.db.types import UTCDateTime
 from app.scheduling.claim import Claim
-from app.scheduling.jobs import PRIORITY_QUEUE
+from app.scheduling.jobs import PRIORITY_QUEUE, JobSpec
 from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, Job
 
 if TYPE_CHECKING:
     from app.clock import Clock
     from app.db.session import Database, UnitOfWork, WriteSession
-    from app.scheduling.jobs import JobSpec
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,17 @@ Finished = tuple[str, int]
 """A job that ran to completion: ``(job id, attempt number)``."""
 
 
+QueuedJob = tuple[JobSpec[Any], Any, str | None]
+"""One job of :meth:`JobQueue.enqueue_many`: ``(spec, payload, job id)``; no id: a fresh one."""
+
+
 class JobQueue(Protocol):
     backend: str
+    transactional: bool
+    """True: jobs enqueued with a unit of work are written in its transaction, so they exist
+    exactly when it commits. False: they are published to a broker after the commit, and a failed
+    publish is only logged — a caller that must know publishes after its commit itself
+    (``uow=None``), where the failure is raised."""
 
     async def enqueue(
         self,
@@ -94,7 +104,24 @@ class JobQueue(Protocol):
         run_at: datetime | None = None,
         priority: int = 0,
     ) -> None:
-        """Queue one job; with ``uow`` it becomes visible only if that unit of work commits."""
+        """Queue one job; with ``uow`` it becomes visible only if that unit of work commits.
+        Among a queue's due jobs lower ``priority`` values run first."""
+        ...
+
+    async def enqueue_many(
+        self,
+        uow: UnitOfWork | None,
+        jobs: Sequence[QueuedJob],
+        *,
+        run_at: datetime | None = None,
+        priority: int = 0,
+    ) -> None:
+        """Queue many jobs at once (one statement on the database), like :meth:`enqueue`."""
+        ...
+
+    async def housekeep(self, finished_before: datetime) -> None:
+        """Requeue jobs whose worker died and forget jobs finished before ``finished_before``; a
+        backend whose broker does both itself has nothing to do."""
         ...
 
     async def stats(self) -> QueueStats: ...
@@ -231,6 +258,7 @@ class DatabaseQueue:
     """Durable queue in the application database (SQLite or PostgreSQL)."""
 
     backend = "database"
+    transactional = True
 
     def __init__(self, db: Database, clock: Clock) -> None:
         self.db = db
@@ -277,21 +305,27 @@ class DatabaseQueue:
         priority: int = 0,
     ) -> None:
         """Queue one job. Lower ``priority`` values run first within a queue."""
-        row = self._row(spec, payload, job_id, run_at, priority, self.clock.now())
-        if uow is None:
-            async with self.db.write() as own:
-                await self.insert_rows(own.session, [row])
-                own.after_commit(self._notify)
-            return
-        await self.insert_rows(uow.session, [row])
-        uow.after_commit(self._notify)
+        await self.enqueue_many(uow, [(spec, payload, job_id)], run_at=run_at, priority=priority)
 
     async def enqueue_many(
-        self, uow: UnitOfWork, items: Sequence[tuple[JobSpec[Any], Any, str | None]]
+        self,
+        uow: UnitOfWork | None,
+        jobs: Sequence[QueuedJob],
+        *,
+        run_at: datetime | None = None,
+        priority: int = 0,
     ) -> None:
         """Queue many jobs in one statement: ``(spec, payload, job_id)`` triples."""
         now = self.clock.now()
-        rows = [self._row(spec, payload, job_id, None, 0, now) for spec, payload, job_id in items]
+        rows = [
+            self._row(spec, payload, job_id, run_at, priority, now)
+            for spec, payload, job_id in jobs
+        ]
+        if uow is None:
+            async with self.db.write() as own:
+                await self.insert_rows(own.session, rows)
+                own.after_commit(self._notify)
+            return
         await self.insert_rows(uow.session, rows)
         uow.after_commit(self._notify)
 
@@ -527,6 +561,10 @@ class DatabaseQueue:
             key=[Job.id],
             chunk_rows=chunk_rows,
         )
+
+    async def housekeep(self, finished_before: datetime) -> None:
+        await self.recover_expired()
+        await self.purge_finished(finished_before)
 
     # -- observing ---------------------------------------------------------------------------
 

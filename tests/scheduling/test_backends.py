@@ -128,5 +128,56 @@ async def test_each_job_logs_one_line_and_runs_under_its_id_as_correlation_id(
     assert (line.job, line.job_id, line.attempt) == ("test.record", job_id, 1)  # type: ignore[attr-defined]
 
 
+async def test_many_jobs_enqueued_in_one_unit_of_work_exist_only_once_it_commits(
+    backend: str, runtimes: Runtimes
+) -> None:
+    runtime = runtimes.make(backend)
+    dropped = [(RECORD, Work(key=f"dropped{i}"), unique(backend, f"dropped{i}")) for i in range(3)]
+    kept = [(RECORD, Work(key=f"kept{i}"), unique(backend, f"kept{i}")) for i in range(3)]
+
+    async def change_of_mind() -> None:
+        async with runtime.db.write() as uow:
+            await runtime.queue.enqueue_many(uow, dropped)
+            raise RuntimeError("changed my mind")
+
+    with pytest.raises(RuntimeError):
+        await change_of_mind()
+    async with runtime.db.write() as uow:
+        await runtime.queue.enqueue_many(uow, kept)
+    assert [await visible(runtime, job_id) for _, _, job_id in kept] == [True] * 3
+    assert [await visible(runtime, job_id) for _, _, job_id in dropped] == [False] * 3
+    async with running(workers_for(runtime)):
+        await eventually(lambda: _true(sum(RUNS.done.values()) == 3))
+    assert RUNS.done == {"kept0": 1, "kept1": 1, "kept2": 1}
+
+
+async def test_lower_priority_values_run_first_among_a_queue_s_due_jobs(
+    backend: str, runtimes: Runtimes
+) -> None:
+    runtime = runtimes.make(backend)
+    queue = runtime.queue
+    await queue.enqueue(
+        None, RECORD, Work(key="later"), job_id=unique(backend, "later"), priority=1
+    )
+    await queue.enqueue(None, RECORD, Work(key="plain"), job_id=unique(backend, "plain"))
+    urgent = [(RECORD, Work(key=k), unique(backend, k)) for k in ("urgent_a", "urgent_b")]
+    await queue.enqueue_many(None, urgent, priority=-1)
+    await queue.enqueue(
+        None, RECORD, Work(key="first"), job_id=unique(backend, "first"), priority=-2
+    )
+    # One job at a time: the order they start in is the order the queue hands them out.
+    one_at_a_time = (
+        arq_workers(runtime, concurrency=1)
+        if isinstance(queue, ArqQueue)
+        else database_worker(runtime, concurrency=1, batch_size=1, prefetch=0)
+    )
+    async with running(one_at_a_time):
+        await eventually(lambda: _true(sum(RUNS.done.values()) == 5))
+    order = sorted(RUNS.times, key=lambda key: RUNS.times[key][0])
+    assert order[0] == "first"
+    assert set(order[1:3]) == {"urgent_a", "urgent_b"}
+    assert order[3:] == ["plain", "later"]
+
+
 async def _true(value: bool) -> bool:
     return value

@@ -1,8 +1,8 @@
 """Sending admitted child runs to the worker (RT-31).
 
-With the database queue the job rows are written in the admission's own transaction: they exist
-exactly when the runs do. With a separate broker (arq on Redis) the jobs are published after the
-commit; when that fails the runs become ``skipped_dispatch``, their reservations are released and the
+With a transactional queue (the database queue) the job rows are written in the admission's own
+transaction: they exist exactly when the runs do. With a separate broker (arq on Redis) the jobs are
+published after the commit; when that fails the runs become ``skipped_dispatch``, their reservations are released and the
 schedule retries in one hour, showing "retrying". A process that dies between the two steps leaves
 ``dispatching`` runs that reconciliation closes the same way.
 """
@@ -23,33 +23,39 @@ from app.engines.ranktracking.models import ACTIVE, DISPATCHING, SKIPPED_DISPATC
 from app.engines.ranktracking.pricing import PRIORITY
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.work.runs import POST_JOB, POST_PRIORITY_JOB, RunRef
-from app.scheduling.queue import DatabaseQueue
+from app.scheduling.jobs import JobSpec
+from app.scheduling.queue import QueuedJob
 
 log = logging.getLogger(__name__)
 
 
-def _spec(launch: Launch):  # type: ignore[no-untyped-def]
+def _spec(launch: Launch) -> JobSpec[RunRef]:
     return POST_PRIORITY_JOB if launch.queue == PRIORITY else POST_JOB
 
 
 async def stage(uow: UnitOfWork, env: Env, launch: Launch) -> bool:
-    """Inside the admission's unit of work: queue the jobs there when the queue is the database.
-    Returns True when the jobs are staged (nothing is left for :func:`send`)."""
+    """Inside the admission's unit of work: queue the jobs there when the queue writes them in
+    its transaction. Returns True when the jobs are staged (nothing is left for :func:`send`)."""
     return await stage_many(uow, env, [launch])
 
 
 async def stage_many(uow: UnitOfWork, env: Env, launches: list[Launch]) -> bool:
     """:func:`stage` for a batch of launches: every job in one statement."""
-    if not isinstance(env.queue, DatabaseQueue):
+    if not env.queue.transactional:
         return False
-    jobs = [
+    jobs = _jobs(launches)
+    if jobs:
+        await env.queue.enqueue_many(uow, jobs)
+    return True
+
+
+def _jobs(launches: list[Launch]) -> list[QueuedJob]:
+    """One post job per admitted child run, its id naming the run (a repeat is dropped)."""
+    return [
         (_spec(launch), RunRef(run_id=run_id), f"rt.post:{run_id}")
         for launch in launches
         for run_id in launch.run_ids
     ]
-    if jobs:
-        await env.queue.enqueue_many(uow, jobs)
-    return True
 
 
 async def send(env: Env, launch: Launch, *, tick: datetime | None = None) -> Launch:
@@ -61,10 +67,8 @@ async def send(env: Env, launch: Launch, *, tick: datetime | None = None) -> Lau
     ``tick`` is the sweep's nominal time the retry hour counts from."""
     if not launch.run_ids:
         return launch
-    spec = _spec(launch)
     try:
-        for run_id in launch.run_ids:
-            await env.queue.enqueue(None, spec, RunRef(run_id=run_id), job_id=f"rt.post:{run_id}")
+        await env.queue.enqueue_many(None, _jobs([launch]))
     except Exception as exc:
         log.warning("child runs %s did not reach the worker: %s", launch.run_ids, exc)
         await not_dispatched(
