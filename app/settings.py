@@ -302,6 +302,9 @@ class AdRulesSettings:
     sheet_copy_max_age_minutes: int = env("ADRULES_SHEET_COPY_MAX_AGE_MINUTES", 1440)
     """Oldest database copy of a Google Sheet a custom metric falls back on when the live read
     fails; an older copy is refused and the record is an error naming its age."""
+    webhook_timeout_seconds: float = env("ADRULES_WEBHOOK_TIMEOUT_SECONDS", 10.0)
+    """Timeout of one ``notify_webhook`` call, redirects and body included (shorter than other
+    outbound calls: a slow receiver holds up the account's run)."""
     fetch_deadline_seconds: float = env("ADRULES_FETCH_DEADLINE_SECONDS", 8.0)
     """Longest one ad account's campaign fetch (all pages and retries) may take inside the
     10-second dispatch sweep; a slower or hanging account is recorded as skipped for that run so
@@ -312,6 +315,8 @@ class AdRulesSettings:
             raise SettingsError("ADRULES_BUDGET_CHANGES_PER_HOUR must be at least 1")
         if self.sheet_copy_max_age_minutes < 1:
             raise SettingsError("ADRULES_SHEET_COPY_MAX_AGE_MINUTES must be at least 1")
+        if self.webhook_timeout_seconds <= 0:
+            raise SettingsError("ADRULES_WEBHOOK_TIMEOUT_SECONDS must be positive")
         if self.fetch_deadline_seconds <= 0:
             raise SettingsError("ADRULES_FETCH_DEADLINE_SECONDS must be positive")
         if self.insights_mode not in ("packed", "per_campaign", "account"):

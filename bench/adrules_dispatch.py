@@ -35,12 +35,14 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.db.session import Database
-from app.engines.adrules.claim.dispatch import DispatchDeps, dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
 from app.engines.adrules.claim.due_rules import claim_due_rules, due_rules_query
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.models import AdAccount, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
+from app.engines.adrules.work.sheets_values import SheetCache
 from app.integrations.meta.client import GraphClient
-from app.integrations.meta.reader import MetaReader
+from app.integrations.sheets import SheetsClient
 from app.platform import service
 from app.platform.crypto import SecretBox
 from app.sandbox.meta import GraphWorld, serve_world
@@ -74,6 +76,8 @@ async def _unused(ctx: JobContext, payload: RunAccountPayload) -> None:
 
 
 JOB = JobSpec(RUN_ACCOUNT_JOB, RunAccountPayload, _unused)
+UNUSED_SHEETS = SheetsClient("http://127.0.0.1:9")
+"""The dispatch never reads a sheet (the account jobs do)."""
 
 
 async def fresh_database() -> tuple[str, str | None]:
@@ -244,11 +248,14 @@ async def sweep_benchmark(db: Database, box: SecretBox, graph: GraphClient) -> N
         f"baseline full scan {slow:.2f} ms"
     )
 
-    deps = DispatchDeps(
+    deps = AdRulesDeps(
         db=db,
         queue=DatabaseQueue(db, clock),
+        clock=clock,
         secrets=box,
-        reader_for=lambda token: MetaReader(graph, token),
+        graph=graph,
+        sheets=UNUSED_SHEETS,
+        sheet_cache=SheetCache(),
         job=JOB,
         sleep=clock.sleep,
     )
@@ -328,11 +335,14 @@ async def fanout_benchmark(
                     }
                 ],
             )
-        deps = DispatchDeps(
+        deps = AdRulesDeps(
             db=db,
             queue=DatabaseQueue(db, clock),
+            clock=clock,
             secrets=box,
-            reader_for=lambda token: MetaReader(graph, token),
+            graph=graph,
+            sheets=UNUSED_SHEETS,
+            sheet_cache=SheetCache(),
             job=JOB,
             sleep=clock.sleep,
             fetch_concurrency=concurrency,

@@ -49,6 +49,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.db.session import Database
+from app.engines.adrules.deps import AdRulesDeps
+from app.engines.adrules.jobs import RUN_ACCOUNT
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
 from app.engines.adrules.run_models import ExecutionRecord
@@ -62,7 +64,7 @@ from app.engines.adrules.schemas import (
     TaskDocument,
     TaskIn,
 )
-from app.engines.adrules.work.account import WorkerDeps, run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.engines.adrules.work.batched import BatchStats
 from app.engines.adrules.work.sheets_values import SheetCache
 from app.integrations.meta.client import GraphClient
@@ -70,6 +72,7 @@ from app.integrations.sheets import SheetsClient
 from app.platform import service
 from app.platform.crypto import SecretBox
 from app.sandbox.meta import GraphWorld, serve_world
+from app.scheduling.queue import DatabaseQueue
 from app.settings import DatabaseSettings
 
 TOKEN = "bench-token-0123456789"
@@ -261,15 +264,15 @@ async def _run_mode(
                     dispatched_at=clock.now(),
                 )
             )
-    deps = WorkerDeps(
+    deps = AdRulesDeps(
         db=db,
+        queue=DatabaseQueue(db, clock),
         clock=clock,
         secrets=box,
         graph=graph,
         sheets=sheets,
         sheet_cache=SheetCache(),
-        mail=None,
-        http=None,
+        job=RUN_ACCOUNT,
         sleep=asyncio.sleep,
         insights_mode=mode,
     )
@@ -486,15 +489,15 @@ async def _run_writes(
                     dispatched_at=clock.now(),
                 )
             )
-    deps = WorkerDeps(
+    deps = AdRulesDeps(
         db=db,
+        queue=DatabaseQueue(db, clock),
         clock=clock,
         secrets=box,
         graph=graph,
         sheets=sheets,
         sheet_cache=SheetCache(),
-        mail=None,
-        http=None,
+        job=RUN_ACCOUNT,
         sleep=asyncio.sleep,
         insights_mode="packed",
         write_batch_size=batch_size,

@@ -15,10 +15,12 @@ from datetime import datetime
 
 from app.clock import ManualClock
 from app.db.session import Database
-from app.engines.adrules.claim.dispatch import DispatchDeps, dispatch_due
+from app.engines.adrules.claim.dispatch import dispatch_due
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
+from app.engines.adrules.work.sheets_values import SheetCache
 from app.integrations.meta.client import GraphClient
-from app.integrations.meta.reader import MetaReader
+from app.integrations.sheets import SheetsClient
 from app.platform.crypto import SecretBox
 from app.scheduling.jobs import JobContext, JobSpec
 from app.scheduling.queue import DatabaseQueue
@@ -34,11 +36,15 @@ async def main(db_url: str, graph_url: str, key: str, now_iso: str, start_at: fl
     clock = ManualClock(now)
     db = Database(DatabaseSettings(url=db_url))
     graph = GraphClient(graph_url, "v21.0")
-    deps = DispatchDeps(
+    sheets = SheetsClient("http://127.0.0.1:9")  # never called: this process only dispatches
+    deps = AdRulesDeps(
         db=db,
         queue=DatabaseQueue(db, clock),
+        clock=clock,
         secrets=SecretBox(key),
-        reader_for=lambda token: MetaReader(graph, token),
+        graph=graph,
+        sheets=sheets,
+        sheet_cache=SheetCache(),
         job=JobSpec(RUN_ACCOUNT_JOB, RunAccountPayload, _unused),
         sleep=clock.sleep,
         claim_batch=7,
@@ -51,6 +57,7 @@ async def main(db_url: str, graph_url: str, key: str, now_iso: str, start_at: fl
         summaries = await asyncio.gather(*(dispatch_due(deps, now, clock.now) for _ in range(3)))
     finally:
         await graph.aclose()
+        await sheets.aclose()
         await db.dispose()
     return sum(s.rules for s in summaries)
 

@@ -14,13 +14,12 @@ import pytest
 from app.clock import ManualClock
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
-from app.engines.adrules.claim.dispatch import DispatchDeps
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.models import AdAccount
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.engines.adrules.schemas import RuleIn
 from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
-from app.integrations.meta.reader import MetaReader
 from app.platform import service as platform_service
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, serve_world
@@ -196,14 +195,18 @@ def dispatch_deps(
     queue: JobQueue | None = None,
     stopped: bool = False,
     job: JobSpec[RunAccountPayload] = TEST_JOB,
-) -> DispatchDeps:
-    return DispatchDeps(
+) -> AdRulesDeps:
+    process = runtime.resources.require(AdRulesDeps)
+    return AdRulesDeps(
         db=runtime.db,
         queue=queue or DatabaseQueue(runtime.db, runtime.clock),
+        clock=runtime.clock,
         secrets=runtime.secrets,
-        reader_for=lambda token: MetaReader(graph, token),
-        job=job,
         sleep=sleep or RecordingSleep(),
+        graph=graph,
+        sheets=process.sheets,
+        sheet_cache=process.sheet_cache,
+        job=job,
         stopped=lambda: stopped,
     )
 

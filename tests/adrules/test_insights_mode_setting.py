@@ -14,6 +14,7 @@ from app.engines.adrules.schemas import LogOnly, MetricValueCondition, TaskIn
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.settings import AdRulesSettings, SettingsError, load_settings
+from app.wiring import assemble
 from tests.adrules.support import Workspace
 from tests.adrules.worker_setup import TOKEN, create_setup, entities_from_world, make_payload
 
@@ -64,8 +65,11 @@ async def test_the_job_reads_insights_in_the_configured_mode(
     setup = await create_setup(runtime, ws.workspace_id, tasks=TASKS)
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
     settings = dataclasses.replace(runtime.settings, adrules=AdRulesSettings(insights_mode=mode))
-    ctx = dataclasses.replace(runtime.context(), settings=settings)
-
-    await run_account(ctx, payload)
+    configured = assemble(settings, runtime.clock, db=runtime.db)  # a process with that setting
+    try:
+        await run_account(configured.context(), payload)
+    finally:
+        await configured.resources.aclose()
+        await configured.queue.aclose()
 
     assert (world.count("batch"), world.count("insights")) == (batch_calls, insights_requests)

@@ -16,11 +16,12 @@ from sqlalchemy import select
 
 from app.engines.adrules import stops
 from app.engines.adrules.claim.dispatch import dispatch_due
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.models import Batch
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import MetricValueCondition, PauseCampaign, TaskIn
 from app.engines.adrules.stops import StopCheck
-from app.engines.adrules.work.account import WorkerDeps, run_account_job
+from app.engines.adrules.work.account import run_account_job
 from app.integrations.meta.client import GraphClient
 from app.platform.models import Workspace as WorkspaceRow
 from app.platform.service import Principal
@@ -82,7 +83,7 @@ class Deferrals:
         self.calls.append((payload, at))
 
 
-def _deps(runtime: Runtime, clients: Clients, environment: Any, **changes: Any) -> WorkerDeps:
+def _deps(runtime: Runtime, clients: Clients, environment: Any, **changes: Any) -> AdRulesDeps:
     return dataclasses.replace(
         make_deps(runtime, clients),
         sleep=RecordingSleep(),

@@ -5,27 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from app.engines.adrules.work.preview import PreviewDeps, preview_rule
-from app.engines.adrules.work.sheets_values import SheetCache
+from app.engines.adrules.deps import AdRulesDeps
+from app.engines.adrules.work.preview import preview_rule
 from app.errors import Conflict
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.adrules.support import TOKEN, Workspace, create_account, create_rule, store_token
-from tests.adrules.worker_setup import make_clients, manual_sleep
+from tests.adrules.worker_setup import make_clients, make_deps
 
 
-async def _deps(runtime: Runtime, world: GraphWorld) -> tuple[PreviewDeps, object]:
+async def _deps(runtime: Runtime, world: GraphWorld) -> tuple[AdRulesDeps, object]:
     clients = make_clients(world.base_url)
-    deps = PreviewDeps(
-        db=runtime.db,
-        clock=runtime.clock,
-        secrets=runtime.secrets,
-        graph=clients.graph,
-        sheets=clients.sheets,
-        sheet_cache=SheetCache(),
-        sleep=manual_sleep(runtime.clock),
-    )
-    return deps, clients
+    return make_deps(runtime, clients), clients
 
 
 async def test_ar4_preview_shows_conditions_and_the_action_that_would_run_and_writes_nothing(

@@ -20,7 +20,7 @@ from app.clock import ManualClock
 from app.engines.adrules.run_models import ExecutionRecord, SheetCopy
 from app.engines.adrules.schemas import CustomMetricCondition, LogOnly, TaskIn
 from app.engines.adrules.work.account import run_account_job
-from app.engines.adrules.work.preview import PreviewDeps, preview_rule
+from app.engines.adrules.work.preview import preview_rule
 from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET, SheetCache
 from app.platform import service
 from app.runtime import Runtime
@@ -39,7 +39,6 @@ from tests.adrules.worker_setup import (
     make_clients,
     make_deps,
     make_payload,
-    manual_sleep,
 )
 from tests.factories import Tenant
 from tests.platform.conftest import sign_in
@@ -88,15 +87,7 @@ async def _rule(runtime: Runtime, workspace_id: int, world: GraphWorld) -> Setup
 
 
 async def _preview(runtime: Runtime, setup: Setup, clients: Clients, cache: SheetCache) -> Any:
-    deps = PreviewDeps(
-        db=runtime.db,
-        clock=runtime.clock,
-        secrets=runtime.secrets,
-        graph=clients.graph,
-        sheets=clients.sheets,
-        sheet_cache=cache,
-        sleep=manual_sleep(runtime.clock),
-    )
+    deps = make_deps(runtime, clients, cache=cache)
     return await preview_rule(
         deps,
         workspace_id=setup.workspace_id,

@@ -16,11 +16,12 @@ import pytest
 from sqlalchemy import select
 
 from app.engines.adrules.claim.dispatch import dispatch_due
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.models import Batch
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import LogOnly, MetricValueCondition, TaskIn
-from app.engines.adrules.work.account import WorkerDeps, queue_defer, run_account_job
+from app.engines.adrules.work.account import queue_defer, run_account_job
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.retry import next_wait
@@ -77,7 +78,7 @@ class Deferrals:
         self.calls.append((payload, at))
 
 
-def _deps(runtime: Runtime, clients: Clients, **changes: Any) -> tuple[WorkerDeps, RecordingSleep]:
+def _deps(runtime: Runtime, clients: Clients, **changes: Any) -> tuple[AdRulesDeps, RecordingSleep]:
     sleep = RecordingSleep()
     return dataclasses.replace(make_deps(runtime, clients), sleep=sleep, **changes), sleep
 

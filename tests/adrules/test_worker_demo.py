@@ -17,8 +17,7 @@ from app.engines.adrules.models import AdAccount, Rule
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.rules import set_status
 from app.engines.adrules.work.account import run_account_job
-from app.engines.adrules.work.preview import PreviewDeps, preview_rule
-from app.engines.adrules.work.sheets_values import SheetCache
+from app.engines.adrules.work.preview import preview_rule
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.base import ThreadedServer
@@ -26,7 +25,7 @@ from app.sandbox.meta.demo import DEMO_STORE, start_demo_sandbox, start_demo_she
 from app.settings import Settings
 from app.web.app import create_app
 from tests.adrules.support import create_workspace, dispatch_deps
-from tests.adrules.worker_setup import make_clients, make_deps, manual_sleep
+from tests.adrules.worker_setup import make_clients, make_deps
 
 
 @pytest.fixture
@@ -79,15 +78,7 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
     graph = GraphClient(demo_sandbox.url, "v21.0")
     try:
         preview = await preview_rule(
-            PreviewDeps(
-                db=runtime.db,
-                clock=runtime.clock,
-                secrets=runtime.secrets,
-                graph=clients.graph,
-                sheets=clients.sheets,
-                sheet_cache=SheetCache(),
-                sleep=manual_sleep(runtime.clock),
-            ),
+            make_deps(runtime, clients),
             workspace_id=ws.workspace_id,
             rule_id=rule.id,
             ad_account_id=store.id,

@@ -13,11 +13,12 @@ import msgspec
 from sqlalchemy import select
 
 from app.clock import ManualClock
+from app.engines.adrules.deps import AdRulesDeps
+from app.engines.adrules.jobs import RUN_ACCOUNT
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
 from app.engines.adrules.schemas import PreFilters, RuleDocument, TaskDocument, TaskIn
 from app.engines.adrules.webhook_secrets import seal_task
-from app.engines.adrules.work.account import WorkerDeps
 from app.engines.adrules.work.sheets_values import SheetCache
 from app.integrations.http_guard import GuardedHttp, RetryPolicy
 from app.integrations.mail import MailSender
@@ -232,16 +233,18 @@ def make_deps(
     mode: str = "packed",
     cache: SheetCache | None = None,
     mail: MailSender | None = None,
-) -> WorkerDeps:
-    return WorkerDeps(
+) -> AdRulesDeps:
+    return AdRulesDeps(
         db=runtime.db,
+        queue=runtime.queue,
         clock=runtime.clock,
         secrets=runtime.secrets,
         graph=clients.graph,
         sheets=clients.sheets,
         sheet_cache=cache or SheetCache(),
+        job=RUN_ACCOUNT,
         mail=mail,
-        http=clients.http,
+        webhook_http=clients.http,
         sleep=manual_sleep(runtime.clock),
         insights_mode=mode,
     )

@@ -1,19 +1,24 @@
 """The ad rules job: one per ad account per dispatch, run by the worker side.
 
 Defined here, away from the dispatcher, because its handler executes actions: the dispatcher is
-handed this spec by the plugin and never imports the worker (spec AR-19).
+handed this spec through the engine's dependencies and never imports the worker (spec AR-19).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
-from app.engines.adrules.work.account import deps_from_context, run_account_job
+from app.engines.adrules.work.account import run_account_job
+from app.scheduling.job_lease import check_lease
 from app.scheduling.jobs import JobContext, JobSpec
 
 
 async def run_account(ctx: JobContext, payload: RunAccountPayload) -> None:
     """Job handler of ``adrules.run_account`` (a throttled run is queued again as this job)."""
-    await run_account_job(deps_from_context(ctx, RUN_ACCOUNT), payload)
+    deps = dataclasses.replace(ctx.resources.require(AdRulesDeps), lease=lambda: check_lease(ctx))
+    await run_account_job(deps, payload)
 
 
 RUN_ACCOUNT: JobSpec[RunAccountPayload] = JobSpec(

@@ -17,8 +17,7 @@ from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
 from app.engines.adrules.claim.dispatch import dispatch_now
-from app.engines.adrules.claim.sweep import deps_from_context as sweep_deps
-from app.engines.adrules.claim.sweep import shared_graph
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import meta_refusal
 from app.engines.adrules.models import AdAccount, Batch
@@ -32,7 +31,6 @@ from app.engines.adrules.schemas import (
 )
 from app.errors import Conflict
 from app.integrations.meta.errors import MetaError
-from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.structs import GraphAdAccount
 from app.pagination import Page, page_of
 from app.platform.service import Principal
@@ -197,7 +195,7 @@ async def ask_meta_for_accounts(runtime: Runtime, workspace_id: int) -> list[Gra
     """The ad accounts the workspace's token reaches, as Meta lists them (reading only)."""
     async with runtime.db.read() as session:
         token = await account_service.require_token(session, runtime.secrets, workspace_id)
-    reader = MetaReader(shared_graph(runtime.context()), token)
+    reader = runtime.resources.require(AdRulesDeps).reader(token)
     try:
         return await reader.ad_accounts()
     except MetaError as exc:
@@ -380,7 +378,7 @@ async def run_rule_now(runtime: Runtime, workspace_id: int, rule_id: int) -> Run
             code="rule_not_active",
         )
     summary = await dispatch_now(
-        sweep_deps(runtime.context()),
+        runtime.resources.require(AdRulesDeps),
         workspace_id=workspace_id,
         rule_id=rule_id,
         now=runtime.clock.now(),

@@ -7,7 +7,7 @@ timeline of a record is shown to workspace admins only.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from litestar import Response, get, post
@@ -15,6 +15,7 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import records as record_service
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.run_models import RECORD_STATUSES, ExecutionRecord
 from app.engines.adrules.templates import (
     TEMPLATES,
@@ -22,14 +23,7 @@ from app.engines.adrules.templates import (
     TemplateParams,
     create_from_template,
 )
-from app.engines.adrules.work.account import (
-    SHEET_CACHE_RESOURCE,
-    shared_graph,
-    shared_sheets,
-    shared_token_minter,
-)
-from app.engines.adrules.work.preview import PreviewDeps, PreviewResult, preview_rule
-from app.engines.adrules.work.sheets_values import SheetCache
+from app.engines.adrules.work.preview import PreviewResult, preview_rule
 from app.errors import ValidationFailed
 from app.pagination import Page, page_of
 from app.pagination import Paging as PagingValue
@@ -228,20 +222,9 @@ async def list_batch_records(
     return page
 
 
-def preview_deps(runtime: Runtime) -> PreviewDeps:
-    ctx = runtime.context()
-    return PreviewDeps(
-        db=runtime.db,
-        clock=runtime.clock,
-        secrets=runtime.secrets,
-        graph=shared_graph(ctx),
-        sheets=shared_sheets(ctx),
-        sheet_cache=runtime.resources.get(SHEET_CACHE_RESOURCE, SheetCache),
-        sleep=runtime.clock.sleep,
-        insights_mode=runtime.settings.adrules.insights_mode,
-        token_minter=shared_token_minter(ctx),
-        sheet_copy_max_age=timedelta(minutes=runtime.settings.adrules.sheet_copy_max_age_minutes),
-    )
+def preview_deps(runtime: Runtime) -> AdRulesDeps:
+    """The process's ad-rules dependencies (the preview shares the workers' clients and cache)."""
+    return runtime.resources.require(AdRulesDeps)
 
 
 @post("/rules/{rule_id:int}/preview", status_code=200)

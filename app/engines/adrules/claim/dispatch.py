@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from app.db.session import Database, ReadSession
+from app.db.session import ReadSession
 from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS, SCHEDULED_STATUSES
 from app.engines.adrules.claim.due_rules import ClaimedRule, claim_due_rules
 from app.engines.adrules.claim.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
@@ -32,6 +32,7 @@ from app.engines.adrules.claim.prefilters import (
     targets_not_deliverable,
     to_filtering,
 )
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_schedule, rule_document
 from app.engines.adrules.models import (
     BATCH_EMPTY,
@@ -53,13 +54,10 @@ from app.engines.adrules.payloads import (
 from app.engines.adrules.schemas import RuleDocument
 from app.engines.adrules.stops import ENV_REASON, PLATFORM_STOP, stopped_workspaces
 from app.integrations.meta.errors import MetaError
-from app.integrations.meta.reader import PAGE_SIZE, MetaReader
-from app.integrations.meta.retry import RETRY_DELAYS, Sleep
+from app.integrations.meta.reader import MetaReader
 from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
 from app.platform.service import get_secret
-from app.scheduling.jobs import JobSpec
-from app.scheduling.queue import JobQueue
 from app.scheduling.sweeper import tick_key
 
 log = logging.getLogger(__name__)
@@ -67,29 +65,6 @@ log = logging.getLogger(__name__)
 ENV_STOP_REASON = f"{PLATFORM_STOP}: {ENV_REASON}"
 MISSING_CREDENTIAL = "no Meta access token is configured for this workspace"
 INACTIVE_ACCOUNT = "the ad account is not active: nothing runs on it until it is activated"
-
-
-@dataclass(frozen=True, slots=True)
-class DispatchDeps:
-    """What a sweep needs. Tests and the benchmark build it directly."""
-
-    db: Database
-    queue: JobQueue
-    secrets: SecretBox
-    reader_for: Callable[[str], MetaReader]
-    """A read-only client for an access token."""
-    job: JobSpec[RunAccountPayload]
-    sleep: Sleep
-    """Waits between fetch attempts (the clock's sleep: manual time in tests)."""
-    stopped: Callable[[], bool] = lambda: False
-    """The platform-wide stop (spec AR-23)."""
-    claim_batch: int = 500
-    fetch_concurrency: int = 16
-    page_size: int = PAGE_SIZE
-    retry_delays: tuple[float, ...] = RETRY_DELAYS
-    fetch_deadline_seconds: float = 8.0
-    """One account's whole campaign fetch (pages and retries) must end within this, so a hanging
-    ad account is recorded as skipped and the sweep — every other rule's tick — goes on."""
 
 
 @dataclass(slots=True)
@@ -168,7 +143,7 @@ async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) 
 
 
 async def _fetch_account(
-    deps: DispatchDeps,
+    deps: AdRulesDeps,
     reader: MetaReader | None,
     account: _AccountRow,
     filtering: list[dict[str, Any]],
@@ -189,7 +164,7 @@ async def _fetch_account(
                     filtering,
                     sleep=deps.sleep,
                     page_size=deps.page_size,
-                    delays=deps.retry_delays,
+                    delays=deps.fetch_retry_delays,
                     progress=progress,
                     edge=LEVEL_EDGES[level],
                     fields=LEVEL_FIELDS[level],
@@ -209,7 +184,7 @@ async def _fetch_account(
 
 
 async def _dispatch_rule(
-    deps: DispatchDeps,
+    deps: AdRulesDeps,
     claimed: ClaimedRule,
     tick: datetime,
     now: datetime,
@@ -222,7 +197,7 @@ async def _dispatch_rule(
         work = await _load(session, deps.secrets, claimed)
     if work is None or not work.accounts:
         return
-    reader = deps.reader_for(work.token) if work.token else None
+    reader = deps.reader(work.token) if work.token else None
     results: list[Fetched | FetchFailed]
     if stopped is not None:
         # A runtime stop of the workspace or organisation: fetch nothing, record why.
@@ -320,7 +295,7 @@ async def _dispatch_rule(
 
 
 async def dispatch_due(
-    deps: DispatchDeps, tick: datetime, now: Callable[[], datetime]
+    deps: AdRulesDeps, tick: datetime, now: Callable[[], datetime]
 ) -> DispatchSummary:
     """One sweep: claim every due rule (in chunks of ``claim_batch``) and dispatch each."""
     summary = DispatchSummary()
@@ -339,7 +314,7 @@ async def dispatch_due(
 
 
 async def _gather_rules(
-    deps: DispatchDeps,
+    deps: AdRulesDeps,
     claimed: list[ClaimedRule],
     tick: datetime,
     now: datetime,
@@ -362,7 +337,7 @@ async def _gather_rules(
 
 
 async def dispatch_now(
-    deps: DispatchDeps, *, workspace_id: int, rule_id: int, now: datetime
+    deps: AdRulesDeps, *, workspace_id: int, rule_id: int, now: datetime
 ) -> DispatchSummary:
     """ "Run now": dispatch one active rule once, outside its schedule, through the same path as
     the sweep (fetch, batch records, one job per account, the stop checked) — its

@@ -22,16 +22,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
 
-from app.clock import Clock
-from app.db.session import Database, UnitOfWork
+from app.db.session import UnitOfWork
 from app.engines.adrules import records
+from app.engines.adrules.deps import AdRulesDeps, Defer
 from app.engines.adrules.models import BATCH_QUEUED, AdAccount
 from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload, evaluation_zone
 from app.engines.adrules.run_models import (
@@ -42,7 +42,6 @@ from app.engines.adrules.run_models import (
     RECORD_WOULD_EXECUTE,
 )
 from app.engines.adrules.schemas import LogOnly, NotifyEmail, NotifyWebhook, TaskDocument
-from app.engines.adrules.stops import StopCheck
 from app.engines.adrules.work.batched import CONCURRENT_CALLS, BatchStats
 from app.engines.adrules.work.changes import (
     ActionFailed,
@@ -60,35 +59,22 @@ from app.engines.adrules.work.guards import (
     check_budget_write,
     direction,
 )
-from app.engines.adrules.work.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
 from app.engines.adrules.work.sheets_values import (
-    COPY_MAX_AGE,
     CustomMetricSource,
-    SheetCache,
     workspace_credentials,
 )
-from app.integrations.http_guard import GuardedHttp, OutboundError, RetryPolicy, shared_guard
-from app.integrations.mail import MailError, MailSender
-from app.integrations.meta.client import GraphClient
+from app.integrations.http_guard import OutboundError
+from app.integrations.mail import MailError
 from app.integrations.meta.errors import MetaError
-from app.integrations.meta.reader import MAX_BATCH, MetaReader
+from app.integrations.meta.reader import MetaReader
 from app.integrations.meta.structs import GraphCampaign
 from app.integrations.meta.writer import MetaWriter, Update
-from app.integrations.sheets import SheetsClient, TokenMinter
-from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
 from app.scheduling.claim import LeaseLost
-from app.scheduling.job_lease import check_lease
-from app.scheduling.jobs import JobContext, JobSpec
+from app.scheduling.jobs import JobSpec
 from app.scheduling.queue import JobQueue
 
 log = logging.getLogger(__name__)
-
-GRAPH_RESOURCE = "meta.graph"
-SHEETS_RESOURCE = "sheets.client"
-SHEET_CACHE_RESOURCE = "adrules.sheet_cache"
-WEBHOOK_RESOURCE = "adrules.webhook_http"
-TOKEN_MINTER_RESOURCE = "adrules.google_token_minter"  # noqa: S105 - a cache key
 
 FLUSH_EVERY = 500
 """Records of runs that changed nothing are written in chunks of this many."""
@@ -96,50 +82,6 @@ BUDGET_FIELDS = frozenset({"daily_budget", "lifetime_budget"})
 ACT_CHUNK = 500
 """Campaigns one task acts on between two commits of their records (re-read, then written, in
 batch calls of up to 50)."""
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerDeps:
-    db: Database
-    clock: Clock
-    secrets: SecretBox
-    graph: GraphClient
-    sheets: SheetsClient
-    sheet_cache: SheetCache
-    mail: MailSender | None
-    http: GuardedHttp | None
-    sleep: Sleep
-    insights_mode: str = "packed"
-    retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS
-    concurrency: int = 16
-    throttle_max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS
-    """Meta's throttling estimates up to this long are waited out inside the run."""
-    defer: Defer | None = None
-    """Puts the run back on the queue for later (a longer throttle); None: record errors."""
-    max_deferrals: int = 3
-    token_minter: TokenMinter | None = None
-    """Mints Sheets access tokens from a workspace's service-account key."""
-    write_batch_size: int = MAX_BATCH
-    """Objects per batch call of the live re-reads and of the writes (≤ 50; 1 sends each
-    object's re-read and write in a call of its own, the per-object baseline)."""
-    write_stats: BatchStats | None = None
-    """Counts the batch calls of re-reads and writes (benchmarks and tests)."""
-    budget_changes_per_hour: int = 4
-    """Budget changes allowed per object per hour across all rules (Meta's limit is ~4)."""
-    sheet_copy_max_age: timedelta = COPY_MAX_AGE
-    """The oldest database copy of a sheet a custom metric may fall back on."""
-    stop: StopCheck | None = None
-    """The platform stop (spec AR-23), asked at the start of a run and before every write and
-    notification; None: never stopped (unit tests of other behaviour)."""
-    lease: Callable[[], Awaitable[None]] | None = None
-    """Raises :class:`~app.scheduling.claim.LeaseLost` once the job's lease expired or another
-    worker took the job over; asked at the start of a run and before every write and
-    notification, so a run that lost its job leaves the rest to the attempt that holds it.
-    None: no lease (direct calls)."""
-
-
-Defer = Callable[[UnitOfWork, RunAccountPayload, datetime], Awaitable[None]]
-"""Queue ``payload`` again, to run at ``datetime``, in the unit of work given."""
 
 
 def queue_defer(queue: JobQueue, job: JobSpec[RunAccountPayload]) -> Defer:
@@ -152,77 +94,11 @@ def queue_defer(queue: JobQueue, job: JobSpec[RunAccountPayload]) -> Defer:
     return defer
 
 
-def shared_graph(ctx: JobContext) -> GraphClient:
-    integrations = ctx.settings.integrations
-    return ctx.resources.get(
-        GRAPH_RESOURCE,
-        lambda: GraphClient(
-            integrations.meta_graph_url,
-            integrations.meta_graph_version,
-            timeout_seconds=integrations.http_timeout_seconds,
-        ),
-    )
-
-
-def shared_sheets(ctx: JobContext) -> SheetsClient:
-    integrations = ctx.settings.integrations
-    return ctx.resources.get(
-        SHEETS_RESOURCE,
-        lambda: SheetsClient(
-            integrations.sheets_url, timeout_seconds=integrations.http_timeout_seconds
-        ),
-    )
-
-
-def shared_token_minter(ctx: JobContext) -> TokenMinter:
-    return ctx.resources.get(
-        TOKEN_MINTER_RESOURCE,
-        lambda: TokenMinter(
-            ctx.settings.adrules.google_token_url,
-            now=ctx.clock.now,
-            timeout_seconds=ctx.settings.integrations.http_timeout_seconds,
-        ),
-    )
-
-
-def deps_from_context(ctx: JobContext, job: JobSpec[RunAccountPayload] | None = None) -> WorkerDeps:
-    """The worker's dependencies in a job; with ``job`` a throttled run is put back on the queue
-    as that job."""
-    adrules = ctx.settings.adrules
-    return WorkerDeps(
-        db=ctx.db,
-        clock=ctx.clock,
-        secrets=ctx.secrets,
-        graph=shared_graph(ctx),
-        sheets=shared_sheets(ctx),
-        sheet_cache=ctx.resources.get(SHEET_CACHE_RESOURCE, SheetCache),
-        mail=MailSender(ctx.settings.mail),
-        http=ctx.resources.get(
-            WEBHOOK_RESOURCE,
-            lambda: GuardedHttp(
-                guard=shared_guard(ctx.resources, ctx.settings.integrations),
-                timeout=10.0,
-                policy=RetryPolicy(attempts=2, backoff_seconds=1.0),
-            ),
-        ),
-        sleep=ctx.clock.sleep,
-        insights_mode=adrules.insights_mode,
-        throttle_max_wait_seconds=adrules.throttle_max_wait_seconds,
-        defer=queue_defer(ctx.queue, job) if job is not None else None,
-        max_deferrals=adrules.max_deferrals,
-        token_minter=shared_token_minter(ctx),
-        stop=StopCheck(ctx.db, lambda: ctx.settings.sweepers.stop_all),
-        lease=lambda: check_lease(ctx),
-        budget_changes_per_hour=adrules.budget_changes_per_hour,
-        sheet_copy_max_age=timedelta(minutes=adrules.sheet_copy_max_age_minutes),
-    )
-
-
 @dataclass(slots=True)
 class _Run:
     """One job's state shared by the campaigns it processes."""
 
-    deps: WorkerDeps
+    deps: AdRulesDeps
     payload: RunAccountPayload
     runner: ActionRunner
     last: dict[tuple[int, str], LastExecution]
@@ -244,7 +120,7 @@ class _Run:
                 await records.insert_records(uow.session, rows)
 
 
-async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
+async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
     """Run the job; returns the batch's final status."""
     rule = payload.rule
     if deps.lease is not None:
@@ -299,7 +175,7 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
             else deps.insights_mode,
             account_id=payload.account.meta_id,
             sleep=deps.sleep,
-            retry_delays=deps.retry_delays,
+            retry_delays=deps.item_retry_delays,
             max_wait_seconds=deps.throttle_max_wait_seconds,
         )
         if gathered.throttled is not None and gathered.unread:
@@ -313,11 +189,11 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
                 reader=reader,
                 writer=MetaWriter(deps.graph, token),
                 mail=deps.mail,
-                http=deps.http,
+                http=deps.webhook_http,
                 timer=time.perf_counter,
                 secrets=deps.secrets,
                 sleep=deps.sleep,
-                retry_delays=deps.retry_delays,
+                retry_delays=deps.item_retry_delays,
                 max_wait_seconds=deps.throttle_max_wait_seconds,
                 batch_size=deps.write_batch_size,
                 concurrency=min(deps.concurrency, CONCURRENT_CALLS),
@@ -351,7 +227,7 @@ async def run_account_job(deps: WorkerDeps, payload: RunAccountPayload) -> str:
 
 
 async def _record_stopped(
-    deps: WorkerDeps, payload: RunAccountPayload, done: set[tuple[int, str]], reason: str
+    deps: AdRulesDeps, payload: RunAccountPayload, done: set[tuple[int, str]], reason: str
 ) -> None:
     now = deps.clock.now()
     rows = [
@@ -372,7 +248,7 @@ async def _record_stopped(
     )
 
 
-async def _defer(deps: WorkerDeps, payload: RunAccountPayload, throttle: MetaError) -> str:
+async def _defer(deps: AdRulesDeps, payload: RunAccountPayload, throttle: MetaError) -> str:
     """Meta asked for a longer pause than a run may wait: instead of calling again on a fixed
     schedule (and being refused), the whole remaining run goes back on the queue for when Meta
     expects access to return. Records already written make the resumed run skip their work."""
@@ -394,7 +270,9 @@ async def _defer(deps: WorkerDeps, payload: RunAccountPayload, throttle: MetaErr
     return BATCH_QUEUED
 
 
-async def _finish(deps: WorkerDeps, payload: RunAccountPayload, *, error: str | None = None) -> str:
+async def _finish(
+    deps: AdRulesDeps, payload: RunAccountPayload, *, error: str | None = None
+) -> str:
     async with deps.db.write() as uow:
         counts = await records.batch_counts(uow.session, payload.batch_id, payload.account.id)
         return await records.finish_batch(

@@ -11,18 +11,16 @@ values just read. An import-linter contract keeps the Graph writer out of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from app.clock import Clock
-from app.db.session import Database
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import records
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS
 from app.engines.adrules.claim.fetch import FetchFailed, fetch_campaigns
 from app.engines.adrules.claim.prefilters import to_filtering
+from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import meta_refusal
 from app.engines.adrules.payloads import CampaignEntity
@@ -50,20 +48,13 @@ from app.engines.adrules.work.cooldown import LastExecution, check_cooldown
 from app.engines.adrules.work.evaluate import CampaignFacts, evaluate_conditions
 from app.engines.adrules.work.facts import gather
 from app.engines.adrules.work.guards import opposing_rules
-from app.engines.adrules.work.insights import Sleep
 from app.engines.adrules.work.metrics import local_time
 from app.engines.adrules.work.sheets_values import (
-    COPY_MAX_AGE,
     CustomMetricSource,
-    SheetCache,
     workspace_credentials,
 )
 from app.errors import Conflict
-from app.integrations.meta.client import GraphClient
 from app.integrations.meta.errors import MetaError
-from app.integrations.meta.reader import MetaReader
-from app.integrations.sheets import SheetsClient, TokenMinter
-from app.platform.crypto import SecretBox
 from app.schemas import Schema
 
 MAX_CAMPAIGNS = 500
@@ -120,21 +111,6 @@ class PreviewResult(Schema, kw_only=True):
     """The zone the evaluation used: the rule's, else the ad account's (AR-23a)."""
     warnings: list[str] = []
     """Other active rules acting on this account's budgets in the opposite direction."""
-
-
-@dataclass(frozen=True, slots=True)
-class PreviewDeps:
-    db: Database
-    clock: Clock
-    secrets: SecretBox
-    graph: GraphClient
-    sheets: SheetsClient
-    sheet_cache: SheetCache
-    sleep: Sleep
-    retry_delays: tuple[float, ...] = (1.0, 2.0)
-    insights_mode: str = "packed"
-    token_minter: TokenMinter | None = None
-    sheet_copy_max_age: timedelta = COPY_MAX_AGE
 
 
 def _would_change(
@@ -233,7 +209,7 @@ def _preview_task(
 
 
 async def preview_rule(
-    deps: PreviewDeps, *, workspace_id: int, rule_id: int, ad_account_id: int
+    deps: AdRulesDeps, *, workspace_id: int, rule_id: int, ad_account_id: int
 ) -> PreviewResult:
     now = deps.clock.now()
     async with deps.db.read() as session:
@@ -249,7 +225,7 @@ async def preview_rule(
             code="ad_account_inactive",
         )
     tasks: Sequence[TaskDocument] = view.tasks
-    reader = MetaReader(deps.graph, token)
+    reader = deps.reader(token)
     filtering = to_filtering(load_prefilters(view.rule.prefilters))
     try:
         level = view.rule.level
@@ -258,7 +234,7 @@ async def preview_rule(
             account.meta_id,
             filtering,
             sleep=deps.sleep,
-            delays=deps.retry_delays,
+            delays=deps.preview_retry_delays,
             edge=LEVEL_EDGES[level],
             fields=LEVEL_FIELDS[level],
         )
@@ -289,7 +265,7 @@ async def preview_rule(
         mode=deps.insights_mode,
         account_id=account.meta_id,
         sleep=deps.sleep,
-        retry_delays=deps.retry_delays,
+        retry_delays=deps.preview_retry_delays,
     )
     # A person is waiting for the preview: a long throttle is shown as an error, not waited out.
     gathered.fail_unread()
