@@ -55,7 +55,9 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
         graph=GraphClient(
             integrations.meta_graph_url, integrations.meta_graph_version, timeout_seconds=timeout
         ),
-        sheets=SheetsClient(integrations.sheets_url, timeout_seconds=timeout),
+        sheets=SheetsClient(
+            integrations.sheets_url, timeout_seconds=timeout, sleep=runtime.clock.sleep
+        ),
         sheet_cache=SheetCache(),
         job=RUN_ACCOUNT,
         token_minter=TokenMinter(
@@ -66,6 +68,7 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
             guard=shared_guard(runtime.resources, integrations),
             timeout=adrules.webhook_timeout_seconds,
             policy=RetryPolicy(attempts=2, backoff_seconds=1.0),
+            clock=runtime.clock,
         ),
         stopped=stopped,
         stop=StopCheck(runtime.db, stopped),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -220,7 +219,7 @@ def _arq_function(
     async def run(arq_ctx: dict[str, Any], raw: bytes) -> None:
         attempt = int(arq_ctx.get("job_try", 1))
         job_id = str(arq_ctx.get("job_id", "")).removeprefix(queue.base_name + ":")
-        started = time.monotonic()
+        started = queue.clock.monotonic()
         try:
             with correlate(job_id):
                 async with asyncio.timeout(spec.timeout_seconds):
@@ -247,7 +246,7 @@ def _arq_function(
             )
             return
         JOBS_FINISHED.labels(spec.name, "done").inc()
-        log_job_done(job_id, spec.name, attempt, time.monotonic() - started)
+        log_job_done(job_id, spec.name, attempt, queue.clock.monotonic() - started)
 
     return func(
         run,  # type: ignore[arg-type]

@@ -7,9 +7,8 @@ applies) the migrations, and starts the workers and sweepers: this is ``python -
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.clock import Clock
 from app.db.migrate import check_current, upgrade
 from app.logs import correlate
 from app.runtime import Runtime
@@ -95,37 +95,40 @@ def _login_redirect(request: Request[Any, Any, Any], exc: LoginRequired) -> Resp
     return Redirect(f"/login?next={request.url.path}")
 
 
-def correlation_middleware(app: ASGIApp) -> ASGIApp:
+def correlation_middleware(clock: Clock) -> Callable[[ASGIApp], ASGIApp]:
     """Give every request an id (``X-Request-ID``), attached to each log line it causes, and log
-    one line per request when it is answered."""
+    one line per request when it is answered, with its duration on ``clock``."""
 
-    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != ScopeType.HTTP:
-            await app(scope, receive, send)
-            return
-        request_id = uuid.uuid4().hex[:16]
-        started = time.perf_counter()
-        status = 500
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != ScopeType.HTTP:
+                await app(scope, receive, send)
+                return
+            request_id = uuid.uuid4().hex[:16]
+            started = clock.monotonic()
+            status = 500
 
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                MutableScopeHeaders.from_message(message)["X-Request-ID"] = request_id
-            await send(message)
+            async def send_with_id(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    MutableScopeHeaders.from_message(message)["X-Request-ID"] = request_id
+                await send(message)
 
-        with correlate(request_id):
-            try:
-                await app(scope, receive, send_with_id)
-            except HTTPException as exc:
-                # Raised by a middleware inside this one (CSRF 403, 413): the exception handler
-                # outside answers with its status, which is what the access log must say.
-                status = exc.status_code
-                raise
-            finally:
-                ops.log_request(scope, status, started)
+            with correlate(request_id):
+                try:
+                    await app(scope, receive, send_with_id)
+                except HTTPException as exc:
+                    # Raised by a middleware inside this one (CSRF 403, 413): the exception handler
+                    # outside answers with its status, which is what the access log must say.
+                    status = exc.status_code
+                    raise
+                finally:
+                    ops.log_request(scope, status, clock.monotonic() - started)
 
-    return middleware
+        return middleware
+
+    return wrap
 
 
 async def prepare_database(runtime: Runtime) -> None:
@@ -284,7 +287,7 @@ def create_app(
             directory=DASHBOARD_DIR / "templates", engine=JinjaTemplateEngine
         ),
         openapi_config=openapi_config(),
-        middleware=[correlation_middleware, request_bounds(settings.web.max_body_bytes)],
+        middleware=[correlation_middleware(rt.clock), request_bounds(settings.web.max_body_bytes)],
         before_send=[security_headers(hsts=settings.web.secure_cookies)],
         request_max_body_size=settings.web.max_body_bytes,
         debug=False,

@@ -13,10 +13,10 @@ fails — before any message is on it, so the check can never resend anything.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import aiosmtplib
 
+from app.clock import Clock, SystemClock
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail, build_message
 from app.scheduling.outside_calls import check_outside_call
@@ -29,16 +29,17 @@ IDLE_CHECK_SECONDS = 5.0
 class _Connection:
     __slots__ = ("client", "used_at")
 
-    def __init__(self, client: aiosmtplib.SMTP) -> None:
+    def __init__(self, client: aiosmtplib.SMTP, used_at: float) -> None:
         self.client = client
-        self.used_at = time.monotonic()
+        self.used_at = used_at
 
 
 class SmtpPool:
     """Up to ``size`` persistent connections to the configured SMTP server."""
 
-    def __init__(self, settings: MailSettings, size: int) -> None:
+    def __init__(self, settings: MailSettings, size: int, clock: Clock | None = None) -> None:
         self._settings = settings
+        self._clock: Clock = clock or SystemClock()
         self._size = max(1, size)
         self._idle: asyncio.LifoQueue[_Connection] = asyncio.LifoQueue()
         self._made = 0
@@ -61,7 +62,8 @@ class SmtpPool:
                 start_tls=s.smtp_starttls,
                 username=s.smtp_username or None,
                 password=s.smtp_password or None,
-            )
+            ),
+            self._clock.monotonic(),
         )
 
     async def _take(self) -> _Connection:
@@ -73,7 +75,7 @@ class SmtpPool:
     async def _ready(self, conn: _Connection) -> None:
         """Connect ``conn`` or make sure its idle connection still answers."""
         client = conn.client
-        if client.is_connected and time.monotonic() - conn.used_at > IDLE_CHECK_SECONDS:
+        if client.is_connected and self._clock.monotonic() - conn.used_at > IDLE_CHECK_SECONDS:
             try:
                 await client.noop()
             except (aiosmtplib.SMTPException, OSError, TimeoutError):
@@ -118,7 +120,7 @@ class SmtpPool:
         finally:
             if not healthy:
                 conn.client.close()
-            conn.used_at = time.monotonic()
+            conn.used_at = self._clock.monotonic()
             self._idle.put_nowait(conn)
 
     async def aclose(self) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 from typing import Any
 
 import httpx
@@ -23,6 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from app.clock import Clock, SystemClock
 from app.integrations.http_guard.client import ClientOptions, outbound_client
 
 DEFAULT_URL_PATTERN = r"^https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/"
@@ -112,10 +112,17 @@ class SnsVerifier:
     """Fetches signing certificates (only from URLs matching ``url_pattern``, cached) and
     verifies messages; confirms subscriptions by visiting their ``SubscribeURL``."""
 
-    def __init__(self, *, url_pattern: str = DEFAULT_URL_PATTERN, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        *,
+        url_pattern: str = DEFAULT_URL_PATTERN,
+        timeout: float = 10.0,
+        clock: Clock | None = None,
+    ) -> None:
         self.url_pattern = re.compile(url_pattern)
         self.timeout = timeout
         self._certificates: dict[str, tuple[bytes, float]] = {}
+        self._clock: Clock = clock or SystemClock()
 
     def _client(self) -> httpx.AsyncClient:
         # The one outbound core (user agent, no redirects, no proxy from the environment). The
@@ -130,7 +137,7 @@ class SnsVerifier:
 
     async def _certificate(self, url: str) -> bytes:
         hit = self._certificates.get(url)
-        if hit is not None and hit[1] > time.monotonic():
+        if hit is not None and hit[1] > self._clock.monotonic():
             return hit[0]
         try:
             async with self._client() as client:
@@ -139,7 +146,7 @@ class SnsVerifier:
             raise SnsError(f"the signing certificate could not be fetched: {exc}") from None
         if response.status_code != 200 or len(response.content) > 65536:
             raise SnsError(f"the signing certificate could not be fetched ({response.status_code})")
-        self._certificates[url] = (response.content, time.monotonic() + CERT_CACHE_SECONDS)
+        self._certificates[url] = (response.content, self._clock.monotonic() + CERT_CACHE_SECONDS)
         return response.content
 
     async def verify(self, body: bytes) -> SnsMessage:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -175,6 +174,7 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
             else deps.insights_mode,
             account_id=payload.account.meta_id,
             sleep=deps.sleep,
+            timer=deps.clock.monotonic,
             retry_delays=deps.item_retry_delays,
             max_wait_seconds=deps.throttle_max_wait_seconds,
         )
@@ -190,7 +190,7 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
                 writer=MetaWriter(deps.graph, token),
                 mail=deps.mail,
                 http=deps.webhook_http,
-                timer=time.perf_counter,
+                timer=deps.clock.monotonic,
                 secrets=deps.secrets,
                 sleep=deps.sleep,
                 retry_delays=deps.item_retry_delays,
@@ -302,7 +302,7 @@ async def _process(run: _Run, gathered: Gathered, campaigns: Sequence[CampaignEn
         for campaign in campaigns:
             if (task.id, campaign.id) in run.done:
                 continue  # recorded by an earlier attempt of this job
-            started = time.perf_counter()
+            started = run.deps.clock.monotonic()
             try:
                 decided = _decide(
                     run,
@@ -321,7 +321,7 @@ async def _process(run: _Run, gathered: Gathered, campaigns: Sequence[CampaignEn
                     campaign,
                     status=RECORD_ERROR,
                     reason=f"{type(exc).__name__}: {exc}",
-                    steps=[("task", time.perf_counter() - started)],
+                    steps=[("task", run.deps.clock.monotonic() - started)],
                 )
             if isinstance(decided, _Ready):
                 ready.append(decided)
@@ -370,9 +370,9 @@ def _decide(
             reason=f"Insights read failed: {reason}",
             steps=steps,
         )
-    started = time.perf_counter()
+    started = run.deps.clock.monotonic()
     evaluation = evaluate_conditions(task.conditions, task.group, facts)
-    steps.append(("evaluate", time.perf_counter() - started))
+    steps.append(("evaluate", run.deps.clock.monotonic() - started))
     last = run.last.get((task.id, campaign.id))
     now = run.deps.clock.now()
     unread = [c for c in evaluation.conditions if c.sheet_failed and not c.passed]
@@ -403,9 +403,9 @@ def _decide(
             steps=steps,
             next_at=waiting,
         )
-    started = time.perf_counter()
+    started = run.deps.clock.monotonic()
     verdict = check_cooldown(last, task.cooldown, now)
-    steps.append(("cooldown", time.perf_counter() - started))
+    steps.append(("cooldown", run.deps.clock.monotonic() - started))
     if not verdict.allowed:
         return _row(
             run,
@@ -453,10 +453,10 @@ async def _stop_reason(run: _Run, items: Sequence[_Ready]) -> str | None:
         await run.deps.lease()
     if run.deps.stop is None:
         return None
-    started = time.perf_counter()
+    started = run.deps.clock.monotonic()
     stopped = await run.deps.stop.reason(run.payload.workspace_id)
     for item in items:
-        item.steps.append(("stop_check", time.perf_counter() - started))
+        item.steps.append(("stop_check", run.deps.clock.monotonic() - started))
     return stopped
 
 
@@ -474,9 +474,9 @@ async def _act(run: _Run, task: TaskDocument, chunk: list[_Ready]) -> list[dict[
     live: dict[str, GraphCampaign | MetaError] = {}
     if needs_live_read(action):
         # Budget and name actions start from the live values, re-read now in batched GETs.
-        started = time.perf_counter()
+        started = run.deps.clock.monotonic()
         live = await run.runner.read_live([item.campaign.id for item in chunk])
-        seconds = time.perf_counter() - started
+        seconds = run.deps.clock.monotonic() - started
         for item in chunk:
             item.steps.append(("live_read", seconds))
     rows: list[dict[str, Any]] = []
@@ -533,12 +533,12 @@ async def _write_planned(
         # Immediately before each write call: a stop set during the run holds from there.
         return await _stop_reason(run, items)
 
-    started = time.perf_counter()
+    started = run.deps.clock.monotonic()
     results = await run.runner.write(
         [Update(item.campaign.id, change.write or {}) for item, change in planned],
         before_call=stop if run.deps.stop is not None or run.deps.lease is not None else None,
     )
-    seconds = time.perf_counter() - started
+    seconds = run.deps.clock.monotonic() - started
     rows: list[dict[str, Any]] = []
     for item, change in planned:
         failed = results.get(item.campaign.id)

@@ -7,8 +7,7 @@ campaign's own fields, gathered into one :class:`~.evaluate.CampaignFacts` per c
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -121,12 +120,13 @@ async def gather(
     mode: str = "packed",
     account_id: str = "",
     sleep: Sleep,
+    timer: Callable[[], float],
     retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS,
     max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS,
 ) -> Gathered:
     out = Gathered()
     ids = [c.id for c in campaigns]
-    started = time.perf_counter()
+    started = timer()
     read = await read_insights(
         reader,
         ids,
@@ -138,14 +138,14 @@ async def gather(
         max_wait_seconds=max_wait_seconds,
         statuses=sorted({c.effective_status for c in campaigns if c.effective_status}),
     )
-    out.insights_seconds = time.perf_counter() - started
+    out.insights_seconds = timer() - started
     out.stats = read.stats
     out.errors = read.errors
     out.throttled = read.throttled
     out.unread = set(read.unread)
-    started = time.perf_counter()
+    started = timer()
     sheets = await _custom_values(custom, custom_keys(tasks))
-    out.custom_seconds = time.perf_counter() - started
+    out.custom_seconds = timer() - started
     for campaign in campaigns:
         if campaign.id in read.errors or campaign.id in read.unread:
             continue

@@ -265,6 +265,7 @@ async def preview_rule(
         mode=deps.insights_mode,
         account_id=account.meta_id,
         sleep=deps.sleep,
+        timer=deps.clock.monotonic,
         retry_delays=deps.preview_retry_delays,
     )
     # A person is waiting for the preview: a long throttle is shown as an error, not waited out.
