@@ -15,10 +15,12 @@ from app.engines.adrules.work.account import queue_defer
 from app.engines.adrules.work.sheets_values import SheetCache
 from app.engines.funnels.plugin import PLUGIN as FUNNELS
 from app.engines.plugin import EnginePlugin
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.plugin import PLUGIN as RANKTRACKING
-from app.integrations.http_guard import GuardedHttp, RetryPolicy, shared_guard
+from app.integrations.http_guard import NO_RETRY, GuardedHttp, RetryPolicy, shared_guard
 from app.integrations.mail import MailSender
 from app.integrations.meta.client import GraphClient
+from app.integrations.serp import SerpClient
 from app.integrations.sheets import SheetsClient, TokenMinter
 from app.runtime import Runtime, build_runtime
 from app.scheduling.housekeeping import HOUSEKEEPING_SWEEPS
@@ -37,6 +39,7 @@ def assemble(
         runtime.add_jobs(plugin.jobs)
         runtime.add_sweeps(plugin.sweeps)
     runtime.resources.provide(AdRulesDeps, lambda: adrules_deps(runtime))
+    runtime.resources.provide(RankTrackingDeps, lambda: ranktracking_deps(runtime))
     return runtime
 
 
@@ -79,4 +82,23 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
         max_deferrals=adrules.max_deferrals,
         budget_changes_per_hour=adrules.budget_changes_per_hour,
         sheet_copy_max_age=timedelta(minutes=adrules.sheet_copy_max_age_minutes),
+    )
+
+
+def ranktracking_deps(runtime: Runtime, *, serp: SerpClient | None = None) -> RankTrackingDeps:
+    """The position-tracking engine's dependencies (built on first use); ``serp`` replaces the
+    provider client built from the settings (tests point one at the loopback simulator)."""
+    return RankTrackingDeps(
+        db=runtime.db,
+        queue=runtime.queue,
+        clock=runtime.clock,
+        secrets=runtime.secrets,
+        settings=runtime.settings,
+        serp=serp or SerpClient.from_settings(runtime.settings.integrations),
+        alert_http=GuardedHttp(
+            guard=shared_guard(runtime.resources, runtime.settings.integrations),
+            timeout=10.0,
+            policy=NO_RETRY,
+            clock=runtime.clock,
+        ),
     )

@@ -43,6 +43,7 @@ from app.db.migrate import upgrade
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.claim.admission import MANUAL
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Run, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.engines.ranktracking.work.poller import poll_ready
@@ -137,17 +138,21 @@ async def shared_poller(args: argparse.Namespace, db_url: str) -> dict[str, floa
         run_ids: list[int] = []
         for schedule_id in schedule_ids:
             launch = await admit_and_send(
-                runtime, schedule_id, trigger=MANUAL, queue=STANDARD, now=clock.now()
+                RankTrackingDeps.of(runtime),
+                schedule_id,
+                trigger=MANUAL,
+                queue=STANDARD,
+                now=clock.now(),
             )
             run_ids += launch.run_ids
         for run_id in run_ids:
-            await post_impl(runtime, client, run_id, final_attempt=True)
+            await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=True)
         sim.state.reset_counts()
         tasks = sim.tasks_posted
         started = time.perf_counter()
         ticks = 0
         while True:
-            await poll_ready(runtime, client)
+            await poll_ready(RankTrackingDeps.of(runtime), client)
             ticks += 1
             async with runtime.db.read() as session:
                 running = await session.scalar(

@@ -35,6 +35,7 @@ from app.engines.ranktracking import ledger
 from app.engines.ranktracking.claim.admission import RECURRING
 from app.engines.ranktracking.claim.dispatch import dispatch_due
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import LedgerEntry, Run, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.platform.models import Organisation, Workspace
@@ -172,7 +173,11 @@ async def one_per_transaction(runtime, org_ids: list[int], concurrency: int) -> 
     async def one(schedule_id: int) -> int:
         async with gate:
             launch = await admit_and_send(
-                runtime, schedule_id, trigger=RECURRING, queue=STANDARD, now=NOW
+                RankTrackingDeps.of(runtime),
+                schedule_id,
+                trigger=RECURRING,
+                queue=STANDARD,
+                now=NOW,
             )
             return launch.launched
 
@@ -215,7 +220,7 @@ async def main() -> None:
             runtime, single_orgs, concurrency
         )
         started = time.perf_counter()
-        report = await dispatch_due(runtime, NOW)
+        report = await dispatch_due(RankTrackingDeps.of(runtime), NOW)
         sweep_seconds = time.perf_counter() - started
         after = await baseline(runtime, org_ids, args.schedules, concurrency)
         base_seconds = (before + after) / 2

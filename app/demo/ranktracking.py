@@ -11,6 +11,7 @@ from app.engines.ranktracking import ledger
 from app.engines.ranktracking.alerts.report import put_settings
 from app.engines.ranktracking.alerts.rules import create_rule
 from app.engines.ranktracking.alerts.schemas import AlertRuleIn, ReportSettingsIn
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.engines.ranktracking.service import create_and_baseline, lock_schedule
@@ -72,7 +73,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             now=now,
         )
     serp, _ = await create_and_baseline(
-        runtime,
+        RankTrackingDeps.of(runtime),
         principal,
         ScheduleIn(
             name="Outdoor gear — daily positions",
@@ -89,7 +90,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
     )
     await _seed_alerts(runtime, demo, serp.id)
     await create_and_baseline(
-        runtime,
+        RankTrackingDeps.of(runtime),
         principal,
         ScheduleIn(
             name="Outdoor gear — monthly volumes",

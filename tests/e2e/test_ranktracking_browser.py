@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Run
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
@@ -72,14 +72,14 @@ async def test_wizard_baseline_log_results_and_balance(
     assert await page.locator("#rt-health rect.bar").count() == 1
 
     # The worker posts to the provider simulator and collects the answers.
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
+    client = RankTrackingDeps.of(runtime).serp
     async with runtime.db.read() as session:
         from sqlalchemy import select
 
         run_ids = list((await session.execute(select(Run.id))).scalars())
     for run_id in run_ids:
-        await post_impl(runtime, client, run_id, final_attempt=False)
-        await poll_ready(runtime, client)
+        await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+        await poll_ready(RankTrackingDeps.of(runtime), client)
     await page.reload()
     assert (await groups.first.inner_text()).count("succeeded") == 2
     assert await page.locator("#rt-health rect.bar.succeeded").count() == 1

@@ -11,9 +11,9 @@ import pytest
 
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import MICROS_PER_CENT, cents_to_micros
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.models import KeywordList, Schedule
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.engines.ranktracking.service import create
 from app.integrations.serp import SerpClient
@@ -22,6 +22,7 @@ from app.runtime import Runtime
 from app.sandbox.base import simulator_in_loop
 from app.sandbox.serp import SerpSimulator
 from app.sandbox.smtp import SmtpSink
+from app.wiring import ranktracking_deps
 from tests.factories import Tenant
 
 DOMAIN = "acme-shop.com"
@@ -34,7 +35,7 @@ async def sim(runtime: Runtime) -> AsyncIterator[SerpSimulator]:
     simulator = SerpSimulator(seed=3, login="acme", password="acme-secret", clock=runtime.clock)
     async with simulator_in_loop(simulator) as url:
         client = SerpClient(url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
-        runtime.resources.put(RESOURCE_KEY, client)
+        runtime.resources.provide(RankTrackingDeps, lambda: ranktracking_deps(runtime, serp=client))
         yield simulator
 
 
@@ -137,7 +138,11 @@ async def launch(runtime: Runtime, schedule_id: int, queue: str = "standard") ->
     from app.engines.ranktracking.claim.handoff import admit_and_send
 
     out = await admit_and_send(
-        runtime, schedule_id, trigger=MANUAL, queue=queue, now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule_id,
+        trigger=MANUAL,
+        queue=queue,
+        now=runtime.clock.now(),
     )
     assert out.launched, out
     return out.run_ids
@@ -148,6 +153,6 @@ async def collect(runtime: Runtime, run_id: int) -> None:
     from app.engines.ranktracking.work.poller import poll_ready
     from app.engines.ranktracking.work.runs import post_impl
 
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_ready(runtime, client)
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)

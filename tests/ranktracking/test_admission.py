@@ -9,8 +9,8 @@ from sqlalchemy import func, select
 
 from app.engines.ranktracking.claim.admission import MANUAL, RECURRING
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, LedgerEntry, Request, Run, Schedule
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.service import create_and_baseline, pause, resume, run_now
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
@@ -64,7 +64,7 @@ async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
                 created_at=runtime.clock.now(),
             )
         )
-    launch = await run_now(runtime, principal(tenant), capped.id, "standard")
+    launch = await run_now(RankTrackingDeps.of(runtime), principal(tenant), capped.id, "standard")
     assert (launch.launched, launch.reason, launch.code) == (0, "cap", "cap_reached")
 
     poor = await make_schedule(
@@ -119,7 +119,7 @@ async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
             now=runtime.clock.now(),
         )
     assert await available(runtime, tenant) == 0
-    launch = await run_now(runtime, principal(tenant), poor.id, "standard")
+    launch = await run_now(RankTrackingDeps.of(runtime), principal(tenant), poor.id, "standard")
     assert (launch.launched, launch.reason, launch.code) == (0, "balance", "insufficient_balance")
     async with runtime.db.read() as session:
         codes = set(
@@ -152,7 +152,7 @@ async def test_rt22_second_device_reservation_fails_nothing_reserved_no_rows_lef
         runtime, tenant, keywords=[f"k{i}" for i in range(100)], devices=["desktop", "mobile"]
     )
     await fund(runtime, tenant, 6)  # one device costs 5.16 cents (100 × 0.0006 USD × 0.86)
-    launch = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    launch = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     assert (launch.launched, launch.code) == (0, "insufficient_balance")
     assert await _count(runtime, LedgerEntry, kind="reservation") == 0
     assert await _count(runtime, Run, status="dispatching") == 0
@@ -172,10 +172,10 @@ async def test_rt23_two_consecutive_blocks_pause_and_queue_a_notice(
     runtime: Runtime, tenant: Tenant
 ) -> None:
     schedule = await make_schedule(runtime, tenant)
-    first = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    first = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     assert first.code == "insufficient_balance"
     assert (await _schedule(runtime, schedule.id)).status == "active"
-    second = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    second = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     assert second.code == "insufficient_balance"
     row = await _schedule(runtime, schedule.id)
     assert (row.status, row.consecutive_blocks) == ("paused_balance", 2)
@@ -184,7 +184,7 @@ async def test_rt23_two_consecutive_blocks_pause_and_queue_a_notice(
         assert await _count(runtime, Job, name="ranktracking.pause_notice") == 1
     # Adding balance does not reactivate it by itself, and run now says why.
     await fund(runtime, tenant, 1000)
-    third = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    third = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     assert (third.launched, third.reason, third.code) == (0, "paused", "schedule_paused_balance")
     assert (await _schedule(runtime, schedule.id)).status == "paused_balance"
 
@@ -195,14 +195,14 @@ async def test_rt23_counter_reset_by_a_partial_group(
     sim.script("blue shoes", task_error=50000)
     schedule = await make_schedule(runtime, tenant)
     assert (
-        await run_now(runtime, principal(tenant), schedule.id, "standard")
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     ).code == "insufficient_balance"
     assert (await _schedule(runtime, schedule.id)).consecutive_blocks == 1
     await fund(runtime, tenant, 1000)
-    launch = await run_now(runtime, principal(tenant), schedule.id, "standard")
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, launch.run_ids[0], final_attempt=False)
-    await poll_ready(runtime, client)
+    launch = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, launch.run_ids[0], final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     async with runtime.db.read() as session:
         run = await session.get(Run, launch.run_ids[0])
         assert run is not None
@@ -213,15 +213,17 @@ async def test_rt23_counter_reset_by_a_partial_group(
 async def test_rt26_run_now_says_why_nothing_launched(runtime: Runtime, tenant: Tenant) -> None:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
-    launched = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    launched = await run_now(
+        RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard"
+    )
     assert (launched.launched, launched.reason) == (1, None)
-    again = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    again = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     assert (again.launched, again.reason, again.code) == (0, "active_run", "run_active")
     async with runtime.db.write() as uow:
         row = await uow.session.get(Schedule, schedule.id)
         assert row is not None
         await pause(uow.session, row, runtime.clock.now())
-    paused = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    paused = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     assert (paused.launched, paused.reason, paused.code) == (0, "paused", "schedule_paused")
 
 
@@ -231,7 +233,7 @@ async def test_rt26_admitted_manual_run_moves_the_anchor(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, frequency="weekly")
     clock.advance(hours=50)
-    await run_now(runtime, principal(tenant), schedule.id, "standard")
+    await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     row = await _schedule(runtime, schedule.id)
     assert row.anchor_at == clock.now()
     assert row.next_due_at == clock.now().replace() + (row.next_due_at - row.anchor_at)
@@ -243,7 +245,7 @@ async def test_rt25_measure_quickly_uses_the_priority_queue_and_price(
 ) -> None:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, keywords=[f"k{i}" for i in range(100)])
-    launch = await run_now(runtime, principal(tenant), schedule.id, "priority")
+    launch = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "priority")
     async with runtime.db.read() as session:
         run = await session.get(Run, launch.run_ids[0])
         assert run is not None
@@ -257,7 +259,9 @@ async def test_rt25_measure_quickly_uses_the_priority_queue_and_price(
 
 
 async def test_rt27_creation_reports_the_baseline_outcome(runtime: Runtime, tenant: Tenant) -> None:
-    schedule, launch = await create_and_baseline(runtime, principal(tenant), serp_in())
+    schedule, launch = await create_and_baseline(
+        RankTrackingDeps.of(runtime), principal(tenant), serp_in()
+    )
     assert schedule.id
     assert (launch.launched, launch.reason, launch.code) == (
         0,
@@ -266,7 +270,7 @@ async def test_rt27_creation_reports_the_baseline_outcome(runtime: Runtime, tena
     )
     await fund(runtime, tenant, 1000)
     _other, launch = await create_and_baseline(
-        runtime, principal(tenant), serp_in(name="second", location_code=2250)
+        RankTrackingDeps.of(runtime), principal(tenant), serp_in(name="second", location_code=2250)
     )
     assert (launch.launched, launch.reason) == (1, None)
     async with runtime.db.read() as session:
@@ -280,7 +284,7 @@ async def test_rt28_pause_closes_runs_and_releases_resume_is_due_now(
 ) -> None:  # type: ignore[no-untyped-def]
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, devices=["desktop", "mobile"])
-    launch = await run_now(runtime, principal(tenant), schedule.id, "standard")
+    launch = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     assert launch.launched == 2
     # 2 keywords × 0.000516 EUR × 2 devices, reserved to the micro: no rounding to the cent.
     assert await available(runtime, tenant) == Decimal("999.7936")
@@ -313,18 +317,26 @@ async def test_rt24_recurring_request_uses_the_same_path(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     early = await admit_and_send(
-        runtime, schedule.id, trigger=RECURRING, queue="standard", now=clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule.id,
+        trigger=RECURRING,
+        queue="standard",
+        now=clock.now(),
     )
     assert early.reason == "not_due"
     clock.advance(days=1, minutes=20)
     launch = await admit_and_send(
-        runtime, schedule.id, trigger=RECURRING, queue="standard", now=clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule.id,
+        trigger=RECURRING,
+        queue="standard",
+        now=clock.now(),
     )
     assert launch.launched == 1
     row = await _schedule(runtime, schedule.id)
     assert row.next_due_at == schedule.anchor_at.replace() + (row.next_due_at - schedule.anchor_at)
     assert (row.next_due_at - schedule.anchor_at).days == 2
     manual = await admit_and_send(
-        runtime, schedule.id, trigger=MANUAL, queue="standard", now=clock.now()
+        RankTrackingDeps.of(runtime), schedule.id, trigger=MANUAL, queue="standard", now=clock.now()
     )
     assert manual.code == "run_active"

@@ -15,6 +15,7 @@ from app.engines.ranktracking.alerts import deliver
 from app.engines.ranktracking.alerts.decide import Movement, fires
 from app.engines.ranktracking.alerts.deliver import deliver_impl
 from app.engines.ranktracking.alerts.evaluate import evaluate_impl
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, AlertDelivery, AlertRule, Run
 from app.integrations.http_guard import GUARD_RESOURCE, AddressGuard
 from app.integrations.http_guard.signature import SIGNATURE_HEADER, verify_webhook
@@ -116,10 +117,13 @@ async def test_an_email_alert_fires_once_per_run_at_a_real_smtp_server(
     assert sorted(d.request_id for d in await _deliveries(runtime)) == [second, third]
 
     # Evaluating again, or running a delivery again, sends nothing twice.
-    assert await evaluate_impl(runtime, second) == 0
-    assert await evaluate_impl(runtime, third) == 0
+    assert await evaluate_impl(RankTrackingDeps.of(runtime), second) == 0
+    assert await evaluate_impl(RankTrackingDeps.of(runtime), third) == 0
     for delivery in await _deliveries(runtime):
-        assert await deliver_impl(runtime, delivery.id, final_attempt=False) is None
+        assert (
+            await deliver_impl(RankTrackingDeps.of(runtime), delivery.id, final_attempt=False)
+            is None
+        )
     assert len(sink.snapshot()) == 2
 
     # Visible in the activity feed and in the API.
@@ -175,7 +179,7 @@ async def test_a_signed_webhook_alert_is_sent_once_even_after_a_crash_mid_way(
         runtime.clock.advance(days=7)  # type: ignore[attr-defined]
         request_id = await _request_of(runtime, await measure(runtime, sim, schedule_id, PLAN[2]))
 
-        assert await evaluate_impl(runtime, request_id) == 1
+        assert await evaluate_impl(RankTrackingDeps.of(runtime), request_id) == 1
         (delivery,) = await _deliveries(runtime)
         assert delivery.matches == [
             {"keyword": "red shoes", "device": "mobile", "previous": 6, "current": 1}
@@ -186,13 +190,24 @@ async def test_a_signed_webhook_alert_is_sent_once_even_after_a_crash_mid_way(
         assert await deliver.CLAIM.take(
             runtime.db, now=now, limit=1, lease_seconds=60, delivery_id=delivery.id
         )
-        assert await deliver_impl(runtime, delivery.id, final_attempt=False) is None
+        assert (
+            await deliver_impl(RankTrackingDeps.of(runtime), delivery.id, final_attempt=False)
+            is None
+        )
         assert received == []
         runtime.clock.advance(seconds=61)  # type: ignore[attr-defined]
-        assert await evaluate_impl(runtime, request_id) == 0  # re-run: nothing new
-        assert await deliver_impl(runtime, delivery.id, final_attempt=False) == "sent"
-        assert await deliver_impl(runtime, delivery.id, final_attempt=False) is None
-        assert await evaluate_impl(runtime, request_id) == 0
+        assert (
+            await evaluate_impl(RankTrackingDeps.of(runtime), request_id) == 0
+        )  # re-run: nothing new
+        assert (
+            await deliver_impl(RankTrackingDeps.of(runtime), delivery.id, final_attempt=False)
+            == "sent"
+        )
+        assert (
+            await deliver_impl(RankTrackingDeps.of(runtime), delivery.id, final_attempt=False)
+            is None
+        )
+        assert await evaluate_impl(RankTrackingDeps.of(runtime), request_id) == 0
 
     assert len(received) == 1
     body, headers = received[0]

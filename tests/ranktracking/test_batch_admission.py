@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from app.engines.ranktracking.claim.admission import MANUAL, RECURRING, admit
 from app.engines.ranktracking.claim.dispatch import dispatch_due, plan_lanes
 from app.engines.ranktracking.claim.handoff import admit_batch_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import get_list, remove_keywords
 from app.engines.ranktracking.models import ACTIVE_RUN_STATUSES, LedgerEntry, Run, Schedule
 from app.runtime import Runtime
@@ -72,7 +73,7 @@ async def test_rt22_batch_keeps_every_group_all_or_nothing_in_due_order(
     ids = [first.id, second.id, third.id]
     await _make_due(runtime, ids)
     await fund_micros(runtime, tenant, 3 * ONE_DEVICE)
-    report = await dispatch_due(runtime, runtime.clock.now())
+    report = await dispatch_due(RankTrackingDeps.of(runtime), runtime.clock.now())
     assert report.selected == 3
     assert report.outcomes == {"launched": 2, "balance": 1}
     assert report.launched_runs == 3
@@ -102,7 +103,9 @@ async def test_rt32_batch_outcomes_match_single_admissions(
     empty = await make_schedule(runtime, tenant, name="empty", list_id=kl.id)
     fine = await make_schedule(runtime, tenant, name="fine", keywords=["d", "e"])
     async with runtime.db.write() as uow:
-        await admit(uow, runtime, busy.id, trigger=MANUAL, now=runtime.clock.now())
+        await admit(
+            uow, RankTrackingDeps.of(runtime), busy.id, trigger=MANUAL, now=runtime.clock.now()
+        )
         await uow.session.execute(
             update(Schedule).where(Schedule.id == paused.id).values(status="paused_user")
         )
@@ -115,7 +118,11 @@ async def test_rt32_batch_outcomes_match_single_admissions(
     ids = [paused.id, busy.id, empty.id, fine.id, 10**9]
     await _make_due(runtime, ids[:4])
     launches = await admit_batch_and_send(
-        runtime, ids, trigger=RECURRING, queue="standard", now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        ids,
+        trigger=RECURRING,
+        queue="standard",
+        now=runtime.clock.now(),
     )
     assert [(x.schedule_id, x.reason, x.code) for x in launches] == [
         (paused.id, "paused", "schedule_paused"),
@@ -161,11 +168,18 @@ async def test_rt22_sweep_and_manual_requests_at_once_never_overdraw(
 
     async def manual(schedule_id: int) -> int:
         async with runtime.db.write() as uow:
-            launch = await admit(uow, runtime, schedule_id, trigger=MANUAL, now=runtime.clock.now())
+            launch = await admit(
+                uow,
+                RankTrackingDeps.of(runtime),
+                schedule_id,
+                trigger=MANUAL,
+                now=runtime.clock.now(),
+            )
         return launch.launched
 
     sweep, *manuals = await asyncio.gather(
-        dispatch_due(runtime, runtime.clock.now()), *(manual(i) for i in ids[:12])
+        dispatch_due(RankTrackingDeps.of(runtime), runtime.clock.now()),
+        *(manual(i) for i in ids[:12]),
     )
     assert sweep.errors == 0
     assert sweep.launched_runs + sum(manuals) == 10

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.engines.ranktracking.claim.admission import MANUAL, admit
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import LedgerEntry
 from app.runtime import Runtime
 from tests.factories import Tenant
@@ -20,7 +21,13 @@ async def _admit_all(runtime: Runtime, schedule_ids: list[int]) -> list[int]:
     async def one(schedule_id: int) -> int:
         # Each admission in its own unit of work (its own connection and transaction).
         async with runtime.db.write() as uow:
-            launch = await admit(uow, runtime, schedule_id, trigger=MANUAL, now=runtime.clock.now())
+            launch = await admit(
+                uow,
+                RankTrackingDeps.of(runtime),
+                schedule_id,
+                trigger=MANUAL,
+                now=runtime.clock.now(),
+            )
         return launch.launched
 
     return await asyncio.gather(*(one(i) for i in schedule_ids))

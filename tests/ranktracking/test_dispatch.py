@@ -10,6 +10,7 @@ from sqlalchemy import select, update
 
 from app.clock import ManualClock
 from app.engines.ranktracking.claim.dispatch import DISPATCH_SWEEP, dispatch_due
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Request, Run, Schedule
 from app.engines.ranktracking.service import next_run_label, run_now
 from app.engines.ranktracking.work.reconcile import reconcile
@@ -43,6 +44,10 @@ async def test_rt30_hourly_sweep_fires_at_20_and_takes_a_bounded_batch_oldest_fi
     small = dataclasses.replace(
         runtime.settings,
         ranktracking=dataclasses.replace(runtime.settings.ranktracking, dispatch_batch=3),
+    )
+    process = RankTrackingDeps.of(runtime)
+    runtime.resources.provide(
+        RankTrackingDeps, lambda: dataclasses.replace(process, settings=small)
     )
     runner = SweepRunner(
         runtime.db,
@@ -104,9 +109,9 @@ async def test_rt31_skipped_dispatch_releases_and_retries_after_one_hour(
     schedule = await make_schedule(runtime, tenant)
     broker = ArqQueue(runtime.db, clock, "redis://127.0.0.1:1/0", "unreachable")
     broker.redis_settings.conn_retries = 0
-    ctx = dataclasses.replace(runtime.context(), queue=broker)
+    deps = dataclasses.replace(RankTrackingDeps.of(runtime), queue=broker)
     clock.set(datetime(2026, 3, 3, 9, 20, tzinfo=UTC))
-    report = await dispatch_due(ctx, clock.now())
+    report = await dispatch_due(deps, clock.now())
     assert report.outcomes == {"dispatch": 1}
     async with runtime.db.read() as session:
         run = await session.scalar(select(Run).where(Run.schedule_id == schedule.id))
@@ -126,7 +131,7 @@ async def test_rt31_skipped_dispatch_releases_and_retries_after_one_hour(
     # One hour later the worker is reachable again: the retry goes out and the frequency resumes
     # on the original grid (09:00 daily), not from the retry's time.
     clock.set(datetime(2026, 3, 3, 10, 20, tzinfo=UTC))
-    report = await dispatch_due(runtime, clock.now())
+    report = await dispatch_due(RankTrackingDeps.of(runtime), clock.now())
     assert report.launched_runs == 1
     row = (await _schedules(runtime))[schedule.id]
     assert not row.retrying
@@ -149,7 +154,7 @@ async def test_rt5_rt32_list_grown_past_500_fails_before_dispatch_with_members_e
         assert row is not None
         await add_keywords(uow.session, row, ["one more"], now=clock.now())
     clock.set(datetime(2026, 3, 3, 9, 20, tzinfo=UTC))
-    report = await dispatch_due(runtime, clock.now())
+    report = await dispatch_due(RankTrackingDeps.of(runtime), clock.now())
     assert report.outcomes == {"members": 1}
     async with runtime.db.read() as session:
         runs = list(
@@ -168,15 +173,19 @@ async def test_rt24_reconciliation_closes_lost_dispatches_and_stale_runs(
     await fund(runtime, tenant, 1000)
     a = await make_schedule(runtime, tenant, name="a")
     b = await make_schedule(runtime, tenant, name="b")
-    lost = (await run_now(runtime, principal(tenant), a.id, "standard")).run_ids[0]
-    stale = (await run_now(runtime, principal(tenant), b.id, "standard")).run_ids[0]
+    lost = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), a.id, "standard")
+    ).run_ids[0]
+    stale = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), b.id, "standard")
+    ).run_ids[0]
     async with runtime.db.write() as uow:
         await uow.session.execute(update(Run).where(Run.id == stale).values(status="running"))
     clock.advance(hours=2)
-    report = await reconcile(runtime, clock.now())
+    report = await reconcile(RankTrackingDeps.of(runtime), clock.now())
     assert (report.undispatched, report.stale_ended) == (1, 0)
     clock.advance(hours=6)
-    report = await reconcile(runtime, clock.now())
+    report = await reconcile(RankTrackingDeps.of(runtime), clock.now())
     assert report.stale_ended == 1
     async with runtime.db.read() as session:
         lost_run = await session.get(Run, lost)

@@ -12,6 +12,7 @@ from sqlalchemy import func, select, update
 
 from app.engines.ranktracking.claim.admission import RECURRING, admit_many
 from app.engines.ranktracking.claim.dispatch import dispatch_due
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Request, Schedule
 from app.runtime import Runtime
 from tests.factories import Tenant
@@ -44,7 +45,10 @@ async def test_rt30_two_sweeps_at_once_admit_each_due_schedule_once(
     await fund(runtime, tenant, 10_000)
     ids = await _due_schedules(runtime, tenant, 12)
     now = runtime.clock.now()
-    first, second = await asyncio.gather(dispatch_due(runtime, now), dispatch_due(runtime, now))
+    first, second = await asyncio.gather(
+        dispatch_due(RankTrackingDeps.of(runtime), now),
+        dispatch_due(RankTrackingDeps.of(runtime), now),
+    )
     assert first.errors == second.errors == 0
     assert first.launched_runs + second.launched_runs == 12
     assert await _requests_per_schedule(runtime) == dict.fromkeys(ids, 1)
@@ -52,7 +56,7 @@ async def test_rt30_two_sweeps_at_once_admit_each_due_schedule_once(
         due = await session.scalars(select(Schedule.next_due_at).where(Schedule.id.in_(ids)))
         assert all(d > now for d in due)
     # Once committed the schedules are no longer due: a third sweep finds nothing.
-    third = await dispatch_due(runtime, now)
+    third = await dispatch_due(RankTrackingDeps.of(runtime), now)
     assert (third.selected, third.launched_runs) == (0, 0)
 
 
@@ -64,9 +68,11 @@ async def test_rt30_a_schedule_no_longer_due_is_not_admitted_by_a_stale_selectio
     await fund(runtime, tenant, 10_000)
     (schedule_id,) = await _due_schedules(runtime, tenant, 1)
     now = runtime.clock.now()
-    assert (await dispatch_due(runtime, now)).launched_runs == 1
+    assert (await dispatch_due(RankTrackingDeps.of(runtime), now)).launched_runs == 1
     async with runtime.db.write() as uow:
-        (launch,) = await admit_many(uow, runtime, [schedule_id], trigger=RECURRING, now=now)
+        (launch,) = await admit_many(
+            uow, RankTrackingDeps.of(runtime), [schedule_id], trigger=RECURRING, now=now
+        )
     assert (launch.reason, launch.code, launch.request_id) == ("not_due", "not_due", None)
     assert await _requests_per_schedule(runtime) == {schedule_id: 1}
 
@@ -81,9 +87,9 @@ async def test_rt30_a_schedule_held_by_another_admission_is_skipped_not_waited_f
     async with runtime.db.write() as uow:
         # Another admission's lock on one schedule, held while the sweep runs.
         await uow.session.execute(select(Schedule.id).where(Schedule.id == held).with_for_update())
-        report = await asyncio.wait_for(dispatch_due(runtime, now), timeout=30)
+        report = await asyncio.wait_for(dispatch_due(RankTrackingDeps.of(runtime), now), timeout=30)
     assert report.launched_runs == 2
     assert report.outcomes == {"launched": 2, "not_due": 1}
     assert await _requests_per_schedule(runtime) == dict.fromkeys(free, 1)
     # It stays due: the next sweep takes it.
-    assert (await dispatch_due(runtime, now)).launched_runs == 1
+    assert (await dispatch_due(RankTrackingDeps.of(runtime), now)).launched_runs == 1

@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import select
 
 from app.clock import ManualClock
-from app.engines.ranktracking.claim.dispatch import dispatch_tick
+from app.engines.ranktracking.claim.dispatch import dispatch_due, dispatch_tick
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import RES_HELD, Run, Schedule
 from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue
@@ -58,9 +59,11 @@ async def test_rt31_skipped_dispatch_at_a_late_sweep_start_is_retried_by_the_nex
     schedule = await make_schedule(runtime, tenant)  # daily, due 2026-03-03 09:00
     broker = _unreachable_broker(runtime, clock)
     clock.set(datetime(2026, 3, 3, 9, 20, 0, 350_000, tzinfo=UTC))
-    await dispatch_tick(
-        dataclasses.replace(runtime.context(), queue=broker),
-        datetime(2026, 3, 3, 9, 20, tzinfo=UTC),
+    # What the sweep's tick does, with the process's queue replaced by the unreachable broker.
+    await dispatch_due(
+        dataclasses.replace(RankTrackingDeps.of(runtime), queue=broker),
+        clock.now(),
+        due_by=datetime(2026, 3, 3, 9, 20, tzinfo=UTC),
     )
     await broker.aclose()
     (skipped,) = await _runs(runtime, schedule.id)

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from app.clock import ManualClock
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
 from app.engines.ranktracking.alerts.report import claim_due, send_report_impl
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, ReportDelivery
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
@@ -49,7 +50,7 @@ async def _deliveries(runtime: Runtime) -> list[ReportDelivery]:
 
 async def _send_all(runtime: Runtime) -> list[str | None]:
     return [
-        await send_report_impl(runtime, d.id, final_attempt=False)
+        await send_report_impl(RankTrackingDeps.of(runtime), d.id, final_attempt=False)
         for d in await _deliveries(runtime)
     ]
 
@@ -84,15 +85,18 @@ async def test_a_weekly_report_is_sent_once_per_period(
     await measure(runtime, sim, schedule.id, PLAN[0])  # Monday: the week's first measurement
     clock.advance(days=2)
     await measure(runtime, sim, schedule.id, PLAN[1])  # Wednesday: the latest of the week
-    assert await claim_due(runtime, clock.now()) == 0  # the week is not over
+    assert await claim_due(RankTrackingDeps.of(runtime), clock.now()) == 0  # the week is not over
 
     # Across the boundary: two sweeps at once claim the week once.
     clock.set(datetime(2026, 3, 9, 0, 5, tzinfo=UTC))
-    counts = await asyncio.gather(claim_due(runtime, clock.now()), claim_due(runtime, clock.now()))
+    counts = await asyncio.gather(
+        claim_due(RankTrackingDeps.of(runtime), clock.now()),
+        claim_due(RankTrackingDeps.of(runtime), clock.now()),
+    )
     assert sorted(counts) == [0, 1]
     assert await _send_all(runtime) == ["sent"]
     clock.advance(hours=1)
-    assert await claim_due(runtime, clock.now()) == 0
+    assert await claim_due(RankTrackingDeps.of(runtime), clock.now()) == 0
     assert await _send_all(runtime) == [None]  # sent already: nothing twice
     (message,) = sink.snapshot()
     assert message.to == ["boss@example.com"]
@@ -107,7 +111,7 @@ async def test_a_weekly_report_is_sent_once_per_period(
 
     # The next week: one more report, with a week that measured nothing.
     clock.set(datetime(2026, 3, 16, 0, 1, tzinfo=UTC))
-    assert await claim_due(runtime, clock.now()) == 1
+    assert await claim_due(RankTrackingDeps.of(runtime), clock.now()) == 1
     assert await _send_all(runtime) == [None, "sent"]
     messages = sink.snapshot()
     assert len(messages) == 2

@@ -7,6 +7,7 @@ from decimal import Decimal
 from sqlalchemy import select
 
 from app.engines.ranktracking import ledger
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import LedgerEntry, Run
 from app.engines.ranktracking.service import run_now
 from app.runtime import Runtime
@@ -27,7 +28,9 @@ async def test_rt38_settle_and_release_resolve_a_reservation_once(
     schedule = await make_schedule(
         runtime, tenant, keywords=[f"k{i}" for i in range(100)], depth="top100"
     )
-    (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
     # 100 × 0.00465 USD (top 100: 1 + 9 × 0.75 pages) × 0.86 EUR/USD = 0.3999 EUR reserved
     assert await available_micros(runtime, tenant) == 10_000_000 - 399_900
     now = runtime.clock.now()
@@ -82,7 +85,9 @@ async def test_rt38_partial_settlement_releases_the_remainder(
 ) -> None:
     await fund(runtime, tenant, 500)
     schedule = await make_schedule(runtime, tenant, keywords=[f"k{i}" for i in range(100)])
-    (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
     async with runtime.db.write() as uow:
         run = await uow.session.get(Run, run_id)
         assert run is not None
@@ -112,7 +117,9 @@ async def test_rt21_month_spend_counts_settled_this_month_and_held(
 ) -> None:  # type: ignore[no-untyped-def]
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, keywords=[f"k{i}" for i in range(100)])
-    (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
     async with runtime.db.read() as session:
         assert (
             await ledger.schedule_month_spend(session, schedule.id, clock.now()) == 51_600

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.clock import ManualClock
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Result, Run
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.integrations.serp import RateLimited
@@ -30,8 +30,8 @@ async def test_thirty_running_runs_share_one_poller_within_the_rate_limit(
     runtime: Runtime, tenant: Tenant, sim: SerpSimulator, clock: ManualClock
 ) -> None:
     limit = 4
-    env = dataclasses.replace(
-        runtime.context(),
+    deps = dataclasses.replace(
+        RankTrackingDeps.of(runtime),
         settings=dataclasses.replace(
             runtime.settings,
             ranktracking=dataclasses.replace(
@@ -44,7 +44,7 @@ async def test_thirty_running_runs_share_one_poller_within_the_rate_limit(
     for i in range(0, 60, 7):
         sim.script(f"kw {i}", queue_polls=3)
     await fund(runtime, tenant, 100_000)
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
+    client = RankTrackingDeps.of(runtime).serp
     run_ids: list[int] = []
     for s in range(30):
         schedule = await make_schedule(
@@ -52,7 +52,7 @@ async def test_thirty_running_runs_share_one_poller_within_the_rate_limit(
         )
         run_ids += await launch(runtime, schedule.id)
     for run_id in run_ids:
-        await post_impl(runtime, client, run_id, final_attempt=False)
+        await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
     assert (await _statuses(runtime)) == {"running": 30}
     # One task's first answer is garbage: it is retried on the next tick (task_get is free).
     async with runtime.db.read() as session:
@@ -64,7 +64,7 @@ async def test_thirty_running_runs_share_one_poller_within_the_rate_limit(
 
     ticks = 0
     while (await _statuses(runtime)) != {"succeeded": 30}:
-        await poll_ready(env, client)
+        await poll_ready(deps, client)
         clock.advance(seconds=10)  # the sweep's period
         ticks += 1
         assert ticks < 60, await _statuses(runtime)
@@ -87,12 +87,12 @@ async def test_a_task_that_stays_unreadable_fails_after_the_configured_attempts(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, keywords=["red shoes"])
     (run_id,) = await launch(runtime, schedule.id)
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
     attempts = runtime.settings.ranktracking.fetch_attempts
     sim.state.inject("serp.task_get", status=200, raw=b"not json", times=attempts)
     for _ in range(attempts):
-        await poll_ready(runtime, client)
+        await poll_ready(RankTrackingDeps.of(runtime), client)
         clock.advance(seconds=10)
     async with runtime.db.read() as session:
         run = await session.get(Run, run_id)
@@ -115,8 +115,8 @@ async def test_the_simulator_lists_a_ready_task_once_and_rate_limits_tasks_ready
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     (run_id,) = await launch(runtime, schedule.id)
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
     first = await client.serp_tasks_ready()
     assert len(first) == 2
     assert await client.serp_tasks_ready() == []  # listed once, even though not collected

@@ -10,6 +10,7 @@ import pytest
 from app.clock import ManualClock
 from app.engines.ranktracking.claim.admission import MANUAL
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Run
 from app.engines.ranktracking.work.runs import POST_JOB, RunRef, post_tasks
 from app.runtime import Runtime
@@ -35,7 +36,7 @@ async def test_a_post_job_whose_lease_was_taken_over_does_not_post(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     launch = await admit_and_send(
-        runtime, schedule.id, trigger=MANUAL, queue="standard", now=clock.now()
+        RankTrackingDeps.of(runtime), schedule.id, trigger=MANUAL, queue="standard", now=clock.now()
     )
     (run_id,) = launch.run_ids
     queue = DatabaseQueue(runtime.db, clock)

@@ -16,9 +16,9 @@ from sqlalchemy import func, select
 
 from app.engines.ranktracking.claim.admission import MANUAL
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.errors import PostbackUnreadable
 from app.engines.ranktracking.models import SETTLEMENT, LedgerEntry, Result, Run
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.postback import inflate
 from app.engines.ranktracking.work.postback_token import ROUTE_PREFIX, sign, workspace_secret
@@ -51,7 +51,7 @@ async def live_url(settings: Settings, runtime: Runtime) -> AsyncIterator[str]:
 
 
 def _client(runtime: Runtime) -> SerpClient:
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
+    client = RankTrackingDeps.of(runtime).serp
     assert isinstance(client, SerpClient)
     return client
 
@@ -60,10 +60,14 @@ async def _posted_run(runtime: Runtime, tenant: Tenant) -> int:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     launch = await admit_and_send(
-        runtime, schedule.id, trigger=MANUAL, queue="standard", now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule.id,
+        trigger=MANUAL,
+        queue="standard",
+        now=runtime.clock.now(),
     )
     (run_id,) = launch.run_ids
-    await post_impl(runtime, _client(runtime), run_id, final_attempt=False)
+    await post_impl(RankTrackingDeps.of(runtime), _client(runtime), run_id, final_attempt=False)
     return run_id
 
 
@@ -143,7 +147,7 @@ async def test_postbacks_store_results_and_settle_once(
     fetched = {k: r.fetched_at for k, r in results.items()}
 
     # The fallback poll and a repeated postback find nothing left to do.
-    await poll_ready(runtime, _client(runtime))
+    await poll_ready(RankTrackingDeps.of(runtime), _client(runtime))
     token = await _token(runtime, tenant, run_id)
     again = await _send(live_url, token, _task_body(sim, results["red shoes"].task_id or ""))
     assert again.status_code == 200
@@ -174,7 +178,7 @@ async def test_postback_and_poll_share_one_run(
     assert await _settlements(runtime, run_id) == 0
 
     # This poll makes the provider finish "blue shoes" (sending its postback) and fetches it.
-    await poll_ready(runtime, _client(runtime))
+    await poll_ready(RankTrackingDeps.of(runtime), _client(runtime))
 
     async def settled() -> bool:
         return (await _run(runtime, run_id)).status == "succeeded" and len(sim.deliveries) == 2
@@ -255,7 +259,11 @@ async def test_postback_before_the_post_is_recorded_stores_nothing(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     launch = await admit_and_send(
-        runtime, schedule.id, trigger=MANUAL, queue="standard", now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule.id,
+        trigger=MANUAL,
+        queue="standard",
+        now=runtime.clock.now(),
     )
     (run_id,) = launch.run_ids
     # The task exists at the provider before the worker has recorded it.
@@ -314,10 +322,14 @@ async def test_keyword_data_postback_applies_every_keyword_of_the_task(
         packages=["volume"],
     )
     launch = await admit_and_send(
-        runtime, schedule.id, trigger=MANUAL, queue="standard", now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule.id,
+        trigger=MANUAL,
+        queue="standard",
+        now=runtime.clock.now(),
     )
     (run_id,) = launch.run_ids
-    await post_impl(runtime, _client(runtime), run_id, final_attempt=False)
+    await post_impl(RankTrackingDeps.of(runtime), _client(runtime), run_id, final_attempt=False)
     await _client(runtime).keyword_data_tasks_ready()
 
     async def ended() -> bool:

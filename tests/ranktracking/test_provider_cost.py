@@ -13,9 +13,9 @@ from sqlalchemy import func, select
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.claim.admission import MANUAL
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, Balance, LedgerEntry, Request, Run
 from app.engines.ranktracking.pricing import PriceList, billable_micros
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
@@ -34,12 +34,16 @@ def _gaps(above: str) -> float:
 
 async def _run_to_the_end(runtime: Runtime, schedule_id: int) -> Run:
     launch = await admit_and_send(
-        runtime, schedule_id, trigger=MANUAL, queue="standard", now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule_id,
+        trigger=MANUAL,
+        queue="standard",
+        now=runtime.clock.now(),
     )
     (run_id,) = launch.run_ids
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_ready(runtime, client)
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     async with runtime.db.read() as session:
         run = await session.get(Run, run_id)
         assert run is not None

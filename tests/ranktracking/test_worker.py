@@ -7,8 +7,8 @@ from sqlalchemy import select
 from app.clock import ManualClock
 from app.engines.ranktracking.claim.admission import MANUAL
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Result, Run, Schedule
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.records.log import run_out
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
@@ -20,7 +20,11 @@ from tests.ranktracking.conftest import DOMAIN, available_micros, fund, make_sch
 
 async def _launch(runtime: Runtime, schedule_id: int, queue: str = "standard") -> list[int]:
     launch = await admit_and_send(
-        runtime, schedule_id, trigger=MANUAL, queue=queue, now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule_id,
+        trigger=MANUAL,
+        queue=queue,
+        now=runtime.clock.now(),
     )
     assert launch.launched, launch
     return launch.run_ids
@@ -49,10 +53,10 @@ async def test_two_device_run_goes_dispatching_running_succeeded(
     schedule = await make_schedule(runtime, tenant, devices=["desktop", "mobile"])
     run_ids = await _launch(runtime, schedule.id)
     assert len(run_ids) == 2
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
+    client = RankTrackingDeps.of(runtime).serp
     for run_id in run_ids:
         assert (await _run(runtime, run_id)).status == "dispatching"
-        await post_impl(runtime, client, run_id, final_attempt=False)
+        await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
         run = await _run(runtime, run_id)
         assert run.status == "running"
         assert run_out(run).pending == 2
@@ -62,7 +66,7 @@ async def test_two_device_run_goes_dispatching_running_succeeded(
     ]
     assert {p["tag"] for p in posted if p} == {str(run_ids[0])}
     for run_id in run_ids:
-        await poll_ready(runtime, client)
+        await poll_ready(RankTrackingDeps.of(runtime), client)
         run = await _run(runtime, run_id)
         assert run.status == "succeeded"
         assert (run.retrieved, run.no_data) == (2, 0)
@@ -85,9 +89,9 @@ async def test_still_in_queue_is_polled_again_not_missing(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     (run_id,) = await _launch(runtime, schedule.id)
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_ready(runtime, client)
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     run = await _run(runtime, run_id)
     assert run.status == "running"
     assert (run.retrieved, run_out(run).pending, run_out(run).missing) == (1, 1, None)
@@ -95,7 +99,7 @@ async def test_still_in_queue_is_polled_again_not_missing(
     n = 2
     while (await _run(runtime, run_id)).status == "running":
         clock.advance(30)
-        await poll_ready(runtime, client)
+        await poll_ready(RankTrackingDeps.of(runtime), client)
         n += 1
         assert n < 10
     run = await _run(runtime, run_id)
@@ -118,13 +122,13 @@ async def test_pending_becomes_missing_when_the_run_ends(
     before = await available_micros(runtime, tenant)
     reserved = (await _run(runtime, run_id)).reserved_micros
     assert reserved > 0
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_ready(runtime, client)
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     assert (await _run(runtime, run_id)).status == "running"
     # A stuck task is closed by wall time since it was posted, not by a count of polls.
     clock.advance(minutes=runtime.settings.ranktracking.stale_after_minutes)
-    await poll_ready(runtime, client)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     run = await _run(runtime, run_id)
     out = run_out(run)
     assert run.status == "partial"
@@ -144,9 +148,9 @@ async def test_no_data_and_task_errors_never_write_a_position(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     (run_id,) = await _launch(runtime, schedule.id)
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_ready(runtime, client)
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     run = await _run(runtime, run_id)
     results = await _results(runtime, run_id)
     assert results["red shoes"].state == "no_data"

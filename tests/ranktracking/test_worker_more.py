@@ -10,9 +10,9 @@ from sqlalchemy import insert, select
 
 from app.engines.ranktracking.claim.admission import MANUAL
 from app.engines.ranktracking.claim.handoff import admit_and_send
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import add_keywords
 from app.engines.ranktracking.models import KeywordList, Request, Result, Run, Schedule
-from app.engines.ranktracking.provider import RESOURCE_KEY
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.service import run_now
 from app.engines.ranktracking.work.notices import PauseNotice, send_pause_notice
@@ -51,10 +51,12 @@ async def test_keyword_data_run_volumes_no_data_and_omitted(
         domain=None,
         packages=["volume", "cpc"],
     )
-    (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, run_id, final_attempt=False)
-    await poll_ready(runtime, client)
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     run = await _run(runtime, run_id)
     assert (run.status, run.retrieved, run.no_data, run.requested) == ("partial", 1, 1, 3)
     async with runtime.db.read() as session:
@@ -80,9 +82,11 @@ async def test_payment_required_at_post_fails_the_run_and_releases(
     sim.inject_status("serp.task_post", 40200)
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
-    (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
     await post_impl(
-        runtime, runtime.resources.get(RESOURCE_KEY, lambda: None), run_id, final_attempt=False
+        RankTrackingDeps.of(runtime), RankTrackingDeps.of(runtime).serp, run_id, final_attempt=False
     )
     run = await _run(runtime, run_id)
     assert (run.status, run.error_code, run.settled_micros, run.reservation_state) == (
@@ -100,12 +104,16 @@ async def test_rate_limited_post_is_retried_later_not_failed(
     sim.inject_status("serp.task_post", 40202)
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
-    (run_id,) = (await run_now(runtime, principal(tenant), schedule.id, "standard")).run_ids
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
+    client = RankTrackingDeps.of(runtime).serp
     with pytest.raises(TransientProviderError):
-        await post_impl(runtime, client, run_id, final_attempt=False)
+        await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
     assert (await _run(runtime, run_id)).status == "dispatching"
-    await post_impl(runtime, client, run_id, final_attempt=False)  # the job's retry
+    await post_impl(
+        RankTrackingDeps.of(runtime), client, run_id, final_attempt=False
+    )  # the job's retry
     assert (await _run(runtime, run_id)).status == "running"
     assert sim.tasks_posted == 2
 
@@ -118,16 +126,22 @@ async def test_rt4_rt6_members_resolved_per_run_history_untouched(
     linked = await make_schedule(runtime, tenant, list_id=kl.id)
     # RT-6: a subset chosen from the list is a fixed selection, not a slice of the list.
     subset = await make_schedule(runtime, tenant, keywords=["a"], name="subset")
-    first = (await run_now(runtime, principal(tenant), linked.id, "standard")).run_ids[0]
-    client = runtime.resources.get(RESOURCE_KEY, lambda: None)
-    await post_impl(runtime, client, first, final_attempt=False)
-    await poll_ready(runtime, client)
+    first = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), linked.id, "standard")
+    ).run_ids[0]
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, first, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
     async with runtime.db.write() as uow:
         row = await uow.session.get(KeywordList, kl.id)
         assert row is not None
         await add_keywords(uow.session, row, ["c"], now=runtime.clock.now())
-    second = (await run_now(runtime, principal(tenant), linked.id, "standard")).run_ids[0]
-    third = (await run_now(runtime, principal(tenant), subset.id, "standard")).run_ids[0]
+    second = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), linked.id, "standard")
+    ).run_ids[0]
+    third = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), subset.id, "standard")
+    ).run_ids[0]
     assert ((await _run(runtime, first)).requested, (await _run(runtime, first)).retrieved) == (
         2,
         2,
@@ -211,8 +225,8 @@ async def test_rt39_activity_feed_and_rt23_pause_notice_email(
     from app.engines.ranktracking.money import activity_page
 
     schedule = await make_schedule(runtime, tenant)
-    await run_now(runtime, principal(tenant), schedule.id, "standard")
-    await run_now(runtime, principal(tenant), schedule.id, "standard")
+    await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
     async with runtime.db.read() as session:
         kinds = [a.kind for a in (await activity_page(session, tenant.workspace_id, None)).items]
     assert kinds == ["pause_notice", "run_skipped", "run_skipped", "schedule_created"]
@@ -231,6 +245,10 @@ async def test_rt39_activity_feed_and_rt23_pause_notice_email(
         assert row is not None
         assert row.status == "paused_balance"
     launch = await admit_and_send(
-        runtime, schedule.id, trigger=MANUAL, queue="standard", now=runtime.clock.now()
+        RankTrackingDeps.of(runtime),
+        schedule.id,
+        trigger=MANUAL,
+        queue="standard",
+        now=runtime.clock.now(),
     )
     assert launch.code == "schedule_paused_balance"

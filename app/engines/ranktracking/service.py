@@ -26,8 +26,8 @@ from app.engines.ranktracking.config import (
     dedup_key,
     validated,
 )
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.due import RUNS_PER_MONTH, first_due
-from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.errors import (
     DuplicateSchedule,
     ScheduleLimitReached,
@@ -343,29 +343,29 @@ async def create(
 
 
 async def create_and_baseline(
-    env: Env, principal: Principal, data: ScheduleIn
+    deps: RankTrackingDeps, principal: Principal, data: ScheduleIn
 ) -> tuple[Schedule, Launch]:
     """RT-27: save the schedule, then request its first baseline through admission. Creation
     stands even when the baseline is skipped or fails; the outcome is returned explicitly."""
-    now = env.clock.now()
-    async with env.db.write() as uow:
-        schedule = await create(uow.session, env.settings.ranktracking, principal, data, now)
-    launch = await admit_and_send(env, schedule.id, trigger=BASELINE, queue=STANDARD, now=now)
-    async with env.db.read() as session:
+    now = deps.clock.now()
+    async with deps.db.write() as uow:
+        schedule = await create(uow.session, deps.settings.ranktracking, principal, data, now)
+    launch = await admit_and_send(deps, schedule.id, trigger=BASELINE, queue=STANDARD, now=now)
+    async with deps.db.read() as session:
         schedule = await get_schedule(session, principal.workspace_id, schedule.id)
     return schedule, launch
 
 
 async def create_with_baseline_in(
-    uow: UnitOfWork, env: Env, principal: Principal, data: ScheduleIn
+    uow: UnitOfWork, deps: RankTrackingDeps, principal: Principal, data: ScheduleIn
 ) -> tuple[Schedule, PendingLaunch]:
     """RT-27 in one unit of work (the API's retryable creation): the schedule and its baseline
     request commit together, so a retry with the same ``Idempotency-Key`` finds both or neither.
     The caller hands the baseline off once that unit of work has committed
     (:meth:`PendingLaunch.hand_off`) and reports what that did."""
-    now = env.clock.now()
-    schedule = await create(uow.session, env.settings.ranktracking, principal, data, now)
-    launch = await admit_within(uow, env, schedule.id, trigger=BASELINE, queue=STANDARD, now=now)
+    now = deps.clock.now()
+    schedule = await create(uow.session, deps.settings.ranktracking, principal, data, now)
+    launch = await admit_within(uow, deps, schedule.id, trigger=BASELINE, queue=STANDARD, now=now)
     return schedule, launch
 
 
@@ -607,24 +607,28 @@ async def end(session: WriteSession, schedule: Schedule, now: datetime) -> Sched
     return schedule
 
 
-async def run_now(env: Env, principal: Principal, schedule_id: int, queue: str) -> Launch:
+async def run_now(
+    deps: RankTrackingDeps, principal: Principal, schedule_id: int, queue: str
+) -> Launch:
     """RT-25/26: a manual request on the standard queue, or "measure quickly" on the priority
     queue (SERP only)."""
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         schedule = await get_schedule(session, principal.workspace_id, schedule_id)
     _check_queue(schedule, queue)
-    return await admit_and_send(env, schedule_id, trigger=MANUAL, queue=queue, now=env.clock.now())
+    return await admit_and_send(
+        deps, schedule_id, trigger=MANUAL, queue=queue, now=deps.clock.now()
+    )
 
 
 async def run_now_in(
-    uow: UnitOfWork, env: Env, principal: Principal, schedule_id: int, queue: str
+    uow: UnitOfWork, deps: RankTrackingDeps, principal: Principal, schedule_id: int, queue: str
 ) -> PendingLaunch:
     """:func:`run_now` inside the caller's unit of work (the API's retryable manual request); the
     caller hands it off after the commit (:meth:`PendingLaunch.hand_off`)."""
     schedule = await get_schedule(uow.session, principal.workspace_id, schedule_id)
     _check_queue(schedule, queue)
     return await admit_within(
-        uow, env, schedule_id, trigger=MANUAL, queue=queue, now=env.clock.now()
+        uow, deps, schedule_id, trigger=MANUAL, queue=queue, now=deps.clock.now()
     )
 
 

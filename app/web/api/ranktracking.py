@@ -21,6 +21,7 @@ from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import locations, money
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.claim.handoff import PendingLaunch
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.errors import RunNotFound
 from app.engines.ranktracking.keyword_import import start_keyword_import
 from app.engines.ranktracking.keywords import parse_import
@@ -243,7 +244,9 @@ async def create_schedule(
     pending: list[PendingLaunch] = []
 
     async def action(uow: UnitOfWork) -> CreatedOut:
-        schedule, launch = await schedules.create_with_baseline_in(uow, runtime, principal, data)
+        schedule, launch = await schedules.create_with_baseline_in(
+            uow, RankTrackingDeps.of(runtime), principal, data
+        )
         pending.append(launch)
         return CreatedOut(
             schedule=await schedules.schedule_out(uow.session, schedule, runtime.clock.now()),
@@ -340,7 +343,9 @@ async def run_schedule(
     pending: list[PendingLaunch] = []
 
     async def action(uow: UnitOfWork) -> LaunchOut:
-        launch = await schedules.run_now_in(uow, runtime, principal, schedule_id, data.queue)
+        launch = await schedules.run_now_in(
+            uow, RankTrackingDeps.of(runtime), principal, schedule_id, data.queue
+        )
         pending.append(launch)
         return await schedules.launch_out(uow.session, launch.launch)
 

@@ -22,6 +22,7 @@ from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.balance_history import balance_history
 from app.engines.ranktracking.config import PROVIDER_LANGUAGES
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.keywords import normalise, parse_import
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results
@@ -256,7 +257,7 @@ async def create_schedule(
 ) -> Template | Redirect:
     try:
         schedule, launch = await schedules.create_and_baseline(
-            runtime, principal, schedule_in(data)
+            RankTrackingDeps.of(runtime), principal, schedule_in(data)
         )
     except DomainError as exc:
         tpl = await _wizard(request, principal, runtime, data, _error_text(exc))
@@ -350,7 +351,9 @@ async def run_now(
 ) -> Redirect:
     queue = "priority" if data.queue == "priority" else "standard"
     try:
-        launch = await schedules.run_now(runtime, principal, schedule_id, queue)
+        launch = await schedules.run_now(
+            RankTrackingDeps.of(runtime), principal, schedule_id, queue
+        )
         text = (
             f"{launch.launched} child run(s) launched"
             if launch.launched

@@ -13,6 +13,7 @@ import msgspec
 from litestar import Request, post
 from litestar.params import FromPath
 
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.work.postback import receive
 from app.web.auth import CurrentRuntime
 
@@ -30,7 +31,10 @@ async def provider_postback(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, token: FromPath[str]
 ) -> PostbackOut:
     receipt = await receive(
-        runtime, token, await request.body(), request.headers.get("content-encoding")
+        RankTrackingDeps.of(runtime),
+        token,
+        await request.body(),
+        request.headers.get("content-encoding"),
     )
     return PostbackOut(run_id=receipt.run_id, tasks=receipt.tasks, stored=receipt.stored)
 

@@ -17,7 +17,7 @@ import msgspec
 from sqlalchemy import BigInteger, select, update
 
 from app.engines.ranktracking.alerts.decide import Movement, describe, line
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
     DELIVERY_FAILED,
     DELIVERY_PENDING,
@@ -30,12 +30,9 @@ from app.engines.ranktracking.models import (
 )
 from app.engines.ranktracking.records import activity
 from app.integrations.http_guard import (
-    NO_RETRY,
-    GuardedHttp,
     HttpRequest,
     OutboundError,
     TransientError,
-    shared_guard,
 )
 from app.integrations.http_guard.signature import SIGNATURE_HEADER, sign_webhook
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError, TransientMailError
@@ -46,7 +43,6 @@ from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 
 ALERT_SENT = "alert_sent"
 ALERT_FAILED = "alert_failed"
-HTTP_RESOURCE = "ranktracking.alerts.http"
 LEASE_SECONDS = 120.0
 """Longer than one SMTP conversation or webhook call with its timeout."""
 
@@ -71,21 +67,8 @@ class DeliveryRef(JobPayload, frozen=True):
     delivery_id: int
 
 
-def page_link(env: Env, schedule_id: int) -> str:
-    return f"{env.settings.web.public_url.rstrip('/')}/ui/ranktracking/schedules/{schedule_id}"
-
-
-def alert_http(env: Env) -> GuardedHttp:
-    """One guarded client for every alert webhook of the process (it holds no credentials)."""
-    return env.resources.get(
-        HTTP_RESOURCE,
-        lambda: GuardedHttp(
-            guard=shared_guard(env.resources, env.settings.integrations),
-            timeout=10.0,
-            policy=NO_RETRY,
-            clock=env.clock,
-        ),
-    )
+def page_link(deps: RankTrackingDeps, schedule_id: int) -> str:
+    return f"{deps.settings.web.public_url.rstrip('/')}/ui/ranktracking/schedules/{schedule_id}"
 
 
 def webhook_body(
@@ -134,9 +117,9 @@ def email_of(
     )
 
 
-async def _send(env: Env, delivery: AlertDelivery, rule: AlertRule) -> str:
+async def _send(deps: RankTrackingDeps, delivery: AlertDelivery, rule: AlertRule) -> str:
     """Send the alert; returns how it went out (for the feed)."""
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         schedule = await session.get(Schedule, delivery.schedule_id)
         request = await session.get(Request, delivery.request_id)
         allow_private = bool(
@@ -146,20 +129,20 @@ async def _send(env: Env, delivery: AlertDelivery, rule: AlertRule) -> str:
         )
     assert schedule is not None
     assert request is not None
-    link = page_link(env, schedule.id)
+    link = page_link(deps, schedule.id)
     if rule.channel == "email":
         email = email_of(delivery, rule, schedule, link)
-        await MailSender(env.settings.mail).send(email)
+        await MailSender(deps.settings.mail).send(email)
         return f"by e-mail to {len(email.to)} recipient(s)"
     if rule.url is None or rule.sealed_secret is None:
         raise Unsendable("the webhook has no URL or signing secret")
     try:
-        secret = env.secrets.decrypt(rule.sealed_secret.encode())
+        secret = deps.secrets.decrypt(rule.sealed_secret.encode())
     except SecretBoxError as exc:
         raise Unsendable(str(exc)) from exc
     body = webhook_body(delivery, rule, schedule, request, link)
-    timestamp = int(env.clock.now().timestamp())
-    result = await alert_http(env).request(
+    timestamp = int(deps.clock.now().timestamp())
+    result = await deps.alert_http.request(
         HttpRequest(
             method="POST",
             url=rule.url,
@@ -176,10 +159,10 @@ async def _send(env: Env, delivery: AlertDelivery, rule: AlertRule) -> str:
 
 
 async def _finish(
-    env: Env, delivery: AlertDelivery, rule: AlertRule, *, state: str, note: str
+    deps: RankTrackingDeps, delivery: AlertDelivery, rule: AlertRule, *, state: str, note: str
 ) -> None:
-    now = env.clock.now()
-    async with env.db.write() as uow:
+    now = deps.clock.now()
+    async with deps.db.write() as uow:
         await uow.session.execute(
             update(AlertDelivery)
             .where(AlertDelivery.id == delivery.id, AlertDelivery.state == DELIVERY_SENDING)
@@ -206,36 +189,42 @@ async def _finish(
         )
 
 
-async def deliver_impl(env: Env, delivery_id: int, *, final_attempt: bool) -> str | None:
+async def deliver_impl(
+    deps: RankTrackingDeps, delivery_id: int, *, final_attempt: bool
+) -> str | None:
     """Send one alert unless it was sent or another attempt holds it; returns its new state."""
-    now = env.clock.now()
+    now = deps.clock.now()
     claimed = await CLAIM.take(
-        env.db, now=now, limit=1, lease_seconds=LEASE_SECONDS, delivery_id=delivery_id
+        deps.db, now=now, limit=1, lease_seconds=LEASE_SECONDS, delivery_id=delivery_id
     )
     if not claimed:
         return None
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         delivery = await session.get(AlertDelivery, delivery_id)
         rule = await session.get(AlertRule, delivery.rule_id) if delivery else None
     if delivery is None or rule is None:
         return None
     try:
-        how = await _send(env, delivery, rule)
+        how = await _send(deps, delivery, rule)
     except (TransientMailError, TransientError) as exc:
         if not final_attempt:
-            await _finish(env, delivery, rule, state=DELIVERY_PENDING, note=str(exc))
+            await _finish(deps, delivery, rule, state=DELIVERY_PENDING, note=str(exc))
             raise
-        await _finish(env, delivery, rule, state=DELIVERY_FAILED, note=str(exc))
+        await _finish(deps, delivery, rule, state=DELIVERY_FAILED, note=str(exc))
         return DELIVERY_FAILED
     except (PermanentMailError, OutboundError, Unsendable) as exc:
-        await _finish(env, delivery, rule, state=DELIVERY_FAILED, note=str(exc))
+        await _finish(deps, delivery, rule, state=DELIVERY_FAILED, note=str(exc))
         return DELIVERY_FAILED
-    await _finish(env, delivery, rule, state=DELIVERY_SENT, note=how)
+    await _finish(deps, delivery, rule, state=DELIVERY_SENT, note=how)
     return DELIVERY_SENT
 
 
 async def deliver_alert(ctx: JobContext, payload: DeliveryRef) -> None:
-    await deliver_impl(ctx, payload.delivery_id, final_attempt=ctx.attempt >= DELIVER_JOB.max_tries)
+    await deliver_impl(
+        RankTrackingDeps.of(ctx),
+        payload.delivery_id,
+        final_attempt=ctx.attempt >= DELIVER_JOB.max_tries,
+    )
 
 
 DELIVER_JOB = JobSpec(

@@ -18,7 +18,7 @@ from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.ranktracking.alerts.decide import Movement, matching
 from app.engines.ranktracking.alerts.deliver import DELIVER_JOB, DeliveryRef
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
     ACTIVE_RUN_STATUSES,
     DELIVERY_PENDING,
@@ -79,9 +79,9 @@ async def movements_of(
     return movements
 
 
-async def evaluate_impl(env: Env, request_id: int) -> int:
+async def evaluate_impl(deps: RankTrackingDeps, request_id: int) -> int:
     """Evaluate the request's alert rules; returns how many new deliveries were written."""
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         request = await session.get(Request, request_id)
         if request is None:
             return 0
@@ -107,9 +107,9 @@ async def evaluate_impl(env: Env, request_id: int) -> int:
         for rule in rules
         if movements and (found := matching(rule.kind, rule.threshold, rule.device, movements))
     ]
-    now = env.clock.now()
+    now = deps.clock.now()
     written = 0
-    async with env.db.write() as uow:
+    async with deps.db.write() as uow:
         for rule, found in fired:
             result = await uow.session.execute(
                 insert_ignoring(uow.session, AlertDelivery, ["rule_id", "request_id"]).values(
@@ -125,11 +125,13 @@ async def evaluate_impl(env: Env, request_id: int) -> int:
                 )
             )
             written += row_count(result)
-        await _queue_unsent(uow, env, request_id, now)
+        await _queue_unsent(uow, deps, request_id, now)
     return written
 
 
-async def _queue_unsent(uow: UnitOfWork, env: Env, request_id: int, now: datetime) -> None:
+async def _queue_unsent(
+    uow: UnitOfWork, deps: RankTrackingDeps, request_id: int, now: datetime
+) -> None:
     waiting = await uow.session.execute(
         select(AlertDelivery.id).where(
             AlertDelivery.request_id == request_id,
@@ -140,12 +142,12 @@ async def _queue_unsent(uow: UnitOfWork, env: Env, request_id: int, now: datetim
         )
     )
     for delivery_id in waiting.scalars():
-        await env.queue.enqueue(
+        await deps.queue.enqueue(
             uow, DELIVER_JOB, DeliveryRef(delivery_id=delivery_id), job_id=f"rt.alert:{delivery_id}"
         )
 
 
-async def queue_evaluation(uow: UnitOfWork, env: Env, run: Run) -> None:
+async def queue_evaluation(uow: UnitOfWork, deps: RankTrackingDeps, run: Run) -> None:
     """Queue the evaluation of ``run``'s request inside the unit of work that ends the run (only
     when its schedule has an enabled rule). Keyed by the run: each device's end queues it once."""
     if run.data_type != "serp":
@@ -157,13 +159,13 @@ async def queue_evaluation(uow: UnitOfWork, env: Env, run: Run) -> None:
     )
     if has_rule is None:
         return
-    await env.queue.enqueue(
+    await deps.queue.enqueue(
         uow, EVALUATE_JOB, RequestRef(request_id=run.request_id), job_id=f"rt.alerts:{run.id}"
     )
 
 
 async def evaluate_alerts(ctx: JobContext, payload: RequestRef) -> None:
-    await evaluate_impl(ctx, payload.request_id)
+    await evaluate_impl(RankTrackingDeps.of(ctx), payload.request_id)
 
 
 EVALUATE_JOB = JobSpec(

@@ -23,7 +23,7 @@ from app.engines.ranktracking.alerts.deliver import page_link
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
 from app.engines.ranktracking.alerts.rules import checked_recipients
 from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
     ARCHIVED,
     DELIVERY_FAILED,
@@ -120,11 +120,11 @@ class ReportRef(JobPayload, frozen=True):
     delivery_id: int
 
 
-async def claim_due(env: Env, now: datetime) -> int:
+async def claim_due(deps: RankTrackingDeps, now: datetime) -> int:
     """Claim every report due by ``now``; returns how many periods were claimed."""
     claimed = 0
     while True:
-        async with env.db.write() as uow:
+        async with deps.db.write() as uow:
             rows = await CLAIM.take_in(uow.session, now=now, limit=CLAIM_BATCH)
             for row in rows:
                 start = previous_start(row.period, row.next_due_at)
@@ -156,7 +156,7 @@ async def claim_due(env: Env, now: datetime) -> int:
                     )
                 )
                 assert delivery_id is not None
-                await env.queue.enqueue(
+                await deps.queue.enqueue(
                     uow,
                     REPORT_JOB,
                     ReportRef(delivery_id=delivery_id),
@@ -168,7 +168,7 @@ async def claim_due(env: Env, now: datetime) -> int:
 
 
 async def report_tick(ctx: JobContext, tick: datetime) -> None:
-    await claim_due(ctx, min(tick, ctx.clock.now()))
+    await claim_due(RankTrackingDeps.of(ctx), min(tick, ctx.clock.now()))
 
 
 REPORT_SWEEP = Sweep("ranktracking.reports", Every(300), report_tick)
@@ -268,10 +268,10 @@ def report_text(
 
 
 async def _finish(
-    env: Env, delivery: ReportDelivery, schedule: Schedule, *, state: str, note: str
+    deps: RankTrackingDeps, delivery: ReportDelivery, schedule: Schedule, *, state: str, note: str
 ) -> None:
-    now = env.clock.now()
-    async with env.db.write() as uow:
+    now = deps.clock.now()
+    async with deps.db.write() as uow:
         await uow.session.execute(
             update(ReportDelivery)
             .where(ReportDelivery.id == delivery.id, ReportDelivery.state == DELIVERY_PENDING)
@@ -295,9 +295,11 @@ async def _finish(
         )
 
 
-async def send_report_impl(env: Env, delivery_id: int, *, final_attempt: bool) -> str | None:
+async def send_report_impl(
+    deps: RankTrackingDeps, delivery_id: int, *, final_attempt: bool
+) -> str | None:
     """Send one period's report unless it went out already; returns its new state."""
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         delivery = await session.get(ReportDelivery, delivery_id)
         if delivery is None or delivery.state != DELIVERY_PENDING:
             return None
@@ -309,35 +311,37 @@ async def send_report_impl(env: Env, delivery_id: int, *, final_attempt: bool) -
         to = to or await owner_recipients(session, schedule)
         content = await compose(session, schedule, delivery.period_start, delivery.period_end)
     if not to:
-        await _finish(env, delivery, schedule, state=DELIVERY_FAILED, note="no recipient")
+        await _finish(deps, delivery, schedule, state=DELIVERY_FAILED, note="no recipient")
         return DELIVERY_FAILED
     email = OutgoingEmail(
         to=to,
         subject=f"Position report: {schedule.name}, {label(delivery.period, delivery.period_start)}",
         text=report_text(
-            schedule, delivery.period, delivery.period_start, content, page_link(env, schedule.id)
+            schedule, delivery.period, delivery.period_start, content, page_link(deps, schedule.id)
         ),
         message_id=f"rt-report-{schedule.id}-{delivery.period_start:%Y%m%d}@sweepline",
     )
     try:
-        await MailSender(env.settings.mail).send(email)
+        await MailSender(deps.settings.mail).send(email)
     except TransientMailError as exc:
         if not final_attempt:
             raise
-        await _finish(env, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
+        await _finish(deps, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
         return DELIVERY_FAILED
     except PermanentMailError as exc:
-        await _finish(env, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
+        await _finish(deps, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
         return DELIVERY_FAILED
     await _finish(
-        env, delivery, schedule, state=DELIVERY_SENT, note=f"sent to {len(to)} recipient(s)"
+        deps, delivery, schedule, state=DELIVERY_SENT, note=f"sent to {len(to)} recipient(s)"
     )
     return DELIVERY_SENT
 
 
 async def send_report(ctx: JobContext, payload: ReportRef) -> None:
     await send_report_impl(
-        ctx, payload.delivery_id, final_attempt=ctx.attempt >= REPORT_JOB.max_tries
+        RankTrackingDeps.of(ctx),
+        payload.delivery_id,
+        final_attempt=ctx.attempt >= REPORT_JOB.max_tries,
     )
 
 

@@ -21,8 +21,8 @@ from app.db.session import UnitOfWork, WriteSession
 from app.db.types import UTCDateTime
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import cents_to_micros, exact_eur
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.due import due_after_run, first_due
-from app.engines.ranktracking.env import Env
 from app.engines.ranktracking.members import Members, resolve_many
 from app.engines.ranktracking.models import (
     ACTIVE,
@@ -257,7 +257,7 @@ def schedule_retry(schedule: Schedule, now: datetime, *, tick: datetime | None =
 
 async def _block(
     uow: UnitOfWork,
-    env: Env,
+    deps: RankTrackingDeps,
     schedule: Schedule,
     request: Request,
     *,
@@ -273,12 +273,12 @@ async def _block(
     if schedule.consecutive_blocks >= BLOCKS_BEFORE_PAUSE and schedule.status == ACTIVE:
         schedule.status = PAUSED_BALANCE
         schedule.updated_at = now
-        await queue_pause_notice(uow, env.queue, schedule, now)
+        await queue_pause_notice(uow, deps.queue, schedule, now)
 
 
 async def admit(
     uow: UnitOfWork,
-    env: Env,
+    deps: RankTrackingDeps,
     schedule_id: int,
     *,
     trigger: str,
@@ -288,14 +288,14 @@ async def admit(
 ) -> Launch:
     """Run one request of ``schedule_id`` through admission inside ``uow``."""
     (launch,) = await admit_many(
-        uow, env, [schedule_id], trigger=trigger, queue=queue, now=now, tick=tick
+        uow, deps, [schedule_id], trigger=trigger, queue=queue, now=now, tick=tick
     )
     return launch
 
 
 async def admit_many(
     uow: UnitOfWork,
-    env: Env,
+    deps: RankTrackingDeps,
     schedule_ids: list[int],
     *,
     trigger: str,
@@ -320,7 +320,7 @@ async def admit_many(
         return launches
     active = await with_active_runs(uow.session, [s.id for _, s in open_])
     requests = await _write_requests(uow.session, open_, active, trigger, queue, now)
-    batch = await _read_batch(uow.session, env, [s for _, s in open_ if s.id not in active], now)
+    batch = await _read_batch(uow.session, deps, [s for _, s in open_ if s.id not in active], now)
     admitted: list[_Admitted] = []
     for launch, schedule in open_:
         request = requests.get(schedule.id)
@@ -329,7 +329,7 @@ async def admit_many(
                 _skip_active(uow.session, schedule, request, launch, now=now, tick=tick)
             continue
         assert request is not None
-        decided = await _decide(uow, env, batch, launch, schedule, request, trigger, queue, now)
+        decided = await _decide(uow, deps, batch, launch, schedule, request, trigger, queue, now)
         if decided is not None:
             admitted.append(decided)
     await _reserve(uow.session, batch, admitted, now)
@@ -415,10 +415,10 @@ async def _write_requests(
 
 
 async def _read_batch(
-    session: WriteSession, env: Env, ready: list[Schedule], now: datetime
+    session: WriteSession, deps: RankTrackingDeps, ready: list[Schedule], now: datetime
 ) -> _Batch:
     """Members, month spend and the locked balances of the schedules that may run."""
-    rt = env.settings.ranktracking
+    rt = deps.settings.ranktracking
     members = await resolve_many(session, ready, rt.max_run_keywords)
     capped = [s.id for s in ready if s.monthly_cap_cents is not None]
     spent = await ledger.month_spend_of(session, capped, now)
@@ -456,7 +456,7 @@ def _skip_active(
 
 async def _decide(
     uow: UnitOfWork,
-    env: Env,
+    deps: RankTrackingDeps,
     batch: _Batch,
     launch: Launch,
     schedule: Schedule,
@@ -469,7 +469,7 @@ async def _decide(
     schedules before it (a coded row), or admitted with its child runs added to the session."""
     found = batch.members[schedule.id]
     if not found.keywords or found.over:
-        _refuse_members(uow.session, env, launch, schedule, request, found, now=now)
+        _refuse_members(uow.session, deps, launch, schedule, request, found, now=now)
         _advance(schedule, trigger, admitted=False, now=now)
         return None
     group = quote(
@@ -484,7 +484,7 @@ async def _decide(
     _check_money(batch, launch, schedule, group.total_micros)
     if launch.reason is not None:
         await _block(
-            uow, env, schedule, request, code=launch.code or "", message=launch.message, now=now
+            uow, deps, schedule, request, code=launch.code or "", message=launch.message, now=now
         )
         _advance(schedule, trigger, admitted=False, now=now)
         return None
@@ -508,7 +508,7 @@ async def _decide(
 
 def _refuse_members(
     session: WriteSession,
-    env: Env,
+    deps: RankTrackingDeps,
     launch: Launch,
     schedule: Schedule,
     request: Request,
@@ -522,7 +522,7 @@ def _refuse_members(
         launch.code = "members_over_limit"
         launch.message = (
             f"the list has {found.total} keywords, more than the "
-            f"{env.settings.ranktracking.max_run_keywords} a run may request; nothing was sent"
+            f"{deps.settings.ranktracking.max_run_keywords} a run may request; nothing was sent"
         )
     else:
         launch.code = "members_empty"

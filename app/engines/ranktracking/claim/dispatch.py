@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app.db.dialect import concurrent_writers
 from app.engines.ranktracking.claim.admission import RECURRING, Launch
 from app.engines.ranktracking.claim.handoff import admit_and_send, admit_batch_and_send
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import ACTIVE, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.scheduling.jobs import JobContext
@@ -39,9 +39,9 @@ class DispatchReport:
     errors: int = 0
 
 
-async def due_schedules(env: Env, now: datetime, limit: int) -> list[tuple[int, int]]:
+async def due_schedules(deps: RankTrackingDeps, now: datetime, limit: int) -> list[tuple[int, int]]:
     """``(schedule id, organisation id)`` of the active schedules due by ``now``, oldest first."""
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         rows = await session.execute(
             select(Schedule.id, Schedule.organisation_id)
             .where(Schedule.status == ACTIVE, Schedule.next_due_at <= now)
@@ -51,8 +51,8 @@ async def due_schedules(env: Env, now: datetime, limit: int) -> list[tuple[int, 
         return [(int(i), int(org)) for i, org in rows.all()]
 
 
-async def due_schedule_ids(env: Env, now: datetime, limit: int) -> list[int]:
-    return [i for i, _ in await due_schedules(env, now, limit)]
+async def due_schedule_ids(deps: RankTrackingDeps, now: datetime, limit: int) -> list[int]:
+    return [i for i, _ in await due_schedules(deps, now, limit)]
 
 
 def plan_lanes(due: list[tuple[int, int]], chunk: int) -> list[list[list[int]]]:
@@ -83,14 +83,14 @@ def plan_lanes(due: list[tuple[int, int]], chunk: int) -> list[list[list[int]]]:
 
 
 async def _admit_chunk(
-    env: Env, ids: list[int], now: datetime, tick: datetime
+    deps: RankTrackingDeps, ids: list[int], now: datetime, tick: datetime
 ) -> list[Launch | None]:
     """One chunk in one unit of work; if it fails as a whole, each schedule is admitted alone so
     that one bad row cannot hold the others back (the failing one is logged and stays due)."""
     try:
         return list(
             await admit_batch_and_send(
-                env, ids, trigger=RECURRING, queue=STANDARD, now=now, tick=tick
+                deps, ids, trigger=RECURRING, queue=STANDARD, now=now, tick=tick
             )
         )
     except Exception:
@@ -100,7 +100,7 @@ async def _admit_chunk(
         try:
             launches.append(
                 await admit_and_send(
-                    env, schedule_id, trigger=RECURRING, queue=STANDARD, now=now, tick=tick
+                    deps, schedule_id, trigger=RECURRING, queue=STANDARD, now=now, tick=tick
                 )
             )
         except Exception:
@@ -110,23 +110,27 @@ async def _admit_chunk(
 
 
 async def dispatch_due(
-    env: Env, now: datetime, *, due_by: datetime | None = None, limit: int | None = None
+    deps: RankTrackingDeps,
+    now: datetime,
+    *,
+    due_by: datetime | None = None,
+    limit: int | None = None,
 ) -> DispatchReport:
     """Admit one bounded batch of the active schedules due by ``due_by`` (the sweep's nominal
     tick; default ``now``). A tick that runs late still takes only what was due at its scheduled
     time, and a retry it schedules counts its hour from that nominal time (RT-31)."""
-    rt = env.settings.ranktracking
+    rt = deps.settings.ranktracking
     tick = min(due_by or now, now)
-    due = await due_schedules(env, tick, limit or rt.dispatch_batch)
+    due = await due_schedules(deps, tick, limit or rt.dispatch_batch)
     report = DispatchReport(selected=len(due))
     # Lanes (disjoint organisations) run at once where writers can.
-    gate = asyncio.Semaphore(max(1, rt.dispatch_concurrency) if concurrent_writers(env.db) else 1)
+    gate = asyncio.Semaphore(max(1, rt.dispatch_concurrency) if concurrent_writers(deps.db) else 1)
 
     async def lane(chunks: list[list[int]]) -> list[Launch | None]:
         async with gate:
             launches: list[Launch | None] = []
             for ids in chunks:
-                launches += await _admit_chunk(env, ids, now, tick)
+                launches += await _admit_chunk(deps, ids, now, tick)
             return launches
 
     for launches in await asyncio.gather(*(lane(c) for c in plan_lanes(due, ADMISSION_CHUNK))):
@@ -145,7 +149,7 @@ async def dispatch_due(
 
 
 async def dispatch_tick(ctx: JobContext, tick: datetime) -> None:
-    await dispatch_due(ctx, ctx.clock.now(), due_by=tick)
+    await dispatch_due(RankTrackingDeps.of(ctx), ctx.clock.now(), due_by=tick)
 
 
 DISPATCH_SWEEP = Sweep("ranktracking.dispatch", HOURLY_AT_20, dispatch_tick)

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app.db.session import UnitOfWork
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.claim.admission import Launch, schedule_retry
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import ACTIVE, DISPATCHING, SKIPPED_DISPATCH, Run, Schedule
 from app.engines.ranktracking.pricing import PRIORITY
 from app.engines.ranktracking.records import activity
@@ -33,19 +33,19 @@ def _spec(launch: Launch) -> JobSpec[RunRef]:
     return POST_PRIORITY_JOB if launch.queue == PRIORITY else POST_JOB
 
 
-async def stage(uow: UnitOfWork, env: Env, launch: Launch) -> bool:
+async def stage(uow: UnitOfWork, deps: RankTrackingDeps, launch: Launch) -> bool:
     """Inside the admission's unit of work: queue the jobs there when the queue writes them in
     its transaction. Returns True when the jobs are staged (nothing is left for :func:`send`)."""
-    return await stage_many(uow, env, [launch])
+    return await stage_many(uow, deps, [launch])
 
 
-async def stage_many(uow: UnitOfWork, env: Env, launches: list[Launch]) -> bool:
+async def stage_many(uow: UnitOfWork, deps: RankTrackingDeps, launches: list[Launch]) -> bool:
     """:func:`stage` for a batch of launches: every job in one statement."""
-    if not env.queue.transactional:
+    if not deps.queue.transactional:
         return False
     jobs = _jobs(launches)
     if jobs:
-        await env.queue.enqueue_many(uow, jobs)
+        await deps.queue.enqueue_many(uow, jobs)
     return True
 
 
@@ -58,7 +58,7 @@ def _jobs(launches: list[Launch]) -> list[QueuedJob]:
     ]
 
 
-async def send(env: Env, launch: Launch, *, tick: datetime | None = None) -> Launch:
+async def send(deps: RankTrackingDeps, launch: Launch, *, tick: datetime | None = None) -> Launch:
     """After the commit: publish the jobs; on failure record ``skipped_dispatch`` (RT-31).
 
     ``launch.run_ids`` keeps only the runs whose hand-off succeeded: when publishing fails the
@@ -68,15 +68,15 @@ async def send(env: Env, launch: Launch, *, tick: datetime | None = None) -> Lau
     if not launch.run_ids:
         return launch
     try:
-        await env.queue.enqueue_many(None, _jobs([launch]))
+        await deps.queue.enqueue_many(None, _jobs([launch]))
     except Exception as exc:
         log.warning("child runs %s did not reach the worker: %s", launch.run_ids, exc)
         await not_dispatched(
-            env,
+            deps,
             launch.run_ids,
             code="dispatch_failed",
             message=f"the work queue could not be reached ({type(exc).__name__}); retrying in one hour",
-            now=env.clock.now(),
+            now=deps.clock.now(),
             tick=tick,
         )
         launch.skipped_run_ids = launch.run_ids
@@ -87,7 +87,7 @@ async def send(env: Env, launch: Launch, *, tick: datetime | None = None) -> Lau
 
 
 async def not_dispatched(
-    env: Env,
+    deps: RankTrackingDeps,
     run_ids: list[int],
     *,
     code: str,
@@ -97,7 +97,7 @@ async def not_dispatched(
 ) -> int:
     """Close ``dispatching`` runs that never reached the worker and release their reservations."""
     closed = 0
-    async with env.db.write() as uow:
+    async with deps.db.write() as uow:
         runs = list(
             (
                 await uow.session.execute(
@@ -138,7 +138,7 @@ async def not_dispatched(
 
 
 async def admit_and_send(
-    env: Env,
+    deps: RankTrackingDeps,
     schedule_id: int,
     *,
     trigger: str,
@@ -148,13 +148,13 @@ async def admit_and_send(
 ) -> Launch:
     """One request end to end: admission in its own unit of work, then the hand-off."""
     (launch,) = await admit_batch_and_send(
-        env, [schedule_id], trigger=trigger, queue=queue, now=now, tick=tick
+        deps, [schedule_id], trigger=trigger, queue=queue, now=now, tick=tick
     )
     return launch
 
 
 async def admit_batch_and_send(
-    env: Env,
+    deps: RankTrackingDeps,
     schedule_ids: list[int],
     *,
     trigger: str,
@@ -165,14 +165,14 @@ async def admit_batch_and_send(
     """A request of each schedule, admitted in one unit of work, then the hand-off."""
     from app.engines.ranktracking.claim.admission import admit_many
 
-    async with env.db.write() as uow:
+    async with deps.db.write() as uow:
         launches = await admit_many(
-            uow, env, schedule_ids, trigger=trigger, queue=queue, now=now, tick=tick
+            uow, deps, schedule_ids, trigger=trigger, queue=queue, now=now, tick=tick
         )
-        staged = await stage_many(uow, env, launches)
+        staged = await stage_many(uow, deps, launches)
     if staged:
         return launches
-    return [await send(env, launch, tick=tick) for launch in launches]
+    return [await send(deps, launch, tick=tick) for launch in launches]
 
 
 @dataclass(slots=True)
@@ -180,7 +180,7 @@ class PendingLaunch:
     """A launch admitted inside the caller's unit of work, with what is left to do once that
     unit of work has committed (:meth:`hand_off`)."""
 
-    env: Env
+    deps: RankTrackingDeps
     launch: Launch
     staged: bool
     """The jobs were written in the admission's transaction (database queue): nothing is left."""
@@ -190,11 +190,17 @@ class PendingLaunch:
         ``skipped_dispatch`` and the launch says so. Call it before answering the person."""
         if self.staged:
             return self.launch
-        return await send(self.env, self.launch)
+        return await send(self.deps, self.launch)
 
 
 async def admit_within(
-    uow: UnitOfWork, env: Env, schedule_id: int, *, trigger: str, queue: str, now: datetime
+    uow: UnitOfWork,
+    deps: RankTrackingDeps,
+    schedule_id: int,
+    *,
+    trigger: str,
+    queue: str,
+    now: datetime,
 ) -> PendingLaunch:
     """One request inside the caller's unit of work (a request made with an ``Idempotency-Key``
     stores its answer in the same transaction). The jobs are staged in it with the database queue;
@@ -202,6 +208,6 @@ async def admit_within(
     only then composes its answer, so the answer never counts a run that did not reach the queue."""
     from app.engines.ranktracking.claim.admission import admit
 
-    launch = await admit(uow, env, schedule_id, trigger=trigger, queue=queue, now=now)
-    staged = not launch.run_ids or await stage(uow, env, launch)
-    return PendingLaunch(env=env, launch=launch, staged=staged)
+    launch = await admit(uow, deps, schedule_id, trigger=trigger, queue=queue, now=now)
+    staged = not launch.run_ids or await stage(uow, deps, launch)
+    return PendingLaunch(deps=deps, launch=launch, staged=staged)

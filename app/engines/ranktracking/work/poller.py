@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, select, update
 
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
     PENDING,
     RUNNING,
@@ -39,7 +39,6 @@ from app.engines.ranktracking.models import (
     Result,
     Run,
 )
-from app.engines.ranktracking.provider import serp_client
 from app.engines.ranktracking.work.runs import Outcome, apply_outcomes, fetch_task, finalize
 from app.integrations.serp import ProviderError, SerpClient
 from app.scheduling.jobs import JobContext
@@ -69,8 +68,8 @@ class PollReport:
     budget_exhausted: list[str] = field(default_factory=list)
 
 
-async def _has_pending(env: Env, data_type: str) -> bool:
-    async with env.db.read() as session:
+async def _has_pending(deps: RankTrackingDeps, data_type: str) -> bool:
+    async with deps.db.read() as session:
         found = await session.scalar(
             select(Result.id)
             .join(Run, Run.id == Result.run_id)
@@ -80,10 +79,10 @@ async def _has_pending(env: Env, data_type: str) -> bool:
         return found is not None
 
 
-async def _take_budget(env: Env, endpoint: str, now: datetime) -> bool:
+async def _take_budget(deps: RankTrackingDeps, endpoint: str, now: datetime) -> bool:
     """Record one ``tasks_ready`` call at ``now`` if the per-minute budget allows it."""
-    limit = max(1, env.settings.ranktracking.tasks_ready_per_minute)
-    async with env.db.write() as uow:
+    limit = max(1, deps.settings.ranktracking.tasks_ready_per_minute)
+    async with deps.db.write() as uow:
         state = await uow.session.get(PollerState, endpoint, with_for_update=True)
         if state is None:
             state = PollerState(endpoint=endpoint, calls=[], updated_at=now)
@@ -96,10 +95,12 @@ async def _take_budget(env: Env, endpoint: str, now: datetime) -> bool:
         return True
 
 
-async def _list_ready(env: Env, client: SerpClient, data_type: str, report: PollReport) -> None:
+async def _list_ready(
+    deps: RankTrackingDeps, client: SerpClient, data_type: str, report: PollReport
+) -> None:
     endpoint = ENDPOINTS[data_type]
     while True:
-        if not await _take_budget(env, endpoint, env.clock.now()):
+        if not await _take_budget(deps, endpoint, deps.clock.now()):
             report.budget_exhausted.append(endpoint)
             return
         try:
@@ -114,8 +115,8 @@ async def _list_ready(env: Env, client: SerpClient, data_type: str, report: Poll
         report.ready_calls += 1
         report.listed += len(listed)
         ids = [t.task_id for t in listed if t.task_id]
-        now = env.clock.now()
-        async with env.db.write() as uow:
+        now = deps.clock.now()
+        async with deps.db.write() as uow:
             for start in range(0, len(ids), 500):
                 await uow.session.execute(
                     update(Result)
@@ -139,10 +140,10 @@ class _Task:
     listed: bool
 
 
-async def _due_fetches(env: Env, data_type: str, now: datetime) -> list[_Task]:
+async def _due_fetches(deps: RankTrackingDeps, data_type: str, now: datetime) -> list[_Task]:
     """Tasks to fetch: every listed one still pending, then a few unlisted ones of runs that
     have waited long (a listing lost with a crash)."""
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         listed_rows = (
             await session.execute(
                 select(Result.run_id, Result.task_id, Result.keyword)
@@ -195,7 +196,9 @@ async def _due_fetches(env: Env, data_type: str, now: datetime) -> list[_Task]:
     ]
 
 
-async def _fetch_all(env: Env, client: SerpClient, tasks: list[_Task], report: PollReport) -> None:
+async def _fetch_all(
+    deps: RankTrackingDeps, client: SerpClient, tasks: list[_Task], report: PollReport
+) -> None:
     gate = asyncio.Semaphore(FETCH_CONCURRENCY)
 
     async def one(task: _Task) -> tuple[_Task, Outcome | None]:
@@ -213,11 +216,11 @@ async def _fetch_all(env: Env, client: SerpClient, tasks: list[_Task], report: P
             continue
         by_run.setdefault(task.run.id, []).append(outcome)
     report.failed_fetches += len(failed)
-    now = env.clock.now()
-    attempts = env.settings.ranktracking.fetch_attempts
+    now = deps.clock.now()
+    attempts = deps.settings.ranktracking.fetch_attempts
     for task in failed:
         # Free to repeat: count the attempt; the last one gives the keyword up as failed.
-        async with env.db.write() as uow:
+        async with deps.db.write() as uow:
             await uow.session.execute(
                 update(Result)
                 .where(
@@ -242,14 +245,14 @@ async def _fetch_all(env: Env, client: SerpClient, tasks: list[_Task], report: P
                 Outcome({kw: (TASK_FAILED, {"error_code": "unreadable_answer"}) for kw in keywords})
             )
     for run_id, outcomes in by_run.items():
-        async with env.db.write() as uow:
-            report.written += await apply_outcomes(uow, env, run_id, outcomes, now)
+        async with deps.db.write() as uow:
+            report.written += await apply_outcomes(uow, deps, run_id, outcomes, now)
 
 
-async def _close_stuck(env: Env, now: datetime, report: PollReport) -> None:
+async def _close_stuck(deps: RankTrackingDeps, now: datetime, report: PollReport) -> None:
     """End runs whose tasks were posted ``RT_STALE_AFTER_MINUTES`` ago with what they have."""
-    limit = now - timedelta(minutes=env.settings.ranktracking.stale_after_minutes)
-    async with env.db.read() as session:
+    limit = now - timedelta(minutes=deps.settings.ranktracking.stale_after_minutes)
+    async with deps.db.read() as session:
         stuck = list(
             (
                 await session.execute(
@@ -260,7 +263,7 @@ async def _close_stuck(env: Env, now: datetime, report: PollReport) -> None:
             ).scalars()
         )
     for run_id in stuck:
-        async with env.db.write() as uow:
+        async with deps.db.write() as uow:
             run = (
                 await uow.session.execute(
                     select(Run)
@@ -272,30 +275,31 @@ async def _close_stuck(env: Env, now: datetime, report: PollReport) -> None:
             if run is None:
                 continue
             run.error_code = run.error_code or "tasks_timed_out"
-            await finalize(uow, env, run, now)
+            await finalize(uow, deps, run, now)
             report.runs_closed += 1
 
 
-async def poll_ready(env: Env, client: SerpClient) -> PollReport:
+async def poll_ready(deps: RankTrackingDeps, client: SerpClient) -> PollReport:
     """One tick of the shared poller (see the module docstring)."""
     report = PollReport()
     for data_type in ENDPOINTS:
-        if not await _has_pending(env, data_type):
+        if not await _has_pending(deps, data_type):
             continue
-        await _list_ready(env, client, data_type, report)
+        await _list_ready(deps, client, data_type, report)
         while True:
-            tasks = await _due_fetches(env, data_type, env.clock.now())
+            tasks = await _due_fetches(deps, data_type, deps.clock.now())
             if not tasks:
                 break
-            await _fetch_all(env, client, tasks, report)
+            await _fetch_all(deps, client, tasks, report)
             if len(tasks) < FETCHES_PER_TICK:
                 break
-    await _close_stuck(env, env.clock.now(), report)
+    await _close_stuck(deps, deps.clock.now(), report)
     return report
 
 
 async def poll_tick(ctx: JobContext, tick: datetime) -> None:
-    report = await poll_ready(ctx, serp_client(ctx.resources, ctx.settings))
+    deps = RankTrackingDeps.of(ctx)
+    report = await poll_ready(deps, deps.serp)
     if report.ready_calls or report.fetched or report.runs_closed:
         log.info(
             "position tracking poll",

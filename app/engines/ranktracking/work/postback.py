@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import msgspec
 from sqlalchemy import select
 
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.errors import PostbackRefused, PostbackUnreadable
 from app.engines.ranktracking.models import PENDING, Result, Run
 from app.engines.ranktracking.work.postback_token import matches, run_id_of, workspace_secret
@@ -43,7 +43,9 @@ class Receipt:
     """Keyword results written now (0 when a poll or an earlier postback already had them)."""
 
 
-async def receive(env: Env, token: str, body: bytes, content_encoding: str | None) -> Receipt:
+async def receive(
+    deps: RankTrackingDeps, token: str, body: bytes, content_encoding: str | None
+) -> Receipt:
     """Authenticate, decode and apply one postback.
 
     Raises:
@@ -53,10 +55,10 @@ async def receive(env: Env, token: str, body: bytes, content_encoding: str | Non
     run_id = run_id_of(token)
     if run_id is None:
         raise PostbackRefused("the postback address is not valid")
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         run = await session.get(Run, run_id)
         secret = (
-            await workspace_secret(session, env.secrets, run.workspace_id)
+            await workspace_secret(session, deps.secrets, run.workspace_id)
             if run is not None
             else None
         )
@@ -83,8 +85,8 @@ async def receive(env: Env, token: str, body: bytes, content_encoding: str | Non
     ]
     stored = 0
     if outcomes:
-        async with env.db.write() as uow:
-            stored = await apply_outcomes(uow, env, run_id, outcomes, env.clock.now())
+        async with deps.db.write() as uow:
+            stored = await apply_outcomes(uow, deps, run_id, outcomes, deps.clock.now())
     return Receipt(run_id=run_id, tasks=len(results), stored=stored)
 
 

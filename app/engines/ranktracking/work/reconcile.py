@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.claim.handoff import not_dispatched
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
     DISPATCHING,
     RES_HELD,
@@ -43,9 +43,9 @@ class ReconcileReport:
     released: int
 
 
-async def reconcile(env: Env, now: datetime) -> ReconcileReport:
-    stale_after = timedelta(minutes=env.settings.ranktracking.stale_after_minutes)
-    async with env.db.read() as session:
+async def reconcile(deps: RankTrackingDeps, now: datetime) -> ReconcileReport:
+    stale_after = timedelta(minutes=deps.settings.ranktracking.stale_after_minutes)
+    async with deps.db.read() as session:
         lost = list(
             (
                 await session.execute(
@@ -76,7 +76,7 @@ async def reconcile(env: Env, now: datetime) -> ReconcileReport:
     undispatched = 0
     if lost:
         undispatched = await not_dispatched(
-            env,
+            deps,
             lost,
             code="dispatch_lost",
             message="never reached the worker; retrying in one hour",
@@ -84,17 +84,17 @@ async def reconcile(env: Env, now: datetime) -> ReconcileReport:
         )
     ended = 0
     for run_id in stale:
-        async with env.db.write() as uow:
+        async with deps.db.write() as uow:
             run = await uow.session.get(Run, run_id, with_for_update=True, populate_existing=True)
             if run is None or run.status != RUNNING:
                 continue
             run.error_code = "stale"
             run.error_message = "no progress from the provider; unanswered keywords are missing"
-            await finalize(uow, env, run, now)
+            await finalize(uow, deps, run, now)
             ended += 1
     released = 0
     for run_id in open_ids:
-        async with env.db.write() as uow:
+        async with deps.db.write() as uow:
             run = await uow.session.get(Run, run_id, with_for_update=True, populate_existing=True)
             if run is None:
                 continue
@@ -117,7 +117,7 @@ async def reconcile(env: Env, now: datetime) -> ReconcileReport:
 
 
 async def reconcile_tick(ctx: JobContext, tick: datetime) -> None:
-    await reconcile(ctx, ctx.clock.now())
+    await reconcile(RankTrackingDeps.of(ctx), ctx.clock.now())
 
 
 RECONCILE_SWEEP = Sweep("ranktracking.reconcile", Every(300), reconcile_tick)

@@ -27,7 +27,7 @@ from app.db.session import UnitOfWork, WriteSession
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.alerts.evaluate import queue_evaluation
 from app.engines.ranktracking.amounts import exact_eur
-from app.engines.ranktracking.env import Env
+from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
     DISPATCHING,
     FAILED,
@@ -43,7 +43,6 @@ from app.engines.ranktracking.models import (
     Schedule,
 )
 from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_micros
-from app.engines.ranktracking.provider import serp_client
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.reports.serp_reading import competitor_positions, owned_features
 from app.engines.ranktracking.work import provider_gap
@@ -98,9 +97,11 @@ def _error_code(exc: ProviderError) -> str:
     return f"provider_{exc.status_code}" if exc.status_code else "provider_error"
 
 
-async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt: bool) -> None:
+async def post_impl(
+    deps: RankTrackingDeps, client: SerpClient, run_id: int, *, final_attempt: bool
+) -> None:
     """Send a ``dispatching`` run's keywords to the provider (idempotent per keyword)."""
-    async with env.db.read() as session:
+    async with deps.db.read() as session:
         run = await session.get(Run, run_id)
         if run is None or run.status != DISPATCHING:
             return
@@ -108,8 +109,8 @@ async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt:
             (await session.execute(select(Result.keyword).where(Result.run_id == run_id))).scalars()
         )
         postback = (
-            await postback_url(session, env.secrets, env.settings.web.public_url, run)
-            if env.settings.ranktracking.postbacks
+            await postback_url(session, deps.secrets, deps.settings.web.public_url, run)
+            if deps.settings.ranktracking.postbacks
             else None
         )
     todo = [kw for kw in run.keywords if kw not in posted_before]
@@ -137,8 +138,8 @@ async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt:
         and not error.may_have_succeeded
         and not final_attempt
     )
-    now = env.clock.now()
-    async with env.db.write() as uow:
+    now = deps.clock.now()
+    async with deps.db.write() as uow:
         run = await _lock_run(uow.session, run_id)
         if run is None or run.status != DISPATCHING:
             return
@@ -164,7 +165,7 @@ async def post_impl(env: Env, client: SerpClient, run_id: int, *, final_attempt:
             run.status = RUNNING
             run.started_at = now
         else:
-            await finalize(uow, env, run, now)
+            await finalize(uow, deps, run, now)
     if retry_later and error is not None:
         raise error
 
@@ -317,7 +318,7 @@ async def fetch_task(
 
 async def apply_outcomes(
     uow: UnitOfWork,
-    env: Env,
+    deps: RankTrackingDeps,
     run_id: int,
     outcomes: list[Outcome],
     now: datetime,
@@ -342,7 +343,7 @@ async def apply_outcomes(
         run.no_data = await _count(uow.session, run.id, NO_DATA)
         run.updated_at = now
     if not await _count(uow.session, run.id, PENDING):
-        await finalize(uow, env, run, now)
+        await finalize(uow, deps, run, now)
     return written
 
 
@@ -362,7 +363,7 @@ async def _store(session: WriteSession, run: Run, outcome: Outcome, now: datetim
 # -- ending ----------------------------------------------------------------------------------------
 
 
-async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
+async def finalize(uow: UnitOfWork, deps: RankTrackingDeps, run: Run, now: datetime) -> None:
     """End a run from its results (RT-33 to RT-35) and settle its reservation (RT-24)."""
     session = uow.session
     counts = Counter(
@@ -397,7 +398,7 @@ async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
     run.updated_at = now
     schedule = await session.get(Schedule, run.schedule_id)
     assert schedule is not None
-    prices = PriceList.from_settings(env.settings.ranktracking)
+    prices = PriceList.from_settings(deps.settings.ranktracking)
     charge = billable_micros(
         prices,
         data_type=run.data_type,
@@ -455,7 +456,7 @@ async def finalize(uow: UnitOfWork, env: Env, run: Run, now: datetime) -> None:
             .values(consecutive_blocks=0, consecutive_failures=0)
         )
     # Alerts are evaluated by a job once the whole request has ended, never in this transaction.
-    await queue_evaluation(uow, env, run)
+    await queue_evaluation(uow, deps, run)
 
 
 # -- helpers and job wrappers ---------------------------------------------------------------------
@@ -484,11 +485,11 @@ async def _count(session: WriteSession, run_id: int, state: str) -> int:
 
 
 async def post_tasks(ctx: JobContext, payload: RunRef) -> None:
-    client = serp_client(ctx.resources, ctx.settings)
     final = ctx.attempt >= POST_JOB.max_tries
     # A job whose lease another worker took over must not post the run's keywords again.
     await check_lease(ctx)
-    await post_impl(ctx, client, payload.run_id, final_attempt=final)
+    deps = RankTrackingDeps.of(ctx)
+    await post_impl(deps, deps.serp, payload.run_id, final_attempt=final)
 
 
 POST_JOB = JobSpec(
