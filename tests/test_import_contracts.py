@@ -27,6 +27,17 @@ def test_the_project_declares_its_boundaries() -> None:
     assert any("Engines do not import each other" in name for name in names)
 
 
+def test_the_ad_rules_claim_stage_is_covered_whole() -> None:
+    """AR-19 names the claim stage's package, not its modules one by one, so a module added to
+    ``claim/`` is inside the contract from its first line."""
+    config = tomllib.loads(PYPROJECT.read_text())
+    (contract,) = [
+        c for c in config["tool"]["importlinter"]["contracts"] if "cannot change an ad" in c["name"]
+    ]
+    assert "app.engines.adrules.claim" in contract["source_modules"]
+    assert "app.engines.adrules.work.execute" in contract["forbidden_modules"]
+
+
 def test_every_import_contract_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)  # import-linter resolves the root package from the working directory
     configure()  # what the `lint-imports` command does first: register its readers and graph

@@ -13,17 +13,20 @@ from app.integrations.meta.reader import BatchGet, MetaReader
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.adrules.support import TOKEN
 
+CLAIM_STAGE = "app.engines.adrules.claim"
 DISPATCH_SIDE = [
     "app.engines.adrules.claim.dispatch",
     "app.engines.adrules.claim.due_rules",
     "app.engines.adrules.claim.fetch",
     "app.engines.adrules.claim.prefilters",
+    "app.engines.adrules.claim.sweep",
     "app.engines.adrules.due",
 ]
 WRITE_SIDE = [
     "app.integrations.meta.writer",
     "app.engines.adrules.work.execute",
     "app.engines.adrules.work.account",
+    "app.engines.adrules.jobs",
 ]
 
 
