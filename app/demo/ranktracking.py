@@ -17,7 +17,7 @@ from app.engines.ranktracking.schemas import ScheduleIn
 from app.engines.ranktracking.service import create_and_baseline, lock_schedule
 from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal
-from app.sandbox.base import ThreadedServer
+from app.sandbox.base import start_simulator
 from app.sandbox.serp import SerpSimulator
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def start_serp_sandbox() -> SandboxHandle:
     for keyword, position in zip(DEMO_KEYWORDS, DEMO_POSITIONS, strict=True):
         sim.place(keyword, DEMO_DOMAIN, position)
         sim.place(keyword, DEMO_DOMAIN, position + 2 if position else None, device="mobile")
-    return ThreadedServer(sim.app).start()
+    return start_simulator(sim)
 
 
 async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
