@@ -42,6 +42,7 @@ from app.db.migrate import upgrade
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.definitions.graph import graph_for_version
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import (
     CLAIM,
     StoredEvent,
@@ -183,7 +184,7 @@ async def match_per_contact(session: WriteSession, events: list[StoredEvent]) ->
                         continue
                 entries.append((version, event.contact_id))
     started = await enter_many(session, entries, now=NOW)
-    return started + await _segment_entries(session, by_ws, live, NOW)
+    return started + await _segment_entries(session, by_ws, live, NOW, evaluate_segments)
 
 
 async def drain_per_contact(db: Database) -> int:
@@ -203,7 +204,7 @@ async def drain_per_contact(db: Database) -> int:
 async def drain_set_wise(db: Database) -> int:
     started = 0
     while True:
-        events, entered = await match_events(db, now=NOW, limit=500)
+        events, entered = await match_events(db, now=NOW, limit=500, segments=evaluate_segments)
         started += entered
         if events == 0:
             return started

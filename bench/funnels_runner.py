@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.db.migrate import upgrade
 from app.db.session import Database
 from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.runs.runner import Runner
@@ -268,7 +269,7 @@ async def entering_per_second(db: Database, workspace_id: int, count: int, worke
     async def matcher() -> int:
         started_runs = 0
         while True:
-            events, started = await match_events(db, now=NOW, limit=500)
+            events, started = await match_events(db, now=NOW, limit=500, segments=evaluate_segments)
             started_runs += started
             if events == 0:
                 return started_runs

@@ -17,6 +17,7 @@ from app.engines.funnels.contacts.fields import define_field
 from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (
     Contact,
@@ -63,7 +64,9 @@ class Engine:
         """Match events, execute due runs and deliver due effects until nothing is left."""
         for _ in range(rounds):
             busy = False
-            events, _started = await match_events(self.runtime.db, now=self.clock.now())
+            events, _started = await match_events(
+                self.runtime.db, now=self.clock.now(), segments=evaluate_segments
+            )
             busy |= events > 0
             busy |= (await watch_goals(self.runtime.db, now=self.clock.now())) > 0
             result = await self.runner.run_batch(owner="test-worker", now=self.clock.now())

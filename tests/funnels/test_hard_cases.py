@@ -19,6 +19,7 @@ from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.contacts.store import ContactData, update_contact
 from app.engines.funnels.definitions.graph import decode_definition
 from app.engines.funnels.definitions.validate import KnownNames, validate
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (
     OUTBOX_CANCELLED,
@@ -169,8 +170,12 @@ async def test_case4_same_trigger_twice_in_one_second_is_one_run(
                 now=engine.clock.now(),
             )
     results = await asyncio.gather(
-        match_events(engine.runtime.db, now=engine.clock.now(), limit=1),
-        match_events(engine.runtime.db, now=engine.clock.now(), limit=1),
+        match_events(
+            engine.runtime.db, now=engine.clock.now(), limit=1, segments=evaluate_segments
+        ),
+        match_events(
+            engine.runtime.db, now=engine.clock.now(), limit=1, segments=evaluate_segments
+        ),
     )
     assert sorted(r[0] for r in results) == [1, 1]
     assert len(await runs_of(engine.runtime, funnel_id)) == 1

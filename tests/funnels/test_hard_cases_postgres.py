@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import (
     OUTBOX_SENT,
@@ -167,7 +168,10 @@ async def test_case4_same_trigger_from_20_tasks_is_one_run(engine: Engine, space
                 now=rt.clock.now(),
             )
     results = await asyncio.gather(
-        *(match_events(rt.db, now=rt.clock.now(), limit=1) for _ in range(20))
+        *(
+            match_events(rt.db, now=rt.clock.now(), limit=1, segments=evaluate_segments)
+            for _ in range(20)
+        )
     )
     assert sum(events for events, _ in results) == 20
     assert sum(started for _, started in results) == 1

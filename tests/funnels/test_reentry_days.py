@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import enroll, match_events
 from app.engines.funnels.models import RUN_COMPLETED, ContactEvent, Run
 from app.engines.funnels.runs.entry import enter
@@ -142,13 +143,17 @@ async def test_fn3_reentry_days_hold_set_wise_in_the_matchers_batches(
     old, new = people[:1_200], people[1_200:]
     start = clock.now()
     await ping(rt, ws, old + old, "first")
-    events, started = await match_events(rt.db, now=clock.now(), limit=5_000)
+    events, started = await match_events(
+        rt.db, now=clock.now(), limit=5_000, segments=evaluate_segments
+    )
     assert (events, started) == (2_400, 1_200)
     await end_runs(rt, funnel_id)
 
     clock.set(start + timedelta(days=7) - timedelta(minutes=1))
     await ping(rt, ws, old + new, "second")
-    events, started = await match_events(rt.db, now=clock.now(), limit=5_000)
+    events, started = await match_events(
+        rt.db, now=clock.now(), limit=5_000, segments=evaluate_segments
+    )
     assert (events, started) == (1_500, 300)
     await end_runs(rt, funnel_id)
     counts = await runs_per_contact(rt, funnel_id)
@@ -157,7 +162,9 @@ async def test_fn3_reentry_days_hold_set_wise_in_the_matchers_batches(
 
     clock.set(start + timedelta(days=7))
     await ping(rt, ws, old, "third")
-    events, started = await match_events(rt.db, now=clock.now(), limit=5_000)
+    events, started = await match_events(
+        rt.db, now=clock.now(), limit=5_000, segments=evaluate_segments
+    )
     assert (events, started) == (1_200, 1_200)
     # The gate holds one stamp per contact who entered, whatever the number of entries.
     async with rt.db.read() as s:

@@ -11,6 +11,7 @@ import asyncio
 import pytest
 from sqlalchemy import text, update
 
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import RUN_COMPLETED, Run
 from app.engines.funnels.runs.entry import enter
@@ -92,7 +93,9 @@ async def test_fn3_two_concurrent_matchers_and_a_runner_start_one_run_per_contac
     async def matcher() -> int:
         started = 0
         while True:
-            events, n = await match_events(rt.db, now=rt.clock.now(), limit=40)
+            events, n = await match_events(
+                rt.db, now=rt.clock.now(), limit=40, segments=evaluate_segments
+            )
             started += n
             if events == 0:
                 return started

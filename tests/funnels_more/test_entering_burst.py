@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.db.session import Database
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import Contact, ContactEvent, Run
 from app.runtime import Runtime
@@ -79,7 +80,9 @@ async def _funnel(runtime: Runtime, ws: int) -> int:
 async def _drain(db: Database, runtime: Runtime) -> int:
     started = 0
     while True:
-        events, entered = await match_events(db, now=runtime.clock.now(), limit=500)
+        events, entered = await match_events(
+            db, now=runtime.clock.now(), limit=500, segments=evaluate_segments
+        )
         started += entered
         if events == 0:
             return started

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.outbox.deliver import CHANNELS, ChannelSender, Deliverer, EmailChannel
@@ -112,7 +113,9 @@ async def deliver(ctx: JobContext, payload: Shard) -> None:
 async def match(ctx: JobContext, payload: Shard) -> None:
     started = 0
     for _ in range(MAX_BATCHES_PER_JOB):
-        events, entered = await match_events(ctx.db, now=ctx.clock.now())
+        events, entered = await match_events(
+            ctx.db, now=ctx.clock.now(), segments=evaluate_segments
+        )
         started += entered
         if events == 0:
             break

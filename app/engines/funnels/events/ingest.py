@@ -34,6 +34,7 @@ from app.engines.funnels.events.delivery_reports import (
     record_funnel_report,
 )
 from app.engines.funnels.events.models import Form, InboundEvent
+from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.tracking import MessageRef
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.jobs import ADVANCE, Shard
@@ -473,7 +474,9 @@ async def run_ingest(ctx: JobContext, payload: IngestPayload) -> None:
         if result.processed == 0:
             break
     for _ in range(100):
-        events, entered = await match_events(ctx.db, now=ctx.clock.now())
+        events, entered = await match_events(
+            ctx.db, now=ctx.clock.now(), segments=evaluate_segments
+        )
         started += entered
         if events == 0:
             break

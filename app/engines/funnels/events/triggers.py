@@ -11,10 +11,10 @@ leaves the events unmatched for the next one.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import select, tuple_, update
 
@@ -120,7 +120,24 @@ CLAIM = Claim(
 )
 
 
-async def match_events(db: Database, *, now: datetime, limit: int = 500) -> tuple[int, int]:
+class SegmentEvaluator(Protocol):
+    """Evaluates the live ``segment_enter`` triggers for some contacts of a workspace and starts
+    the runs of those who started matching (:func:`.segment_triggers.evaluate_segments`, which
+    builds on this module's entry door; handed in, so this module does not import it back)."""
+
+    async def __call__(
+        self,
+        session: WriteSession,
+        *,
+        now: datetime,
+        workspace_id: int | None = None,
+        contact_ids: Iterable[int] | None = None,
+    ) -> int: ...
+
+
+async def match_events(
+    db: Database, *, now: datetime, segments: SegmentEvaluator, limit: int = 500
+) -> tuple[int, int]:
     """Match one batch of unmatched events. Returns ``(events, runs started)``."""
     async with db.write() as uow:
         session = uow.session
@@ -138,7 +155,7 @@ async def match_events(db: Database, *, now: datetime, limit: int = 500) -> tupl
             )
             for r in sorted(rows, key=lambda r: r[0])
         ]
-        started = await match(session, events, now=now)
+        started = await match(session, events, now=now, segments=segments)
         return len(events), started
 
 
@@ -153,7 +170,13 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return {}
 
 
-async def match(session: WriteSession, events: Sequence[StoredEvent], *, now: datetime) -> int:
+async def match(
+    session: WriteSession,
+    events: Sequence[StoredEvent],
+    *,
+    now: datetime,
+    segments: SegmentEvaluator,
+) -> int:
     """Wake waiting runs and start runs for ``events`` (inside the caller's transaction).
     Set-wise: per funnel version, the entry predicate is one query for the whole batch and the
     runs are one multi-row insert."""
@@ -193,7 +216,7 @@ async def match(session: WriteSession, events: Sequence[StoredEvent], *, now: da
                 matched = [cid for cid in matched if cid in allowed]
             entries.extend((version, cid) for cid in matched)
     started = await enter_many(session, entries, now=now)
-    return started + await _segment_entries(session, by_ws, live, now)
+    return started + await _segment_entries(session, by_ws, live, now, segments)
 
 
 async def _segment_entries(
@@ -201,21 +224,16 @@ async def _segment_entries(
     by_ws: dict[int, list[StoredEvent]],
     live: set[int],
     now: datetime,
+    segments: SegmentEvaluator,
 ) -> int:
     """FN-10: the contacts these events are about may have started matching a ``segment_enter``
     trigger's segment (a tag added, a list joined, …); evaluated for them now, not only on the
     periodic sweep."""
-    from app.engines.funnels.events.segment_triggers import (
-        evaluate_segments,  # it imports this module
-    )
-
     started = 0
     for ws, ws_events in by_ws.items():
         touched = {e.contact_id for e in ws_events} & live
         if touched:
-            started += await evaluate_segments(
-                session, now=now, workspace_id=ws, contact_ids=touched
-            )
+            started += await segments(session, now=now, workspace_id=ws, contact_ids=touched)
     return started
 
 
