@@ -38,6 +38,7 @@ from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.platform.models import Organisation, Workspace
 from app.settings import DatabaseSettings, FunnelSettings
@@ -217,7 +218,10 @@ async def seed(db: Database, runs: int, due: int) -> tuple[int, FunnelVersion]:
 
 async def steps_per_second(db: Database, workers: int, batch: int) -> tuple[float, int]:
     runner = Runner(
-        db, FunnelSettings(runner_batch=batch, lease_seconds=300), mail_domain="bench.test"
+        db,
+        FunnelSettings(runner_batch=batch, lease_seconds=300),
+        mail_domain="bench.test",
+        executors=EXECUTORS,
     )
 
     async def drain(i: int) -> int:

@@ -14,6 +14,7 @@ from app.engines.funnels.definitions.service import current_version, list_funnel
 from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.outbox.deliver import Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
@@ -121,9 +122,9 @@ async def test_edit_validate_publish_and_follow_a_run(
             [funnel] = await list_funnels(uow.session, tenant.workspace_id)
             version = await current_version(uow.session, funnel)
             await enroll(uow.session, version, now=now, contact_ids=[contact.id])
-        await Runner(runtime.db, FunnelSettings(), mail_domain="x.test").run_batch(
-            owner="t", now=now
-        )
+        await Runner(
+            runtime.db, FunnelSettings(), mail_domain="x.test", executors=EXECUTORS
+        ).run_batch(owner="t", now=now)
         mail = MailSettings(smtp_host=sink.host, smtp_port=sink.port)
         email = EmailChannel(
             MailSender(mail),

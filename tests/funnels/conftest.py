@@ -30,6 +30,7 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.goals import watch_goals
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import MailSender
@@ -109,7 +110,7 @@ def engine(
     def senders(channel: str) -> ChannelSender | None:
         return email if channel == "email" else None
 
-    runner = Runner(runtime.db, funnel_settings, mail_domain="test.example")
+    runner = Runner(runtime.db, funnel_settings, mail_domain="test.example", executors=EXECUTORS)
     deliverer = Deliverer(
         runtime.db,
         funnel_settings,

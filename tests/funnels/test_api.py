@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.runtime import Runtime
 from app.settings import FunnelSettings
@@ -200,7 +201,7 @@ async def test_enroll_runs_steps_and_timeline(
     again = await _post(client, tenant, f"/{fid}/enroll", {"contact_ids": ids})
     assert again.json() == {"started": 1, "job": None}  # one run per contact per funnel
 
-    runner = Runner(runtime.db, FunnelSettings(), mail_domain="x.test")
+    runner = Runner(runtime.db, FunnelSettings(), mail_domain="x.test", executors=EXECUTORS)
     await runner.run_batch(owner="t", now=runtime.clock.now())
     runs = (await client.get(f"{API}/{fid}/runs", headers=auth(tenant))).json()["items"]
     assert len(runs) == 3

@@ -25,6 +25,7 @@ from app.engines.funnels.models import (
     Run,
     Step,
 )
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.runs.runner import Runner
 from app.runtime import Runtime
@@ -96,7 +97,12 @@ async def test_case3_republish_with_10000_runs_in_flight_and_four_workers(
     funnel_id, version1 = await published(rt, ws, v1)
     old = await bulk_contacts(rt, ws, 10_000, "old")
     await _bulk_runs(rt, version1, old, "w")
-    runner = Runner(rt.db, FunnelSettings(runner_batch=500, lease_seconds=60), mail_domain="x")
+    runner = Runner(
+        rt.db,
+        FunnelSettings(runner_batch=500, lease_seconds=60),
+        mail_domain="x",
+        executors=EXECUTORS,
+    )
     busy = asyncio.Event()
     workers = [asyncio.create_task(_drain(runner, f"w{i}", rt, busy)) for i in range(4)]
     await busy.wait()  # republish while the workers are busy with the old runs

@@ -24,6 +24,7 @@ from app.clock import SystemClock
 from app.db.session import Database
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import SmtpPool
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings
@@ -48,7 +49,7 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
 
     pool = SmtpPool(mail, 4)
     email: ChannelSender = EmailChannel(pool, signing=fixed)
-    runner = Runner(db, settings, mail_domain="test.example")
+    runner = Runner(db, settings, mail_domain="test.example", executors=EXECUTORS)
     deliverer = Deliverer(
         db,
         settings,

@@ -24,6 +24,7 @@ from app.engines.funnels.outbox.deliver import (
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.outside.channels import CHANNEL_TYPES, OutsideDeps
 from app.engines.funnels.outside.config import configure
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.http_guard import AddressGuard
 from app.integrations.mail import MailSender
@@ -215,7 +216,7 @@ async def outside(
         ),
         **{name: kind(deps) for name, kind in CHANNEL_TYPES.items()},
     }
-    runner = Runner(runtime.db, settings, mail_domain="test.example")
+    runner = Runner(runtime.db, settings, mail_domain="test.example", executors=EXECUTORS)
     deliverer = Deliverer(runtime.db, settings, senders.get, lease_seconds=60)
     yield Outside(runtime, clock, sink, runner, deliverer, sims=sims, senders=senders, guard=guard)
     await resources.aclose()

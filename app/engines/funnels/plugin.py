@@ -1,20 +1,50 @@
-"""The Funnels engine's jobs and sweeps, as registered with the process."""
+"""The Funnels engine as the process sees it: its plug-in registries, built here explicitly, and
+its jobs and sweeps.
+
+- :data:`EXECUTORS` — node kind → executor: the flow nodes, this release's actions, then the
+  actions that reach outside (their ``notify_team``, to members only, replaces the basic one).
+- :data:`CHANNELS` — outbox channel → the factory of its sender: ``email`` and the outside
+  channels (sms, push, letter, team, http, payment, booking, ai).
+
+Both are handed to the runner and the deliverer (:class:`~app.engines.funnels.jobs.RunnerJobs`);
+the definitions read :data:`EXECUTORS` to tell what this server can execute and to simulate.
+Nothing fills a registry by being imported.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT_JOB
 from app.engines.funnels.events import schedule_triggers
-from app.engines.funnels.jobs import JOBS, SWEEPS
-from app.engines.funnels.outside.channels import install as install_outside_channels
+from app.engines.funnels.jobs import JOBS, SWEEPS, Registries, RunnerJobs, email_channel
+from app.engines.funnels.outbox.deliver import ChannelFactory
+from app.engines.funnels.outside import channels as outside_channels
+from app.engines.funnels.outside import executors as outside_executors
 from app.engines.funnels.runs.enrolment import ENROLMENT_JOB
+from app.engines.funnels.runs.nodes import Executors, actions, flow
 from app.engines.plugin import EnginePlugin
 
-install_outside_channels()
+EXECUTORS: Executors = MappingProxyType(
+    {**flow.EXECUTORS, **actions.EXECUTORS, **outside_executors.EXECUTORS}
+)
+CHANNELS: Mapping[str, ChannelFactory] = MappingProxyType(
+    {"email": email_channel, **outside_channels.factories()}
+)
+RUNNER_JOBS = RunnerJobs(Registries(executors=EXECUTORS, channels=CHANNELS))
 
 PLUGIN = EnginePlugin(
     name="funnels",
     title="Funnels",
-    jobs=[*JOBS, *schedule_triggers.JOBS, *campaign_jobs.JOBS, CONTACTS_IMPORT_JOB, ENROLMENT_JOB],
+    jobs=[
+        *RUNNER_JOBS.specs,
+        *JOBS,
+        *schedule_triggers.JOBS,
+        *campaign_jobs.JOBS,
+        CONTACTS_IMPORT_JOB,
+        ENROLMENT_JOB,
+    ],
     sweeps=[*SWEEPS, *schedule_triggers.SWEEPS, *campaign_jobs.SWEEPS],
 )

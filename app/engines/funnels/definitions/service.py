@@ -38,7 +38,7 @@ from app.engines.funnels.models import (
     Tag,
 )
 from app.engines.funnels.outside.config import push_token_field
-from app.engines.funnels.runs.nodes import executable_kinds
+from app.engines.funnels.plugin import EXECUTORS
 from app.errors import ValidationFailed
 
 
@@ -71,7 +71,7 @@ def problems_to_dicts(problems: list[Problem]) -> list[dict[str, Any]]:
 async def check(session: ReadSession, workspace_id: int, definition: Definition) -> list[Problem]:
     """The validator's problems plus what this server cannot execute yet."""
     problems = validate(definition, await known_names(session, workspace_id))
-    runnable = executable_kinds()
+    runnable = EXECUTORS.keys()
     for node in definition.nodes:
         if kind_of(node) not in runnable:
             problems.append(

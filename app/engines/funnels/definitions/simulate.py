@@ -25,7 +25,7 @@ from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.graph import Definition, Graph, Wait, kind_of
 from app.engines.funnels.definitions.service import current_version, get_funnel, parse_definition
 from app.engines.funnels.models import Contact, Funnel
-from app.engines.funnels.runs.nodes import executor_for
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.nodes.base import (
     End,
     Next,
@@ -212,7 +212,7 @@ async def _step(
         sim.outcome = f"failed: node '{state.current_node}' does not exist"
         return now, True
     kind = kind_of(node)
-    executor = executor_for(kind)
+    executor = EXECUTORS.get(kind)
     if executor is None:
         sim.path.append(SimStep(now, node.id, kind, "cannot execute on this server"))
         sim.outcome = f"failed: {kind} nodes are not executable"

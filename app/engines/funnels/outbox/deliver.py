@@ -8,8 +8,9 @@ retried with exponential backoff; permanent ones are recorded, and the run of a 
 failed for good takes its failure branch or ends ``failed`` (never ``completed``). Every outcome
 is a delivery event.
 
-Channels plug in by name (:func:`register_channel`): ``email`` is built in, the other channels
-add their senders the same way.
+Channels plug in by name: the deliverer asks its ``senders`` for the sender of an effect's channel;
+the engine's table of channels (``email``, defined here, and the outside ones) is built by the
+plugin (:data:`app.engines.funnels.plugin.CHANNELS`).
 """
 
 from __future__ import annotations
@@ -107,12 +108,6 @@ class ChannelSender(Protocol):
 
 ChannelFactory = Callable[[Any], ChannelSender]
 """Builds a channel's sender from the job context's resources and settings."""
-
-CHANNELS: dict[str, ChannelFactory] = {}
-
-
-def register_channel(name: str, factory: ChannelFactory) -> None:
-    CHANNELS[name] = factory
 
 
 class MailTransport(Protocol):

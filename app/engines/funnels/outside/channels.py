@@ -27,7 +27,7 @@ from app.db.session import Database
 from app.engines.funnels.contacts.channel_fields import LETTER_ADDRESS
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.deliver import (
-    CHANNELS,
+    ChannelFactory,
     ChannelSender,
     LeasedEffect,
     PermanentDeliveryError,
@@ -528,7 +528,7 @@ CHANNEL_TYPES: dict[str, type[OutsideChannel]] = {
 }
 
 
-def channel_factory(name: str) -> Any:
+def channel_factory(name: str) -> ChannelFactory:
     kind = CHANNEL_TYPES[name]
 
     def build(ctx: JobContext) -> ChannelSender:
@@ -537,7 +537,6 @@ def channel_factory(name: str) -> Any:
     return build
 
 
-def install() -> None:
-    """Add the outside channels to the deliverer's registry (idempotent)."""
-    for name in CHANNEL_TYPES:
-        CHANNELS.setdefault(name, channel_factory(name))
+def factories() -> dict[str, ChannelFactory]:
+    """The outside channels by name, each the factory of its sender (for the plugin's table)."""
+    return {name: channel_factory(name) for name in CHANNEL_TYPES}

@@ -43,7 +43,7 @@ from app.engines.funnels.models import (
     Step,
 )
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
-from app.engines.funnels.runs.nodes import executor_for
+from app.engines.funnels.runs.nodes import Executors
 from app.engines.funnels.runs.nodes.base import (
     SAVEPOINT,
     End,
@@ -163,10 +163,14 @@ class _Done:
 class Runner:
     """Executes leased runs. One instance per process; safe to use from several tasks."""
 
-    def __init__(self, db: Database, settings: FunnelSettings, *, mail_domain: str) -> None:
+    def __init__(
+        self, db: Database, settings: FunnelSettings, *, mail_domain: str, executors: Executors
+    ) -> None:
         self.db = db
         self.settings = settings
         self.mail_domain = mail_domain
+        self.executors = executors
+        """Node kind → executor: the plugin's table (:data:`app.engines.funnels.plugin.EXECUTORS`)."""
 
     async def run_batch(
         self, *, owner: str, now: datetime, limit: int | None = None
@@ -349,7 +353,7 @@ class Runner:
         for _ in range(self.settings.max_steps_per_wake):
             node = node_of(graph, state.current_node)
             kind = kind_of(node)
-            executor = executor_for(kind)
+            executor = self.executors.get(kind)
             if executor is None:
                 raise NodeFailed(f"no executor for {kind} nodes on this server")
             outcome = await executor(ctx, node)
