@@ -25,6 +25,8 @@ from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.graph import Definition, Graph, Wait, kind_of
 from app.engines.funnels.definitions.service import current_version, get_funnel, parse_definition
 from app.engines.funnels.models import Contact, Funnel
+from app.engines.funnels.outbox import payloads
+from app.engines.funnels.outbox.payloads import EffectPayload
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.nodes.base import (
     End,
@@ -281,14 +283,14 @@ def _message(
     node_id: str,
     channel: str,
     at: datetime,
-    payload: dict[str, Any],
+    payload: EffectPayload,
     contact: Contact,
     start: datetime,
 ) -> SimMessage:
     tz = zone_or_utc(contact.timezone)
     local = at.astimezone(tz)
     day = (local.date() - start.astimezone(tz).date()).days
-    content = {k: v for k, v in payload.items() if k != "message_id"}
+    content = {k: v for k, v in payloads.content(payload).items() if k != "message_id"}
     return SimMessage(
         node_id=node_id,
         channel=channel,

@@ -16,13 +16,12 @@ plugin (:data:`app.engines.funnels.plugin.CHANNELS`).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy import insert as core_insert
 from sqlalchemy import select, update
@@ -47,7 +46,8 @@ from app.engines.funnels.models import (
     OutboxEffect,
     Step,
 )
-from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox import frequency, payloads
+from app.engines.funnels.outbox.payloads import EffectPayload, Email, Message, Team, Unreadable
 from app.engines.funnels.outbox.unsubscribe import (
     UnsubscribeLinks,
     UnsubscribeRef,
@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     from app.clock import Clock
 
 log = logging.getLogger(__name__)
+
+P = TypeVar("P", bound=payloads.Payload)
 
 RECORD_EVERY_SECONDS = 0.01
 """Outcomes are committed at most this often (bounds what a crash can leave unrecorded)."""
@@ -95,8 +97,17 @@ class LeasedEffect:
     contact_id: int
     channel: str
     idempotency_key: str
-    payload: dict[str, Any]
+    payload: EffectPayload | Unreadable
+    """The row's payload decoded into its channel's struct, or why it does not decode."""
     attempts: int
+
+    def payload_as(self, kind: type[P]) -> P:
+        """The payload as the struct a channel is typed on (a mismatch cannot be delivered)."""
+        if not isinstance(self.payload, kind):
+            raise PermanentDeliveryError(
+                f"the {self.channel} channel cannot deliver {type(self.payload).__name__}"
+            )
+        return self.payload
 
 
 class ChannelSender(Protocol):
@@ -154,21 +165,20 @@ class EmailChannel:
     def _ref(self, effect: LeasedEffect) -> MessageRef:
         return MessageRef(effect.workspace_id, effect.contact_id, effect=effect.idempotency_key)
 
-    async def _links(self, effect: LeasedEffect) -> UnsubscribeLinks | None:
-        p = effect.payload
-        if p.get("internal") or p.get("transactional"):
+    async def _links(self, effect: LeasedEffect, p: Email) -> UnsubscribeLinks | None:
+        if p.internal or p.transactional:
             return None
         signing = None if self.signing is None else await self.signing(effect.workspace_id)
         if signing is None:
             raise PermanentDeliveryError("marketing mail needs signed unsubscribe links")
-        ref = UnsubscribeRef(self._ref(effect), topic_of(p.get("topic")))
+        ref = UnsubscribeRef(self._ref(effect), topic_of(p.topic))
         return links_for(signing.base_url, signing.secret, ref, mailto_address=self.mailto_address)
 
     async def _tracked(
-        self, effect: LeasedEffect, text: str, html: str | None
+        self, effect: LeasedEffect, p: Email, text: str, html: str | None
     ) -> tuple[str, str | None]:
         """The text and HTML parts with their links tracked (and the pixel in the HTML)."""
-        if self.tracking is None or effect.payload.get("internal"):
+        if self.tracking is None or p.internal:
             return text, html
         tracking = await self.tracking(effect.workspace_id)
         if tracking is None:
@@ -178,21 +188,20 @@ class EmailChannel:
         return track_text(text, tracking, ref), html
 
     async def compose(self, effect: LeasedEffect) -> OutgoingEmail:
-        p = effect.payload
-        text: str = p["text"]
-        html: str | None = p.get("html")
+        p = effect.payload_as(Email)
+        text, html = p.text, p.html
         headers = {"X-Sweepline-Effect": effect.idempotency_key}
-        links = await self._links(effect)
+        links = await self._links(effect, p)
         if links is not None:
             text, html, _ = with_links(text, html, links)
             headers.update(links.headers())
-        text, html = await self._tracked(effect, text, html)
+        text, html = await self._tracked(effect, p, text, html)
         return OutgoingEmail(
-            to=list(p["to"]),
-            subject=p["subject"],
+            to=list(p.to),
+            subject=p.subject,
             text=text,
             html=html,
-            message_id=p["message_id"],
+            message_id=p.message_id,
             headers=headers,
         )
 
@@ -233,15 +242,10 @@ DELIVERY = Claim(
 )
 
 
-def _payload(raw: Any) -> dict[str, Any]:
-    value = json.loads(raw) if isinstance(raw, str | bytes) else raw
-    return dict(value or {})
-
-
 def blocked_reason(
     contact: Contact | None,
     channel: str,
-    payload: dict[str, Any],
+    payload: EffectPayload,
     remembered: dict[str, str] | None = None,
 ) -> str | None:
     """Why this effect must not go out now, checked at send time; ``None`` when it may.
@@ -249,16 +253,17 @@ def blocked_reason(
     it was deleted (see :mod:`app.engines.funnels.contacts.erased_addresses`)."""
     if contact is None or contact.deleted_at is not None:
         return "contact deleted"
-    if payload.get("internal"):
+    if isinstance(payload, Email | Team) and payload.internal:
         return None
     suppressed = {**(remembered or {}), **(contact.suppressed or {})}
     if channel == "email":
         hard = hard_suppression(suppressed)
         if hard is not None:
             return f"suppressed on email: {hard}"
-        if payload.get("transactional"):
+        if isinstance(payload, Message) and payload.transactional:
             return None  # asked for by the contact: marketing choices do not apply
-        chose = unsubscribed_from(suppressed, topic_of(payload.get("topic")))
+        topic = payload.topic if isinstance(payload, Email) else None
+        chose = unsubscribed_from(suppressed, topic_of(topic))
         if chose is not None:
             return chose
     elif suppressed.get(channel):
@@ -299,7 +304,8 @@ class _Outcome:
 
 def _capped(effect: LeasedEffect, until: datetime, at: datetime) -> _Outcome:
     """What the frequency cap does to a message of a funnel: wait for ``until`` or skip it."""
-    if effect.payload.get("when_capped") == frequency.SKIP:
+    payload = effect.payload
+    if isinstance(payload, Message) and payload.when_capped == frequency.SKIP:
         return _Outcome(
             effect,
             "skipped",
@@ -378,7 +384,7 @@ class Deliverer:
             self.db, now=now, limit=limit, owner=owner, lease_seconds=self.lease_seconds
         )
         return [
-            LeasedEffect(r[0], r[1], r[2], r[3], r[4], _payload(r[5]), r[6])
+            LeasedEffect(r[0], r[1], r[2], r[3], r[4], payloads.decode(r[3], r[5]), r[6])
             for r in sorted(rows, key=lambda r: r[0])
         ]
 
@@ -430,7 +436,9 @@ class Deliverer:
         counts = {"sent": 0, "skipped": 0, "deferred": 0, "failed": 0}
         contacts, ours, caps, remembered = await self._read(effects, owner, now())
         blocked = {
-            e.id: blocked_reason(
+            e.id: None
+            if isinstance(e.payload, Unreadable)
+            else blocked_reason(
                 contacts.get(e.contact_id), e.channel, e.payload, remembered.get(e.contact_id)
             )
             for e in effects
@@ -450,6 +458,10 @@ class Deliverer:
                     # Cancelled (contact deleted, goal reached) after we leased it, or our lease
                     # ran out: whoever holds it now delivers it.
                     outcome = _Outcome(effect, "skipped", now())
+                elif isinstance(effect.payload, Unreadable):
+                    # Sending it cannot work, now or later: failed once, with the reason.
+                    reason = f"unreadable payload: {effect.payload.reason}"
+                    outcome = _Outcome(effect, "failed", now(), OUTBOX_FAILED, "failed", reason)
                 elif effect.id in capped:
                     outcome = _capped(effect, capped[effect.id], now())
                 else:
@@ -533,6 +545,7 @@ class Deliverer:
             if e.workspace_id in caps
             and e.id in ours
             and blocked[e.id] is None
+            and not isinstance(e.payload, Unreadable)
             and frequency.counts(e.channel, e.payload)
         ]
         if not wants:

@@ -26,6 +26,7 @@ from app.db.chunked import CHUNK_ROWS, delete_in_chunks
 from app.db.dialect import insert_ignoring
 from app.db.session import Database, ReadSession, WriteSession
 from app.engines.funnels.models import FrequencyCap, FrequencyCount
+from app.engines.funnels.outbox.payloads import EffectPayload, Email, Message
 
 MESSAGE_CHANNELS = frozenset({"email", "sms", "push", "letter"})
 """Channels whose effects are messages to the contact (the others call APIs)."""
@@ -64,12 +65,13 @@ class Want:
     timezone: str
 
 
-def counts(channel: str, payload: dict[str, Any]) -> bool:
+def counts(channel: str, payload: EffectPayload) -> bool:
     """Whether a message effect counts against (and is held by) the cap."""
     return (
         channel in MESSAGE_CHANNELS
-        and not payload.get("internal")
-        and not payload.get("transactional")
+        and isinstance(payload, Message)
+        and not (isinstance(payload, Email) and payload.internal)
+        and not payload.transactional
     )
 
 

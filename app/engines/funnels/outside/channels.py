@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 from sqlalchemy import select
@@ -33,6 +33,18 @@ from app.engines.funnels.outbox.deliver import (
     PermanentDeliveryError,
     TransientDeliveryError,
 )
+from app.engines.funnels.outbox.payloads import (
+    Ai,
+    Booking,
+    Http,
+    Letter,
+    Payload,
+    Payment,
+    Push,
+    Request,
+    Sms,
+    Team,
+)
 from app.engines.funnels.outside import ai_ledger, clients
 from app.engines.funnels.outside import config as provider_config
 from app.engines.funnels.outside.config import (
@@ -43,7 +55,6 @@ from app.engines.funnels.outside.config import (
 )
 from app.engines.funnels.outside.results import Outcome, record, record_in, recorded
 from app.integrations.ai import (
-    Creative,
     build_messages,
     estimate_tokens,
     may_have_been_billed,
@@ -56,7 +67,8 @@ from app.integrations.http_guard import (
     TransientError,
     shared_guard,
 )
-from app.integrations.letter import Letter, PostalAddress
+from app.integrations.letter import Letter as PaperLetter
+from app.integrations.letter import PostalAddress
 from app.integrations.mail import (
     MailSender,
     OutgoingEmail,
@@ -76,6 +88,8 @@ from app.settings import MailSettings
 ADDRESS_FIELDS = LETTER_ADDRESS
 """Custom fields a contact needs for ``send_letter`` (``address_line2``, ``address_state`` too
 when present; see :mod:`app.engines.funnels.contacts.channel_fields`)."""
+
+P = TypeVar("P", bound=Payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +122,14 @@ class Refused(Exception):
     code = "refused"
 
 
-class OutsideChannel(ABC):
-    """The shared life of every outside channel; subclasses implement :meth:`call`."""
+class OutsideChannel(ABC, Generic[P]):
+    """The shared life of every outside channel; subclasses implement :meth:`call`, typed on
+    their payload struct (:mod:`app.engines.funnels.outbox.payloads`)."""
 
     kind: str | None = None
     """Provider kind loaded for the call (``None``: the channel needs no provider)."""
+    payload_type: type[P]
+    """The struct of the effects this channel delivers."""
 
     def __init__(self, deps: OutsideDeps) -> None:
         self.deps = deps
@@ -132,8 +149,9 @@ class OutsideChannel(ABC):
             if provider is None:
                 # The workspace may configure it yet: retried until the attempts run out.
                 raise TransientDeliveryError(f"no {self.kind} provider is configured")
+        payload = effect.payload_as(self.payload_type)
         try:
-            result = await self.call(effect, provider)
+            result = await self.call(effect, payload, provider)
         except TransientError as exc:
             raise TransientDeliveryError(str(exc), retry_after=exc.retry_after) from exc
         except (PermanentError, Refused) as exc:
@@ -146,17 +164,18 @@ class OutsideChannel(ABC):
         return _detail(result)
 
     @abstractmethod
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    async def call(self, effect: LeasedEffect, p: P, provider: Provider | None) -> dict[str, Any]:
         """Perform the effect against the provider; the result is stored with the delivery."""
 
     async def _record(self, effect: LeasedEffect, outcome: Outcome) -> None:
+        request = effect.payload if isinstance(effect.payload, Request) else None
         await record(
             self.deps.db,
             outbox_id=effect.id,
             workspace_id=effect.workspace_id,
             outcome=outcome,
-            run_id=effect.payload.get("run_id"),
-            node_id=effect.payload.get("node_id"),
+            run_id=None if request is None else request.run_id,
+            node_id=None if request is None else request.node_id,
             now=self.deps.clock.now(),
         )
 
@@ -179,15 +198,15 @@ def _detail(result: dict[str, Any]) -> str:
     return str(result.get("summary", "done"))
 
 
-class SmsChannel(OutsideChannel):
+class SmsChannel(OutsideChannel[Sms]):
     kind = "sms"
+    payload_type = Sms
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    async def call(self, effect: LeasedEffect, p: Sms, provider: Provider | None) -> dict[str, Any]:
         assert provider is not None
         client = clients.sms_client(self.deps.resources, provider, self.deps.clock, self.deps.guard)
-        p = effect.payload
         receipt = await client.send(
-            SmsMessage(to=p["to"], body=p["text"]),
+            SmsMessage(to=p.to, body=p.text),
             idempotency_key=effect.idempotency_key,
             # ``attempts`` counts this delivery too: more than one means an earlier one may have
             # reached the provider.
@@ -196,10 +215,13 @@ class SmsChannel(OutsideChannel):
         return {"message_id": receipt.message_id, "status": receipt.status}
 
 
-class PushChannel(OutsideChannel):
+class PushChannel(OutsideChannel[Push]):
     kind = "push"
+    payload_type = Push
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    async def call(
+        self, effect: LeasedEffect, p: Push, provider: Provider | None
+    ) -> dict[str, Any]:
         assert provider is not None
         options: PushOptions = provider.options
         token = ((await self.contact(effect)).fields or {}).get(options.token_field)
@@ -208,18 +230,20 @@ class PushChannel(OutsideChannel):
         client = clients.push_client(
             self.deps.resources, provider, self.deps.clock, self.deps.guard
         )
-        p = effect.payload
         receipt = await client.send(
-            PushNotification(device_token=token, title=p["title"], body=p["body"]),
+            PushNotification(device_token=token, title=p.title, body=p.body),
             idempotency_key=effect.idempotency_key,
         )
         return {"notification_id": receipt.notification_id, "status": receipt.status}
 
 
-class LetterChannel(OutsideChannel):
+class LetterChannel(OutsideChannel[Letter]):
     kind = "letter"
+    payload_type = Letter
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    async def call(
+        self, effect: LeasedEffect, p: Letter, provider: Provider | None
+    ) -> dict[str, Any]:
         assert provider is not None
         options: LetterOptions = provider.options
         contact = await self.contact(effect)
@@ -241,7 +265,7 @@ class LetterChannel(OutsideChannel):
             self.deps.resources, provider, self.deps.clock, self.deps.guard
         )
         receipt = await client.send(
-            Letter(to=address, content=effect.payload["content"], color=options.color),
+            PaperLetter(to=address, content=p.content, color=options.color),
             idempotency_key=effect.idempotency_key,
         )
         delivery = receipt.expected_delivery_date
@@ -264,16 +288,19 @@ def team_recipients(to: list[str], members: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-class TeamChannel(OutsideChannel):
+class TeamChannel(OutsideChannel[Team]):
     """``notify_team``: an e-mail to members of the workspace, resolved at send time."""
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
-        p = effect.payload
+    payload_type = Team
+
+    async def call(
+        self, effect: LeasedEffect, p: Team, provider: Provider | None
+    ) -> dict[str, Any]:
         async with self.deps.db.read() as session:
             members = await workspace_members(session, effect.workspace_id, limit=1000)
-        recipients = team_recipients(list(p["to"]), [(u.email, role) for u, role in members])
+        recipients = team_recipients(list(p.to), [(u.email, role) for u, role in members])
         if not recipients:
-            raise Refused(f"no member of the workspace matches {', '.join(p['to'])}")
+            raise Refused(f"no member of the workspace matches {', '.join(p.to)}")
         sender = self.deps.resources.get(
             "funnels.outside.team_mail", lambda: MailSender(self.deps.mail)
         )
@@ -281,9 +308,9 @@ class TeamChannel(OutsideChannel):
             await sender.send(
                 OutgoingEmail(
                     to=recipients,
-                    subject=p["subject"],
-                    text=p["text"],
-                    message_id=p["message_id"],
+                    subject=p.subject,
+                    text=p.text,
+                    message_id=p.message_id,
                     headers={"X-Sweepline-Effect": effect.idempotency_key},
                 )
             )
@@ -291,14 +318,18 @@ class TeamChannel(OutsideChannel):
             raise TransientError(str(exc), provider="smtp") from exc
         except PermanentMailError as exc:
             raise PermanentError(str(exc), provider="smtp") from exc
-        return {"message_id": p["message_id"], "to": recipients}
+        return {"message_id": p.message_id, "to": recipients}
 
 
-class HttpChannel(OutsideChannel):
+class HttpChannel(OutsideChannel[Http]):
     """``http_request``: through the guarded client, refusing private and local targets unless the
     workspace allows them (checked at send time, on every address the name resolves to)."""
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    payload_type = Http
+
+    async def call(
+        self, effect: LeasedEffect, p: Http, provider: Provider | None
+    ) -> dict[str, Any]:
         async with self.deps.db.read() as session:
             options = await provider_config.http_options(session, effect.workspace_id)
             allow_private = bool(
@@ -309,11 +340,8 @@ class HttpChannel(OutsideChannel):
         guarded = clients.guarded_http(
             self.deps.resources, options, self.deps.clock, self.deps.guard
         )
-        p = effect.payload
         result = await guarded.request(
-            HttpRequest(
-                method=p["method"], url=p["url"], headers=dict(p["headers"]), body=p["body"]
-            ),
+            HttpRequest(method=p.method, url=p.url, headers=dict(p.headers), body=p.body),
             allow_private=allow_private,
             idempotency_key=effect.idempotency_key,
         )
@@ -321,28 +349,30 @@ class HttpChannel(OutsideChannel):
         return out
 
 
-class PaymentChannel(OutsideChannel):
+class PaymentChannel(OutsideChannel[Payment]):
     """``create_payment`` on the workspace's own Stripe-compatible account."""
 
     kind = "payments"
+    payload_type = Payment
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    async def call(
+        self, effect: LeasedEffect, p: Payment, provider: Provider | None
+    ) -> dict[str, Any]:
         assert provider is not None
         options: PaymentsOptions = provider.options
         client = clients.payments_client(
             self.deps.resources, provider, self.deps.clock, self.deps.guard
         )
-        p = effect.payload
-        metadata = {"run": str(p["run_id"]), "contact": str(effect.contact_id)}
+        metadata = {"run": str(p.run_id), "contact": str(effect.contact_id)}
         if options.success_url:
             session = await client.create_checkout_session(
                 CheckoutRequest(
-                    product_name=p["description"] or "Payment",
-                    unit_amount=p["amount_minor"],
-                    currency=p["currency"],
+                    product_name=p.description or "Payment",
+                    unit_amount=p.amount_minor,
+                    currency=p.currency,
                     success_url=options.success_url,
                     cancel_url=options.cancel_url,
-                    customer_email=p.get("email"),
+                    customer_email=p.email,
                     client_reference_id=effect.idempotency_key,
                     metadata=metadata,
                 ),
@@ -351,10 +381,10 @@ class PaymentChannel(OutsideChannel):
             return {"payment_id": session.id, "url": session.url, "status": session.payment_status}
         intent = await client.create_payment_intent(
             PaymentIntentRequest(
-                amount=p["amount_minor"],
-                currency=p["currency"],
-                description=p["description"] or None,
-                receipt_email=p.get("email"),
+                amount=p.amount_minor,
+                currency=p.currency,
+                description=p.description or None,
+                receipt_email=p.email,
                 metadata=metadata,
             ),
             idempotency_key=effect.idempotency_key,
@@ -367,24 +397,27 @@ class PaymentChannel(OutsideChannel):
         }
 
 
-class BookingChannel(OutsideChannel):
+class BookingChannel(OutsideChannel[Booking]):
     """``book_slot``: the first free slot of the resource in the window the node ran in."""
 
     kind = "booking"
+    payload_type = Booking
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    async def call(
+        self, effect: LeasedEffect, p: Booking, provider: Provider | None
+    ) -> dict[str, Any]:
         assert provider is not None
         contact = await self.contact(effect)
         if not contact.email:
             raise Refused("the contact has no e-mail address to book under")
-        start = datetime.fromisoformat(effect.payload["window_start"])
+        start = datetime.fromisoformat(p.window_start)
         end = start + timedelta(days=provider.options.window_days)
         client = clients.booking_client(
             self.deps.resources, provider, self.deps.clock, self.deps.guard
         )
         name = f"{contact.first_name} {contact.last_name}".strip() or contact.email
         booking = await client.book_first_available(
-            effect.payload["resource"],
+            p.resource,
             Attendee(name=name, email=contact.email, phone=contact.phone),
             start=start,
             end=end,
@@ -398,26 +431,26 @@ class BookingChannel(OutsideChannel):
         }
 
 
-class AiChannel(OutsideChannel):
+class AiChannel(OutsideChannel[Ai]):
     """``ai_generate``: cache first (free), then the organisation's quota, then the call."""
 
     kind = "ai"
+    payload_type = Ai
 
-    async def call(self, effect: LeasedEffect, provider: Provider | None) -> dict[str, Any]:
+    async def call(self, effect: LeasedEffect, p: Ai, provider: Provider | None) -> dict[str, Any]:
         assert provider is not None
-        p = effect.payload
         ws = effect.workspace_id
         now = self.deps.clock.now
         async with self.deps.db.read() as session:
-            hit = await ai_ledger.cached_text(session, ws, p["cache_key"])
+            hit = await ai_ledger.cached_text(session, ws, p.cache_key)
             org = await session.scalar(select(Workspace.organisation_id).where(Workspace.id == ws))
         if hit is not None:
             # Another contact with the same inputs paid for it meanwhile.
             return {"text": hit, "cached": True, "tokens": 0}
         if org is None:
             raise Refused("the workspace no longer exists")
-        creative = msgspec.convert(p["creative"], type=Creative)
-        messages = build_messages(creative, p["prompt"])
+        creative = p.creative
+        messages = build_messages(creative, p.prompt)
         estimate = estimate_tokens(messages, creative.max_tokens)
         async with self.deps.db.write() as uow:
             decision = await ai_ledger.reserve(uow.session, org, estimate, now())
@@ -468,7 +501,7 @@ class AiChannel(OutsideChannel):
             await ai_ledger.cache_text(
                 uow.session,
                 workspace_id=ws,
-                key=p["cache_key"],
+                key=p.cache_key,
                 text=completion.text,
                 model=completion.model,
                 tokens=tokens,
@@ -479,8 +512,8 @@ class AiChannel(OutsideChannel):
                 outbox_id=effect.id,
                 workspace_id=ws,
                 outcome=Outcome(True, result, None),
-                run_id=p.get("run_id"),
-                node_id=p.get("node_id"),
+                run_id=p.run_id,
+                node_id=p.node_id,
                 now=now(),
             )
         return result
@@ -516,7 +549,7 @@ class QuotaExhausted(Refused):
     code = "ai_quota_exhausted"
 
 
-CHANNEL_TYPES: dict[str, type[OutsideChannel]] = {
+CHANNEL_TYPES: dict[str, type[OutsideChannel[Any]]] = {
     "sms": SmsChannel,
     "push": PushChannel,
     "letter": LetterChannel,

@@ -24,6 +24,7 @@ provider call is made and no quota is used.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -51,6 +52,17 @@ from app.engines.funnels.models import (
     OUTBOX_SKIPPED,
     RUN_FAILED,
 )
+from app.engines.funnels.outbox.payloads import (
+    Ai,
+    Booking,
+    Http,
+    Letter,
+    Payment,
+    Push,
+    Requested,
+    Sms,
+    Team,
+)
 from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside.config import AiOptions, push_token_field
@@ -64,6 +76,7 @@ from app.engines.funnels.runs.nodes.base import (
     Executor,
     Next,
     NodeContext,
+    NodeFailed,
     Outcome,
     Sleep,
 )
@@ -74,16 +87,16 @@ POLL = timedelta(minutes=10)
 gave up on a transient failure, or the wake-up met the run while it was leased)."""
 
 
-def _held(ctx: NodeContext, channel: str, payload: dict[str, Any]) -> tuple[str, str]:
+def _held(ctx: NodeContext, payload: Sms | Push | Letter) -> tuple[str, str]:
     """Emit a message effect, held for quiet hours; its key and the step's decision."""
     release_iso, release = not_before(ctx)
     settings = ctx.graph.definition.settings
     # The frequency cap at send time: transactional messages are not counted; the others wait
     # or are skipped as the funnel says.
-    payload = {**payload, "when_capped": settings.when_capped}
-    if settings.transactional:
-        payload["transactional"] = True
-    key = ctx.emit(Effect(channel=channel, payload=payload, not_before=release))  # type: ignore[arg-type]
+    payload = msgspec.structs.replace(
+        payload, when_capped=settings.when_capped, transactional=settings.transactional
+    )
+    key = ctx.emit(Effect(payload=payload, not_before=release))
     decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
     return key, decision
 
@@ -115,7 +128,8 @@ async def run_send_sms(ctx: NodeContext, node: SendSms) -> Outcome:
     if (failed := _lacking(ctx, node, "sms")) is not None:
         return failed
     text = render(node.text, variables(ctx.contact, ctx.run.context))
-    key, decision = _held(ctx, "sms", {"to": ctx.contact.phone, "text": text})
+    # The phone is set: _lacking refused a contact without one.
+    key, decision = _held(ctx, Sms(to=ctx.contact.phone or "", text=text))
     return Next(node.next, decision, {"effect": key, "text": text})
 
 
@@ -124,9 +138,9 @@ async def run_send_push(ctx: NodeContext, node: SendPush) -> Outcome:
     if (failed := _lacking(ctx, node, "push", token_field)) is not None:
         return failed
     values = variables(ctx.contact, ctx.run.context)
-    payload = {"title": render(node.title, values), "body": render(node.body, values)}
-    key, decision = _held(ctx, "push", payload)
-    return Next(node.next, decision, {"effect": key, **payload})
+    title, body = render(node.title, values), render(node.body, values)
+    key, decision = _held(ctx, Push(title=title, body=body))
+    return Next(node.next, decision, {"effect": key, "title": title, "body": body})
 
 
 async def run_send_letter(ctx: NodeContext, node: SendLetter) -> Outcome:
@@ -134,7 +148,7 @@ async def run_send_letter(ctx: NodeContext, node: SendLetter) -> Outcome:
         return failed
     values = variables(ctx.contact, ctx.run.context)
     content = render(node.body or node.template, values)
-    key, decision = _held(ctx, "letter", {"content": content})
+    key, decision = _held(ctx, Letter(content=content))
     return Next(node.next, decision, {"effect": key})
 
 
@@ -143,15 +157,15 @@ async def run_notify_team(ctx: NodeContext, node: NotifyTeam) -> Outcome:
     addresses, resolved against the members when the message is sent."""
     values = variables(ctx.contact, ctx.run.context)
     key = ctx.effect_key()
-    payload = {
-        "to": list(node.to),
-        "subject": render(node.subject, values),
-        "text": render(node.body, values),
-        "message_id": message_id(ctx, key),
+    payload = Team(
+        to=list(node.to),
+        subject=render(node.subject, values),
+        text=render(node.body, values),
+        message_id=message_id(ctx, key),
         # About the contact, not to them: their consent and suppression do not apply.
-        "internal": True,
-    }
-    ctx.emit(Effect(channel="team", payload=payload, not_before=ctx.now))
+        internal=True,
+    )
+    ctx.emit(Effect(payload=payload, not_before=ctx.now))
     return Next(node.next, f"notifying {', '.join(node.to)}", {"effect": key})
 
 
@@ -166,20 +180,18 @@ class Answer:
     result: dict[str, Any]
 
 
+RequestOf = Callable[[int, str], Requested]
+"""Builds a node's request payload from its run id and node id (called on the first pass only)."""
+
+
 async def _request(
-    ctx: NodeContext, node: Node, channel: str, payload: dict[str, Any]
+    ctx: NodeContext, node: Node, channel: str, request: RequestOf
 ) -> Answer | Outcome:
     """Emit the node's effect on its first pass; on later passes, the answer (a dict) once it
     is recorded, the end of the run if the effect failed, or another sleep."""
     pending = ctx.run.context.get("outside")
     if not (isinstance(pending, dict) and pending.get("node") == node.id):
-        key = ctx.emit(
-            Effect(
-                channel=channel,
-                payload={**payload, "run_id": ctx.run.id, "node_id": node.id},
-                not_before=ctx.now,
-            )
-        )
+        key = ctx.emit(Effect(payload=request(ctx.run.id, node.id), not_before=ctx.now))
         ctx.run.context["outside"] = {"node": node.id, "effect": key}
         return Sleep(ctx.now + POLL, f"{channel} requested", {"effect": key})
     key = str(pending["effect"])
@@ -211,12 +223,14 @@ async def run_http_request(ctx: NodeContext, node: HttpRequest) -> Outcome:
         ctx,
         node,
         "http",
-        {
-            "method": node.method,
-            "url": render(node.url, values),
-            "headers": {name: render(value, values) for name, value in node.headers.items()},
-            "body": None if node.body is None else render(node.body, values),
-        },
+        lambda run_id, node_id: Http(
+            run_id=run_id,
+            node_id=node_id,
+            method=node.method,
+            url=render(node.url, values),
+            headers={name: render(value, values) for name, value in node.headers.items()},
+            body=None if node.body is None else render(node.body, values),
+        ),
     )
     if not isinstance(waited, Answer):
         return waited
@@ -237,12 +251,14 @@ async def run_create_payment(ctx: NodeContext, node: CreatePayment) -> Outcome:
         ctx,
         node,
         "payment",
-        {
-            "amount_minor": node.amount_minor,
-            "currency": node.currency.lower(),
-            "description": render(node.description, variables(ctx.contact, ctx.run.context)),
-            "email": ctx.contact.email,
-        },
+        lambda run_id, node_id: Payment(
+            run_id=run_id,
+            node_id=node_id,
+            amount_minor=node.amount_minor,
+            currency=node.currency.lower(),
+            description=render(node.description, variables(ctx.contact, ctx.run.context)),
+            email=ctx.contact.email,
+        ),
     )
     if not isinstance(waited, Answer):
         return waited
@@ -257,8 +273,14 @@ async def run_create_payment(ctx: NodeContext, node: CreatePayment) -> Outcome:
 
 
 async def run_book_slot(ctx: NodeContext, node: BookSlot) -> Outcome:
+    window_start = ctx.now.isoformat()
     waited = await _request(
-        ctx, node, "booking", {"resource": node.resource, "window_start": ctx.now.isoformat()}
+        ctx,
+        node,
+        "booking",
+        lambda run_id, node_id: Booking(
+            run_id=run_id, node_id=node_id, resource=node.resource, window_start=window_start
+        ),
     )
     if not isinstance(waited, Answer):
         return waited
@@ -285,6 +307,11 @@ async def _ai_options(ctx: NodeContext) -> AiOptions:
     return options
 
 
+def _requested_already(run_id: int, node_id: str) -> Requested:
+    """For a node whose request is out already: :func:`_request` waits, it never builds another."""
+    raise NodeFailed(f"node {node_id} of run {run_id} has its request out already")
+
+
 async def run_ai_generate(ctx: NodeContext, node: AiGenerate) -> Outcome:
     """Fill ``node.variable`` for this contact, from the cache when the same creative was already
     generated for the same values of the attributes the prompt uses."""
@@ -305,14 +332,15 @@ async def run_ai_generate(ctx: NodeContext, node: AiGenerate) -> Outcome:
         if hit is not None:
             ctx.run.context.setdefault("vars", {})[node.variable] = hit
             return Next(node.next, f"{{{{{node.variable}}}}} from cache", {"cached": True})
-        payload = {
-            "creative": msgspec.to_builtins(creative),
-            "prompt": render(node.prompt, values),
-            "cache_key": key,
-        }
+        prompt = render(node.prompt, values)
+
+        def request(run_id: int, node_id: str) -> Requested:
+            return Ai(
+                run_id=run_id, node_id=node_id, creative=creative, prompt=prompt, cache_key=key
+            )
     else:
-        payload = {}
-    waited = await _request(ctx, node, "ai", payload)
+        request = _requested_already
+    waited = await _request(ctx, node, "ai", request)
     if not isinstance(waited, Answer):
         return waited
     result = waited.result

@@ -42,6 +42,7 @@ from app.engines.funnels.models import (
     Run,
     Step,
 )
+from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
 from app.engines.funnels.runs.nodes import Executors
 from app.engines.funnels.runs.nodes.base import (
@@ -462,7 +463,7 @@ def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[
             "node_id": node_id,
             "channel": effect.channel,
             "idempotency_key": key,
-            "payload": effect.payload,
+            "payload": payloads.encode(effect.payload),
             "status": OUTBOX_PENDING,
             "attempts": 0,
             "next_attempt_at": effect.not_before,

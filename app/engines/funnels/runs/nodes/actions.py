@@ -9,6 +9,7 @@ time zone (FN-20).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import cast
 
 from sqlalchemy import Table, select, update
@@ -42,6 +43,7 @@ from app.engines.funnels.models import (
     Run,
 )
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.outbox.payloads import Email
 from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.runs.due import quiet_release
 from app.engines.funnels.runs.effect_failures import cannot_go_out
@@ -50,7 +52,7 @@ from app.engines.funnels.runs.nodes.base import Effect, End, Executor, Next, Nod
 from app.scheduling.zones import zone_or_utc
 
 
-def not_before(ctx: NodeContext) -> tuple[str, object]:
+def not_before(ctx: NodeContext) -> tuple[str, datetime]:
     """When a message may go out: now, or the end of the quiet hours in force."""
     quiet = ctx.run.context.get("quiet")
     hours = tuple(quiet) if isinstance(quiet, list) and len(quiet) == 2 else ctx.funnel_quiet
@@ -75,39 +77,37 @@ async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
     key = ctx.effect_key()
     release_iso, release = not_before(ctx)
     settings = ctx.graph.definition.settings
-    payload: dict[str, object] = {
-        "to": [contact.email],
-        "subject": render(node.subject, values),
-        "text": render(node.body, values),
-        "html": render(node.html, values) if node.html else None,
-        "message_id": message_id(ctx, key),
-        "topic": settings.topic,
-        "when_capped": settings.when_capped,
-    }
-    if settings.transactional:
-        payload["transactional"] = True
-    ctx.emit(Effect(channel="email", payload=payload, not_before=release))  # type: ignore[arg-type]
+    payload = Email(
+        to=[contact.email],
+        subject=render(node.subject, values),
+        text=render(node.body, values),
+        html=render(node.html, values) if node.html else None,
+        message_id=message_id(ctx, key),
+        topic=settings.topic,
+        when_capped=settings.when_capped,
+        transactional=settings.transactional,
+    )
+    ctx.emit(Effect(payload=payload, not_before=release))
     decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
     return Next(
         node.next,
         decision,
-        {"effect": key, "message_id": payload["message_id"], "subject": payload["subject"]},
+        {"effect": key, "message_id": payload.message_id, "subject": payload.subject},
     )
 
 
 async def run_notify_team(ctx: NodeContext, node: NotifyTeam) -> Outcome:
     values = variables(ctx.contact, ctx.run.context)
     key = ctx.effect_key()
-    payload = {
-        "to": list(node.to),
-        "subject": render(node.subject, values),
-        "text": render(node.body, values),
-        "html": None,
-        "message_id": message_id(ctx, key),
+    payload = Email(
+        to=list(node.to),
+        subject=render(node.subject, values),
+        text=render(node.body, values),
+        message_id=message_id(ctx, key),
         # Team notifications are about the contact, not to them: their consent does not apply.
-        "internal": True,
-    }
-    ctx.emit(Effect(channel="email", payload=payload, not_before=ctx.now))
+        internal=True,
+    )
+    ctx.emit(Effect(payload=payload, not_before=ctx.now))
     return Next(node.next, f"notified {', '.join(node.to)}", {"effect": key})
 
 

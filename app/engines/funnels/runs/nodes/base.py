@@ -18,6 +18,7 @@ from app.db.session import WriteSession
 from app.engines.funnels.contacts.segments import ContactFacts
 from app.engines.funnels.definitions.graph import Graph, Node
 from app.engines.funnels.models import Contact
+from app.engines.funnels.outbox.payloads import EffectPayload
 
 
 @dataclass(slots=True)
@@ -74,9 +75,13 @@ Outcome = Next | Sleep | End
 class Effect:
     """An external side effect to write to the outbox with the run's advancement."""
 
-    channel: str
-    payload: dict[str, Any]
+    payload: EffectPayload
+    """What the effect's channel is given (:mod:`app.engines.funnels.outbox.payloads`)."""
     not_before: datetime
+
+    @property
+    def channel(self) -> str:
+        return self.payload.channel
 
 
 @dataclass(slots=True)
