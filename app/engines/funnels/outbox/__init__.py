@@ -9,5 +9,7 @@
               what a message carries when it goes: merge variables, unsubscribe links and
               headers, tracked links signed with the workspace's secret
 
-``preferences.py`` records the choice a contact makes through an unsubscribe link.
+``payloads.py`` is the contract between the two sides: one typed struct per channel.
+``cancel.py`` cancels effects not yet delivered; ``preferences.py`` records the choice a contact
+makes through an unsubscribe link.
 """
