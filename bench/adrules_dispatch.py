@@ -36,7 +36,8 @@ from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.db.session import Database
 from app.engines.adrules.claim.dispatch import dispatch_due
-from app.engines.adrules.claim.due_rules import claim_due_rules, due_rules_query
+from app.engines.adrules.claim.due_rules import DUE as DUE_CLAIM
+from app.engines.adrules.claim.due_rules import claim_due_rules
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.models import AdAccount, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
@@ -226,10 +227,14 @@ async def sweep_benchmark(db: Database, box: SecretBox, graph: GraphClient) -> N
     async with db.write() as uow:  # fresh planner statistics after the bulk load
         await uow.session.execute(text("ANALYZE"))
     clock = ManualClock(NOW)
-    query = due_rules_query(NOW, 500)
-    print(f"  plan (due-rules query):\n      {await plan(db, query)}")
-    # Baseline: the status as a bound parameter cannot be matched to the partial index.
+    # The claim's own due predicate and order, as the primitive compiles them into its statement.
     now_param = NOW if db.is_postgres else NOW.replace(tzinfo=None).isoformat(sep=" ")
+    due_sql = (
+        f"SELECT id FROM adrules_rules WHERE {DUE_CLAIM.due} "
+        f"ORDER BY {DUE_CLAIM.order_by} LIMIT 500"
+    )
+    print(f"  plan (due-rules claim):\n      {await plan_sql(db, due_sql, now_param)}")
+    # Baseline: the status as a bound parameter cannot be matched to the partial index.
     indexed = (
         "SELECT id FROM adrules_rules WHERE status = 'active' AND next_execution_at <= :now "
         "ORDER BY next_execution_at LIMIT 500"

@@ -46,8 +46,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.clock import SystemClock
 from app.db.migrate import upgrade
+from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
-from app.engines.funnels.campaigns.service import CampaignData, create_campaign, materialise
+from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.events.ingest import store
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
