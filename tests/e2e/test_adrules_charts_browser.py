@@ -14,10 +14,10 @@ from playwright.async_api import expect
 from app.engines.adrules.schemas import IncreaseBudget, MetricValueCondition, TaskIn
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
-from tests.adrules.budget_runs import run_rule
-from tests.adrules.support import graph_server, settings, store_token, world
-from tests.adrules.worker_setup import TOKEN
 from tests.e2e.conftest import sign_in
+from tests.engines.adrules.budget_runs import run_rule
+from tests.engines.adrules.support import graph_server, settings, store_token, world
+from tests.engines.adrules.worker_setup import TOKEN
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser

@@ -13,8 +13,9 @@ from app.engines.adrules.schemas import IncreaseBudget, MetricValueCondition, Ta
 from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
-from tests.adrules.support import graph_server, settings, store_token, world
-from tests.adrules.worker_setup import (
+from tests.e2e.conftest import sign_in
+from tests.engines.adrules.support import graph_server, settings, store_token, world
+from tests.engines.adrules.worker_setup import (
     TOKEN,
     create_setup,
     entities_from_world,
@@ -22,7 +23,6 @@ from tests.adrules.worker_setup import (
     make_deps,
     make_payload,
 )
-from tests.e2e.conftest import sign_in
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser

@@ -15,8 +15,7 @@ from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import get_version
 from app.engines.funnels.events.triggers import enroll
 from app.runtime import Runtime
-from tests.factories import Tenant
-from tests.funnels.conftest import (  # noqa: F401 - the Funnels engine and its SMTP sink
+from tests.engines.funnels.factories import (  # noqa: F401 - the Funnels engine and its SMTP sink
     Engine,
     email_node,
     engine,
@@ -27,6 +26,7 @@ from tests.funnels.conftest import (  # noqa: F401 - the Funnels engine and its 
     session_sink,
     sink,
 )
+from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
 

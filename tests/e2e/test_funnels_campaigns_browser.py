@@ -18,8 +18,8 @@ from app.engines.funnels.models import Tag
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink
 from app.settings import MailSettings
+from tests.engines.funnels.factories import settle
 from tests.factories import Tenant
-from tests.funnels_more.conftest import settle
 
 pytestmark = pytest.mark.browser
 

@@ -17,13 +17,13 @@ from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in
 from tests.e2e.test_ranktracking_reports_browser import chart, console_errors
-from tests.factories import Tenant
-from tests.ranktracking.conftest import (
+from tests.engines.ranktracking.conftest import (
     fund,
     make_schedule,
     sim,  # noqa: F401 - the simulator fixture
 )
-from tests.ranktracking.reports_seed import KEYWORDS, PLAN, measure
+from tests.engines.ranktracking.reports_seed import KEYWORDS, PLAN, measure
+from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
 

@@ -15,8 +15,8 @@ from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
+from tests.engines.ranktracking.conftest import DOMAIN, sim  # noqa: F401 - the simulator fixture
 from tests.factories import Tenant
-from tests.ranktracking.conftest import DOMAIN, sim  # noqa: F401 - the simulator fixture
 
 pytestmark = pytest.mark.browser
 

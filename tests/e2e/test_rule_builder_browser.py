@@ -19,8 +19,15 @@ from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.schemas import IncreaseBudget
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.adrules.support import TOKEN, create_account, graph_server, settings, store_token, world
 from tests.conftest import eventually
+from tests.engines.adrules.support import (
+    TOKEN,
+    create_account,
+    graph_server,
+    settings,
+    store_token,
+    world,
+)
 from tests.factories import Tenant
 
 __all__ = ["graph_server", "settings", "world"]

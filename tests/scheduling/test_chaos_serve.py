@@ -34,7 +34,7 @@ from app.sandbox.base import free_port
 from app.sandbox.smtp import SmtpSink
 from app.scheduling.models import SweeperState
 from app.settings import Settings
-from tests.funnels.conftest import email_node, graph, published
+from tests.engines.funnels.factories import email_node, graph, published
 
 # Twenty kills of real processes take minutes: the run is opt-in (CHAOS=1), so the regular suite
 # and CI stay within their time budget. Command in docs/benchmarks.md and the README.

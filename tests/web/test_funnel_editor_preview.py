@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 
 from app.engines.funnels.models import OutboxEffect, Run
 from app.runtime import Runtime
+from tests.engines.funnels.factories import contact
 from tests.factories import Tenant
-from tests.funnels.conftest import contact
 from tests.platform.conftest import csrf_from, sign_in
 from tests.web.test_funnel_editor_check import _funnel
 

@@ -1,0 +1,1 @@
+"""Tests of app/engines, one package per engine."""

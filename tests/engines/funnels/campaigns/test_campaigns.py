@@ -1,0 +1,233 @@
+"""Campaigns (FN-28 to FN-30): the audience is materialised once; contacts joining during the send
+are not added; suppression at send time; the rate limit; counters recomputed from delivery
+events, so duplicated webhooks cannot inflate them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from app.engines.funnels.campaigns.jobs import start_due
+from app.engines.funnels.campaigns.models import Campaign, Recipient
+from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.service import counters
+from app.engines.funnels.events.tracking import Tracking
+from app.engines.funnels.models import Contact
+from app.settings import MailSettings
+from tests.conftest import auth
+from tests.engines.funnels.factories import contact, settle, setup_names
+
+
+def _sender(runtime, sink, **kw) -> tuple[CampaignSender, SmtpPool]:
+    mail = MailSettings(
+        smtp_host=sink.host,
+        smtp_port=sink.port,
+        from_address="news@test.example",
+        timeout_seconds=5,
+    )
+    pool = SmtpPool(mail, 4)
+    sender = CampaignSender(
+        runtime.db,
+        pool,
+        owner="test-sender",
+        domain="test.example",
+        in_flight=4,
+        **{"signing": Tracking(runtime.settings.web.public_url, "campaign-test-secret"), **kw},
+    )
+    return sender, pool
+
+
+async def _campaign(client, tenant, **kw) -> dict:
+    body = {
+        "name": "March news",
+        "subject": "News for {{first_name}}",
+        "body": "Hello {{first_name}}",
+        **kw,
+    }
+    r = await client.post("/api/v1/funnels/campaigns", json=body, headers=auth(tenant))
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+async def test_fn28_audience_is_materialised_once(client, runtime, tenant, other_tenant) -> None:
+    ws = tenant.workspace_id
+    await setup_names(runtime, ws, tags=["news"])
+    for i in range(3):
+        await contact(runtime, ws, f"c{i}@example.com", tags=["news"])
+    await contact(runtime, ws, "other@example.com")
+    c = await _campaign(client, tenant, audience={"kind": "has_tag", "tag": "news"})
+    first = await client.post(f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant))
+    assert first.status_code == 200, first.text
+    assert first.json()["audience_size"] == 3
+    assert first.json()["status"] == "sending"
+    second = await client.post(
+        f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant)
+    )
+    assert second.status_code == 409
+    assert second.json()["code"] == "audience_already_materialised"
+    foreign = await client.post(
+        f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(other_tenant)
+    )
+    assert foreign.status_code == 404
+    edit = await client.patch(
+        f"/api/v1/funnels/campaigns/{c['id']}",
+        json={"name": "x", "subject": "s", "body": "b"},
+        headers=auth(tenant),
+    )
+    assert edit.status_code == 409
+    async with runtime.db.read() as s:
+        seqs = list(
+            await s.scalars(
+                select(Recipient.seq)
+                .where(Recipient.campaign_id == c["id"])
+                .order_by(Recipient.seq)
+            )
+        )
+    assert seqs == [1, 2, 3]
+
+
+async def test_fn28_fn30_joiners_not_added_and_suppression_checked_at_send_time(
+    client, runtime, tenant, sink, clock
+) -> None:
+    ws = tenant.workspace_id
+    ids = [await contact(runtime, ws, f"c{i}@example.com", first_name=f"N{i}") for i in range(5)]
+    c = await _campaign(
+        client, tenant, html='<p>Hi <a href="https://shop.example/sale">sale</a></p>'
+    )
+    r = await client.post(
+        f"/api/v1/funnels/campaigns/{c['id']}/schedule",
+        json={"send_at": (clock.now() + timedelta(hours=1)).isoformat()},
+        headers=auth(tenant),
+    )
+    assert r.json()["status"] == "scheduled"
+    assert await start_due(runtime.context(), clock.now()) == []  # not due yet
+    clock.advance(hours=1)
+    assert await start_due(runtime.context(), clock.now()) == [c["id"]]
+    # After the snapshot: one contact joins, one unsubscribes, one is deleted.
+    await contact(runtime, ws, "joiner@example.com")
+    async with runtime.db.write() as uow:
+        unsub = await uow.session.get(Contact, ids[1])
+        unsub.suppressed = {"email": "unsubscribed"}
+        gone = await uow.session.get(Contact, ids[2])
+        gone.deleted_at = clock.now()
+        gone.email = None
+    sender, pool = _sender(
+        runtime, sink, tracking=Tracking("http://testserver", tenant.webhook_secret)
+    )
+    try:
+        assert await send_until_done(sender, c["id"], clock) is True
+    finally:
+        await pool.aclose()
+    got = sorted(m.to[0] for m in sink.snapshot())
+    assert got == ["c0@example.com", "c3@example.com", "c4@example.com"]
+    message = next(m for m in sink.snapshot() if m.to == ["c0@example.com"])
+    assert message.subject == "News for N0"
+    assert message.message_id == f"<c{c['id']}.r1.w{ws}@test.example>"
+    assert "/t/l/" in (message.html or "")
+    assert "/t/o/" in (message.html or "")
+    shown = (await client.get(f"/api/v1/funnels/campaigns/{c['id']}", headers=auth(tenant))).json()
+    assert shown["status"] == "done"
+    assert shown["progress"] == 1.0
+    assert shown["counters"]["sent"] == 3
+    assert shown["counters"]["skipped"] == 2
+    assert shown["checkpoint"] == 5
+
+
+async def test_fn30_rate_limit_per_campaign(client, runtime, tenant, sink, clock) -> None:
+    ws = tenant.workspace_id
+    for i in range(7):
+        await contact(runtime, ws, f"c{i}@example.com")
+    c = await _campaign(client, tenant, rate_per_minute=3)
+    await client.post(f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant))
+    sender, pool = _sender(runtime, sink)
+    try:
+        campaign = await sender.claim(c["id"], clock.now())
+        assert campaign is not None
+        first = await sender.step(campaign, clock.now)
+        assert first.sent == 3
+        assert first.next_at == clock.now() + timedelta(seconds=60)
+        assert len(sink.snapshot()) == 3
+        clock.advance(seconds=60)
+        assert (await sender.step(campaign, clock.now)).sent == 3
+        clock.advance(seconds=60)
+        last = await sender.step(campaign, clock.now)
+        assert last.sent == 1
+        assert (await sender.step(campaign, clock.now)).done
+    finally:
+        await pool.aclose()
+    assert sorted(sink.count_by_message_id().values()) == [1] * 7
+
+
+async def test_fn29_counters_recomputed_from_delivery_events(
+    client, runtime, tenant, sink, clock
+) -> None:
+    """FN-29: a duplicated delivery webhook (same id, or the same report under a new id) does not
+    inflate the counters; a bounce suppresses the address."""
+    ws = tenant.workspace_id
+    for i in range(3):
+        await contact(runtime, ws, f"c{i}@example.com")
+    c = await _campaign(client, tenant)
+    await client.post(f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant))
+    sender, pool = _sender(runtime, sink)
+    try:
+        assert await send_until_done(sender, c["id"], clock)
+    finally:
+        await pool.aclose()
+    mid = {m.to[0]: m.message_id for m in sink.snapshot()}
+    headers = {"X-Ingest-Token": tenant.ingest_token}
+    reports = [
+        {"event_id": "d1", "kind": "opened", "message_id": mid["c0@example.com"]},
+        {
+            "event_id": "d1",
+            "kind": "opened",
+            "message_id": mid["c0@example.com"],
+        },  # retried webhook
+        {
+            "event_id": "d2",
+            "kind": "opened",
+            "message_id": mid["c0@example.com"],
+        },  # same open, new id
+        {
+            "event_id": "d3",
+            "kind": "clicked",
+            "message_id": mid["c1@example.com"],
+            "url": "https://x.example",
+        },
+        {"event_id": "d4", "kind": "delivered", "message_id": mid["c2@example.com"]},
+        {"event_id": "d5", "kind": "bounced", "message_id": mid["c2@example.com"]},
+        {"event_id": "d5", "kind": "bounced", "message_id": mid["c2@example.com"]},
+    ]
+    for report in reports:
+        r = await client.post("/hooks/funnels/delivery", json=report, headers=headers)
+        assert r.status_code == 202, r.text
+    await settle(runtime)
+    async with runtime.db.read() as s:
+        counts = await counters(s, c["id"])
+        bounced = await s.scalar(select(Contact).where(Contact.email == "c2@example.com"))
+    assert (counts.sent, counts.delivered, counts.opened, counts.clicked, counts.bounced) == (
+        3,
+        1,
+        2,
+        1,
+        1,
+    )
+    assert bounced is not None
+    assert bounced.suppressed == {"email": "bounced"}
+
+
+async def test_campaign_input_is_validated(client, runtime, tenant) -> None:
+    r = await client.post(
+        "/api/v1/funnels/campaigns",
+        json={"name": "x", "subject": "", "body": "b"},
+        headers=auth(tenant),
+    )
+    assert r.status_code == 422
+    r = await client.post(
+        "/api/v1/funnels/campaigns",
+        json={"name": "x", "subject": "s", "body": "b", "audience": {"kind": "nope"}},
+        headers=auth(tenant),
+    )
+    assert r.status_code in (400, 422)
+    async with runtime.db.read() as s:
+        assert list(await s.scalars(select(Campaign))) == []

@@ -1,0 +1,154 @@
+"""Group commit of inbound events (FN-13): concurrent requests share one insert and one commit,
+each is answered only after its event is committed, the sender's id still deduplicates (within a
+batch and across batches), and a failing event fails only its own request."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import func, select
+
+from app.engines.funnels.events.ingest_writer import EventWriter
+from app.engines.funnels.events.models import InboundEvent
+from app.runtime import Runtime
+from app.web.hooks.funnels_public import event_writer
+from tests.engines.funnels.factories import count
+
+
+async def _stored_ids(runtime: Runtime) -> dict[str, int]:
+    async with runtime.db.read() as s:
+        rows = (await s.execute(select(InboundEvent.external_id, InboundEvent.id))).all()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+async def test_fn13_a_thousand_concurrent_events_share_batches_and_each_is_stored_once(
+    runtime: Runtime, tenant
+) -> None:  # type: ignore[no-untyped-def]
+    """1,000 events at once, 200 of them repeats of another in the same burst: 800 rows, each
+    sender id answered "stored" exactly once and with the id of its row, in two batches of at
+    most 500 rows."""
+    writer = EventWriter(runtime.db, window_seconds=0.002, max_rows=500)
+    ws = tenant.workspace_id
+    ids = [f"evt-{i % 800}" for i in range(1000)]
+
+    async def send(external_id: str) -> tuple[str, int | None]:
+        stored = await writer.store(
+            workspace_id=ws,
+            source="api",
+            name="order_placed",
+            external_id=external_id,
+            payload={"contact": {"email": f"{external_id}@example.com"}},
+            now=runtime.clock.now(),
+        )
+        return external_id, stored
+
+    answers = await asyncio.gather(*(send(i) for i in ids))
+    assert writer.batches == 2
+    stored = await _stored_ids(runtime)
+    assert len(stored) == 800
+    assert await count(runtime, InboundEvent) == 800
+    winners = [(eid, row_id) for eid, row_id in answers if row_id is not None]
+    assert sorted(eid for eid, _ in winners) == sorted(stored)
+    assert all(stored[eid] == row_id for eid, row_id in winners)
+    # The same ids again, in a later batch: nothing new is stored.
+    again = await asyncio.gather(*(send(f"evt-{i}") for i in range(0, 800, 7)))
+    assert all(row_id is None for _, row_id in again)
+    assert await count(runtime, InboundEvent) == 800
+
+
+async def test_fn13_every_answer_is_given_after_its_event_is_committed(
+    client, runtime: Runtime, tenant
+) -> None:  # type: ignore[no-untyped-def]
+    """200 concurrent requests through the endpoint: as each 202 arrives, its event is already
+    readable from another connection (committed, not merely written)."""
+    headers = {"X-Ingest-Token": tenant.ingest_token}
+    missing: list[str] = []
+
+    async def post(i: int) -> None:
+        body = {"event_id": f"c-{i}", "name": "order_placed", "contact": {"email": "a@b.co"}}
+        response = await client.post("/hooks/funnels/events", json=body, headers=headers)
+        assert response.status_code == 202, response.text
+        row_id = response.json()["id"]
+        async with runtime.db.read() as s:
+            found = await s.scalar(
+                select(func.count()).select_from(InboundEvent).where(InboundEvent.id == row_id)
+            )
+        if found != 1:
+            missing.append(f"c-{i}")
+
+    await asyncio.gather(*(post(i) for i in range(200)))
+    assert missing == []
+    assert await count(runtime, InboundEvent) == 200
+    assert event_writer(runtime).batches < 200, "the requests shared commits"
+
+
+async def test_fn13_a_failing_event_fails_only_its_own_request(runtime: Runtime, tenant) -> None:  # type: ignore[no-untyped-def]
+    """One event in the batch cannot be written (its payload is not JSON): the batch is written
+    again row by row, that request gets the error, the other 49 are stored."""
+    writer = EventWriter(runtime.db, window_seconds=0.002, max_rows=500)
+
+    async def send(i: int) -> int | None:
+        payload: dict[str, object] = {"n": i}
+        if i == 17:
+            payload["bad"] = {1, 2}  # a set: no JSON encoding
+        return await writer.store(
+            workspace_id=tenant.workspace_id,
+            source="api",
+            name="order_placed",
+            external_id=f"f-{i}",
+            payload=payload,
+            now=runtime.clock.now(),
+        )
+
+    results = await asyncio.gather(*(send(i) for i in range(50)), return_exceptions=True)
+    assert isinstance(results[17], Exception)
+    assert all(isinstance(r, int) for i, r in enumerate(results) if i != 17)
+    stored = await _stored_ids(runtime)
+    assert sorted(stored) == sorted(f"f-{i}" for i in range(50) if i != 17)
+
+
+async def test_fn13_a_repeat_of_a_failed_event_in_the_same_batch_is_tried_on_its_own(
+    runtime: Runtime, tenant
+) -> None:  # type: ignore[no-untyped-def]
+    """The first occurrence of a sender id fails; its repeat in the same batch is not answered
+    "already stored" (nothing was stored) but written on its own."""
+    writer = EventWriter(runtime.db, window_seconds=0.002, max_rows=500)
+
+    async def send(payload: dict[str, object]) -> int | None:
+        return await writer.store(
+            workspace_id=tenant.workspace_id,
+            source="api",
+            name="order_placed",
+            external_id="same",
+            payload=payload,
+            now=runtime.clock.now(),
+        )
+
+    first, repeat = await asyncio.gather(
+        send({"bad": {1}}), send({"good": True}), return_exceptions=True
+    )
+    assert isinstance(first, Exception)
+    assert isinstance(repeat, int)
+    assert await _stored_ids(runtime) == {"same": repeat}
+
+
+async def test_fn13_without_a_window_each_event_has_its_own_transaction(
+    runtime: Runtime, tenant
+) -> None:  # type: ignore[no-untyped-def]
+    writer = EventWriter(runtime.db, window_seconds=0, max_rows=500)
+    results = await asyncio.gather(
+        *(
+            writer.store(
+                workspace_id=tenant.workspace_id,
+                source="api",
+                name="x",
+                external_id=f"w-{i % 5}",
+                payload={},
+                now=runtime.clock.now(),
+            )
+            for i in range(10)
+        )
+    )
+    assert writer.batches == 0
+    assert sum(r is not None for r in results) == 5
+    assert await count(runtime, InboundEvent) == 5
