@@ -107,7 +107,7 @@ async def test_template_with_changed_thresholds_preview_activate_first_run(
     row = page.locator("#batches tbody tr[data-batch]").first
     await expect(row).to_contain_text("Pause losers below 1.5")
     await expect(row).to_contain_text("Shop Berlin")
-    await row.locator("a").click()
+    await row.locator("a[href^='/ui/adrules/log/']").click()  # the run, not the rule
     await page.wait_for_selector("#batch-summary")
     assert await page.locator("tr.record").count() == 3
 
