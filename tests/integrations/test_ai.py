@@ -66,7 +66,7 @@ async def ai(served: tuple[AiSandbox, str]) -> AsyncIterator[Setup]:
     client = ChatClient(
         api_key=API_KEY,
         base_url=url,
-        timeout=0.2,
+        timeout=1.0,
         policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
     )
     yield Setup(sandbox, url, client, sleeps)
@@ -192,7 +192,7 @@ async def test_garbage_and_silence_are_clear_errors(ai: Setup) -> None:
     )
     with pytest.raises(InvalidResponse):
         await ai.client.complete(MESSAGES, model="gpt-4o-mini")
-    ai.sandbox.state.inject("chat.completions", status=200, delay_seconds=0.4, times=-1)
+    ai.sandbox.state.inject("chat.completions", status=200, delay_seconds=3.0, times=-1)
     with pytest.raises(TransientError) as info:
         await ai.client.complete(MESSAGES, model="gpt-4o-mini")
     assert info.value.code == "timeout"

@@ -62,7 +62,7 @@ async def booking(served: tuple[BookingSandbox, str]) -> AsyncIterator[Setup]:
     client = BookingClient(
         base_url=url,
         api_key=API_KEY,
-        timeout=0.2,
+        timeout=1.0,
         policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
     )
     yield Setup(sandbox, url, client, sleeps, slots)
@@ -113,9 +113,9 @@ async def test_a_delivery_that_gave_up_is_not_booked_twice_on_redelivery(booking
     """The first delivery booked slot 1 but never heard back; slot 1 is now taken, so a naive
     retry would book slot 2. The redelivery finds the booking instead."""
     impatient = BookingClient(
-        base_url=booking.url, api_key=API_KEY, timeout=0.2, policy=RetryPolicy(attempts=1)
+        base_url=booking.url, api_key=API_KEY, timeout=1.0, policy=RetryPolicy(attempts=1)
     )
-    booking.sandbox.lost.arm(times=1, status=201, delay_seconds=0.4)
+    booking.sandbox.lost.arm(times=1, status=201, delay_seconds=3.0)
     try:
         with pytest.raises(TransientError):
             await book_first(booking, "fx-4", impatient)
@@ -179,6 +179,6 @@ async def test_garbage_and_silence_are_clear_errors(booking: Setup) -> None:
     booking.sandbox.state.inject("slots.list", status=200, body={"slots": [{"id": 1}]})
     with pytest.raises(InvalidResponse):
         await booking.client.list_slots("demo-room", start=MONDAY, end=MONDAY + timedelta(hours=1))
-    booking.sandbox.state.inject("slots.list", status=200, delay_seconds=0.4, times=-1)
+    booking.sandbox.state.inject("slots.list", status=200, delay_seconds=3.0, times=-1)
     with pytest.raises(TransientError):
         await booking.client.list_slots("demo-room", start=MONDAY, end=MONDAY + timedelta(hours=1))

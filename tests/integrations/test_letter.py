@@ -54,7 +54,7 @@ async def letters(served: tuple[LetterSandbox, str]) -> AsyncIterator[Setup]:
     client = JsonLetterClient(
         base_url=url,
         api_key=API_KEY,
-        timeout=0.2,
+        timeout=1.0,
         policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
     )
     yield Setup(sandbox, client, sleeps)
@@ -91,7 +91,7 @@ async def test_a_redelivered_effect_prints_one_letter(letters: Setup) -> None:
 async def test_a_reply_lost_in_a_timeout_is_retried_without_a_second_letter(
     letters: Setup,
 ) -> None:
-    letters.sandbox.lost.arm(times=1, status=201, delay_seconds=0.4)
+    letters.sandbox.lost.arm(times=1, status=201, delay_seconds=3.0)
     receipt = await letters.client.send(LETTER, idempotency_key="fx-3")
     assert list(letters.sandbox.letters) == [receipt.letter_id]
     assert letters.sandbox.state.count("letters.create") == 2
@@ -123,7 +123,7 @@ async def test_garbage_and_silence_are_clear_errors(letters: Setup) -> None:
     )
     with pytest.raises(InvalidResponse):
         await letters.client.send(LETTER, idempotency_key="fx-6")
-    letters.sandbox.state.inject("letters.create", status=201, delay_seconds=0.4, times=-1)
+    letters.sandbox.state.inject("letters.create", status=201, delay_seconds=3.0, times=-1)
     with pytest.raises(TransientError):
         await letters.client.send(LETTER, idempotency_key="fx-7")
     assert letters.sandbox.letters == {}

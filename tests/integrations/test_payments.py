@@ -60,7 +60,7 @@ async def stripe(served: tuple[PaymentsSandbox, str]) -> AsyncIterator[Setup]:
     client = PaymentsClient(
         secret_key=SECRET,
         base_url=url,
-        timeout=0.2,
+        timeout=1.0,
         policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
     )
     yield Setup(sandbox, url, client, sleeps)
@@ -107,7 +107,7 @@ async def test_a_reply_lost_after_the_payment_was_created_is_retried_without_a_s
 async def test_a_reply_that_never_comes_is_a_timeout_and_the_retry_is_replayed(
     stripe: Setup,
 ) -> None:
-    stripe.sandbox.lost.arm(times=1, status=200, delay_seconds=0.4)
+    stripe.sandbox.lost.arm(times=1, status=200, delay_seconds=3.0)
     intent = await stripe.client.create_payment_intent(INTENT, idempotency_key="fx-4")
     assert list(stripe.sandbox.payment_intents) == [intent.id]
 
@@ -193,7 +193,7 @@ async def test_garbage_is_a_clear_error(stripe: Setup) -> None:
 
 
 async def test_a_provider_that_never_answers_is_a_transient_timeout(stripe: Setup) -> None:
-    stripe.sandbox.state.inject("payment_intents.create", status=200, delay_seconds=0.4, times=-1)
+    stripe.sandbox.state.inject("payment_intents.create", status=200, delay_seconds=3.0, times=-1)
     with pytest.raises(TransientError) as info:
         await stripe.client.create_payment_intent(INTENT, idempotency_key="fx-13")
     assert info.value.code == "timeout"

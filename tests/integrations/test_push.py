@@ -50,7 +50,7 @@ async def push(served: tuple[PushSandbox, str]) -> AsyncIterator[Setup]:
     client = JsonPushClient(
         base_url=url,
         api_key=API_KEY,
-        timeout=0.2,
+        timeout=1.0,
         policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
     )
     yield Setup(sandbox, client, sleeps)
@@ -121,7 +121,7 @@ async def test_garbage_and_silence_are_clear_errors(push: Setup) -> None:
     push.sandbox.state.inject("notifications.create", status=201, body=["not", "an", "object"])
     with pytest.raises(InvalidResponse):
         await push.client.send(NOTE, idempotency_key="fx-7")
-    push.sandbox.state.inject("notifications.create", status=201, delay_seconds=0.4, times=-1)
+    push.sandbox.state.inject("notifications.create", status=201, delay_seconds=3.0, times=-1)
     with pytest.raises(TransientError) as info:
         await push.client.send(NOTE, idempotency_key="fx-8")
     assert info.value.code == "timeout"

@@ -180,8 +180,8 @@ async def test_a_refused_task_post_is_sent_again(setup: Setup) -> None:
 
 async def test_a_task_post_whose_answer_was_lost_is_not_sent_again(setup: Setup) -> None:
     """A timed-out task_post may have created (and billed) the tasks: raised at once, flagged."""
-    setup.sim.state.inject("serp.task_post", delay_seconds=0.6)
-    client = setup.client(retries=3, timeout_seconds=0.2)
+    setup.sim.state.inject("serp.task_post", delay_seconds=3.0)
+    client = setup.client(retries=3, timeout_seconds=1.0)
     with pytest.raises(TransientProviderError) as caught:
         await client.post_serp_tasks([task()])
     await client.aclose()
@@ -212,8 +212,8 @@ async def test_a_task_post_behind_a_failing_gateway(
 
 async def test_a_timed_out_read_is_retried_then_raised(setup: Setup) -> None:
     """A timeout is a ProviderError (transient), retried for reads."""
-    setup.sim.state.inject("serp.tasks_ready", delay_seconds=0.6, times=2)
-    client = setup.client(retries=1, timeout_seconds=0.2)
+    setup.sim.state.inject("serp.tasks_ready", delay_seconds=3.0, times=2)
+    client = setup.client(retries=1, timeout_seconds=1.0)
     with pytest.raises(TransientProviderError) as caught:
         await client.serp_tasks_ready()
     await client.aclose()
@@ -287,7 +287,7 @@ async def test_credentials_never_reach_logs_or_errors(
     token = base64.b64encode(f"{LOGIN}:{PASSWORD}".encode()).decode()
     messages: list[str] = []
     client = setup.client(retries=1)
-    impatient = setup.client(retries=1, timeout_seconds=0.2)
+    impatient = setup.client(retries=1, timeout_seconds=1.0)
 
     await client.post_serp_tasks([task()])
     setup.sim.inject_status("serp.tasks_ready", 50000, times=-1)
@@ -295,7 +295,7 @@ async def test_credentials_never_reach_logs_or_errors(
         await client.serp_tasks_ready()
     messages.append(str(retried.value))
     setup.sim.state.clear_faults()
-    setup.sim.state.inject("serp.task_post", delay_seconds=0.6)
+    setup.sim.state.inject("serp.task_post", delay_seconds=3.0)
     with pytest.raises(ProviderError) as lost:
         await impatient.post_serp_tasks([task()])
     messages.append(str(lost.value))

@@ -53,7 +53,7 @@ async def sms(served: tuple[SmsSandbox, str]) -> AsyncIterator[Setup]:
         base_url=url,
         api_key=API_KEY,
         default_sender="Sweepline",
-        timeout=0.2,
+        timeout=1.0,
         policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
     )
     yield Setup(sandbox, url, client, sleeps)
@@ -131,7 +131,7 @@ async def test_garbage_is_a_clear_error(sms: Setup) -> None:
 
 
 async def test_a_provider_that_never_answers_is_a_transient_timeout(sms: Setup) -> None:
-    sms.sandbox.state.inject("messages.create", status=201, delay_seconds=0.4, times=-1)
+    sms.sandbox.state.inject("messages.create", status=201, delay_seconds=3.0, times=-1)
     with pytest.raises(TransientError) as info:
         await sms.client.send(HELLO, idempotency_key="fx-9")
     assert info.value.code == "timeout"

@@ -47,7 +47,7 @@ class Setup:
             "auth_token": TOKEN,
             "from_number": NUMBER,
             "base_url": self.url,
-            "timeout": 0.2,
+            "timeout": 1.0,
             "policy": RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=self.sleeps),
         }
         options.update(kwargs)
@@ -148,7 +148,7 @@ async def test_a_reply_lost_after_sending_is_not_sent_twice(twilio: Setup) -> No
 
 
 async def test_a_reply_that_never_comes_is_not_sent_twice(twilio: Setup) -> None:
-    twilio.sandbox.lost.arm(times=1, status=201, delay_seconds=0.4)
+    twilio.sandbox.lost.arm(times=1, status=201, delay_seconds=3.0)
     receipt = await twilio.client.send(TEXT, idempotency_key="fx-5")
     assert [m["sid"] for m in twilio.sandbox.messages] == [receipt.message_id]
 
