@@ -18,14 +18,6 @@ from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import MICROS_PER_EUR, eur_down, eur_up
 from app.engines.ranktracking.claim.admission import BASELINE, MANUAL, Launch
 from app.engines.ranktracking.claim.handoff import PendingLaunch, admit_and_send, admit_within
-from app.engines.ranktracking.config import (
-    DEPTH_NAMES,
-    Config,
-    _Errors,
-    cap_cents,
-    dedup_key,
-    validated,
-)
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.due import RUNS_PER_MONTH, first_due
 from app.engines.ranktracking.errors import (
@@ -52,6 +44,14 @@ from app.engines.ranktracking.money import eur
 from app.engines.ranktracking.pricing import PRIORITY, STANDARD, PriceList, quote
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.records.log import last_group, run_out
+from app.engines.ranktracking.schedule_rules import (
+    DEPTH_NAMES,
+    Config,
+    _Errors,
+    cap_cents,
+    dedup_key,
+    validated,
+)
 from app.engines.ranktracking.schemas import (
     EstimateOut,
     EstimatePart,

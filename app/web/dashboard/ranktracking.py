@@ -21,13 +21,13 @@ from app.engines.ranktracking import amounts, locations, money
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.balance_history import balance_history
-from app.engines.ranktracking.config import PROVIDER_LANGUAGES
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.keywords import normalise, parse_import
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results
 from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts
 from app.engines.ranktracking.reports.positions import TableQuery, positions_page
+from app.engines.ranktracking.schedule_rules import PROVIDER_LANGUAGES
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
 from app.pagination import cursor_number

@@ -6,7 +6,6 @@ from decimal import Decimal
 from fractions import Fraction
 
 from app.engines.ranktracking.amounts import eur_down, eur_up, exact_eur
-from app.engines.ranktracking.config import validated
 from app.engines.ranktracking.pricing import (
     PriceList,
     billable_micros,
@@ -14,6 +13,7 @@ from app.engines.ranktracking.pricing import (
     micros_up,
     quote,
 )
+from app.engines.ranktracking.schedule_rules import validated
 from app.engines.ranktracking.service import estimate
 from app.runtime import Runtime
 from app.sandbox.serp import SerpPrices

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from app.engines.ranktracking.config import dedup_key, validated
 from app.engines.ranktracking.errors import (
     DuplicateSchedule,
     ScheduleLimitReached,
     ScheduleStateConflict,
 )
 from app.engines.ranktracking.models import Schedule
+from app.engines.ranktracking.schedule_rules import dedup_key, validated
 from app.engines.ranktracking.schemas import ScheduleEdit
 from app.engines.ranktracking.service import edit, end, mobile_draft, resume, set_selection
 from app.errors import ValidationFailed
