@@ -18,8 +18,7 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 from app.clock import Clock
 from app.db.session import UnitOfWork
 from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import locations, money
-from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking import locations, money, schedules
 from app.engines.ranktracking.claim.handoff import PendingLaunch
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.errors import RunNotFound
@@ -28,6 +27,7 @@ from app.engines.ranktracking.keywords import parse_import
 from app.engines.ranktracking.models import Run
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results, run_results
+from app.engines.ranktracking.records.schedules import launch_out, schedule_out
 from app.engines.ranktracking.schemas import (
     ActivityPage,
     BalanceOut,
@@ -229,7 +229,7 @@ async def get_schedules(
     rows = await schedules.list_schedules(
         session, principal.workspace_id, include_archived=include_archived
     )
-    return [await schedules.schedule_out(session, s, now) for s in rows]
+    return [await schedule_out(session, s, now) for s in rows]
 
 
 @post("/schedules")
@@ -249,8 +249,8 @@ async def create_schedule(
         )
         pending.append(launch)
         return CreatedOut(
-            schedule=await schedules.schedule_out(uow.session, schedule, runtime.clock.now()),
-            baseline=await schedules.launch_out(uow.session, launch.launch),
+            schedule=await schedule_out(uow.session, schedule, runtime.clock.now()),
+            baseline=await launch_out(uow.session, launch.launch),
         )
 
     async def finish(out: CreatedOut) -> CreatedOut:
@@ -261,8 +261,8 @@ async def create_schedule(
                 session, principal.workspace_id, out.schedule.id
             )
             return CreatedOut(
-                schedule=await schedules.schedule_out(session, schedule, runtime.clock.now()),
-                baseline=await schedules.launch_out(session, launch),
+                schedule=await schedule_out(session, schedule, runtime.clock.now()),
+                baseline=await launch_out(session, launch),
             )
 
     return await idempotent(request, principal, runtime, action, finish=finish)
@@ -284,7 +284,7 @@ async def get_schedule(
     principal: CurrentPrincipal, session: Reads, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
     schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-    return await schedules.schedule_out(session, schedule, clock.now())
+    return await schedule_out(session, schedule, clock.now())
 
 
 @patch("/schedules/{schedule_id:int}")
@@ -298,7 +298,7 @@ async def edit_schedule(
 ) -> ScheduleOut:
     schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     await schedules.edit(uow.session, settings.ranktracking, schedule, data, clock.now())
-    return await schedules.schedule_out(uow.session, schedule, clock.now())
+    return await schedule_out(uow.session, schedule, clock.now())
 
 
 @put("/schedules/{schedule_id:int}/keywords")
@@ -314,7 +314,7 @@ async def set_selection(
     await schedules.set_selection(
         uow.session, settings.ranktracking, schedule, data.keywords, clock.now()
     )
-    return await schedules.schedule_out(uow.session, schedule, clock.now())
+    return await schedule_out(uow.session, schedule, clock.now())
 
 
 @get("/schedules/{schedule_id:int}/estimate")
@@ -347,13 +347,13 @@ async def run_schedule(
             uow, RankTrackingDeps.of(runtime), principal, schedule_id, data.queue
         )
         pending.append(launch)
-        return await schedules.launch_out(uow.session, launch.launch)
+        return await launch_out(uow.session, launch.launch)
 
     async def finish(_: LaunchOut) -> LaunchOut:
         # With a broker the jobs are published only now; count what reached it (RT-26).
         launch = await pending[0].hand_off()
         async with runtime.db.read() as session:
-            return await schedules.launch_out(session, launch)
+            return await launch_out(session, launch)
 
     return await idempotent(request, principal, runtime, action, status_code=200, finish=finish)
 
@@ -363,7 +363,7 @@ async def _transition(
 ) -> ScheduleOut:
     schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     await action(uow.session, schedule, clock.now())
-    out: ScheduleOut = await schedules.schedule_out(uow.session, schedule, clock.now())
+    out: ScheduleOut = await schedule_out(uow.session, schedule, clock.now())
     return out
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from litestar import delete, get, post, put
 from litestar.params import JSONBody
 
-from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking import schedules
 from app.engines.ranktracking.alerts import report, rules
 from app.engines.ranktracking.alerts.schemas import (
     AlertDeliveryList,

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from litestar import Response, get, put
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
-from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking import schedules
 from app.engines.ranktracking.balance_history import DAYS, BalanceChart, balance_history
 from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors

@@ -17,14 +17,14 @@ from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect, Template
 
-from app.engines.ranktracking import amounts, locations, money
+from app.engines.ranktracking import amounts, locations, money, schedules
 from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import service as schedules
 from app.engines.ranktracking.balance_history import balance_history
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.keywords import normalise, parse_import
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results
+from app.engines.ranktracking.records.schedules import schedule_out
 from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts
 from app.engines.ranktracking.reports.positions import TableQuery, positions_page
 from app.engines.ranktracking.schedule_rules import PROVIDER_LANGUAGES
@@ -164,7 +164,7 @@ async def overview(
 ) -> Template:
     now = clock.now()
     rows = await schedules.list_schedules(session, principal.workspace_id)
-    items = [await schedules.schedule_out(session, s, now) for s in rows]
+    items = [await schedule_out(session, s, now) for s in rows]
     balance = await money.balance_out(session, principal.organisation_id)
     return page(
         request,
@@ -306,7 +306,7 @@ async def schedule_page(
     )
     table_errors: list[str] = []
     schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-    out = await schedules.schedule_out(session, schedule, now)
+    out = await schedule_out(session, schedule, now)
     log = await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
     results = await latest_results(session, schedule_id)
     try:

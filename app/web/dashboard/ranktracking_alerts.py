@@ -17,7 +17,7 @@ from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.db.session import ReadSession
-from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking import schedules
 from app.engines.ranktracking.alerts import report, rules
 from app.engines.ranktracking.alerts.decide import describe
 from app.engines.ranktracking.alerts.schemas import AlertRuleIn, ReportSettingsIn

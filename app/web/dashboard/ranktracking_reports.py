@@ -14,7 +14,7 @@ from litestar import Response, get, post
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
-from app.engines.ranktracking import service as schedules
+from app.engines.ranktracking import schedules
 from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import DEFAULT_COLUMNS, TableQuery

@@ -14,8 +14,8 @@ from app.engines.ranktracking.amounts import MICROS_PER_CENT, cents_to_micros
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.models import KeywordList, Schedule
+from app.engines.ranktracking.schedules import create
 from app.engines.ranktracking.schemas import ScheduleIn
-from app.engines.ranktracking.service import create
 from app.integrations.serp import SerpClient
 from app.platform.service import Principal
 from app.runtime import Runtime

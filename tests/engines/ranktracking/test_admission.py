@@ -11,7 +11,7 @@ from app.engines.ranktracking.claim.admission import MANUAL, RECURRING
 from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, LedgerEntry, Request, Run, Schedule
-from app.engines.ranktracking.service import create_and_baseline, pause, resume, run_now
+from app.engines.ranktracking.schedules import create_and_baseline, pause, resume, run_now
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime

@@ -12,7 +12,8 @@ from app.clock import ManualClock
 from app.engines.ranktracking.claim.dispatch import DISPATCH_SWEEP, dispatch_due
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Request, Run, Schedule
-from app.engines.ranktracking.service import next_run_label, run_now
+from app.engines.ranktracking.records.schedules import next_run_label
+from app.engines.ranktracking.schedules import run_now
 from app.engines.ranktracking.work.reconcile import reconcile
 from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue

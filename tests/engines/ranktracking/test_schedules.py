@@ -15,8 +15,8 @@ from app.engines.ranktracking.errors import (
 )
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.schedule_rules import dedup_key, validated
+from app.engines.ranktracking.schedules import edit, end, mobile_draft, resume, set_selection
 from app.engines.ranktracking.schemas import ScheduleEdit
-from app.engines.ranktracking.service import edit, end, mobile_draft, resume, set_selection
 from app.errors import ValidationFailed
 from app.runtime import Runtime
 from tests.engines.ranktracking.conftest import make_list, make_schedule

@@ -14,7 +14,7 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import add_keywords
 from app.engines.ranktracking.models import KeywordList, Request, Result, Run, Schedule
 from app.engines.ranktracking.records.log import schedule_log
-from app.engines.ranktracking.service import run_now
+from app.engines.ranktracking.schedules import run_now
 from app.engines.ranktracking.work.notices import PauseNotice, send_pause_notice
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl

@@ -1,5 +1,6 @@
 """Schedules: creation with its first baseline, edits, the direct-selection editor, pause, resume,
-end, "duplicate for mobile", estimates and the read shapes (RT-1 to RT-29).
+end, "duplicate for mobile", manual requests and estimates (RT-1 to RT-29). What a person reads
+about a schedule is shaped in :mod:`app.engines.ranktracking.records.schedules`.
 
 Services never commit; the caller's unit of work does. Every lookup is scoped by workspace, so another
 workspace's id answers "not found".
@@ -43,7 +44,6 @@ from app.engines.ranktracking.models import (
 from app.engines.ranktracking.money import eur
 from app.engines.ranktracking.pricing import PRIORITY, STANDARD, PriceList, quote
 from app.engines.ranktracking.records import activity
-from app.engines.ranktracking.records.log import last_group, run_out
 from app.engines.ranktracking.schedule_rules import (
     DEPTH_NAMES,
     Config,
@@ -55,10 +55,8 @@ from app.engines.ranktracking.schedule_rules import (
 from app.engines.ranktracking.schemas import (
     EstimateOut,
     EstimatePart,
-    LaunchOut,
     ScheduleEdit,
     ScheduleIn,
-    ScheduleOut,
 )
 from app.errors import ValidationFailed
 from app.platform.models import Workspace
@@ -637,65 +635,6 @@ def _check_queue(schedule: Schedule, queue: str) -> None:
         raise ValidationFailed.field(
             "queue", "keyword data has no priority queue", code="no_priority"
         )
-
-
-# -- read shapes ------------------------------------------------------------------------------------
-
-
-def next_run_label(schedule: Schedule, now: datetime) -> str:
-    if schedule.status != ACTIVE:
-        return schedule.status
-    if schedule.retrying:
-        return "retrying"
-    if schedule.next_due_at <= now:
-        return "pending"
-    return "scheduled"
-
-
-async def schedule_out(session: ReadSession, schedule: Schedule, now: datetime) -> ScheduleOut:
-    return ScheduleOut(
-        id=schedule.id,
-        name=schedule.name,
-        data_type=schedule.data_type,
-        frequency=schedule.frequency,
-        source="list" if schedule.list_id is not None else "selection",
-        list_id=schedule.list_id,
-        keywords=list(schedule.keywords) if schedule.keywords is not None else None,
-        depth=DEPTH_NAMES.get(schedule.depth) if schedule.depth else None,  # type: ignore[arg-type]
-        location_code=schedule.location_code,
-        language_code=schedule.language_code,
-        domain=schedule.domain,
-        devices=schedule.device_list,
-        packages=list(schedule.packages or []),
-        monthly_cap_cents=schedule.monthly_cap_cents,
-        status=schedule.status,
-        next_due_at=schedule.next_due_at if schedule.status == ACTIVE else None,
-        next_run=next_run_label(schedule, now),
-        retrying=schedule.retrying,
-        consecutive_blocks=schedule.consecutive_blocks,
-        created_at=schedule.created_at,
-        archived_at=schedule.archived_at,
-        last_run=await last_group(session, schedule.id),
-    )
-
-
-async def launch_out(session: ReadSession, launch: Launch) -> LaunchOut:
-    """The answer to a request: how many child runs really reached the work queue, why not, and
-    the child rows written — launched ones, or the ``skipped_dispatch`` rows of a failed hand-off."""
-    runs: list[Run] = []
-    shown = launch.run_ids or launch.skipped_run_ids
-    if shown:
-        runs = list(
-            (await session.execute(select(Run).where(Run.id.in_(shown)).order_by(Run.id))).scalars()
-        )
-    return LaunchOut(
-        launched=launch.launched,
-        reason=launch.reason,
-        code=launch.code,
-        message=launch.message,
-        request_id=launch.request_id,
-        runs=[run_out(r) for r in runs],
-    )
 
 
 async def _flush_checking_duplicates(session: WriteSession) -> None:
