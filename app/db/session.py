@@ -4,6 +4,8 @@
 yields a :class:`UnitOfWork` whose session commits when the block ends normally and rolls back (and
 re-raises) when it raises; a failed commit is an error, never a silent success. Callbacks registered
 with :meth:`UnitOfWork.after_commit` run only once the commit succeeded (used to publish jobs).
+:meth:`UnitOfWork.attempt` is a savepoint inside the unit of work: a try that fails takes back only
+its own writes, and the transaction goes on (a form that is refused is shown again from it).
 """
 
 from __future__ import annotations
@@ -40,6 +42,23 @@ class UnitOfWork:
     def after_commit(self, callback: AfterCommit) -> None:
         """Run ``callback`` after a successful commit; dropped on rollback."""
         self._after_commit.append(callback)
+
+    @asynccontextmanager
+    async def attempt(self) -> AsyncIterator[None]:
+        """Writes that stand or fall together inside the transaction (a SAVEPOINT).
+
+        When the block raises, its writes are rolled back, the callbacks it registered with
+        :meth:`after_commit` are dropped and the error propagates; the unit of work stays usable
+        (on PostgreSQL too, where a failed statement would otherwise abort the whole transaction).
+        Objects the block changed are expired, so read them again rather than reuse them.
+        """
+        registered = len(self._after_commit)
+        try:
+            async with self.session.begin_nested():
+                yield
+        except BaseException:
+            del self._after_commit[registered:]
+            raise
 
     async def _run_after_commit(self) -> None:
         callbacks, self._after_commit = self._after_commit, []

@@ -5,6 +5,8 @@
 - ``uow: Writes`` — the request's unit of work: committed once when the handler returns normally,
   rolled back when it raises (the error is then answered as usual). A commit that fails is the
   request's error, never a silent success; jobs enqueued through it are sent after the commit.
+  A form handler tries its writes in ``async with uow.attempt():`` (a savepoint): when they are
+  refused, only they are taken back and the form is shown again from the same transaction.
 - ``clock: CurrentClock``, ``settings: CurrentSettings``, ``secrets: Secrets`` (the secret box),
   ``job_queue: Queue``, ``guard: Guard`` (the address guard for URLs a user set) — the process's
   machinery a handler uses, one part each instead of the whole :class:`~app.runtime.Runtime`.

@@ -1,6 +1,8 @@
 """A handler's unit of work is the request's (issue 12, item 5): committed once when the handler
 returns, rolled back when it raises, and a commit the database refuses is the request's answer —
-never a success over nothing written. Jobs and other after-commit work run only after a commit."""
+never a success over nothing written. Jobs and other after-commit work run only after a commit. A
+form refused inside ``uow.attempt()`` is answered from the same transaction, which commits what
+stands."""
 
 from __future__ import annotations
 
@@ -42,6 +44,28 @@ async def add_tag(
     return name
 
 
+@post("/tags/{name:str}/form", status_code=200)
+async def add_tag_form(uow: Writes, name: FromPath[str], ws: FromQuery[int]) -> dict[str, object]:
+    """A form handler: note the visit, try the write, and on a refusal show the form again."""
+    uow.session.add(Tag(workspace_id=ws, name=f"visit-{name}"))
+    error = None
+    try:
+        async with uow.attempt():
+            uow.session.add(Tag(workspace_id=ws, name=name))
+            await uow.session.flush()
+
+            async def remember() -> None:
+                after_commit.append(name)
+
+            uow.after_commit(remember)
+            if name.startswith("bad"):
+                raise Conflict("names may not start with 'bad'")
+    except Conflict as exc:
+        error = exc.message
+    names = await uow.session.scalars(select(Tag.name).where(Tag.workspace_id == ws))
+    return {"error": error, "tags": sorted(names)}
+
+
 @get("/tags")
 async def tag_names(session: Reads, ws: FromQuery[int]) -> list[str]:
     return list(await session.scalars(select(Tag.name).where(Tag.workspace_id == ws)))
@@ -51,7 +75,9 @@ def _client(runtime: Runtime) -> httpx.AsyncClient:
     """A client on a small app with the request dependencies, in the test's event loop (the
     database's connections belong to it)."""
     app = Litestar(
-        [add_tag, tag_names], dependencies=DEPENDENCIES, exception_handlers=EXCEPTION_HANDLERS
+        [add_tag, add_tag_form, tag_names],
+        dependencies=DEPENDENCIES,
+        exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.runtime = runtime
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
@@ -88,3 +114,22 @@ async def test_a_refused_commit_is_the_answer_not_a_success(
         assert r.json()["code"] == "conflict"
         assert (await c.get(f"/tags?ws={tenant.workspace_id}")).json() == []
     assert after_commit == []
+
+
+async def test_a_refused_attempt_is_answered_from_the_same_transaction(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    after_commit.clear()
+    ws = tenant.workspace_id
+    async with _client(runtime) as c:
+        r = await c.post(f"/tags/bad-name/form?ws={ws}")
+        assert r.status_code == 200, r.text
+        assert r.json() == {"error": "names may not start with 'bad'", "tags": ["visit-bad-name"]}
+        r = await c.post(f"/tags/good/form?ws={ws}")
+        assert r.json() == {"error": None, "tags": ["good", "visit-bad-name", "visit-good"]}
+        assert sorted((await c.get(f"/tags?ws={ws}")).json()) == [
+            "good",
+            "visit-bad-name",
+            "visit-good",
+        ]
+    assert after_commit == ["good"]
