@@ -17,22 +17,23 @@ from litestar.exceptions import NotFoundException
 from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
+from app.clock import Clock
+from app.db.session import ReadSession, UnitOfWork
 from app.errors import DomainError
 from app.integrations.mail import MailSender, OutgoingEmail
 from app.integrations.mail.errors import MailError
 from app.platform import invitations, organisation, service, setup
 from app.platform.models import User
 from app.platform.service import Principal
-from app.runtime import Runtime
+from app.settings import Settings
 from app.web.auth import (
     SESSION_COOKIE,
     CurrentPrincipal,
     CurrentRuntime,
-    get_runtime,
     require_organisation_manager,
 )
 from app.web.dashboard.common import page
-from app.web.deps import CurrentClock, Writes
+from app.web.deps import CurrentClock, CurrentSettings, Reads, Secrets, Writes
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +68,11 @@ class RoleForm(msgspec.Struct):
     role: str = ""
 
 
-async def _signed_in(runtime: Runtime, user: User, password: str, target: str) -> Response[Any]:
+async def _signed_in(
+    uow: UnitOfWork, clock: Clock, settings: Settings, user: User, password: str, target: str
+) -> Response[Any]:
     """Open a session for ``user`` and send the browser to ``target`` with its cookie."""
-    async with runtime.db.write() as uow:
-        token = await service.open_session(
-            uow.session, user=user, password=password, now=runtime.clock.now()
-        )
+    token = await service.open_session(uow.session, user=user, password=password, now=clock.now())
     redirect = Redirect(target if token else "/login")
     if token:
         redirect.set_cookie(
@@ -80,7 +80,7 @@ async def _signed_in(runtime: Runtime, user: User, password: str, target: str) -
             token,
             httponly=True,
             samesite="lax",
-            secure=runtime.settings.web.secure_cookies,
+            secure=settings.web.secure_cookies,
             max_age=int(service.SESSION_LIFETIME.total_seconds()),
         )
     return redirect
@@ -96,11 +96,6 @@ def _form_error(exc: DomainError) -> dict[str, str]:
 # -- first-run setup ---------------------------------------------------------------------------
 
 
-async def _needs_setup(runtime: Runtime) -> bool:
-    async with runtime.db.read() as session:
-        return await setup.needs_setup(session)
-
-
 def _setup_page(
     request: Request[Any, Any, Any], form: SetupForm, errors: dict[str, str], status: int = 200
 ) -> Template:
@@ -110,19 +105,25 @@ def _setup_page(
 
 
 @get("/setup")
-async def setup_page(request: Request[Any, Any, Any]) -> Template:
+async def setup_page(request: Request[Any, Any, Any], session: Reads) -> Template:
     """Shown only while the instance has no owner; afterwards it is gone (404)."""
-    if not await _needs_setup(get_runtime(request)):
+    if not await setup.needs_setup(session):
         raise NotFoundException("This instance is set up: sign in instead.")
     return _setup_page(request, SetupForm(), {})
 
 
 @post("/setup")
 async def complete_setup(
-    request: Request[Any, Any, Any], data: URLEncodedBody[SetupForm]
+    request: Request[Any, Any, Any],
+    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    clock: CurrentClock,
+    settings: CurrentSettings,
+    data: URLEncodedBody[SetupForm],
 ) -> Response[Any]:
-    runtime = get_runtime(request)
-    if not await _needs_setup(runtime):
+    # The runtime only for its session secret, which the setup token is derived from.
+    if not await setup.needs_setup(uow.session):
         raise NotFoundException("This instance is set up: sign in instead.")
     kept = msgspec.structs.replace(data, token="", password="")
     if not setup.token_matches(runtime.session_secret, data.token):
@@ -135,21 +136,21 @@ async def complete_setup(
             status=403,
         )  # fmt: skip
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             owner = await setup.complete_first_run(
                 uow.session,
-                runtime.secrets,
+                secrets,
                 organisation=data.organisation,
                 workspace=data.workspace,
                 email=data.email,
                 password=data.password,
                 name=data.name,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
         return _setup_page(request, kept, _form_error(exc), status=exc.status)
     log.info("first-run setup: %s owns organisation %r", owner.user.email, data.organisation)
-    return await _signed_in(runtime, owner.user, data.password, "/")
+    return await _signed_in(uow, clock, settings, owner.user, data.password, "/")
 
 
 # -- accepting an invitation -------------------------------------------------------------------
@@ -157,14 +158,14 @@ async def complete_setup(
 
 async def _accept_page(
     request: Request[Any, Any, Any],
+    session: ReadSession,
+    clock: Clock,
     token: str,
     errors: dict[str, str],
     name: str = "",
     status: int = 200,
 ) -> Template:
-    runtime = get_runtime(request)
-    async with runtime.db.read() as session:
-        found = await invitations.find_open(session, token, runtime.clock.now())
+    found = await invitations.find_open(session, token, clock.now())
     tpl = page(
         request,
         "platform/accept.html",
@@ -180,29 +181,33 @@ async def _accept_page(
 
 
 @get("/invite/{token:str}")
-async def accept_page(request: Request[Any, Any, Any], token: FromPath[str]) -> Template:
-    return await _accept_page(request, token, {})
+async def accept_page(
+    request: Request[Any, Any, Any], session: Reads, clock: CurrentClock, token: FromPath[str]
+) -> Template:
+    return await _accept_page(request, session, clock, token, {})
 
 
 @post("/invite/{token:str}")
 async def accept_invitation(
-    request: Request[Any, Any, Any], token: FromPath[str], data: URLEncodedBody[AcceptForm]
+    request: Request[Any, Any, Any],
+    uow: Writes,
+    clock: CurrentClock,
+    settings: CurrentSettings,
+    token: FromPath[str],
+    data: URLEncodedBody[AcceptForm],
 ) -> Response[Any]:
-    runtime = get_runtime(request)
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             user = await invitations.accept(
-                uow.session,
-                token=token,
-                password=data.password,
-                name=data.name,
-                now=runtime.clock.now(),
+                uow.session, token=token, password=data.password, name=data.name, now=clock.now()
             )
     except DomainError as exc:
         if exc.status == 404:
             raise
-        return await _accept_page(request, token, _form_error(exc), data.name, exc.status)
-    return await _signed_in(runtime, user, data.password, "/")
+        return await _accept_page(
+            request, uow.session, clock, token, _form_error(exc), data.name, exc.status
+        )
+    return await _signed_in(uow, clock, settings, user, data.password, "/")
 
 
 # -- the organisation page ---------------------------------------------------------------------
@@ -211,17 +216,16 @@ async def accept_invitation(
 async def _org_page(
     request: Request[Any, Any, Any],
     principal: Principal,
-    runtime: Runtime,
+    session: ReadSession,
+    clock: Clock,
     *,
     status: int = 200,
     **extra: Any,
 ) -> Template:
     require_organisation_manager(principal)
-    now = runtime.clock.now()
-    async with runtime.db.read() as session:
-        workspaces = await organisation.organisation_workspaces(session, principal.organisation_id)
-        people = await organisation.people(session, principal.organisation_id)
-        pending = await invitations.pending(session, principal.organisation_id, now)
+    workspaces = await organisation.organisation_workspaces(session, principal.organisation_id)
+    people = await organisation.people(session, principal.organisation_id)
+    pending = await invitations.pending(session, principal.organisation_id, clock.now())
     context: dict[str, Any] = {
         "workspaces": workspaces,
         "workspace_names": {w.id: w.name for w in workspaces},
@@ -241,16 +245,21 @@ async def _org_page(
 
 @get(ORG_PAGE)
 async def organisation_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    clock: CurrentClock,
 ) -> Template:
-    return await _org_page(request, principal, runtime)
+    return await _org_page(request, principal, session, clock)
 
 
 @post(f"{ORG_PAGE}/workspaces")
 async def create_workspace(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    clock: CurrentClock,
     data: URLEncodedBody[WorkspaceForm],
 ) -> Template:
     """Create a workspace (its creator becomes its admin); its ingest token and webhook signing
@@ -258,33 +267,39 @@ async def create_workspace(
     require_organisation_manager(principal)
     assert principal.user_id is not None
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             created = await organisation.create_workspace(
                 uow.session,
-                runtime.secrets,
+                secrets,
                 organisation_id=principal.organisation_id,
                 creator_id=principal.user_id,
                 name=data.name,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
         return await _org_page(
-            request, principal, runtime, status=exc.status, errors={"workspace": exc.message}
+            request,
+            principal,
+            uow.session,
+            clock,
+            status=exc.status,
+            errors={"workspace": exc.message},
         )
-    return await _org_page(request, principal, runtime, new_workspace=created)
+    return await _org_page(request, principal, uow.session, clock, new_workspace=created)
 
 
 @post(f"{ORG_PAGE}/workspaces/{{workspace_id:int}}/rename")
 async def rename_workspace(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     workspace_id: FromPath[int],
     data: URLEncodedBody[WorkspaceForm],
 ) -> Response[Any]:
     require_organisation_manager(principal)
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await organisation.rename_workspace(
                 uow.session,
                 organisation_id=principal.organisation_id,
@@ -295,13 +310,18 @@ async def rename_workspace(
         if exc.status == 404:
             raise
         return await _org_page(
-            request, principal, runtime, status=exc.status, errors={"rename": exc.message}
+            request,
+            principal,
+            uow.session,
+            clock,
+            status=exc.status,
+            errors={"rename": exc.message},
         )
     return Redirect(ORG_PAGE)
 
 
 async def send_invitation(
-    runtime: Runtime, *, invitation_id: int, to: str, workspace: str, link: str
+    settings: Settings, *, invitation_id: int, to: str, workspace: str, link: str
 ) -> str | None:
     """Mail the invitation link; the reason it could not be sent, or None."""
     email = OutgoingEmail(
@@ -310,20 +330,20 @@ async def send_invitation(
         text=(
             f"Hello,\n\nyou are invited to join the workspace {workspace} on Sweepline.\n"
             f"Open this link to set your password and sign in (it works once, for "
-            f"{runtime.settings.security.invitation_ttl_hours} hours):\n\n{link}\n"
+            f"{settings.security.invitation_ttl_hours} hours):\n\n{link}\n"
         ),
-        message_id=f"invitation-{invitation_id}@{_mail_domain(runtime)}",
+        message_id=f"invitation-{invitation_id}@{_mail_domain(settings)}",
     )
     try:
-        await MailSender(runtime.settings.mail).send(email)
+        await MailSender(settings.mail).send(email)
     except MailError as exc:
         log.warning("invitation mail to %s not sent: %s", to, exc)
         return str(exc)
     return None
 
 
-def _mail_domain(runtime: Runtime) -> str:
-    return runtime.settings.mail.from_address.rpartition("@")[2] or "localhost"
+def _mail_domain(settings: Settings) -> str:
+    return settings.mail.from_address.rpartition("@")[2] or "localhost"
 
 
 @post(f"{ORG_PAGE}/invitations")
@@ -333,7 +353,11 @@ async def invite(
     runtime: CurrentRuntime,
     data: URLEncodedBody[InviteForm],
 ) -> Template:
-    """Invite someone by e-mail: the link is mailed and shown once to the inviter."""
+    """Invite someone by e-mail: the link is mailed and shown once to the inviter.
+
+    The invitation is committed before the mail is sent (a link mailed must work), and the page
+    says whether the mail went: this handler keeps two transactions of its own around the mail.
+    """
     require_organisation_manager(principal)
     assert principal.user_id is not None
     try:
@@ -352,18 +376,28 @@ async def invite(
                 uow.session, principal.organisation_id, data.workspace_id
             )
     except DomainError as exc:
-        return await _org_page(
-            request, principal, runtime, status=exc.status, errors=_form_error(exc), invite=data
-        )
+        async with runtime.db.read() as session:
+            return await _org_page(
+                request,
+                principal,
+                session,
+                runtime.clock,
+                status=exc.status,
+                errors=_form_error(exc),
+                invite=data,
+            )
     link = f"{runtime.settings.web.public_url}{invitations.accept_path(created.token)}"
     mail_error = await send_invitation(
-        runtime,
+        runtime.settings,
         invitation_id=created.invitation.id,
         to=created.invitation.email,
         workspace=workspace.name,
         link=link,
     )
-    return await _org_page(request, principal, runtime, new_invitation=link, mail_error=mail_error)
+    async with runtime.db.read() as session:
+        return await _org_page(
+            request, principal, session, runtime.clock, new_invitation=link, mail_error=mail_error
+        )
 
 
 @post(f"{ORG_PAGE}/invitations/{{invitation_id:int}}/revoke")
@@ -384,13 +418,14 @@ async def revoke_invitation(
 async def set_role(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     user_id: FromPath[int],
     data: URLEncodedBody[RoleForm],
 ) -> Response[Any]:
     require_organisation_manager(principal)
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await organisation.set_org_role(
                 uow.session,
                 organisation_id=principal.organisation_id,
@@ -402,7 +437,12 @@ async def set_role(
         if exc.status == 404:
             raise
         return await _org_page(
-            request, principal, runtime, status=exc.status, errors={"people": exc.message}
+            request,
+            principal,
+            uow.session,
+            clock,
+            status=exc.status,
+            errors={"people": exc.message},
         )
     return Redirect(ORG_PAGE)
 
@@ -411,14 +451,15 @@ async def set_role(
 async def remove_person(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     user_id: FromPath[int],
 ) -> Response[Any]:
     """Remove a person from the organisation; their sessions end at once."""
     require_organisation_manager(principal)
     assert principal.user_id is not None
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await organisation.remove_person(
                 uow.session,
                 organisation_id=principal.organisation_id,
@@ -430,7 +471,12 @@ async def remove_person(
         if exc.status == 404:
             raise
         return await _org_page(
-            request, principal, runtime, status=exc.status, errors={"people": exc.message}
+            request,
+            principal,
+            uow.session,
+            clock,
+            status=exc.status,
+            errors={"people": exc.message},
         )
     return Redirect(ORG_PAGE)
 
