@@ -15,12 +15,15 @@ from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
+from app.clock import Clock
+from app.db.session import ReadSession
 from app.platform import service, setup
 from app.platform.models import API_KEY_SCOPES
 from app.platform.operators import is_instance_operator
 from app.platform.service import Principal
 from app.platform.throttle import SignInThrottle
 from app.runtime import Runtime
+from app.scheduling.queue import JobQueue
 from app.web.auth import (
     SESSION_COOKIE,
     CurrentPrincipal,
@@ -33,7 +36,7 @@ from app.web.auth import (
 from app.web.client_address import Networks, client_address, parse_networks
 from app.web.dashboard import activity, getting_started, settings_ui
 from app.web.dashboard.common import page
-from app.web.deps import CurrentClock, Reads, Writes
+from app.web.deps import CurrentClock, Queue, Reads, Secrets, Writes
 from app.web.ops import sweeper_overview
 
 WORKSPACE_PAGE = "/ui/workspace"
@@ -94,12 +97,11 @@ def _login_error(
 
 
 @get("/login")
-async def login_page(request: Request[Any, Any, Any]) -> Template | Redirect:
+async def login_page(request: Request[Any, Any, Any], session: Reads) -> Template | Redirect:
     if await session_principal(request) is not None:
         return Redirect("/")
-    async with get_runtime(request).db.read() as session:
-        if await setup.needs_setup(session):
-            return Redirect("/setup")
+    if await setup.needs_setup(session):
+        return Redirect("/setup")
     return page(
         request,
         "login.html",
@@ -115,6 +117,8 @@ async def login(
     request: Request[Any, Any, Any],
     data: URLEncodedBody[LoginForm],
 ) -> Response[Any]:
+    # Two transactions of its own: the password is verified on a read session (argon2 must not
+    # hold SQLite's write lock), and only a person who passed gets a session written.
     runtime = get_runtime(request)
     throttle = _sign_in_throttle(runtime)
     address = client_address(request, _trusted_proxies(runtime))
@@ -149,23 +153,23 @@ async def login(
 
 
 @post("/logout")
-async def logout(request: Request[Any, Any, Any]) -> Redirect:
-    runtime = get_runtime(request)
+async def logout(request: Request[Any, Any, Any], uow: Writes) -> Redirect:
     token = request.cookies.get(SESSION_COOKIE)
     if token:
-        async with runtime.db.write() as uow:
-            await service.sign_out(uow.session, token)
+        await service.sign_out(uow.session, token)
     redirect = Redirect("/login")
     redirect.delete_cookie(SESSION_COOKIE)
     return redirect
 
 
-async def _status(runtime: Runtime) -> dict[str, Any]:
+async def _status(runtime: Runtime, job_queue: JobQueue) -> dict[str, Any]:
+    """The instance's machinery: the sweeps this process registered (the runtime's) and the
+    queue."""
     return {
         "sweepers": await sweeper_overview(runtime),
-        "stats": await runtime.queue.stats(),
-        "dead_jobs": await runtime.queue.dead_jobs(10),
-        "queue_backend": runtime.queue.backend,
+        "stats": await job_queue.stats(),
+        "dead_jobs": await job_queue.dead_jobs(10),
+        "queue_backend": job_queue.backend,
         "now": runtime.clock.now(),
     }
 
@@ -182,54 +186,59 @@ async def home(
 
 @get(OPERATIONS_PAGE)
 async def operations_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    session: Reads,
+    job_queue: Queue,
 ) -> Template:
     """The workspace's activity for organisation owners and admins; beside it the sweepers and
     the queue, the instance's machinery, for the instance's operators only."""
     require_organisation_manager(principal)
-    operator = await _is_operator(runtime, principal)
+    operator = await is_instance_operator(session, principal)
     return page(
         request,
         "operations.html",
         principal,
         operator=operator,
-        **(await _status(runtime) if operator else {}),
-        activity=await _activity(runtime, principal),
+        **(await _status(runtime, job_queue) if operator else {}),
+        activity=await _activity(session, runtime.clock, principal),
     )
 
 
-async def _is_operator(runtime: Runtime, principal: Principal) -> bool:
-    async with runtime.db.read() as session:
-        return await is_instance_operator(session, principal)
-
-
-async def _activity(runtime: Runtime, principal: Principal) -> dict[str, Any]:
-    async with runtime.db.read() as session:
-        return await activity.workspace_activity(
-            session, principal.workspace_id, runtime.clock.now()
-        )
+async def _activity(session: ReadSession, clock: Clock, principal: Principal) -> dict[str, Any]:
+    return await activity.workspace_activity(session, principal.workspace_id, clock.now())
 
 
 @get("/ui/partials/activity")
 async def activity_partial(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    clock: CurrentClock,
 ) -> Template:
     """The operations page's charts, refreshed in place by htmx."""
     require_organisation_manager(principal)
-    return page(request, "_activity.html", principal, activity=await _activity(runtime, principal))
+    return page(
+        request, "_activity.html", principal, activity=await _activity(session, clock, principal)
+    )
 
 
 @get("/ui/partials/status")
 async def status_partial(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    session: Reads,
+    job_queue: Queue,
 ) -> Template:
     """The part of the operations page htmx refreshes (the instance's machinery)."""
     require_organisation_manager(principal)
-    if not await _is_operator(runtime, principal):
+    if not await is_instance_operator(session, principal):
         raise PermissionDeniedException(
             "The sweepers and the job queue are shown to the instance's operators only"
         )
-    return page(request, "_status.html", principal, **await _status(runtime))
+    return page(request, "_status.html", principal, **await _status(runtime, job_queue))
 
 
 # -- workspace page ----------------------------------------------------------------------------
@@ -238,17 +247,17 @@ async def status_partial(
 async def _workspace_page(
     request: Request[Any, Any, Any],
     principal: Principal,
-    runtime: Runtime,
+    session: ReadSession,
+    clock: Clock,
     *,
     status_code: int = 200,
     **extra: Any,
 ) -> Template:
-    async with runtime.db.read() as session:
-        workspace = await service.get_workspace(session, principal.workspace_id)
-        assert principal.user_id is not None
-        workspaces = await service.user_workspaces(session, principal.user_id)
-        keys = await service.list_api_keys(session, principal.workspace_id, limit=200)
-        members = await service.workspace_members(session, principal.workspace_id, limit=200)
+    workspace = await service.get_workspace(session, principal.workspace_id)
+    assert principal.user_id is not None
+    workspaces = await service.user_workspaces(session, principal.user_id)
+    keys = await service.list_api_keys(session, principal.workspace_id, limit=200)
+    members = await service.workspace_members(session, principal.workspace_id, limit=200)
     context: dict[str, Any] = {
         "workspace": workspace,
         "workspaces": workspaces,
@@ -257,7 +266,7 @@ async def _workspace_page(
         "new_key": None,
         "new_ingest_token": None,
         "new_signing_secret": None,
-        "now": runtime.clock.now(),
+        "now": clock.now(),
         "key_error": None,
         "key_name": "",
         **extra,
@@ -269,9 +278,12 @@ async def _workspace_page(
 
 @get(WORKSPACE_PAGE)
 async def workspace_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    clock: CurrentClock,
 ) -> Template:
-    return await _workspace_page(request, principal, runtime)
+    return await _workspace_page(request, principal, session, clock)
 
 
 @post(f"{WORKSPACE_PAGE}/switch")
@@ -291,7 +303,8 @@ async def switch_workspace(
 async def create_api_key(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     data: URLEncodedBody[ApiKeyForm],
 ) -> Template:
     """Create a key and show it once, on this response only."""
@@ -308,20 +321,25 @@ async def create_api_key(
         error = "Expires after: a whole number of days from 1 to 3650, or empty for never."
     if error is not None:
         return await _workspace_page(
-            request, principal, runtime, status_code=422, key_error=error, key_name=name[:200]
-        )
-    now = runtime.clock.now()
-    expires = now + timedelta(days=int(data.expires_days)) if data.expires_days else None
-    async with runtime.db.write() as uow:
-        _, raw = await service.create_api_key(
+            request,
+            principal,
             uow.session,
-            workspace_id=principal.workspace_id,
-            name=name,
-            now=now,
-            scope=data.scope,
-            expires_at=expires,
+            clock,
+            status_code=422,
+            key_error=error,
+            key_name=name[:200],
         )
-    return await _workspace_page(request, principal, runtime, new_key=raw)
+    now = clock.now()
+    expires = now + timedelta(days=int(data.expires_days)) if data.expires_days else None
+    _, raw = await service.create_api_key(
+        uow.session,
+        workspace_id=principal.workspace_id,
+        name=name,
+        now=now,
+        scope=data.scope,
+        expires_at=expires,
+    )
+    return await _workspace_page(request, principal, uow.session, clock, new_key=raw)
 
 
 @post(f"{WORKSPACE_PAGE}/api-keys/{{key_id:int}}/revoke")
@@ -337,27 +355,27 @@ async def revoke_api_key(
 
 @post(f"{WORKSPACE_PAGE}/ingest-token")
 async def rotate_ingest_token(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, uow: Writes, clock: CurrentClock
 ) -> Template:
     """Issue a new ingest token and show it once; the previous token stops working."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
-    return await _workspace_page(request, principal, runtime, new_ingest_token=token)
+    token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
+    return await _workspace_page(request, principal, uow.session, clock, new_ingest_token=token)
 
 
 @post(f"{WORKSPACE_PAGE}/signing-secret")
 async def rotate_signing_secret(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    uow: Writes,
+    secrets: Secrets,
+    clock: CurrentClock,
 ) -> Template:
     """Issue a new webhook signing secret and show it once; signatures made with the previous
     secret stop verifying at once."""
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        secret = await service.rotate_webhook_secret(
-            uow.session, runtime.secrets, principal.workspace_id
-        )
-    return await _workspace_page(request, principal, runtime, new_signing_secret=secret)
+    secret = await service.rotate_webhook_secret(uow.session, secrets, principal.workspace_id)
+    return await _workspace_page(request, principal, uow.session, clock, new_signing_secret=secret)
 
 
 @get("/favicon.ico", cache=False)
