@@ -324,78 +324,91 @@ def _build_session(
     }
 
 
-def create_payments_app(sandbox: PaymentsSandbox) -> Litestar:
-    async def create(
-        request: Request[Any, Any, Any], kind: str, store: dict[str, dict[str, Any]]
-    ) -> Response[Any]:
-        if (fault := sandbox.state.hit(kind)) is not None:
-            return await fault_response(fault)
-        account = _account(sandbox, request)
-        if account is None:
-            return stripe_error(401, f"Invalid API Key provided: {_masked(request)}")
-        form = await request.form()
-        params = parse_bracket_form(form.multi_items())
-        key = request.headers.get("idempotency-key")
-        fp = fingerprint("POST", request.url.path, params)
-        try:
-            saved = sandbox.ledger.replay(account, key, fp)
-        except KeyReused:
-            return stripe_error(
-                400,
-                "Keys for idempotent requests can only be used with the same parameters they "
-                f"were first used with. Try using a key other than '{key}' if you meant to "
-                "execute a different request.",
-                type_="idempotency_error",
-            )
-        if saved is not None:
-            return Response(
-                saved[1],
-                status_code=saved[0],
-                media_type=MediaType.JSON,
-                headers={"Idempotent-Replayed": "true"},
-            )
-        if kind == "payment_intents.create":
-            built = _build_intent(sandbox, account, params)
-        else:
-            built = _build_session(sandbox, account, params, str(request.base_url).rstrip("/"))
-        if isinstance(built, Response):
-            return built
-        store[built["id"]] = built
-        sandbox.ledger.save(account, key, fp, 200, built)
-        if (lost := await sandbox.lost.take()) is not None:
-            return lost
-        return Response(built, status_code=200, media_type=MediaType.JSON)
+async def _create(
+    sandbox: PaymentsSandbox,
+    request: Request[Any, Any, Any],
+    kind: str,
+    store: dict[str, dict[str, Any]],
+) -> Response[Any]:
+    if (fault := sandbox.state.hit(kind)) is not None:
+        return await fault_response(fault)
+    account = _account(sandbox, request)
+    if account is None:
+        return stripe_error(401, f"Invalid API Key provided: {_masked(request)}")
+    form = await request.form()
+    params = parse_bracket_form(form.multi_items())
+    key = request.headers.get("idempotency-key")
+    fp = fingerprint("POST", request.url.path, params)
+    try:
+        saved = sandbox.ledger.replay(account, key, fp)
+    except KeyReused:
+        return stripe_error(
+            400,
+            "Keys for idempotent requests can only be used with the same parameters they "
+            f"were first used with. Try using a key other than '{key}' if you meant to "
+            "execute a different request.",
+            type_="idempotency_error",
+        )
+    if saved is not None:
+        return Response(
+            saved[1],
+            status_code=saved[0],
+            media_type=MediaType.JSON,
+            headers={"Idempotent-Replayed": "true"},
+        )
+    if kind == "payment_intents.create":
+        built = _build_intent(sandbox, account, params)
+    else:
+        built = _build_session(sandbox, account, params, str(request.base_url).rstrip("/"))
+    if isinstance(built, Response):
+        return built
+    store[built["id"]] = built
+    sandbox.ledger.save(account, key, fp, 200, built)
+    if (lost := await sandbox.lost.take()) is not None:
+        return lost
+    return Response(built, status_code=200, media_type=MediaType.JSON)
 
-    async def fetch(
-        request: Request[Any, Any, Any], kind: str, store: dict[str, dict[str, Any]], oid: str
-    ) -> Response[Any]:
-        if (fault := sandbox.state.hit(kind)) is not None:
-            return await fault_response(fault)
-        account = _account(sandbox, request)
-        if account is None:
-            return stripe_error(401, f"Invalid API Key provided: {_masked(request)}")
-        found = store.get(oid)
-        if found is None or found.get("account", account) != account:
-            return stripe_error(
-                404, f"No such object: '{oid}'", code="resource_missing", param="id"
-            )
-        return Response(found, media_type=MediaType.JSON)
+
+async def _fetch(
+    sandbox: PaymentsSandbox,
+    request: Request[Any, Any, Any],
+    kind: str,
+    store: dict[str, dict[str, Any]],
+    oid: str,
+) -> Response[Any]:
+    if (fault := sandbox.state.hit(kind)) is not None:
+        return await fault_response(fault)
+    account = _account(sandbox, request)
+    if account is None:
+        return stripe_error(401, f"Invalid API Key provided: {_masked(request)}")
+    found = store.get(oid)
+    if found is None or found.get("account", account) != account:
+        return stripe_error(404, f"No such object: '{oid}'", code="resource_missing", param="id")
+    return Response(found, media_type=MediaType.JSON)
+
+
+def create_payments_app(sandbox: PaymentsSandbox) -> Litestar:
+    """The routes: a create and a fetch for each kind of object."""
 
     @post("/v1/payment_intents")
     async def create_intent(request: Request[Any, Any, Any]) -> Response[Any]:
-        return await create(request, "payment_intents.create", sandbox.payment_intents)
+        return await _create(sandbox, request, "payment_intents.create", sandbox.payment_intents)
 
     @post("/v1/checkout/sessions")
     async def create_session(request: Request[Any, Any, Any]) -> Response[Any]:
-        return await create(request, "checkout_sessions.create", sandbox.checkout_sessions)
+        return await _create(
+            sandbox, request, "checkout_sessions.create", sandbox.checkout_sessions
+        )
 
     @get("/v1/payment_intents/{oid:str}")
     async def get_intent(request: Request[Any, Any, Any], oid: FromPath[str]) -> Response[Any]:
-        return await fetch(request, "payment_intents.get", sandbox.payment_intents, oid)
+        return await _fetch(sandbox, request, "payment_intents.get", sandbox.payment_intents, oid)
 
     @get("/v1/checkout/sessions/{oid:str}")
     async def get_session(request: Request[Any, Any, Any], oid: FromPath[str]) -> Response[Any]:
-        return await fetch(request, "checkout_sessions.get", sandbox.checkout_sessions, oid)
+        return await _fetch(
+            sandbox, request, "checkout_sessions.get", sandbox.checkout_sessions, oid
+        )
 
     return simulator_app([create_intent, create_session, get_intent, get_session])
 
