@@ -291,102 +291,122 @@ def _message_resource(
     }
 
 
+def _invalid_message(to: Any, sender: Any, service: Any, body: Any) -> Response[Any] | None:
+    """Twilio's answer to a message it would not send, checked in Twilio's order; ``None`` if
+    the message is acceptable."""
+    if not to:
+        return twilio_error(400, 21604, "A 'To' phone number is required.")
+    if not E164.match(str(to)):
+        return twilio_error(400, 21211, f"The 'To' number {to} is not a valid phone number.")
+    if not sender and not service:
+        return twilio_error(
+            400, 21603, "A 'From' phone number or a MessagingServiceSid is required."
+        )
+    if not body:
+        return twilio_error(400, 21602, "Message body is required.")
+    if len(str(body)) > 1600:
+        return twilio_error(400, 21617, "The concatenated message body exceeds 1600 characters.")
+    return None
+
+
+async def _create_message(
+    sandbox: TwilioSandbox, request: Request[Any, Any, Any], account_sid: str
+) -> Response[Any]:
+    if (fault := sandbox.state.hit("messages.create")) is not None:
+        return await fault_response(fault)
+    if not _twilio_account(sandbox, request, account_sid):
+        return twilio_error(401, 20003, "Authenticate")
+    form = await request.form()
+    to, body = form.get("To"), form.get("Body")
+    sender, service = form.get("From"), form.get("MessagingServiceSid")
+    if (invalid := _invalid_message(to, sender, service, body)) is not None:
+        return invalid
+    with sandbox._lock:
+        seq = len(sandbox.messages) + 1
+        sid = "SM" + hashlib.md5(f"{account_sid}:{seq}".encode(), usedforsecurity=False).hexdigest()
+        message = _message_resource(
+            account_sid,
+            sid,
+            str(to),
+            sender and str(sender),
+            service and str(service),
+            str(body),
+            sandbox.clock.now(),
+        )
+        sandbox.messages.append(message)
+    if (lost := await sandbox.lost.take()) is not None:
+        return lost
+    return Response(message, status_code=201, media_type=MediaType.JSON)
+
+
+async def _list_messages(
+    sandbox: TwilioSandbox, request: Request[Any, Any, Any], account_sid: str
+) -> Response[Any]:
+    if (fault := sandbox.state.hit("messages.list")) is not None:
+        return await fault_response(fault)
+    if not _twilio_account(sandbox, request, account_sid):
+        return twilio_error(401, 20003, "Authenticate")
+    query = request.query_params
+    page_size = min(1000, int(query.get("PageSize", "50") or 50))
+    with sandbox._lock:
+        found = [
+            m
+            for m in reversed(sandbox.messages)
+            if m["account_sid"] == account_sid
+            and ("To" not in query or m["to"] == query["To"])
+            and ("From" not in query or m["from"] == query["From"])
+        ][:page_size]
+    uri = f"/2010-04-01/Accounts/{account_sid}/Messages.json?PageSize={page_size}&Page=0"
+    return Response(
+        {
+            "messages": found,
+            "end": max(0, len(found) - 1),
+            "first_page_uri": uri,
+            "next_page_uri": None,
+            "page": 0,
+            "page_size": page_size,
+            "previous_page_uri": None,
+            "start": 0,
+            "uri": uri,
+        },
+        media_type=MediaType.JSON,
+    )
+
+
+async def _fetch_message(
+    sandbox: TwilioSandbox, request: Request[Any, Any, Any], account_sid: str, message_sid: str
+) -> Response[Any]:
+    if (fault := sandbox.state.hit("messages.get")) is not None:
+        return await fault_response(fault)
+    if not _twilio_account(sandbox, request, account_sid):
+        return twilio_error(401, 20003, "Authenticate")
+    sid = message_sid.removesuffix(".json")
+    with sandbox._lock:
+        found = next((m for m in sandbox.messages if m["sid"] == sid), None)
+    if found is None or found["account_sid"] != account_sid:
+        return twilio_error(404, 20404, f"The requested resource {request.url.path} was not found")
+    return Response(found, media_type=MediaType.JSON)
+
+
 def create_twilio_app(sandbox: TwilioSandbox) -> Litestar:
+    """The Messages resource of an account, each route answered by its handler above."""
     base = "/2010-04-01/Accounts/{account_sid:str}"
 
     @post(f"{base}/Messages.json")
     async def create(request: Request[Any, Any, Any], account_sid: FromPath[str]) -> Response[Any]:
-        if (fault := sandbox.state.hit("messages.create")) is not None:
-            return await fault_response(fault)
-        if not _twilio_account(sandbox, request, account_sid):
-            return twilio_error(401, 20003, "Authenticate")
-        form = await request.form()
-        to, body = form.get("To"), form.get("Body")
-        sender, service = form.get("From"), form.get("MessagingServiceSid")
-        if not to:
-            return twilio_error(400, 21604, "A 'To' phone number is required.")
-        if not E164.match(str(to)):
-            return twilio_error(400, 21211, f"The 'To' number {to} is not a valid phone number.")
-        if not sender and not service:
-            return twilio_error(
-                400, 21603, "A 'From' phone number or a MessagingServiceSid is required."
-            )
-        if not body:
-            return twilio_error(400, 21602, "Message body is required.")
-        if len(str(body)) > 1600:
-            return twilio_error(
-                400, 21617, "The concatenated message body exceeds 1600 characters."
-            )
-        with sandbox._lock:
-            seq = len(sandbox.messages) + 1
-            sid = (
-                "SM"
-                + hashlib.md5(f"{account_sid}:{seq}".encode(), usedforsecurity=False).hexdigest()
-            )
-            message = _message_resource(
-                account_sid,
-                sid,
-                str(to),
-                sender and str(sender),
-                service and str(service),
-                str(body),
-                sandbox.clock.now(),
-            )
-            sandbox.messages.append(message)
-        if (lost := await sandbox.lost.take()) is not None:
-            return lost
-        return Response(message, status_code=201, media_type=MediaType.JSON)
+        return await _create_message(sandbox, request, account_sid)
 
     @get(f"{base}/Messages.json")
     async def list_messages(
         request: Request[Any, Any, Any], account_sid: FromPath[str]
     ) -> Response[Any]:
-        if (fault := sandbox.state.hit("messages.list")) is not None:
-            return await fault_response(fault)
-        if not _twilio_account(sandbox, request, account_sid):
-            return twilio_error(401, 20003, "Authenticate")
-        query = request.query_params
-        page_size = min(1000, int(query.get("PageSize", "50") or 50))
-        with sandbox._lock:
-            found = [
-                m
-                for m in reversed(sandbox.messages)
-                if m["account_sid"] == account_sid
-                and ("To" not in query or m["to"] == query["To"])
-                and ("From" not in query or m["from"] == query["From"])
-            ][:page_size]
-        uri = f"/2010-04-01/Accounts/{account_sid}/Messages.json?PageSize={page_size}&Page=0"
-        return Response(
-            {
-                "messages": found,
-                "end": max(0, len(found) - 1),
-                "first_page_uri": uri,
-                "next_page_uri": None,
-                "page": 0,
-                "page_size": page_size,
-                "previous_page_uri": None,
-                "start": 0,
-                "uri": uri,
-            },
-            media_type=MediaType.JSON,
-        )
+        return await _list_messages(sandbox, request, account_sid)
 
     @get(f"{base}/Messages/{{message_sid:str}}")
     async def fetch(
         request: Request[Any, Any, Any], account_sid: FromPath[str], message_sid: FromPath[str]
     ) -> Response[Any]:
-        if (fault := sandbox.state.hit("messages.get")) is not None:
-            return await fault_response(fault)
-        if not _twilio_account(sandbox, request, account_sid):
-            return twilio_error(401, 20003, "Authenticate")
-        sid = message_sid.removesuffix(".json")
-        with sandbox._lock:
-            found = next((m for m in sandbox.messages if m["sid"] == sid), None)
-        if found is None or found["account_sid"] != account_sid:
-            return twilio_error(
-                404, 20404, f"The requested resource {request.url.path} was not found"
-            )
-        return Response(found, media_type=MediaType.JSON)
+        return await _fetch_message(sandbox, request, account_sid, message_sid)
 
     return simulator_app([create, list_messages, fetch])
 
