@@ -78,112 +78,121 @@ def _batch_item(reply: SimReply | Fault, include_headers: bool) -> dict[str, Any
     }
 
 
+def _sub_request_error(message: str) -> dict[str, Any]:
+    """A batch item Meta refuses before carrying it out, answered in its slot of the batch."""
+    return {
+        "code": 400,
+        "headers": [],
+        "body": msgspec.json.encode(graph_error(100, message)).decode(),
+    }
+
+
+def _batch_items(params: dict[str, str]) -> list[Any] | Response[Any]:
+    """The decoded ``batch`` parameter, or Meta's answer to a missing, empty or too long one."""
+    try:
+        items = msgspec.json.decode(params.get("batch", ""))
+    except msgspec.DecodeError:
+        items = None
+    if not isinstance(items, list) or not items:
+        return _response(SimReply(400, graph_error(100, "(#100) The parameter batch is required")))
+    if len(items) > MAX_BATCH:
+        return _response(
+            SimReply(
+                400,
+                graph_error(
+                    1, f"Too many requests in batch message. Maximum batch size is {MAX_BATCH}"
+                ),
+            )
+        )
+    return items
+
+
+def _record_batch(world: GraphWorld, items: list[Any]) -> None:
+    """Keep the batch as (method, relative URL, body) per item, for tests to read."""
+    world.batch_calls.append(
+        [
+            (
+                str(item.get("method", "GET")).upper(),
+                str(item.get("relative_url", "")),
+                item.get("body"),
+            )
+            if isinstance(item, dict)
+            else ("?", "", None)
+            for item in items
+        ]
+    )
+
+
+def _run_batch_item(
+    world: GraphWorld, item: Any, token: str, include_headers: bool
+) -> dict[str, Any] | None:
+    """Carry out one sub-request of a batch, with the batch's token unless it names its own."""
+    if not isinstance(item, dict) or "relative_url" not in item:
+        return _sub_request_error("(#100) relative_url is required")
+    if "body" in item and not isinstance(item["body"], str):
+        # Meta takes a sub-request's parameters as one form-encoded string, not an object.
+        return _sub_request_error("(#100) body must be a form-encoded string")
+    url = urlsplit(str(item["relative_url"]).lstrip("/"))
+    sub = dict(parse_qsl(url.query))
+    if isinstance(item.get("body"), str):
+        sub.update(dict(parse_qsl(item["body"])))
+    method = str(item.get("method", "GET")).upper()
+    reply = world.handle(method, url.path, sub, sub.get("access_token") or token)
+    return _batch_item(reply, include_headers)
+
+
+async def _answer(
+    world: GraphWorld, request: AnyRequest, path: str, params: dict[str, str]
+) -> Response[Any]:
+    reply = world.handle(request.method, path, params, _token(request, params))
+    if isinstance(reply, Fault):
+        return await fault_response(reply)
+    return _response(reply)
+
+
+async def _batch(world: GraphWorld, request: AnyRequest, params: dict[str, str]) -> Response[Any]:
+    token = _token(request, params)
+    if token is None or token not in world.tokens:
+        return _response(
+            SimReply(
+                400, graph_error(190, "Invalid OAuth access token - Cannot parse access token")
+            )
+        )
+    fault = world.state.hit("batch")
+    if fault is not None:
+        return await fault_response(fault)
+    items = _batch_items(params)
+    if isinstance(items, Response):
+        return items
+    include_headers = params.get("include_headers", "true").lower() != "false"
+    _record_batch(world, items)
+    writes = any(isinstance(i, dict) and str(i.get("method", "")).upper() == "POST" for i in items)
+    nulls = world.take_null_items(writes=writes)
+    # The last ``nulls`` items are not reached before the timeout: they are not carried out.
+    reached = items[: len(items) - nulls] if nulls else items
+    out = [_run_batch_item(world, item, token, include_headers) for item in reached]
+    out.extend([None] * (len(items) - len(reached)))
+    return Response(out, status_code=200, media_type=MediaType.JSON)
+
+
 def create_app(world: GraphWorld) -> Litestar:
     """The simulator's ASGI app over ``world``."""
 
-    async def answer(request: AnyRequest, path: str, params: dict[str, str]) -> Response[Any]:
-        reply = world.handle(request.method, path, params, _token(request, params))
-        if isinstance(reply, Fault):
-            return await fault_response(reply)
-        return _response(reply)
-
     @get("/{path:path}", media_type=MediaType.JSON)
     async def graph_get(request: AnyRequest, path: FromPath[str]) -> Response[Any]:
-        return await answer(request, path, await _params(request))
+        return await _answer(world, request, path, await _params(request))
 
     @post("/{path:path}", media_type=MediaType.JSON, status_code=200)
     async def graph_post(request: AnyRequest, path: FromPath[str]) -> Response[Any]:
         params = await _params(request)
         # ``POST /<version>/`` with a batch is the same batch endpoint as ``POST /``.
         if "batch" in params and "/" not in path.strip("/"):
-            return await batch(request, params)
-        return await answer(request, path, params)
+            return await _batch(world, request, params)
+        return await _answer(world, request, path, params)
 
     @post("/", media_type=MediaType.JSON, status_code=200)
     async def graph_root(request: AnyRequest) -> Response[Any]:
-        return await batch(request, await _params(request))
-
-    async def batch(request: AnyRequest, params: dict[str, str]) -> Response[Any]:
-        token = _token(request, params)
-        if token is None or token not in world.tokens:
-            return _response(
-                SimReply(
-                    400, graph_error(190, "Invalid OAuth access token - Cannot parse access token")
-                )
-            )
-        fault = world.state.hit("batch")
-        if fault is not None:
-            return await fault_response(fault)
-        try:
-            items = msgspec.json.decode(params.get("batch", ""))
-        except msgspec.DecodeError:
-            items = None
-        if not isinstance(items, list) or not items:
-            return _response(
-                SimReply(400, graph_error(100, "(#100) The parameter batch is required"))
-            )
-        if len(items) > MAX_BATCH:
-            return _response(
-                SimReply(
-                    400,
-                    graph_error(
-                        1, f"Too many requests in batch message. Maximum batch size is {MAX_BATCH}"
-                    ),
-                )
-            )
-        include_headers = params.get("include_headers", "true").lower() != "false"
-        world.batch_calls.append(
-            [
-                (
-                    str(item.get("method", "GET")).upper(),
-                    str(item.get("relative_url", "")),
-                    item.get("body"),
-                )
-                if isinstance(item, dict)
-                else ("?", "", None)
-                for item in items
-            ]
-        )
-        writes = any(
-            isinstance(i, dict) and str(i.get("method", "")).upper() == "POST" for i in items
-        )
-        nulls = world.take_null_items(writes=writes)
-        # The last ``nulls`` items are not reached before the timeout: they are not carried out.
-        reached = items[: len(items) - nulls] if nulls else items
-        out: list[dict[str, Any] | None] = []
-        for item in reached:
-            if not isinstance(item, dict) or "relative_url" not in item:
-                out.append(
-                    {
-                        "code": 400,
-                        "headers": [],
-                        "body": msgspec.json.encode(
-                            graph_error(100, "(#100) relative_url is required")
-                        ).decode(),
-                    }
-                )
-                continue
-            if "body" in item and not isinstance(item["body"], str):
-                # Meta takes a sub-request's parameters as one form-encoded string, not an object.
-                out.append(
-                    {
-                        "code": 400,
-                        "headers": [],
-                        "body": msgspec.json.encode(
-                            graph_error(100, "(#100) body must be a form-encoded string")
-                        ).decode(),
-                    }
-                )
-                continue
-            url = urlsplit(str(item["relative_url"]).lstrip("/"))
-            sub = dict(parse_qsl(url.query))
-            if isinstance(item.get("body"), str):
-                sub.update(dict(parse_qsl(item["body"])))
-            method = str(item.get("method", "GET")).upper()
-            reply = world.handle(method, url.path, sub, sub.get("access_token") or token)
-            out.append(_batch_item(reply, include_headers))
-        out.extend([None] * (len(items) - len(reached)))
-        return Response(out, status_code=200, media_type=MediaType.JSON)
+        return await _batch(world, request, await _params(request))
 
     return simulator_app([graph_root, graph_get, graph_post])
 
