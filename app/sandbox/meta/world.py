@@ -614,58 +614,10 @@ class GraphWorld(HttpSimulator):
         fault = self._hit("campaign.update", campaign.id, fields=dict(params))
         if fault is not None:
             return fault
-        writable = {"status", "name"} | (
-            {"daily_budget", "lifetime_budget"} if campaign.edge != "ads" else set()
-        )
-        changes = {k: v for k, v in params.items() if k in writable}
-        unknown = set(params) - writable - {"access_token"}
-        if unknown or not changes:
-            raise BadRequest(f"(#100) Invalid parameter: {', '.join(sorted(unknown)) or 'none'}")
-        if "lifetime_budget" in changes:
-            raw = changes["lifetime_budget"]
-            if not raw.isdigit() or int(raw) <= 0:
-                raise BadRequest("(#100) Invalid parameter: lifetime_budget", subcode=1885272)
-            if campaign.lifetime_budget is None:
-                raise BadRequest(
-                    "(#100) An object with a daily budget cannot get a lifetime budget",
-                    subcode=1885621,
-                )
-        if "status" in changes and changes["status"] not in SETTABLE_STATUSES:
-            raise BadRequest("(#100) Param status must be one of {ACTIVE, PAUSED, …}")
-        if "daily_budget" in changes:
-            raw = changes["daily_budget"]
-            if not raw.isdigit() or int(raw) <= 0:
-                raise BadRequest("(#100) Invalid parameter: daily_budget", subcode=1885272)
-            if campaign.lifetime_budget is not None:
-                raise BadRequest(
-                    "(#100) A campaign with a lifetime budget cannot get a daily budget",
-                    subcode=1885621,
-                )
-            if campaign.edge == "campaigns" and campaign.daily_budget is None:
-                # The budget sits on the campaign's ad sets (no campaign budget optimisation).
-                raise BadRequest(
-                    "(#100) The campaign has no budget: its ad sets have theirs",
-                    subcode=1885650,
-                )
-        if "name" in changes and not changes["name"].strip():
-            raise BadRequest("(#100) Invalid parameter: name")
-        if campaign.effective_status == "DELETED":
-            raise BadRequest("(#100) A deleted object cannot be edited", subcode=1487301)
-        if campaign.effective_status == "ARCHIVED" and (
-            "daily_budget" in changes or changes.get("status", "DELETED") != "DELETED"
-        ):
-            # An archived object takes only a new name, or status DELETED.
-            raise BadRequest(
-                "(#100) An archived object can only be renamed or deleted", subcode=1487302
-            )
-        if "status" in changes:
-            campaign.effective_status = changes["status"]
-        if "daily_budget" in changes:
-            campaign.daily_budget = int(changes["daily_budget"])
-        if "lifetime_budget" in changes:
-            campaign.lifetime_budget = int(changes["lifetime_budget"])
-        if "name" in changes:
-            campaign.name = changes["name"]
+        changes = _campaign_changes(campaign, params)
+        _check_values(campaign, changes)
+        _check_editable(campaign, changes)
+        _apply_changes(campaign, changes)
         self.updates.append((campaign.id, changes))
         return SimReply(200, {"success": True}, self.usage_headers(account.id))
 
@@ -819,3 +771,78 @@ def _matches(campaign: SimCampaign, filtering: list[dict[str, Any]]) -> bool:
         if op == "NOT_CONTAIN" and str(value).lower() in actual.lower():
             return False
     return True
+
+
+# -- a campaign, ad set or ad update, checked in Meta's order --------------------------------------
+
+
+def _campaign_changes(campaign: SimCampaign, params: dict[str, str]) -> dict[str, str]:
+    """The fields the update sets; an unknown field, or none at all, is refused."""
+    writable = {"status", "name"} | (
+        {"daily_budget", "lifetime_budget"} if campaign.edge != "ads" else set()
+    )
+    changes = {k: v for k, v in params.items() if k in writable}
+    unknown = set(params) - writable - {"access_token"}
+    if unknown or not changes:
+        raise BadRequest(f"(#100) Invalid parameter: {', '.join(sorted(unknown)) or 'none'}")
+    return changes
+
+
+def _check_values(campaign: SimCampaign, changes: dict[str, str]) -> None:
+    if "lifetime_budget" in changes:
+        _check_lifetime_budget(campaign, changes["lifetime_budget"])
+    if "status" in changes and changes["status"] not in SETTABLE_STATUSES:
+        raise BadRequest("(#100) Param status must be one of {ACTIVE, PAUSED, …}")
+    if "daily_budget" in changes:
+        _check_daily_budget(campaign, changes["daily_budget"])
+    if "name" in changes and not changes["name"].strip():
+        raise BadRequest("(#100) Invalid parameter: name")
+
+
+def _check_lifetime_budget(campaign: SimCampaign, raw: str) -> None:
+    if not raw.isdigit() or int(raw) <= 0:
+        raise BadRequest("(#100) Invalid parameter: lifetime_budget", subcode=1885272)
+    if campaign.lifetime_budget is None:
+        raise BadRequest(
+            "(#100) An object with a daily budget cannot get a lifetime budget",
+            subcode=1885621,
+        )
+
+
+def _check_daily_budget(campaign: SimCampaign, raw: str) -> None:
+    if not raw.isdigit() or int(raw) <= 0:
+        raise BadRequest("(#100) Invalid parameter: daily_budget", subcode=1885272)
+    if campaign.lifetime_budget is not None:
+        raise BadRequest(
+            "(#100) A campaign with a lifetime budget cannot get a daily budget",
+            subcode=1885621,
+        )
+    if campaign.edge == "campaigns" and campaign.daily_budget is None:
+        # The budget sits on the campaign's ad sets (no campaign budget optimisation).
+        raise BadRequest(
+            "(#100) The campaign has no budget: its ad sets have theirs",
+            subcode=1885650,
+        )
+
+
+def _check_editable(campaign: SimCampaign, changes: dict[str, str]) -> None:
+    """A deleted object takes no update; an archived one only a new name, or status DELETED."""
+    if campaign.effective_status == "DELETED":
+        raise BadRequest("(#100) A deleted object cannot be edited", subcode=1487301)
+    if campaign.effective_status == "ARCHIVED" and (
+        "daily_budget" in changes or changes.get("status", "DELETED") != "DELETED"
+    ):
+        raise BadRequest(
+            "(#100) An archived object can only be renamed or deleted", subcode=1487302
+        )
+
+
+def _apply_changes(campaign: SimCampaign, changes: dict[str, str]) -> None:
+    if "status" in changes:
+        campaign.effective_status = changes["status"]
+    if "daily_budget" in changes:
+        campaign.daily_budget = int(changes["daily_budget"])
+    if "lifetime_budget" in changes:
+        campaign.lifetime_budget = int(changes["lifetime_budget"])
+    if "name" in changes:
+        campaign.name = changes["name"]
