@@ -214,6 +214,30 @@ def _error(status: int, google_status: str, message: str) -> Response[bytes]:
     return Response(_encoder.encode(body), status_code=status, media_type=MediaType.JSON)
 
 
+def _credentials_error(
+    sandbox: SheetsSandbox, request: Request[Any, Any, Any]
+) -> Response[bytes] | None:
+    """Google's answer to a request without valid credentials: an API key (``?key=``) or an
+    OAuth bearer token; ``None`` if the request carries valid ones."""
+    key = request.query_params.get("key")
+    auth = request.headers.get("authorization", "")
+    if key is not None:
+        if key not in sandbox.api_keys:
+            return _error(
+                400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."
+            )
+    elif auth.lower().startswith("bearer "):
+        if auth[7:].strip() not in sandbox.bearer_tokens:
+            return _error(
+                401,
+                "UNAUTHENTICATED",
+                "Request had invalid authentication credentials.",
+            )
+    else:
+        return _error(403, "PERMISSION_DENIED", "The request is missing a valid API key.")
+    return None
+
+
 def create_sheets_app(sandbox: SheetsSandbox) -> Litestar:
     @get("/v4/spreadsheets/{spreadsheet_id:str}/values/{range_a1:path}")
     async def values_get(
@@ -223,22 +247,8 @@ def create_sheets_app(sandbox: SheetsSandbox) -> Litestar:
         fault = sandbox.state.hit("values.get", spreadsheet_id=spreadsheet_id, range=range_a1)
         if fault is not None:
             return await fault_response(fault)
-        key = request.query_params.get("key")
-        auth = request.headers.get("authorization", "")
-        if key is not None:
-            if key not in sandbox.api_keys:
-                return _error(
-                    400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."
-                )
-        elif auth.lower().startswith("bearer "):
-            if auth[7:].strip() not in sandbox.bearer_tokens:
-                return _error(
-                    401,
-                    "UNAUTHENTICATED",
-                    "Request had invalid authentication credentials.",
-                )
-        else:
-            return _error(403, "PERMISSION_DENIED", "The request is missing a valid API key.")
+        if (refused := _credentials_error(sandbox, request)) is not None:
+            return refused
         if spreadsheet_id not in sandbox.spreadsheets:
             return _error(404, "NOT_FOUND", "Requested entity was not found.")
         sheet_name, cells = _split_range(range_a1)
