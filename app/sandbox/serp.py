@@ -788,74 +788,84 @@ def _json(body: dict[str, Any], status: int = 200) -> Response[bytes]:
 Runner = Callable[[], Awaitable[Response[Any]]]
 
 
+async def _answer(
+    sim: SerpSimulator, request: Request[Any, Any, Any], kind: str, run: Runner, **details: Any
+) -> Response[Any]:
+    """Count the call under its kind, answer a programmed fault or a refused login, else run it."""
+    fault = sim.state.hit(kind, **details)
+    if fault is not None:
+        return await fault_response(fault)
+    if not sim.authorised(request.headers.get("authorization", "")):
+        return _json(_envelope([], status_code=40100), status=401)
+    return await run()
+
+
+def _poster(sim: SerpSimulator, endpoint: str, kind: str) -> Any:
+    """The ``task_post`` handler of ``endpoint``."""
+
+    async def handler(request: Request[Any, Any, Any]) -> Response[Any]:
+        async def run() -> Response[Any]:
+            try:
+                raw = msgspec.json.decode(await request.body())
+            except msgspec.DecodeError:
+                return _json(_envelope([], status_code=40501, message="Invalid JSON."))
+            body, ready = sim.post_tasks(endpoint, raw)
+            sim.notify(ready)
+            return _json(body)
+
+        return await _answer(sim, request, kind, run)
+
+    return handler
+
+
+def _ready_lister(sim: SerpSimulator, endpoint: str, kind: str) -> Any:
+    """The ``tasks_ready`` handler of ``endpoint``."""
+
+    async def handler(request: Request[Any, Any, Any]) -> Response[Any]:
+        async def run() -> Response[Any]:
+            body, became_ready = sim.tasks_ready(endpoint)
+            sim.notify(became_ready)
+            return _json(body)
+
+        return await _answer(sim, request, kind, run)
+
+    return handler
+
+
+def _getter(sim: SerpSimulator, endpoint: str, kind: str) -> Any:
+    """The ``task_get`` handler of ``endpoint``."""
+
+    async def handler(request: Request[Any, Any, Any], task_id: FromPath[str]) -> Response[Any]:
+        async def run() -> Response[Any]:
+            body, became_ready = sim.task_get(endpoint, task_id)
+            sim.notify(became_ready)
+            return _json(body)
+
+        return await _answer(sim, request, kind, run, task_id=task_id)
+
+    return handler
+
+
 def create_serp_app(sim: SerpSimulator) -> Litestar:
     """The simulator's routes; each call is counted under its kind before anything else."""
-
-    async def answer(
-        request: Request[Any, Any, Any], kind: str, run: Runner, **details: Any
-    ) -> Response[Any]:
-        fault = sim.state.hit(kind, **details)
-        if fault is not None:
-            return await fault_response(fault)
-        if not sim.authorised(request.headers.get("authorization", "")):
-            return _json(_envelope([], status_code=40100), status=401)
-        return await run()
-
-    def poster(endpoint: str, kind: str) -> Any:
-        async def handler(request: Request[Any, Any, Any]) -> Response[Any]:
-            async def run() -> Response[Any]:
-                try:
-                    raw = msgspec.json.decode(await request.body())
-                except msgspec.DecodeError:
-                    return _json(_envelope([], status_code=40501, message="Invalid JSON."))
-                body, ready = sim.post_tasks(endpoint, raw)
-                sim.notify(ready)
-                return _json(body)
-
-            return await answer(request, kind, run)
-
-        return handler
-
-    def ready_lister(endpoint: str, kind: str) -> Any:
-        async def handler(request: Request[Any, Any, Any]) -> Response[Any]:
-            async def run() -> Response[Any]:
-                body, became_ready = sim.tasks_ready(endpoint)
-                sim.notify(became_ready)
-                return _json(body)
-
-            return await answer(request, kind, run)
-
-        return handler
-
-    def getter(endpoint: str, kind: str) -> Any:
-        async def handler(request: Request[Any, Any, Any], task_id: FromPath[str]) -> Response[Any]:
-            async def run() -> Response[Any]:
-                body, became_ready = sim.task_get(endpoint, task_id)
-                sim.notify(became_ready)
-                return _json(body)
-
-            return await answer(request, kind, run, task_id=task_id)
-
-        return handler
-
     handlers = [
         post(f"{SERP_PREFIX}/task_post", name="serp_post", status_code=200)(
-            poster("serp", "serp.task_post")
+            _poster(sim, "serp", "serp.task_post")
         ),
         get(f"{SERP_PREFIX}/tasks_ready", name="serp_ready")(
-            ready_lister("serp", "serp.tasks_ready")
+            _ready_lister(sim, "serp", "serp.tasks_ready")
         ),
         get(f"{SERP_PREFIX}/task_get/regular/{{task_id:str}}", name="serp_get")(
-            getter("serp", "serp.task_get")
+            _getter(sim, "serp", "serp.task_get")
         ),
         post(f"{KEYWORDS_PREFIX}/task_post", name="keywords_post", status_code=200)(
-            poster("keywords", "keywords.task_post")
+            _poster(sim, "keywords", "keywords.task_post")
         ),
         get(f"{KEYWORDS_PREFIX}/tasks_ready", name="keywords_ready")(
-            ready_lister("keywords", "keywords.tasks_ready")
+            _ready_lister(sim, "keywords", "keywords.tasks_ready")
         ),
         get(f"{KEYWORDS_PREFIX}/task_get/{{task_id:str}}", name="keywords_get")(
-            getter("keywords", "keywords.task_get")
+            _getter(sim, "keywords", "keywords.task_get")
         ),
     ]
     return simulator_app(handlers)
