@@ -154,8 +154,9 @@ class _Task:
 
 class SerpSimulator(HttpSimulator):
     """The simulated provider: its data, programming methods and its Litestar :attr:`app`.
-    :meth:`reset` keeps the seed, credentials, prices, limits and clock it was built with, gives
-    back the starting funds and forgets every task, placement, script, cost and delivery.
+    :meth:`reset` gives back the seed, credentials, prices, limits and clock it was built with
+    (whatever a test set them to since) and the starting funds, and forgets every task,
+    placement, script, cost and delivery (cancelling the deliveries still on their way).
 
     Args:
         seed: makes every ranking and keyword volume reproducible.
@@ -203,6 +204,7 @@ class SerpSimulator(HttpSimulator):
         self.ready_after_polls = ready_after_polls
         self.prices = prices or SerpPrices()
         self.clock: Clock = clock or SystemClock()
+        self._built = (self.tasks_ready_per_minute, ready_after_polls, self.prices, self.clock)
         self.state = SandboxState()
         # Re-entrant: answering a task (under the lock) reads the placements (under the lock).
         self._lock = threading.RLock()
@@ -212,6 +214,13 @@ class SerpSimulator(HttpSimulator):
 
     def reset_data(self) -> None:
         with self._lock:
+            self.tasks_ready_per_minute, self.ready_after_polls, self.prices, self.clock = (
+                self._built
+            )
+            # A postback made before the reset is not sent on into the next test's world. The
+            # simulator may be served from another thread's loop.
+            for delivery in list(self._background):
+                delivery.get_loop().call_soon_threadsafe(delivery.cancel)
             self.funds = self._starting_funds
             self.ready_calls = {"serp": [], "keywords": []}
             self.rate_limited = 0
@@ -569,11 +578,12 @@ class SerpSimulator(HttpSimulator):
                 ):
                     continue
                 task.notified = True
-            job = asyncio.get_running_loop().create_task(self._deliver(task))
+            # Recorded in the list of the test that made the task ready, even if it ends first.
+            job = asyncio.get_running_loop().create_task(self._deliver(task, self.deliveries))
             self._background.add(job)
             job.add_done_callback(self._background.discard)
 
-    async def _deliver(self, task: _Task) -> None:
+    async def _deliver(self, task: _Task, record: list[tuple[str, int | str]]) -> None:
         async with httpx.AsyncClient(timeout=10.0) as http:
             postback = task.data.get("postback_url")
             if isinstance(postback, str):
@@ -582,6 +592,7 @@ class SerpSimulator(HttpSimulator):
                 body = gzip.compress(_encoder.encode(_envelope([answer])))
                 await self._send(
                     http,
+                    record,
                     "POST",
                     postback,
                     content=body,
@@ -590,16 +601,23 @@ class SerpSimulator(HttpSimulator):
             pingback = task.data.get("pingback_url")
             if isinstance(pingback, str):
                 url = pingback.replace("$id", task.id).replace("$tag", task.tag)
-                await self._send(http, "GET", url)
+                await self._send(http, record, "GET", url)
 
-    async def _send(self, http: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> None:
+    async def _send(
+        self,
+        http: httpx.AsyncClient,
+        record: list[tuple[str, int | str]],
+        method: str,
+        url: str,
+        **kwargs: Any,
+    ) -> None:
         try:
             response = await http.request(method, url, **kwargs)
             outcome: int | str = response.status_code
         except httpx.HTTPError as exc:
             outcome = type(exc).__name__
         with self._lock:
-            self.deliveries.append((url, outcome))
+            record.append((url, outcome))
 
     def authorised(self, header: str) -> bool:
         scheme, _, encoded = header.partition(" ")

@@ -26,7 +26,7 @@ from app.sandbox.letter import LetterSandbox
 from app.sandbox.meta import GraphWorld
 from app.sandbox.payments import LostResponses, PaymentsSandbox
 from app.sandbox.push import PushSandbox
-from app.sandbox.serp import SerpSimulator
+from app.sandbox.serp import SerpPrices, SerpSimulator
 from app.sandbox.sheets import SheetsSandbox
 from app.sandbox.sms import SmsSandbox, TwilioSandbox
 from app.sandbox.smtp import SmtpSink
@@ -83,12 +83,26 @@ def _payments(sandbox: PaymentsSandbox) -> None:
     sandbox.webhooks.roll()
 
 
+def _serp(sim: SerpSimulator) -> None:
+    sim.place("red shoes", "acme.com", 1)
+    sim.script("red shoes", queue_polls=2)
+    # What a test may set for itself goes back to what the simulator was built with.
+    sim.prices = SerpPrices(serp_page_standard=Decimal("0.006"))
+    sim.ready_after_polls = 3
+    sim.tasks_ready_per_minute = 1
+    sim.clock = ManualClock(datetime(2027, 1, 1, tzinfo=UTC))
+
+
 def _serp_data(sim: SerpSimulator) -> object:
     return (
         sim.tasks_posted,
         sim.total_cost,
         sim.funds,
         sim.ranking("red shoes", "desktop", 2840, "en"),
+        sim.prices,
+        sim.ready_after_polls,
+        sim.tasks_ready_per_minute,
+        sim.clock.now(),
     )
 
 
@@ -204,7 +218,7 @@ CASES: dict[str, Case] = {
         lambda: SerpSimulator(
             seed=4, login="l", password="p", funds=Decimal(5), clock=ManualClock(NOW)
         ),
-        lambda s: (s.place("red shoes", "acme.com", 1), s.script("red shoes", queue_polls=2)),
+        _serp,
         lambda h: h.post(
             "/v3/serp/google/organic/task_post",
             json=[{"keyword": "red shoes", "location_code": 2840, "language_code": "en"}],
