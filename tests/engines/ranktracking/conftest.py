@@ -28,15 +28,23 @@ from tests.factories import Tenant
 DOMAIN = "acme-shop.com"
 
 
-@pytest.fixture
-async def sim(runtime: Runtime) -> AsyncIterator[SerpSimulator]:
-    """The provider simulator on a loopback port; the runtime's jobs use a client pointed at it
-    (the production client, only the base URL differs)."""
-    simulator = SerpSimulator(seed=3, login="acme", password="acme-secret", clock=runtime.clock)
-    async with simulator_in_loop(simulator) as url:
-        client = SerpClient(url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
-        runtime.resources.provide(RankTrackingDeps, lambda: ranktracking_deps(runtime, serp=client))
+@pytest.fixture(scope="module")
+async def served_sim() -> AsyncIterator[SerpSimulator]:
+    """One provider simulator on a loopback port per module; each test gets it reset."""
+    simulator = SerpSimulator(seed=3, login="acme", password="acme-secret")
+    async with simulator_in_loop(simulator):
         yield simulator
+
+
+@pytest.fixture
+def sim(served_sim: SerpSimulator, runtime: Runtime) -> SerpSimulator:
+    """The provider simulator, fresh, dating its tasks on the test's clock; the runtime's jobs use
+    a client pointed at it (the production client, only the base URL differs)."""
+    served_sim.reset()
+    served_sim.clock = runtime.clock
+    client = SerpClient(served_sim.url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
+    runtime.resources.provide(RankTrackingDeps, lambda: ranktracking_deps(runtime, serp=client))
+    return served_sim
 
 
 @pytest.fixture
