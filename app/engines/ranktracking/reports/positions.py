@@ -4,52 +4,25 @@ URL that ranked and the search volume where keyword data exists; filtered, sorte
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, Literal
-
-from sqlalchemy import func, select
+from dataclasses import dataclass
+from typing import Literal
 
 from app.db.session import ReadSession
-from app.engines.ranktracking.models import RETRIEVED, Result, Schedule
-from app.engines.ranktracking.reports.measurements import Column, measured_runs
-from app.engines.ranktracking.reports.schemas import (
-    CellOut,
-    Change,
-    ColumnOut,
-    CompetitorCell,
-    PositionRow,
-    PositionsPage,
+from app.engines.ranktracking.models import Schedule
+from app.engines.ranktracking.reports.measurements import Column
+from app.engines.ranktracking.reports.position_keys import (
+    SQL_SORTS,
+    Filters,
+    Key,
+    matching_keys,
 )
-from app.engines.ranktracking.reports.serp_reading import winnable
+from app.engines.ranktracking.reports.position_rows import position_rows
+from app.engines.ranktracking.reports.schemas import ColumnOut, PositionRow, PositionsPage
 from app.engines.ranktracking.reports.summary import run_summaries
-from app.engines.ranktracking.reports.targets import url_flags
 from app.engines.ranktracking.reports.volume import search_volumes
+from app.engines.ranktracking.reports.window import Window, table_window
 from app.errors import ValidationFailed
 from app.pagination import checked_limit, cursor_number
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """One stored result, as the table reads it."""
-
-    state: str
-    position: int | None
-    url: str | None
-    competitors: dict[str, int | None] | None
-    features: list[str] | None
-    owned_features: list[str] | None
-
-    @property
-    def ranked(self) -> int | None:
-        return self.position if self.state == RETRIEVED else None
-
-    def competitor(self, domain: str) -> tuple[int | None] | None:
-        """``(position,)`` when this result read the domain; None when it did not."""
-        if self.state != RETRIEVED or self.competitors is None or domain not in self.competitors:
-            return None
-        return (self.competitors[domain],)
-
 
 SortKey = Literal["keyword", "device", "position", "change", "best", "volume", "url"]
 SORT_KEYS = ("keyword", "device", "position", "change", "best", "volume", "url")
@@ -102,222 +75,87 @@ class TableQuery:
         return cursor_number(self.cursor) or 0
 
 
-def change_of(
-    latest: tuple[str, int | None] | None, previous: int | None
-) -> tuple[Change | None, int | None]:
-    """The change and the places gained, from the latest (state, position) and the previous
-    measured position (None: not ranked then, or not measured)."""
-    if latest is None or latest[0] != RETRIEVED:
-        return None, None
-    position = latest[1]
-    if position is None:
-        return ("lost", None) if previous is not None else ("unranked", None)
-    if previous is None:
-        return "new", None
-    delta = previous - position
-    return ("up" if delta > 0 else "down" if delta < 0 else "same"), delta
-
-
-def _moved(row: PositionRow, places: int) -> bool:
-    if row.change in ("new", "lost"):
-        return True
-    return row.delta is not None and abs(row.delta) >= places
-
-
-def _matches(row: PositionRow, q: TableQuery) -> bool:
-    if q.device is not None and row.device != q.device:
-        return False
-    if q.moved is not None and not _moved(row, q.moved):
-        return False
-    if q.in_top is not None and (row.position is None or row.position > q.in_top):
-        return False
-    if q.out_of_top is not None and (
-        row.state != RETRIEVED or (row.position is not None and row.position <= q.out_of_top)
-    ):
-        return False
+def _shows(row: PositionRow, q: TableQuery) -> bool:
+    """The filters only a built row can answer (the others are the database's)."""
     if q.url_issues and not row.url_flags:
         return False
     if q.features == "owned" and not row.owned_features:
         return False
-    if q.features == "winnable" and not row.winnable_features:
-        return False
-    return not (q.search and q.search.casefold() not in row.keyword)
+    return not (q.features == "winnable" and not row.winnable_features)
 
 
-_CHANGE_ORDER = {"up": 0, "new": 1, "same": 2, "unranked": 3, "down": 4, "lost": 5}
-
-_SORT_VALUE: dict[str, Callable[[PositionRow], Any]] = {
-    "keyword": lambda r: r.keyword,
-    "device": lambda r: r.device,
-    "position": lambda r: r.position,
-    "best": lambda r: r.best,
-    "volume": lambda r: r.search_volume,
-    "url": lambda r: r.url,
-    # Ascending: gains (biggest first), new, same, unranked, losses (smallest first), lost.
-    "change": lambda r: (_CHANGE_ORDER[r.change], -(r.delta or 0)) if r.change else None,
-}
-
-
-def sort_rows(rows: list[PositionRow], key: str, order: str) -> list[PositionRow]:
-    """Sorted by ``key`` then keyword and device; rows without a value always come last."""
-    value = _SORT_VALUE[key]
-    rows = sorted(rows, key=lambda r: (r.keyword, r.device))
-    present = [r for r in rows if value(r) is not None]
-    absent = [r for r in rows if value(r) is None]
-    present.sort(key=value, reverse=order == "desc")
+def _by_volume(keys: list[Key], volumes: dict[str, int], order: str) -> list[Key]:
+    """``keys`` (by keyword and device) ordered by search volume; keywords without one last."""
+    present = [k for k in keys if k.keyword in volumes]
+    absent = [k for k in keys if k.keyword not in volumes]
+    present.sort(key=lambda k: volumes[k.keyword], reverse=order == "desc")
     return present + absent
 
 
 async def build_rows(
     session: ReadSession, schedule: Schedule, columns: list[Column], previous: Column | None
 ) -> list[PositionRow]:
-    """Every (keyword, device) row of the measured ``columns``; ``previous`` is the measurement
-    before the first column, read only for the change of a device measured once in the window."""
-    every = ([previous] if previous is not None else []) + columns
-    run_ids = [run_id for c in every for run_id in c.runs.values()]
-    # The JSON values (competitors, features) are read only from each device's last two runs:
-    # decoding them for every cell of the window was most of the table's time.
-    recent: set[int] = set()
-    for measured in {d for c in every for d in c.runs}:
-        recent.update([c.runs[measured] for c in every if measured in c.runs][-2:])
-    cells: dict[tuple[str, str], dict[int, Found]] = {}
-    if run_ids:
-        rows = await session.execute(
-            select(
-                Result.keyword,
-                Result.device,
-                Result.run_id,
-                Result.state,
-                Result.position,
-                Result.url,
-            ).where(Result.run_id.in_(run_ids))
-        )
-        for keyword, device, run_id, state, position, url in rows.all():
-            cells.setdefault((keyword, device or ""), {})[run_id] = Found(
-                state, position, url, None, None, None
-            )
-        extras = await session.execute(
-            select(
-                Result.keyword,
-                Result.device,
-                Result.run_id,
-                Result.competitors,
-                Result.features,
-                Result.owned_features,
-            ).where(Result.run_id.in_(sorted(recent)))
-        )
-        for keyword, device, run_id, comp, features, owned in extras.all():
-            by_run = cells[(keyword, device or "")]
-            by_run[run_id] = replace(
-                by_run[run_id], competitors=comp, features=features, owned_features=owned
-            )
-    best = dict(
-        (
-            ((kw, dev or ""), pos)
-            for kw, dev, pos in (
-                await session.execute(
-                    # Only a retrieved result ever holds a position, so no state filter: the
-                    # query is answered from the index ix_rt_results_best alone.
-                    select(Result.keyword, Result.device, func.min(Result.position))
-                    .where(Result.schedule_id == schedule.id)
-                    .group_by(Result.keyword, Result.device)
-                )
-            ).all()
-        )
-    )
-    volumes = await search_volumes(session, schedule)
-    out: list[PositionRow] = []
-    competitors = list(schedule.competitors or [])
-    targets = dict(schedule.target_urls or {})
-    for (keyword, device), by_run in cells.items():
-        runs = [c.runs[device] for c in every if device in c.runs]
-        latest = by_run.get(runs[-1]) if runs else None
-        prior = by_run.get(runs[-2]) if len(runs) > 1 else None
-        previous_position = prior.ranked if prior is not None else None
-        change, delta = change_of(
-            (latest.state, latest.position) if latest else None, previous_position
-        )
-        row_cells = []
-        for c in columns:
-            cell = by_run.get(c.runs.get(device, -1))
-            row_cells.append(
-                CellOut(state=cell.state, position=cell.position)
-                if cell
-                else CellOut(state=None, position=None)
-            )
-        if not any(c.state for c in row_cells):
-            continue  # measured only before the window
-        features = list(latest.features or []) if latest else []
-        owned = list(latest.owned_features or []) if latest else []
-        ranks_top10 = latest is not None and latest.position is not None and latest.position <= 10
-        out.append(
-            PositionRow(
-                keyword=keyword,
-                device=device,
-                state=latest.state if latest else None,
-                position=latest.position if latest else None,
-                previous=previous_position,
-                change=change,
-                delta=delta,
-                best=best.get((keyword, device)),
-                url=latest.url if latest else None,
-                search_volume=volumes.get(keyword),
-                cells=row_cells,
-                competitors=[_competitor(d, latest, prior) for d in competitors],
-                features=features,
-                owned_features=owned,
-                winnable_features=winnable(features, owned) if ranks_top10 else [],
-                target_url=targets.get(keyword),
-                url_flags=url_flags(
-                    targets.get(keyword),
-                    latest.url if latest and latest.ranked is not None else None,
-                    [
-                        f.url
-                        for c in columns
-                        if (f := by_run.get(c.runs.get(device, -1))) is not None
-                        and f.ranked is not None
-                        and f.url
-                    ],
-                ),
-            )
-        )
-    return out
-
-
-def _competitor(domain: str, latest: Found | None, prior: Found | None) -> CompetitorCell:
-    """A competitor's position on the same pages; the change is only known where the run that
-    measured it also read this competitor (a domain added later has no earlier positions)."""
-    now = latest.competitor(domain) if latest else None
-    then = prior.competitor(domain) if prior else None
-    if now is None:
-        return CompetitorCell(domain=domain, position=None, previous=None, change=None)
-    change, _ = change_of(("retrieved", now[0]), then[0] if then else None)
-    return CompetitorCell(
-        domain=domain, position=now[0], previous=then[0] if then else None, change=change
+    """Every (keyword, device) row of the measured ``columns``, by keyword then device;
+    ``previous`` is the measurement before the first column, read only for the change of a
+    device measured once in the window."""
+    window = Window(columns, previous)
+    keys, _ = await matching_keys(session, schedule.id, window, Filters(), sort="keyword")
+    return await position_rows(
+        session, schedule, window, keys, await search_volumes(session, schedule)
     )
 
 
 async def positions_page(session: ReadSession, schedule: Schedule, q: TableQuery) -> PositionsPage:
     offset = q.check()
-    measured = await measured_runs(session, schedule.id, limit_requests=q.columns + 1)
-    previous = measured[0] if len(measured) > q.columns else None
-    columns = measured[1:] if previous is not None else measured
-    if schedule.data_type != "serp":
-        columns, previous = [], None
-    rows = [r for r in await build_rows(session, schedule, columns, previous) if _matches(r, q)]
-    rows = sort_rows(rows, q.sort, q.order)
-    page = rows[offset : offset + q.limit]
-    more = offset + q.limit < len(rows)
+    window = await table_window(session, schedule, q.columns)
+    volumes = await search_volumes(session, schedule)
+    filters = Filters(
+        device=q.device, moved=q.moved, in_top=q.in_top, out_of_top=q.out_of_top, search=q.search
+    )
+    built_filters = q.features is not None or q.url_issues
+    if q.sort in SQL_SORTS and not built_filters:
+        # The common case: filtered, ordered and paged by the database; only the page is built.
+        keys, total = await matching_keys(
+            session,
+            schedule.id,
+            window,
+            filters,
+            sort=q.sort,
+            order=q.order,
+            page=(offset, q.limit),
+        )
+        items = await position_rows(session, schedule, window, keys, volumes)
+    else:
+        keys, total = await matching_keys(
+            session,
+            schedule.id,
+            window,
+            filters,
+            sort=q.sort if q.sort in SQL_SORTS else "keyword",
+            order=q.order,
+        )
+        if q.sort == "volume":
+            keys = _by_volume(keys, volumes, q.order)
+        if built_filters:
+            # Features and URL flags are read from the rows themselves: every matching row is
+            # built, then filtered.
+            rows = await position_rows(session, schedule, window, keys, volumes)
+            matching = [r for r in rows if _shows(r, q)]
+            items, total = matching[offset : offset + q.limit], len(matching)
+        else:
+            items = await position_rows(
+                session, schedule, window, keys[offset : offset + q.limit], volumes
+            )
     return PositionsPage(
         schedule_id=schedule.id,
         depth=schedule.depth or 100,
         competitors=list(schedule.competitors or []),
         columns=[
             ColumnOut(request_id=c.request_id, measured_at=c.measured_at, runs=dict(c.runs))
-            for c in columns
+            for c in window.columns
         ],
-        summaries=await run_summaries(session, columns),
-        items=page,
-        total=len(rows),
-        next_cursor=str(offset + q.limit) if more else None,
+        summaries=await run_summaries(session, window.columns),
+        items=items,
+        total=total,
+        next_cursor=str(offset + q.limit) if offset + q.limit < total else None,
     )
