@@ -254,8 +254,9 @@ class Result(Base):
         UniqueConstraint("run_id", "keyword"),
         Index("ix_rt_results_task", "task_id"),
         Index("ix_rt_results_history", "schedule_id", "keyword", "id"),
-        # The report's best position per keyword and device, read from the index alone.
-        Index("ix_rt_results_best", "schedule_id", "keyword", "device", "position"),
+        # The positions table's best position per keyword and device, and whether a run it
+        # shows measured them, read from the index alone.
+        Index("ix_rt_results_keys", "schedule_id", "keyword", "device", "position", "run_id"),
         Index(
             "ix_rt_results_ready",
             "ready_at",

@@ -131,8 +131,9 @@ async def positions_page(session: ReadSession, schedule: Schedule, q: TableQuery
             schedule.id,
             window,
             filters,
+            # By volume: the keys by keyword and device first, then ordered in Python.
             sort=q.sort if q.sort in SQL_SORTS else "keyword",
-            order=q.order,
+            order=q.order if q.sort in SQL_SORTS else "asc",
         )
         if q.sort == "volume":
             keys = _by_volume(keys, volumes, q.order)
