@@ -51,6 +51,12 @@ def correlate(correlation_id: str) -> Iterator[None]:
         _correlation.reset(token)
 
 
+def set_correlation(correlation_id: str) -> None:
+    """Set the correlation id for the rest of the current context: for a context made for one
+    unit of work (a job's task), which ends with it, so nothing needs resetting."""
+    _correlation.set(correlation_id)
+
+
 def current_correlation() -> str | None:
     return _correlation.get()
 

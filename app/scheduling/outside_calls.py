@@ -52,6 +52,12 @@ def calls_permitted_by(permit: CallPermit) -> Iterator[CallPermit]:
         _current.reset(token)
 
 
+def permit_calls(permit: CallPermit) -> None:
+    """Put the rest of the current context under ``permit``: for a context made for one job
+    attempt (its task's), which ends with it."""
+    _current.set(permit)
+
+
 def current_permit() -> CallPermit | None:
     return _current.get()
 

@@ -7,8 +7,9 @@ to a unit of work: the database queue writes the row inside that transaction (so
 vanishes with it, :attr:`JobQueue.transactional`); the arq queue publishes after the commit.
 
 The consuming side is built for batches. The lease is the shared claim primitive
-(:data:`JOB_CLAIM`, :mod:`app.scheduling.claim`): one statement claims up to ``limit`` due jobs and,
-on PostgreSQL, marks the previous batch's finished jobs done in the same round trip (a ``WITH``
+(:data:`JOB_CLAIM`, :mod:`app.scheduling.claim`): one statement claims up to ``limit`` due jobs of
+every queue the worker serves (the priority queue's first, then by priority and due time) and, on
+PostgreSQL, marks the previous batch's finished jobs done in the same round trip (a ``WITH``
 prelude). On PostgreSQL these single statements run in autocommit mode: each is atomic on its own,
 and skipping ``BEGIN``/``COMMIT`` saves two round trips per batch. On SQLite they run in one
 ``BEGIN IMMEDIATE`` unit of work (SQLite has no row locks; the write lock serialises the leasers).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,6 +50,10 @@ log = logging.getLogger(__name__)
 
 LEASE_EXPIRED_ERROR = "lease expired: the worker holding this job stopped"
 MAX_ERROR_CHARS = 4000
+
+KEPT_CONNECTIONS = 4
+"""Autocommit connections a PostgreSQL queue keeps between leases: one for each leasing loop of a
+process by default (``JOB_LEASE_LOOPS``); a busier process opens more and closes the extra ones."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,15 +171,6 @@ async def record_dead_job(
         )
 
 
-def lease_order(queues: Sequence[str]) -> list[str]:
-    """The order queues are leased from: the priority queue first, then the others by name."""
-    unique = sorted(set(queues))
-    if PRIORITY_QUEUE in unique:
-        unique.remove(PRIORITY_QUEUE)
-        unique.insert(0, PRIORITY_QUEUE)
-    return unique
-
-
 # -- statements ---------------------------------------------------------------------------------
 # The lease is the shared claim primitive; the completions are plain SQL: they run once per batch
 # on the hot path, and spelling out unnest and the data-modifying CTE is clearer here than their
@@ -188,17 +184,24 @@ def _sql(statement: str) -> Any:
     return stmt.bindparams(*times)
 
 
-# Due jobs of one queue, priority first; claiming one counts the attempt. The attempt number is
-# part of every later state change's condition.
+# The order of the lease, in one statement over every queue a worker serves: the priority queue's
+# due jobs before all others, then lower priority values, then the longest due. The partial index
+# ix_jobs_leasable is on exactly these expressions, so the lease reads the first `limit` entries of
+# the index in order however many jobs wait (no sort of every due job). Claiming a job counts the
+# attempt; the attempt number is part of every later state change's condition.
+LEASE_RANK = f"queue <> '{PRIORITY_QUEUE}'"
+"""False (first) for the priority queue's jobs, true for every other queue's."""
+
 JOB_CLAIM = Claim(
     table=Job.__table__,  # type: ignore[arg-type]
-    due=f"status = '{JOB_QUEUED}' AND queue = :queue AND run_at <= :now",
-    order_by="priority, run_at",
+    due=f"status = '{JOB_QUEUED}' AND queue IN :queues AND run_at <= :now",
+    order_by=f"{LEASE_RANK}, priority, run_at",
     returning=("id", "name", "payload", "attempts", "max_tries"),
     owner="leased_by",
     expires="lease_expires_at",
     sets={"status": f"'{JOB_RUNNING}'", "attempts": "attempts + 1"},
-    params={"queue": String()},
+    params={"queues": String()},
+    lists=frozenset({"queues"}),
     held=f"status = '{JOB_RUNNING}'",
 )
 
@@ -264,6 +267,7 @@ class DatabaseQueue:
         self.db = db
         self.clock = clock
         self._listeners: list[Callable[[], None]] = []
+        self._kept: list[AsyncConnection] = []
 
     # -- producing ---------------------------------------------------------------------------
 
@@ -347,9 +351,27 @@ class DatabaseQueue:
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[AsyncConnection]:
-        """A PostgreSQL connection where each statement commits on its own (see module doc)."""
-        async with self.db.write_engine.connect() as conn:
-            yield await conn.execution_options(isolation_level="AUTOCOMMIT")
+        """A PostgreSQL connection where each statement commits on its own (see module doc).
+
+        Connections are kept between leases (up to :data:`KEPT_CONNECTIONS`): a checkout from the
+        pool pings the connection first, one more round trip for every lease. A connection whose
+        statement raised is closed instead (it may be broken); the next lease opens a fresh one.
+        """
+        conn = self._kept.pop() if self._kept else await self._connect()
+        try:
+            yield conn
+        except BaseException:
+            with suppress(Exception):
+                await conn.close()
+            raise
+        if len(self._kept) < KEPT_CONNECTIONS:
+            self._kept.append(conn)
+        else:
+            await conn.close()
+
+    async def _connect(self) -> AsyncConnection:
+        conn = await self.db.write_engine.connect()
+        return await conn.execution_options(isolation_level="AUTOCOMMIT")
 
     async def lease(
         self,
@@ -360,94 +382,54 @@ class DatabaseQueue:
         *,
         finished: Sequence[Finished] = (),
     ) -> list[LeasedJob]:
-        """Mark ``finished`` jobs done and claim up to ``limit`` due jobs, priority queue first.
-
-        The completions and the first queue's lease share one statement (PostgreSQL) or one unit
-        of work (SQLite). Use :meth:`complete` when there is nothing to lease.
-        """
+        """Mark ``finished`` jobs done and claim up to ``limit`` due jobs of ``queues``, in one
+        statement (PostgreSQL) or one unit of work (SQLite): the priority queue's first, then by
+        priority and due time (:data:`JOB_CLAIM`). Use :meth:`complete` when there is nothing to
+        lease."""
         now = self.clock.now()
-        params: dict[str, Any] = {
+        wanted = sorted(set(queues))
+        if not self.db.is_postgres:
+            return await self._lease_sqlite(worker_id, wanted, limit, now, lease_seconds, finished)
+        args: dict[str, Any] = {
             "now": now,
             "expires": now + timedelta(seconds=lease_seconds),
-            "worker": worker_id,
+            "owner": worker_id,
+            "queues": wanted,
+            "limit": limit,
         }
-        order = lease_order(queues)
-        if self.db.is_postgres:
-            return await self._lease_postgres(order, limit, params, finished)
-        return await self._lease_sqlite(order, limit, params, finished)
-
-    async def _lease_postgres(
-        self,
-        queues: list[str],
-        limit: int,
-        params: dict[str, Any],
-        finished: Sequence[Finished],
-    ) -> list[LeasedJob]:
-        leased: list[LeasedJob] = []
-        pending = list(finished)
-        claim = {
-            "now": params["now"],
-            "owner": params["worker"],
-            "expires": params["expires"],
-        }
+        if finished:
+            args.update(_done_params(now, finished))
+            statement = JOB_CLAIM.statement(POSTGRESQL, prelude=_PG_COMPLETE_PRELUDE)
+        else:
+            statement = JOB_CLAIM.statement(POSTGRESQL)
         async with self._autocommit() as conn:
-            for queue in queues:
-                want = limit - len(leased)
-                if want <= 0:
-                    break
-                args = {**claim, "queue": queue, "limit": want}
-                try:
-                    if pending:
-                        args.update(_done_params(params["now"], pending))
-                        statement = JOB_CLAIM.statement(POSTGRESQL, prelude=_PG_COMPLETE_PRELUDE)
-                        pending = []
-                    else:
-                        statement = JOB_CLAIM.statement(POSTGRESQL)
-                    result = await conn.execute(statement, args)
-                except Exception:
-                    if not leased:
-                        raise
-                    # Each statement committed on its own: jobs leased by an earlier one are
-                    # this worker's now, so hand them over rather than leave them to expire.
-                    log.exception("leasing from queue %s failed", queue)
-                    return leased
-                leased.extend(_leased(result.all()))
-            if pending:
-                await conn.execute(_PG_COMPLETE, _done_params(params["now"], pending))
-        return leased
+            result = await conn.execute(statement, args)
+            return _leased(result.all())
 
     async def _lease_sqlite(
         self,
+        worker_id: str,
         queues: list[str],
         limit: int,
-        params: dict[str, Any],
+        now: datetime,
+        lease_seconds: float,
         finished: Sequence[Finished],
     ) -> list[LeasedJob]:
-        leased: list[LeasedJob] = []
-        lease_seconds = (params["expires"] - params["now"]).total_seconds()
         async with self.db.write() as uow:
             if finished:
                 await uow.session.execute(
                     _SQLITE_COMPLETE,
-                    [
-                        {"now": params["now"], "done_id": jid, "done_attempt": att}
-                        for jid, att in finished
-                    ],
+                    [{"now": now, "done_id": jid, "done_attempt": att} for jid, att in finished],
                 )
-            for queue in queues:
-                want = limit - len(leased)
-                if want <= 0:
-                    break
-                rows = await JOB_CLAIM.take_in(
-                    uow.session,
-                    now=params["now"],
-                    limit=want,
-                    owner=params["worker"],
-                    lease_seconds=lease_seconds,
-                    queue=queue,
-                )
-                leased.extend(_leased(rows))
-        return leased
+            rows = await JOB_CLAIM.take_in(
+                uow.session,
+                now=now,
+                limit=limit,
+                owner=worker_id,
+                lease_seconds=lease_seconds,
+                queues=queues,
+            )
+        return _leased(rows)
 
     async def complete(self, finished: Sequence[Finished]) -> None:
         """Mark finished jobs done in one statement; a job re-leased meanwhile is left alone."""
@@ -587,7 +569,10 @@ class DatabaseQueue:
         return await self.db.ping()
 
     async def aclose(self) -> None:
-        return None
+        kept, self._kept = self._kept, []
+        for conn in kept:
+            with suppress(Exception):
+                await conn.close()
 
 
 def failed_attempt(
@@ -599,7 +584,9 @@ def failed_attempt(
 
 
 def _leased(rows: Sequence[Any]) -> list[LeasedJob]:
-    return [LeasedJob(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows]
+    return [
+        LeasedJob(jid, name, bytes(payload), att, tries) for jid, name, payload, att, tries in rows
+    ]
 
 
 def _done_params(now: datetime, finished: Sequence[Finished]) -> dict[str, Any]:

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import socket
 import traceback
 from collections import deque
 from collections.abc import Callable
+from contextvars import copy_context
 from datetime import timedelta
 from typing import Any
 
-from app.logs import correlate
+from app.logs import set_correlation
 from app.scheduling.jobs import (
     JobContext,
     JobRegistry,
@@ -48,7 +50,7 @@ from app.scheduling.metrics import (
     JOBS_LEASED,
     WORKER_LOOP_ERRORS,
 )
-from app.scheduling.outside_calls import CallPermit, calls_permitted_by
+from app.scheduling.outside_calls import CallPermit, permit_calls
 from app.scheduling.queue import (
     DatabaseQueue,
     FailedAttempt,
@@ -76,16 +78,44 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+DEADLINE_SLACK_SECONDS = 0.05
+"""Jobs whose timeouts end within this long of each other (at most a twentieth of the timeout)
+share one timer: a job is stopped at most this late, and a timer per job is not paid for."""
+
+
 class _JobMetrics:
     """The labelled metric children of one job name, looked up once instead of once per job."""
 
-    __slots__ = ("dead", "done", "duration", "retry")
+    __slots__ = ("dead", "done", "done_unpublished", "duration", "retry")
 
     def __init__(self, name: str) -> None:
         self.duration = JOB_DURATION.labels(name)
         self.done = JOBS_FINISHED.labels(name, "done")
         self.retry = JOBS_FINISHED.labels(name, "retry")
         self.dead = JOBS_FINISHED.labels(name, "dead")
+        self.done_unpublished = 0
+        """Completions counted here and added to ``done`` once per lease or flush."""
+
+    def publish(self) -> None:
+        if self.done_unpublished:
+            self.done.inc(self.done_unpublished)
+            self.done_unpublished = 0
+
+
+class _Running:
+    """One job started by this worker: its task's bookkeeping, in one place."""
+
+    __slots__ = ("deadline", "job", "lost", "metrics", "permit", "timed_out")
+
+    def __init__(self, job: LeasedJob, permit: CallPermit, metrics: _JobMetrics) -> None:
+        self.job = job
+        self.permit = permit
+        self.metrics = metrics
+        self.deadline: float | None = None
+        """The shared timer (its due time on the event loop's clock) that times this job out."""
+        self.timed_out = False
+        self.lost = False
+        """Stopped because its lease was lost: the attempt that took the job over records it."""
 
 
 class DatabaseWorker:
@@ -128,11 +158,9 @@ class DatabaseWorker:
         self.jobs_run = 0
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
-        self._inflight: dict[asyncio.Task[None], LeasedJob] = {}
-        self._deadlines: dict[asyncio.Task[None], asyncio.TimerHandle] = {}
-        self._timed_out: set[asyncio.Task[None]] = set()
-        self._permits: dict[asyncio.Task[None], CallPermit] = {}
-        self._lost: set[asyncio.Task[None]] = set()
+        self._inflight: dict[asyncio.Task[None], _Running] = {}
+        self._deadlines: dict[float, tuple[asyncio.TimerHandle, set[asyncio.Task[None]]]] = {}
+        """Timeout timers by due time, each with the tasks it times out."""
         self._confirmed: dict[Finished, float] = {}
         """When each held job's lease was last confirmed (leased or renewed), monotonic."""
         self.leases_lost = 0
@@ -217,6 +245,7 @@ class DatabaseWorker:
 
     async def _lease(self, want: int) -> list[LeasedJob]:
         done, self._done = self._done, []
+        self._publish_metrics()
         try:
             leased = await self.queue.lease(
                 self.worker_id, self.queues, want, self.lease_seconds, finished=done
@@ -240,34 +269,51 @@ class DatabaseWorker:
         if self._stopping.is_set():
             return
         loop = asyncio.get_running_loop()
+        specs = self.registry.specs
         while self._buffer and len(self._inflight) < self.concurrency:
             job = self._buffer.popleft()
-            spec = self.registry.specs.get(job.name)
-            permit = CallPermit()
-            task = loop.create_task(self._execute(job, spec, permit))
-            self._inflight[task] = job
-            self._permits[task] = permit
+            spec = specs.get(job.name)
+            running = _Running(job, CallPermit(), self._job_metrics(job.name))
+            # The job's task runs in a context of its own that already carries its correlation id
+            # and call permit: cheaper than entering two context managers inside every job.
+            context = copy_context()
+            context.run(_enter_job, job.id, running.permit)
+            task = loop.create_task(self._execute(running, spec), context=context)
+            self._inflight[task] = running
             if spec is not None:
-                # A plain timer per job: asyncio.timeout() costs several times more, and this
-                # runs for every job.
-                self._deadlines[task] = loop.call_later(spec.timeout_seconds, self._time_out, task)
+                running.deadline = self._arm_deadline(loop, task, spec.timeout_seconds)
             task.add_done_callback(self._finished)
 
-    def _time_out(self, task: asyncio.Task[None]) -> None:
-        if not task.done():
-            self._timed_out.add(task)
-            task.cancel()
+    def _arm_deadline(
+        self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[None], timeout: float
+    ) -> float:
+        """Time ``task`` out after ``timeout`` seconds, on a timer shared with the jobs whose
+        timeout ends at nearly the same moment (rounded up: never early)."""
+        slack = min(DEADLINE_SLACK_SECONDS, timeout / 20)
+        due = math.ceil((loop.time() + timeout) / slack) * slack
+        timer = self._deadlines.get(due)
+        if timer is None:
+            timer = self._deadlines[due] = (loop.call_at(due, self._deadline_passed, due), set())
+        timer[1].add(task)
+        return due
+
+    def _deadline_passed(self, due: float) -> None:
+        _, tasks = self._deadlines.pop(due, (None, set()))
+        for task in tasks:
+            running = self._inflight.get(task)
+            if running is not None and not task.done():
+                running.timed_out = True
+                task.cancel()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        job = self._inflight.pop(task, None)
-        if job is not None:
+        running = self._inflight.pop(task, None)
+        if running is not None:
+            job = running.job
             self._confirmed.pop((job.id, job.attempts), None)
-        self._permits.pop(task, None)
-        self._lost.discard(task)
-        deadline = self._deadlines.pop(task, None)
-        if deadline is not None:
-            deadline.cancel()
-        self._timed_out.discard(task)
+            if running.deadline is not None:
+                timer = self._deadlines.get(running.deadline)
+                if timer is not None:
+                    timer[1].discard(task)
         self._start_buffered()
         if self._room() >= self.refill_at or not self._inflight:
             self._wake.set()
@@ -297,26 +343,27 @@ class DatabaseWorker:
             log.warning(
                 "job %s (attempt %d) lost its lease before it started", job.id, job.attempts
             )
-        for task, job in list(self._inflight.items()):
+        for task, running in list(self._inflight.items()):
+            job = running.job
             if (job.id, job.attempts) not in held:
-                self._stop(task, job, "its lease was taken over by another worker")
+                self._stop(task, running, "its lease was taken over by another worker")
 
     def _stop_expired(self, now: float) -> None:
         """Renewals are failing: stop the jobs whose last confirmed lease has run out on this
         process's clock (another worker may take them from now on)."""
-        for task, job in list(self._inflight.items()):
+        for task, running in list(self._inflight.items()):
+            job = running.job
             confirmed = self._confirmed.get((job.id, job.attempts), now)
             if now - confirmed >= self.lease_seconds:
-                self._stop(task, job, f"its lease expired ({self.lease_seconds:g} s unrenewed)")
+                self._stop(task, running, f"its lease expired ({self.lease_seconds:g} s unrenewed)")
 
-    def _stop(self, task: asyncio.Task[None], job: LeasedJob, why: str) -> None:
-        if task in self._lost or task.done():
+    def _stop(self, task: asyncio.Task[None], running: _Running, why: str) -> None:
+        if running.lost or task.done():
             return
+        job = running.job
         reason = f"job {job.id} (attempt {job.attempts}) stopped: {why}"
-        permit = self._permits.get(task)
-        if permit is not None:
-            permit.revoke(reason)
-        self._lost.add(task)
+        running.permit.revoke(reason)
+        running.lost = True
         self.leases_lost += 1
         JOB_LEASES_LOST.inc()
         log.warning(reason)
@@ -338,8 +385,8 @@ class DatabaseWorker:
             metrics = self._metrics[name] = _JobMetrics(name)
         return metrics
 
-    async def _execute(self, job: LeasedJob, spec: JobSpec[Any] | None, permit: CallPermit) -> None:
-        metrics = self._job_metrics(job.name)
+    async def _execute(self, running: _Running, spec: JobSpec[Any] | None) -> None:
+        job, metrics = running.job, running.metrics
         if spec is None:
             # Retrying cannot help: no process running this code knows the job.
             await self._failed(job, f"no job named {job.name!r} is registered", None, metrics)
@@ -347,22 +394,23 @@ class DatabaseWorker:
         clock = self.queue.clock
         started = clock.monotonic()
         try:
-            with correlate(job.id), calls_permitted_by(permit):
-                await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
+            # The task's context carries the job's correlation id and call permit (see
+            # _start_buffered).
+            await run_handler(spec, self.make_context(job.id, job.attempts), job.payload)
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if task is not None and task in self._lost:
+            if running.lost and task is not None:
                 # Stopped for a lost lease: the attempt that took the job over records it.
                 task.uncancel()
                 return
-            if task is None or task not in self._timed_out:
+            if task is None or not running.timed_out:
                 raise  # shutdown: the job is released
             task.uncancel()
             detail = f"timed out after {spec.timeout_seconds:g} s"
             await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
             return
         except Exception as exc:
-            if permit.revoked:
+            if running.permit.revoked:
                 return  # e.g. the LeaseLost of a refused outside call: not this attempt's to record
             detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             await self._failed(job, detail, spec.retry_delay(job.attempts), metrics)
@@ -371,7 +419,7 @@ class DatabaseWorker:
             elapsed = max(0.0, clock.monotonic() - started)
             metrics.duration.observe(elapsed)
         self.jobs_run += 1
-        metrics.done.inc()
+        metrics.done_unpublished += 1
         self._done.append((job.id, job.attempts))
         self._flush_due.set()
         log_job_done(job.id, job.name, job.attempts, elapsed)
@@ -415,7 +463,12 @@ class DatabaseWorker:
             (metrics.dead if failed.dead else metrics.retry).inc()
             log_job_failed(failed.id, name, failed.attempts, failed.error, dead=failed.dead)
 
+    def _publish_metrics(self) -> None:
+        for metrics in self._metrics.values():
+            metrics.publish()
+
     async def _flush_done(self) -> None:
+        self._publish_metrics()
         done, self._done = self._done, []
         if not done:
             return
@@ -433,13 +486,16 @@ class DatabaseWorker:
         if self._inflight:
             log.info("waiting up to %.0f s for %d jobs", self.shutdown_grace, len(self._inflight))
             _, pending = await asyncio.wait(set(self._inflight), timeout=self.shutdown_grace)
-            unfinished = [self._inflight[t] for t in pending]
+            unfinished = [self._inflight[t].job for t in pending]
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             if unfinished:
                 await self._release(unfinished)
         await self._flush()
+        for timer, _ in self._deadlines.values():
+            timer.cancel()
+        self._deadlines.clear()
 
     async def _release(self, jobs: list[LeasedJob]) -> None:
         try:
@@ -447,3 +503,9 @@ class DatabaseWorker:
             log.info("released %d unfinished jobs", len(jobs))
         except Exception:
             log.exception("could not release %d jobs; their leases will expire", len(jobs))
+
+
+def _enter_job(job_id: str, permit: CallPermit) -> None:
+    """Run in a job task's fresh context before it starts (the context ends with the task)."""
+    set_correlation(job_id)
+    permit_calls(permit)

@@ -9,7 +9,7 @@ from app.clock import ManualClock, SystemClock
 from app.db.session import Database
 from app.scheduling.jobs import PRIORITY_QUEUE, JobSpec
 from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, Job
-from app.scheduling.queue import JOB_CLAIM, LEASE_EXPIRED_ERROR, DatabaseQueue, lease_order
+from app.scheduling.queue import JOB_CLAIM, LEASE_EXPIRED_ERROR, DatabaseQueue
 from app.settings import Settings
 from tests.conftest import eventually
 from tests.scheduling.conftest import Runtimes, database_worker
@@ -250,11 +250,14 @@ async def test_priority_queue_is_leased_first_and_lower_priority_values_first(
     urgent = JobSpec("test.urgent", Work, record, queue=PRIORITY_QUEUE)
     await queue.enqueue(None, RECORD, Work(key="a"), job_id="late", priority=5)
     await queue.enqueue(None, RECORD, Work(key="b"), job_id="soon", priority=1)
-    await queue.enqueue(None, urgent, Work(key="c"), job_id="urgent")
-    assert lease_order(["default", PRIORITY_QUEUE]) == [PRIORITY_QUEUE, "default"]
-    leased = [j.id for j in await queue.lease("w", ["default", PRIORITY_QUEUE], 2, 30)]
-    assert leased == ["urgent", "soon"]
-    assert [j.id for j in await queue.lease("w", ["default", PRIORITY_QUEUE], 5, 30)] == ["late"]
+    await queue.enqueue(None, urgent, Work(key="c"), job_id="urgent", priority=3)
+    await queue.enqueue(None, RECORD, Work(key="d"), job_id="eager", priority=-5)
+    # One lease over both queues: the priority queue's job first, whatever the others' priority.
+    both = ["default", PRIORITY_QUEUE]
+    assert [j.id for j in await queue.lease("w", both, 1, 30)] == ["urgent"]
+    assert [j.id for j in await queue.lease("w", both, 1, 30)] == ["eager"]
+    assert [j.id for j in await queue.lease("w", both, 1, 30)] == ["soon"]
+    assert [j.id for j in await queue.lease("w", both, 5, 30)] == ["late"]
 
 
 async def test_jobs_due_later_wait_for_their_time(runtimes: Runtimes, manual: ManualClock) -> None:
