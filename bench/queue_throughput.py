@@ -1,6 +1,7 @@
 """Job queue throughput: 20,000 no-op jobs enqueued and drained, beside raw baselines.
 
-    /tmp/venv0/bin/python bench/queue_throughput.py [--jobs 20000] [--pg URL] [--redis URL]
+    .venv/bin/python bench/queue_throughput.py [--jobs 20000] [--pg URL] [--redis URL]
+    .venv/bin/python bench/queue_throughput.py --queued 200000   # flat cost: 20,000 beside 200,000
 
 Measured in the same run, on fresh databases:
 
@@ -14,6 +15,11 @@ Measured in the same run, on fresh databases:
   the project), driven by ``bench/graphile_drain.mjs`` on a fresh database of its own.
 
 Enqueue and drain are timed separately; drain ends when every job is recorded as done.
+
+With ``--queued N`` it measures whether the queue's cost stays flat instead: the PostgreSQL queue
+drains ``--jobs`` jobs and ``N`` jobs on fresh databases, alternating for ``--rounds`` rounds, and
+prints both drain rates and the plan of the lease statement (``EXPLAIN ANALYZE``, rolled back) with
+each table full.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from app.db.migrate import upgrade
 from app.runtime import Runtime, build_runtime
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
-from app.scheduling.queue import DatabaseQueue
+from app.scheduling.queue import JOB_CLAIM, PG_COMPLETE_PRELUDE, DatabaseQueue
 from app.scheduling.worker import DatabaseWorker
 from app.settings import Settings, load_settings
 
@@ -242,17 +248,83 @@ async def drain_database(
 
 
 async def database_queue(
-    url: str, jobs: int, concurrency: int, batch: int, prefetch: int, name: str
+    url: str,
+    jobs: int,
+    concurrency: int,
+    batch: int,
+    prefetch: int,
+    name: str,
+    plans: list[str] | None = None,
 ) -> Result:
     await upgrade(url)
     runtime = build_runtime(bench_settings(url), SystemClock())
     runtime.add_jobs([NOOP])
     try:
         enqueue_rate = await enqueue_database(runtime, jobs)
+        if plans is not None:
+            plans.extend(await lease_plan(runtime, batch))
         drain_rate = await drain_database(runtime, jobs, concurrency, batch, prefetch)
     finally:
         await runtime.aclose()
     return Result(name, enqueue_rate, drain_rate)
+
+
+async def lease_plan(runtime: Runtime, batch: int) -> list[str]:
+    """The plan of the worker's lease statement, as the worker sends it (``native_postgres``):
+    ``batch`` jobs leased while ``batch`` finished ones are completed, executed and rolled back."""
+    now = SystemClock().now()
+    conn = await asyncpg.connect(asyncpg_dsn(runtime.settings.database.url))
+    try:
+        transaction = conn.transaction()
+        await transaction.start()
+        sql, names = JOB_CLAIM.native_postgres()
+        claim = {"now": now, "owner": "plan", "expires": now, "queues": ["default"], "limit": batch}
+        finished = await conn.fetch(sql, *[claim[n] for n in names])
+        sql, names = JOB_CLAIM.native_postgres(prelude=PG_COMPLETE_PRELUDE)
+        lease = {
+            **claim,
+            "queues": runtime.registry.queues,
+            "done_ids": [r["id"] for r in finished],
+            "done_attempts": [r["attempts"] for r in finished],
+        }
+        rows = await conn.fetch(
+            f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}", *[lease[n] for n in names]
+        )
+        await transaction.rollback()
+    finally:
+        await conn.close()
+    return [str(r[0]) for r in rows]
+
+
+async def flat_cost(args: argparse.Namespace) -> None:
+    """The PostgreSQL queue's drain at ``--jobs`` and at ``--queued`` jobs, alternating."""
+    sizes = [args.jobs, args.queued]
+    rates: dict[int, list[float]] = {size: [] for size in sizes}
+    plans: dict[int, list[str]] = {}
+    for _ in range(args.rounds):
+        for size in sizes:
+            url = await fresh_pg_database(args.pg)
+            try:
+                plan: list[str] | None = [] if size not in plans else None
+                result = await database_queue(
+                    url, size, args.concurrency, args.batch, args.prefetch, PG_QUEUE, plan
+                )
+                if plan is not None:
+                    plans[size] = plan
+            finally:
+                await drop_pg_database(url)
+            rates[size].append(result.drain_per_s)
+            print(f"{size:>9,} jobs queued: drain {result.drain_per_s:,.0f} jobs/s", flush=True)
+    for size in sizes:
+        print(f"\nlease of {args.batch} (completing {args.batch}) with {size:,} jobs queued:")
+        print("\n".join(f"    {line}" for line in plans[size]))
+    print(f"\n| jobs queued | drain jobs/s, median of {args.rounds} | rounds |")
+    print("|---:|---:|---|")
+    for size in sizes:
+        rounds = ", ".join(f"{r:,.0f}" for r in rates[size])
+        print(f"| {size:,} | {median(rates[size]):,.0f} | {rounds} |")
+    ratio = median(rates[args.queued]) / median(rates[args.jobs])
+    print(f"\ndrain at {args.queued:,} / at {args.jobs:,}: {ratio:.2f}")
 
 
 async def arq_queue(pg_url: str, redis_url: str, jobs: int, concurrency: int) -> Result:
@@ -409,7 +481,16 @@ async def main() -> None:
     parser.add_argument(
         "--graphile-concurrency", type=int, default=24, help="graphile-worker concurrentJobs"
     )
+    parser.add_argument(
+        "--queued",
+        type=int,
+        default=0,
+        help="flat-cost mode: the PostgreSQL queue at --jobs beside this many jobs queued",
+    )
     args = parser.parse_args()
+    if args.queued:
+        await flat_cost(args)
+        return
     jobs = args.jobs
     rows: dict[str, list[Result]] = {}
 

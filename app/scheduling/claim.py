@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Table, bindparam, text
 from sqlalchemy.sql.elements import TextClause
@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 
 ClaimedRow = Any
 """A claimed row: a SQLAlchemy ``Row`` of the declared returning columns (by name or position)."""
+
+
+_PARAMETER = re.compile(r"(?<![:\w]):(\w+)")
+"""A named parameter (``:now``), not a cast (``::int``)."""
 
 
 class LeaseLost(Exception):
@@ -107,7 +111,7 @@ class Claim:
             "owner": String(),
             **self.params,
         }
-        used = set(re.findall(r"(?<![:\w]):(\w+)", sql))
+        used = set(_PARAMETER.findall(sql))
         return text(sql).bindparams(
             *(
                 bindparam(name, type_=type_, expanding=name in self.lists)
@@ -134,6 +138,29 @@ class Claim:
         compiled = self._bind(sql).columns(*(self.table.c[c] for c in self.returning))
         self._compiled[cache_key] = compiled
         return compiled
+
+    def native_postgres(self, *, prelude: str = "") -> tuple[str, tuple[str, ...]]:
+        """The PostgreSQL claim statement for the driver itself (a hot path that skips the SQL
+        layer's parameter and row handling): ``$n`` placeholders, a list parameter as an array
+        (``= ANY($n)``), and the parameter names in placeholder order."""
+        cache_key = ("native", prelude)
+        compiled = self._compiled.get(cache_key)
+        if compiled is not None:
+            return cast(tuple[str, tuple[str, ...]], compiled)
+        sql = str(self.statement(POSTGRESQL, prelude=prelude).element.text)
+        for name in self.lists:
+            element = self.params[name].compile()
+            sql = sql.replace(f"IN :{name}", f"= ANY(CAST(:{name} AS {element}[]))")
+        names: list[str] = []
+
+        def placeholder(match: re.Match[str]) -> str:
+            if match[1] not in names:
+                names.append(match[1])
+            return f"${names.index(match[1]) + 1}"
+
+        native = (_PARAMETER.sub(placeholder, sql), tuple(names))
+        self._compiled[cache_key] = native
+        return native
 
     def _renew_statement(self, dialect: str) -> Any:
         cache_key = ("renew", dialect)

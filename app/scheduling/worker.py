@@ -218,8 +218,12 @@ class DatabaseWorker:
                     if want > 0:
                         leased = await self._lease(want)
                         if len(leased) == want:
-                            await asyncio.sleep(0)  # let the new jobs start, then lease again
-                            continue
+                            # Let the new jobs start, then lease again at once if a whole batch
+                            # fits; otherwise the finishing jobs wake the loop once there is room
+                            # for one (a lease of the few places left is a statement for little).
+                            await asyncio.sleep(0)
+                            if self._room() >= self.batch_size:
+                                continue
                 except Exception:
                     # Nothing but a stop may end this loop: log, count, and go on after a pause.
                     log.exception("worker %s: loop error; going on", self.worker_id)
