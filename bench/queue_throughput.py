@@ -53,8 +53,8 @@ from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.runtime import Runtime, build_runtime
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
-from app.scheduling.jobs import JobContext, JobPayload, JobSpec
-from app.scheduling.queue import JOB_CLAIM, PG_COMPLETE_PRELUDE, DatabaseQueue
+from app.scheduling.jobs import PRIORITY_QUEUE, JobContext, JobPayload, JobSpec
+from app.scheduling.queue import JOB_CLAIM, PG_COMPLETE_PRELUDE, DatabaseQueue, lease_order
 from app.scheduling.worker import DatabaseWorker
 from app.settings import Settings, load_settings
 
@@ -80,6 +80,9 @@ async def noop(ctx: JobContext, payload: Noop) -> None:
 
 
 NOOP = JobSpec("bench.noop", Noop, noop, max_tries=3)
+URGENT_NOOP = JobSpec("bench.urgent_noop", Noop, noop, max_tries=3, queue=PRIORITY_QUEUE)
+"""Registered, never enqueued: the worker serves the priority queue too, as a production one
+does (the position-tracking hand-off), so every lease looks at both queues."""
 
 
 @dataclass
@@ -258,7 +261,7 @@ async def database_queue(
 ) -> Result:
     await upgrade(url)
     runtime = build_runtime(bench_settings(url), SystemClock())
-    runtime.add_jobs([NOOP])
+    runtime.add_jobs([NOOP, URGENT_NOOP])
     try:
         enqueue_rate = await enqueue_database(runtime, jobs)
         if plans is not None:
@@ -277,13 +280,21 @@ async def lease_plan(runtime: Runtime, batch: int) -> list[str]:
     try:
         transaction = conn.transaction()
         await transaction.start()
-        sql, names = JOB_CLAIM.native_postgres()
-        claim = {"now": now, "owner": "plan", "expires": now, "queues": ["default"], "limit": batch}
+        sql, names = JOB_CLAIM.native_postgres(partitions=1)
+        claim = {
+            "now": now,
+            "owner": "plan",
+            "expires": now,
+            "limit": batch,
+            **JOB_CLAIM.partition_arguments(["default"]),
+        }
         finished = await conn.fetch(sql, *[claim[n] for n in names])
-        sql, names = JOB_CLAIM.native_postgres(prelude=PG_COMPLETE_PRELUDE)
+        # The worker's own lease: every queue it serves, the completions first.
+        order = lease_order(runtime.registry.queues)
+        sql, names = JOB_CLAIM.native_postgres(prelude=PG_COMPLETE_PRELUDE, partitions=len(order))
         lease = {
             **claim,
-            "queues": runtime.registry.queues,
+            **JOB_CLAIM.partition_arguments(order),
             "done_ids": [r["id"] for r in finished],
             "done_attempts": [r["attempts"] for r in finished],
         }

@@ -9,7 +9,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import UTCDateTime
-from app.scheduling.jobs import PRIORITY_QUEUE
 
 JOB_QUEUED = "queued"
 JOB_RUNNING = "running"
@@ -23,15 +22,12 @@ class Job(Base):
     __tablename__ = "jobs"
     __table_args__ = (
         # Only leasable rows are indexed, so the lease query stays cheap however many finished
-        # jobs the table keeps; the columns are the lease's order (queue.JOB_CLAIM: the priority
-        # queue first, then priority, then due time), so a lease reads its batch off the front of
-        # the index however many jobs wait. The queue closes it, for the leases of one queue.
+        # jobs the table keeps.
         Index(
             "ix_jobs_leasable",
-            text(f"(queue <> '{PRIORITY_QUEUE}')"),
+            "queue",
             "priority",
             "run_at",
-            "queue",
             sqlite_where=text("status = 'queued'"),
             postgresql_where=text("status = 'queued'"),
         ),

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
 
-from sqlalchemy import String, and_, bindparam, case, func, select, text
+from sqlalchemy import and_, bindparam, case, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -170,6 +170,15 @@ async def record_dead_job(
         )
 
 
+def lease_order(queues: Sequence[str]) -> list[str]:
+    """The order queues are leased from: the priority queue first, then the others by name."""
+    unique = sorted(set(queues))
+    if PRIORITY_QUEUE in unique:
+        unique.remove(PRIORITY_QUEUE)
+        unique.insert(0, PRIORITY_QUEUE)
+    return unique
+
+
 # -- statements ---------------------------------------------------------------------------------
 # The lease is the shared claim primitive; the completions are plain SQL: they run once per batch
 # on the hot path, and spelling out unnest and the data-modifying CTE is clearer here than their
@@ -183,25 +192,21 @@ def _sql(statement: str) -> Any:
     return stmt.bindparams(*times)
 
 
-# The order of the lease, in one statement over every queue a worker serves: the priority queue's
-# due jobs before all others, then lower priority values, then the longest due. The partial index
-# ix_jobs_leasable is on exactly these expressions, so the lease reads the first `limit` entries of
-# the index in order however many jobs wait (no sort of every due job). Claiming a job counts the
-# attempt; the attempt number is part of every later state change's condition.
-LEASE_RANK = f"queue <> '{PRIORITY_QUEUE}'"
-"""False (first) for the priority queue's jobs, true for every other queue's."""
-
+# Due jobs of every queue a worker serves, in one statement: the queues in lease order (the priority
+# queue first), within a queue lower priority values first, then the longest due. Each queue is its
+# own scan of ix_jobs_leasable (queue, priority, run_at), read in order from its front however many
+# jobs wait. Claiming a job counts the attempt; the attempt number is part of every later state
+# change's condition.
 JOB_CLAIM = Claim(
     table=Job.__table__,  # type: ignore[arg-type]
-    due=f"status = '{JOB_QUEUED}' AND queue IN :queues AND run_at <= :now",
-    order_by=f"{LEASE_RANK}, priority, run_at",
+    due=f"status = '{JOB_QUEUED}' AND run_at <= :now",
+    order_by="priority, run_at",
     returning=("id", "name", "payload", "attempts", "max_tries"),
     owner="leased_by",
     expires="lease_expires_at",
     sets={"status": f"'{JOB_RUNNING}'", "attempts": "attempts + 1"},
-    params={"queues": String()},
-    lists=frozenset({"queues"}),
     held=f"status = '{JOB_RUNNING}'",
+    partition="queue",
 )
 
 # Finished jobs, as parallel arrays of ids and attempt numbers; `id = ANY(…)` lets the planner
@@ -213,9 +218,9 @@ _PG_FINISH = f"""
       AND jobs.id = d.id AND jobs.attempts = d.attempt AND jobs.status = '{JOB_RUNNING}'
 """  # noqa: S608
 
-# The previous batch's completions ride along with the next lease: a data-modifying CTE always runs
-# to completion, whether or not the main statement reads it.
-PG_COMPLETE_PRELUDE = f"WITH finished AS ({_PG_FINISH})"
+# The previous batch's completions ride along with the next lease, written before the lease takes
+# any row (see Claim.statement).
+PG_COMPLETE_PRELUDE = f"WITH finished AS ({_PG_FINISH} RETURNING jobs.id)"
 
 _PG_COMPLETE = _sql(_PG_FINISH)
 
@@ -386,21 +391,23 @@ class DatabaseQueue:
         priority and due time (:data:`JOB_CLAIM`). Use :meth:`complete` when there is nothing to
         lease."""
         now = self.clock.now()
-        wanted = sorted(set(queues))
+        order = lease_order(queues)
         if not self.db.is_postgres:
-            return await self._lease_sqlite(worker_id, wanted, limit, now, lease_seconds, finished)
+            return await self._lease_sqlite(worker_id, order, limit, now, lease_seconds, finished)
         args: dict[str, Any] = {
             "now": now,
             "expires": now + timedelta(seconds=lease_seconds),
             "owner": worker_id,
-            "queues": wanted,
             "limit": limit,
+            **JOB_CLAIM.partition_arguments(order),
         }
         if finished:
             args.update(_done_params(now, finished))
-            sql, names = JOB_CLAIM.native_postgres(prelude=PG_COMPLETE_PRELUDE)
+            sql, names = JOB_CLAIM.native_postgres(
+                prelude=PG_COMPLETE_PRELUDE, partitions=len(order)
+            )
         else:
-            sql, names = JOB_CLAIM.native_postgres()
+            sql, names = JOB_CLAIM.native_postgres(partitions=len(order))
         async with self._autocommit() as conn:
             # Straight to the driver (its statement cache prepares the lease once per
             # connection): the SQL layer's parameter and row handling cost more per batch than
@@ -430,7 +437,7 @@ class DatabaseQueue:
                 limit=limit,
                 owner=worker_id,
                 lease_seconds=lease_seconds,
-                queues=queues,
+                partitions=queues,
             )
         return _leased(rows)
 
