@@ -16,7 +16,7 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.e2e.conftest import sign_in
 from tests.engines.adrules.budget_runs import run_rule
-from tests.engines.adrules.support import graph_server, settings, store_token, world
+from tests.engines.adrules.factories import graph_server, settings, store_token, world
 from tests.engines.adrules.worker_setup import TOKEN
 from tests.factories import Tenant
 

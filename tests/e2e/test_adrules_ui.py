@@ -19,7 +19,7 @@ from app.sandbox.meta import GraphWorld
 from app.settings import Settings
 from app.wiring import assemble
 from tests.e2e.conftest import sign_in
-from tests.engines.adrules.support import TOKEN, graph_server, settings, world
+from tests.engines.adrules.factories import TOKEN, graph_server, settings, world
 from tests.factories import Tenant
 
 __all__ = ["graph_server", "settings", "world"]
@@ -130,7 +130,7 @@ async def test_ar23_platform_stop_is_shown_on_the_ad_rules_pages(
 async def test_members_see_accounts_but_cannot_activate(
     page: Any, live_url: str, runtime: Runtime, tenant: Tenant
 ) -> None:
-    from tests.engines.adrules.support import create_account
+    from tests.engines.adrules.factories import create_account
 
     await create_account(runtime, workspace_id=tenant.workspace_id, meta_id="act_9", active=False)
     await sign_in(page, live_url, tenant.member_email, tenant.member_password)

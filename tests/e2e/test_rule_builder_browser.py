@@ -20,7 +20,7 @@ from app.engines.adrules.schemas import IncreaseBudget
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from tests.conftest import eventually
-from tests.engines.adrules.support import (
+from tests.engines.adrules.factories import (
     TOKEN,
     create_account,
     graph_server,

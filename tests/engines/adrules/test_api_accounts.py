@@ -12,7 +12,7 @@ from sqlalchemy import select
 from app.platform.models import Secret
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.engines.adrules.support import TOKEN, Workspace
+from tests.engines.adrules.factories import TOKEN, Workspace
 
 
 async def _set_token(client: httpx.AsyncClient, ws: Workspace, token: str = TOKEN) -> None:

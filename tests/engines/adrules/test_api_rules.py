@@ -19,7 +19,7 @@ from app.engines.adrules.catalogue import (
 )
 from app.integrations.http_guard import GUARD_RESOURCE, AddressGuard
 from app.runtime import Runtime
-from tests.engines.adrules.support import Workspace, create_account, rule_body
+from tests.engines.adrules.factories import Workspace, create_account, rule_body
 
 pytestmark = pytest.mark.usefixtures("world")
 
@@ -336,7 +336,7 @@ async def test_ar5_next_execution_is_stored_and_recomputed_when_the_schedule_cha
 async def test_ar23a_the_ad_accounts_zone_drives_the_timetable_else_the_workspace(
     client: httpx.AsyncClient, runtime: Runtime
 ) -> None:
-    from tests.engines.adrules.support import create_workspace
+    from tests.engines.adrules.factories import create_workspace
 
     tokyo = await create_workspace(runtime, name="Tokyo", timezone="Asia/Tokyo")
     # The account reports in Jakarta time (UTC+7): the rule's clock is the account's.

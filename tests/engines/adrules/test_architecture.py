@@ -11,7 +11,7 @@ import pytest
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import BatchGet, MetaReader
 from app.sandbox.meta import GraphWorld, SimCampaign
-from tests.engines.adrules.support import TOKEN
+from tests.engines.adrules.factories import TOKEN
 
 CLAIM_STAGE = "app.engines.adrules.claim"
 DISPATCH_SIDE = [

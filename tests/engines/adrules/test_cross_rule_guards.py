@@ -20,7 +20,7 @@ from app.engines.adrules.schemas import (
 from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.engines.adrules.support import Workspace
+from tests.engines.adrules.factories import Workspace
 from tests.engines.adrules.worker_setup import (
     TOKEN,
     Clients,

@@ -28,7 +28,7 @@ from app.sandbox.meta.demo import (
     start_demo_sandbox,
     start_demo_sheets_sandbox,
 )
-from tests.engines.adrules.support import create_workspace, dispatch_deps
+from tests.engines.adrules.factories import create_workspace, dispatch_deps
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from tests.conftest import eventually
-from tests.engines.adrules.support import (
+from tests.engines.adrules.factories import (
     TOKEN,
     RecordingSleep,
     Workspace,

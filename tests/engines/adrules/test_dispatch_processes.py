@@ -17,7 +17,13 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from app.settings import Settings
-from tests.engines.adrules.support import TOKEN, Workspace, create_account, create_rule, store_token
+from tests.engines.adrules.factories import (
+    TOKEN,
+    Workspace,
+    create_account,
+    create_rule,
+    store_token,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from app.engines.adrules.models import AdAccount, Rule
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.engines.adrules.support import TOKEN, Workspace, create_account, rule_body, store_token
+from tests.engines.adrules.factories import TOKEN, Workspace, create_account, rule_body, store_token
 
 API = "/api/v1/adrules"
 

@@ -15,7 +15,7 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.settings import AdRulesSettings, SettingsError, load_settings
 from app.wiring import assemble
-from tests.engines.adrules.support import Workspace
+from tests.engines.adrules.factories import Workspace
 from tests.engines.adrules.worker_setup import (
     TOKEN,
     create_setup,

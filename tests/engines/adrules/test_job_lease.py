@@ -25,7 +25,7 @@ from app.scheduling.job_lease import check_lease
 from app.scheduling.jobs import JobContext
 from app.scheduling.models import Job
 from app.scheduling.queue import DatabaseQueue
-from tests.engines.adrules.support import RecordingSleep, Workspace
+from tests.engines.adrules.factories import RecordingSleep, Workspace
 from tests.engines.adrules.worker_setup import (
     TOKEN,
     Clients,

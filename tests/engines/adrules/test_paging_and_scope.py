@@ -19,7 +19,7 @@ from app.integrations.meta.reader import MetaReader
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
-from tests.engines.adrules.support import (
+from tests.engines.adrules.factories import (
     TOKEN,
     RecordingSleep,
     Workspace,

@@ -29,8 +29,8 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.web.api import adrules_stop as stop_api
 from app.web.api.adrules_stop import StopIn
-from tests.engines.adrules.support import TOKEN as DISPATCH_TOKEN
-from tests.engines.adrules.support import (
+from tests.engines.adrules.factories import TOKEN as DISPATCH_TOKEN
+from tests.engines.adrules.factories import (
     RecordingSleep,
     Workspace,
     create_account,

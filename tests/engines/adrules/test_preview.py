@@ -10,7 +10,13 @@ from app.engines.adrules.work.preview import preview_rule
 from app.errors import Conflict
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
-from tests.engines.adrules.support import TOKEN, Workspace, create_account, create_rule, store_token
+from tests.engines.adrules.factories import (
+    TOKEN,
+    Workspace,
+    create_account,
+    create_rule,
+    store_token,
+)
 from tests.engines.adrules.worker_setup import make_clients, make_deps
 
 

@@ -20,7 +20,7 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from app.settings import Settings
 from app.web.app import create_app
-from tests.engines.adrules.support import Workspace, create_workspace, store_token
+from tests.engines.adrules.factories import Workspace, create_workspace, store_token
 from tests.engines.adrules.worker_setup import (
     TOKEN,
     create_setup,

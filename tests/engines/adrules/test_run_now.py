@@ -12,7 +12,13 @@ from app.engines.adrules.models import Batch, Rule
 from app.platform.models import Workspace as WorkspaceRow
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.engines.adrules.support import TOKEN, Workspace, create_account, create_rule, store_token
+from tests.engines.adrules.factories import (
+    TOKEN,
+    Workspace,
+    create_account,
+    create_rule,
+    store_token,
+)
 
 
 async def _batches(runtime: Runtime) -> list[Batch]:

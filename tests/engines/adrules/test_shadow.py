@@ -23,7 +23,7 @@ from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
-from tests.engines.adrules.support import (
+from tests.engines.adrules.factories import (
     TOKEN,
     Workspace,
     create_account,

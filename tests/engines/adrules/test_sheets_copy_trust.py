@@ -29,7 +29,7 @@ from app.sandbox.meta import GraphWorld
 from app.sandbox.sheets import SheetsSandbox
 from app.settings import AdRulesSettings, Settings, SettingsError
 from app.web.app import create_app
-from tests.engines.adrules.support import store_token
+from tests.engines.adrules.factories import store_token
 from tests.engines.adrules.worker_setup import (
     TOKEN,
     Clients,

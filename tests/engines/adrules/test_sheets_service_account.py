@@ -28,7 +28,7 @@ from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.base import simulator_in_loop
 from app.sandbox.sheets import SheetsSandbox
-from tests.engines.adrules.support import Workspace
+from tests.engines.adrules.factories import Workspace
 
 SHEET_ID = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74"
 ACCOUNT = "rules-reader@sweepline-demo.iam.gserviceaccount.com"

@@ -20,7 +20,13 @@ from app.scheduling.sweeper import Every, SweepRunner
 from app.settings import Settings
 from app.wiring import assemble
 from tests.conftest import eventually
-from tests.engines.adrules.support import TOKEN, Workspace, create_account, create_rule, store_token
+from tests.engines.adrules.factories import (
+    TOKEN,
+    Workspace,
+    create_account,
+    create_rule,
+    store_token,
+)
 
 
 def test_ar10_the_dispatch_sweep_runs_every_10_seconds_and_the_job_is_registered() -> None:
@@ -88,7 +94,7 @@ async def test_ar13_sweep_tick_fans_out_to_the_queue_and_the_worker_closes_the_b
     real_time_runtime: Runtime, world: GraphWorld
 ) -> None:
     runtime = real_time_runtime
-    from tests.engines.adrules.support import create_workspace
+    from tests.engines.adrules.factories import create_workspace
 
     ws = await create_workspace(runtime, name="Live")
     await _rule_on_account(runtime, world, ws)

@@ -30,7 +30,7 @@ from app.integrations.http_guard import shared_guard
 from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.engines.adrules.support import (
+from tests.engines.adrules.factories import (
     create_account,
     create_workspace,
     dispatch_deps,

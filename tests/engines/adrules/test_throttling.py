@@ -29,7 +29,7 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from app.scheduling.queue import DatabaseQueue
-from tests.engines.adrules.support import (
+from tests.engines.adrules.factories import (
     TEST_JOB,
     RecordingSleep,
     Workspace,
@@ -38,7 +38,7 @@ from tests.engines.adrules.support import (
     dispatch_deps,
     store_token,
 )
-from tests.engines.adrules.support import TOKEN as TOKEN_DISPATCH
+from tests.engines.adrules.factories import TOKEN as TOKEN_DISPATCH
 from tests.engines.adrules.worker_setup import (
     TOKEN,
     Clients,

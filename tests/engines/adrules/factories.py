@@ -1,10 +1,12 @@
-"""Shared ad-rules test fixtures: the Graph API simulator (one server per session, a fresh world per
-test), settings pointing at it, and factories for accounts, rules and dispatch dependencies."""
+"""The ad-rules test builders and fixtures: the Graph API simulator (one server per session, a fresh
+world per test), settings pointing at it, a Graph client on them, and factories for workspaces,
+accounts, rules and dispatch dependencies. ``conftest.py`` re-exports the fixtures; browser tests
+import them from here."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -94,6 +96,15 @@ def settings(settings: Settings, graph_server: GraphWorld) -> Settings:
 def world(graph_server: GraphWorld) -> GraphWorld:
     graph_server.reset()
     return graph_server
+
+
+@pytest.fixture
+async def graph(settings: Settings) -> AsyncIterator[GraphClient]:
+    client = GraphClient(
+        settings.integrations.meta_graph_url, settings.integrations.meta_graph_version
+    )
+    yield client
+    await client.aclose()
 
 
 async def create_account(
