@@ -25,7 +25,7 @@ from tests.engines.adrules.factories import (
     store_token,
 )
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.postgres
@@ -55,7 +55,7 @@ async def test_ar10_a_due_rule_is_dispatched_once_by_two_processes(
         await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "tests.engines.adrules.dispatch_process",
+            "tests.engines.adrules.claim.dispatch_process",
             *args,
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,

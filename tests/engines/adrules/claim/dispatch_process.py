@@ -1,6 +1,6 @@
 """A separate process that sweeps ad rules against a shared database (the two-process test).
 
-Usage: ``python -m tests.engines.adrules.dispatch_process DB_URL GRAPH_URL ENCRYPTION_KEY NOW_ISO START_AT``.
+Usage: ``python -m tests.engines.adrules.claim.dispatch_process DB_URL GRAPH_URL ENCRYPTION_KEY NOW_ISO START_AT``.
 Waits until the wall-clock ``START_AT`` (so both processes start together), runs three sweeps at
 once at ``NOW_ISO``, and prints the number of rules it dispatched as JSON.
 """
