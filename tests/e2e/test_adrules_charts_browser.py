@@ -15,9 +15,14 @@ from app.engines.adrules.schemas import IncreaseBudget, MetricValueCondition, Ta
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.e2e.conftest import sign_in
-from tests.engines.adrules.budget_runs import run_rule
-from tests.engines.adrules.factories import graph_server, settings, store_token, world
-from tests.engines.adrules.worker_setup import TOKEN
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
+    graph_server,
+    run_rule,
+    settings,
+    store_token,
+    world,
+)
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
@@ -39,7 +44,7 @@ def console_errors(page: Any) -> list[str]:
 
 
 async def _three_runs(runtime: Runtime, tenant: Tenant, world: GraphWorld) -> tuple[int, list[int]]:
-    await store_token(runtime, tenant.workspace_id, TOKEN)
+    await store_token(runtime, tenant.workspace_id, JOB_TOKEN)
     task = TaskIn(
         name="Scale",
         conditions=[

@@ -14,14 +14,17 @@ from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.e2e.conftest import sign_in
-from tests.engines.adrules.factories import graph_server, settings, store_token, world
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     create_setup,
     entities_from_world,
+    graph_server,
     make_clients,
     make_deps,
     make_payload,
+    settings,
+    store_token,
+    world,
 )
 from tests.factories import Tenant
 
@@ -35,12 +38,12 @@ async def test_ar25_admin_sees_the_timeline_member_does_not(
     browser: Any, live_url: str, runtime: Runtime, tenant: Tenant, world: GraphWorld
 ) -> None:
     world.add_account("act_1001", "Shop")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaign("act_1001", SimCampaign(id="31", name="Alpha", daily_budget=5000))
     world.add_campaign(
         "act_1001", SimCampaign(id="32", name="Beta", daily_budget=5000, delivering=False)
     )
-    await store_token(runtime, tenant.workspace_id, TOKEN)
+    await store_token(runtime, tenant.workspace_id, JOB_TOKEN)
     setup = await create_setup(
         runtime,
         tenant.workspace_id,

@@ -25,8 +25,7 @@ from app.sandbox.meta import GraphWorld, SimCampaign
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.dashboard import adrules_charts
-from tests.engines.adrules.budget_runs import run_rule
-from tests.engines.adrules.worker_setup import Setup
+from tests.engines.adrules.factories import Setup, run_rule
 from tests.factories import Tenant
 from tests.platform.conftest import sign_in
 

@@ -24,8 +24,7 @@ from app.sandbox.base import ThreadedServer
 from app.sandbox.meta.demo import DEMO_STORE, start_demo_sandbox, start_demo_sheets_sandbox
 from app.settings import Settings
 from app.web.app import create_app
-from tests.engines.adrules.factories import create_workspace, dispatch_deps
-from tests.engines.adrules.worker_setup import make_clients, make_deps
+from tests.engines.adrules.factories import create_workspace, dispatch_deps, make_clients, make_deps
 
 
 @pytest.fixture

@@ -29,23 +29,21 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.web.api import adrules_stop as stop_api
 from app.web.api.adrules_stop import StopIn
-from tests.engines.adrules.factories import TOKEN as DISPATCH_TOKEN
 from tests.engines.adrules.factories import (
+    JOB_TOKEN,
+    TOKEN,
+    Clients,
     RecordingSleep,
     Workspace,
     create_account,
     create_rule,
-    dispatch_deps,
-    store_token,
-)
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
-    Clients,
     create_setup,
+    dispatch_deps,
     entities_from_world,
     make_clients,
     make_deps,
     make_payload,
+    store_token,
 )
 
 PAUSE_ALL = TaskIn(
@@ -61,7 +59,7 @@ PAUSE_ALL = TaskIn(
 @pytest.fixture
 async def sim(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     clients = make_clients(world.base_url)
     yield world, clients
     await clients.aclose()
@@ -196,7 +194,7 @@ async def test_ar23_a_workspace_stop_skips_its_rules_at_the_sweep(
     for workspace, meta_id in ((ws, "act_1"), (other_ws, "act_2")):
         world.add_account(meta_id, meta_id)
         world.add_campaigns(meta_id, 2)
-        world.grant(DISPATCH_TOKEN, meta_id)
+        world.grant(TOKEN, meta_id)
         account = await create_account(
             runtime, workspace_id=workspace.workspace_id, meta_id=meta_id
         )

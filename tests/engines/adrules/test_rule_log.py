@@ -20,14 +20,16 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from app.settings import Settings
 from app.web.app import create_app
-from tests.engines.adrules.factories import Workspace, create_workspace, store_token
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
+    Workspace,
     create_setup,
+    create_workspace,
     entities_from_world,
     make_clients,
     make_deps,
     make_payload,
+    store_token,
 )
 from tests.factories import Tenant
 from tests.platform.conftest import sign_in
@@ -51,7 +53,7 @@ async def _two_runs(
     runtime: Runtime, world: GraphWorld, workspace_id: int
 ) -> tuple[list[int], str]:
     world.add_account("act_1001", "Shop")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaign("act_1001", SimCampaign(id="21", name="Alpha", daily_budget=5000))
     world.add_campaign(
         "act_1001", SimCampaign(id="22", name="Beta", daily_budget=5000, delivering=False)
@@ -166,9 +168,9 @@ async def test_ar4_preview_over_http_writes_nothing(
     runtime: Runtime, world: GraphWorld, ws: Workspace, new_client: Any
 ) -> None:
     world.add_account("act_1001", "Shop")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaigns("act_1001", 3)
-    await store_token(runtime, ws.workspace_id, TOKEN)
+    await store_token(runtime, ws.workspace_id, JOB_TOKEN)
     setup = await create_setup(
         runtime,
         ws.workspace_id,

@@ -31,12 +31,14 @@ from app.integrations.meta.client import GraphClient
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     create_account,
     create_workspace,
     dispatch_deps,
+    make_clients,
+    make_deps,
     store_token,
 )
-from tests.engines.adrules.worker_setup import TOKEN, make_clients, make_deps
 
 
 def test_the_four_templates_are_shipped() -> None:
@@ -98,10 +100,10 @@ async def test_ar3_night_budget_reset_end_to_end_across_a_night(
     sets every campaign's budget; the rest of the night and the next morning nothing else runs."""
     ws = await create_workspace(runtime, name="Night", timezone="Europe/Berlin")
     world.add_account("act_3003", "Berlin shop", currency="EUR", timezone_name="Europe/Berlin")
-    world.grant(TOKEN, "act_3003")
+    world.grant(JOB_TOKEN, "act_3003")
     campaigns = world.add_campaigns("act_3003", 3, daily_budget=5000)
     world.campaign(campaigns[1].id).daily_budget = 8000
-    await store_token(runtime, ws.workspace_id, TOKEN)
+    await store_token(runtime, ws.workspace_id, JOB_TOKEN)
     account = await create_account(
         runtime,
         workspace_id=ws.workspace_id,

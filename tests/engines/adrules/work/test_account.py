@@ -22,8 +22,8 @@ from app.engines.adrules.schemas import (
 from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     Clients,
     create_setup,
     entities_from_world,
@@ -41,7 +41,7 @@ def workspace_id(ws: Any) -> int:
 @pytest.fixture
 async def graph(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     clients = make_clients(world.base_url)
     yield world, clients
     await clients.aclose()

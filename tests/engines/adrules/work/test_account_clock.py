@@ -27,9 +27,10 @@ from tests.engines.adrules.factories import (
     create_rule,
     create_workspace,
     dispatch_deps,
+    make_clients,
+    make_deps,
     store_token,
 )
-from tests.engines.adrules.worker_setup import make_clients, make_deps
 
 NIGHT_TASK: dict[str, Any] = {
     "name": "Night check",

@@ -25,10 +25,10 @@ from app.engines.adrules.work.account import run_account_job
 from app.engines.adrules.work.batched import BatchStats
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.engines.adrules.factories import Workspace
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     Clients,
+    Workspace,
     create_setup,
     entities_from_world,
     make_clients,
@@ -49,7 +49,7 @@ PAUSE = TaskIn(name="Pause", conditions=SPENT, action=PauseCampaign(), cooldown=
 @pytest.fixture
 async def sim(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     clients = make_clients(world.base_url)
     yield world, clients
     await clients.aclose()

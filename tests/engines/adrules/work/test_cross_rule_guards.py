@@ -20,11 +20,11 @@ from app.engines.adrules.schemas import (
 from app.engines.adrules.work.account import run_account_job
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from tests.engines.adrules.factories import Workspace
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     Clients,
     Setup,
+    Workspace,
     create_setup,
     entities_from_world,
     make_clients,
@@ -50,7 +50,7 @@ LOWER = TaskIn(
 @pytest.fixture
 async def sim(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaigns("act_1001", 1, daily_budget=10_000)
     clients = make_clients(world.base_url)
     yield world, clients

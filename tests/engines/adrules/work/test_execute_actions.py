@@ -38,8 +38,8 @@ from app.sandbox.base import serve_in_loop
 from app.sandbox.meta import GraphWorld, SimCampaign
 from app.sandbox.smtp import SmtpSink
 from app.settings import MailSettings
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     Clients,
     create_setup,
     entities_from_world,
@@ -60,7 +60,7 @@ def workspace_id(ws: Any) -> int:
 async def graph(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
     world.add_account("act_2002", "Tokyo", currency="JPY", timezone_name="Asia/Tokyo")
-    world.grant(TOKEN, "act_1001", "act_2002")
+    world.grant(JOB_TOKEN, "act_1001", "act_2002")
     clients = make_clients(world.base_url)
     yield world, clients
     await clients.aclose()

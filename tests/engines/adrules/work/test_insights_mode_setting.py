@@ -15,9 +15,9 @@ from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.settings import AdRulesSettings, SettingsError, load_settings
 from app.wiring import assemble
-from tests.engines.adrules.factories import Workspace
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
+    Workspace,
     create_setup,
     entities_from_world,
     make_payload,
@@ -65,7 +65,7 @@ async def test_the_job_reads_insights_in_the_configured_mode(
     world: GraphWorld,
 ) -> None:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaigns("act_1001", 30)
     setup = await create_setup(runtime, ws.workspace_id, tasks=TASKS)
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))

@@ -25,10 +25,11 @@ from app.scheduling.job_lease import check_lease
 from app.scheduling.jobs import JobContext
 from app.scheduling.models import Job
 from app.scheduling.queue import DatabaseQueue
-from tests.engines.adrules.factories import RecordingSleep, Workspace
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     Clients,
+    RecordingSleep,
+    Workspace,
     create_setup,
     entities_from_world,
     make_clients,
@@ -49,7 +50,7 @@ PAUSE_ALL = TaskIn(
 @pytest.fixture
 async def sim(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     clients = make_clients(world.base_url)
     yield world, clients
     await clients.aclose()

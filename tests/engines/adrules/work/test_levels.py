@@ -23,12 +23,14 @@ from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from tests.engines.adrules.factories import (
     TOKEN,
+    Clients,
     Workspace,
     create_account,
     dispatch_deps,
+    make_clients,
+    make_deps,
     store_token,
 )
-from tests.engines.adrules.worker_setup import Clients, make_clients, make_deps
 
 SPENT = [{"type": "metric_value", "metric": "spend", "operator": "gte", "value": "0"}]
 RAISE = {

@@ -15,9 +15,10 @@ from tests.engines.adrules.factories import (
     Workspace,
     create_account,
     create_rule,
+    make_clients,
+    make_deps,
     store_token,
 )
-from tests.engines.adrules.worker_setup import make_clients, make_deps
 
 
 async def _deps(runtime: Runtime, world: GraphWorld) -> tuple[AdRulesDeps, object]:

@@ -25,12 +25,14 @@ from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from tests.engines.adrules.factories import (
     TOKEN,
+    Clients,
     Workspace,
     create_account,
     dispatch_deps,
+    make_clients,
+    make_deps,
     store_token,
 )
-from tests.engines.adrules.worker_setup import Clients, make_clients, make_deps
 
 SCALE_AND_PAUSE = [
     {

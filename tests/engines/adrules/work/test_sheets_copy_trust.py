@@ -29,9 +29,8 @@ from app.sandbox.meta import GraphWorld
 from app.sandbox.sheets import SheetsSandbox
 from app.settings import AdRulesSettings, Settings, SettingsError
 from app.web.app import create_app
-from tests.engines.adrules.factories import store_token
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     Clients,
     Setup,
     create_setup,
@@ -39,6 +38,7 @@ from tests.engines.adrules.worker_setup import (
     make_clients,
     make_deps,
     make_payload,
+    store_token,
 )
 from tests.factories import Tenant
 from tests.platform.conftest import sign_in
@@ -61,9 +61,9 @@ async def sheets() -> AsyncIterator[tuple[SheetsSandbox, str]]:
 async def _rule(runtime: Runtime, workspace_id: int, world: GraphWorld) -> Setup:
     """Two campaigns, a Sheets API key and a rule comparing each campaign's sheet value with 2."""
     world.add_account("act_1001", "Shop")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaigns("act_1001", 2, first_id=100000)  # ids 100001, 100002
-    await store_token(runtime, workspace_id, TOKEN)
+    await store_token(runtime, workspace_id, JOB_TOKEN)
     async with runtime.db.write() as uow:
         await service.set_secret(
             uow.session,

@@ -28,8 +28,8 @@ from app.runtime import Runtime
 from app.sandbox.base import simulator_in_loop
 from app.sandbox.meta import GraphWorld
 from app.sandbox.sheets import SheetsSandbox
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     create_setup,
     entities_from_world,
     make_clients,
@@ -235,7 +235,7 @@ async def test_ar15_worker_records_custom_metric_values_and_errors(
     other campaigns compare their number."""
     sandbox, url = sheets
     world.add_account("act_1001", "Shop")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaigns("act_1001", 5, first_id=100000)  # ids 100001 … 100005
     async with runtime.db.write() as uow:
         await service.set_secret(

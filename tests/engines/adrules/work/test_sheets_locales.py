@@ -21,8 +21,8 @@ from app.runtime import Runtime
 from app.sandbox.base import simulator_in_loop
 from app.sandbox.meta import GraphWorld
 from app.sandbox.sheets import SheetsSandbox
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
+from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     create_setup,
     entities_from_world,
     make_clients,
@@ -52,7 +52,7 @@ async def _seen(
     runtime: Runtime, ws: Any, world: GraphWorld, url: str, locale: str | None
 ) -> dict[str, dict[str, Any]]:
     world.add_account("act_1001", "Shop")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     world.add_campaigns("act_1001", 4, first_id=100000)
     async with runtime.db.write() as uow:
         await service.set_secret(

@@ -30,23 +30,21 @@ from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from app.scheduling.queue import DatabaseQueue
 from tests.engines.adrules.factories import (
+    JOB_TOKEN,
     TEST_JOB,
+    TOKEN,
+    Clients,
     RecordingSleep,
     Workspace,
     create_account,
     create_rule,
-    dispatch_deps,
-    store_token,
-)
-from tests.engines.adrules.factories import TOKEN as TOKEN_DISPATCH
-from tests.engines.adrules.worker_setup import (
-    TOKEN,
-    Clients,
     create_setup,
+    dispatch_deps,
     entities_from_world,
     make_clients,
     make_deps,
     make_payload,
+    store_token,
 )
 
 SPEND_TASK = TaskIn(
@@ -62,7 +60,7 @@ SPEND_TASK = TaskIn(
 @pytest.fixture
 async def sim(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     world.add_account("act_1001", "Shop", currency="USD", timezone_name="UTC")
-    world.grant(TOKEN, "act_1001")
+    world.grant(JOB_TOKEN, "act_1001")
     clients = make_clients(world.base_url)
     yield world, clients
     await clients.aclose()
@@ -112,9 +110,9 @@ async def test_dispatch_fetch_waits_meta_estimate_instead_of_one_second(
 ) -> None:
     world.add_account("act_1", "Shop")
     world.add_campaigns("act_1", 3)
-    world.grant(TOKEN_DISPATCH, "act_1")
+    world.grant(TOKEN, "act_1")
     account = await create_account(runtime, workspace_id=ws.workspace_id, meta_id="act_1")
-    await store_token(runtime, ws.workspace_id, TOKEN_DISPATCH)
+    await store_token(runtime, ws.workspace_id, TOKEN)
     await create_rule(runtime, workspace_id=ws.workspace_id, account_ids=[account.id])
     world.throttle("campaigns.list", minutes=1)
     sleep = RecordingSleep()
@@ -133,9 +131,9 @@ async def test_dispatch_fetch_does_not_hammer_a_long_throttle(
 ) -> None:
     world.add_account("act_1", "Shop")
     world.add_campaigns("act_1", 3)
-    world.grant(TOKEN_DISPATCH, "act_1")
+    world.grant(TOKEN, "act_1")
     account = await create_account(runtime, workspace_id=ws.workspace_id, meta_id="act_1")
-    await store_token(runtime, ws.workspace_id, TOKEN_DISPATCH)
+    await store_token(runtime, ws.workspace_id, TOKEN)
     await create_rule(runtime, workspace_id=ws.workspace_id, account_ids=[account.id])
     world.throttle("campaigns.list", minutes=10, times=-1)
     sleep = RecordingSleep()
@@ -198,7 +196,7 @@ async def test_worker_defers_the_run_for_a_long_throttle_and_resumes_it(
     assert batch.status == "queued"
     assert batch.error is not None
     assert "throttled" in batch.error
-    assert TOKEN not in batch.error
+    assert JOB_TOKEN not in batch.error
 
     # Access is back when Meta said: the resumed run completes.
     world.state.clear_faults()
