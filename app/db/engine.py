@@ -4,6 +4,8 @@ SQLite gets two engines on the same file: a *write* engine whose transactions st
 ``BEGIN IMMEDIATE`` (the write lock is taken up front, so two writers queue on ``busy_timeout`` instead
 of failing with "database is locked" when a read transaction tries to upgrade), and a *read* engine
 whose transactions start with a plain deferred ``BEGIN`` so readers never wait for writers (WAL).
+The write engine's transactions queue for the lock in the order they began
+(:mod:`app.db.write_gate`): SQLite's own busy handler serves no one in turn.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from app.db.write_gate import WriteGate
 from app.settings import DatabaseSettings
 
 
-def _sqlite_pragmas(busy_timeout_ms: int, begin: str) -> tuple[Any, Any]:
+def _sqlite_pragmas(busy_timeout_ms: int, begin: str, gate: WriteGate | None) -> tuple[Any, Any]:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Hand transaction control to SQLAlchemy's "begin" event below: the driver's own implicit
         # BEGIN would be DEFERRED and would not cover SELECT statements.
@@ -37,9 +40,37 @@ def _sqlite_pragmas(busy_timeout_ms: int, begin: str) -> tuple[Any, Any]:
         cursor.close()
 
     def on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(begin)
+        driver = conn.connection.dbapi_connection
+        if gate is not None:
+            # In line with the process's other writers first (see app/db/write_gate.py); the
+            # event runs inside SQLAlchemy's greenlet, where the driver's run_async may await.
+            driver.run_async(lambda _raw: gate.enter(driver))
+        try:
+            conn.exec_driver_sql(begin)
+        except BaseException:
+            if gate is not None:
+                gate.leave(driver)
+            raise
 
     return on_connect, on_begin
+
+
+def _leave_the_gate_at_the_end(engine: AsyncEngine, gate: WriteGate) -> None:
+    """Give the gate back when a write transaction ends: at its COMMIT or ROLLBACK, and in any
+    case when its connection goes back to the pool or is lost."""
+
+    def on_end(conn: Any) -> None:
+        with contextlib.suppress(Exception):  # a connection already lost has left at invalidate
+            gate.leave(conn.connection.dbapi_connection)
+
+    def on_returned(dbapi_connection: Any, *_: Any) -> None:
+        if dbapi_connection is not None:
+            gate.leave(dbapi_connection)
+
+    event.listen(engine.sync_engine, "commit", on_end)
+    event.listen(engine.sync_engine, "rollback", on_end)
+    event.listen(engine.sync_engine, "checkin", on_returned)
+    event.listen(engine.sync_engine, "invalidate", on_returned)
 
 
 def private_sqlite_file(raw_url: str) -> None:
@@ -64,22 +95,27 @@ def private_sqlite_file(raw_url: str) -> None:
             candidate.chmod(0o600)
 
 
-def _sqlite_engine(settings: DatabaseSettings, begin: str) -> AsyncEngine:
+def _sqlite_engine(settings: DatabaseSettings, begin: str, gate: WriteGate | None) -> AsyncEngine:
     url = make_url(settings.url)
     private_sqlite_file(settings.url)
     engine = create_async_engine(url, echo=settings.echo)
-    on_connect, on_begin = _sqlite_pragmas(settings.busy_timeout_ms, begin)
+    on_connect, on_begin = _sqlite_pragmas(settings.busy_timeout_ms, begin, gate)
     event.listen(engine.sync_engine, "connect", on_connect)
     event.listen(engine.sync_engine, "begin", on_begin)
+    if gate is not None:
+        _leave_the_gate_at_the_end(engine, gate)
     return engine
 
 
-def create_engines(settings: DatabaseSettings) -> tuple[AsyncEngine, AsyncEngine]:
-    """Return ``(write_engine, read_engine)``; the same engine twice on PostgreSQL."""
+def create_engines(
+    settings: DatabaseSettings, gate: WriteGate | None = None
+) -> tuple[AsyncEngine, AsyncEngine]:
+    """Return ``(write_engine, read_engine)``; the same engine twice on PostgreSQL. On SQLite,
+    the write engine's transactions go through ``gate`` when one is given."""
     if settings.is_sqlite:
         return (
-            _sqlite_engine(settings, "BEGIN IMMEDIATE"),
-            _sqlite_engine(settings, "BEGIN"),
+            _sqlite_engine(settings, "BEGIN IMMEDIATE", gate),
+            _sqlite_engine(settings, "BEGIN", None),
         )
     if not settings.url.startswith("postgresql+asyncpg"):
         raise ValueError("DATABASE_URL must use sqlite+aiosqlite or postgresql+asyncpg")

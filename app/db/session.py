@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.db.engine import create_engines
+from app.db.write_gate import WriteGate
 from app.settings import DatabaseSettings
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,11 @@ class Database:
 
     def __init__(self, settings: DatabaseSettings) -> None:
         self.settings = settings
-        self.write_engine, self.read_engine = create_engines(settings)
+        self.write_gate: WriteGate | None = (
+            WriteGate(settings.busy_timeout_ms / 1000) if settings.is_sqlite else None
+        )
+        """SQLite: the line this process's write transactions wait in (app/db/write_gate.py)."""
+        self.write_engine, self.read_engine = create_engines(settings, self.write_gate)
         self._write_factory = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._read_factory = async_sessionmaker(self.read_engine, expire_on_commit=False)
 

@@ -1,0 +1,124 @@
+"""SQLite's write lock goes to one process's writers in the order they asked for it, and the line
+never holds a writer for ever (app/db/write_gate.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from app.db.session import Database
+from app.db.write_gate import WriteGate
+from app.settings import Settings
+from tests.conftest import eventually, is_postgres
+
+pytestmark = pytest.mark.skipif(is_postgres(), reason="the SQLite write lock")
+
+
+async def _db(settings: Settings, path: Path, busy_timeout_ms: int) -> Database:
+    database = dataclasses.replace(
+        settings.database, url=f"sqlite+aiosqlite:///{path}", busy_timeout_ms=busy_timeout_ms
+    )
+    db = Database(database)
+    async with db.write() as uow:
+        await uow.session.execute(text("CREATE TABLE IF NOT EXISTS written (who TEXT)"))
+    return db
+
+
+@pytest.fixture
+async def db(settings: Settings, tmp_path: Path) -> AsyncIterator[Database]:
+    db = await _db(settings, tmp_path / "gate.db", busy_timeout_ms=5000)
+    yield db
+    await db.dispose()
+
+
+def gate_of(db: Database) -> WriteGate:
+    assert db.write_gate is not None
+    return db.write_gate
+
+
+async def _written(db: Database) -> list[str]:
+    async with db.read() as session:
+        return list((await session.scalars(text("SELECT who FROM written ORDER BY rowid"))).all())
+
+
+async def test_writers_get_the_lock_in_the_order_they_asked(db: Database) -> None:
+    gate = gate_of(db)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
+            holding.set()
+            await release.wait()
+
+    async def writer(name: str) -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES (:who)"), {"who": name})
+
+    first = asyncio.create_task(holder())
+    await holding.wait()
+    names = [f"w{i}" for i in range(8)]
+    tasks = []
+    for position, name in enumerate(names, start=1):
+        tasks.append(asyncio.create_task(writer(name)))
+        await eventually(lambda n=position: _true(gate.waiting == n))  # in line, behind the rest
+    release.set()
+    await asyncio.gather(first, *tasks)
+    assert await _written(db) == ["holder", *names]
+    assert (gate.waiting, gate.holders) == (0, 0)
+
+
+async def test_a_failed_transaction_leaves_the_gate(db: Database) -> None:
+    gate = gate_of(db)
+    held: list[int] = []
+
+    async def fails() -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES ('rolled back')"))
+            held.append(gate.holders)
+            raise RuntimeError("the unit of work fails")
+
+    with pytest.raises(RuntimeError):
+        await fails()
+    assert (held, gate.holders) == ([1], 0)
+    async with db.write() as uow:
+        await uow.session.execute(text("INSERT INTO written VALUES ('next')"))
+    assert await _written(db) == ["next"]
+
+
+async def test_the_line_never_holds_a_writer_for_ever(settings: Settings, tmp_path: Path) -> None:
+    """A transaction of the process that keeps the lock past the patience (the busy timeout):
+    the writer behind it goes on to SQLite, which answers "database is locked" as it always did —
+    an error the web layer turns into a 503 — instead of waiting without end."""
+    db = await _db(settings, tmp_path / "patience.db", busy_timeout_ms=200)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
+            holding.set()
+            await release.wait()
+
+    first = asyncio.create_task(holder())
+    try:
+        await holding.wait()
+        with pytest.raises(OperationalError, match="database is locked"):
+            async with db.write() as uow:
+                await uow.session.execute(text("INSERT INTO written VALUES ('impatient')"))
+    finally:
+        release.set()
+        await first
+    async with db.write() as uow:
+        await uow.session.execute(text("INSERT INTO written VALUES ('later')"))
+    assert await _written(db) == ["holder", "later"]
+    await db.dispose()
+
+
+async def _true(value: bool) -> bool:
+    return value
