@@ -79,7 +79,7 @@ def echo_app(state: SandboxState) -> Litestar:
     @get("/slow")
     async def slow() -> dict[str, str]:
         state.hit("slow")
-        await asyncio.sleep(0.8)  # a server that is slow in real time, past the client's timeout
+        await asyncio.sleep(5)  # a server that is slow in real time, far past the client's timeout
         return {"late": "yes"}
 
     @get("/flaky")
@@ -280,7 +280,8 @@ async def test_the_timeout_is_enforced(target: tuple[str, SandboxState]) -> None
         started = asyncio.get_running_loop().time()
         with pytest.raises(TransientError) as info:
             await http.request(HttpRequest(method="GET", url=f"{url}/slow"), allow_private=True)
-        assert asyncio.get_running_loop().time() - started < 1.5
+        # Well before the server would have answered, however loaded the machine.
+        assert asyncio.get_running_loop().time() - started < 4
     finally:
         await http.aclose()
     assert info.value.code == "timeout"

@@ -40,7 +40,7 @@ async def stop(worker: Any, task: asyncio.Task[None]) -> float:
         await worker.shutdown()
     else:
         worker.stop()
-    await asyncio.wait_for(task, 15)
+    await asyncio.wait_for(task, 60)
     return time.monotonic() - began
 
 
@@ -52,12 +52,14 @@ async def test_a_job_finishing_within_the_grace_period_completes(
     await runtime.queue.enqueue(
         None, RECORD, Work(key="short", seconds=0.5), job_id=f"short-{backend}-{id(RUNS):x}"
     )
-    worker = workers_for(runtime, grace=5)
+    # A grace far longer than the job, and than any pause a loaded machine takes: a stop within
+    # half of it waited for the job, not for the grace.
+    worker = workers_for(runtime, grace=120)
     task = asyncio.create_task(worker.run())
     await eventually(lambda: _true(RUNS.started["short"] == 1))
     took = await stop(worker, task)
     assert RUNS.done["short"] == 1
-    assert took < 5, "it waited for the job, not for the whole grace period"
+    assert took < 60, "it waited for the job, not for the whole grace period"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -73,7 +75,9 @@ async def test_a_job_outlasting_the_grace_period_is_released_and_later_completes
     task = asyncio.create_task(worker.run())
     await eventually(lambda: _true(RUNS.started["long"] == 1))
     took = await stop(worker, task)
-    assert took < 3, "shutdown is bounded by the grace period"
+    # The job waits for its gate, for ever: any stop is the grace's doing; the bound only leaves
+    # room for releasing the job on a loaded machine.
+    assert took < 30, "shutdown is bounded by the grace period"
     assert RUNS.done["long"] == 0
     if backend == "database":
         row = await job_row(runtime.db, job_id)
@@ -201,7 +205,8 @@ async def test_sigterm_releases_a_job_outlasting_the_grace_and_another_process_c
     first.signal(signal.SIGTERM)
     code, log = await first.exit_code()
     assert code == 0, log
-    assert time.monotonic() - began < 10, "shutdown is bounded by the grace period"
+    # The job would take a minute; the grace is half a second.
+    assert time.monotonic() - began < 30, "shutdown is bounded by the grace period"
     assert lines(markers, "done") == []
     if backend == "database":
         row = await job_row(runtime.db, job_id)

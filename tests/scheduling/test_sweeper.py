@@ -373,7 +373,9 @@ async def test_two_processes_handle_each_tick_exactly_once(
         assert proc.stdout is not None
         ready = await asyncio.to_thread(proc.stdout.readline)
         assert ready.strip() == b"ready", ready
-    first_tick = time.time() + 1.0  # both processes wait for the same wall-clock instants
+    # Both processes wait for the same wall-clock instants. Far enough ahead that both are
+    # waiting for it even on a loaded machine (a process that starts late races nothing).
+    first_tick = time.time() + 5.0
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write(f"{first_tick}\n".encode())
