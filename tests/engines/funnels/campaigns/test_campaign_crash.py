@@ -54,6 +54,31 @@ class GatedSink(SmtpSink):
         self.held = threading.Event()
         self.released = threading.Event()
         self.refusing = False
+        self.connections = 0
+        """SMTP connections open at the server."""
+        self._count_connections()
+
+    def _count_connections(self) -> None:
+        build = self._controller.factory
+
+        def counted() -> Any:
+            smtp = build()
+            made, lost = smtp.connection_made, smtp.connection_lost
+
+            def connection_made(transport: Any) -> None:
+                with self._lock:
+                    self.connections += 1
+                made(transport)
+
+            def connection_lost(exc: BaseException | None) -> None:
+                with self._lock:
+                    self.connections -= 1
+                lost(exc)
+
+            smtp.connection_made, smtp.connection_lost = connection_made, connection_lost
+            return smtp
+
+        self._controller.factory = counted
 
     def _receive(self, envelope: Any) -> str:
         if self.refusing:
@@ -155,7 +180,9 @@ async def test_fn28_campaign_killed_mid_send_resumes_each_recipient_exactly_once
             if proc.poll() is None:
                 proc.kill()
         sink.released.set()
-        await asyncio.sleep(0.5)  # the server drains the dead connections (refusing them)
+        # The server drains the dead process's connections, refusing what they had on the
+        # wire, before it opens again.
+        await eventually(lambda: _true(sink.refusing and sink.connections == 0), timeout=60)
         sink.stop_after = AUDIENCE * 2  # open again, for good
         sink.refusing = False
         assert len(sink.snapshot()) == STOP_AFTER
@@ -204,3 +231,7 @@ async def test_fn28_campaign_killed_mid_send_resumes_each_recipient_exactly_once
 
 async def _equal(left: Any, right: int) -> bool:
     return await left() == right
+
+
+async def _true(value: bool) -> bool:
+    return value
