@@ -106,6 +106,20 @@ async def contact_events(
     return list(await session.scalars(stmt.order_by(ContactEvent.id.desc()).limit(limit)))
 
 
+async def contact_events_with_email(
+    session: ReadSession, workspace_id: int, *, limit: int
+) -> list[tuple[ContactEvent, str | None]]:
+    """The workspace's ``limit`` newest contact events, each with its contact's e-mail."""
+    rows = await session.execute(
+        select(ContactEvent, Contact.email)
+        .join(Contact, Contact.id == ContactEvent.contact_id)
+        .where(ContactEvent.workspace_id == workspace_id)
+        .order_by(ContactEvent.id.desc())
+        .limit(limit)
+    )
+    return [(event, email) for event, email in rows]
+
+
 async def inbound_events(
     session: ReadSession, workspace_id: int, *, before: int | None, limit: int
 ) -> list[InboundEvent]:

@@ -11,8 +11,10 @@ from litestar import Request, get, post
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath, FromQuery
 from litestar.response import Redirect, Template
-from sqlalchemy import select
 
+from app.clock import Clock
+from app.db.session import ReadSession
+from app.engines.funnels import reads
 from app.engines.funnels.campaigns.audience import AUDIENCE
 from app.engines.funnels.campaigns.service import (
     CampaignData,
@@ -28,18 +30,17 @@ from app.engines.funnels.contacts.store import find_by_email
 from app.engines.funnels.definitions.service import get_funnel
 from app.engines.funnels.definitions.simulate import simulate
 from app.engines.funnels.events.forms import FormField, create_form, embed_code, list_forms
-from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.events.site_snippet import snippet_tag
 from app.engines.funnels.events.tracking import site_key
-from app.engines.funnels.models import Contact, ContactEvent
 from app.errors import DomainError
-from app.platform.service import get_workspace, webhook_secret
-from app.runtime import Runtime
+from app.platform.crypto import SecretBox
+from app.platform.service import Principal, get_workspace, webhook_secret
+from app.settings import Settings
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import activity, audiences
 from app.web.dashboard.bulk_progress import ProgressView, read_progress
 from app.web.dashboard.common import error_message, page
-from app.web.deps import CurrentClock, Writes
+from app.web.deps import CurrentClock, CurrentSettings, Reads, Secrets, Writes
 
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
 
@@ -66,64 +67,59 @@ CAMPAIGN_LABELS = {
 
 @get(EVENTS)
 async def events_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
     return page(
         request,
         "funnels_campaigns/events.html",
         principal,
-        **await _events(principal.workspace_id, runtime),
+        **await _events(session, principal.workspace_id),
     )
 
 
 @get(f"{EVENTS}/stream")
 async def events_stream(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
     """The table part, refreshed by htmx every few seconds."""
     return page(
         request,
         "funnels_campaigns/_events.html",
         principal,
-        **await _events(principal.workspace_id, runtime),
+        **await _events(session, principal.workspace_id),
     )
 
 
-async def _events(workspace_id: int, runtime: Runtime) -> dict[str, Any]:
-    async with runtime.db.read() as s:
-        events = (
-            await s.execute(
-                select(ContactEvent, Contact.email)
-                .join(Contact, Contact.id == ContactEvent.contact_id)
-                .where(ContactEvent.workspace_id == workspace_id)
-                .order_by(ContactEvent.id.desc())
-                .limit(100)
-            )
-        ).all()
-        inbound = list(
-            await s.scalars(
-                select(InboundEvent)
-                .where(InboundEvent.workspace_id == workspace_id)
-                .order_by(InboundEvent.id.desc())
-                .limit(50)
-            )
-        )
-    return {"events": events, "inbound": inbound}
+async def _events(session: ReadSession, workspace_id: int) -> dict[str, Any]:
+    return {
+        "events": await reads.contact_events_with_email(session, workspace_id, limit=100),
+        "inbound": await reads.inbound_events(session, workspace_id, before=None, limit=50),
+    }
 
 
 @get(FORMS)
 async def forms_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    settings: CurrentSettings,
+    secrets: Secrets,
 ) -> Template:
-    return await _forms(request, principal, runtime)
+    return await _forms(request, principal, session, settings, secrets)
 
 
-async def _forms(request: Any, principal: Any, runtime: Runtime, **extra: Any) -> Template:
-    base = runtime.settings.web.public_url
-    async with runtime.db.read() as s:
-        forms = await list_forms(s, principal.workspace_id)
-        workspace = await get_workspace(s, principal.workspace_id)
-    key = site_key(webhook_secret(runtime.secrets, workspace), workspace.id)
+async def _forms(
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    session: ReadSession,
+    settings: Settings,
+    secrets: SecretBox,
+    **extra: Any,
+) -> Template:
+    base = settings.web.public_url
+    forms = await list_forms(session, principal.workspace_id)
+    workspace = await get_workspace(session, principal.workspace_id)
+    key = site_key(webhook_secret(secrets, workspace), workspace.id)
     tpl = page(
         request,
         "funnels_campaigns/forms.html",
@@ -141,13 +137,16 @@ async def _forms(request: Any, principal: Any, runtime: Runtime, **extra: Any) -
 async def create_form_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    settings: CurrentSettings,
+    secrets: Secrets,
+    clock: CurrentClock,
     data: Form,
 ) -> Template | Redirect:
     require_admin(principal)
     keys = [k.strip() for k in data.get("fields", "").split(",") if k.strip()]
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await create_form(
                 uow.session,
                 principal.workspace_id,
@@ -155,11 +154,17 @@ async def create_form_page(
                 fields=[FormField(k, k.replace("_", " ").capitalize()) for k in keys],
                 add_tag=data.get("add_tag", "").strip() or None,
                 add_list=data.get("add_list", "").strip() or None,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
         return await _forms(
-            request, principal, runtime, error=error_message(exc, FORM_LABELS), form=data
+            request,
+            principal,
+            uow.session,
+            settings,
+            secrets,
+            error=error_message(exc, FORM_LABELS),
+            form=data,
         )
     return Redirect(FORMS)
 
@@ -168,12 +173,12 @@ async def create_form_page(
 async def campaigns_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     segment: FromQuery[str | None] = None,
 ) -> Template:
     """Campaigns; ``segment`` (predicate JSON, from the segment builder) fills the new
     campaign's audience."""
-    return await _campaigns(request, principal, runtime, segment=segment)
+    return await _campaigns(request, principal, session, segment=segment)
 
 
 def _predicate_json(text: str | None) -> dict[str, Any] | None:
@@ -186,13 +191,17 @@ def _predicate_json(text: str | None) -> dict[str, Any] | None:
 
 
 async def _campaigns(
-    request: Any, principal: Any, runtime: Runtime, *, segment: str | None = None, **extra: Any
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    session: ReadSession,
+    *,
+    segment: str | None = None,
+    **extra: Any,
 ) -> Template:
     form = extra.get("form") or {}
-    async with runtime.db.read() as s:
-        rows = await list_campaigns(s, principal.workspace_id, limit=100)
-        listed = [(c, await counters(s, c.id)) for c in rows]
-        options = await audiences.builder_options(s, principal.workspace_id)
+    rows = await list_campaigns(session, principal.workspace_id, limit=100)
+    listed = [(c, await counters(session, c.id)) for c in rows]
+    options = await audiences.builder_options(session, principal.workspace_id)
     builder = {
         **options,
         "count_url": f"{audiences.SEGMENTS}/count",
@@ -215,7 +224,8 @@ async def _campaigns(
 async def create_campaign_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     data: Form,
 ) -> Template | Redirect:
     require_admin(principal)
@@ -228,12 +238,12 @@ async def create_campaign_page(
         rows = _predicate_json(built)
         if rows is None:
             return await _campaigns(
-                request, principal, runtime, error="Audience: not a segment", form=data
+                request, principal, uow.session, error="Audience: not a segment", form=data
             )
         audience = rows if audience is None else {"kind": "all", "predicates": [audience, rows]}
     try:
         rate = int(data.get("rate_per_minute", "600") or 600)
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             campaign = await create_campaign(
                 uow.session,
                 principal.workspace_id,
@@ -245,37 +255,42 @@ async def create_campaign_page(
                     audience=audience,
                     rate_per_minute=rate,
                 ),
-                runtime.clock.now(),
+                clock.now(),
             )
     except ValueError:
         return await _campaigns(
-            request, principal, runtime, error="Messages per minute: a whole number", form=data
+            request, principal, uow.session, error="Messages per minute: a whole number", form=data
         )
     except DomainError as exc:
         return await _campaigns(
-            request, principal, runtime, error=error_message(exc, CAMPAIGN_LABELS), form=data
+            request, principal, uow.session, error=error_message(exc, CAMPAIGN_LABELS), form=data
         )
     return Redirect(f"{CAMPAIGNS}/{campaign.id}")
 
 
 async def _detail(
-    request: Any, principal: Any, runtime: Runtime, campaign_id: int, template: str, **extra: Any
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    session: ReadSession,
+    clock: Clock,
+    campaign_id: int,
+    template: str,
+    **extra: Any,
 ) -> Template:
-    async with runtime.db.read() as s:
-        campaign = await get_campaign(s, principal.workspace_id, campaign_id)
-        counts = await counters(s, campaign_id)
-        delivery = await activity.campaign_delivery(s, campaign, runtime.clock.now())
-        snapshot = (
-            None
-            if campaign.audience_job_id is None
-            else await read_progress(
-                s,
-                principal.workspace_id,
-                campaign.audience_job_id,
-                kinds=(AUDIENCE.name,),
-                view=AUDIENCE_VIEW,
-            )
+    campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+    counts = await counters(session, campaign_id)
+    delivery = await activity.campaign_delivery(session, campaign, clock.now())
+    snapshot = (
+        None
+        if campaign.audience_job_id is None
+        else await read_progress(
+            session,
+            principal.workspace_id,
+            campaign.audience_job_id,
+            kinds=(AUDIENCE.name,),
+            view=AUDIENCE_VIEW,
         )
+    )
     tpl = page(
         request,
         template,
@@ -307,11 +322,12 @@ AUDIENCE_VIEW = ProgressView(
 async def campaign_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    clock: CurrentClock,
     campaign_id: FromPath[int],
 ) -> Template:
     return await _detail(
-        request, principal, runtime, campaign_id, "funnels_campaigns/campaign.html"
+        request, principal, session, clock, campaign_id, "funnels_campaigns/campaign.html"
     )
 
 
@@ -319,11 +335,12 @@ async def campaign_page(
 async def campaign_progress(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    clock: CurrentClock,
     campaign_id: FromPath[int],
 ) -> Template:
     return await _detail(
-        request, principal, runtime, campaign_id, "funnels_campaigns/_progress.html"
+        request, principal, session, clock, campaign_id, "funnels_campaigns/_progress.html"
     )
 
 
@@ -331,12 +348,13 @@ async def campaign_progress(
 async def schedule_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     campaign_id: FromPath[int],
     data: Form,
 ) -> Template | Redirect:
     require_admin(principal)
-    now = runtime.clock.now()
+    now = clock.now()
     raw = data.get("send_at", "").strip()
     try:
         send_at = datetime.fromisoformat(raw).replace(tzinfo=UTC) if raw else now
@@ -344,19 +362,21 @@ async def schedule_page(
         return await _detail(
             request,
             principal,
-            runtime,
+            uow.session,
+            clock,
             campaign_id,
             "funnels_campaigns/campaign.html",
             error="Send at: a date and time (UTC)",
         )
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await schedule_campaign(uow.session, principal.workspace_id, campaign_id, send_at, now)
     except DomainError as exc:
         return await _detail(
             request,
             principal,
-            runtime,
+            uow.session,
+            clock,
             campaign_id,
             "funnels_campaigns/campaign.html",
             error=error_message(exc, CAMPAIGN_LABELS),
@@ -378,14 +398,17 @@ async def simulate_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
     email: FromQuery[str | None] = None,
     source: FromQuery[str] = "draft",
 ) -> Template:
-    """Pick a contact, see the path they would take and every message they would get."""
-    async with runtime.db.read() as s:
-        funnel = await get_funnel(s, principal.workspace_id, funnel_id)
-        contact = await find_by_email(s, principal.workspace_id, email) if email else None
+    """Pick a contact, see the path they would take and every message they would get.
+
+    The simulation runs in a transaction of its own that it throws away (the runtime's
+    database), apart from the page's reads."""
+    funnel = await get_funnel(session, principal.workspace_id, funnel_id)
+    contact = await find_by_email(session, principal.workspace_id, email) if email else None
     result = None
     error = None
     if email and contact is None:
