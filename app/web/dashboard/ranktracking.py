@@ -17,6 +17,7 @@ from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect, Template
 
+from app.db.session import ReadSession
 from app.engines.ranktracking import amounts, locations, money, schedules
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking.balance_history import balance_history
@@ -31,6 +32,7 @@ from app.engines.ranktracking.schedule_rules import PROVIDER_LANGUAGES
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
 from app.pagination import cursor_number
+from app.platform.service import Principal
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
@@ -39,7 +41,7 @@ from app.web.auth import (
 from app.web.dashboard import ranktracking_alerts as alerts_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
 from app.web.dashboard.common import error_messages, page
-from app.web.deps import CurrentClock, CurrentSettings, Reads
+from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
 
 PREFIX = "/ui/ranktracking"
 
@@ -178,13 +180,12 @@ async def overview(
 
 async def _wizard(
     request: Request[Any, Any, Any],
-    principal: Any,
-    runtime: Any,
+    principal: Principal,
+    session: ReadSession,
     form: ScheduleForm,
     errors: list[str] | None = None,
 ) -> Template:
-    async with runtime.db.read() as session:
-        keyword_lists = await list_service.all_lists(session, principal.workspace_id)
+    keyword_lists = await list_service.all_lists(session, principal.workspace_id)
     return page(
         request,
         "ranktracking/wizard.html",
@@ -202,14 +203,13 @@ async def _wizard(
 async def wizard(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     mobile_of: FromQuery[int | None] = None,
 ) -> Template:
     form = ScheduleForm(device_desktop="on")
     if mobile_of is not None:
         # RT-17: "duplicate for mobile" opens the wizard pre-filled; the source is untouched.
-        async with runtime.db.read() as session:
-            source = await schedules.get_schedule(session, principal.workspace_id, mobile_of)
+        source = await schedules.get_schedule(session, principal.workspace_id, mobile_of)
         draft = schedules.mobile_draft(source)
         form = ScheduleForm(
             name=draft.name,
@@ -225,24 +225,24 @@ async def wizard(
             device_mobile="on",
             monthly_cap_eur=str(draft.monthly_cap_eur or ""),
         )
-    return await _wizard(request, principal, runtime, form)
+    return await _wizard(request, principal, session, form)
 
 
 @post(f"{PREFIX}/estimate")
 async def live_estimate(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
+    settings: CurrentSettings,
     data: URLEncodedBody[ScheduleForm],
 ) -> Template:
     """The wizard's live estimate (an htmx fragment)."""
     estimate = None
     errors: list[str] = []
     try:
-        async with runtime.db.read() as session:
-            estimate = await schedules.estimate_new(
-                session, runtime.settings.ranktracking, principal, schedule_in(data)
-            )
+        estimate = await schedules.estimate_new(
+            session, settings.ranktracking, principal, schedule_in(data)
+        )
     except DomainError as exc:
         errors = _error_text(exc)
     return page(request, "ranktracking/_estimate.html", principal, estimate=estimate, errors=errors)
@@ -253,14 +253,16 @@ async def create_schedule(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    session: Reads,
     data: URLEncodedBody[ScheduleForm],
 ) -> Template | Redirect:
+    # The engine's deps: creating a schedule commits it before its baseline is launched.
     try:
         schedule, launch = await schedules.create_and_baseline(
             RankTrackingDeps.of(runtime), principal, schedule_in(data)
         )
     except DomainError as exc:
-        tpl = await _wizard(request, principal, runtime, data, _error_text(exc))
+        tpl = await _wizard(request, principal, session, data, _error_text(exc))
         tpl.status_code = 422
         return tpl
     outcome = (
@@ -368,16 +370,17 @@ def _transition(action: Any, path: str, label: str) -> Any:
     @post(f"{PREFIX}/schedules/{{schedule_id:int}}/{path}", name=f"ranktracking_{path}")
     async def handler(
         principal: CurrentPrincipal,
-        runtime: CurrentRuntime,
+        uow: Writes,
+        clock: CurrentClock,
         schedule_id: FromPath[int],
         data: URLEncodedBody[RunForm],
     ) -> Redirect:
         try:
-            async with runtime.db.write() as uow:
+            async with uow.attempt():
                 schedule = await schedules.lock_schedule(
                     uow.session, principal.workspace_id, schedule_id
                 )
-                await action(uow.session, schedule, runtime.clock.now())
+                await action(uow.session, schedule, clock.now())
             text = label
         except DomainError as exc:
             text = exc.message
@@ -430,23 +433,23 @@ async def lists_page(
 async def create_list(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     data: URLEncodedBody[ListForm],
 ) -> Template | Redirect:
     try:
         if not data.name.strip():
             raise DomainError("Name: a list needs a name")
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             kl, _ = await list_service.create_list(
                 uow.session,
                 workspace_id=principal.workspace_id,
                 name=data.name,
                 keywords=parse_import(data.keywords),
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
-        async with runtime.db.read() as session:
-            items = await list_service.all_lists(session, principal.workspace_id)
+        items = await list_service.all_lists(uow.session, principal.workspace_id)
         tpl = page(
             request,
             "ranktracking/lists.html",
@@ -476,16 +479,17 @@ async def list_page(
 @post(f"{PREFIX}/lists/{{list_id:int}}/keywords")
 async def add_to_list(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     list_id: FromPath[int],
     data: URLEncodedBody[ListForm],
 ) -> Redirect:
     fmt = "csv" if data.format == "csv" else "text"
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
             report = await list_service.add_keywords(
-                uow.session, kl, parse_import(data.keywords, fmt=fmt), now=runtime.clock.now()
+                uow.session, kl, parse_import(data.keywords, fmt=fmt), now=clock.now()
             )
         text = (
             f"Added {len(report.added)}; skipped {len(report.skipped_existing)} already in the list"
@@ -530,19 +534,19 @@ async def balance_page(
 
 @post(f"{PREFIX}/balance/top-ups")
 async def top_up(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: URLEncodedBody[TopUpForm]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, data: URLEncodedBody[TopUpForm]
 ) -> Redirect:
     require_organisation_manager(principal)
     amount = _decimal(data.amount_eur) or Decimal(0)
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await money.top_up(
                 uow.session,
                 organisation_id=principal.organisation_id,
                 workspace_id=principal.workspace_id,
                 amount_eur=amount,
                 note="dashboard top-up",
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
         text = f"Added {amount} EUR"
     except DomainError as exc:
@@ -573,7 +577,8 @@ ROUTES: list[Any] = [
     *reports_ui.ROUTES,
     *alerts_ui.ROUTES,
 ]
-"""Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
+"""Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
+(:mod:`app.web.deps`)."""
 
 PUBLIC_ROUTES: list[Any] = []
 """Handlers reachable without signing in (hosted forms, tracking, snippets)."""
