@@ -16,7 +16,8 @@ from litestar import Request, get, post
 from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
-from app.db.session import ReadSession
+from app.clock import Clock
+from app.db.session import ReadSession, UnitOfWork
 from app.engines.ranktracking import schedules
 from app.engines.ranktracking.alerts import report, rules
 from app.engines.ranktracking.alerts.decide import describe
@@ -24,12 +25,12 @@ from app.engines.ranktracking.alerts.schemas import AlertRuleIn, ReportSettingsI
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.reports.rivals import who_gained
 from app.errors import DomainError, ValidationFailed
-from app.integrations.http_guard import shared_guard
+from app.integrations.http_guard import AddressGuard
+from app.platform.crypto import SecretBox
 from app.platform.service import Principal
-from app.runtime import Runtime
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import error_messages, page
-from app.web.deps import Reads, Writes
+from app.web.deps import CurrentClock, Guard, Reads, Secrets, Writes
 
 PREFIX = "/ui/ranktracking/schedules/{schedule_id:int}"
 KINDS = [
@@ -165,35 +166,34 @@ def _form_page(
 async def _save(
     request: Request[Any, Any, Any],
     principal: Principal,
-    runtime: Runtime,
+    uow: UnitOfWork,
+    machinery: tuple[SecretBox, AddressGuard, Clock],
     schedule_id: int,
     rule_id: int | None,
     form: AlertForm,
 ) -> Template | Redirect:
-    guard = shared_guard(runtime.resources, runtime.settings.integrations)
+    secrets, guard, clock = machinery
     try:
         data = alert_in(form)
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             schedule = await schedules.lock_schedule(
                 uow.session, principal.workspace_id, schedule_id
             )
-            now = runtime.clock.now()
+            now = clock.now()
             if rule_id is None:
-                rule = await rules.create_rule(
-                    uow.session, runtime.secrets, guard, schedule, data, now
-                )
+                rule = await rules.create_rule(uow.session, secrets, guard, schedule, data, now)
             else:
                 rule = await rules.update_rule(
-                    uow.session, runtime.secrets, guard, schedule, rule_id, data, now
+                    uow.session, secrets, guard, schedule, rule_id, data, now
                 )
             text = f'Alert "{rule.name}" saved: {describe(rule.kind, rule.threshold)}'
         return _back(schedule_id, text)
     except DomainError as exc:
         if exc.status == 404:
             raise
-        async with runtime.db.read() as session:
-            schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-            stored = await rules.get_rule(session, schedule, rule_id) if rule_id else None
+        session = uow.session
+        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        stored = await rules.get_rule(session, schedule, rule_id) if rule_id else None
         form = msgspec.structs.replace(form, secret="")  # a secret is never echoed back
         return _form_page(
             request,
@@ -210,11 +210,14 @@ async def _save(
 async def create_alert(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    guard: Guard,
+    clock: CurrentClock,
     schedule_id: FromPath[int],
     data: URLEncodedBody[AlertForm],
 ) -> Template | Redirect:
-    return await _save(request, principal, runtime, schedule_id, None, data)
+    return await _save(request, principal, uow, (secrets, guard, clock), schedule_id, None, data)
 
 
 @get(f"{PREFIX}/alerts/{{alert_id:int}}")
@@ -241,12 +244,17 @@ async def alert_page(
 async def update_alert(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    guard: Guard,
+    clock: CurrentClock,
     schedule_id: FromPath[int],
     alert_id: FromPath[int],
     data: URLEncodedBody[AlertForm],
 ) -> Template | Redirect:
-    return await _save(request, principal, runtime, schedule_id, alert_id, data)
+    return await _save(
+        request, principal, uow, (secrets, guard, clock), schedule_id, alert_id, data
+    )
 
 
 @post(f"{PREFIX}/alerts/{{alert_id:int}}/delete")
@@ -264,7 +272,8 @@ async def delete_alert(
 @post(f"{PREFIX}/report")
 async def report_form(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: FromPath[int],
     data: URLEncodedBody[ReportForm],
 ) -> Redirect:
@@ -277,13 +286,11 @@ async def report_form(
             },
             ReportSettingsIn,
         )
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             schedule = await schedules.lock_schedule(
                 uow.session, principal.workspace_id, schedule_id
             )
-            setting = await report.put_settings(
-                uow.session, schedule, settings, runtime.clock.now()
-            )
+            setting = await report.put_settings(uow.session, schedule, settings, clock.now())
             text = (
                 f"{setting.period.capitalize()} report on: the next one goes out "
                 f"{setting.next_due_at:%Y-%m-%d %H:%M} UTC"
