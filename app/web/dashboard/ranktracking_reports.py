@@ -22,8 +22,8 @@ from app.engines.ranktracking.reports.schemas import PositionsPage
 from app.engines.ranktracking.reports.targets import set_targets
 from app.errors import DomainError
 from app.web.api.ranktracking_reports import csv_response
-from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Reads
+from app.web.auth import CurrentPrincipal
+from app.web.deps import CurrentClock, Reads, Writes
 
 PREFIX = "/ui/ranktracking/schedules/{schedule_id:int}"
 
@@ -163,18 +163,19 @@ class CompetitorsForm(msgspec.Struct, kw_only=True):
 @post(f"{PREFIX}/competitors")
 async def competitors_form(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: FromPath[int],
     data: URLEncodedBody[CompetitorsForm],
 ) -> Redirect:
     """Up to 5 competitor domains, one a line or separated by commas."""
     raw = [d for d in re.split(r"[\s,;]+", data.domains) if d]
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             schedule = await schedules.lock_schedule(
                 uow.session, principal.workspace_id, schedule_id
             )
-            domains = await set_competitors(uow.session, schedule, raw, runtime.clock.now())
+            domains = await set_competitors(uow.session, schedule, raw, clock.now())
         text = (
             "Competitors from the next run: " + ", ".join(domains)
             if domains
@@ -202,17 +203,18 @@ def parse_targets(text: str) -> dict[str, str]:
 @post(f"{PREFIX}/targets")
 async def targets_form(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: FromPath[int],
     data: URLEncodedBody[TargetsForm],
 ) -> Redirect:
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             schedule = await schedules.lock_schedule(
                 uow.session, principal.workspace_id, schedule_id
             )
             targets = await set_targets(
-                uow.session, schedule, parse_targets(data.targets), runtime.clock.now()
+                uow.session, schedule, parse_targets(data.targets), clock.now()
             )
         text = f"Target URLs set for {len(targets)} keyword(s)"
     except DomainError as exc:
