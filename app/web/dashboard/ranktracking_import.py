@@ -16,8 +16,9 @@ from litestar.response import Redirect
 
 from app.engines.ranktracking.keyword_import import start_keyword_import
 from app.errors import DomainError
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.auth import CurrentPrincipal
 from app.web.dashboard.bulk_jobs_ui import JOBS
+from app.web.deps import CurrentClock, Queue, Writes
 
 LISTS = "/ui/ranktracking/lists"
 
@@ -27,10 +28,13 @@ MultipartForm = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MU
 @post(f"{LISTS}/{{list_id:int}}/imports")
 async def start_keyword_import_page(
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    job_queue: Queue,
+    clock: CurrentClock,
     list_id: FromPath[int],
     data: MultipartForm,
 ) -> Redirect:
+    """The import job is enqueued once the request's transaction is committed."""
     upload = data.get("file")
     text = str(data.get("keywords") or "")
     fmt = "csv" if data.get("format") == "csv" else "text"
@@ -43,15 +47,15 @@ async def start_keyword_import_page(
                 except UnicodeDecodeError:
                     raise DomainError("File: the file is not UTF-8 text") from None
                 fmt = "csv"  # an uploaded file is a CSV whose first column is the keyword
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             job = await start_keyword_import(
                 uow,
-                runtime.queue,
+                job_queue,
                 workspace_id=principal.workspace_id,
                 list_id=list_id,
                 text=text,
                 fmt=fmt,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
         return Redirect(f"{LISTS}/{list_id}?notice={quote(exc.message)}")
