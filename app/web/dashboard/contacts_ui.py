@@ -13,9 +13,9 @@ from litestar import Request, post
 from litestar.datastructures import FormMultiDict
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
-from sqlalchemy import select
 
 from app.db.session import ReadSession
+from app.engines.funnels import reads
 from app.engines.funnels.contacts import memberships as contact_memberships
 from app.engines.funnels.contacts import store as contact_store
 from app.engines.funnels.contacts.store import ContactData
@@ -24,9 +24,9 @@ from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.models import FieldDefinition, FunnelVersion
 from app.errors import DomainError, ValidationFailed
 from app.platform.service import Principal
-from app.runtime import Runtime
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import error_message, page
+from app.web.deps import CurrentClock, Writes
 
 CONTACTS = "/ui/funnels/contacts"
 LABELS = {
@@ -39,16 +39,6 @@ LABELS = {
     "lists": "Lists",
     "funnel_id": "Funnel",
 }
-
-
-async def custom_fields(session: ReadSession, workspace_id: int) -> list[FieldDefinition]:
-    return list(
-        await session.scalars(
-            select(FieldDefinition)
-            .where(FieldDefinition.workspace_id == workspace_id)
-            .order_by(FieldDefinition.key)
-        )
-    )
 
 
 def field_label(definition: FieldDefinition) -> str:
@@ -91,11 +81,6 @@ def labels_for(definitions: list[FieldDefinition]) -> dict[str, str]:
     return {**LABELS, **{f"fields.{d.key}": field_label(d) for d in definitions}}
 
 
-async def _definitions(runtime: Runtime, principal: Principal) -> list[FieldDefinition]:
-    async with runtime.db.read() as session:
-        return await custom_fields(session, principal.workspace_id)
-
-
 def _again(request: Any, template: Template, status: int = 422) -> Template:
     template.status_code = status
     return template
@@ -104,19 +89,18 @@ def _again(request: Any, template: Template, status: int = 422) -> Template:
 async def contacts_listing(
     request: Request[Any, Any, Any],
     principal: Principal,
-    runtime: Runtime,
+    session: ReadSession,
     *,
     q: str | None,
     add_error: str | None = None,
     add_form: dict[str, Any] | None = None,
 ) -> Template:
     """The contacts page: the search, the list, and the form to add one."""
-    async with runtime.db.read() as session:
-        rows = await contact_store.list_contacts(
-            session, principal.workspace_id, after=None, limit=200, search=q
-        )
-        tags, lists = await contact_memberships.memberships(session, [c.id for c in rows])
-        definitions = await custom_fields(session, principal.workspace_id)
+    rows = await contact_store.list_contacts(
+        session, principal.workspace_id, after=None, limit=200, search=q
+    )
+    tags, lists = await contact_memberships.memberships(session, [c.id for c in rows])
+    definitions = await reads.field_definitions(session, principal.workspace_id)
     return page(
         request,
         "funnels/contacts.html",
@@ -134,7 +118,7 @@ async def contacts_listing(
 async def contact_detail(
     request: Request[Any, Any, Any],
     principal: Principal,
-    runtime: Runtime,
+    session: ReadSession,
     contact_id: int,
     *,
     edit_error: str | None = None,
@@ -142,15 +126,14 @@ async def contact_detail(
     enrol_error: str | None = None,
 ) -> Template:
     """A contact's page: what it is, the form to edit it, enrolment, and its timeline."""
-    async with runtime.db.read() as session:
-        contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
-        tags, lists = await contact_memberships.memberships(session, [contact.id])
-        definitions = await custom_fields(session, principal.workspace_id)
-        funnels = [
-            f
-            for f in await service.list_funnels(session, principal.workspace_id)
-            if f.current_version_id is not None
-        ]
+    contact, entries = await service.timeline(session, principal.workspace_id, contact_id)
+    tags, lists = await contact_memberships.memberships(session, [contact.id])
+    definitions = await reads.field_definitions(session, principal.workspace_id)
+    funnels = [
+        f
+        for f in await service.list_funnels(session, principal.workspace_id)
+        if f.current_version_id is not None
+    ]
     values: dict[str, Any] = edit_form or {
         "email": contact.email or "",
         "first_name": contact.first_name,
@@ -185,13 +168,13 @@ async def contact_detail(
 
 @post(CONTACTS)
 async def create_contact_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, uow: Writes, clock: CurrentClock
 ) -> Template | Redirect:
     form = await request.form()
-    definitions = await _definitions(runtime, principal)
+    definitions = await reads.field_definitions(uow.session, principal.workspace_id)
     try:
         data = form_to_contact(form, definitions)
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             contact = await contact_store.create_contact(
                 uow.session,
                 principal.workspace_id,
@@ -199,7 +182,7 @@ async def create_contact_page(
                     data,
                     fields={k: v for k, v in (data.fields or {}).items() if v not in (None, False)},
                 ),
-                runtime.clock.now(),
+                clock.now(),
             )
     except DomainError as exc:
         return _again(
@@ -207,7 +190,7 @@ async def create_contact_page(
             await contacts_listing(
                 request,
                 principal,
-                runtime,
+                uow.session,
                 q=None,
                 add_error=error_message(exc, labels_for(definitions)),
                 add_form=dict(form),
@@ -220,16 +203,17 @@ async def create_contact_page(
 async def update_contact_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     contact_id: FromPath[int],
 ) -> Template | Redirect:
     form = await request.form()
-    definitions = await _definitions(runtime, principal)
+    definitions = await reads.field_definitions(uow.session, principal.workspace_id)
     try:
         data = form_to_contact(form, definitions)
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await contact_store.update_contact(
-                uow.session, principal.workspace_id, contact_id, data, runtime.clock.now()
+                uow.session, principal.workspace_id, contact_id, data, clock.now()
             )
     except DomainError as exc:
         if exc.status == 404:
@@ -239,7 +223,7 @@ async def update_contact_page(
             await contact_detail(
                 request,
                 principal,
-                runtime,
+                uow.session,
                 contact_id,
                 edit_error=error_message(exc, labels_for(definitions)),
                 edit_form=dict(form),
@@ -252,7 +236,8 @@ async def update_contact_page(
 async def enrol_contact_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     contact_id: FromPath[int],
 ) -> Template | Redirect:
     """Enter the contact in a published funnel's current version (the ``manual`` trigger)."""
@@ -261,16 +246,14 @@ async def enrol_contact_page(
     try:
         if not raw.isdigit():
             raise ValidationFailed.field("funnel_id", "choose a published funnel")
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await contact_store.get_contact(uow.session, principal.workspace_id, contact_id)
             funnel = await service.get_funnel(uow.session, principal.workspace_id, int(raw))
             if funnel.current_version_id is None:
                 raise ValidationFailed.field("funnel_id", f"“{funnel.name}” is not published yet")
             version = await uow.session.get(FunnelVersion, funnel.current_version_id)
             assert version is not None
-            entered = await enroll(
-                uow.session, version, now=runtime.clock.now(), contact_ids=[contact_id]
-            )
+            entered = await enroll(uow.session, version, now=clock.now(), contact_ids=[contact_id])
     except DomainError as exc:
         if exc.status == 404 and "contact" in exc.message:
             raise
@@ -279,7 +262,7 @@ async def enrol_contact_page(
             await contact_detail(
                 request,
                 principal,
-                runtime,
+                uow.session,
                 contact_id,
                 enrol_error=error_message(exc, LABELS),
             ),

@@ -389,20 +389,20 @@ async def run_page(
 async def contacts_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     q: FromQuery[str | None] = None,
 ) -> Template:
-    return await contacts_ui.contacts_listing(request, principal, runtime, q=q)
+    return await contacts_ui.contacts_listing(request, principal, session, q=q)
 
 
 @get(f"{PREFIX}/contacts/{{contact_id:int}}")
 async def timeline_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     contact_id: FromPath[int],
 ) -> Template:
-    return await contacts_ui.contact_detail(request, principal, runtime, contact_id)
+    return await contacts_ui.contact_detail(request, principal, session, contact_id)
 
 
 NAV: list[tuple[str, str]] = [(PREFIX, "Funnels")]
