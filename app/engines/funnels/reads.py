@@ -86,6 +86,16 @@ async def funnel_view(session: ReadSession, funnel: Funnel) -> FunnelOut:
     return out
 
 
+async def version_numbers(session: ReadSession, workspace_id: int) -> dict[int, int]:
+    """Every funnel version of the workspace: its id → its number within its funnel."""
+    rows = await session.execute(
+        select(FunnelVersion.id, FunnelVersion.number).where(
+            FunnelVersion.workspace_id == workspace_id
+        )
+    )
+    return {version_id: number for version_id, number in rows}
+
+
 async def contact_events(
     session: ReadSession,
     workspace_id: int,

@@ -18,18 +18,21 @@ import msgspec
 from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
-from sqlalchemy import select
 
+from app.clock import Clock
+from app.db.session import ReadSession, UnitOfWork
+from app.engines.funnels import reads
 from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.definitions.graph import Definition
 from app.engines.funnels.models import FunnelVersion
 from app.engines.funnels.runs import records
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError, MailSender
+from app.platform.service import Principal
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard import audiences, contacts_ui, funnel_diff, funnel_editor
 from app.web.dashboard.common import page
-from app.web.deps import CurrentClock, Reads, Writes
+from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
 
 PREFIX = "/ui/funnels"
 
@@ -54,15 +57,7 @@ async def funnels_page(
 ) -> Template:
     funnels = await service.list_funnels(session, principal.workspace_id)
     counts = await service.run_counts(session, [f.id for f in funnels])
-    numbers = dict(
-        (
-            await session.execute(
-                select(FunnelVersion.id, FunnelVersion.number).where(
-                    FunnelVersion.workspace_id == principal.workspace_id
-                )
-            )
-        ).all()
-    )
+    numbers = await reads.version_numbers(session, principal.workspace_id)
     rows = [
         {
             "funnel": f,
@@ -93,8 +88,8 @@ async def create_funnel_page(
 
 async def _editor(
     request: Request[Any, Any, Any],
-    principal: Any,
-    runtime: Any,
+    principal: Principal,
+    session: ReadSession,
     funnel_id: int,
     *,
     text: str | None = None,
@@ -102,20 +97,17 @@ async def _editor(
     notice: str | None = None,
     problems: list[dict[str, Any]] | None = None,
 ) -> Template:
-    async with runtime.db.read() as session:
-        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
-        versions = await service.versions(session, principal.workspace_id, funnel_id)
-        runs = await service.list_runs(
-            session, principal.workspace_id, funnel_id, after=None, limit=50
-        )
-        report = await records.funnel_report(session, funnel_id)
-        if problems is None and error is None:
-            problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
-        else:
-            problems = funnel_editor.plain_problems(funnel.draft, problems or [])
-        data = await funnel_editor.editor_data(
-            session, principal.workspace_id, funnel_id, problems, report
-        )
+    funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
+    versions = await service.versions(session, principal.workspace_id, funnel_id)
+    runs = await service.list_runs(session, principal.workspace_id, funnel_id, after=None, limit=50)
+    report = await records.funnel_report(session, funnel_id)
+    if problems is None and error is None:
+        problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
+    else:
+        problems = funnel_editor.plain_problems(funnel.draft, problems or [])
+    data = await funnel_editor.editor_data(
+        session, principal.workspace_id, funnel_id, problems, report
+    )
     by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in problems or []:
         by_node[p["node_id"] or "(graph)"].append(p)
@@ -176,11 +168,11 @@ def _chart(report: records.FunnelReport) -> dict[str, Any] | None:
 async def edit_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     funnel_id: FromPath[int],
     notice: FromQuery[str | None] = None,
 ) -> Template:
-    return await _editor(request, principal, runtime, funnel_id, notice=notice)
+    return await _editor(request, principal, session, funnel_id, notice=notice)
 
 
 def _parse_draft(data: DraftForm) -> tuple[Definition | None, str | None]:
@@ -194,24 +186,29 @@ def _parse_draft(data: DraftForm) -> tuple[Definition | None, str | None]:
 
 
 async def _store_draft(
-    runtime: Any, principal: Any, funnel_id: int, data: DraftForm, definition: Definition
+    uow: UnitOfWork,
+    clock: Clock,
+    principal: Principal,
+    funnel_id: int,
+    data: DraftForm,
+    definition: Definition,
 ) -> None:
-    async with runtime.db.write() as uow:
-        await service.update_funnel(
-            uow.session,
-            principal.workspace_id,
-            funnel_id,
-            now=runtime.clock.now(),
-            name=data.name or None,
-            definition=definition,
-        )
+    await service.update_funnel(
+        uow.session,
+        principal.workspace_id,
+        funnel_id,
+        now=clock.now(),
+        name=data.name or None,
+        definition=definition,
+    )
 
 
 @post(f"{PREFIX}/{{funnel_id:int}}")
 async def save_draft(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     funnel_id: FromPath[int],
     data: URLEncodedBody[DraftForm],
 ) -> Template | Redirect:
@@ -220,10 +217,10 @@ async def save_draft(
     definition, message = _parse_draft(data)
     if message is not None:
         return await _editor(
-            request, principal, runtime, funnel_id, text=data.definition, error=message
+            request, principal, uow.session, funnel_id, text=data.definition, error=message
         )
     assert definition is not None  # no message: it parsed
-    await _store_draft(runtime, principal, funnel_id, data, definition)
+    await _store_draft(uow, clock, principal, funnel_id, data, definition)
     return Redirect(f"{PREFIX}/{funnel_id}?notice={quote('Draft saved')}")
 
 
@@ -231,34 +228,36 @@ async def save_draft(
 async def publish_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    clock: CurrentClock,
     funnel_id: FromPath[int],
     data: URLEncodedBody[DraftForm],
 ) -> Template | Redirect:
     """Save what the editor holds, then publish it: an edit made since the last save is never
     left behind. A draft that does not parse is shown again and nothing is published; a draft
-    the validator refuses is kept as saved, with its problems."""
+    the validator refuses is kept as saved (only the publication is taken back), with its
+    problems."""
     if data.definition.strip():
         definition, message = _parse_draft(data)
         if message is not None:
             return await _editor(
                 request,
                 principal,
-                runtime,
+                uow.session,
                 funnel_id,
                 text=data.definition,
                 error=f"Not published: {message}",
             )
         assert definition is not None
-        await _store_draft(runtime, principal, funnel_id, data, definition)
+        await _store_draft(uow, clock, principal, funnel_id, data, definition)
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             version = await service.publish(
                 uow.session,
                 principal.workspace_id,
                 funnel_id,
                 user_id=principal.user_id,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
         if exc.code != "invalid_graph":
@@ -266,7 +265,7 @@ async def publish_page(
         return await _editor(
             request,
             principal,
-            runtime,
+            uow.session,
             funnel_id,
             error="Not published: fix the problems below first. The draft is saved.",
             problems=list(exc.details),
@@ -288,11 +287,15 @@ async def test_send_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    session: Reads,
+    settings: CurrentSettings,
     funnel_id: FromPath[int],
     data: URLEncodedBody[TestSendForm],
 ) -> Template | Redirect:
     """Send one message node to an address with a contact's variables, marked as a test and
-    counted nowhere (the API's ``POST /api/v1/funnels/{id}/test-send``, from the editor)."""
+    counted nowhere (the API's ``POST /api/v1/funnels/{id}/test-send``, from the editor).
+
+    The runtime only for the process's test-send mail sender."""
     try:
         contact_id = int(data.contact_id) if data.contact_id.strip() else None
     except ValueError:
@@ -300,18 +303,17 @@ async def test_send_page(
     try:
         if contact_id == -1:
             raise ValidationFailed.field("contact_id", "a contact id (a number)")
-        async with runtime.db.read() as session:
-            email = await trial_send.prepare(
-                session,
-                principal.workspace_id,
-                funnel_id,
-                node_id=data.node_id,
-                to=data.to.strip(),
-                contact_id=contact_id,
-                draft=data.source != "published",
-                base_url=runtime.settings.web.public_url,
-                domain=runtime.settings.mail.from_address.rpartition("@")[2] or "localhost",
-            )
+        email = await trial_send.prepare(
+            session,
+            principal.workspace_id,
+            funnel_id,
+            node_id=data.node_id,
+            to=data.to.strip(),
+            contact_id=contact_id,
+            draft=data.source != "published",
+            base_url=settings.web.public_url,
+            domain=settings.mail.from_address.rpartition("@")[2] or "localhost",
+        )
         sender: MailSender = runtime.resources.get(
             "funnels.test_send.mail", lambda: MailSender(runtime.settings.mail)
         )
@@ -320,10 +322,10 @@ async def test_send_page(
         if exc.status >= 500 or (exc.status == 404 and "funnel" in exc.code):
             raise
         return await _editor(
-            request, principal, runtime, funnel_id, error=f"Test not sent: {exc.message}"
+            request, principal, session, funnel_id, error=f"Test not sent: {exc.message}"
         )
     except MailError as exc:
-        return await _editor(request, principal, runtime, funnel_id, error=f"Test not sent: {exc}")
+        return await _editor(request, principal, session, funnel_id, error=f"Test not sent: {exc}")
     said = f"Test sent to {data.to.strip()}: {email.subject} ({email.message_id})"
     return Redirect(f"{PREFIX}/{funnel_id}?notice={quote(said)}")
 
@@ -424,7 +426,8 @@ ROUTES: list[Any] = [
     *audiences.ROUTES,
     *funnel_diff.ROUTES,
 ]
-"""Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
+"""Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
+(:mod:`app.web.deps`)."""
 
 PUBLIC_ROUTES: list[Any] = []
 """Handlers reachable without signing in (hosted forms, tracking, snippets)."""
