@@ -16,6 +16,8 @@ from litestar.datastructures import FormMultiDict
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
+from app.clock import Clock
+from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules import stops
@@ -35,9 +37,9 @@ from app.engines.adrules.schemas import RuleIn, TimetableSchedule
 from app.engines.adrules.templates import FromTemplateIn, get_template
 from app.engines.adrules.validation import check_rule
 from app.errors import ValidationFailed
-from app.integrations.http_guard import shared_guard
+from app.integrations.http_guard import AddressGuard
+from app.platform.crypto import SecretBox
 from app.platform.service import Principal
-from app.runtime import Runtime
 from app.web.api import adrules_stop as stop_api
 from app.web.api.adrules import discover
 from app.web.api.adrules import run_rule_now as run_now_service
@@ -45,7 +47,7 @@ from app.web.api.adrules_stop import StopIn
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard import adrules_log
 from app.web.dashboard.common import page
-from app.web.deps import CurrentClock, CurrentSettings, Reads, Secrets, Writes
+from app.web.deps import CurrentClock, CurrentSettings, Guard, Reads, Secrets, Writes
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -166,15 +168,14 @@ def parse_rule(document: dict[str, Any]) -> RuleIn:
 async def _editor(
     request: AnyRequest,
     principal: Principal,
-    runtime: Runtime,
+    session: ReadSession,
     *,
     rule_id: int | None,
     values: dict[str, Any],
     errors: dict[str, str],
     view: rule_service.RuleView | None = None,
 ) -> Template:
-    async with runtime.db.read() as session:
-        accounts = await account_service.list_accounts(session, principal.workspace_id)
+    accounts = await account_service.list_accounts(session, principal.workspace_id)
     template = page(
         request,
         "adrules/rule_edit.html",
@@ -343,7 +344,7 @@ async def change_stop(
 
 @get("/ui/adrules/rules/new")
 async def new_rule_page(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest, principal: CurrentPrincipal, session: Reads
 ) -> Template:
     values: dict[str, Any] = {
         "status": "draft",
@@ -364,24 +365,23 @@ async def new_rule_page(
             FromTemplateIn(account_ids=[int(account)] if account.isdigit() else [])
         )
         values = _values_from_rule_in(draft)
-    return await _editor(request, principal, runtime, rule_id=None, values=values, errors={})
+    return await _editor(request, principal, session, rule_id=None, values=values, errors={})
 
 
 @get("/ui/adrules/rules/{rule_id:int}")
 async def edit_rule_page(
     request: AnyRequest,
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     rule_id: FromPath[int],
 ) -> Template:
-    async with runtime.db.read() as session:
-        view = await rule_service.view_rule(
-            session, workspace_id=principal.workspace_id, rule_id=rule_id
-        )
+    view = await rule_service.view_rule(
+        session, workspace_id=principal.workspace_id, rule_id=rule_id
+    )
     return await _editor(
         request,
         principal,
-        runtime,
+        session,
         rule_id=rule_id,
         values=_values_from_view(view),
         errors={},
@@ -390,8 +390,13 @@ async def edit_rule_page(
 
 
 async def _save(
-    request: AnyRequest, principal: Principal, runtime: Runtime, rule_id: int | None
+    request: AnyRequest,
+    principal: Principal,
+    uow: UnitOfWork,
+    machinery: tuple[SecretBox, AddressGuard, Clock],
+    rule_id: int | None,
 ) -> Template | Redirect:
+    secrets, guard, clock = machinery
     form = await request.form()
     document, errors = form_to_rule(form)
     if not str(document["name"]).strip():
@@ -405,26 +410,26 @@ async def _save(
         except ValidationFailed as exc:
             errors = {**_field_errors(exc), **errors}
         if not errors:
-            async with runtime.db.write() as uow:
+            async with uow.attempt():
                 if rule_id is None:
                     rule = await rule_service.create_rule(
                         uow.session,
-                        runtime.secrets,
-                        shared_guard(runtime.resources, runtime.settings.integrations),
+                        secrets,
+                        guard,
                         workspace_id=principal.workspace_id,
                         data=data,
-                        now=runtime.clock.now(),
+                        now=clock.now(),
                     )
                     rule_id = rule.id
                 else:
                     await rule_service.update_rule(
                         uow.session,
-                        runtime.secrets,
-                        shared_guard(runtime.resources, runtime.settings.integrations),
+                        secrets,
+                        guard,
                         workspace_id=principal.workspace_id,
                         rule_id=rule_id,
                         data=data,
-                        now=runtime.clock.now(),
+                        now=clock.now(),
                     )
             return Redirect(f"/ui/adrules/rules/{rule_id}?saved=1")
     except ValidationFailed as exc:
@@ -432,7 +437,7 @@ async def _save(
     return await _editor(
         request,
         principal,
-        runtime,
+        uow.session,
         rule_id=rule_id,
         values=_values_from_form(form),
         errors=errors,
@@ -441,21 +446,29 @@ async def _save(
 
 @post("/ui/adrules/rules")
 async def create_rule(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    uow: Writes,
+    secrets: Secrets,
+    guard: Guard,
+    clock: CurrentClock,
 ) -> Template | Redirect:
-    return await _save(request, principal, runtime, None)
+    return await _save(request, principal, uow, (secrets, guard, clock), None)
 
 
 @post("/ui/adrules/rules/{rule_id:int}")
 async def update_rule(
     request: AnyRequest,
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    guard: Guard,
+    clock: CurrentClock,
     rule_id: FromPath[int],
 ) -> Template | Redirect:
-    async with runtime.db.read() as session:  # 404 for another workspace's rule
-        await rule_service.view_rule(session, workspace_id=principal.workspace_id, rule_id=rule_id)
-    return await _save(request, principal, runtime, rule_id)
+    # 404 for another workspace's rule
+    await rule_service.view_rule(uow.session, workspace_id=principal.workspace_id, rule_id=rule_id)
+    return await _save(request, principal, uow, (secrets, guard, clock), rule_id)
 
 
 # -- ad accounts ----------------------------------------------------------------------------------
@@ -464,14 +477,13 @@ async def update_rule(
 async def _accounts_page(
     request: AnyRequest,
     principal: Principal,
-    runtime: Runtime,
+    session: ReadSession,
     *,
     message: str = "",
     error: str = "",
 ) -> Template:
-    async with runtime.db.read() as session:
-        accounts = await account_service.list_accounts(session, principal.workspace_id)
-        has_token = await account_service.has_token(session, principal.workspace_id)
+    accounts = await account_service.list_accounts(session, principal.workspace_id)
+    has_token = await account_service.has_token(session, principal.workspace_id)
     template = page(
         request,
         "adrules/accounts.html",
@@ -488,16 +500,15 @@ async def _accounts_page(
 
 @get("/ui/adrules/accounts")
 async def accounts_page(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest, principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    return await _accounts_page(request, principal, runtime)
+    return await _accounts_page(request, principal, session)
 
 
 @post("/ui/adrules/meta-token")
 async def save_token(
     request: AnyRequest,
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
     uow: Writes,
     clock: CurrentClock,
     secrets: Secrets,
@@ -506,7 +517,7 @@ async def save_token(
     token = str((await request.form()).get("token", "")).strip()
     if len(token) < 10:
         return await _accounts_page(
-            request, principal, runtime, error="The access token looks too short."
+            request, principal, uow.session, error="The access token looks too short."
         )
     await account_service.store_token(
         uow.session,
@@ -520,45 +531,47 @@ async def save_token(
 
 @post("/ui/adrules/accounts/discover")
 async def discover_accounts(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime, session: Reads
 ) -> Template:
+    """Meta is asked outside any write transaction; what it reports is stored by ``discover``'s
+    own unit of work, committed before the page reads it (the read session's transaction starts
+    at its first query, after that)."""
     require_admin(principal)
     try:
         found = await discover(runtime, principal.workspace_id)
     except (MetaTokenMissing, MetaUnavailable) as exc:
-        return await _accounts_page(request, principal, runtime, error=exc.message)
+        return await _accounts_page(request, principal, session, error=exc.message)
     return await _accounts_page(
-        request, principal, runtime, message=f"Meta reports {len(found)} ad account(s)."
+        request, principal, session, message=f"Meta reports {len(found)} ad account(s)."
     )
 
 
 async def _toggle(
-    principal: Principal, runtime: Runtime, account_id: int, active: bool
+    principal: Principal, uow: UnitOfWork, clock: Clock, account_id: int, active: bool
 ) -> Redirect:
     require_admin(principal)
-    async with runtime.db.write() as uow:
-        await account_service.set_active(
-            uow.session,
-            workspace_id=principal.workspace_id,
-            account_id=account_id,
-            active=active,
-            now=runtime.clock.now(),
-        )
+    await account_service.set_active(
+        uow.session,
+        workspace_id=principal.workspace_id,
+        account_id=account_id,
+        active=active,
+        now=clock.now(),
+    )
     return Redirect("/ui/adrules/accounts")
 
 
 @post("/ui/adrules/accounts/{account_id:int}/activate")
 async def activate_account(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, account_id: FromPath[int]
 ) -> Redirect:
-    return await _toggle(principal, runtime, account_id, True)
+    return await _toggle(principal, uow, clock, account_id, True)
 
 
 @post("/ui/adrules/accounts/{account_id:int}/deactivate")
 async def deactivate_account(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, account_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, account_id: FromPath[int]
 ) -> Redirect:
-    return await _toggle(principal, runtime, account_id, False)
+    return await _toggle(principal, uow, clock, account_id, False)
 
 
 # -- batch log ------------------------------------------------------------------------------------
@@ -592,7 +605,8 @@ ROUTES: list[Any] = [
     batches_page,
     *adrules_log.ROUTES,
 ]
-"""Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
+"""Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
+(:mod:`app.web.deps`)."""
 
 PUBLIC_ROUTES: list[Any] = []
 """Handlers reachable without signing in (hosted forms, tracking, snippets)."""
