@@ -294,8 +294,7 @@ async def test_send_page(
 ) -> Template | Redirect:
     """Send one message node to an address with a contact's variables, marked as a test and
     counted nowhere (the API's ``POST /api/v1/funnels/{id}/test-send``, from the editor).
-
-    The runtime only for the process's test-send mail sender."""
+    ``session`` serves the editor shown again after a refusal."""
     try:
         contact_id = int(data.contact_id) if data.contact_id.strip() else None
     except ValueError:
@@ -303,17 +302,19 @@ async def test_send_page(
     try:
         if contact_id == -1:
             raise ValidationFailed.field("contact_id", "a contact id (a number)")
-        email = await trial_send.prepare(
-            session,
-            principal.workspace_id,
-            funnel_id,
-            node_id=data.node_id,
-            to=data.to.strip(),
-            contact_id=contact_id,
-            draft=data.source != "published",
-            base_url=settings.web.public_url,
-            domain=settings.mail.from_address.rpartition("@")[2] or "localhost",
-        )
+        # Its own read, closed before the mail server is called: no connection waits on it.
+        async with runtime.db.read() as reading:
+            email = await trial_send.prepare(
+                reading,
+                principal.workspace_id,
+                funnel_id,
+                node_id=data.node_id,
+                to=data.to.strip(),
+                contact_id=contact_id,
+                draft=data.source != "published",
+                base_url=settings.web.public_url,
+                domain=settings.mail.from_address.rpartition("@")[2] or "localhost",
+            )
         sender: MailSender = runtime.resources.get(
             "funnels.test_send.mail", lambda: MailSender(runtime.settings.mail)
         )
