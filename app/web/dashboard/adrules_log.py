@@ -13,19 +13,20 @@ from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect, Template
 
+from app.db.session import ReadSession
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import records as record_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.templates import TEMPLATES, FromTemplateIn, create_from_template
 from app.engines.adrules.work.preview import preview_rule
 from app.errors import DomainError
-from app.integrations.http_guard import shared_guard
 from app.pagination import page_of
+from app.platform.service import Principal
 from app.web.api.adrules_runs import load_records_page, preview_deps
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard import adrules_charts as charts
 from app.web.dashboard.common import page
-from app.web.deps import Paging, Reads, paging
+from app.web.deps import CurrentClock, Guard, Paging, Reads, Secrets, Writes, paging
 
 LOG = "/ui/adrules/log"
 
@@ -37,23 +38,22 @@ NAV: list[tuple[str, str]] = [(LOG, "Rule log")]
 async def log_list(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     paging: Paging,
     rule_id: FromQuery[int | None] = None,
 ) -> Template:
-    async with runtime.db.read() as session:
-        rows = await record_service.list_batches(
-            session,
-            principal.workspace_id,
-            rule_id=rule_id,
-            before_id=paging.after,
-            limit=paging.limit,
-        )
-        budget_chart = (
-            await charts.rule_budget_chart(session, principal.workspace_id, rule_id)
-            if rule_id is not None
-            else None
-        )
+    rows = await record_service.list_batches(
+        session,
+        principal.workspace_id,
+        rule_id=rule_id,
+        before_id=paging.after,
+        limit=paging.limit,
+    )
+    budget_chart = (
+        await charts.rule_budget_chart(session, principal.workspace_id, rule_id)
+        if rule_id is not None
+        else None
+    )
     batches = page_of(rows, paging.limit, lambda row: row.batch.id)
     return page(
         request,
@@ -105,6 +105,7 @@ async def preview_page(
     rule_id: FromPath[int],
     account_id: FromQuery[int | None] = None,
 ) -> Template:
+    # Its own read, closed before the preview asks Meta: no connection waits on the answer.
     async with runtime.db.read() as session:
         view = await rule_service.view_rule(
             session, workspace_id=principal.workspace_id, rule_id=rule_id
@@ -146,21 +147,24 @@ class TemplateForm(msgspec.Struct):
 
 @get("/ui/adrules/templates")
 async def templates_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    async with runtime.db.read() as session:
-        accounts = [
-            a
-            for a in await account_service.list_accounts(session, principal.workspace_id)
-            if a.active
-        ]
+    return await _templates(request, principal, session, error=None)
+
+
+async def _templates(
+    request: Request[Any, Any, Any], principal: Principal, session: ReadSession, error: str | None
+) -> Template:
+    accounts = [
+        a for a in await account_service.list_accounts(session, principal.workspace_id) if a.active
+    ]
     return page(
         request,
         "adrules/rule_templates.html",
         principal,
         templates=list(TEMPLATES.values()),
         accounts=accounts,
-        error=None,
+        error=error,
     )
 
 
@@ -168,7 +172,10 @@ async def templates_page(
 async def create_from_template_form(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    guard: Guard,
+    clock: CurrentClock,
     key: FromPath[str],
     data: URLEncodedBody[TemplateForm],
 ) -> Redirect | Template:
@@ -177,33 +184,21 @@ async def create_from_template_form(
         account_ids=[int(data.account_id)] if data.account_id.isdigit() else [],
     )
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             rule = await create_from_template(
                 uow.session,
-                runtime.secrets,
-                shared_guard(runtime.resources, runtime.settings.integrations),
+                secrets,
+                guard,
                 workspace_id=principal.workspace_id,
                 key=key,
                 data=form,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
-        async with runtime.db.read() as session:
-            accounts = [
-                a
-                for a in await account_service.list_accounts(session, principal.workspace_id)
-                if a.active
-            ]
-        return page(
-            request,
-            "adrules/rule_templates.html",
-            principal,
-            templates=list(TEMPLATES.values()),
-            accounts=accounts,
-            error=exc.message,
-        )
+        return await _templates(request, principal, uow.session, error=exc.message)
     return Redirect(f"/ui/adrules/rules/{rule.id}/preview")
 
 
 ROUTES: list[Any] = [log_list, log_detail, preview_page, templates_page, create_from_template_form]
-"""Page handlers; they receive ``principal`` (signed-in person) and ``runtime``."""
+"""Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
+(:mod:`app.web.deps`)."""
