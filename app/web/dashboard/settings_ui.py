@@ -17,16 +17,17 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
+from app.db.session import ReadSession
 from app.engines.adrules.models import META_TOKEN_SECRET
 from app.engines.adrules.work.sheets_values import SHEETS_API_KEY_SECRET, SHEETS_TOKEN_SECRET
 from app.engines.funnels.outside import config as providers
 from app.errors import DomainError, NotFound
-from app.integrations.http_guard import shared_guard
 from app.platform import service
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.platform.service import Principal
+from app.web.auth import CurrentPrincipal, require_admin
 from app.web.dashboard import sources_ui
 from app.web.dashboard.common import error_message, page
-from app.web.deps import Writes
+from app.web.deps import CurrentClock, Guard, Reads, Secrets, Writes
 
 SECRETS = "/ui/workspace/secrets"
 PROVIDERS = "/ui/workspace/providers"
@@ -75,10 +76,9 @@ PROVIDER_LABELS = {
 
 
 async def _secrets(
-    request: Request[Any, Any, Any], principal: Any, runtime: Any, **extra: Any
+    request: Request[Any, Any, Any], principal: Principal, session: ReadSession, **extra: Any
 ) -> Template:
-    async with runtime.db.read() as session:
-        names = await service.secret_names(session, principal.workspace_id)
+    names = await service.secret_names(session, principal.workspace_id)
     provider_names = {providers.secret_name(k): k for k in providers.KINDS}
     tpl = page(
         request,
@@ -97,16 +97,18 @@ async def _secrets(
 
 @get(SECRETS)
 async def secrets_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    return await _secrets(request, principal, runtime, notice=request.query_params.get("notice"))
+    return await _secrets(request, principal, session, notice=request.query_params.get("notice"))
 
 
 @post(SECRETS)
 async def set_secret_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    clock: CurrentClock,
     data: Form,
 ) -> Template | Redirect:
     """Store a secret encrypted; the form never shows the value again."""
@@ -115,23 +117,23 @@ async def set_secret_page(
     value = data.get("value") or ""
     if not value.strip():
         return await _secrets(
-            request, principal, runtime, error="Value: must not be empty", form_name=name
+            request, principal, uow.session, error="Value: must not be empty", form_name=name
         )
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await service.set_secret(
                 uow.session,
-                runtime.secrets,
+                secrets,
                 workspace_id=principal.workspace_id,
                 name=name,
                 value=value,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
     except DomainError as exc:
         return await _secrets(
             request,
             principal,
-            runtime,
+            uow.session,
             error=error_message(exc, {"name": "Name", "value": "Value"}),
             form_name=name,
         )
@@ -220,10 +222,9 @@ def options_from_form(kind: str, data: dict[str, str]) -> tuple[dict[str, Any], 
 
 
 async def _providers(
-    request: Request[Any, Any, Any], principal: Any, runtime: Any, **extra: Any
+    request: Request[Any, Any, Any], principal: Principal, session: ReadSession, **extra: Any
 ) -> Template:
-    async with runtime.db.read() as session:
-        rows = await providers.list_configs(session, principal.workspace_id)
+    rows = await providers.list_configs(session, principal.workspace_id)
     configured = {row.kind: (row, has) for row, has in rows}
     kinds = [
         {
@@ -245,16 +246,19 @@ async def _providers(
 
 @get(PROVIDERS)
 async def providers_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    return await _providers(request, principal, runtime, notice=request.query_params.get("notice"))
+    return await _providers(request, principal, session, notice=request.query_params.get("notice"))
 
 
 @post(f"{PROVIDERS}/{{kind:str}}")
 async def configure_provider_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    guard: Guard,
+    clock: CurrentClock,
     kind: FromPath[str],
     data: Form,
 ) -> Template | Redirect:
@@ -267,18 +271,18 @@ async def configure_provider_page(
     if message is None:
         secret = data.get("secret") or None
         try:
-            async with runtime.db.write() as uow:
+            async with uow.attempt():
                 await providers.configure(
                     uow.session,
-                    runtime.secrets,
-                    shared_guard(runtime.resources, runtime.settings.integrations),
+                    secrets,
+                    guard,
                     workspace_id=principal.workspace_id,
                     kind=kind,
                     shape=data.get("shape", ""),
                     base_url=(data.get("base_url") or "").strip(),
                     options=options,
                     secret=secret,
-                    now=runtime.clock.now(),
+                    now=clock.now(),
                 )
         except DomainError as exc:
             labels = {**PROVIDER_LABELS}
@@ -286,7 +290,7 @@ async def configure_provider_page(
             message = error_message(exc, labels)
     if message is not None:
         return await _providers(
-            request, principal, runtime, error=message, error_kind=kind, form=data
+            request, principal, uow.session, error=message, error_kind=kind, form=data
         )
     label = KIND_LABELS.get(kind, kind)
     return Redirect(f"{PROVIDERS}?notice={quote(f'{label}: provider saved')}#provider-{kind}")
