@@ -13,13 +13,15 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
+from app.db.session import ReadSession
 from app.engines.funnels.events.sources import service as sources
 from app.engines.funnels.events.sources.models import WebhookSource
 from app.engines.funnels.events.sources.signatures import HEADERS
 from app.errors import DomainError
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.platform.service import Principal
+from app.web.auth import CurrentPrincipal, require_admin
 from app.web.dashboard.common import error_message, page
-from app.web.deps import Writes
+from app.web.deps import CurrentClock, Reads, Secrets, Writes
 
 PAGE = "/ui/workspace/webhook-sources"
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
@@ -72,14 +74,13 @@ def _row(request: Request[Any, Any, Any], source: WebhookSource) -> dict[str, An
 
 async def _page(
     request: Request[Any, Any, Any],
-    principal: Any,
-    runtime: Any,
+    principal: Principal,
+    session: ReadSession,
     *,
     status: int = 200,
     **extra: Any,
 ) -> Template:
-    async with runtime.db.read() as session:
-        rows = await sources.list_sources(session, principal.workspace_id)
+    rows = await sources.list_sources(session, principal.workspace_id)
     tpl = page(
         request,
         "platform/webhook_sources.html",
@@ -94,16 +95,18 @@ async def _page(
 
 @get(PAGE)
 async def sources_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    return await _page(request, principal, runtime, notice=request.query_params.get("notice"))
+    return await _page(request, principal, session, notice=request.query_params.get("notice"))
 
 
 @post(PAGE)
 async def add_source_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    clock: CurrentClock,
     data: Form,
 ) -> Template:
     """Add a source; the answer shows its URL and, when it was generated, its secret (once).
@@ -112,23 +115,23 @@ async def add_source_page(
     kind = data.get("kind", "")
     provider, receives, _ = KINDS.get(kind, (kind, None, ""))
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             created = await sources.create_source(
                 uow.session,
-                runtime.secrets,
+                secrets,
                 workspace_id=principal.workspace_id,
                 name=data.get("name", ""),
                 provider=provider,
                 receives=receives,
                 secret=data.get("secret") or None,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
             name = created.source.name
     except DomainError as exc:
         return await _page(
             request,
             principal,
-            runtime,
+            uow.session,
             status=exc.status,
             error=error_message(exc, LABELS),
             form={"name": data.get("name", ""), "kind": kind},
@@ -136,7 +139,7 @@ async def add_source_page(
     return await _page(
         request,
         principal,
-        runtime,
+        uow.session,
         notice=f"Source {name} added: give the provider its URL below.",
         new_secret=created.secret,
         new_secret_for=name,
@@ -147,28 +150,30 @@ async def add_source_page(
 async def rotate_source_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    secrets: Secrets,
+    clock: CurrentClock,
     source_id: FromPath[int],
     data: Form,
 ) -> Template:
     """Replace a source's secret: the old one stops working at once."""
     require_admin(principal)
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             created = await sources.rotate_secret(
                 uow.session,
-                runtime.secrets,
+                secrets,
                 workspace_id=principal.workspace_id,
                 source_id=source_id,
                 secret=data.get("secret") or None,
-                now=runtime.clock.now(),
+                now=clock.now(),
             )
             name = created.source.name
     except DomainError as exc:
         return await _page(
             request,
             principal,
-            runtime,
+            uow.session,
             status=exc.status,
             error=error_message(exc, LABELS),
             error_source=source_id,
@@ -176,7 +181,7 @@ async def rotate_source_page(
     return await _page(
         request,
         principal,
-        runtime,
+        uow.session,
         notice=f"Source {name}: new secret in use.",
         new_secret=created.secret,
         new_secret_for=name,
