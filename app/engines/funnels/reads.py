@@ -20,9 +20,13 @@ from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,
+    ContactList,
+    ContactTag,
     FieldDefinition,
     Funnel,
     FunnelVersion,
+    ListMember,
+    Tag,
 )
 from app.engines.funnels.outside.models import AiUsage
 from app.engines.funnels.runs import records
@@ -49,6 +53,48 @@ async def field_definitions(session: ReadSession, workspace_id: int) -> list[Fie
         .order_by(FieldDefinition.key)
     )
     return list(rows)
+
+
+async def tag_names(session: ReadSession, workspace_id: int) -> list[str]:
+    """The workspace's tags, by name."""
+    rows = await session.scalars(
+        select(Tag.name).where(Tag.workspace_id == workspace_id).order_by(Tag.name)
+    )
+    return list(rows)
+
+
+async def list_names(session: ReadSession, workspace_id: int) -> list[str]:
+    """The workspace's contact lists, by name."""
+    rows = await session.scalars(
+        select(ContactList.name)
+        .where(ContactList.workspace_id == workspace_id)
+        .order_by(ContactList.name)
+    )
+    return list(rows)
+
+
+async def tags_with_counts(session: ReadSession, workspace_id: int) -> list[tuple[str, int]]:
+    """Each of the workspace's tags by name, with how many contacts carry it."""
+    rows = await session.execute(
+        select(Tag.name, func.count(ContactTag.contact_id))
+        .outerjoin(ContactTag, ContactTag.tag_id == Tag.id)
+        .where(Tag.workspace_id == workspace_id)
+        .group_by(Tag.id, Tag.name)
+        .order_by(Tag.name)
+    )
+    return [(name, count) for name, count in rows]
+
+
+async def lists_with_counts(session: ReadSession, workspace_id: int) -> list[tuple[str, int]]:
+    """Each of the workspace's contact lists by name, with how many contacts are on it."""
+    rows = await session.execute(
+        select(ContactList.name, func.count(ListMember.contact_id))
+        .outerjoin(ListMember, ListMember.list_id == ContactList.id)
+        .where(ContactList.workspace_id == workspace_id)
+        .group_by(ContactList.id, ContactList.name)
+        .order_by(ContactList.name)
+    )
+    return [(name, count) for name, count in rows]
 
 
 async def segment_matches(

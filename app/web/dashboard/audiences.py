@@ -16,24 +16,19 @@ import msgspec
 from litestar import Request, get, post
 from litestar.params import JSONBody, URLEncodedBody
 from litestar.response import Redirect, Template
-from sqlalchemy import func, select
 
+from app.db.session import ReadSession, UnitOfWork
 from app.engines.funnels import reads
 from app.engines.funnels.contacts.fields import define_field, field_types
 from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.contacts.segments import FIELD_TYPES, STANDARD_FIELDS, decode_predicate
 from app.engines.funnels.contacts.segments import problems as predicate_problems
-from app.engines.funnels.models import (
-    ContactList,
-    ContactTag,
-    FieldDefinition,
-    ListMember,
-    Tag,
-)
+from app.engines.funnels.models import ContactList, Tag
 from app.errors import DomainError
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.platform.service import Principal
+from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import error_message, page
-from app.web.deps import CurrentClock, Reads
+from app.web.deps import CurrentClock, Reads, Writes
 
 SEGMENTS = "/ui/funnels/segments"
 LABELS = "/ui/funnels/labels"
@@ -84,22 +79,14 @@ def describe(predicate: Any, *, top: bool = True) -> str:
     return f"{name} {op} {predicate.get('value')!r}"
 
 
-async def builder_options(session: Any, workspace_id: int) -> dict[str, Any]:
+async def builder_options(session: ReadSession, workspace_id: int) -> dict[str, Any]:
     """What the predicate rows offer: fields with their types, tags and lists."""
     custom = await field_types(session, workspace_id)
-    tags = await session.scalars(
-        select(Tag.name).where(Tag.workspace_id == workspace_id).order_by(Tag.name)
-    )
-    lists = await session.scalars(
-        select(ContactList.name)
-        .where(ContactList.workspace_id == workspace_id)
-        .order_by(ContactList.name)
-    )
     return {
         "fields": [{"name": k, "type": t} for k, t in sorted(STANDARD_FIELDS.items())]
         + [{"name": k, "type": t} for k, t in sorted(custom.items())],
-        "tags": list(tags),
-        "lists": list(lists),
+        "tags": await reads.tag_names(session, workspace_id),
+        "lists": await reads.list_names(session, workspace_id),
     }
 
 
@@ -154,42 +141,16 @@ def _sentence(problem: str) -> str:
 
 
 async def _labels(
-    request: Request[Any, Any, Any], principal: Any, runtime: Any, **extra: Any
+    request: Request[Any, Any, Any], principal: Principal, session: ReadSession, **extra: Any
 ) -> Template:
     ws = principal.workspace_id
-    async with runtime.db.read() as session:
-        tags = (
-            await session.execute(
-                select(Tag.name, func.count(ContactTag.contact_id))
-                .outerjoin(ContactTag, ContactTag.tag_id == Tag.id)
-                .where(Tag.workspace_id == ws)
-                .group_by(Tag.id, Tag.name)
-                .order_by(Tag.name)
-            )
-        ).all()
-        lists = (
-            await session.execute(
-                select(ContactList.name, func.count(ListMember.contact_id))
-                .outerjoin(ListMember, ListMember.list_id == ContactList.id)
-                .where(ContactList.workspace_id == ws)
-                .group_by(ContactList.id, ContactList.name)
-                .order_by(ContactList.name)
-            )
-        ).all()
-        fields = list(
-            await session.scalars(
-                select(FieldDefinition)
-                .where(FieldDefinition.workspace_id == ws)
-                .order_by(FieldDefinition.key)
-            )
-        )
     tpl = page(
         request,
         "funnels/labels.html",
         principal,
-        tags=tags,
-        lists=lists,
-        fields=fields,
+        tags=await reads.tags_with_counts(session, ws),
+        lists=await reads.lists_with_counts(session, ws),
+        fields=await reads.field_definitions(session, ws),
         field_types=FIELD_TYPES,
         **extra,
     )
@@ -200,9 +161,9 @@ async def _labels(
 
 @get(LABELS)
 async def labels_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
 ) -> Template:
-    return await _labels(request, principal, runtime)
+    return await _labels(request, principal, session)
 
 
 class NameForm(msgspec.Struct, kw_only=True):
@@ -222,8 +183,8 @@ def _clean(name: str) -> str | None:
 
 async def _add_name(
     request: Request[Any, Any, Any],
-    principal: Any,
-    runtime: Any,
+    principal: Principal,
+    uow: UnitOfWork,
     model: type[Tag] | type[ContactList],
     which: str,
     data: NameForm,
@@ -233,11 +194,10 @@ async def _add_name(
         return await _labels(
             request,
             principal,
-            runtime,
+            uow.session,
             **{f"{which}_error": "Name: 1 to 100 characters", f"{which}_value": data.name},
         )
-    async with runtime.db.write() as uow:
-        await ensure_names(uow.session, model, principal.workspace_id, [name])
+    await ensure_names(uow.session, model, principal.workspace_id, [name])
     return Redirect(f"{LABELS}?added={quote(name)}#{which}s")
 
 
@@ -245,38 +205,38 @@ async def _add_name(
 async def add_tag_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
     data: URLEncodedBody[NameForm],
 ) -> Template | Redirect:
-    return await _add_name(request, principal, runtime, Tag, "tag", data)
+    return await _add_name(request, principal, uow, Tag, "tag", data)
 
 
 @post(f"{LABELS}/lists")
 async def add_list_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
     data: URLEncodedBody[NameForm],
 ) -> Template | Redirect:
-    return await _add_name(request, principal, runtime, ContactList, "list", data)
+    return await _add_name(request, principal, uow, ContactList, "list", data)
 
 
 @post(f"{LABELS}/fields")
 async def add_field_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
     data: URLEncodedBody[FieldForm],
 ) -> Template | Redirect:
     key = data.key.strip()
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             await define_field(uow.session, principal.workspace_id, key, data.type, data.label)
     except DomainError as exc:
         return await _labels(
             request,
             principal,
-            runtime,
+            uow.session,
             field_error=error_message(exc, FIELD_LABELS),
             field_form=data,
         )
