@@ -12,13 +12,16 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect, Template
 
+from app.db.session import ReadSession
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT, start_import
 from app.errors import DomainError
-from app.runtime import Runtime
+from app.platform.service import Principal
 from app.scheduling.bulk import list_bulk_jobs
-from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.dashboard.bulk_progress import ProgressView, progress_context
+from app.settings import Settings
+from app.web.auth import CurrentPrincipal
+from app.web.dashboard.bulk_progress import ProgressView, read_progress
 from app.web.dashboard.common import page
+from app.web.deps import CurrentClock, CurrentSettings, Queue, Reads, Writes
 
 IMPORT = "/ui/funnels/contacts/import"
 
@@ -27,24 +30,30 @@ MultipartForm = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MU
 
 @get(IMPORT)
 async def import_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, runtime: CurrentRuntime
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    settings: CurrentSettings,
 ) -> Template:
-    return await _form(request, principal, runtime)
+    return await _form(request, principal, session, settings)
 
 
 async def _form(
-    request: Request[Any, Any, Any], principal: Any, runtime: Runtime, **extra: Any
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    session: ReadSession,
+    settings: Settings,
+    **extra: Any,
 ) -> Template:
-    async with runtime.db.read() as session:
-        recent = await list_bulk_jobs(
-            session, principal.workspace_id, before=None, limit=10, kinds=[CONTACTS_IMPORT.name]
-        )
+    recent = await list_bulk_jobs(
+        session, principal.workspace_id, before=None, limit=10, kinds=[CONTACTS_IMPORT.name]
+    )
     tpl = page(
         request,
         "funnels/import.html",
         principal,
         recent=recent,
-        max_rows=runtime.settings.bulk.max_import_rows,
+        max_rows=settings.bulk.max_import_rows,
         **extra,
     )
     if extra.get("error"):
@@ -56,9 +65,13 @@ async def _form(
 async def start_import_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    uow: Writes,
+    job_queue: Queue,
+    clock: CurrentClock,
+    settings: CurrentSettings,
     data: MultipartForm,
 ) -> Template | Redirect:
+    """The import job is enqueued once the request's transaction is committed."""
     upload = data.get("file")
     text = str(data.get("csv") or "")
     if isinstance(upload, UploadFile):
@@ -68,32 +81,38 @@ async def start_import_page(
                 text = raw.decode("utf-8-sig")
             except UnicodeDecodeError:
                 return await _form(
-                    request, principal, runtime, error="file: the file is not UTF-8 text"
+                    request,
+                    principal,
+                    uow.session,
+                    settings,
+                    error="file: the file is not UTF-8 text",
                 )
     try:
-        async with runtime.db.write() as uow:
+        async with uow.attempt():
             job = await start_import(
                 uow,
-                runtime.queue,
+                job_queue,
                 workspace_id=principal.workspace_id,
                 text=text,
                 columns=None,
-                max_rows=runtime.settings.bulk.max_import_rows,
-                now=runtime.clock.now(),
+                max_rows=settings.bulk.max_import_rows,
+                now=clock.now(),
             )
     except DomainError as exc:
-        return await _form(request, principal, runtime, error=exc.message, csv=text[:20_000])
+        return await _form(
+            request, principal, uow.session, settings, error=exc.message, csv=text[:20_000]
+        )
     return Redirect(f"{IMPORT}/{job.id}", status_code=303)
 
 
-async def _job_context(runtime: Runtime, workspace_id: int, job_id: int) -> dict[str, Any]:
+async def _job_context(session: ReadSession, workspace_id: int, job_id: int) -> dict[str, Any]:
     view = ProgressView(
         title="Import",
         poll_url=f"{IMPORT}/{job_id}/progress",
         counters=(("created", "Created"), ("updated", "Updated")),
     )
-    return await progress_context(
-        runtime, workspace_id, job_id, kinds=(CONTACTS_IMPORT.name,), view=view
+    return await read_progress(
+        session, workspace_id, job_id, kinds=(CONTACTS_IMPORT.name,), view=view
     )
 
 
@@ -101,10 +120,10 @@ async def _job_context(runtime: Runtime, workspace_id: int, job_id: int) -> dict
 async def import_job_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     job_id: FromPath[int],
 ) -> Template:
-    context = await _job_context(runtime, principal.workspace_id, job_id)
+    context = await _job_context(session, principal.workspace_id, job_id)
     return page(request, "funnels/import_job.html", principal, **context)
 
 
@@ -112,10 +131,10 @@ async def import_job_page(
 async def import_job_progress(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     job_id: FromPath[int],
 ) -> Template:
-    context = await _job_context(runtime, principal.workspace_id, job_id)
+    context = await _job_context(session, principal.workspace_id, job_id)
     return page(request, "funnels/_import_progress.html", principal, **context)
 
 
