@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.db.session import ReadSession
-from app.runtime import Runtime
 from app.scheduling.bulk import BulkJobNotFound, errors_of, get_bulk_job, progress
 from app.scheduling.bulk_models import BULK_FINAL
 
@@ -36,15 +35,6 @@ class ProgressView:
     """Prepended to the fragment's element ids (several on one page)."""
 
 
-async def progress_context(
-    runtime: Runtime, workspace_id: int, job_id: int, *, kinds: tuple[str, ...], view: ProgressView
-) -> dict[str, Any]:
-    """What ``_bulk_progress.html`` needs. A job of another workspace or another kind is not
-    found (404)."""
-    async with runtime.db.read() as session:
-        return await read_progress(session, workspace_id, job_id, kinds=kinds, view=view)
-
-
 async def read_progress(
     session: ReadSession,
     workspace_id: int,
@@ -53,7 +43,8 @@ async def read_progress(
     kinds: tuple[str, ...],
     view: ProgressView,
 ) -> dict[str, Any]:
-    """:func:`progress_context` in a read session the caller holds."""
+    """What ``_bulk_progress.html`` needs. A job of another workspace or another kind is not
+    found (404)."""
     job = await get_bulk_job(session, workspace_id, job_id)
     if job.kind not in kinds:
         raise BulkJobNotFound(f"job {job_id} not found")
