@@ -13,16 +13,17 @@ from litestar import Request, get
 from litestar.params import FromPath
 from litestar.response import Template
 
+from app.db.session import ReadSession
 from app.engines.funnels.campaigns.audience import AUDIENCE
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT
 from app.engines.funnels.runs.enrolment import ENROLMENT
 from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT
-from app.runtime import Runtime
 from app.scheduling.bulk import get_bulk_job
 from app.scheduling.bulk_models import BulkJob
-from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.auth import CurrentPrincipal
 from app.web.dashboard.bulk_progress import ProgressView, read_progress
 from app.web.dashboard.common import page
+from app.web.deps import Reads
 
 JOBS = "/ui/jobs"
 
@@ -73,12 +74,11 @@ def _back(job: BulkJob) -> tuple[str, str] | None:
     return None
 
 
-async def _context(runtime: Runtime, workspace_id: int, job_id: int) -> dict[str, Any]:
-    async with runtime.db.read() as session:
-        kind = (await get_bulk_job(session, workspace_id, job_id)).kind
-        context = await read_progress(
-            session, workspace_id, job_id, kinds=(kind,), view=_view(job_id, kind)
-        )
+async def _context(session: ReadSession, workspace_id: int, job_id: int) -> dict[str, Any]:
+    kind = (await get_bulk_job(session, workspace_id, job_id)).kind
+    context = await read_progress(
+        session, workspace_id, job_id, kinds=(kind,), view=_view(job_id, kind)
+    )
     context["back"] = _back(context["job"])
     return context
 
@@ -87,10 +87,10 @@ async def _context(runtime: Runtime, workspace_id: int, job_id: int) -> dict[str
 async def job_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     job_id: FromPath[int],
 ) -> Template:
-    context = await _context(runtime, principal.workspace_id, job_id)
+    context = await _context(session, principal.workspace_id, job_id)
     return page(request, "jobs/job.html", principal, **context)
 
 
@@ -98,10 +98,10 @@ async def job_page(
 async def job_progress(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
-    runtime: CurrentRuntime,
+    session: Reads,
     job_id: FromPath[int],
 ) -> Template:
-    context = await _context(runtime, principal.workspace_id, job_id)
+    context = await _context(session, principal.workspace_id, job_id)
     return page(request, "_bulk_progress.html", principal, **context)
 
 
