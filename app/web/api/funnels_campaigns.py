@@ -29,8 +29,8 @@ from app.errors import ValidationFailed
 from app.pagination import Page, page_of
 from app.schemas import Count, Document, Name, Schema, Text
 from app.web.api.common import Once, api_router
-from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import CurrentClock, Paging, Reads, Writes
+from app.web.auth import CurrentPrincipal
+from app.web.deps import CurrentClock, CurrentSettings, Paging, Queue, Reads, Writes
 
 
 class CampaignIn(Schema):
@@ -205,24 +205,22 @@ async def schedule(
 
 @post("/campaigns/{campaign_id:int}/audience", status_code=200)
 async def snapshot(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, campaign_id: FromPath[int]
+    principal: CurrentPrincipal,
+    uow: Writes,
+    job_queue: Queue,
+    clock: CurrentClock,
+    settings: CurrentSettings,
+    campaign_id: FromPath[int],
 ) -> CampaignOut:
     """Snapshot the audience now and start sending (refused when already snapshotted). An
     audience larger than one chunk is taken by a background job: the campaign is
     ``materialising`` until it is complete, with the job's progress at ``audience_job``."""
-    async with runtime.db.write() as uow:
-        await get_campaign(uow.session, principal.workspace_id, campaign_id)
-        await start_materialising(
-            uow,
-            runtime.queue,
-            campaign_id,
-            runtime.clock.now(),
-            chunk_items=runtime.settings.bulk.chunk_items,
-        )
-    async with runtime.db.read() as session:
-        campaign = await get_campaign(session, principal.workspace_id, campaign_id)
-        counts = await counters(session, campaign_id)
-    return campaign_out(campaign, counts)
+    await get_campaign(uow.session, principal.workspace_id, campaign_id)
+    # The job for the rest of a large audience is enqueued once the request's commit succeeded.
+    campaign = await start_materialising(
+        uow, job_queue, campaign_id, clock.now(), chunk_items=settings.bulk.chunk_items
+    )
+    return campaign_out(campaign, await counters(uow.session, campaign_id))
 
 
 @post("/campaigns/{campaign_id:int}/cancel", status_code=200)
