@@ -351,13 +351,15 @@ async def invite(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
+    session: Reads,
     data: URLEncodedBody[InviteForm],
 ) -> Template:
     """Invite someone by e-mail: the link is mailed and shown once to the inviter.
 
-    The invitation is committed before the mail is sent (a link mailed must work), and the page
-    says whether the mail went: this handler keeps two transactions of its own around the mail.
-    """
+    The invitation is committed in a unit of work of its own before the mail is sent (a link
+    mailed must work, and no transaction waits on the mail server); the page, which says whether
+    the mail went, is read afterwards from ``session``, whose transaction starts at its first
+    query."""
     require_organisation_manager(principal)
     assert principal.user_id is not None
     try:
@@ -376,16 +378,15 @@ async def invite(
                 uow.session, principal.organisation_id, data.workspace_id
             )
     except DomainError as exc:
-        async with runtime.db.read() as session:
-            return await _org_page(
-                request,
-                principal,
-                session,
-                runtime.clock,
-                status=exc.status,
-                errors=_form_error(exc),
-                invite=data,
-            )
+        return await _org_page(
+            request,
+            principal,
+            session,
+            runtime.clock,
+            status=exc.status,
+            errors=_form_error(exc),
+            invite=data,
+        )
     link = f"{runtime.settings.web.public_url}{invitations.accept_path(created.token)}"
     mail_error = await send_invitation(
         runtime.settings,
@@ -394,10 +395,9 @@ async def invite(
         workspace=workspace.name,
         link=link,
     )
-    async with runtime.db.read() as session:
-        return await _org_page(
-            request, principal, session, runtime.clock, new_invitation=link, mail_error=mail_error
-        )
+    return await _org_page(
+        request, principal, session, runtime.clock, new_invitation=link, mail_error=mail_error
+    )
 
 
 @post(f"{ORG_PAGE}/invitations/{{invitation_id:int}}/revoke")
