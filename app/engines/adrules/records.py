@@ -221,6 +221,19 @@ async def list_batches(
     return [BatchSummary(b, rule, account) for b, rule, account in rows.all()]
 
 
+async def batch_outcomes_since(
+    session: ReadSession, workspace_id: int, since: datetime, *, limit: int
+) -> list[tuple[datetime, int, int, int]]:
+    """The workspace's batches created since ``since`` (at most ``limit``): when each was
+    created, and its objects executed, skipped and in error."""
+    rows = await session.execute(
+        select(Batch.created_at, Batch.executed, Batch.skipped, Batch.errors)
+        .where(Batch.workspace_id == workspace_id, Batch.created_at >= since)
+        .limit(limit)
+    )
+    return [(at, executed, skipped, errors) for at, executed, skipped, errors in rows]
+
+
 async def get_batch(session: ReadSession, workspace_id: int, batch_record_id: int) -> BatchSummary:
     row = (
         await session.execute(

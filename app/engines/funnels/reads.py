@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.db.session import ReadSession
+from app.engines.funnels.campaigns.models import Campaign, CampaignEvent, Recipient
 from app.engines.funnels.contacts import memberships as contact_memberships
 from app.engines.funnels.contacts.segments import Predicate, compile_sql
 from app.engines.funnels.definitions import service
@@ -184,6 +185,47 @@ async def inbound_events(
     if before is not None:
         stmt = stmt.where(InboundEvent.id < before)
     return list(await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(limit)))
+
+
+async def send_times_since(
+    session: ReadSession, workspace_id: int, since: datetime, *, limit: int
+) -> list[datetime]:
+    """When the workspace's campaign messages were sent since ``since`` (at most ``limit``)."""
+    rows = await session.scalars(
+        select(Recipient.sent_at)
+        .join(Campaign, Campaign.id == Recipient.campaign_id)
+        .where(
+            Campaign.workspace_id == workspace_id,
+            Recipient.sent_at.is_not(None),
+            Recipient.sent_at >= since,
+        )
+        .limit(limit)
+    )
+    return [at for at in rows if at is not None]
+
+
+async def campaign_send_times(
+    session: ReadSession, campaign_id: int, *, limit: int
+) -> list[datetime]:
+    """When a campaign's messages were sent (at most ``limit``)."""
+    rows = await session.scalars(
+        select(Recipient.sent_at)
+        .where(Recipient.campaign_id == campaign_id, Recipient.sent_at.is_not(None))
+        .limit(limit)
+    )
+    return [at for at in rows if at is not None]
+
+
+async def campaign_events(
+    session: ReadSession, campaign_id: int, kinds: tuple[str, ...], *, limit: int
+) -> list[tuple[datetime, str]]:
+    """A campaign's delivery reports of these ``kinds``: when, and which (at most ``limit``)."""
+    rows = await session.execute(
+        select(CampaignEvent.at, CampaignEvent.kind)
+        .where(CampaignEvent.campaign_id == campaign_id, CampaignEvent.kind.in_(kinds))
+        .limit(limit)
+    )
+    return [(at, kind) for at, kind in rows]
 
 
 async def ai_usage(

@@ -2,7 +2,8 @@
 day over long spans) of what the engines did, read from the rows they already write.
 
 Buckets are computed here from the rows' timestamps rather than with SQL date functions, which
-differ between SQLite and PostgreSQL; each query is bounded by its time window and by ``CAP`` rows.
+differ between SQLite and PostgreSQL; each engine read is bounded by its time window and by
+``CAP`` rows.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
-
-from app.engines.adrules.models import Batch
-from app.engines.funnels.campaigns.models import Campaign, CampaignEvent, Recipient
+from app.db.session import ReadSession
+from app.engines.adrules.records import batch_outcomes_since
+from app.engines.funnels import reads as funnel_reads
+from app.engines.funnels.campaigns.models import Campaign
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -65,29 +66,14 @@ def chart(
 
 
 async def workspace_activity(
-    session: Any, workspace_id: int, now: datetime, hours: int = 48
+    session: ReadSession, workspace_id: int, now: datetime, hours: int = 48
 ) -> dict[str, dict[str, Any]]:
     """The last ``hours`` of the workspace: ad-rule runs (objects executed, skipped, in error,
     per batch created) and campaign messages sent, per hour."""
     since = now - timedelta(hours=hours)
     buckets = axis(since, now, HOUR)
-    batches = (
-        await session.execute(
-            select(Batch.created_at, Batch.executed, Batch.skipped, Batch.errors)
-            .where(Batch.workspace_id == workspace_id, Batch.created_at >= since)
-            .limit(CAP)
-        )
-    ).all()
-    sent = await session.scalars(
-        select(Recipient.sent_at)
-        .join(Campaign, Campaign.id == Recipient.campaign_id)
-        .where(
-            Campaign.workspace_id == workspace_id,
-            Recipient.sent_at.is_not(None),
-            Recipient.sent_at >= since,
-        )
-        .limit(CAP)
-    )
+    batches = await batch_outcomes_since(session, workspace_id, since, limit=CAP)
+    sent = await funnel_reads.send_times_since(session, workspace_id, since, limit=CAP)
     return {
         "rules": chart(
             buckets,
@@ -108,26 +94,13 @@ async def workspace_activity(
     }
 
 
-async def campaign_delivery(session: Any, campaign: Campaign, now: datetime) -> dict[str, Any]:
+async def campaign_delivery(
+    session: ReadSession, campaign: Campaign, now: datetime
+) -> dict[str, Any]:
     """A campaign's messages sent and its delivery reports over its sending time: per hour, per
     day when it spans more than three days."""
-    sent = list(
-        await session.scalars(
-            select(Recipient.sent_at)
-            .where(Recipient.campaign_id == campaign.id, Recipient.sent_at.is_not(None))
-            .limit(CAP)
-        )
-    )
-    events = (
-        await session.execute(
-            select(CampaignEvent.at, CampaignEvent.kind)
-            .where(
-                CampaignEvent.campaign_id == campaign.id,
-                CampaignEvent.kind.in_(DELIVERY_KINDS),
-            )
-            .limit(CAP)
-        )
-    ).all()
+    sent = await funnel_reads.campaign_send_times(session, campaign.id, limit=CAP)
+    events = await funnel_reads.campaign_events(session, campaign.id, DELIVERY_KINDS, limit=CAP)
     times = sent + [at for at, _ in events]
     if not times:
         return chart([], [], y_label="messages")
