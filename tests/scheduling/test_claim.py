@@ -267,3 +267,35 @@ async def test_processes_claiming_while_some_are_sigkilled_work_each_item_exactl
     assert pending == 0, "no item lost"
     assert len(per_item) == total
     assert [i for i, n in per_item.items() if n > 1] == [], "no item worked on twice"
+
+
+BY_STATUS = Claim(
+    table=items,
+    due="due_at <= :now AND lease_owner IS NULL",
+    order_by="due_at DESC, id",
+    returning=("id", "status"),
+    owner="lease_owner",
+    expires="lease_until",
+    partition="status",
+)
+
+
+async def test_a_partitioned_claim_takes_the_first_values_rows_first_in_one_statement(
+    shared_db: Database, tables: None
+) -> None:
+    await add_items(shared_db, 10)
+    async with shared_db.write() as uow:
+        await uow.session.execute(update(items).where(items.c.id <= 3).values(status="urgent"))
+        await uow.session.execute(update(items).where(items.c.id == 10).values(status="other"))
+    now = T0 + timedelta(seconds=10)
+    claim = {"now": now, "owner": "a", "lease_seconds": 30, "partitions": ["urgent", "pending"]}
+    async with shared_db.write() as uow:
+        first = await BY_STATUS.take_in(uow.session, limit=5, **claim)
+    # The urgent rows first (ids 1-3, latest due first), then the pending ones latest due first:
+    # due_at = T0 + (id % 7) s, so 6 and 5. Row 10 is in a partition nobody asked for.
+    assert sorted(r.id for r in first) == [1, 2, 3, 5, 6]
+    async with shared_db.write() as uow:
+        second = await BY_STATUS.take_in(uow.session, limit=1, **{**claim, "owner": "b"})
+    assert [r.id for r in second] == [4], "rows claimed already are not claimed again"
+    with pytest.raises(TypeError):
+        BY_STATUS.statement(dialect_name(shared_db.write_engine), partitions=0)
