@@ -264,6 +264,13 @@ async def database_queue(
     runtime.add_jobs([NOOP, URGENT_NOOP])
     try:
         enqueue_rate = await enqueue_database(runtime, jobs)
+        if runtime.db.is_postgres:
+            # As autovacuum does to a table in service once this many rows changed: a jobs table
+            # fresh from its migration has the statistics of an empty one, on which the planner
+            # reads the whole table to find 100 jobs by primary key.
+            async with runtime.db.write_engine.connect() as conn:
+                await conn.execute(text("ANALYZE jobs"))
+                await conn.commit()
         if plans is not None:
             plans.extend(await lease_plan(runtime, batch))
         drain_rate = await drain_database(runtime, jobs, concurrency, batch, prefetch)
@@ -296,7 +303,7 @@ async def lease_plan(runtime: Runtime, batch: int) -> list[str]:
             **claim,
             **JOB_CLAIM.partition_arguments(order),
             "done_ids": [r["id"] for r in finished],
-            "done_attempts": [r["attempts"] for r in finished],
+            "done_keys": [f"{r['id']} {r['attempts']}" for r in finished],
         }
         rows = await conn.fetch(
             f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}", *[lease[n] for n in names]
