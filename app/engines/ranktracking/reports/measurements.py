@@ -10,12 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import Select, or_, select
 
 from app.db.session import ReadSession
 from app.engines.ranktracking.models import CANCELLED, TERMINAL_RUN_STATUSES, Request, Run
 
 KEYWORD_DATA = "keyword_data"
+
+
+def run_set(run_ids: list[int]) -> Select[int]:
+    """``run_ids`` as a subquery, for ``Result.run_id.in_(run_set(ids))`` over many results:
+    PostgreSQL hashes a subquery's rows once, while a list of bound values is searched element
+    by element for every result once the statement runs on a generic plan (a prepared statement
+    run several times; about 3x slower over a 52-run window)."""
+    return select(Run.id).where(Run.id.in_(run_ids))
 
 
 @dataclass(frozen=True, slots=True)

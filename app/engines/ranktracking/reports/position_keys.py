@@ -17,7 +17,8 @@ from sqlalchemy.orm import aliased
 
 from app.db.functions import code_point_order, position
 from app.db.session import ReadSession
-from app.engines.ranktracking.models import RETRIEVED, Result, Run
+from app.engines.ranktracking.models import RETRIEVED, Result
+from app.engines.ranktracking.reports.measurements import run_set
 from app.engines.ranktracking.reports.window import Window
 
 SQL_SORTS = ("keyword", "device", "position", "change", "best", "url")
@@ -54,11 +55,7 @@ class _Statement:
     whether a shown run measured the row) joined to the latest and the previous measurement."""
 
     def __init__(self, schedule_id: int, window: Window) -> None:
-        # The shown runs as a subquery, not a list: PostgreSQL hashes a subquery's rows once,
-        # while a list of bound values is searched element by element for every result once
-        # the statement runs on a generic plan (a prepared statement run several times).
-        shown_runs = select(Run.id).where(Run.id.in_(window.shown_runs()))
-        shown = case((Result.run_id.in_(shown_runs), 1), else_=0)
+        shown = case((Result.run_id.in_(run_set(window.shown_runs())), 1), else_=0)
         # Only a retrieved result ever holds a position, so the best needs no state filter: the
         # pass reads the index ix_rt_results_keys alone.
         self.history = (

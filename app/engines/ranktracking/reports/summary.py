@@ -7,7 +7,12 @@ from sqlalchemy import case, func, select
 
 from app.db.session import ReadSession
 from app.engines.ranktracking.models import RETRIEVED, Result
-from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, Column, measured_runs
+from app.engines.ranktracking.reports.measurements import (
+    KEYWORD_DATA,
+    Column,
+    measured_runs,
+    run_set,
+)
 from app.engines.ranktracking.reports.schemas import RunSummaryOut, SummaryPage
 from app.engines.ranktracking.reports.visibility import CTR_BY_POSITION
 from app.pagination import checked_limit, cursor_number
@@ -40,7 +45,7 @@ async def run_summaries(session: ReadSession, columns: list[Column]) -> list[Run
             func.avg(Result.position).filter(_ranked),
             func.sum(_ctr).filter(_retrieved),
         )
-        .where(Result.run_id.in_(list(where)))
+        .where(Result.run_id.in_(run_set(list(where))))
         .group_by(Result.run_id)
     )
     figures = {r[0]: r[1:] for r in rows.all()}
