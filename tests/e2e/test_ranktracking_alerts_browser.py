@@ -20,7 +20,8 @@ from tests.e2e.test_ranktracking_reports_browser import chart, console_errors
 from tests.engines.ranktracking.conftest import (
     fund,
     make_schedule,
-    sim,  # noqa: F401 - the simulator fixture
+    served_sim,  # noqa: F401 - the simulator fixtures
+    sim,  # noqa: F401
 )
 from tests.engines.ranktracking.reports_seed import KEYWORDS, PLAN, measure
 from tests.factories import Tenant

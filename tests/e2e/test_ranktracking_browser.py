@@ -15,7 +15,11 @@ from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
-from tests.engines.ranktracking.conftest import DOMAIN, sim  # noqa: F401 - the simulator fixture
+from tests.engines.ranktracking.conftest import (  # noqa: F401 - the simulator fixtures
+    DOMAIN,
+    served_sim,
+    sim,
+)
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser

@@ -11,7 +11,10 @@ import pytest
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in
-from tests.engines.ranktracking.conftest import sim  # noqa: F401 - the simulator fixture
+from tests.engines.ranktracking.conftest import (  # noqa: F401 - the simulator fixtures
+    served_sim,
+    sim,
+)
 from tests.engines.ranktracking.reports_seed import seeded_schedule
 from tests.factories import Tenant
 
