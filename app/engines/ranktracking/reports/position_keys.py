@@ -57,7 +57,7 @@ class _Statement:
     def __init__(self, schedule_id: int, window: Window) -> None:
         shown = case((Result.run_id.in_(run_set(window.shown_runs())), 1), else_=0)
         # Only a retrieved result ever holds a position, so the best needs no state filter: the
-        # pass reads the index ix_rt_results_keys alone.
+        # pass can be answered from the index ix_rt_results_keys alone.
         self.history = (
             select(
                 Result.keyword.label("keyword"),
