@@ -214,7 +214,7 @@ JOB_CLAIM = Claim(
 # with every key: 10,000 comparisons for a batch of 100). The status is compared as `status || ''`
 # so that the planner cannot use the partial index of running jobs instead: a bitmap scan of it
 # reads every entry that finished jobs left in it since the last vacuum (bitmap scans never mark
-# dead entries), a cost that grew with every job drained, where the primary key reads the 100.
+# dead entries), a cost that grows with the jobs drained, where the primary key reads the 100.
 _PG_FINISH = f"""
     UPDATE jobs SET status = '{JOB_DONE}', finished_at = :now, lease_expires_at = NULL
     WHERE jobs.id = ANY(CAST(:done_ids AS varchar[]))
