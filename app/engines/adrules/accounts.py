@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 
 from app.db.session import ReadSession, WriteSession
 from app.engines.adrules.errors import AccountNotFound, MetaTokenMissing
@@ -26,6 +26,12 @@ async def store_token(
 
 async def has_token(session: ReadSession, workspace_id: int) -> bool:
     return META_TOKEN_SECRET in await secret_names(session, workspace_id)
+
+
+async def has_active_account(session: ReadSession, workspace_id: int) -> bool:
+    """Whether one of the workspace's ad accounts is switched on."""
+    query = select(exists().where(AdAccount.workspace_id == workspace_id, AdAccount.active))
+    return bool(await session.scalar(query))
 
 
 async def require_token(session: ReadSession, box: SecretBox, workspace_id: int) -> str:

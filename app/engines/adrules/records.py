@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import exists, func, insert, select, update
 
 from app.db.session import ReadSession, WriteSession
 from app.engines.adrules.models import (
@@ -219,6 +219,11 @@ async def list_batches(
             )
     rows = await session.execute(stmt)
     return [BatchSummary(b, rule, account) for b, rule, account in rows.all()]
+
+
+async def has_batch(session: ReadSession, workspace_id: int) -> bool:
+    """Whether a rule of the workspace has run at least once (a batch was recorded)."""
+    return bool(await session.scalar(select(exists().where(Batch.workspace_id == workspace_id))))
 
 
 async def batch_outcomes_since(

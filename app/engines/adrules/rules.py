@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import delete, select
+from sqlalchemy import delete, exists, select
 
 from app.db.session import ReadSession, WriteSession
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES
@@ -462,3 +462,9 @@ async def list_batches(
         query = query.where(Batch.id < before_id)
     rows = await session.execute(query.order_by(Batch.id.desc()).limit(limit + 1))
     return [(b, name) for b, name in rows.all()]
+
+
+async def has_active_rule(session: ReadSession, workspace_id: int) -> bool:
+    """Whether one of the workspace's rules is active."""
+    query = select(exists().where(Rule.workspace_id == workspace_id, Rule.status == "active"))
+    return bool(await session.scalar(query))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 
 from app.db.session import ReadSession
 from app.engines.funnels.campaigns.models import Campaign, CampaignEvent, Recipient
@@ -54,6 +54,19 @@ async def field_definitions(session: ReadSession, workspace_id: int) -> list[Fie
         .order_by(FieldDefinition.key)
     )
     return list(rows)
+
+
+async def has_contacts(session: ReadSession, workspace_id: int) -> bool:
+    """Whether the workspace has any contact."""
+    return bool(await session.scalar(select(exists().where(Contact.workspace_id == workspace_id))))
+
+
+async def has_published_funnel(session: ReadSession, workspace_id: int) -> bool:
+    """Whether one of the workspace's funnels has a published version."""
+    query = select(
+        exists().where(Funnel.workspace_id == workspace_id, Funnel.current_version_id.is_not(None))
+    )
+    return bool(await session.scalar(query))
 
 
 async def tag_names(session: ReadSession, workspace_id: int) -> list[str]:

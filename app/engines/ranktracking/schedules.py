@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.db.session import ReadSession, UnitOfWork, WriteSession
@@ -645,3 +645,8 @@ async def _flush_checking_duplicates(session: WriteSession) -> None:
             await session.flush()
     except IntegrityError as exc:
         raise DuplicateSchedule("a live schedule with the same duplicate key exists") from exc
+
+
+async def has_schedule(session: ReadSession, workspace_id: int) -> bool:
+    """Whether the workspace has created a schedule."""
+    return bool(await session.scalar(select(exists().where(Schedule.workspace_id == workspace_id))))

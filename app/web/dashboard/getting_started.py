@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Select, exists, select
-
 from app.db.session import ReadSession
-from app.engines.adrules.models import META_TOKEN_SECRET, AdAccount, Batch, Rule
-from app.engines.funnels.models import Contact, Funnel
+from app.engines.adrules import accounts as adrules_accounts
+from app.engines.adrules import records as adrules_records
+from app.engines.adrules import rules as adrules_rules
+from app.engines.funnels import reads as funnels_reads
 from app.engines.ranktracking import ledger
-from app.engines.ranktracking.models import Run as RankRun
-from app.engines.ranktracking.models import Schedule
-from app.platform.models import Secret
+from app.engines.ranktracking import schedules as rank_schedules
+from app.engines.ranktracking.records import results as rank_results
 from app.platform.service import Principal
 
 
@@ -35,36 +34,18 @@ class Journey:
         return all(s.done for s in self.steps)
 
 
-async def _any(session: ReadSession, query: Select[int]) -> bool:
-    return bool(await session.scalar(select(exists(query))))
-
-
 async def journeys(session: ReadSession, principal: Principal) -> list[Journey]:
+    """Each engine's steps, ticked from what its own reads say of the workspace."""
     ws = principal.workspace_id
-    token = await _any(
-        session,
-        select(Secret.id).where(Secret.workspace_id == ws, Secret.name == META_TOKEN_SECRET),
-    )
-    active_account = await _any(
-        session, select(AdAccount.id).where(AdAccount.workspace_id == ws, AdAccount.active)
-    )
-    rule = await _any(
-        session, select(Rule.id).where(Rule.workspace_id == ws, Rule.status == "active")
-    )
-    batch = await _any(session, select(Batch.id).where(Batch.workspace_id == ws))
-    contacts = await _any(session, select(Contact.id).where(Contact.workspace_id == ws))
-    published = await _any(
-        session,
-        select(Funnel.id).where(Funnel.workspace_id == ws, Funnel.current_version_id.is_not(None)),
-    )
+    token = await adrules_accounts.has_token(session, ws)
+    active_account = await adrules_accounts.has_active_account(session, ws)
+    rule = await adrules_rules.has_active_rule(session, ws)
+    batch = await adrules_records.has_batch(session, ws)
+    contacts = await funnels_reads.has_contacts(session, ws)
+    published = await funnels_reads.has_published_funnel(session, ws)
     balance = await ledger.balance_of(session, principal.organisation_id)
-    schedule = await _any(session, select(Schedule.id).where(Schedule.workspace_id == ws))
-    measured = await _any(
-        session,
-        select(RankRun.id)
-        .join(Schedule, Schedule.id == RankRun.schedule_id)
-        .where(Schedule.workspace_id == ws, RankRun.status == "succeeded"),
-    )
+    schedule = await rank_schedules.has_schedule(session, ws)
+    measured = await rank_results.has_measured(session, ws)
     return [
         Journey(
             "Ad rules",

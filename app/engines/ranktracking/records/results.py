@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import exists, func, or_, select
 
 from app.db.session import ReadSession
-from app.engines.ranktracking.models import CANCELLED, TERMINAL_RUN_STATUSES, Result, Run
+from app.engines.ranktracking.models import (
+    CANCELLED,
+    TERMINAL_RUN_STATUSES,
+    Result,
+    Run,
+    Schedule,
+)
 from app.engines.ranktracking.schemas import HistoryPoint, KeywordHistoryOut, ResultOut
 
 HISTORY_POINTS = 200
@@ -77,3 +83,13 @@ async def keyword_history(
         for r in rows.scalars()
     ]
     return KeywordHistoryOut(keyword=keyword, points=list(reversed(points)))
+
+
+async def has_measured(session: ReadSession, workspace_id: int) -> bool:
+    """Whether a run of one of the workspace's schedules has succeeded."""
+    query = select(
+        exists()
+        .where(Run.schedule_id == Schedule.id)
+        .where(Schedule.workspace_id == workspace_id, Run.status == "succeeded")
+    )
+    return bool(await session.scalar(query))
