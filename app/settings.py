@@ -232,6 +232,9 @@ class FunnelSettings:
     (each request is answered after it); 0 stores every event in its own transaction."""
     ingest_batch_rows: int = env("FUNNEL_INGEST_BATCH_ROWS", 500)
     """Most inbound events in one shared insert (a full batch is written without waiting)."""
+    ingest_batches_in_flight: int = env("FUNNEL_INGEST_BATCHES_IN_FLIGHT", 2)
+    """Shared inserts written at the same time on PostgreSQL; events arriving while all are busy
+    join the next (SQLite writes one at a time: it has one write lock)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,16 @@
 A request that stores an event hands it to the :class:`EventWriter` and awaits its outcome. The
 writer gathers the events that arrive within a short window (``window_seconds``, or at once when
 ``max_rows`` are waiting) and writes them with one multi-row ``INSERT … ON CONFLICT DO NOTHING
-RETURNING`` in one transaction. Each request is answered only after that transaction committed, so
-an answered event is durable; a commit costs ~0.4 ms on PostgreSQL, and sharing it is what lets the
-endpoints keep up with a webhook burst.
+RETURNING`` in one transaction (on PostgreSQL one statement in autocommit mode, the rows as one
+array per column: atomic on its own, and one round trip with its commit). Each request is answered
+only after that commit, so an answered event is durable; a commit costs ~0.4 ms on PostgreSQL, and
+sharing it is what lets the endpoints keep up with a webhook burst.
+
+At most ``max_batches`` batches are written at a time (one on SQLite, whose single write lock
+would only make more wait on its busy timeout, backing off for up to 100 ms a try). Events that
+arrive while every batch slot is busy wait for the next free one and go together, up to
+``max_rows``, as soon as it frees: under load a batch grows to what arrived during one write
+instead of more writes competing, so the wait stays about two writes long.
 
 The sender's event id stays the deduplication key: a repeat within the batch is folded into its
 first occurrence before the insert (answered "not stored", like a repeat of an earlier batch, which
@@ -16,11 +23,14 @@ each in its own transaction, so one bad event fails only its own request.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
 
 from app.db.dialect import insert_ignoring
 from app.engines.funnels.events.ingest import store
@@ -62,6 +72,24 @@ class _Pending:
         }
 
 
+# PostgreSQL: one row per array position; ON CONFLICT skips a sender id stored before (the
+# unique index ux_funnel_inbound_events_sender_id), so it returns no row for it.
+_INSERT_UNNEST = text(
+    "INSERT INTO funnel_inbound_events "
+    "(workspace_id, source, name, external_id, payload, received_at) "
+    "SELECT * FROM unnest(CAST(:workspace_ids AS BIGINT[]), CAST(:sources AS VARCHAR[]), "
+    "CAST(:names AS VARCHAR[]), CAST(:external_ids AS VARCHAR[]), CAST(:payloads AS JSONB[]), "
+    "CAST(:received AS TIMESTAMPTZ[])) "
+    "ON CONFLICT DO NOTHING RETURNING id, workspace_id, source, external_id"
+)
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value.astimezone(UTC)
+
+
 def _settle(answer: asyncio.Future[int | None], value: int | None) -> None:
     if not answer.done():  # a request that went away no longer waits for it
         answer.set_result(value)
@@ -75,12 +103,18 @@ def _fail(answer: asyncio.Future[int | None], error: BaseException) -> None:
 class EventWriter:
     """Stores inbound events in groups; :meth:`store` returns after the event's commit."""
 
-    def __init__(self, db: Database, *, window_seconds: float, max_rows: int) -> None:
-        if window_seconds < 0 or max_rows < 1:
-            raise ValueError("the window cannot be negative and a batch holds at least one row")
+    def __init__(
+        self, db: Database, *, window_seconds: float, max_rows: int, max_batches: int = 1
+    ) -> None:
+        if window_seconds < 0 or max_rows < 1 or max_batches < 1:
+            raise ValueError(
+                "the window cannot be negative; a batch holds at least one row, and at least "
+                "one batch is written at a time"
+            )
         self.db = db
         self.window_seconds = window_seconds
         self.max_rows = max_rows
+        self.max_batches = max_batches
         self.batches = 0
         """Batches written (each one transaction)."""
         self._pending: list[_Pending] = []
@@ -115,23 +149,38 @@ class EventWriter:
             workspace_id, source, name, external_id, dict(payload), now, loop.create_future()
         )
         self._pending.append(pending)
-        if len(self._pending) >= self.max_rows:
-            self._start_batch()
-        elif self._timer is None:
-            self._timer = loop.call_later(self.window_seconds, self._start_batch)
+        if len(self._writing) < self.max_batches:
+            if len(self._pending) >= self.max_rows:
+                self._start_batch()
+            elif self._timer is None:
+                self._timer = loop.call_later(self.window_seconds, self._window_passed)
+        # Else a batch being written starts the next one when it ends.
         # Shielded: a request cancelled while it waits does not cancel the others' batch.
         return await asyncio.shield(pending.answer)
+
+    def _window_passed(self) -> None:
+        self._timer = None
+        if len(self._writing) < self.max_batches:
+            self._start_batch()
 
     def _start_batch(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._pending = self._pending, []
+        batch = self._pending[: self.max_rows]
+        del self._pending[: self.max_rows]
         if not batch:
             return
         task = asyncio.get_running_loop().create_task(self._write(batch), name="ingest-batch")
         self._writing.add(task)
-        task.add_done_callback(self._writing.discard)
+        task.add_done_callback(self._batch_written)
+
+    def _batch_written(self, task: asyncio.Task[None]) -> None:
+        self._writing.discard(task)
+        # What arrived meanwhile has waited for this write already: it goes now, not after
+        # another window.
+        while self._pending and len(self._writing) < self.max_batches:
+            self._start_batch()
 
     async def _write(self, batch: list[_Pending]) -> None:
         firsts: dict[Key, _Pending] = {}
@@ -166,6 +215,9 @@ class EventWriter:
         """One statement and one commit for all ``rows``; each row's new id or ``None``."""
         keyed = [p for p in rows if p.key is not None]
         unkeyed = [p for p in rows if p.key is None]
+        if not unkeyed and self.db.is_postgres:
+            stored = await self._insert_postgres(keyed)
+            return [stored.get(key) for p in rows if (key := p.key) is not None]
         table = InboundEvent.__table__
         async with self.db.write() as uow:
             found: dict[Key, int] = {}
@@ -196,6 +248,27 @@ class EventWriter:
         ids = iter(loose)
         return [found.get(p.key) if p.key is not None else next(ids) for p in rows]
 
+    async def _insert_postgres(self, rows: list[_Pending]) -> dict[Key, int]:
+        """The batch as one statement in autocommit mode: it is atomic on its own, and its
+        commit is part of its one round trip (a transaction would add BEGIN and COMMIT, two more
+        waits under load). The rows travel as one array per column, so the statement's text is
+        the same for every batch size and is prepared once per connection."""
+        params = {
+            "workspace_ids": [p.workspace_id for p in rows],
+            "sources": [p.source for p in rows],
+            "names": [p.name for p in rows],
+            "external_ids": [p.external_id for p in rows],
+            # What the JSONB column type would send: the payload as JSON text (json.dumps).
+            "payloads": [json.dumps(p.payload) for p in rows],
+            "received": [_utc(p.now) for p in rows],
+        }
+        found: dict[Key, int] = {}
+        async with self.db.write_engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            for row in await conn.execute(_INSERT_UNNEST, params):
+                found[(row[1], row[2], row[3])] = int(row[0])
+        return found
+
     async def _one_by_one(self, rows: list[_Pending]) -> None:
         for pending in rows:
             try:
@@ -216,6 +289,7 @@ class EventWriter:
 
     async def aclose(self) -> None:
         """Write what is waiting and wait for the batches being written."""
-        self._start_batch()
-        while self._writing:
+        while self._pending or self._writing:
+            if self._pending and len(self._writing) < self.max_batches:
+                self._start_batch()
             await asyncio.gather(*self._writing, return_exceptions=True)
