@@ -184,6 +184,36 @@ class Event(msgspec.Struct):
     properties: dict[str, Any]
 
 
+def bare_app(runtime: Runtime, ws: int) -> Litestar:
+    """The baselines: a hello world (GET and POST) and ``/bare``, one insert and one commit per
+    request through the same database layer, no authentication or validation."""
+
+    @get("/hello", sync_to_thread=False)
+    def hello() -> dict[str, str]:
+        return {"hello": "world"}
+
+    @post("/bare", status_code=202)
+    async def bare(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        event = msgspec.json.decode(await request.body(), type=Event)
+        async with runtime.db.write() as uow:
+            row_id = await store(
+                uow.session,
+                workspace_id=ws,
+                source="bare",
+                name=event.name,
+                external_id=event.event_id,
+                payload={"contact": event.contact, "properties": event.properties},
+                now=datetime.now(UTC),
+            )
+        return {"stored": row_id is not None, "id": row_id}
+
+    @post("/hello", status_code=202, sync_to_thread=False)
+    def hello_post() -> dict[str, str]:
+        return {"hello": "world"}
+
+    return Litestar(route_handlers=[hello, hello_post, bare], logging_config=None)
+
+
 async def measure(
     db_url: str, label: str, args: argparse.Namespace
 ) -> list[tuple[str, int, dict[str, Any]]]:
@@ -200,30 +230,7 @@ async def measure(
     for line in await plans(grouped, ws):
         print(f"{label}{line}")
 
-    @get("/hello", sync_to_thread=False)
-    def hello() -> dict[str, str]:
-        return {"hello": "world"}
-
-    @post("/bare", status_code=202)
-    async def bare(request: Request[Any, Any, Any]) -> dict[str, Any]:
-        event = msgspec.json.decode(await request.body(), type=Event)
-        async with grouped.db.write() as uow:
-            row_id = await store(
-                uow.session,
-                workspace_id=ws,
-                source="bare",
-                name=event.name,
-                external_id=event.event_id,
-                payload={"contact": event.contact, "properties": event.properties},
-                now=datetime.now(UTC),
-            )
-        return {"stored": row_id is not None, "id": row_id}
-
-    @post("/hello", status_code=202, sync_to_thread=False)
-    def hello_post() -> dict[str, str]:
-        return {"hello": "world"}
-
-    plain = Litestar(route_handlers=[hello, hello_post, bare], logging_config=None)
+    plain = bare_app(grouped, ws)
     results: list[tuple[str, int, dict[str, Any]]] = []
     path = "/hooks/funnels/events"
     auth = {"X-Ingest-Token": token}

@@ -2,11 +2,12 @@
 
 Each router (or handler) declares in its ``opt`` either how its callers authenticate
 (:func:`authenticated`: a workspace API key, or a signed-in session) or why it is public
-(:func:`public`, with the reason). One guard on the application resolves the caller before any
-parameter or body is read, so a route whose handler never asks for ``principal`` is still
-guarded, and an anonymous caller hears 401 (or the sign-in redirect) rather than a validation
-error. :func:`verify_routes` runs when the application is built and refuses to start it while any
-route declares neither.
+(:func:`public`, with the reason). One guard resolves the caller before any parameter or body is
+read, so a route whose handler never asks for ``principal`` is still guarded, and an anonymous
+caller hears 401 (or the sign-in redirect) rather than a validation error. It sits on every router
+with authenticated routes; public routes, which it would wave through, may go without it (the
+webhook receivers do). :func:`verify_routes` runs when the application is built and refuses to
+start it while any route declares neither, or an authenticated route is not guarded.
 """
 
 from __future__ import annotations
@@ -85,14 +86,14 @@ def public_routes(app: Litestar) -> dict[tuple[str, str], str]:
 
 def verify_routes(app: Litestar) -> None:
     """Refuse an application with a route that is neither authenticated nor declared public, one
-    that declares both, a public route under ``/api/`` (programs always use a key there), or a
-    route the guard does not cover."""
+    that declares both, a public route under ``/api/`` (programs always use a key there), or an
+    authenticated route the guard does not cover."""
     problems: list[str] = []
     for path, handler in route_handlers(app):
         where = f"{'/'.join(sorted(handler.http_methods))} {path}"
         is_public = bool(handler.opt.get(PUBLIC))
         kind = handler.opt.get(AUTH)
-        if require_caller not in handler.resolve_guards():
+        if not is_public and require_caller not in handler.resolve_guards():
             problems.append(f"{where}: the authentication guard does not cover it")
         if is_public and kind is not None:
             problems.append(f"{where}: declared both public and authenticated")

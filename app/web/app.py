@@ -7,7 +7,7 @@ applies) the migrations, and starts the workers and sweepers: this is ``python -
 from __future__ import annotations
 
 import logging
-import uuid
+import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +15,6 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, Router
 from litestar.config.csrf import CSRFConfig
-from litestar.datastructures import MutableScopeHeaders
 from litestar.di import Provide
 from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException
@@ -104,7 +103,7 @@ def correlation_middleware(clock: Clock) -> Callable[[ASGIApp], ASGIApp]:
             if scope["type"] != ScopeType.HTTP:
                 await app(scope, receive, send)
                 return
-            request_id = uuid.uuid4().hex[:16]
+            request_id = secrets.token_hex(8)
             started = clock.monotonic()
             status = 500
 
@@ -112,7 +111,8 @@ def correlation_middleware(clock: Clock) -> Callable[[ASGIApp], ASGIApp]:
                 nonlocal status
                 if message["type"] == "http.response.start":
                     status = message["status"]
-                    MutableScopeHeaders.from_message(message)["X-Request-ID"] = request_id
+                    header = (b"x-request-id", request_id.encode())
+                    message["headers"] = [*message.get("headers", ()), header]
                 await send(message)
 
             with correlate(request_id):
@@ -261,7 +261,11 @@ def create_app(
         directories=[DASHBOARD_DIR / "static"],
         opt=public("the dashboard's stylesheets, scripts and images"),
     )
-    app = Litestar(
+    # The guard covers every router that has authenticated routes. The receivers (all public)
+    # go without it: it would only wave them through, and Litestar copies the route handler for
+    # each guard call, a measurable part of an ingestion request. verify_routes holds the line.
+    guarded = Router(
+        path="/",
         route_handlers=[
             probes,
             *platform_api.ROUTERS,
@@ -269,10 +273,12 @@ def create_app(
             *(r for api in ENGINE_APIS for r in api.ROUTERS),
             dashboard,
             visitor_pages,
-            hooks,
             static,
         ],
         guards=[require_caller],
+    )
+    app = Litestar(
+        route_handlers=[guarded, hooks],
         dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_redirect},

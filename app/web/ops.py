@@ -10,7 +10,7 @@ from typing import Any
 from litestar import MediaType, Request, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import Scope
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
 from app.runtime import Runtime
 from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
@@ -22,6 +22,23 @@ access_log = logging.getLogger("app.access")
 
 # Probes and assets would drown the useful lines; they are logged at DEBUG.
 _QUIET_PREFIXES = ("/health", "/ready", "/metrics", "/static/")
+# Inbound events arrive by the thousand a second, and a JSON access line costs more than storing
+# the event: accepted ones are counted (``sweepline_ingest_requests_total``) and logged at DEBUG;
+# refusals keep their line.
+_INGEST_PREFIXES = ("/hooks/funnels/", "/t/c", "/t/o/", "/t/l/")
+INGEST_REQUESTS = Counter(
+    "sweepline_ingest_requests_total",
+    "Requests answered by the event ingestion endpoints",
+    ["status"],
+)
+_ingest_counters: dict[int, Any] = {}
+
+
+def _count_ingest(status: int) -> None:
+    counter = _ingest_counters.get(status)
+    if counter is None:
+        counter = _ingest_counters[status] = INGEST_REQUESTS.labels(str(status))
+    counter.inc()
 
 
 def log_request(scope: Scope, status: int, seconds: float) -> None:
@@ -29,8 +46,14 @@ def log_request(scope: Scope, status: int, seconds: float) -> None:
     string is left out: it may carry a token."""
     path = str(scope.get("path", ""))
     level = logging.DEBUG if path.startswith(_QUIET_PREFIXES) else logging.INFO
+    if path.startswith(_INGEST_PREFIXES):
+        _count_ingest(status)
+        if status < 400:
+            level = logging.DEBUG
     if status >= 500:
         level = logging.ERROR
+    if not access_log.isEnabledFor(level):
+        return
     access_log.log(
         level,
         "%s %s %s",

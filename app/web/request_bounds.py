@@ -28,6 +28,9 @@ from app.web.input_guard import check_json
 
 INT64_MAX = 2**63 - 1
 _NUMBER = re.compile(r"^[+-]?\d+$")
+# INT64_MAX has 19 digits: a path without a run of 19 digits holds no number beyond the range,
+# which one search tells (the per-segment check then runs only for the rare path that has one).
+_LONG_DIGITS = re.compile(r"\d{19}")
 
 
 def _out_of_range(text: str) -> bool:
@@ -56,9 +59,11 @@ def _check_target(scope: Scope) -> tuple[int, bytes] | None:
     path = str(scope.get("path", ""))
     if "\x00" in path:
         return 422, _error("validation_failed", "NUL characters are not allowed", "path")
-    if any(_out_of_range(segment) for segment in path.split("/")):
+    if _LONG_DIGITS.search(path) and any(_out_of_range(segment) for segment in path.split("/")):
         return 404, _error("not_found", "Not found.", None)
     query = bytes(scope.get("query_string", b"")).decode("latin-1")
+    if not query:
+        return None
     for name, value in parse_qsl(query, keep_blank_values=True):
         if "\x00" in name or "\x00" in value:
             return 422, _error(
