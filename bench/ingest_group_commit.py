@@ -2,7 +2,7 @@
 commit per request, on PostgreSQL and SQLite, at several requests in flight, in the same run.
 
     .venv/bin/python bench/ingest_group_commit.py [--events 3000] [--in-flight 4,16,64] \\
-        [--pg URL] [--skip-sqlite]
+        [--pg URL] [--skip-sqlite] [--stored N | --compare-stored N]
 
 For each database and each number of requests in flight, measured one after the other:
 
@@ -156,6 +156,16 @@ async def plans(runtime: Runtime, workspace_id: int) -> list[str]:
         "unprocessed claim": "SELECT id FROM funnel_inbound_events WHERE processed_at IS NULL "
         "ORDER BY id LIMIT 500",
     }
+    if runtime.db.is_postgres:
+        # The writer's own statement (EXPLAIN does not run it): its ON CONFLICT arbiter is the
+        # unique index, one probe per row whatever the table holds.
+        statements["batch insert"] = (
+            "INSERT INTO funnel_inbound_events (workspace_id, source, name, external_id, "
+            "payload, received_at) SELECT * FROM unnest(ARRAY[:ws]::bigint[], "
+            "ARRAY['api']::varchar[], ARRAY['x']::varchar[], ARRAY['preload-7']::varchar[], "
+            "ARRAY['{}']::jsonb[], ARRAY[now()]::timestamptz[]) ON CONFLICT DO NOTHING "
+            "RETURNING id"
+        )
     lines = []
     async with runtime.db.read() as s:
         for label, sql in statements.items():
@@ -269,6 +279,50 @@ async def measure(
     return results
 
 
+async def measure_stored(db_url: str, label: str, args: argparse.Namespace) -> None:
+    """Cost that stays flat: the group-commit endpoint on an empty table, then again once
+    ``--compare-stored`` events are stored (the same server, the same run), with the plans."""
+    await upgrade(db_url)
+    runtime = assemble(settings_for(db_url, args.window_ms), SystemClock())
+    ws, token = await workspace(runtime)
+    path, auth = "/hooks/funnels/events", {"X-Ingest-Token": token}
+    rates: dict[tuple[int, int], dict[str, Any]] = {}
+    try:
+        async with serve_in_loop(create_app(runtime.settings, runtime, background=False)) as url:
+            await load(url + path, 300, 8, f"{label}-warm", auth)
+            for stored_rows in (0, args.compare_stored):
+                if stored_rows:
+                    began = time.perf_counter()
+                    await preload(runtime, ws, stored_rows)
+                    took = time.perf_counter() - began
+                    print(f"{label}: {stored_rows:,} events stored in {took:.0f} s")
+                for line in await plans(runtime, ws):
+                    print(f"{label} ({stored_rows:,} stored){line}")
+                for n in args.in_flight:
+                    tag = f"{label}-s{stored_rows}-{n}-{uuid.uuid4().hex[:6]}"
+                    if args.wrk:
+                        result = await load_wrk(url + path, args.seconds, n, tag, auth)
+                    else:
+                        result = await load(url + path, args.events, n, tag, auth)
+                    count = await stored(runtime, tag)
+                    answered = result.get("requests", args.events)
+                    assert answered <= count <= answered + n, (answered, count)
+                    rates[(stored_rows, n)] = result
+    finally:
+        await runtime.aclose()
+    print(
+        f"\n{label}: api_event with group commit, empty table against {args.compare_stored:,} stored"
+    )
+    print("| in flight | empty events/s (p99 ms) | stored events/s (p99 ms) | ratio |")
+    print("|----------:|------------------------:|-------------------------:|------:|")
+    for n in args.in_flight:
+        empty, full = rates[(0, n)], rates[(args.compare_stored, n)]
+        print(
+            f"| {n:>9} | {empty['rate']:>10,.0f} ({empty['p99']:.1f}) | "
+            f"{full['rate']:>10,.0f} ({full['p99']:.1f}) | {full['rate'] / empty['rate']:.2f} |"
+        )
+
+
 async def writer_only(db_url: str, label: str, args: argparse.Namespace) -> None:
     """The writer alone, without HTTP: ``--events`` stores from N concurrent callers, one
     transaction each (window 0) beside group commit, alternating, in this process."""
@@ -301,6 +355,7 @@ async def writer_only(db_url: str, label: str, args: argparse.Namespace) -> None
                     began = time.perf_counter()
                     await asyncio.gather(*(caller() for _ in range(n)))
                     rates[window].append(args.events / (time.perf_counter() - began))
+                    await writer.aclose()
             single = statistics.median(rates[0])
             grouped = statistics.median(rates[args.window_ms])
             print(
@@ -364,6 +419,12 @@ async def main() -> None:
     parser.add_argument(
         "--stored", type=int, default=0, help="events stored beforehand (the 10x-data run)"
     )
+    parser.add_argument(
+        "--compare-stored",
+        type=int,
+        default=0,
+        help="only group commit: on an empty table, then with this many events stored",
+    )
     parser.add_argument("--httpx", action="store_true", help="load from httpx even if wrk exists")
     args = parser.parse_args()
     args.in_flight = [int(n) for n in args.in_flight.split(",")]
@@ -375,6 +436,8 @@ async def main() -> None:
         try:
             if args.writer_only:
                 await writer_only(pg_url, "PostgreSQL", args)
+            elif args.compare_stored:
+                await measure_stored(pg_url, "PostgreSQL", args)
             else:
                 report("PostgreSQL", await measure(pg_url, "pg", args))
         finally:
@@ -384,6 +447,8 @@ async def main() -> None:
         lite = f"sqlite+aiosqlite:///{tmp / 'ingest.db'}"
         if args.writer_only:
             await writer_only(lite, "SQLite", args)
+        elif args.compare_stored:
+            await measure_stored(lite, "SQLite", args)
         else:
             report("SQLite", await measure(lite, "lite", args))
 

@@ -23,6 +23,7 @@ each in its own transaction, so one bad event fails only its own request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Mapping
@@ -37,6 +38,8 @@ from app.engines.funnels.events.ingest import store
 from app.engines.funnels.events.models import InboundEvent
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from app.db.session import Database
 
 log = logging.getLogger(__name__)
@@ -120,6 +123,8 @@ class EventWriter:
         self._pending: list[_Pending] = []
         self._timer: asyncio.TimerHandle | None = None
         self._writing: set[asyncio.Task[None]] = set()
+        self._idle: list[AsyncConnection] = []
+        """PostgreSQL connections between two batches (autocommit)."""
 
     async def store(
         self,
@@ -262,12 +267,22 @@ class EventWriter:
             "payloads": [json.dumps(p.payload) for p in rows],
             "received": [_utc(p.now) for p in rows],
         }
-        found: dict[Key, int] = {}
-        async with self.db.write_engine.connect() as conn:
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            for row in await conn.execute(_INSERT_UNNEST, params):
-                found[(row[1], row[2], row[3])] = int(row[0])
-        return found
+        # The writer keeps its connections between batches: a checkout from the pool would
+        # cost a pre-ping round trip each time. A connection whose statement failed is handed
+        # back to the pool (which drops it if it is dead); the batch is then written row by row.
+        conn = self._idle.pop() if self._idle else await self._connect()
+        try:
+            result = await conn.execute(_INSERT_UNNEST, params)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.close()
+            raise
+        self._idle.append(conn)
+        return {(row[1], row[2], row[3]): int(row[0]) for row in result}
+
+    async def _connect(self) -> AsyncConnection:
+        conn = await self.db.write_engine.connect()
+        return await conn.execution_options(isolation_level="AUTOCOMMIT")
 
     async def _one_by_one(self, rows: list[_Pending]) -> None:
         for pending in rows:
@@ -288,8 +303,12 @@ class EventWriter:
                 _settle(pending.answer, event_id)
 
     async def aclose(self) -> None:
-        """Write what is waiting and wait for the batches being written."""
+        """Write what is waiting, wait for the batches being written, close the connections."""
         while self._pending or self._writing:
             if self._pending and len(self._writing) < self.max_batches:
                 self._start_batch()
             await asyncio.gather(*self._writing, return_exceptions=True)
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                await conn.close()

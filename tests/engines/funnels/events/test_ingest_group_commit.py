@@ -1,11 +1,15 @@
 """Group commit of inbound events (FN-13): concurrent requests share one insert and one commit,
 each is answered only after its event is committed, the sender's id still deduplicates (within a
-batch and across batches), and a failing event fails only its own request."""
+batch and across batches), a failing event fails only its own request, and what arrives while a
+batch is written goes as soon as it ends."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from app.engines.funnels.events.ingest_writer import EventWriter
@@ -15,6 +19,21 @@ from app.web.hooks.funnels_public import event_writer
 from tests.engines.funnels.factories import count
 
 
+@pytest.fixture
+async def new_writer(runtime: Runtime) -> AsyncIterator[Callable[..., EventWriter]]:
+    """Writers on the test's database, closed at the end (a PostgreSQL writer keeps its
+    connections between batches)."""
+    made: list[EventWriter] = []
+
+    def make(**options: Any) -> EventWriter:
+        made.append(EventWriter(runtime.db, **options))
+        return made[-1]
+
+    yield make
+    for writer in made:
+        await writer.aclose()
+
+
 async def _stored_ids(runtime: Runtime) -> dict[str, int]:
     async with runtime.db.read() as s:
         rows = (await s.execute(select(InboundEvent.external_id, InboundEvent.id))).all()
@@ -22,12 +41,12 @@ async def _stored_ids(runtime: Runtime) -> dict[str, int]:
 
 
 async def test_fn13_a_thousand_concurrent_events_share_batches_and_each_is_stored_once(
-    runtime: Runtime, tenant
+    runtime: Runtime, tenant, new_writer
 ) -> None:  # type: ignore[no-untyped-def]
     """1,000 events at once, 200 of them repeats of another in the same burst: 800 rows, each
     sender id answered "stored" exactly once and with the id of its row, in two batches of at
     most 500 rows."""
-    writer = EventWriter(runtime.db, window_seconds=0.002, max_rows=500)
+    writer = new_writer(window_seconds=0.002, max_rows=500)
     ws = tenant.workspace_id
     ids = [f"evt-{i % 800}" for i in range(1000)]
 
@@ -82,10 +101,12 @@ async def test_fn13_every_answer_is_given_after_its_event_is_committed(
     assert event_writer(runtime).batches < 200, "the requests shared commits"
 
 
-async def test_fn13_a_failing_event_fails_only_its_own_request(runtime: Runtime, tenant) -> None:  # type: ignore[no-untyped-def]
+async def test_fn13_a_failing_event_fails_only_its_own_request(
+    runtime: Runtime, tenant, new_writer
+) -> None:  # type: ignore[no-untyped-def]
     """One event in the batch cannot be written (its payload is not JSON): the batch is written
     again row by row, that request gets the error, the other 49 are stored."""
-    writer = EventWriter(runtime.db, window_seconds=0.002, max_rows=500)
+    writer = new_writer(window_seconds=0.002, max_rows=500)
 
     async def send(i: int) -> int | None:
         payload: dict[str, object] = {"n": i}
@@ -108,11 +129,11 @@ async def test_fn13_a_failing_event_fails_only_its_own_request(runtime: Runtime,
 
 
 async def test_fn13_a_repeat_of_a_failed_event_in_the_same_batch_is_tried_on_its_own(
-    runtime: Runtime, tenant
+    runtime: Runtime, tenant, new_writer
 ) -> None:  # type: ignore[no-untyped-def]
     """The first occurrence of a sender id fails; its repeat in the same batch is not answered
     "already stored" (nothing was stored) but written on its own."""
-    writer = EventWriter(runtime.db, window_seconds=0.002, max_rows=500)
+    writer = new_writer(window_seconds=0.002, max_rows=500)
 
     async def send(payload: dict[str, object]) -> int | None:
         return await writer.store(
@@ -133,9 +154,9 @@ async def test_fn13_a_repeat_of_a_failed_event_in_the_same_batch_is_tried_on_its
 
 
 async def test_fn13_without_a_window_each_event_has_its_own_transaction(
-    runtime: Runtime, tenant
+    runtime: Runtime, tenant, new_writer
 ) -> None:  # type: ignore[no-untyped-def]
-    writer = EventWriter(runtime.db, window_seconds=0, max_rows=500)
+    writer = new_writer(window_seconds=0, max_rows=500)
     results = await asyncio.gather(
         *(
             writer.store(
@@ -152,3 +173,28 @@ async def test_fn13_without_a_window_each_event_has_its_own_transaction(
     assert writer.batches == 0
     assert sum(r is not None for r in results) == 5
     assert await count(runtime, InboundEvent) == 5
+
+
+async def test_fn13_events_arriving_during_a_write_go_as_soon_as_it_ends(
+    runtime: Runtime, tenant, new_writer
+) -> None:  # type: ignore[no-untyped-def]
+    """One batch at a time, two rows a batch, a window far longer than the test: the first two
+    events fill a batch at once; the third, which arrived while it was written, is written as
+    soon as it ends instead of after another window."""
+    writer = new_writer(window_seconds=60, max_rows=2, max_batches=1)
+
+    async def send(i: int) -> int | None:
+        return await writer.store(
+            workspace_id=tenant.workspace_id,
+            source="api",
+            name="order_placed",
+            external_id=f"q-{i}",
+            payload={},
+            now=runtime.clock.now(),
+        )
+
+    async with asyncio.timeout(30):  # the window (60 s) would fail this
+        results = await asyncio.gather(*(send(i) for i in range(3)))
+    assert all(isinstance(r, int) for r in results)
+    assert writer.batches == 2
+    assert sorted(await _stored_ids(runtime)) == ["q-0", "q-1", "q-2"]
