@@ -33,6 +33,7 @@ from ingest_group_commit import bare_app, drop_pg, fresh_pg, settings_for, works
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.web.app import create_app
+from app.web.heap import freeze_startup_heap
 from app.wiring import assemble
 
 
@@ -132,6 +133,7 @@ async def main() -> None:
     runtime = assemble(settings_for(db_url, 2.0), SystemClock())
     ws, token = await workspace(runtime)
     app = create_app(runtime.settings, runtime, background=False)
+    freeze_startup_heap()  # what `serve` does once it has started
     plain = bare_app(runtime, ws)
     auth = [(b"x-ingest-token", token.encode())]
     print(f"{'PostgreSQL' if args.pg else 'SQLite'}, {args.in_flight} in flight, in process")

@@ -54,6 +54,7 @@ from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import ranktracking_import as ranktracking_import_ui
 from app.web.deps import DEPENDENCIES
 from app.web.errors import EXCEPTION_HANDLERS
+from app.web.heap import freeze_startup_heap
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
@@ -208,6 +209,10 @@ def create_app(
             rt.start_workers()
             if settings.sweepers.enabled:
                 rt.start_sweepers()
+        if owned:
+            # The served process (python -m app serve), not an app a test builds around its
+            # own runtime: a test session would keep every frozen app alive.
+            freeze_startup_heap()
         try:
             yield
         finally:
