@@ -3,10 +3,11 @@
 A request that stores an event hands it to the :class:`EventWriter` and awaits its outcome. The
 writer gathers the events that arrive within a short window (``window_seconds``, or at once when
 ``max_rows`` are waiting) and writes them with one multi-row ``INSERT … ON CONFLICT DO NOTHING
-RETURNING`` in one transaction (on PostgreSQL one statement in autocommit mode, the rows as one
-array per column: atomic on its own, and one round trip with its commit). Each request is answered
-only after that commit, so an answered event is durable; a commit costs ~0.4 ms on PostgreSQL, and
-sharing it is what lets the endpoints keep up with a webhook burst.
+RETURNING``: one statement in autocommit mode, atomic on its own and committed as it ends, handed
+straight to the driver on a connection the writer keeps (on PostgreSQL the rows travel as one array
+per column, one round trip; on SQLite it is one call into the driver's thread). Each request is
+answered only after that commit, so an answered event is durable; a commit costs ~0.4 ms on
+PostgreSQL, and sharing it is what lets the endpoints keep up with a webhook burst.
 
 At most ``max_batches`` batches are written at a time (one on SQLite, whose single write lock
 would only make more wait on its busy timeout, backing off for up to 100 ms a try). Events that
@@ -84,6 +85,25 @@ _INSERT_UNNEST = (
 )
 
 
+# SQLite: the same statement with the rows as a multi-row VALUES (the text differs by row count;
+# the driver caches each); SQLite checks the unique index itself.
+_INSERT_SQLITE = (
+    "INSERT INTO funnel_inbound_events "
+    "(workspace_id, source, name, external_id, payload, received_at) VALUES {rows} "
+    "ON CONFLICT DO NOTHING RETURNING id, workspace_id, source, external_id"
+)
+
+
+def _sqlite_time(value: datetime) -> str:
+    """What ``UTCDateTime`` stores on SQLite: naive UTC in SQLAlchemy's storage format, so the
+    rows sort and compare as text like every other row's."""
+    v = _utc(value)
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d} "
+        f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}.{v.microsecond:06d}"
+    )
+
+
 def _utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("naive datetime given to a UTC column")
@@ -121,7 +141,7 @@ class EventWriter:
         self._timer: asyncio.TimerHandle | None = None
         self._writing: set[asyncio.Task[None]] = set()
         self._idle: list[tuple[AsyncConnection, Any]] = []
-        """PostgreSQL connections (and their asyncpg connections) between two batches."""
+        """Connections (and their driver's connections) kept between two batches."""
 
     async def store(
         self,
@@ -217,8 +237,9 @@ class EventWriter:
         """One statement and one commit for all ``rows``; each row's new id or ``None``."""
         keyed = [p for p in rows if p.key is not None]
         unkeyed = [p for p in rows if p.key is None]
-        if not unkeyed and self.db.is_postgres:
-            stored = await self._insert_postgres(keyed)
+        if not unkeyed:
+            write = self._insert_postgres if self.db.is_postgres else self._insert_sqlite
+            stored = await write(keyed)
             return [stored.get(key) for p in rows if (key := p.key) is not None]
         table = InboundEvent.__table__
         async with self.db.write() as uow:
@@ -280,10 +301,35 @@ class EventWriter:
         self._idle.append((conn, driver))
         return {(r[1], r[2], r[3]): int(r[0]) for r in records}
 
+    async def _insert_sqlite(self, rows: list[_Pending]) -> dict[Key, int]:
+        """The batch as one statement in SQLite's autocommit mode (the driver's connections are
+        opened with ``isolation_level=None``): the statement takes the write lock, waiting on
+        ``busy_timeout`` as a transaction would, and commits when it ends, one call into the
+        driver's thread instead of BEGIN IMMEDIATE, INSERT and COMMIT. The values are bound as
+        the column types would bind them: JSON text (json.dumps), UTC times in SQLAlchemy's SQLite
+        storage format."""
+        values: list[Any] = []
+        for p in rows:
+            values += (p.workspace_id, p.source, p.name, p.external_id)
+            values += (json.dumps(p.payload), _sqlite_time(p.now))
+        sql = _INSERT_SQLITE.format(rows=", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows)))
+        conn, driver = self._idle.pop() if self._idle else await self._connect()
+        try:
+            records = await driver.execute_fetchall(sql, values)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.close()
+            raise
+        self._idle.append((conn, driver))
+        return {(r[1], r[2], r[3]): int(r[0]) for r in records}
+
     async def _connect(self) -> tuple[AsyncConnection, Any]:
         conn = await self.db.write_engine.connect()
-        # Outside a transaction the driver commits each statement (autocommit).
-        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        if self.db.is_postgres:
+            # Outside a transaction the driver commits each statement (autocommit). SQLite's
+            # driver connections already are (app.db.engine); asking SQLAlchemy for it there
+            # would reset them to implicit transactions when they go back to the pool.
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         driver = (await conn.get_raw_connection()).driver_connection
         assert driver is not None
         return conn, driver
