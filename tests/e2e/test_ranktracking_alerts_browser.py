@@ -17,13 +17,15 @@ from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in
 from tests.e2e.test_ranktracking_reports_browser import chart, console_errors
-from tests.engines.ranktracking.conftest import (
+from tests.engines.ranktracking.factories import (
+    KEYWORDS,
+    PLAN,
     fund,
     make_schedule,
+    measure,
     served_sim,  # noqa: F401 - the simulator fixtures
     sim,  # noqa: F401
 )
-from tests.engines.ranktracking.reports_seed import KEYWORDS, PLAN, measure
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser

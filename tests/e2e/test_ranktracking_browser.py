@@ -15,7 +15,7 @@ from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
-from tests.engines.ranktracking.conftest import (  # noqa: F401 - the simulator fixtures
+from tests.engines.ranktracking.factories import (  # noqa: F401 - the simulator fixtures
     DOMAIN,
     served_sim,
     sim,

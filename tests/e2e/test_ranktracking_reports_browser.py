@@ -11,11 +11,11 @@ import pytest
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in
-from tests.engines.ranktracking.conftest import (  # noqa: F401 - the simulator fixtures
+from tests.engines.ranktracking.factories import (  # noqa: F401 - the simulator fixtures
+    seeded_schedule,
     served_sim,
     sim,
 )
-from tests.engines.ranktracking.reports_seed import seeded_schedule
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
@@ -165,8 +165,7 @@ async def test_charts_one_point_per_measurement_dated_and_aligned(
     errors = console_errors(page)
     schedule = await seeded_schedule(runtime, tenant, sim)
     # A second schedule measured once: its single measurement must still be drawn.
-    from tests.engines.ranktracking.conftest import make_schedule
-    from tests.engines.ranktracking.reports_seed import measure
+    from tests.engines.ranktracking.factories import make_schedule, measure
 
     single = await make_schedule(
         runtime, tenant, name="Once", keywords=["red shoes"], devices=["desktop", "mobile"]
@@ -174,7 +173,7 @@ async def test_charts_one_point_per_measurement_dated_and_aligned(
     await measure(runtime, sim, single.id, {"red shoes": (4, 9)})
     # A fourth run of the first schedule in which "red shoes" has no data: a gap, not a point.
     sim.script("red shoes", no_data=True)
-    from tests.engines.ranktracking.reports_seed import PLAN
+    from tests.engines.ranktracking.factories import PLAN
 
     await measure(runtime, sim, schedule.id, {k: v for k, v in PLAN[2].items() if k != "red shoes"})
     await sign_in(page, live_url, tenant.email, tenant.password)
@@ -227,8 +226,7 @@ async def test_competitors_and_owned_features_on_the_page(
     tenant: Tenant,
     sim: SerpSimulator,  # noqa: F811
 ) -> None:
-    from tests.engines.ranktracking.conftest import fund, make_schedule
-    from tests.engines.ranktracking.reports_seed import KEYWORDS, measure
+    from tests.engines.ranktracking.factories import KEYWORDS, fund, make_schedule, measure
 
     errors = console_errors(page)
     await fund(runtime, tenant, 10_000)

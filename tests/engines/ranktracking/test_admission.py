@@ -18,7 +18,7 @@ from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from app.scheduling.models import Job
 from app.scheduling.queue import DatabaseQueue
-from tests.engines.ranktracking.conftest import available, fund, make_schedule, principal, serp_in
+from tests.engines.ranktracking.factories import available, fund, make_schedule, principal, serp_in
 from tests.factories import Tenant
 
 

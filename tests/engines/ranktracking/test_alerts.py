@@ -25,8 +25,7 @@ from app.sandbox.base import serve_in_loop
 from app.sandbox.serp import SerpSimulator
 from app.sandbox.smtp import SmtpSink
 from tests.conftest import auth, eventually
-from tests.engines.ranktracking.conftest import fund, make_schedule
-from tests.engines.ranktracking.reports_seed import KEYWORDS, PLAN, measure
+from tests.engines.ranktracking.factories import KEYWORDS, PLAN, fund, make_schedule, measure
 from tests.factories import Tenant
 
 API = "/api/v1/ranktracking"

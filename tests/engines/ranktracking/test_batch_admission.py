@@ -17,7 +17,7 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import get_list, remove_keywords
 from app.engines.ranktracking.models import ACTIVE_RUN_STATUSES, LedgerEntry, Run, Schedule
 from app.runtime import Runtime
-from tests.engines.ranktracking.conftest import (
+from tests.engines.ranktracking.factories import (
     available,
     fund,
     fund_micros,

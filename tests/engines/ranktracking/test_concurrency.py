@@ -11,7 +11,7 @@ from app.engines.ranktracking.claim.admission import MANUAL, admit
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import LedgerEntry
 from app.runtime import Runtime
-from tests.engines.ranktracking.conftest import available, fund_micros, make_schedule
+from tests.engines.ranktracking.factories import available, fund_micros, make_schedule
 from tests.factories import Tenant
 
 ONE_RUN = 51_600  # 100 keywords × 0.0006 USD × 0.86 EUR/USD, in micro-euros

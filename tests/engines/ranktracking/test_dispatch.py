@@ -19,7 +19,7 @@ from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue
 from app.scheduling.sweeper import SweepRunner
 from tests.conftest import eventually
-from tests.engines.ranktracking.conftest import available, fund, make_schedule, principal
+from tests.engines.ranktracking.factories import available, fund, make_schedule, principal
 from tests.factories import Tenant
 
 
@@ -142,7 +142,7 @@ async def test_rt31_skipped_dispatch_releases_and_retries_after_one_hour(
 async def test_rt5_rt32_list_grown_past_500_fails_before_dispatch_with_members_error(
     runtime: Runtime, tenant: Tenant, clock: ManualClock
 ) -> None:
-    from tests.engines.ranktracking.conftest import make_list
+    from tests.engines.ranktracking.factories import make_list
 
     await fund(runtime, tenant, 10_000)
     kl = await make_list(runtime, tenant, [f"kw {i}" for i in range(500)])

@@ -15,7 +15,7 @@ from app.engines.ranktracking.claim.dispatch import dispatch_due
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Request, Schedule
 from app.runtime import Runtime
-from tests.engines.ranktracking.conftest import fund, make_schedule
+from tests.engines.ranktracking.factories import fund, make_schedule
 from tests.factories import Tenant
 
 

@@ -22,7 +22,7 @@ from app.engines.ranktracking.models import RES_HELD, Run, Schedule
 from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import available, fund, make_schedule
+from tests.engines.ranktracking.factories import available, fund, make_schedule
 from tests.factories import Tenant
 
 
@@ -204,7 +204,7 @@ async def test_latest_results_skip_a_cancelled_run_and_keep_the_last_good_one(
     client: httpx.AsyncClient,
     sim: object,
 ) -> None:
-    from tests.engines.ranktracking.conftest import collect, launch
+    from tests.engines.ranktracking.factories import collect, launch
 
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, devices=["desktop", "mobile"])

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.engines.ranktracking.models import KeywordList, ListKeyword, Request, Schedule
 from app.runtime import Runtime
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import fund
+from tests.engines.ranktracking.factories import fund
 from tests.engines.ranktracking.test_api import serp_body
 from tests.factories import Tenant
 

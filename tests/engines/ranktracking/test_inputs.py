@@ -51,7 +51,7 @@ async def test_out_of_range_and_unknown_location_codes_are_422(
 async def test_edit_refuses_an_unknown_location(
     runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient
 ) -> None:
-    from tests.engines.ranktracking.conftest import fund
+    from tests.engines.ranktracking.factories import fund
 
     await fund(runtime, tenant, 1000)
     created = await client.post(BASE + "/schedules", json=_body(), headers=auth(tenant))

@@ -15,7 +15,7 @@ from app.runtime import Runtime
 from app.scheduling.bulk import run_bulk_job
 from app.settings import BulkSettings
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import make_list
+from tests.engines.ranktracking.factories import make_list
 from tests.factories import Tenant
 
 API = "/api/v1/ranktracking"

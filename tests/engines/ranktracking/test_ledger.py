@@ -11,7 +11,7 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import LedgerEntry, Run
 from app.engines.ranktracking.schedules import run_now
 from app.runtime import Runtime
-from tests.engines.ranktracking.conftest import (
+from tests.engines.ranktracking.factories import (
     available,
     available_micros,
     fund,

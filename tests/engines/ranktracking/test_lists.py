@@ -9,7 +9,7 @@ from app.engines.ranktracking.lists import add_keywords, detail_out, remove_keyw
 from app.engines.ranktracking.models import KeywordList
 from app.errors import Conflict
 from app.runtime import Runtime
-from tests.engines.ranktracking.conftest import make_list
+from tests.engines.ranktracking.factories import make_list
 from tests.factories import Tenant
 
 

@@ -16,7 +16,7 @@ from app.engines.ranktracking.work.runs import post_impl
 from app.integrations.serp import RateLimited
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
-from tests.engines.ranktracking.conftest import fund, launch, make_schedule
+from tests.engines.ranktracking.factories import fund, launch, make_schedule
 from tests.factories import Tenant
 
 

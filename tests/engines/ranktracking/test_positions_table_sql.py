@@ -14,8 +14,7 @@ import httpx
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import fund, make_schedule
-from tests.engines.ranktracking.reports_seed import measure
+from tests.engines.ranktracking.factories import fund, make_schedule, measure
 from tests.factories import Tenant
 
 BASE = "/api/v1/ranktracking"

@@ -18,7 +18,7 @@ from app.sandbox.serp import SerpSimulator
 from app.scheduling.claim import LeaseLost
 from app.scheduling.jobs import JobContext
 from app.scheduling.queue import DatabaseQueue, LeasedJob
-from tests.engines.ranktracking.conftest import fund, make_schedule
+from tests.engines.ranktracking.factories import fund, make_schedule
 from tests.factories import Tenant
 
 LEASE = 30

@@ -29,7 +29,7 @@ from app.sandbox.base import serve_in_loop
 from app.sandbox.serp import SerpSimulator
 from app.settings import Settings
 from tests.conftest import eventually
-from tests.engines.ranktracking.conftest import DOMAIN, available, fund, make_list, make_schedule
+from tests.engines.ranktracking.factories import DOMAIN, available, fund, make_list, make_schedule
 from tests.factories import Tenant, create_tenant
 
 _encoder = msgspec.json.Encoder(decimal_format="number")

@@ -18,7 +18,7 @@ from app.engines.ranktracking.schedules import estimate
 from app.runtime import Runtime
 from app.sandbox.serp import SerpPrices
 from app.settings import RankTrackingSettings
-from tests.engines.ranktracking.conftest import fund
+from tests.engines.ranktracking.factories import fund
 from tests.factories import Tenant
 
 PRICES = PriceList.from_settings(RankTrackingSettings())

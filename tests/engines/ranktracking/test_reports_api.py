@@ -12,8 +12,14 @@ from app.engines.ranktracking import ledger
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import fund, make_schedule
-from tests.engines.ranktracking.reports_seed import KEYWORDS, PLAN, measure, seeded_schedule
+from tests.engines.ranktracking.factories import (
+    KEYWORDS,
+    PLAN,
+    fund,
+    make_schedule,
+    measure,
+    seeded_schedule,
+)
 from tests.factories import Tenant
 
 BASE = "/api/v1/ranktracking"
@@ -214,8 +220,13 @@ async def test_search_volume_from_keyword_data_of_the_same_list(
     from sqlalchemy import select
 
     from app.engines.ranktracking.models import Result
-    from tests.engines.ranktracking.conftest import collect, launch, make_list, make_schedule
-    from tests.engines.ranktracking.reports_seed import KEYWORDS
+    from tests.engines.ranktracking.factories import (
+        KEYWORDS,
+        collect,
+        launch,
+        make_list,
+        make_schedule,
+    )
 
     kl = await make_list(runtime, tenant, KEYWORDS)
     other = await make_list(runtime, tenant, ["red shoes"], name="Other")

@@ -12,8 +12,7 @@ from app.engines.ranktracking.reports.charts import schedule_charts
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import fund, make_schedule
-from tests.engines.ranktracking.reports_seed import KEYWORDS, PLAN, measure
+from tests.engines.ranktracking.factories import KEYWORDS, PLAN, fund, make_schedule, measure
 from tests.factories import Tenant
 
 BASE = "/api/v1/ranktracking"

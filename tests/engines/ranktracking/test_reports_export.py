@@ -13,8 +13,13 @@ from app.engines.ranktracking.reports.export import csv_text, neutralise
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import DOMAIN, fund, make_schedule
-from tests.engines.ranktracking.reports_seed import measure, seeded_schedule
+from tests.engines.ranktracking.factories import (
+    DOMAIN,
+    fund,
+    make_schedule,
+    measure,
+    seeded_schedule,
+)
 from tests.factories import Tenant
 
 BASE = "/api/v1/ranktracking"

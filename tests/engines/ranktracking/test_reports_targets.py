@@ -9,7 +9,7 @@ import httpx
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.conftest import auth
-from tests.engines.ranktracking.conftest import DOMAIN, collect, fund, launch, make_schedule
+from tests.engines.ranktracking.factories import DOMAIN, collect, fund, launch, make_schedule
 from tests.factories import Tenant
 
 BASE = "/api/v1/ranktracking"

@@ -19,7 +19,7 @@ from app.engines.ranktracking.schedules import edit, end, mobile_draft, resume, 
 from app.engines.ranktracking.schemas import ScheduleEdit
 from app.errors import ValidationFailed
 from app.runtime import Runtime
-from tests.engines.ranktracking.conftest import make_list, make_schedule
+from tests.engines.ranktracking.factories import make_list, make_schedule
 from tests.factories import Tenant
 
 

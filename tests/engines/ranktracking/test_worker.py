@@ -14,7 +14,7 @@ from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
-from tests.engines.ranktracking.conftest import DOMAIN, available_micros, fund, make_schedule
+from tests.engines.ranktracking.factories import DOMAIN, available_micros, fund, make_schedule
 from tests.factories import Tenant
 
 

@@ -22,7 +22,13 @@ from app.integrations.serp import TransientProviderError
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from app.sandbox.smtp import SmtpSink
-from tests.engines.ranktracking.conftest import available, fund, make_list, make_schedule, principal
+from tests.engines.ranktracking.factories import (
+    available,
+    fund,
+    make_list,
+    make_schedule,
+    principal,
+)
 from tests.factories import Tenant
 
 
