@@ -1,7 +1,10 @@
-"""The provider worker against the loopback simulator (spec §12, RT-13, RT-14, RT-24, RT-33–35)."""
+"""A run's way through the provider against the loopback simulator (spec §12, RT-13, RT-14,
+RT-24, RT-33 to RT-35): its tasks posted, polled until ready, the run ended and settled; keyword
+data runs; the provider's refusals at post time."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from app.clock import ManualClock
@@ -10,11 +13,21 @@ from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Result, Run, Schedule
 from app.engines.ranktracking.records.log import run_out
+from app.engines.ranktracking.schedules import run_now
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
+from app.integrations.serp import TransientProviderError
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
-from tests.engines.ranktracking.factories import DOMAIN, available_micros, fund, make_schedule
+from tests.engines.ranktracking.factories import (
+    DOMAIN,
+    available,
+    available_micros,
+    fund,
+    make_list,
+    make_schedule,
+    principal,
+)
 from tests.factories import Tenant
 
 
@@ -163,3 +176,88 @@ async def test_no_data_and_task_errors_never_write_a_position(
         schedule_row = await session.get(Schedule, schedule.id)
         assert schedule_row is not None
         assert schedule_row.consecutive_blocks == 0
+
+
+async def test_keyword_data_run_volumes_no_data_and_omitted(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator
+) -> None:
+    sim.script("quiet term", no_data=True)
+    sim.script("lost term", omit=True)
+    await fund(runtime, tenant, 1000)
+    kl = await make_list(runtime, tenant, ["busy term", "quiet term", "lost term"])
+    schedule = await make_schedule(
+        runtime,
+        tenant,
+        list_id=kl.id,
+        data_type="keyword_data",
+        frequency="monthly",
+        depth=None,
+        devices=None,
+        domain=None,
+        packages=["volume", "cpc"],
+    )
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
+    client = RankTrackingDeps.of(runtime).serp
+    await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    await poll_ready(RankTrackingDeps.of(runtime), client)
+    run = await _run(runtime, run_id)
+    assert (run.status, run.retrieved, run.no_data, run.requested) == ("partial", 1, 1, 3)
+    async with runtime.db.read() as session:
+        rows = {
+            r.keyword: r
+            for r in (
+                await session.execute(select(Result).where(Result.run_id == run_id))
+            ).scalars()
+        }
+    assert rows["busy term"].data is not None
+    assert rows["busy term"].data["search_volume"] > 0
+    assert "cpc" in rows["busy term"].data
+    assert "monthly_searches" not in rows["busy term"].data  # the trends package was not chosen
+    assert rows["quiet term"].state == "no_data"
+    assert (rows["lost term"].state, rows["lost term"].error_code) == ("failed", "not_returned")
+    assert run.provider_cost is not None
+    assert run.provider_cost > 0  # the provider's own cost, recorded beside
+
+
+async def test_payment_required_at_post_fails_the_run_and_releases(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator
+) -> None:
+    sim.inject_status("serp.task_post", 40200)
+    await fund(runtime, tenant, 1000)
+    schedule = await make_schedule(runtime, tenant)
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
+    await post_impl(
+        RankTrackingDeps.of(runtime), RankTrackingDeps.of(runtime).serp, run_id, final_attempt=False
+    )
+    run = await _run(runtime, run_id)
+    assert (run.status, run.error_code, run.settled_micros, run.reservation_state) == (
+        "failed",
+        "provider_payment_required",
+        0,
+        "settled",
+    )
+    assert await available(runtime, tenant) == 1000
+
+
+async def test_rate_limited_post_is_retried_later_not_failed(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator
+) -> None:
+    sim.inject_status("serp.task_post", 40202)
+    await fund(runtime, tenant, 1000)
+    schedule = await make_schedule(runtime, tenant)
+    (run_id,) = (
+        await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
+    ).run_ids
+    client = RankTrackingDeps.of(runtime).serp
+    with pytest.raises(TransientProviderError):
+        await post_impl(RankTrackingDeps.of(runtime), client, run_id, final_attempt=False)
+    assert (await _run(runtime, run_id)).status == "dispatching"
+    await post_impl(
+        RankTrackingDeps.of(runtime), client, run_id, final_attempt=False
+    )  # the job's retry
+    assert (await _run(runtime, run_id)).status == "running"
+    assert sim.tasks_posted == 2
