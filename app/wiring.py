@@ -13,12 +13,23 @@ from app.engines.adrules.plugin import PLUGIN as ADRULES
 from app.engines.adrules.stops import StopCheck
 from app.engines.adrules.work.account import queue_defer
 from app.engines.adrules.work.sheets_values import SheetCache
+from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.deps import FunnelsDeps
+from app.engines.funnels.jobs import mail_domain
+from app.engines.funnels.outbox.channel_deps import ChannelDeps
+from app.engines.funnels.outbox.deliver import Deliverer
+from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outside.clients import ProviderClients
+from app.engines.funnels.plugin import CHANNELS as FUNNEL_CHANNELS
+from app.engines.funnels.plugin import EXECUTORS as FUNNEL_EXECUTORS
 from app.engines.funnels.plugin import PLUGIN as FUNNELS
+from app.engines.funnels.runs.runner import Runner
 from app.engines.plugin import EnginePlugin
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.plugin import PLUGIN as RANKTRACKING
 from app.integrations.http_guard import NO_RETRY, GuardedHttp, RetryPolicy, shared_guard
-from app.integrations.mail import MailSender
+from app.integrations.mail import MailSender, SmtpPool
+from app.integrations.mail.sns import SnsVerifier
 from app.integrations.meta.client import GraphClient
 from app.integrations.serp import SerpClient
 from app.integrations.sheets import SheetsClient, TokenMinter
@@ -40,6 +51,7 @@ def assemble(
         runtime.add_sweeps(plugin.sweeps)
     runtime.resources.provide(AdRulesDeps, lambda: adrules_deps(runtime))
     runtime.resources.provide(RankTrackingDeps, lambda: ranktracking_deps(runtime))
+    runtime.resources.provide(FunnelsDeps, lambda: funnels_deps(runtime))
     return runtime
 
 
@@ -101,4 +113,49 @@ def ranktracking_deps(runtime: Runtime, *, serp: SerpClient | None = None) -> Ra
             policy=NO_RETRY,
             clock=runtime.clock,
         ),
+    )
+
+
+def funnels_deps(runtime: Runtime) -> FunnelsDeps:
+    """The funnels engine's dependencies (built on first use): the runner over the plugin's node
+    executors, the deliverer over its channels, each channel built once from the process's
+    parts."""
+    settings = runtime.settings
+    guard = shared_guard(runtime.resources, settings.integrations)
+    tracking = WorkspaceTracking(runtime.db, runtime.secrets, settings.web.public_url)
+    channels = ChannelDeps(
+        db=runtime.db,
+        secrets=runtime.secrets,
+        clock=runtime.clock,
+        mail=settings.mail,
+        guard=guard,
+        clients=ProviderClients(runtime.clock, guard),
+        smtp=SmtpPool(settings.mail, settings.funnels.deliver_in_flight),
+        team_mail=MailSender(settings.mail),
+        tracking=tracking,
+    )
+    senders = {name: build(channels) for name, build in FUNNEL_CHANNELS.items()}
+    return FunnelsDeps(
+        db=runtime.db,
+        queue=runtime.queue,
+        clock=runtime.clock,
+        secrets=runtime.secrets,
+        settings=settings,
+        runner=Runner(
+            runtime.db,
+            settings.funnels,
+            mail_domain=mail_domain(settings.mail),
+            executors=FUNNEL_EXECUTORS,
+        ),
+        deliverer=Deliverer(
+            runtime.db,
+            settings.funnels,
+            senders.get,
+            lease_seconds=settings.funnels.lease_seconds,
+            clock=runtime.clock,
+            address_key=runtime.secrets.derive(erased_addresses.PURPOSE),
+        ),
+        channels=channels,
+        trial_mail=MailSender(settings.mail),
+        sns=SnsVerifier(url_pattern=settings.mail.sns_url_pattern),
     )

@@ -6,7 +6,8 @@ its jobs and sweeps.
 - :data:`CHANNELS` — outbox channel → the factory of its sender: ``email`` and the outside
   channels (sms, push, letter, team, http, payment, booking, ai).
 
-Both are handed to the runner and the deliverer (:class:`~app.engines.funnels.jobs.RunnerJobs`);
+Both are handed to the runner and the deliverer when the composition root builds the engine's
+dependencies (:class:`~app.engines.funnels.deps.FunnelsDeps`, :func:`app.wiring.funnels_deps`);
 the definitions read :data:`EXECUTORS` to tell what this server can execute and to simulate.
 Nothing fills a registry by being imported.
 """
@@ -19,8 +20,8 @@ from types import MappingProxyType
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT_JOB
 from app.engines.funnels.events import schedule_triggers
-from app.engines.funnels.jobs import JOBS, SWEEPS, Registries, RunnerJobs, email_channel
-from app.engines.funnels.outbox.deliver import ChannelFactory
+from app.engines.funnels.jobs import JOBS, SWEEPS
+from app.engines.funnels.outbox.channel_deps import ChannelFactory, email_channel
 from app.engines.funnels.outside import channels as outside_channels
 from app.engines.funnels.outside import executors as outside_executors
 from app.engines.funnels.runs.enrolment import ENROLMENT_JOB
@@ -33,13 +34,11 @@ EXECUTORS: Executors = MappingProxyType(
 CHANNELS: Mapping[str, ChannelFactory] = MappingProxyType(
     {"email": email_channel, **outside_channels.factories()}
 )
-RUNNER_JOBS = RunnerJobs(Registries(executors=EXECUTORS, channels=CHANNELS))
 
 PLUGIN = EnginePlugin(
     name="funnels",
     title="Funnels",
     jobs=[
-        *RUNNER_JOBS.specs,
         *JOBS,
         *schedule_triggers.JOBS,
         *campaign_jobs.JOBS,

@@ -25,6 +25,7 @@ from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import Graph
 from app.engines.funnels.definitions.trial_send import compose_test
+from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.segment_triggers import contacts_changed
 from app.engines.funnels.models import Contact, ContactList, Tag
 from app.engines.funnels.outbox import frequency
@@ -60,7 +61,7 @@ from app.engines.funnels.schemas import (
     version_out,
 )
 from app.errors import DomainError, ValidationFailed
-from app.integrations.mail import MailError, MailSender
+from app.integrations.mail import MailError
 from app.pagination import Page, page_of
 from app.schemas import EmailAddress, Key, RowRef, Schema
 from app.web.api.common import Once, api_router
@@ -440,10 +441,7 @@ async def test_send(
         domain=runtime.settings.mail.from_address.rpartition("@")[2] or "localhost",
     )
     try:
-        sender: MailSender = runtime.resources.get(
-            "funnels.test_send.mail", lambda: MailSender(runtime.settings.mail)
-        )
-        await sender.send(email)
+        await runtime.resources.require(FunnelsDeps).trial_mail.send(email)
     except MailError as exc:
         raise TrialSendFailed(str(exc)) from None
     return TrialSendOut(message_id=email.message_id, to=data.to, subject=email.subject)

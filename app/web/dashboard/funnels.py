@@ -24,10 +24,11 @@ from app.db.session import ReadSession, UnitOfWork
 from app.engines.funnels import reads
 from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.definitions.graph import Definition
+from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.models import FunnelVersion
 from app.engines.funnels.runs import records
 from app.errors import DomainError, ValidationFailed
-from app.integrations.mail import MailError, MailSender
+from app.integrations.mail import MailError
 from app.platform.service import Principal
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard import audiences, contacts_ui, funnel_diff, funnel_editor
@@ -315,10 +316,7 @@ async def test_send_page(
                 base_url=settings.web.public_url,
                 domain=settings.mail.from_address.rpartition("@")[2] or "localhost",
             )
-        sender: MailSender = runtime.resources.get(
-            "funnels.test_send.mail", lambda: MailSender(runtime.settings.mail)
-        )
-        await sender.send(email)
+        await runtime.resources.require(FunnelsDeps).trial_mail.send(email)
     except DomainError as exc:
         if exc.status >= 500 or (exc.status == 404 and "funnel" in exc.code):
             raise

@@ -22,6 +22,7 @@ import msgspec
 from litestar import Request, post
 from litestar.params import FromPath
 
+from app.engines.funnels.deps import FunnelsDeps
 from app.errors import Unauthorized, ValidationFailed
 from app.integrations.mail.reports import Report, from_mailgun, from_ses, verify_mailgun
 from app.integrations.mail.sns import SnsError, SnsVerifier, ses_event
@@ -79,11 +80,7 @@ async def _store_reports(
 
 
 def _verifier(runtime: Runtime) -> SnsVerifier:
-    pattern = runtime.settings.mail.sns_url_pattern
-    verifier: SnsVerifier = runtime.resources.get(
-        "funnels.sns", lambda: SnsVerifier(url_pattern=pattern)
-    )
-    return verifier
+    return runtime.resources.require(FunnelsDeps).sns
 
 
 @post("/hooks/funnels/{workspace_id:int}/ses", status_code=200)

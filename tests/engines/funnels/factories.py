@@ -3,6 +3,7 @@ and ``drive`` which runs the matcher, the runner and the deliverer until nothing
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -19,6 +20,7 @@ from app.engines.funnels.contacts.fields import define_field
 from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
+from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.ingest import IngestPayload, run_ingest
 from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.tracking import sign_body
@@ -41,6 +43,7 @@ from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink
 from app.settings import FunnelSettings, MailSettings
+from app.wiring import funnels_deps
 
 
 @pytest.fixture(scope="session")
@@ -123,6 +126,14 @@ def engine(
         address_key=runtime.secrets.derive(erased_addresses.PURPOSE),
     )
     return Engine(runtime, clock, sink, runner, deliverer)
+
+
+def replace_funnels_deps(runtime: Runtime, **changes: Any) -> None:
+    """The runtime's funnels dependencies with ``changes`` (e.g. a trial-mail sender pointed at
+    the test's SMTP sink), the rest built as the process builds them."""
+    runtime.resources.provide(
+        FunnelsDeps, lambda: dataclasses.replace(funnels_deps(runtime), **changes)
+    )
 
 
 async def contact(runtime: Runtime, ws: int, email: str, **kw: Any) -> int:

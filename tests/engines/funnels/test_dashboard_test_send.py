@@ -13,7 +13,13 @@ from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink
 from app.settings import MailSettings
-from tests.engines.funnels.factories import contact, email_node, graph, published
+from tests.engines.funnels.factories import (
+    contact,
+    email_node,
+    graph,
+    published,
+    replace_funnels_deps,
+)
 from tests.factories import Tenant
 
 
@@ -40,7 +46,7 @@ async def test_the_editor_sends_a_test_counted_nowhere(
     )
     ann = await contact(runtime, ws, "ann@example.com", first_name="Ann")
     mail = MailSettings(smtp_host=sink.host, smtp_port=sink.port, from_address="f@test.example")
-    runtime.resources.put("funnels.test_send.mail", MailSender(mail))
+    replace_funnels_deps(runtime, trial_mail=MailSender(mail))
     await sign_in(client, tenant.email, tenant.password)
 
     editor = await client.get(f"/ui/funnels/{funnel_id}")

@@ -86,7 +86,7 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
         ctx.db,
         pool,
         owner=f"{worker_identity()}:{ctx.job_id or 'direct'}"[:100],
-        domain=mail_domain(ctx),
+        domain=mail_domain(ctx.settings.mail),
         in_flight=ctx.settings.funnels.campaign_in_flight,
         tracking=tracking,
         signing=tracking,

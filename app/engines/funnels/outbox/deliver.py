@@ -21,7 +21,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sqlalchemy import insert as core_insert
 from sqlalchemy import select, update
@@ -115,10 +115,6 @@ class ChannelSender(Protocol):
         """Deliver one effect; returns a short detail for the delivery record (e.g. the
         provider's message id). Raises Transient/PermanentDeliveryError."""
         ...
-
-
-ChannelFactory = Callable[[Any], ChannelSender]
-"""Builds a channel's sender from the job context's resources and settings."""
 
 
 class MailTransport(Protocol):

@@ -15,20 +15,16 @@ Consent and suppression are checked by the deliverer before a channel is called,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 import msgspec
 from sqlalchemy import select
 
-from app.clock import Clock
-from app.db.session import Database
 from app.engines.funnels.contacts.channel_fields import LETTER_ADDRESS
 from app.engines.funnels.models import Contact
+from app.engines.funnels.outbox.channel_deps import ChannelDeps, ChannelFactory
 from app.engines.funnels.outbox.deliver import (
-    ChannelFactory,
-    ChannelSender,
     LeasedEffect,
     PermanentDeliveryError,
     TransientDeliveryError,
@@ -45,7 +41,7 @@ from app.engines.funnels.outbox.payloads import (
     Sms,
     Team,
 )
-from app.engines.funnels.outside import ai_ledger, clients
+from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside import config as provider_config
 from app.engines.funnels.outside.config import (
     LetterOptions,
@@ -61,16 +57,13 @@ from app.integrations.ai import (
 )
 from app.integrations.booking import Attendee
 from app.integrations.http_guard import (
-    AddressGuard,
     HttpRequest,
     PermanentError,
     TransientError,
-    shared_guard,
 )
 from app.integrations.letter import Letter as PaperLetter
 from app.integrations.letter import PostalAddress
 from app.integrations.mail import (
-    MailSender,
     OutgoingEmail,
     PermanentMailError,
     TransientMailError,
@@ -78,42 +71,14 @@ from app.integrations.mail import (
 from app.integrations.payments import CheckoutRequest, PaymentIntentRequest
 from app.integrations.push import PushNotification
 from app.integrations.sms import SmsMessage
-from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
 from app.platform.service import workspace_members
-from app.scheduling.jobs import JobContext
-from app.scheduling.resources import Resources
-from app.settings import MailSettings
 
 ADDRESS_FIELDS = LETTER_ADDRESS
 """Custom fields a contact needs for ``send_letter`` (``address_line2``, ``address_state`` too
 when present; see :mod:`app.engines.funnels.contacts.channel_fields`)."""
 
 P = TypeVar("P", bound=Payload)
-
-
-@dataclass(frozen=True, slots=True)
-class OutsideDeps:
-    """What the outside channels need from the process."""
-
-    db: Database
-    secrets: SecretBox
-    resources: Resources
-    clock: Clock
-    mail: MailSettings
-    guard: AddressGuard
-    """Where provider base URLs and ``http_request`` may connect (the process's one guard)."""
-
-    @classmethod
-    def from_job(cls, ctx: JobContext) -> OutsideDeps:
-        return cls(
-            ctx.db,
-            ctx.secrets,
-            ctx.resources,
-            ctx.clock,
-            ctx.settings.mail,
-            shared_guard(ctx.resources, ctx.settings.integrations),
-        )
 
 
 class Refused(Exception):
@@ -131,7 +96,7 @@ class OutsideChannel(ABC, Generic[P]):
     payload_type: type[P]
     """The struct of the effects this channel delivers."""
 
-    def __init__(self, deps: OutsideDeps) -> None:
+    def __init__(self, deps: ChannelDeps) -> None:
         self.deps = deps
 
     async def send(self, effect: LeasedEffect) -> str:
@@ -204,7 +169,7 @@ class SmsChannel(OutsideChannel[Sms]):
 
     async def call(self, effect: LeasedEffect, p: Sms, provider: Provider | None) -> dict[str, Any]:
         assert provider is not None
-        client = clients.sms_client(self.deps.resources, provider, self.deps.clock, self.deps.guard)
+        client = self.deps.clients.sms(provider)
         receipt = await client.send(
             SmsMessage(to=p.to, body=p.text),
             idempotency_key=effect.idempotency_key,
@@ -227,9 +192,7 @@ class PushChannel(OutsideChannel[Push]):
         token = ((await self.contact(effect)).fields or {}).get(options.token_field)
         if not isinstance(token, str) or not token:
             raise Refused(f"the contact has no device token in '{options.token_field}'")
-        client = clients.push_client(
-            self.deps.resources, provider, self.deps.clock, self.deps.guard
-        )
+        client = self.deps.clients.push(provider)
         receipt = await client.send(
             PushNotification(device_token=token, title=p.title, body=p.body),
             idempotency_key=effect.idempotency_key,
@@ -261,9 +224,7 @@ class LetterChannel(OutsideChannel[Letter]):
             state=str(fields["address_state"]) if fields.get("address_state") else None,
             country=str(fields["address_country"]).upper(),
         )
-        client = clients.letter_client(
-            self.deps.resources, provider, self.deps.clock, self.deps.guard
-        )
+        client = self.deps.clients.letter(provider)
         receipt = await client.send(
             PaperLetter(to=address, content=p.content, color=options.color),
             idempotency_key=effect.idempotency_key,
@@ -301,11 +262,8 @@ class TeamChannel(OutsideChannel[Team]):
         recipients = team_recipients(list(p.to), [(u.email, role) for u, role in members])
         if not recipients:
             raise Refused(f"no member of the workspace matches {', '.join(p.to)}")
-        sender = self.deps.resources.get(
-            "funnels.outside.team_mail", lambda: MailSender(self.deps.mail)
-        )
         try:
-            await sender.send(
+            await self.deps.team_mail.send(
                 OutgoingEmail(
                     to=recipients,
                     subject=p.subject,
@@ -337,9 +295,7 @@ class HttpChannel(OutsideChannel[Http]):
                     select(Workspace.allow_private_http).where(Workspace.id == effect.workspace_id)
                 )
             )
-        guarded = clients.guarded_http(
-            self.deps.resources, options, self.deps.clock, self.deps.guard
-        )
+        guarded = self.deps.clients.http(options)
         result = await guarded.request(
             HttpRequest(method=p.method, url=p.url, headers=dict(p.headers), body=p.body),
             allow_private=allow_private,
@@ -360,9 +316,7 @@ class PaymentChannel(OutsideChannel[Payment]):
     ) -> dict[str, Any]:
         assert provider is not None
         options: PaymentsOptions = provider.options
-        client = clients.payments_client(
-            self.deps.resources, provider, self.deps.clock, self.deps.guard
-        )
+        client = self.deps.clients.payments(provider)
         metadata = {"run": str(p.run_id), "contact": str(effect.contact_id)}
         if options.success_url:
             session = await client.create_checkout_session(
@@ -412,9 +366,7 @@ class BookingChannel(OutsideChannel[Booking]):
             raise Refused("the contact has no e-mail address to book under")
         start = datetime.fromisoformat(p.window_start)
         end = start + timedelta(days=provider.options.window_days)
-        client = clients.booking_client(
-            self.deps.resources, provider, self.deps.clock, self.deps.guard
-        )
+        client = self.deps.clients.booking(provider)
         name = f"{contact.first_name} {contact.last_name}".strip() or contact.email
         booking = await client.book_first_available(
             p.resource,
@@ -471,7 +423,7 @@ class AiChannel(OutsideChannel[Ai]):
                 f"AI quota {decision.reason}: {decision.remaining_tokens or 0} tokens left this "
                 f"month, about {estimate} needed",
             )
-        client = clients.ai_client(self.deps.resources, provider, self.deps.clock, self.deps.guard)
+        client = self.deps.clients.ai(provider)
         try:
             completion = await client.complete(
                 messages,
@@ -561,15 +513,6 @@ CHANNEL_TYPES: dict[str, type[OutsideChannel[Any]]] = {
 }
 
 
-def channel_factory(name: str) -> ChannelFactory:
-    kind = CHANNEL_TYPES[name]
-
-    def build(ctx: JobContext) -> ChannelSender:
-        return ctx.resources.get(f"funnels.channel.{name}", lambda: kind(OutsideDeps.from_job(ctx)))
-
-    return build
-
-
 def factories() -> dict[str, ChannelFactory]:
     """The outside channels by name, each the factory of its sender (for the plugin's table)."""
-    return {name: channel_factory(name) for name in CHANNEL_TYPES}
+    return {name: kind for name, kind in CHANNEL_TYPES.items()}

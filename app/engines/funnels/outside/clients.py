@@ -1,10 +1,15 @@
-"""One provider client per workspace credential, built from its configuration and kept in the
-process's shared resources (closed at shutdown). A changed configuration has a new fingerprint, so
-the next delivery builds a new client; nothing is retried in-process: the outbox retries the
-effect later with the same idempotency key, so a worker is never held by a provider's backoff.
+"""One provider client per workspace credential, built from its configuration on first use and
+kept by the process's :class:`ProviderClients` (closed at shutdown). A changed configuration has a
+new fingerprint, so the next delivery builds a new client; nothing is retried in-process: the
+outbox retries the effect later with the same idempotency key, so a worker is never held by a
+provider's backoff.
 """
 
 from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from app.clock import Clock
 from app.engines.funnels.outside.config import HttpOptions, Provider, SmsOptions
@@ -15,11 +20,8 @@ from app.integrations.letter import JsonLetterClient
 from app.integrations.payments import PaymentsClient
 from app.integrations.push import JsonPushClient
 from app.integrations.sms import JsonSmsClient, SmsSender, TwilioSmsClient
-from app.scheduling.resources import Resources
 
-
-def _key(provider: Provider) -> str:
-    return f"funnels.outside.{provider.fingerprint()}"
+C = TypeVar("C")
 
 
 def _secret(provider: Provider) -> str:
@@ -28,126 +30,134 @@ def _secret(provider: Provider) -> str:
     return provider.secret
 
 
-def sms_client(
-    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
-) -> SmsSender:
-    options: SmsOptions = provider.options
-    if provider.shape == "twilio":
-        return resources.get(
-            _key(provider),
-            lambda: TwilioSmsClient(
-                account_sid=options.account_sid or "",
-                auth_token=_secret(provider),
-                from_number=options.sender,
-                messaging_service_sid=options.messaging_service_sid,
-                status_callback=options.status_callback,
+class ProviderClients:
+    """The outside channels' clients of one process: one per provider configuration (by its
+    fingerprint) and one guarded HTTP client per distinct ``http_request`` limit, all going
+    through the process's address guard and measuring on its clock."""
+
+    def __init__(self, clock: Clock, guard: AddressGuard) -> None:
+        self.clock = clock
+        self.guard = guard
+        self._built: dict[str, Any] = {}
+
+    def _once(self, key: str, build: Callable[[], C]) -> C:
+        if key not in self._built:
+            self._built[key] = build()
+        client: C = self._built[key]
+        return client
+
+    def _for(self, provider: Provider, build: Callable[[], C]) -> C:
+        return self._once(f"provider:{provider.fingerprint()}", build)
+
+    def sms(self, provider: Provider) -> SmsSender:
+        options: SmsOptions = provider.options
+        if provider.shape == "twilio":
+            return self._for(
+                provider,
+                lambda: TwilioSmsClient(
+                    account_sid=options.account_sid or "",
+                    auth_token=_secret(provider),
+                    from_number=options.sender,
+                    messaging_service_sid=options.messaging_service_sid,
+                    status_callback=options.status_callback,
+                    base_url=provider.base_url,
+                    policy=NO_RETRY,
+                    clock=self.clock,
+                    guard=self.guard,
+                ),
+            )
+        return self._for(
+            provider,
+            lambda: JsonSmsClient(
                 base_url=provider.base_url,
+                api_key=_secret(provider),
+                default_sender=options.sender,
                 policy=NO_RETRY,
-                clock=clock,
-                guard=guard,
+                clock=self.clock,
+                guard=self.guard,
             ),
         )
-    return resources.get(
-        _key(provider),
-        lambda: JsonSmsClient(
-            base_url=provider.base_url,
-            api_key=_secret(provider),
-            default_sender=options.sender,
-            policy=NO_RETRY,
-            clock=clock,
-            guard=guard,
-        ),
-    )
 
+    def push(self, provider: Provider) -> JsonPushClient:
+        return self._for(
+            provider,
+            lambda: JsonPushClient(
+                base_url=provider.base_url,
+                api_key=_secret(provider),
+                policy=NO_RETRY,
+                clock=self.clock,
+                guard=self.guard,
+            ),
+        )
 
-def push_client(
-    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
-) -> JsonPushClient:
-    return resources.get(
-        _key(provider),
-        lambda: JsonPushClient(
-            base_url=provider.base_url,
-            api_key=_secret(provider),
-            policy=NO_RETRY,
-            clock=clock,
-            guard=guard,
-        ),
-    )
+    def letter(self, provider: Provider) -> JsonLetterClient:
+        return self._for(
+            provider,
+            lambda: JsonLetterClient(
+                base_url=provider.base_url,
+                api_key=_secret(provider),
+                policy=NO_RETRY,
+                clock=self.clock,
+                guard=self.guard,
+            ),
+        )
 
+    def payments(self, provider: Provider) -> PaymentsClient:
+        return self._for(
+            provider,
+            lambda: PaymentsClient(
+                secret_key=_secret(provider),
+                base_url=provider.base_url,
+                policy=NO_RETRY,
+                clock=self.clock,
+                guard=self.guard,
+            ),
+        )
 
-def letter_client(
-    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
-) -> JsonLetterClient:
-    return resources.get(
-        _key(provider),
-        lambda: JsonLetterClient(
-            base_url=provider.base_url,
-            api_key=_secret(provider),
-            policy=NO_RETRY,
-            clock=clock,
-            guard=guard,
-        ),
-    )
+    def booking(self, provider: Provider) -> BookingClient:
+        return self._for(
+            provider,
+            lambda: BookingClient(
+                base_url=provider.base_url,
+                api_key=_secret(provider),
+                policy=NO_RETRY,
+                clock=self.clock,
+                guard=self.guard,
+            ),
+        )
 
+    def ai(self, provider: Provider) -> ChatClient:
+        return self._for(
+            provider,
+            lambda: ChatClient(
+                api_key=_secret(provider),
+                base_url=provider.base_url,
+                policy=NO_RETRY,
+                clock=self.clock,
+                guard=self.guard,
+            ),
+        )
 
-def payments_client(
-    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
-) -> PaymentsClient:
-    return resources.get(
-        _key(provider),
-        lambda: PaymentsClient(
-            secret_key=_secret(provider),
-            base_url=provider.base_url,
-            policy=NO_RETRY,
-            clock=clock,
-            guard=guard,
-        ),
-    )
+    def http(self, options: HttpOptions) -> GuardedHttp:
+        """One guarded client per distinct (timeout, size limit), shared by every workspace: it
+        holds no credentials and keeps no connection alive."""
+        return self._once(
+            f"http:{options.timeout_seconds}:{options.max_response_bytes}",
+            lambda: GuardedHttp(
+                guard=self.guard,
+                timeout=options.timeout_seconds,
+                max_response_bytes=options.max_response_bytes,
+                policy=NO_RETRY,
+                clock=self.clock,
+            ),
+        )
 
-
-def booking_client(
-    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
-) -> BookingClient:
-    return resources.get(
-        _key(provider),
-        lambda: BookingClient(
-            base_url=provider.base_url,
-            api_key=_secret(provider),
-            policy=NO_RETRY,
-            clock=clock,
-            guard=guard,
-        ),
-    )
-
-
-def ai_client(
-    resources: Resources, provider: Provider, clock: Clock, guard: AddressGuard
-) -> ChatClient:
-    return resources.get(
-        _key(provider),
-        lambda: ChatClient(
-            api_key=_secret(provider),
-            base_url=provider.base_url,
-            policy=NO_RETRY,
-            clock=clock,
-            guard=guard,
-        ),
-    )
-
-
-def guarded_http(
-    resources: Resources, options: HttpOptions, clock: Clock, guard: AddressGuard
-) -> GuardedHttp:
-    """One guarded client per distinct (timeout, size limit), shared by every workspace: it holds
-    no credentials and keeps no connection alive."""
-    key = f"funnels.outside.http:{options.timeout_seconds}:{options.max_response_bytes}:{id(guard)}"
-    return resources.get(
-        key,
-        lambda: GuardedHttp(
-            guard=guard,
-            timeout=options.timeout_seconds,
-            max_response_bytes=options.max_response_bytes,
-            policy=NO_RETRY,
-            clock=clock,
-        ),
-    )
+    async def aclose(self) -> None:
+        """Close every client built so far, the newest first."""
+        built, self._built = list(self._built.values()), {}
+        for client in reversed(built):
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                result = close()
+                if inspect.isawaitable(result):
+                    await result

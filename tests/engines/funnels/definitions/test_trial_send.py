@@ -13,7 +13,14 @@ from app.engines.funnels.models import Contact, DeliveryEvent, OutboxEffect, Run
 from app.integrations.mail import MailSender
 from app.settings import MailSettings
 from tests.conftest import auth
-from tests.engines.funnels.factories import contact, email_node, graph, published, settle
+from tests.engines.funnels.factories import (
+    contact,
+    email_node,
+    graph,
+    published,
+    replace_funnels_deps,
+    settle,
+)
 
 
 async def _count(runtime, model) -> int:
@@ -33,7 +40,7 @@ async def test_a_test_send_is_marked_and_counted_nowhere(client, runtime, tenant
     )
     ann = await contact(runtime, ws, "ann@example.com", first_name="Ann")
     mail = MailSettings(smtp_host=sink.host, smtp_port=sink.port, from_address="f@test.example")
-    runtime.resources.put("funnels.test_send.mail", MailSender(mail))
+    replace_funnels_deps(runtime, trial_mail=MailSender(mail))
     got = await client.post(
         f"/api/v1/funnels/{funnel_id}/test-send",
         json={"node_id": "hello", "to": "boss@example.com", "contact_id": ann, "draft": False},

@@ -26,6 +26,7 @@ from tests.engines.funnels.factories import (
     graph,
     node,
     published,
+    replace_funnels_deps,
     settle,
 )
 from tests.engines.funnels.outbox.test_unsubscribe import _enrol
@@ -45,7 +46,7 @@ def sns() -> Iterator[SnsSandbox]:
 @pytest.fixture
 def loopback_sns(runtime) -> None:
     """The receiver may fetch from the sandbox SNS (production allows only sns.*.amazonaws.com)."""
-    runtime.resources.put("funnels.sns", SnsVerifier(url_pattern=r"^http://127\.0\.0\.1:\d+/"))
+    replace_funnels_deps(runtime, sns=SnsVerifier(url_pattern=r"^http://127\.0\.0\.1:\d+/"))
 
 
 async def _secret(runtime, ws: int, name: str, value: str) -> None:

@@ -15,6 +15,7 @@ from litestar.params import FromPath
 
 from app.clock import ManualClock
 from app.engines.funnels.models import Contact
+from app.engines.funnels.outbox.channel_deps import ChannelDeps
 from app.engines.funnels.outbox.deliver import (
     ChannelSender,
     Deliverer,
@@ -22,12 +23,13 @@ from app.engines.funnels.outbox.deliver import (
     blocked_reason,
 )
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
-from app.engines.funnels.outside.channels import CHANNEL_TYPES, OutsideDeps
+from app.engines.funnels.outside.channels import CHANNEL_TYPES
+from app.engines.funnels.outside.clients import ProviderClients
 from app.engines.funnels.outside.config import configure
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.http_guard import AddressGuard
-from app.integrations.mail import MailSender
+from app.integrations.mail import MailSender, SmtpPool
 from app.runtime import Runtime
 from app.sandbox.ai import AiSandbox
 from app.sandbox.base import (
@@ -44,7 +46,6 @@ from app.sandbox.payments import PaymentsSandbox
 from app.sandbox.push import PushSandbox
 from app.sandbox.sms import SmsSandbox, TwilioSandbox
 from app.sandbox.smtp import SmtpSink
-from app.scheduling.resources import Resources
 from app.settings import FunnelSettings, MailSettings
 from tests.engines.funnels.factories import Engine, Space, session_sink, sink, space
 
@@ -206,20 +207,27 @@ async def outside(
         from_address="funnels@test.example",
         timeout_seconds=5,
     )
-    resources = Resources()
     guard = AddressGuard(allow_private=True)
-    deps = OutsideDeps(runtime.db, runtime.secrets, resources, clock, mail, guard)
+    signing = WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url)
+    deps = ChannelDeps(
+        db=runtime.db,
+        secrets=runtime.secrets,
+        clock=clock,
+        mail=mail,
+        guard=guard,
+        clients=ProviderClients(clock, guard),
+        smtp=SmtpPool(mail, 1),
+        team_mail=MailSender(mail),
+        tracking=signing,
+    )
     senders: dict[str, ChannelSender] = {
-        "email": EmailChannel(
-            MailSender(mail),
-            signing=WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url),
-        ),
+        "email": EmailChannel(MailSender(mail), signing=signing),
         **{name: kind(deps) for name, kind in CHANNEL_TYPES.items()},
     }
     runner = Runner(runtime.db, settings, mail_domain="test.example", executors=EXECUTORS)
     deliverer = Deliverer(runtime.db, settings, senders.get, lease_seconds=60)
     yield Outside(runtime, clock, sink, runner, deliverer, sims=sims, senders=senders, guard=guard)
-    await resources.aclose()
+    await deps.clients.aclose()
 
 
 __all__ += ["Outside", "Space"]

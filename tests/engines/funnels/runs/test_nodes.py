@@ -617,7 +617,6 @@ async def test_jobs_drain_due_runs_and_hand_effects_to_the_deliverer(
     """The runner as it runs inside serve and worker: the 10-second sweep enqueues runner and
     deliverer jobs keyed by the tick; a runner job drains what is due."""
     from app.engines.funnels import jobs
-    from app.engines.funnels.plugin import RUNNER_JOBS
     from app.scheduling.models import Job
 
     ws = space.workspace_id
@@ -636,7 +635,7 @@ async def test_jobs_drain_due_runs_and_hand_effects_to_the_deliverer(
             + engine.runtime.settings.funnels.deliver_tasks
         )
         assert len(names) == expected
-    await RUNNER_JOBS.advance(ctx, jobs.Shard())
+    await jobs.advance(ctx, jobs.Shard())
     assert len(await effects(engine.runtime)) == 1
 
 
