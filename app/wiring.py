@@ -14,7 +14,9 @@ from app.engines.adrules.stops import StopCheck
 from app.engines.adrules.work.account import queue_defer
 from app.engines.adrules.work.sheets_values import SheetCache
 from app.engines.funnels.contacts import erased_addresses
-from app.engines.funnels.deps import FunnelsDeps
+from app.engines.funnels.deps import CACHE_SECONDS, FunnelsDeps
+from app.engines.funnels.events.ingest import ProcessingRequests
+from app.engines.funnels.events.ingest_writer import EventWriter
 from app.engines.funnels.jobs import mail_domain
 from app.engines.funnels.outbox.channel_deps import ChannelDeps
 from app.engines.funnels.outbox.deliver import Deliverer
@@ -36,6 +38,7 @@ from app.integrations.sheets import SheetsClient, TokenMinter
 from app.runtime import Runtime, build_runtime
 from app.scheduling.housekeeping import HOUSEKEEPING_SWEEPS
 from app.settings import Settings
+from app.ttl_cache import TtlCache
 
 PLUGINS: list[EnginePlugin] = [ADRULES, FUNNELS, RANKTRACKING]
 
@@ -158,4 +161,16 @@ def funnels_deps(runtime: Runtime) -> FunnelsDeps:
         channels=channels,
         trial_mail=MailSender(settings.mail),
         sns=SnsVerifier(url_pattern=settings.mail.sns_url_pattern),
+        event_writer=EventWriter(
+            runtime.db,
+            window_seconds=settings.funnels.ingest_window_ms / 1000,
+            max_rows=settings.funnels.ingest_batch_rows,
+            max_batches=1
+            if runtime.db.dialect == "sqlite"
+            else settings.funnels.ingest_batches_in_flight,
+        ),
+        processing=ProcessingRequests(runtime.queue, runtime.clock),
+        ingest_tokens=TtlCache(runtime.clock, CACHE_SECONDS),
+        workspace_secrets=TtlCache(runtime.clock, CACHE_SECONDS),
+        provider_secrets=TtlCache(runtime.clock, CACHE_SECONDS),
     )

@@ -6,11 +6,17 @@ deliverer's jobs and the web layer read that one (``resources.require(FunnelsDep
 runner, the deliverer with its channels, the SMTP pool, the provider clients and the senders of
 trial mail are built once and closed at exit. Tests build one or replace a field of the process's
 own (``dataclasses.replace``).
+
+The public receivers' parts (the event writer, the ingest-job requests, the caches of resolved
+tokens and decrypted secrets) are typed by imports made for the type checker only: the ingest
+job queues the runner's job, whose handler reads these dependencies, so importing them here
+would make a cycle.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.clock import Clock
 from app.db.session import Database
@@ -21,6 +27,15 @@ from app.integrations.mail.sns import SnsVerifier
 from app.platform.crypto import SecretBox
 from app.scheduling.queue import JobQueue
 from app.settings import Settings
+from app.ttl_cache import TtlCache
+
+if TYPE_CHECKING:
+    from app.engines.funnels.events.ingest import ProcessingRequests
+    from app.engines.funnels.events.ingest_writer import EventWriter
+
+CACHE_SECONDS = 30.0
+"""How long the public receivers reuse a resolved ingest token or a decrypted workspace secret
+(a rotated token stops working within this time)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +58,21 @@ class FunnelsDeps:
     """Sends the editor's and the API's trial e-mails (one SMTP conversation each)."""
     sns: SnsVerifier
     """Verifies Amazon SNS deliveries of SES reports (its certificates cached)."""
+    # -- the public receivers (app/web/hooks)
+    event_writer: EventWriter
+    """The group-commit writer of inbound events."""
+    processing: ProcessingRequests
+    """Queues the ingest job after a request stored an event (at most twice a second)."""
+    ingest_tokens: TtlCache[str, int]
+    """Workspace by the SHA-256 of its ingest token."""
+    workspace_secrets: TtlCache[int, str]
+    """Each workspace's decrypted signing secret."""
+    provider_secrets: TtlCache[tuple[int, str], str]
+    """A workspace's mail-provider secrets (SES topics, Mailgun's signing key) by name."""
 
     async def aclose(self) -> None:
-        """Close the SMTP pool and the provider clients (the process's resources do at exit)."""
+        """Write the inbound events still waiting, close the SMTP pool and the provider clients
+        (the process's resources do at exit)."""
+        await self.event_writer.aclose()
         await self.channels.clients.aclose()
         await self.channels.smtp.aclose()

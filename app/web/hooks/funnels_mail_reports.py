@@ -15,7 +15,6 @@ is applied off the request path like every other event.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import msgspec
@@ -29,7 +28,7 @@ from app.integrations.mail.sns import SnsError, SnsVerifier, ses_event
 from app.platform.service import get_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
-from app.web.hooks.funnels_public import CACHE_SECONDS, _cache, store_event
+from app.web.hooks.funnels_public import store_event
 from app.web.input_guard import check_json
 
 SES_TOPICS_SECRET = "funnels.ses.topic_arns"  # noqa: S105 - a secret's name
@@ -46,14 +45,14 @@ class ReportsAccepted(msgspec.Struct, kw_only=True):
 
 
 async def _workspace_secret(runtime: Runtime, workspace_id: int, name: str) -> str | None:
-    cache = _cache(runtime, "provider-secrets")
+    cache = runtime.resources.require(FunnelsDeps).provider_secrets
     hit = cache.get((workspace_id, name))
-    if hit is not None and hit[1] > time.monotonic():
-        return str(hit[0])
+    if hit is not None:
+        return hit
     async with runtime.db.read() as session:
         value = await get_secret(session, runtime.secrets, workspace_id=workspace_id, name=name)
     if value is not None:  # a missing secret is looked up again: it may be set any moment
-        cache[(workspace_id, name)] = (value, time.monotonic() + CACHE_SECONDS)
+        cache.put((workspace_id, name), value)
     return value
 
 

@@ -10,7 +10,6 @@ that fails authentication stores nothing.
 from __future__ import annotations
 
 import hashlib
-import time
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -20,9 +19,8 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath
 from litestar.response import Redirect
 
+from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.forms import FormNotFound, form_html, public_form, submission
-from app.engines.funnels.events.ingest import request_processing
-from app.engines.funnels.events.ingest_writer import EventWriter
 from app.engines.funnels.events.site_snippet import SNIPPET
 from app.engines.funnels.events.sources.receive import Inbound, booking_event, payment_event
 from app.engines.funnels.events.tracking import (
@@ -44,15 +42,12 @@ PIXEL = (
     b",\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
 )
 T = TypeVar("T")
-CACHE_SECONDS = 30.0
-"""How long a resolved ingest token or decrypted workspace secret is reused in this process
-(a rotated token stops working within this time)."""
 
 
-def _cache(runtime: Runtime, name: str) -> dict[Any, tuple[Any, float]]:
-    """A per-runtime cache (a process has one runtime; tests get a fresh one each)."""
-    cache: dict[Any, tuple[Any, float]] = runtime.resources.get(f"funnels.public.{name}", dict)
-    return cache
+def _deps(runtime: Runtime) -> FunnelsDeps:
+    """The engine's dependencies: the event writer and the caches of resolved tokens and
+    decrypted secrets (reused for ``CACHE_SECONDS`` of the runtime's clock)."""
+    return runtime.resources.require(FunnelsDeps)
 
 
 # -- authentication ----------------------------------------------------------------------------
@@ -60,29 +55,29 @@ def _cache(runtime: Runtime, name: str) -> dict[Any, tuple[Any, float]]:
 
 async def _token_workspace(runtime: Runtime, token: str) -> int | None:
     key = hashlib.sha256(token.encode()).hexdigest()
-    tokens = _cache(runtime, "tokens")
+    tokens = _deps(runtime).ingest_tokens
     hit = tokens.get(key)
-    if hit is not None and hit[1] > time.monotonic():
-        return int(hit[0])
+    if hit is not None:
+        return hit
     async with runtime.db.read() as session:
         workspace = await workspace_for_ingest_token(session, token)
     if workspace is None:
         return None
-    tokens[key] = (workspace.id, time.monotonic() + CACHE_SECONDS)
+    tokens.put(key, workspace.id)
     return workspace.id
 
 
 async def workspace_secret(runtime: Runtime, workspace_id: int) -> str | None:
-    secrets = _cache(runtime, "secrets")
+    secrets = _deps(runtime).workspace_secrets
     hit = secrets.get(workspace_id)
-    if hit is not None and hit[1] > time.monotonic():
-        return str(hit[0])
+    if hit is not None:
+        return hit
     async with runtime.db.read() as session:
         workspace = await session.get(Workspace, workspace_id)
     if workspace is None:
         return None
     secret = webhook_secret(runtime.secrets, workspace)
-    secrets[workspace_id] = (secret, time.monotonic() + CACHE_SECONDS)
+    secrets.put(workspace_id, secret)
     return secret
 
 
@@ -126,20 +121,6 @@ def _decode(body: bytes, decoder: msgspec.json.Decoder[T]) -> T:
         raise ValidationFailed.field("body", "not valid JSON") from None
 
 
-def event_writer(runtime: Runtime) -> EventWriter:
-    """The process's group-commit writer of inbound events (one per runtime)."""
-    funnels = runtime.settings.funnels
-    return runtime.resources.get(
-        "funnels.public.event-writer",
-        lambda: EventWriter(
-            runtime.db,
-            window_seconds=funnels.ingest_window_ms / 1000,
-            max_rows=funnels.ingest_batch_rows,
-            max_batches=1 if runtime.db.dialect == "sqlite" else funnels.ingest_batches_in_flight,
-        ),
-    )
-
-
 async def store_event(
     runtime: Runtime,
     *,
@@ -149,9 +130,10 @@ async def store_event(
     external_id: str | None,
     payload: dict[str, Any],
 ) -> int | None:
+    deps = _deps(runtime)
     # Returns once the event's batch committed: an answered event is durable.
     now = runtime.clock.now()
-    stored = await event_writer(runtime).store(
+    stored = await deps.event_writer.store(
         workspace_id=workspace_id,
         source=source,
         name=name,
@@ -160,7 +142,7 @@ async def store_event(
         now=now,
     )
     if stored is not None:
-        await request_processing(runtime.queue, monotonic=time.monotonic(), wall=now)
+        await deps.processing.request(now)
     return stored
 
 

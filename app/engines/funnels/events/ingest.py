@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from app.clock import Clock
 from app.db.dialect import insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.campaigns.service import record_delivery_event
@@ -486,16 +487,22 @@ async def run_ingest(ctx: JobContext, payload: IngestPayload) -> None:
 
 INGEST = JobSpec("funnels.ingest", IngestPayload, run_ingest, max_tries=5, timeout_seconds=120)
 
-_last_request = 0.0
 
+class ProcessingRequests:
+    """Asks for stored events to be processed soon, after a request stored one: at most one job
+    per half second per process (and per half second across processes, by job id), so a burst
+    of events costs a burst of inserts, not a burst of jobs. Measured on the process's clock."""
 
-async def request_processing(queue: JobQueue, *, monotonic: float, wall: datetime) -> None:
-    """Ask for stored events to be processed soon. Called after a request stored one; at most
-    one job per half second per process (and per half second across processes, by job id), so
-    a burst of events costs a burst of inserts, not a burst of jobs."""
-    global _last_request
-    if monotonic - _last_request < 0.5:
-        return
-    _last_request = monotonic
-    bucket = int(wall.timestamp() * 2)
-    await queue.enqueue(None, INGEST, IngestPayload(), job_id=f"funnels.ingest:{bucket}")
+    def __init__(self, queue: JobQueue, clock: Clock) -> None:
+        self.queue = queue
+        self.clock = clock
+        self._last: float | None = None
+
+    async def request(self, now: datetime) -> None:
+        """``now``: the clock's time the event was stored at (names the job's half second)."""
+        monotonic = self.clock.monotonic()
+        if self._last is not None and monotonic - self._last < 0.5:
+            return
+        self._last = monotonic
+        bucket = int(now.timestamp() * 2)
+        await self.queue.enqueue(None, INGEST, IngestPayload(), job_id=f"funnels.ingest:{bucket}")

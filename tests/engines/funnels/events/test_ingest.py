@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from app.engines.funnels.deps import CACHE_SECONDS
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import Contact, ContactEvent, Run
+from app.platform.service import rotate_ingest_token
 from tests.engines.funnels.factories import (
     contact,
     count,
@@ -62,6 +64,25 @@ async def test_fn13_duplicated_webhook_stores_one_event(client, runtime, tenant)
     assert await count(runtime, InboundEvent) == 1
     assert await count(runtime, ContactEvent, ContactEvent.name == "order_placed") == 1
     assert len(await runs_of(runtime, funnel_id)) == 1
+
+
+async def test_fn13_a_rotated_ingest_token_works_until_its_cache_entry_expires(
+    client, runtime, tenant, clock
+) -> None:
+    """FN-13: the receiver reuses a resolved ingest token for ``CACHE_SECONDS`` of the runtime's
+    clock, so a rotated token is still accepted within that time and refused after it."""
+    headers = {"X-Ingest-Token": tenant.ingest_token}
+    first = await client.post("/hooks/funnels/events", json=api_event("evt-1"), headers=headers)
+    assert first.status_code == 202, first.text
+    async with runtime.db.write() as uow:
+        await rotate_ingest_token(uow.session, tenant.workspace_id)
+    clock.advance(seconds=CACHE_SECONDS - 1)
+    cached = await client.post("/hooks/funnels/events", json=api_event("evt-2"), headers=headers)
+    assert cached.status_code == 202, cached.text
+    clock.advance(seconds=1)
+    expired = await client.post("/hooks/funnels/events", json=api_event("evt-3"), headers=headers)
+    assert expired.status_code == 401, expired.text
+    assert await count(runtime, InboundEvent) == 2
 
 
 async def test_fn13_hmac_signature_authenticates(client, runtime, tenant, clock) -> None:

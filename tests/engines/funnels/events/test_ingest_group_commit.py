@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.ingest_writer import EventWriter
 from app.engines.funnels.events.models import InboundEvent
 from app.runtime import Runtime
-from app.web.hooks.funnels_public import event_writer
 from tests.engines.funnels.factories import count
 
 
@@ -98,7 +98,9 @@ async def test_fn13_every_answer_is_given_after_its_event_is_committed(
     await asyncio.gather(*(post(i) for i in range(200)))
     assert missing == []
     assert await count(runtime, InboundEvent) == 200
-    assert event_writer(runtime).batches < 200, "the requests shared commits"
+    assert runtime.resources.require(FunnelsDeps).event_writer.batches < 200, (
+        "the requests shared commits"
+    )
 
 
 async def test_fn13_a_failing_event_fails_only_its_own_request(
