@@ -125,7 +125,9 @@ def funnels_deps(runtime: Runtime) -> FunnelsDeps:
     parts."""
     settings = runtime.settings
     guard = shared_guard(runtime.resources, settings.integrations)
-    tracking = WorkspaceTracking(runtime.db, runtime.secrets, settings.web.public_url)
+    tracking = WorkspaceTracking(
+        runtime.db, runtime.secrets, settings.web.public_url, runtime.clock
+    )
     channels = ChannelDeps(
         db=runtime.db,
         secrets=runtime.secrets,
@@ -133,7 +135,7 @@ def funnels_deps(runtime: Runtime) -> FunnelsDeps:
         mail=settings.mail,
         guard=guard,
         clients=ProviderClients(runtime.clock, guard),
-        smtp=SmtpPool(settings.mail, settings.funnels.deliver_in_flight),
+        smtp=SmtpPool(settings.mail, settings.funnels.deliver_in_flight, runtime.clock),
         team_mail=MailSender(settings.mail),
         tracking=tracking,
     )
@@ -160,7 +162,7 @@ def funnels_deps(runtime: Runtime) -> FunnelsDeps:
         ),
         channels=channels,
         trial_mail=MailSender(settings.mail),
-        sns=SnsVerifier(url_pattern=settings.mail.sns_url_pattern),
+        sns=SnsVerifier(url_pattern=settings.mail.sns_url_pattern, clock=runtime.clock),
         event_writer=EventWriter(
             runtime.db,
             window_seconds=settings.funnels.ingest_window_ms / 1000,

@@ -128,7 +128,9 @@ async def test_edit_validate_publish_and_follow_a_run(
         mail = MailSettings(smtp_host=sink.host, smtp_port=sink.port)
         email = EmailChannel(
             MailSender(mail),
-            signing=WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url),
+            signing=WorkspaceTracking(
+                runtime.db, runtime.secrets, runtime.settings.web.public_url, runtime.clock
+            ),
         )
         await Deliverer(runtime.db, FunnelSettings(), lambda c: email).run_batch(
             owner="t", now=runtime.clock.now

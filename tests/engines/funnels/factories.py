@@ -109,7 +109,9 @@ def engine(
         from_address="funnels@test.example",
         timeout_seconds=5,
     )
-    signing = WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url)
+    signing = WorkspaceTracking(
+        runtime.db, runtime.secrets, runtime.settings.web.public_url, runtime.clock
+    )
     email: ChannelSender = EmailChannel(
         MailSender(mail), signing=signing, mailto_address="unsubscribe@test.example"
     )

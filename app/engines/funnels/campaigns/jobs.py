@@ -81,7 +81,7 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
     if workspace is None:
         return
     tracking = Tracking(ctx.settings.web.public_url, webhook_secret(ctx.secrets, workspace))
-    pool = SmtpPool(ctx.settings.mail, ctx.settings.funnels.campaign_in_flight)
+    pool = SmtpPool(ctx.settings.mail, ctx.settings.funnels.campaign_in_flight, ctx.clock)
     sender = CampaignSender(
         ctx.db,
         pool,

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import Integer, func, select, update
 
+from app.clock import Clock
 from app.db.session import Database
 from app.engines.funnels.campaigns.models import (
     DONE,
@@ -74,8 +74,8 @@ class SmtpPool:
     conversation per message would spend most of its time on handshakes), with the mail
     integration's failures sorted into this sender's :class:`Transient` / :class:`Permanent`."""
 
-    def __init__(self, settings: MailSettings, size: int) -> None:
-        self._pool = MailPool(settings, size)
+    def __init__(self, settings: MailSettings, size: int, clock: Clock | None = None) -> None:
+        self._pool = MailPool(settings, size, clock)
 
     async def send(self, email: OutgoingEmail) -> None:
         try:
@@ -501,21 +501,23 @@ class CampaignSender:
 
 
 async def send_until_done(
-    sender: CampaignSender, campaign_id: int, clock: Any, *, max_seconds: float | None = None
+    sender: CampaignSender, campaign_id: int, clock: Clock, *, max_seconds: float | None = None
 ) -> bool:
-    """Claim the campaign and send it to the end, pausing between steps for the rate limit.
-    Returns True when the campaign is finished (False: not ours, lost lease, or out of time)."""
+    """Claim the campaign and send it to the end, pausing between steps for the rate limit (on
+    ``clock``). Returns True when the campaign is finished (False: not ours, lost lease, or out of
+    time: ``max_seconds`` of ``clock`` have passed, and the campaign is released for the next
+    sender job)."""
     campaign = await sender.claim(campaign_id, clock.now())
     if campaign is None:
         return False
-    began = time.monotonic()
+    began = clock.monotonic()
     while True:
         result = await sender.step(campaign, clock.now)
         if result.done:
             return True
         if result.lost_lease:
             return False
-        if max_seconds is not None and time.monotonic() - began > max_seconds:
+        if max_seconds is not None and clock.monotonic() - began > max_seconds:
             await sender.release(campaign_id)
             return False
         if result.next_at is not None:

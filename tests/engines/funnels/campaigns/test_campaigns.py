@@ -4,6 +4,7 @@ events, so duplicated webhooks cannot inflate them."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -15,7 +16,7 @@ from app.engines.funnels.campaigns.service import counters
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
 from app.settings import MailSettings
-from tests.conftest import auth
+from tests.conftest import auth, eventually
 from tests.engines.funnels.factories import contact, settle, setup_names
 
 
@@ -154,6 +155,40 @@ async def test_fn30_rate_limit_per_campaign(client, runtime, tenant, sink, clock
         last = await sender.step(campaign, clock.now)
         assert last.sent == 1
         assert (await sender.step(campaign, clock.now)).done
+    finally:
+        await pool.aclose()
+    assert sorted(sink.count_by_message_id().values()) == [1] * 7
+
+
+async def test_fn30_a_send_stops_after_its_time_on_the_clock_and_the_next_goes_on(
+    client, runtime, tenant, sink, clock
+) -> None:
+    """FN-30: a sender job sends for ``max_seconds`` of the runtime's clock, counting the pauses
+    of the rate limit, then releases the campaign; the next sender job finishes it, each contact
+    getting one message."""
+    for i in range(7):
+        await contact(runtime, tenant.workspace_id, f"c{i}@example.com")
+    c = await _campaign(client, tenant, rate_per_minute=3)
+    await client.post(f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant))
+    sender, pool = _sender(runtime, sink)
+    try:
+        sending = asyncio.create_task(send_until_done(sender, c["id"], clock, max_seconds=30))
+
+        async def paused() -> bool:
+            return clock.sleepers == 1
+
+        await eventually(paused)  # the first minute's three went out; it waits for the next
+        assert len(sink.snapshot()) == 3
+        clock.advance(seconds=60)
+        # 60 s on the clock since it began: out of time, whatever the real time was.
+        assert await asyncio.wait_for(sending, timeout=10) is False
+        assert len(sink.snapshot()) == 6
+        async with runtime.db.read() as s:
+            campaign = await s.get(Campaign, c["id"])
+            assert campaign is not None
+            assert campaign.status == "sending"
+            assert campaign.lease_owner is None  # released for the next sender job
+        assert await send_until_done(sender, c["id"], clock) is True
     finally:
         await pool.aclose()
     assert sorted(sink.count_by_message_id().values()) == [1] * 7

@@ -40,7 +40,9 @@ def tracked(engine: Engine, runtime) -> Engine:
         from_address="funnels@test.example",
         timeout_seconds=5,
     )
-    tracking = WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url)
+    tracking = WorkspaceTracking(
+        runtime.db, runtime.secrets, runtime.settings.web.public_url, runtime.clock
+    )
     email: ChannelSender = EmailChannel(MailSender(mail), tracking=tracking, signing=tracking)
     engine.deliverer = Deliverer(
         runtime.db,

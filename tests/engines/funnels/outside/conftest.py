@@ -208,7 +208,9 @@ async def outside(
         timeout_seconds=5,
     )
     guard = AddressGuard(allow_private=True)
-    signing = WorkspaceTracking(runtime.db, runtime.secrets, runtime.settings.web.public_url)
+    signing = WorkspaceTracking(
+        runtime.db, runtime.secrets, runtime.settings.web.public_url, runtime.clock
+    )
     deps = ChannelDeps(
         db=runtime.db,
         secrets=runtime.secrets,
