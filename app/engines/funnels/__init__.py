@@ -12,6 +12,8 @@ Five pipelines, each a package, each the same four stages (due → claim → wor
 ``contacts/`` (who they are, what describes them, deletion and import) and ``definitions/``
 (graphs, validation, versions, simulation) are what the pipelines read; ``outside/`` holds the
 actions that reach outside (their executors for the runs, their channels for the outbox).
-``plugin.py`` builds the registries (node executors, outbox channels) and hands them to the
-runner and the deliverer; ``models.py``, ``schemas.py``, ``errors.py`` and ``jobs.py`` stay here.
+``plugin.py`` builds the registries (node executors, outbox channels); ``deps.py`` is what the
+engine needs from the process (the runner and the deliverer over those registries, the SMTP pool,
+the provider clients, the public receivers' caches), built once by ``app/wiring.py``;
+``models.py``, ``schemas.py``, ``errors.py`` and ``jobs.py`` stay here.
 """

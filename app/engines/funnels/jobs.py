@@ -2,7 +2,8 @@
 its tick, the matcher, the goal watcher, ``FUNNEL_RUNNER_TASKS`` runner jobs and
 ``FUNNEL_DELIVER_TASKS`` deliverer jobs. Each runner or deliverer job drains due work in batches
 for up to ``FUNNEL_DRAIN_SECONDS``; any worker process (``python -m app worker``) runs them, so
-concurrency scales with worker processes and tasks.
+concurrency scales with worker processes and tasks. The runner and the deliverer the jobs drive
+are the process's own, built once with the engine's dependencies (:mod:`app.engines.funnels.deps`).
 """
 
 from __future__ import annotations
