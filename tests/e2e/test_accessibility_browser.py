@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
+from tests.e2e.page_errors import watch_errors
+
 pytestmark = pytest.mark.browser
 
 
@@ -67,10 +69,7 @@ async def test_typing_into_the_schedule_wizard_logs_no_error(
 ) -> None:
     """Each keystroke asks for a new estimate; the superseded requests are dropped quietly."""
     page = signed_in_page
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("requestfailed", lambda r: errors.append(f"{r.url} {r.failure}"))
+    errors = watch_errors(page)
     await page.goto(f"{live_url}/ui/ranktracking/new")
     await page.locator("input[name=name]").press_sequentially(
         "Gear", delay=410

@@ -15,6 +15,7 @@ from app.engines.adrules.schemas import IncreaseBudget, MetricValueCondition, Ta
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
 from tests.e2e.conftest import sign_in
+from tests.e2e.page_errors import watch_errors
 from tests.engines.adrules.factories import (
     JOB_TOKEN,
     graph_server,
@@ -33,14 +34,6 @@ CHART = """(selector) => {
   const u = document.querySelector(selector).uplot;
   return {x: u.data[0].length, labels: u.series.slice(1).map(s => s.label), data: u.data.slice(1)};
 }"""
-
-
-def console_errors(page: Any) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("requestfailed", lambda r: errors.append(f"failed {r.url}"))
-    return errors
 
 
 async def _three_runs(runtime: Runtime, tenant: Tenant, world: GraphWorld) -> tuple[int, list[int]]:
@@ -65,7 +58,7 @@ async def _three_runs(runtime: Runtime, tenant: Tenant, world: GraphWorld) -> tu
 async def test_ar25_budget_before_after_per_object_and_run_history_are_charted(
     page: Any, live_url: str, runtime: Runtime, tenant: Tenant, world: GraphWorld
 ) -> None:
-    errors = console_errors(page)
+    errors = watch_errors(page)
     rule_id, batches = await _three_runs(runtime, tenant, world)
     await sign_in(page, live_url, tenant.email, tenant.password)
 

@@ -15,6 +15,7 @@ from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import get_version
 from app.engines.funnels.events.triggers import enroll
 from app.runtime import Runtime
+from tests.e2e.page_errors import watch_errors
 from tests.engines.funnels.factories import (  # noqa: F401 - the Funnels engine and its SMTP sink
     Engine,
     email_node,
@@ -29,14 +30,6 @@ from tests.engines.funnels.factories import (  # noqa: F401 - the Funnels engine
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
-
-
-def watch_errors(page: Any) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("requestfailed", lambda r: errors.append(f"{r.url} {r.failure}"))
-    return errors
 
 
 def box(page: Any, node_id: str) -> Any:

@@ -16,7 +16,8 @@ from app.engines.ranktracking.schedules import lock_schedule
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in
-from tests.e2e.test_ranktracking_reports_browser import chart, console_errors
+from tests.e2e.page_errors import watch_errors
+from tests.e2e.test_ranktracking_reports_browser import chart
 from tests.engines.ranktracking.factories import (
     KEYWORDS,
     PLAN,
@@ -38,7 +39,7 @@ async def test_alert_and_report_forms(
     tenant: Tenant,
     sim: SerpSimulator,  # noqa: F811
 ) -> None:
-    errors = console_errors(page)
+    errors = watch_errors(page)
     await fund(runtime, tenant, 10_000)
     schedule = await make_schedule(
         runtime, tenant, keywords=KEYWORDS, devices=["desktop", "mobile"]
@@ -111,7 +112,7 @@ async def test_competitors_beside_the_domain_in_the_schedule_charts(
     tenant: Tenant,
     sim: SerpSimulator,  # noqa: F811
 ) -> None:
-    errors = console_errors(page)
+    errors = watch_errors(page)
     await fund(runtime, tenant, 10_000)
     schedule = await make_schedule(
         runtime, tenant, keywords=KEYWORDS, devices=["desktop", "mobile"]
@@ -161,7 +162,7 @@ async def test_balance_over_time_chart(
     tenant: Tenant,
     sim: SerpSimulator,  # noqa: F811
 ) -> None:
-    errors = console_errors(page)
+    errors = watch_errors(page)
     await fund(runtime, tenant, 10_000)  # 100 EUR on Monday 2 March
     schedule = await make_schedule(runtime, tenant, keywords=KEYWORDS, devices=["desktop"])
     runtime.clock.advance(days=3)  # type: ignore[attr-defined]

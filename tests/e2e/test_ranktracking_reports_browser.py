@@ -11,6 +11,7 @@ import pytest
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in
+from tests.e2e.page_errors import watch_errors
 from tests.engines.ranktracking.factories import (  # noqa: F401 - the simulator fixtures
     seeded_schedule,
     served_sim,
@@ -19,13 +20,6 @@ from tests.engines.ranktracking.factories import (  # noqa: F401 - the simulator
 from tests.factories import Tenant
 
 pytestmark = pytest.mark.browser
-
-
-def console_errors(page: Any) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    return errors
 
 
 async def rows(page: Any) -> list[tuple[str, str]]:
@@ -44,7 +38,7 @@ async def test_positions_table_sorts_and_filters(
     tenant: Tenant,
     sim: SerpSimulator,  # noqa: F811
 ) -> None:
-    errors = console_errors(page)
+    errors = watch_errors(page)
     # Seeded first: the weeks it moves the clock by would outlast a session signed in before.
     schedule = await seeded_schedule(runtime, tenant, sim)
     await sign_in(page, live_url, tenant.email, tenant.password)
@@ -162,7 +156,7 @@ async def test_charts_one_point_per_measurement_dated_and_aligned(
     tenant: Tenant,
     sim: SerpSimulator,  # noqa: F811
 ) -> None:
-    errors = console_errors(page)
+    errors = watch_errors(page)
     schedule = await seeded_schedule(runtime, tenant, sim)
     # A second schedule measured once: its single measurement must still be drawn.
     from tests.engines.ranktracking.factories import make_schedule, measure
@@ -228,7 +222,7 @@ async def test_competitors_and_owned_features_on_the_page(
 ) -> None:
     from tests.engines.ranktracking.factories import KEYWORDS, fund, make_schedule, measure
 
-    errors = console_errors(page)
+    errors = watch_errors(page)
     await fund(runtime, tenant, 10_000)
     schedule = await make_schedule(
         runtime, tenant, keywords=KEYWORDS, devices=["desktop", "mobile"]
