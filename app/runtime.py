@@ -16,6 +16,7 @@ from uuid import uuid4
 from app.clock import Clock, SystemClock
 from app.db.migrate import SchemaOutOfDate, check_current
 from app.db.session import Database
+from app.heap import freeze_startup_heap
 from app.platform.crypto import SecretBox, load_or_create_keys
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
 from app.scheduling.jobs import JobContext, JobRegistry, JobSpec
@@ -228,6 +229,9 @@ async def run_worker_process(runtime: Runtime, *, queues: list[str] | None = Non
         loop.add_signal_handler(sig, stop.set)
     try:
         runtime.start_workers(queues)
+        # Wired and started, before the workers' loops first run: what is alive now lives as
+        # long as the process, and full collections need not walk it under load.
+        freeze_startup_heap()
         log.info("worker started (%s queue)", runtime.queue.backend)
         await stop.wait()
         log.info(

@@ -32,8 +32,8 @@ from ingest_group_commit import bare_app, drop_pg, fresh_pg, settings_for, works
 
 from app.clock import SystemClock
 from app.db.migrate import upgrade
+from app.heap import freeze_startup_heap
 from app.web.app import create_app
-from app.web.heap import freeze_startup_heap
 from app.wiring import assemble
 
 

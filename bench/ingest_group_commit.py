@@ -50,12 +50,12 @@ from app.db.migrate import upgrade
 from app.engines.funnels.events.ingest import store
 from app.engines.funnels.events.ingest_writer import EventWriter
 from app.engines.funnels.events.models import InboundEvent
+from app.heap import freeze_startup_heap
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
 from app.settings import load_settings
 from app.web.app import create_app
-from app.web.heap import freeze_startup_heap
 from app.wiring import assemble
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

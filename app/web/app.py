@@ -1,7 +1,9 @@
 """``create_app(settings)``: the Litestar application hosting API, webhooks and dashboard.
 
 When no runtime is given, the app builds one in its lifespan, checks (or, on the embedded default,
-applies) the migrations, and starts the workers and sweepers: this is ``python -m app serve``.
+applies) the migrations, and starts the workers and sweepers. ``python -m app serve`` builds and
+prepares its runtime first (to print the first-run notice or the demo's banner), hands it in and
+asks for its started heap to be frozen (``freeze_heap``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.clock import Clock
 from app.db.migrate import check_current, upgrade
+from app.heap import freeze_startup_heap
 from app.logs import correlate
 from app.runtime import Runtime
 from app.settings import Settings
@@ -54,7 +57,6 @@ from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import ranktracking_import as ranktracking_import_ui
 from app.web.deps import DEPENDENCIES
 from app.web.errors import EXCEPTION_HANDLERS
-from app.web.heap import freeze_startup_heap
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
@@ -190,10 +192,13 @@ def create_app(
     *,
     background: bool = True,
     extra_pages: Sequence[Any] = (),
+    freeze_heap: bool = False,
 ) -> Litestar:
     """Build the application. Pass ``runtime`` to share one (tests); ``background`` starts the
     workers and sweepers in this process; ``extra_pages`` are dashboard pages a composition adds
-    (the demo's mailbox)."""
+    (the demo's mailbox); ``freeze_heap`` leaves what is alive once started out of later garbage
+    collections (:mod:`app.heap`), as the served process does; an app that owns its runtime
+    always does."""
 
     parse_networks(settings.web.trusted_proxies)  # a bad TRUSTED_PROXIES stops the start
     owned = runtime is None
@@ -209,9 +214,9 @@ def create_app(
             rt.start_workers()
             if settings.sweepers.enabled:
                 rt.start_sweepers()
-        if owned:
-            # The served process (python -m app serve), not an app a test builds around its
-            # own runtime: a test session would keep every frozen app alive.
+        if owned or freeze_heap:
+            # A serving process, not an app a test builds around its own runtime: a test
+            # session would keep every frozen app alive.
             freeze_startup_heap()
         try:
             yield

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -274,6 +275,9 @@ async def test_the_worker_command_starts_and_stops_on_sigterm(
     code, log = await worker.exit_code()
     assert code == 0, log
     assert "worker stopped" in log
+    frozen = re.search(r"start-up heap frozen: (\d+) objects", log)
+    assert frozen is not None, log
+    assert int(frozen[1]) > 0
 
 
 async def _true(value: bool) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -143,4 +144,16 @@ async def call_out(ctx: JobContext, work: CallOut) -> None:
 
 CALL_OUT = JobSpec("test.call_out", CallOut, call_out, max_tries=3, backoff_seconds=0.1)
 
-ALL = [RECORD, RECORD_FAST_RETRY, RECORD_SHORT_TIMEOUT, CALL_OUT]
+
+class HeapProbe(JobPayload):
+    key: str
+
+
+async def heap_probe(ctx: JobContext, probe: HeapProbe) -> None:
+    """Note how many objects the process running the job has frozen (``frozen {key} {count}``)."""
+    _mark(f"frozen {probe.key} {gc.get_freeze_count()} {os.getpid()}")
+
+
+HEAP_PROBE = JobSpec("test.heap_probe", HeapProbe, heap_probe)
+
+ALL = [RECORD, RECORD_FAST_RETRY, RECORD_SHORT_TIMEOUT, CALL_OUT, HEAP_PROBE]

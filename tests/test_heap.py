@@ -1,0 +1,69 @@
+"""A started process leaves its start-up heap out of the collector's full collections
+(:mod:`app.heap`): the helper itself, and ``python -m app serve`` calling it once started. The
+worker process is tested with the other worker processes (tests/scheduling/test_worker_heap.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.heap import freeze_startup_heap
+from tests.conftest import eventually
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_what_is_alive_after_start_up_is_left_out_of_collections() -> None:
+    try:
+        assert freeze_startup_heap() == gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # the rest of the test session collects as usual
+
+
+@pytest.mark.slow
+async def test_the_served_process_freezes_its_heap_once_started(tmp_path: Path) -> None:
+    """``serve`` hands its own runtime to the app; the freeze must not depend on the app
+    building one."""
+    log_path = tmp_path / "serve.log"
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DEMO"}},
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}",
+        "KEY_FILE": str(tmp_path / "serve.key"),
+        "HOST": "127.0.0.1",
+        "PORT": "0",  # an ephemeral port: nothing here connects to it
+        "LOG_LEVEL": "INFO",
+    }
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app", "serve"],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+
+        async def started_or_exited() -> bool:
+            # uvicorn says so once the app's lifespan has started, where the freeze is.
+            started = "Application startup complete" in log_path.read_text()
+            return started or process.poll() is not None
+
+        await eventually(started_or_exited, timeout=60)
+        assert process.poll() is None, log_path.read_text()
+    finally:
+        process.terminate()
+        try:
+            await asyncio.to_thread(process.wait, 40)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            await asyncio.to_thread(process.wait)
+    frozen = re.search(r"start-up heap frozen: (\d+) objects", log_path.read_text())
+    assert frozen is not None, log_path.read_text()
+    assert int(frozen[1]) > 0
