@@ -1,6 +1,7 @@
 """The contact import page under ``/ui/funnels/contacts/import``: upload a CSV (or paste it),
 then watch the background job's progress bar (htmx polls the progress fragment until the job
-ends) and read its per-row report. Uses the same engine call and job status as the API."""
+ends) and read its per-row report: the job page of any bulk job (:mod:`.bulk_job_page`), kept
+at this address under the import. Uses the same engine call and job status as the API."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from app.platform.service import Principal
 from app.scheduling.bulk import list_bulk_jobs
 from app.settings import Settings
 from app.web.auth import CurrentPrincipal
-from app.web.dashboard.bulk_progress import ProgressView, read_progress
+from app.web.dashboard.bulk_job_page import read_job_page
 from app.web.dashboard.common import page
 from app.web.deps import CurrentClock, CurrentSettings, Queue, Reads, Writes
 
@@ -106,13 +107,10 @@ async def start_import_page(
 
 
 async def _job_context(session: ReadSession, workspace_id: int, job_id: int) -> dict[str, Any]:
-    view = ProgressView(
-        title="Import",
-        poll_url=f"{IMPORT}/{job_id}/progress",
-        counters=(("created", "Created"), ("updated", "Updated")),
-    )
-    return await read_progress(
-        session, workspace_id, job_id, kinds=(CONTACTS_IMPORT.name,), view=view
+    """The job page of a contact import, at this page's address (``/ui/jobs/{id}`` shows the
+    same)."""
+    return await read_job_page(
+        session, workspace_id, job_id, url=f"{IMPORT}/{job_id}", kinds=(CONTACTS_IMPORT.name,)
     )
 
 
@@ -124,7 +122,7 @@ async def import_job_page(
     job_id: FromPath[int],
 ) -> Template:
     context = await _job_context(session, principal.workspace_id, job_id)
-    return page(request, "funnels/import_job.html", principal, **context)
+    return page(request, "jobs/job.html", principal, **context)
 
 
 @get(f"{IMPORT}/{{job_id:int}}/progress")
@@ -135,7 +133,7 @@ async def import_job_progress(
     job_id: FromPath[int],
 ) -> Template:
     context = await _job_context(session, principal.workspace_id, job_id)
-    return page(request, "funnels/_import_progress.html", principal, **context)
+    return page(request, "_bulk_progress.html", principal, **context)
 
 
 NAV: list[tuple[str, str]] = []
