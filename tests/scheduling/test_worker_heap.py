@@ -24,7 +24,8 @@ async def test_a_started_worker_process_runs_its_jobs_on_a_frozen_heap(
     await runtime.queue.enqueue(None, HEAP_PROBE, HeapProbe(key="heap"), job_id=f"heap-{backend}")
     worker = WorkerProcess(runtime, markers).start()
     try:
-        await wait_for_marker(markers, "frozen heap", 1)
+        # A process start: on a loaded machine (load 20 on two cores) it took more than 20 s.
+        await wait_for_marker(markers, "frozen heap", 1, timeout=60)
         worker.signal(signal.SIGTERM)
         code, log = await worker.exit_code()
     finally:
