@@ -14,6 +14,7 @@ an init script, so the page's Content-Security-Policy applies to the page and no
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import AsyncIterator
@@ -45,13 +46,14 @@ from app.scheduling.sweeper import SweepRunner
 from app.settings import Settings
 from app.web.app import create_app
 from app.wiring import assemble
-from tests.conftest import eventually, truncate_all, with_own_queue
+from tests.conftest import START, eventually, truncate_all, with_own_queue
 from tests.e2e.conftest import sign_in
 
 pytestmark = pytest.mark.browser
 
 AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 WIDTHS = (1280, 375)
+SHARDS = 8
 # Programs' endpoints and files, not pages a person opens.
 # Pages that need a query parameter to show anything: the parameter, filled like path parameters.
 QUERIES = {"/ui/ranktracking/schedules/{schedule_id:int}/keyword": "keyword"}
@@ -152,11 +154,13 @@ async def _dispatch_the_demo_rule(runtime: Runtime, clock: ManualClock) -> None:
     await eventually(batch_finished, timeout=30)
 
 
-@pytest.fixture
-async def demo(settings: Settings, shared_db: Database, clock: ManualClock) -> AsyncIterator[Demo]:
-    """The demo workspace served on a loopback port, its simulators and workers running."""
+@pytest.fixture(scope="module")
+async def demo(settings: Settings, shared_db: Database) -> AsyncIterator[Demo]:
+    """The demo workspace served on a loopback port, its simulators and workers running. Built
+    once per test process for the whole module: the tests here only read it."""
     from app.sandbox.base import serve_in_loop
 
+    clock = ManualClock(START)
     handles = start_sandboxes(simulated({}))
     try:
         urls = {name: h.url for name, h in handles.items()}
@@ -254,12 +258,73 @@ OVERFLOW = """() => {
 }"""
 
 
+# Playwright's "networkidle" waits for half a second without traffic after every load: about a
+# minute of waiting over the whole crawl. Instead the page reports when its own work is done: the
+# load event has fired, none of its fetch or XHR calls is open and no short timer (a debounced
+# recount, htmx's settle step) is waiting to start one; the browser side adds that every request
+# it saw has finished. A timer of half a second or more is polling (htmx "every 1s"), which
+# "networkidle" never waited for either.
+SETTLED_SCRIPT = """(() => {
+  if (window.__pageSettled) return;  // added once per audit of a page that is reused
+  const SHORT_MS = 500;
+  let open = 0;
+  const timers = new Set();
+  const setTimer = window.setTimeout, clearTimer = window.clearTimeout;
+  window.setTimeout = function (callback, delay, ...args) {
+    if (!(Number(delay || 0) < SHORT_MS) || typeof callback !== "function") {
+      return setTimer.call(window, callback, delay, ...args);
+    }
+    const id = setTimer.call(window, function () {
+      timers.delete(id);
+      return callback.apply(this, arguments);
+    }, delay, ...args);
+    timers.add(id);
+    return id;
+  };
+  window.clearTimeout = function (id) {
+    timers.delete(id);
+    return clearTimer.call(window, id);
+  };
+  const fetchOf = window.fetch;
+  window.fetch = function () {
+    open++;
+    return fetchOf.apply(this, arguments).finally(() => { open--; });
+  };
+  const send = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function () {
+    open++;
+    this.addEventListener("loadend", () => { open--; });
+    return send.apply(this, arguments);
+  };
+  window.__pageSettled = () => document.readyState === "complete" && open === 0 && timers.size === 0;
+})();"""
+
+
+async def wait_until_settled(page: Any, in_flight: set[Any], timeout: float = 30.0) -> None:
+    """Wait until the page and the browser agree that nothing the page started is still running."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if not in_flight and await page.evaluate("() => window.__pageSettled()") and not in_flight:
+            return
+        if loop.time() > deadline:
+            pending = ", ".join(sorted(r.url for r in in_flight)) or "timers or script requests"
+            raise AssertionError(f"{page.url} did not settle in {timeout:.0f} s: {pending}")
+        await asyncio.sleep(0.02)
+
+
 async def audit_page(page: Any, url: str, width: int) -> list[str]:
     """Open ``url`` at ``width`` and list what is wrong with it (nothing, for a clean page)."""
     watch = Watch()
     watch.attach(page)
+    in_flight: set[Any] = set()
+    page.on("request", lambda r: in_flight.add(r))
+    page.on("requestfinished", lambda r: in_flight.discard(r))
+    page.on("requestfailed", lambda r: in_flight.discard(r))
+    await page.add_init_script(script=SETTLED_SCRIPT)
     await page.set_viewport_size({"width": width, "height": 800})
-    response = await page.goto(url, wait_until="networkidle")
+    response = await page.goto(url, wait_until="load")
+    await wait_until_settled(page, in_flight)
     problems = []
     if response is None or response.status != 200:
         problems.append(f"answered {response.status if response else 'nothing'}")
@@ -273,35 +338,61 @@ async def audit_page(page: Any, url: str, width: int) -> list[str]:
     return watch.problems + problems
 
 
-# About 50 pages, each loaded and audited twice: minutes on a busy two-core machine.
-@pytest.mark.timeout(900)
-async def test_every_page_is_clean_at_desktop_and_phone_widths(browser: Any, demo: Demo) -> None:
+async def audit_context(browser: Any) -> Any:
+    context = await browser.new_context()
+    await context.add_init_script(path=str(AXE))
+    return context
+
+
+def report_text(report: dict[str, list[str]]) -> str:
+    return "\n".join(f"{where}:\n  " + "\n  ".join(problems) for where, problems in report.items())
+
+
+async def test_the_page_list_really_finds_the_dashboard(demo: Demo) -> None:
+    """A broken filter would make the crawl below vacuous."""
     paths = page_paths(demo.app)
-    # The enumeration really finds the dashboard (a broken filter would make this test vacuous).
     assert "/" in paths
     assert "/login" in paths
     assert "/ui/adrules/rules/{rule_id:int}" in paths
-    context = await browser.new_context()
-    await context.add_init_script(path=str(AXE))
+    assert len(paths) > SHARDS
+
+
+async def test_the_sign_in_page_and_the_icon_are_clean(browser: Any, demo: Demo) -> None:
+    """The sign-in page, before signing in; and the icon browsers ask for whatever a page links."""
+    context = await audit_context(browser)
     report: dict[str, list[str]] = {}
-    fragments = []
     try:
-        # The sign-in page, before signing in; then every page as the workspace's admin.
         for width in WIDTHS:
             page = await context.new_page()
-            for problem in await audit_page(page, f"{demo.url}/login", width):
-                report.setdefault(f"/login @{width}", []).append(problem)
-            await page.close()
-        # Browsers ask for /favicon.ico whatever a page links.
+            try:
+                for problem in await audit_page(page, f"{demo.url}/login", width):
+                    report.setdefault(f"/login @{width}", []).append(problem)
+            finally:
+                await page.close()
         icon = await context.request.get(f"{demo.url}/favicon.ico")
         assert icon.status == 200
         assert icon.headers["content-type"].startswith("image/")
+    finally:
+        await context.close()
+    assert not report, report_text(report)
+
+
+# The crawl is split into shards so that the test processes share it; each shard visits every
+# SHARDS-th page of the enumeration, so a new page still lands in one of them.
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("shard", range(SHARDS))
+async def test_every_page_is_clean_at_desktop_and_phone_widths(
+    browser: Any, demo: Demo, shard: int
+) -> None:
+    paths = [path for path in page_paths(demo.app) if path != "/login"][shard::SHARDS]
+    context = await audit_context(browser)
+    report: dict[str, list[str]] = {}
+    fragments = []
+    try:
         page = await context.new_page()
         await sign_in(page, demo.url, demo.email, demo.password)
         await page.close()
         for path in paths:
-            if path == "/login":
-                continue
             url = f"{demo.url}{fill(path, demo.ids)}"
             answer = await context.request.get(url, max_redirects=0)
             body = await answer.text()
@@ -317,8 +408,6 @@ async def test_every_page_is_clean_at_desktop_and_phone_widths(browser: Any, dem
                     await page.close()
     finally:
         await context.close()
-    assert not report, "\n".join(
-        f"{where}:\n  " + "\n  ".join(problems) for where, problems in report.items()
-    )
+    assert not report, report_text(report)
     # The fragments are htmx parts of pages visited above; a page is never mistaken for one.
     assert all(FRAGMENT.search(f) for f in fragments), fragments
