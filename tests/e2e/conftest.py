@@ -38,8 +38,11 @@ async def live_url(settings: Settings, runtime: Runtime) -> AsyncIterator[str]:
         yield url
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 async def browser() -> AsyncIterator[Any]:
+    """One Chromium per test process: starting it costs a second or more on a busy machine, and
+    every test works in a context of its own (``page`` below), which shares no cookies, storage
+    or cache with another."""
     if not CHROMIUM:
         if os.environ.get("REQUIRE_SERVICES") == "1":
             pytest.fail("Chromium is required (apt-get install chromium)")
