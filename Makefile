@@ -18,8 +18,11 @@ $(BIN)/.installed: pyproject.toml
 run: $(BIN)/.installed
 	DEMO=1 $(BIN)/python -m app serve
 
+# Bytecode is cached even where the environment says PYTHONDONTWRITEBYTECODE: without the cache
+# every test process, and every `python -m app` a test starts, compiles the sources again (about
+# 10 s of CPU per test process for the test modules alone).
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check app tests bench
