@@ -13,7 +13,8 @@ from app.engines.ranktracking.alerts.rules import create_rule
 from app.engines.ranktracking.alerts.schemas import AlertRuleIn, ReportSettingsIn
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import create_list
-from app.engines.ranktracking.schedules import create_and_baseline, lock_schedule
+from app.engines.ranktracking.schedules.creation import create_and_baseline
+from app.engines.ranktracking.schedules.lookup import lock_schedule
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.models import AlertRule
 from app.engines.ranktracking.reports.competitors import set_competitors
-from app.engines.ranktracking.schedules import lock_schedule
+from app.engines.ranktracking.schedules.lookup import lock_schedule
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in

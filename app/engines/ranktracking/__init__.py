@@ -1,8 +1,8 @@
 """Position tracking: keyword positions measured through a SERP provider on a schedule, paid
 from an organisation balance.
 
-    due      schedules.py stores schedules by the rules of schedule_rules.py; due.py computes
-       |     their due times
+    due      schedules/ stores schedules by the rules of schedule_rules.py (creation, edits,
+       |     pause/resume/end, manual requests, estimates); due.py computes their due times
     claim    claim/: the hourly sweep (:20 UTC) picks due schedules, admission claims each
        |     with its money reserved, the hand-off queues one job per child run
     work     work/: post the run's tasks to the provider, collect finished tasks (poller,

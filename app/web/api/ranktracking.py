@@ -18,7 +18,7 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 from app.clock import Clock
 from app.db.session import UnitOfWork
 from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import locations, money, schedules
+from app.engines.ranktracking import locations, money
 from app.engines.ranktracking.claim.handoff import PendingLaunch
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.errors import RunNotFound
@@ -28,6 +28,15 @@ from app.engines.ranktracking.models import Run
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results, run_results
 from app.engines.ranktracking.records.schedules import launch_out, schedule_out
+from app.engines.ranktracking.schedules import (
+    creation,
+    drafts,
+    edits,
+    estimates,
+    lifecycle,
+    lookup,
+    manual_runs,
+)
 from app.engines.ranktracking.schemas import (
     ActivityPage,
     BalanceOut,
@@ -226,7 +235,7 @@ async def get_schedules(
     include_archived: FromQuery[bool] = False,
 ) -> list[ScheduleOut]:
     now = clock.now()
-    rows = await schedules.list_schedules(
+    rows = await lookup.list_schedules(
         session, principal.workspace_id, include_archived=include_archived
     )
     return [await schedule_out(session, s, now) for s in rows]
@@ -244,7 +253,7 @@ async def create_schedule(
     pending: list[PendingLaunch] = []
 
     async def action(uow: UnitOfWork) -> CreatedOut:
-        schedule, launch = await schedules.create_with_baseline_in(
+        schedule, launch = await creation.create_with_baseline_in(
             uow, RankTrackingDeps.of(runtime), principal, data
         )
         pending.append(launch)
@@ -257,9 +266,7 @@ async def create_schedule(
         # With a broker the baseline is published only now; answer what that did (RT-27).
         launch = await pending[0].hand_off()
         async with runtime.db.read() as session:
-            schedule = await schedules.get_schedule(
-                session, principal.workspace_id, out.schedule.id
-            )
+            schedule = await lookup.get_schedule(session, principal.workspace_id, out.schedule.id)
             return CreatedOut(
                 schedule=await schedule_out(session, schedule, runtime.clock.now()),
                 baseline=await launch_out(session, launch),
@@ -276,14 +283,14 @@ async def estimate_new(
     data: JSONBody[ScheduleIn],
 ) -> EstimateOut:
     """The admission estimate of a schedule not yet created (the wizard's live figure)."""
-    return await schedules.estimate_new(session, settings.ranktracking, principal, data)
+    return await estimates.estimate_new(session, settings.ranktracking, principal, data)
 
 
 @get("/schedules/{schedule_id:int}")
 async def get_schedule(
     principal: CurrentPrincipal, session: Reads, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await schedule_out(session, schedule, clock.now())
 
 
@@ -296,8 +303,8 @@ async def edit_schedule(
     schedule_id: RowId,
     data: JSONBody[ScheduleEdit],
 ) -> ScheduleOut:
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-    await schedules.edit(uow.session, settings.ranktracking, schedule, data, clock.now())
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    await edits.edit(uow.session, settings.ranktracking, schedule, data, clock.now())
     return await schedule_out(uow.session, schedule, clock.now())
 
 
@@ -310,8 +317,8 @@ async def set_selection(
     schedule_id: RowId,
     data: JSONBody[SelectionIn],
 ) -> ScheduleOut:
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
-    await schedules.set_selection(
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    await edits.set_selection(
         uow.session, settings.ranktracking, schedule, data.keywords, clock.now()
     )
     return await schedule_out(uow.session, schedule, clock.now())
@@ -325,8 +332,8 @@ async def estimate_schedule(
     schedule_id: RowId,
     queue: FromQuery[QueueName] = "standard",
 ) -> EstimateOut:
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-    return await schedules.estimate_existing(session, settings.ranktracking, schedule, queue)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
+    return await estimates.estimate_existing(session, settings.ranktracking, schedule, queue)
 
 
 @post("/schedules/{schedule_id:int}/run", status_code=200)
@@ -343,7 +350,7 @@ async def run_schedule(
     pending: list[PendingLaunch] = []
 
     async def action(uow: UnitOfWork) -> LaunchOut:
-        launch = await schedules.run_now_in(
+        launch = await manual_runs.run_now_in(
             uow, RankTrackingDeps.of(runtime), principal, schedule_id, data.queue
         )
         pending.append(launch)
@@ -361,7 +368,7 @@ async def run_schedule(
 async def _transition(
     principal: Principal, uow: UnitOfWork, clock: Clock, schedule_id: int, action: Any
 ) -> ScheduleOut:
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     await action(uow.session, schedule, clock.now())
     out: ScheduleOut = await schedule_out(uow.session, schedule, clock.now())
     return out
@@ -371,21 +378,21 @@ async def _transition(
 async def pause_schedule(
     principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    return await _transition(principal, uow, clock, schedule_id, schedules.pause)
+    return await _transition(principal, uow, clock, schedule_id, lifecycle.pause)
 
 
 @post("/schedules/{schedule_id:int}/resume", status_code=200)
 async def resume_schedule(
     principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    return await _transition(principal, uow, clock, schedule_id, schedules.resume)
+    return await _transition(principal, uow, clock, schedule_id, lifecycle.resume)
 
 
 @post("/schedules/{schedule_id:int}/end", status_code=200)
 async def end_schedule(
     principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: RowId
 ) -> ScheduleOut:
-    return await _transition(principal, uow, clock, schedule_id, schedules.end)
+    return await _transition(principal, uow, clock, schedule_id, lifecycle.end)
 
 
 @get("/schedules/{schedule_id:int}/mobile-draft")
@@ -393,8 +400,8 @@ async def mobile_draft(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> ScheduleIn:
     """A new mobile schedule pre-filled from this one, to POST to ``/schedules`` (RT-17)."""
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
-    return schedules.mobile_draft(schedule)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
+    return drafts.mobile_draft(schedule)
 
 
 @get("/schedules/{schedule_id:int}/log")
@@ -404,7 +411,7 @@ async def get_log(
     schedule_id: RowId,
     cursor: FromQuery[str | None] = None,
 ) -> LogOut:
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
 
 
@@ -412,7 +419,7 @@ async def get_log(
 async def get_results(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> list[ResultOut]:
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await latest_results(session, schedule_id)
 
 
@@ -423,7 +430,7 @@ async def get_history(
     schedule_id: RowId,
     keyword: FromQuery[str],
 ) -> KeywordHistoryOut:
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await keyword_history(session, schedule_id, " ".join(keyword.split()).casefold())
 
 

@@ -11,7 +11,6 @@ from typing import Any
 from litestar import delete, get, post, put
 from litestar.params import JSONBody
 
-from app.engines.ranktracking import schedules
 from app.engines.ranktracking.alerts import report, rules
 from app.engines.ranktracking.alerts.schemas import (
     AlertDeliveryList,
@@ -22,6 +21,7 @@ from app.engines.ranktracking.alerts.schemas import (
     ReportSettingsIn,
     ReportSettingsOut,
 )
+from app.engines.ranktracking.schedules import lookup
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal
 from app.web.deps import CurrentClock, Guard, Reads, Secrets, Writes
@@ -34,7 +34,7 @@ async def list_alert_rules(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> AlertRuleList:
     """The schedule's alert rules (a webhook's secret is never shown: ``has_secret``)."""
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     found = await rules.list_rules(session, schedule_id)
     return AlertRuleList(items=[rules.rule_out(r) for r in found])
 
@@ -51,7 +51,7 @@ async def create_alert_rule(
 ) -> AlertRuleOut:
     """A rule: a keyword enters or leaves the top N, or moves by K places or more; sent once per
     measured run by e-mail or by a webhook signed with its secret (``X-Sweepline-Signature``)."""
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     rule = await rules.create_rule(uow.session, secrets, guard, schedule, data, clock.now())
     return rules.rule_out(rule)
 
@@ -68,7 +68,7 @@ async def update_alert_rule(
     data: JSONBody[AlertRuleIn],
 ) -> AlertRuleOut:
     """Replace a rule (a webhook without ``secret`` keeps the stored one)."""
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     rule = await rules.update_rule(
         uow.session, secrets, guard, schedule, rule_id, data, clock.now()
     )
@@ -79,7 +79,7 @@ async def update_alert_rule(
 async def delete_alert_rule(
     principal: CurrentPrincipal, uow: Writes, schedule_id: RowId, rule_id: RowId
 ) -> None:
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     await rules.delete_rule(uow.session, schedule, rule_id)
 
 
@@ -88,7 +88,7 @@ async def list_alert_deliveries(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> AlertDeliveryList:
     """The alerts the schedule's rules fired, newest request first (the last 100)."""
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     found = await rules.recent_deliveries(session, schedule_id)
     items = [
         AlertDeliveryOut(
@@ -112,7 +112,7 @@ async def list_alert_deliveries(
 async def get_report_settings(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> ReportSettingsOut:
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return report.settings_out(schedule_id, await report.get_settings(session, schedule_id))
 
 
@@ -126,7 +126,7 @@ async def put_report_settings(
 ) -> ReportSettingsOut:
     """The weekly (Monday to Monday, UTC) or monthly e-mail report: the period's summary, its
     biggest movers and a link to the page, sent once when each period ends."""
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     setting = await report.put_settings(uow.session, schedule, data, clock.now())
     return report.settings_out(schedule_id, setting)
 

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 from litestar import Response, get, put
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
-from app.engines.ranktracking import schedules
 from app.engines.ranktracking.balance_history import DAYS, BalanceChart, balance_history
 from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors
@@ -37,6 +36,7 @@ from app.engines.ranktracking.reports.summary import (
     summary_page,
 )
 from app.engines.ranktracking.reports.targets import set_targets
+from app.engines.ranktracking.schedules import lookup
 from app.web.api import ranktracking_alerts
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal
@@ -123,7 +123,7 @@ async def get_positions(
         features,
         url_issues,
     )
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await positions_page(session, schedule, query)
 
 
@@ -135,7 +135,7 @@ async def get_summary(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId, paging: Paging
 ) -> SummaryPage:
     """Average position and visibility of each measured run, newest request first."""
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await summary_page(session, schedule_id, paging.cursor, paging.limit)
 
 
@@ -166,7 +166,7 @@ async def get_positions_csv(
     query = table_query(
         device, moved, in_top, out_of_top, sort, order, columns, None, DEFAULT_LIMIT, q, features
     )
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     page = await export.all_positions(session, schedule, query)
     return csv_response(export.positions_csv(page), f"positions-{schedule_id}.csv")
 
@@ -176,7 +176,7 @@ async def get_log_csv(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId
 ) -> Response[str]:
     """Every child run of the schedule's log as CSV, newest request first."""
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     text = await export.log_csv(session, schedule_id)
     return csv_response(text, f"log-{schedule_id}.csv")
 
@@ -190,7 +190,7 @@ async def put_competitors(
     data: JSONBody[CompetitorsIn],
 ) -> CompetitorsOut:
     """Replace the schedule's competitor domains (up to 5; from the next run on)."""
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     domains = await set_competitors(uow.session, schedule, data.domains, clock.now())
     return CompetitorsOut(schedule_id=schedule_id, domains=domains)
 
@@ -204,7 +204,7 @@ async def put_targets(
     data: JSONBody[TargetsIn],
 ) -> TargetsOut:
     """Replace the target URLs (keyword → the page of the tracked domain that should rank)."""
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     targets = await set_targets(uow.session, schedule, data.targets, clock.now())
     return TargetsOut(schedule_id=schedule_id, targets=targets)
 
@@ -215,7 +215,7 @@ async def get_competitors_summary(
 ) -> RivalsOut:
     """Who gained, who lost: the tracked domain and each competitor per device, visibility and
     average position of the latest measurement against the one before."""
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await who_gained(session, schedule)
 
 

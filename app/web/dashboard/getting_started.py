@@ -12,8 +12,8 @@ from app.engines.adrules import records as adrules_records
 from app.engines.adrules import rules as adrules_rules
 from app.engines.funnels import reads as funnels_reads
 from app.engines.ranktracking import ledger
-from app.engines.ranktracking import schedules as rank_schedules
 from app.engines.ranktracking.records import results as rank_results
+from app.engines.ranktracking.schedules import lookup as rank_schedules
 from app.platform.service import Principal
 
 

@@ -18,7 +18,7 @@ from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.db.session import ReadSession
-from app.engines.ranktracking import amounts, locations, money, schedules
+from app.engines.ranktracking import amounts, locations, money
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking.balance_history import balance_history
 from app.engines.ranktracking.deps import RankTrackingDeps
@@ -29,6 +29,14 @@ from app.engines.ranktracking.records.schedules import schedule_out
 from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts
 from app.engines.ranktracking.reports.positions import TableQuery, positions_page
 from app.engines.ranktracking.schedule_rules import PROVIDER_LANGUAGES
+from app.engines.ranktracking.schedules import (
+    creation,
+    drafts,
+    estimates,
+    lifecycle,
+    lookup,
+    manual_runs,
+)
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
 from app.pagination import cursor_number
@@ -165,7 +173,7 @@ async def overview(
     settings: CurrentSettings,
 ) -> Template:
     now = clock.now()
-    rows = await schedules.list_schedules(session, principal.workspace_id)
+    rows = await lookup.list_schedules(session, principal.workspace_id)
     items = [await schedule_out(session, s, now) for s in rows]
     balance = await money.balance_out(session, principal.organisation_id)
     return page(
@@ -209,8 +217,8 @@ async def wizard(
     form = ScheduleForm(device_desktop="on")
     if mobile_of is not None:
         # RT-17: "duplicate for mobile" opens the wizard pre-filled; the source is untouched.
-        source = await schedules.get_schedule(session, principal.workspace_id, mobile_of)
-        draft = schedules.mobile_draft(source)
+        source = await lookup.get_schedule(session, principal.workspace_id, mobile_of)
+        draft = drafts.mobile_draft(source)
         form = ScheduleForm(
             name=draft.name,
             data_type="serp",
@@ -240,7 +248,7 @@ async def live_estimate(
     estimate = None
     errors: list[str] = []
     try:
-        estimate = await schedules.estimate_new(
+        estimate = await estimates.estimate_new(
             session, settings.ranktracking, principal, schedule_in(data)
         )
     except DomainError as exc:
@@ -258,7 +266,7 @@ async def create_schedule(
 ) -> Template | Redirect:
     # The engine's deps: creating a schedule commits it before its baseline is launched.
     try:
-        schedule, launch = await schedules.create_and_baseline(
+        schedule, launch = await creation.create_and_baseline(
             RankTrackingDeps.of(runtime), principal, schedule_in(data)
         )
     except DomainError as exc:
@@ -307,7 +315,7 @@ async def schedule_page(
         page=page_at,
     )
     table_errors: list[str] = []
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     out = await schedule_out(session, schedule, now)
     log = await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
     results = await latest_results(session, schedule_id)
@@ -353,7 +361,7 @@ async def run_now(
 ) -> Redirect:
     queue = "priority" if data.queue == "priority" else "standard"
     try:
-        launch = await schedules.run_now(
+        launch = await manual_runs.run_now(
             RankTrackingDeps.of(runtime), principal, schedule_id, queue
         )
         text = (
@@ -377,7 +385,7 @@ def _transition(action: Any, path: str, label: str) -> Any:
     ) -> Redirect:
         try:
             async with uow.attempt():
-                schedule = await schedules.lock_schedule(
+                schedule = await lookup.lock_schedule(
                     uow.session, principal.workspace_id, schedule_id
                 )
                 await action(uow.session, schedule, clock.now())
@@ -389,9 +397,9 @@ def _transition(action: Any, path: str, label: str) -> Any:
     return handler
 
 
-pause = _transition(schedules.pause, "pause", "Paused; active runs cancelled")
-resume = _transition(schedules.resume, "resume", "Resumed; due at the next hourly sweep")
-end = _transition(schedules.end, "end", "Ended")
+pause = _transition(lifecycle.pause, "pause", "Paused; active runs cancelled")
+resume = _transition(lifecycle.resume, "resume", "Resumed; due at the next hourly sweep")
+end = _transition(lifecycle.end, "end", "Ended")
 
 
 @get(f"{PREFIX}/schedules/{{schedule_id:int}}/keyword")
@@ -402,7 +410,7 @@ async def keyword_page(
     schedule_id: FromPath[int],
     keyword: FromQuery[str],
 ) -> Template:
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     history = await keyword_history(session, schedule_id, normalise(keyword))
     chart = await keyword_chart(
         session, schedule_id, normalise(keyword), list(schedule.competitors or [])

@@ -18,12 +18,12 @@ from litestar.response import Redirect, Template
 
 from app.clock import Clock
 from app.db.session import ReadSession, UnitOfWork
-from app.engines.ranktracking import schedules
 from app.engines.ranktracking.alerts import report, rules
 from app.engines.ranktracking.alerts.decide import describe
 from app.engines.ranktracking.alerts.schemas import AlertRuleIn, ReportSettingsIn
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.reports.rivals import who_gained
+from app.engines.ranktracking.schedules import lookup
 from app.errors import DomainError, ValidationFailed
 from app.integrations.http_guard import AddressGuard
 from app.platform.crypto import SecretBox
@@ -176,9 +176,7 @@ async def _save(
     try:
         data = alert_in(form)
         async with uow.attempt():
-            schedule = await schedules.lock_schedule(
-                uow.session, principal.workspace_id, schedule_id
-            )
+            schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
             now = clock.now()
             if rule_id is None:
                 rule = await rules.create_rule(uow.session, secrets, guard, schedule, data, now)
@@ -192,7 +190,7 @@ async def _save(
         if exc.status == 404:
             raise
         session = uow.session
-        schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+        schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
         stored = await rules.get_rule(session, schedule, rule_id) if rule_id else None
         form = msgspec.structs.replace(form, secret="")  # a secret is never echoed back
         return _form_page(
@@ -228,7 +226,7 @@ async def alert_page(
     schedule_id: FromPath[int],
     alert_id: FromPath[int],
 ) -> Template:
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     rule = await rules.get_rule(session, schedule, alert_id)
     return _form_page(
         request,
@@ -264,7 +262,7 @@ async def delete_alert(
     schedule_id: FromPath[int],
     alert_id: FromPath[int],
 ) -> Redirect:
-    schedule = await schedules.lock_schedule(uow.session, principal.workspace_id, schedule_id)
+    schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
     await rules.delete_rule(uow.session, schedule, alert_id)
     return _back(schedule_id, "Alert deleted")
 
@@ -287,9 +285,7 @@ async def report_form(
             ReportSettingsIn,
         )
         async with uow.attempt():
-            schedule = await schedules.lock_schedule(
-                uow.session, principal.workspace_id, schedule_id
-            )
+            schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
             setting = await report.put_settings(uow.session, schedule, settings, clock.now())
             text = (
                 f"{setting.period.capitalize()} report on: the next one goes out "

@@ -14,12 +14,12 @@ from litestar import Response, get, post
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
-from app.engines.ranktracking import schedules
 from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import DEFAULT_COLUMNS, TableQuery
 from app.engines.ranktracking.reports.schemas import PositionsPage
 from app.engines.ranktracking.reports.targets import set_targets
+from app.engines.ranktracking.schedules import lookup
 from app.errors import DomainError
 from app.web.api.ranktracking_reports import csv_response
 from app.web.auth import CurrentPrincipal
@@ -142,7 +142,7 @@ async def positions_csv(
         features=features,
         url_issues=url_issues,
     )
-    schedule = await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     table = await export.all_positions(session, schedule, params.query())
     return csv_response(export.positions_csv(table), f"positions-{schedule_id}.csv")
 
@@ -151,7 +151,7 @@ async def positions_csv(
 async def log_csv(
     principal: CurrentPrincipal, session: Reads, schedule_id: FromPath[int]
 ) -> Response[str]:
-    await schedules.get_schedule(session, principal.workspace_id, schedule_id)
+    await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     text = await export.log_csv(session, schedule_id)
     return csv_response(text, f"log-{schedule_id}.csv")
 
@@ -172,9 +172,7 @@ async def competitors_form(
     raw = [d for d in re.split(r"[\s,;]+", data.domains) if d]
     try:
         async with uow.attempt():
-            schedule = await schedules.lock_schedule(
-                uow.session, principal.workspace_id, schedule_id
-            )
+            schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
             domains = await set_competitors(uow.session, schedule, raw, clock.now())
         text = (
             "Competitors from the next run: " + ", ".join(domains)
@@ -210,9 +208,7 @@ async def targets_form(
 ) -> Redirect:
     try:
         async with uow.attempt():
-            schedule = await schedules.lock_schedule(
-                uow.session, principal.workspace_id, schedule_id
-            )
+            schedule = await lookup.lock_schedule(uow.session, principal.workspace_id, schedule_id)
             targets = await set_targets(
                 uow.session, schedule, parse_targets(data.targets), clock.now()
             )

@@ -20,7 +20,7 @@ from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.models import KeywordList, Schedule
-from app.engines.ranktracking.schedules import create
+from app.engines.ranktracking.schedules.creation import create
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import LedgerEntry, Run
-from app.engines.ranktracking.schedules import run_now
+from app.engines.ranktracking.schedules.manual_runs import run_now
 from app.runtime import Runtime
 from tests.engines.ranktracking.factories import (
     available,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import add_keywords
 from app.engines.ranktracking.models import KeywordList, Run
-from app.engines.ranktracking.schedules import run_now
+from app.engines.ranktracking.schedules.manual_runs import run_now
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime

@@ -14,7 +14,7 @@ from app.engines.ranktracking.pricing import (
     quote,
 )
 from app.engines.ranktracking.schedule_rules import validated
-from app.engines.ranktracking.schedules import estimate
+from app.engines.ranktracking.schedules.estimates import estimate
 from app.runtime import Runtime
 from app.sandbox.serp import SerpPrices
 from app.settings import RankTrackingSettings

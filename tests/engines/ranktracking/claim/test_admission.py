@@ -11,7 +11,9 @@ from app.engines.ranktracking.claim.admission import MANUAL, RECURRING
 from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, LedgerEntry, Request, Run, Schedule
-from app.engines.ranktracking.schedules import create_and_baseline, pause, resume, run_now
+from app.engines.ranktracking.schedules.creation import create_and_baseline
+from app.engines.ranktracking.schedules.lifecycle import pause, resume
+from app.engines.ranktracking.schedules.manual_runs import run_now
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.runtime import Runtime

@@ -8,7 +8,7 @@ from app.engines.ranktracking.claim.admission import MANUAL
 from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Schedule
-from app.engines.ranktracking.schedules import run_now
+from app.engines.ranktracking.schedules.manual_runs import run_now
 from app.engines.ranktracking.work.notices import PauseNotice, send_pause_notice
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator

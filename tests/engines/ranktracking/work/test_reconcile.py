@@ -8,7 +8,7 @@ from sqlalchemy import update
 from app.clock import ManualClock
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Run
-from app.engines.ranktracking.schedules import run_now
+from app.engines.ranktracking.schedules.manual_runs import run_now
 from app.engines.ranktracking.work.reconcile import reconcile
 from app.runtime import Runtime
 from tests.engines.ranktracking.factories import available, fund, make_schedule, principal

@@ -13,7 +13,7 @@ from app.engines.ranktracking.claim.handoff import admit_and_send
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Result, Run, Schedule
 from app.engines.ranktracking.records.log import run_out
-from app.engines.ranktracking.schedules import run_now
+from app.engines.ranktracking.schedules.manual_runs import run_now
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
 from app.integrations.serp import TransientProviderError

@@ -1,0 +1,67 @@
+"""A schedule's configuration (:class:`~app.engines.ranktracking.schedule_rules.Config`): validated
+from what a person sent, or read back from the stored row, and the keyword count it will request
+checked against the per-run limit (RT-5)."""
+
+from __future__ import annotations
+
+from app.db.session import ReadSession
+from app.engines.ranktracking.lists import get_list
+from app.engines.ranktracking.members import list_size
+from app.engines.ranktracking.models import Schedule
+from app.engines.ranktracking.schedule_rules import Config, validated
+from app.engines.ranktracking.schemas import ScheduleIn
+from app.errors import ValidationFailed
+from app.settings import RankTrackingSettings
+
+
+def config_of(data: ScheduleIn, rt: RankTrackingSettings, *, require_name: bool = True) -> Config:
+    return validated(
+        name=data.name,
+        data_type=data.data_type,
+        frequency=data.frequency,
+        list_id=data.list_id,
+        keywords=data.keywords,
+        depth=data.depth,
+        location_code=data.location_code,
+        language_code=data.language_code,
+        domain=data.domain,
+        devices=list(data.devices) if data.devices is not None else None,
+        packages=list(data.packages) if data.packages is not None else None,
+        monthly_cap_eur=data.monthly_cap_eur,
+        max_selection=rt.max_selection_keywords,
+        require_name=require_name,
+    )
+
+
+def config_from_schedule(schedule: Schedule) -> Config:
+    return Config(
+        name=schedule.name,
+        data_type=schedule.data_type,
+        frequency=schedule.frequency,
+        list_id=schedule.list_id,
+        keywords=list(schedule.keywords) if schedule.keywords is not None else None,
+        depth=schedule.depth,
+        location_code=schedule.location_code,
+        language_code=schedule.language_code,
+        domain=schedule.domain,
+        devices=schedule.device_list,
+        packages=list(schedule.packages or []),
+        monthly_cap_cents=schedule.monthly_cap_cents,
+    )
+
+
+async def checked_keyword_count(
+    session: ReadSession, workspace_id: int, config: Config, rt: RankTrackingSettings
+) -> int:
+    """Resolved members now; a list past the per-run limit is refused (RT-5)."""
+    if config.list_id is None:
+        return len(config.keywords or [])
+    await get_list(session, workspace_id, config.list_id)
+    size = await list_size(session, config.list_id)
+    if size > rt.max_run_keywords:
+        raise ValidationFailed.field(
+            "list_id",
+            f"the list has {size} keywords; a run may request at most {rt.max_run_keywords}",
+            code="members_over_limit",
+        )
+    return size
