@@ -16,10 +16,11 @@ from __future__ import annotations
 import msgspec
 from sqlalchemy import BigInteger, select, update
 
+from app.engines.ranktracking.alerts.attempts import send_and_settle
 from app.engines.ranktracking.alerts.decide import Movement, describe, line
+from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
-    DELIVERY_FAILED,
     DELIVERY_PENDING,
     DELIVERY_SENDING,
     DELIVERY_SENT,
@@ -65,10 +66,6 @@ class Unsendable(Exception):
 
 class DeliveryRef(JobPayload, frozen=True):
     delivery_id: int
-
-
-def page_link(deps: RankTrackingDeps, schedule_id: int) -> str:
-    return f"{deps.settings.web.public_url.rstrip('/')}/ui/ranktracking/schedules/{schedule_id}"
 
 
 def webhook_body(
@@ -129,7 +126,7 @@ async def _send(deps: RankTrackingDeps, delivery: AlertDelivery, rule: AlertRule
         )
     assert schedule is not None
     assert request is not None
-    link = page_link(deps, schedule.id)
+    link = schedule_page_url(deps, schedule.id)
     if rule.channel == "email":
         email = email_of(delivery, rule, schedule, link)
         await MailSender(deps.settings.mail).send(email)
@@ -158,7 +155,7 @@ async def _send(deps: RankTrackingDeps, delivery: AlertDelivery, rule: AlertRule
     return f"by webhook (HTTP {result.status})"
 
 
-async def _finish(
+async def _settle(
     deps: RankTrackingDeps, delivery: AlertDelivery, rule: AlertRule, *, state: str, note: str
 ) -> None:
     now = deps.clock.now()
@@ -204,19 +201,13 @@ async def deliver_impl(
         rule = await session.get(AlertRule, delivery.rule_id) if delivery else None
     if delivery is None or rule is None:
         return None
-    try:
-        how = await _send(deps, delivery, rule)
-    except (TransientMailError, TransientError) as exc:
-        if not final_attempt:
-            await _finish(deps, delivery, rule, state=DELIVERY_PENDING, note=str(exc))
-            raise
-        await _finish(deps, delivery, rule, state=DELIVERY_FAILED, note=str(exc))
-        return DELIVERY_FAILED
-    except (PermanentMailError, OutboundError, Unsendable) as exc:
-        await _finish(deps, delivery, rule, state=DELIVERY_FAILED, note=str(exc))
-        return DELIVERY_FAILED
-    await _finish(deps, delivery, rule, state=DELIVERY_SENT, note=how)
-    return DELIVERY_SENT
+    return await send_and_settle(
+        lambda: _send(deps, delivery, rule),
+        lambda state, note: _settle(deps, delivery, rule, state=state, note=note),
+        transient=(TransientMailError, TransientError),
+        permanent=(PermanentMailError, OutboundError, Unsendable),
+        final_attempt=final_attempt,
+    )
 
 
 async def deliver_alert(ctx: JobContext, payload: DeliveryRef) -> None:

@@ -19,7 +19,8 @@ from sqlalchemy import select, update
 
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
-from app.engines.ranktracking.alerts.deliver import page_link
+from app.engines.ranktracking.alerts.attempts import send_and_settle
+from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
 from app.engines.ranktracking.alerts.rules import checked_recipients
 from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
@@ -267,9 +268,11 @@ def report_text(
     return "\n".join(lines) + "\n"
 
 
-async def _finish(
+async def _settle(
     deps: RankTrackingDeps, delivery: ReportDelivery, schedule: Schedule, *, state: str, note: str
 ) -> None:
+    if state == DELIVERY_PENDING:
+        return  # to be retried: the row is still pending, and the queue runs the job again
     now = deps.clock.now()
     async with deps.db.write() as uow:
         await uow.session.execute(
@@ -311,30 +314,27 @@ async def send_report_impl(
         to = to or await owner_recipients(session, schedule)
         content = await compose(session, schedule, delivery.period_start, delivery.period_end)
     if not to:
-        await _finish(deps, delivery, schedule, state=DELIVERY_FAILED, note="no recipient")
+        await _settle(deps, delivery, schedule, state=DELIVERY_FAILED, note="no recipient")
         return DELIVERY_FAILED
+    link = schedule_page_url(deps, schedule.id)
     email = OutgoingEmail(
         to=to,
         subject=f"Position report: {schedule.name}, {label(delivery.period, delivery.period_start)}",
-        text=report_text(
-            schedule, delivery.period, delivery.period_start, content, page_link(deps, schedule.id)
-        ),
+        text=report_text(schedule, delivery.period, delivery.period_start, content, link),
         message_id=f"rt-report-{schedule.id}-{delivery.period_start:%Y%m%d}@sweepline",
     )
-    try:
+
+    async def send() -> str:
         await MailSender(deps.settings.mail).send(email)
-    except TransientMailError as exc:
-        if not final_attempt:
-            raise
-        await _finish(deps, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
-        return DELIVERY_FAILED
-    except PermanentMailError as exc:
-        await _finish(deps, delivery, schedule, state=DELIVERY_FAILED, note=str(exc))
-        return DELIVERY_FAILED
-    await _finish(
-        deps, delivery, schedule, state=DELIVERY_SENT, note=f"sent to {len(to)} recipient(s)"
+        return f"sent to {len(to)} recipient(s)"
+
+    return await send_and_settle(
+        send,
+        lambda state, note: _settle(deps, delivery, schedule, state=state, note=note),
+        transient=(TransientMailError,),
+        permanent=(PermanentMailError,),
+        final_attempt=final_attempt,
     )
-    return DELIVERY_SENT
 
 
 async def send_report(ctx: JobContext, payload: ReportRef) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 from litestar import Litestar, Request, post
 from sqlalchemy import select, update
 
@@ -19,6 +20,7 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, AlertDelivery, AlertRule, Run
 from app.integrations.http_guard import GUARD_RESOURCE, AddressGuard
 from app.integrations.http_guard.signature import SIGNATURE_HEADER, verify_webhook
+from app.integrations.mail import TransientMailError
 from app.platform.models import Workspace
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
@@ -275,3 +277,64 @@ async def test_alert_rules_are_checked_field_by_field(
     assert (await client.delete(f"{path}/{rule_id}", headers=auth(tenant))).status_code == 204
     assert (await client.get(path, headers=auth(tenant))).json()["items"] == []
     assert (await client.delete(f"{path}/{rule_id}", headers=auth(tenant))).status_code == 404
+
+
+async def test_a_deferred_alert_is_retried_and_a_refused_one_fails(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    tenant: Tenant,
+    sim: SerpSimulator,
+    sink: SmtpSink,
+) -> None:
+    schedule_id = await _schedule(runtime, tenant)
+    for name, kind in (("Big moves", "moves"), ("Into the top 3", "enters_top")):
+        r = await client.post(
+            f"{API}/schedules/{schedule_id}/alerts",
+            json={
+                "name": name,
+                "kind": kind,
+                "threshold": 3,
+                "channel": "email",
+                "recipients": ["seo@example.com"],
+            },
+            headers=auth(tenant),
+        )
+        assert r.status_code == 201, r.text
+    await measure(runtime, sim, schedule_id, PLAN[1])
+    runtime.clock.advance(days=7)  # type: ignore[attr-defined]
+    request_id = await _request_of(runtime, await measure(runtime, sim, schedule_id, PLAN[2]))
+    deps = RankTrackingDeps.of(runtime)
+    assert await evaluate_impl(deps, request_id) == 2
+    moves, top = await _deliveries(runtime)
+
+    # A 4xx deferral is the queue's to retry: raised, the claim given back with the reason.
+    sink.inject_failure(451)
+    with pytest.raises(TransientMailError):
+        await deliver_impl(deps, moves.id, final_attempt=False)
+    (moves, top) = await _deliveries(runtime)
+    assert (moves.state, moves.lease_until) == ("pending", None)
+    assert moves.error is not None
+    assert moves.error.startswith("SMTP 451")
+    # On the job's last attempt the same deferral fails the alert.
+    sink.inject_failure(451)
+    assert await deliver_impl(deps, moves.id, final_attempt=True) == "failed"
+    # A 5xx refusal fails the other alert at once, with attempts left.
+    sink.inject_failure(550)
+    assert await deliver_impl(deps, top.id, final_attempt=False) == "failed"
+
+    assert [(d.state, d.attempts) for d in await _deliveries(runtime)] == [
+        ("failed", 2),
+        ("failed", 1),
+    ]
+    assert sink.snapshot() == []
+    async with runtime.db.read() as session:
+        failed = list(
+            (
+                await session.execute(
+                    select(Activity.message)
+                    .where(Activity.kind == "alert_failed")
+                    .order_by(Activity.id)
+                )
+            ).scalars()
+        )
+    assert [m.split("failed: ")[1][:8] for m in failed] == ["SMTP 451", "SMTP 550"]

@@ -8,6 +8,7 @@ import asyncio
 from datetime import UTC, datetime
 
 import httpx
+import pytest
 from sqlalchemy import select
 
 from app.clock import ManualClock
@@ -15,6 +16,7 @@ from app.engines.ranktracking.alerts.periods import label, next_end, previous_st
 from app.engines.ranktracking.alerts.report import claim_due, send_report_impl
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import Activity, ReportDelivery
+from app.integrations.mail import TransientMailError
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from app.sandbox.smtp import SmtpSink
@@ -124,3 +126,54 @@ async def test_a_weekly_report_is_sent_once_per_period(
     # Switching to monthly starts with the month under way.
     r = await client.put(path, json={"period": "monthly"}, headers=auth(tenant))
     assert r.json()["next_due_at"].startswith("2026-04-01T00:00:00")
+
+
+async def test_a_deferred_report_is_retried_and_a_refused_one_fails(
+    client: httpx.AsyncClient,
+    runtime: Runtime,
+    clock: ManualClock,
+    tenant: Tenant,
+    sink: SmtpSink,
+) -> None:
+    # Monday 2 March 2026, 09:00 UTC.
+    schedule = await make_schedule(runtime, tenant, name="Shoes", keywords=KEYWORDS)
+    r = await client.put(
+        f"{API}/schedules/{schedule.id}/report",
+        json={"period": "weekly", "recipients": ["boss@example.com"]},
+        headers=auth(tenant),
+    )
+    assert r.status_code == 200, r.text
+    deps = RankTrackingDeps.of(runtime)
+    clock.set(datetime(2026, 3, 9, 0, 5, tzinfo=UTC))
+    assert await claim_due(deps, clock.now()) == 1
+    (week,) = await _deliveries(runtime)
+
+    # A 4xx deferral is the queue's to retry: raised, the row still pending, nothing in the feed.
+    sink.inject_failure(451)
+    with pytest.raises(TransientMailError):
+        await send_report_impl(deps, week.id, final_attempt=False)
+    assert [d.state for d in await _deliveries(runtime)] == ["pending"]
+    # On the job's last attempt the same deferral fails the report.
+    sink.inject_failure(451)
+    assert await send_report_impl(deps, week.id, final_attempt=True) == "failed"
+
+    # A 5xx refusal fails the next week's report at once, with attempts left.
+    clock.set(datetime(2026, 3, 16, 0, 5, tzinfo=UTC))
+    assert await claim_due(deps, clock.now()) == 1
+    sink.inject_failure(550)
+    assert await send_report_impl(
+        deps, (await _deliveries(runtime))[1].id, final_attempt=False
+    ) == ("failed")
+    assert [(d.state, d.error) for d in await _deliveries(runtime)] == [
+        ("failed", "SMTP 451: Requested action aborted: try again later"),
+        ("failed", "SMTP 550: Rejected"),
+    ]
+    assert sink.snapshot() == []
+    async with runtime.db.read() as session:
+        feed = list(
+            (
+                await session.execute(select(Activity.kind, Activity.message).order_by(Activity.id))
+            ).all()
+        )
+    failed = [m for kind, m in feed if kind == "report_failed"]
+    assert [m.split("failed: ")[1][:8] for m in failed] == ["SMTP 451", "SMTP 550"]
