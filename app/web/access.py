@@ -20,8 +20,10 @@ from litestar import Litestar
 from litestar.connection import ASGIConnection
 from litestar.exceptions import ImproperlyConfiguredException, NotAuthorizedException
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
+from litestar.routes import ASGIRoute, HTTPRoute
 
 from app.web.auth import authenticate_api_key, authenticate_session
+from app.web.receivers import ReceiverRoute
 
 PUBLIC = "public"
 """``opt`` key: why the route answers without credentials."""
@@ -64,12 +66,14 @@ async def require_caller(
     await _AUTHENTICATORS[Auth(kind)](connection)
 
 
-def route_handlers(app: Litestar) -> Iterator[tuple[str, HTTPRouteHandler]]:
-    """Every HTTP handler of ``app`` with its path."""
+def route_handlers(app: Litestar) -> Iterator[tuple[str, HTTPRouteHandler | ReceiverRoute]]:
+    """Every HTTP handler and receiver of ``app`` with its path."""
     for route in app.routes:
-        for handler in getattr(route, "route_handlers", ()):
-            if isinstance(handler, HTTPRouteHandler):
+        if isinstance(route, HTTPRoute):
+            for handler in route.route_handlers:
                 yield route.path, handler
+        elif isinstance(route, ASGIRoute) and isinstance(route.route_handler, ReceiverRoute):
+            yield route.path, route.route_handler
 
 
 def public_routes(app: Litestar) -> dict[tuple[str, str], str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 from litestar import Litestar
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 
 from app.web.access import route_handlers
@@ -61,7 +62,11 @@ def error_statuses(path: str, methods: set[str]) -> tuple[int, ...]:
 def document_errors(app: Litestar) -> None:
     """Give every ``/api/`` handler its error responses (a handler's own ones are kept)."""
     for path, handler in route_handlers(app):
-        if not path.startswith("/api/") or not handler.include_in_schema:
+        if (
+            not isinstance(handler, HTTPRouteHandler)
+            or not path.startswith("/api/")
+            or not handler.include_in_schema
+        ):
             continue
         responses: dict[int, ResponseSpec] = {
             status: ResponseSpec(

@@ -34,8 +34,9 @@ from app.errors import Unauthorized, ValidationFailed
 from app.platform.models import Workspace
 from app.platform.service import webhook_secret, workspace_for_ingest_token
 from app.runtime import Runtime
-from app.web.auth import CurrentRuntime, get_runtime
+from app.web.auth import CurrentRuntime
 from app.web.input_guard import check_json, check_value
+from app.web.receivers import HeaderLookup, Incoming, receiver
 
 PIXEL = (
     b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00"
@@ -82,14 +83,14 @@ async def workspace_secret(runtime: Runtime, workspace_id: int) -> str | None:
 
 
 async def _signed_workspace(
-    request: Request[Any, Any, Any], runtime: Runtime, workspace_id: int | None, body: bytes
+    headers: HeaderLookup, runtime: Runtime, workspace_id: int | None, body: bytes
 ) -> int:
     """The workspace of a request signed with the workspace's signing secret
     (``X-Sweepline-Signature``, or in ``Stripe-Signature`` on the payment endpoint), or
     :class:`Unauthorized`."""
-    header = request.headers.get(SIGNATURE_HEADER) or request.headers.get("stripe-signature")
+    header = headers.get(SIGNATURE_HEADER) or headers.get("stripe-signature")
     if workspace_id is None:
-        raw = request.headers.get("x-sweepline-workspace", "")
+        raw = headers.get("x-sweepline-workspace") or ""
         workspace_id = int(raw) if raw.isascii() and raw.isdigit() else None
     if not header or workspace_id is None:
         raise Unauthorized("a signature is required (X-Sweepline-Signature)")
@@ -100,15 +101,16 @@ async def _signed_workspace(
     return workspace_id
 
 
-async def _authenticated(request: Request[Any, Any, Any], runtime: Runtime, body: bytes) -> int:
+async def _authenticated(incoming: Incoming) -> int:
     """Ingest token (``X-Ingest-Token``) or HMAC signature (plus ``X-Sweepline-Workspace``)."""
-    token = request.headers.get("x-ingest-token")
+    runtime, headers = incoming.runtime, incoming.headers
+    token = headers.get("x-ingest-token")
     if token:
         workspace_id = await _token_workspace(runtime, token)
         if workspace_id is None:
             raise Unauthorized("the ingest token is unknown")
         return workspace_id
-    return await _signed_workspace(request, runtime, None, body)
+    return await _signed_workspace(headers, runtime, None, incoming.body)
 
 
 def _decode(body: bytes, decoder: msgspec.json.Decoder[T]) -> T:
@@ -184,15 +186,11 @@ class ApiEventIn(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 _API_EVENT = msgspec.json.Decoder(ApiEventIn)
 
 
-@post("/hooks/funnels/events", status_code=202)
-async def api_event(request: Request[Any, Any, Any]) -> Accepted:
+@receiver("/hooks/funnels/events", status_code=202)
+async def api_event(incoming: Incoming) -> Accepted:
     """Store a custom event posted by the customer's own code (``api_event`` trigger)."""
-    # The runtime is read off the application rather than injected: this endpoint takes events
-    # by the thousand a second, and dependency injection is a measurable part of a request.
-    runtime = get_runtime(request)
-    body = await request.body()
-    workspace_id = await _authenticated(request, runtime, body)
-    event = _decode(body, _API_EVENT)
+    workspace_id = await _authenticated(incoming)
+    event = _decode(incoming.body, _API_EVENT)
     if event.contact.id is None and not event.contact.email:
         raise ValidationFailed.field("contact", "give the contact's id or email")
     if event.occurred_at is not None and event.occurred_at.tzinfo is None:
@@ -204,7 +202,7 @@ async def api_event(request: Request[Any, Any, Any]) -> Accepted:
         "create": event.create_contact,
     }
     stored = await store_event(
-        runtime,
+        incoming.runtime,
         workspace_id=workspace_id,
         source="api",
         name=event.name,
@@ -226,18 +224,16 @@ class DeliveryIn(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 _DELIVERY = msgspec.json.Decoder(DeliveryIn)
 
 
-@post("/hooks/funnels/delivery", status_code=202)
-async def delivery_report(request: Request[Any, Any, Any]) -> Accepted:
+@receiver("/hooks/funnels/delivery", status_code=202)
+async def delivery_report(incoming: Incoming) -> Accepted:
     """A mail provider's report about one message (counters, suppression, FN-11 events)."""
-    runtime = get_runtime(request)
-    body = await request.body()
-    workspace_id = await _authenticated(request, runtime, body)
-    report = _decode(body, _DELIVERY)
+    workspace_id = await _authenticated(incoming)
+    report = _decode(incoming.body, _DELIVERY)
     kinds = ("delivered", "opened", "clicked", "bounced", "complained", "unsubscribed")
     if report.kind not in kinds:
         raise ValidationFailed.field("kind", f"one of {', '.join(kinds)}")
     stored = await store_event(
-        runtime,
+        incoming.runtime,
         workspace_id=workspace_id,
         source="delivery",
         name=report.kind,
@@ -258,7 +254,7 @@ async def payment_webhook(
     secret. A Stripe account signs with its endpoint's own secret: configure it as a webhook
     source (``/api/v1/funnels/sources``) and point Stripe at the source's URL."""
     body = await request.body()
-    await _signed_workspace(request, runtime, workspace_id, body)
+    await _signed_workspace(request.headers, runtime, workspace_id, body)
     check_json(body)
     return await _stored(runtime, workspace_id, payment_event(body))
 
@@ -270,7 +266,7 @@ async def booking_webhook(
     """Booking events (``booking.created`` → ``booking_made``), signed with the workspace's
     signing secret; a booking provider's own signature goes to a webhook source."""
     body = await request.body()
-    await _signed_workspace(request, runtime, workspace_id, body)
+    await _signed_workspace(request.headers, runtime, workspace_id, body)
     check_json(body)
     return await _stored(runtime, workspace_id, booking_event(body))
 
@@ -372,11 +368,11 @@ class VisitIn(msgspec.Struct, kw_only=True):
 _VISIT = msgspec.json.Decoder(VisitIn)
 
 
-@post("/t/c", status_code=204)
-async def collect(request: Request[Any, Any, Any]) -> None:
+@receiver("/t/c", status_code=204)
+async def collect(incoming: Incoming) -> None:
     """A page view reported by the site snippet (``page_visit``)."""
-    runtime = get_runtime(request)
-    visit = _decode(await request.body(), _VISIT)
+    runtime = incoming.runtime
+    visit = _decode(incoming.body, _VISIT)
     workspace_id = token_workspace(visit.key)
     secret = None if workspace_id is None else await workspace_secret(runtime, workspace_id)
     site = verify_token(secret, visit.key) if secret else None
