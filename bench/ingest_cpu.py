@@ -2,13 +2,14 @@
 network, no HTTP parser), beside a Litestar hello world and the bare single-insert endpoint.
 
     .venv/bin/python bench/ingest_cpu.py [--requests 5000] [--in-flight 16] [--pg URL] \\
-        [--profile out.prof]
+        [--profile out.prof] [--stub-writer]
 
 The process's CPU time (``time.process_time``) divided by the requests answered: the application's
 own cost per request, apart from the HTTP server and the load generator. The driver is a bare ASGI
 call (one scope, one body message, the answer collected), so what it adds is a few microseconds.
 ``--profile`` writes a cProfile of the ``api_event`` run (open it with ``python -m pstats`` or
-snakeviz). SQLite unless ``--pg`` is given.
+snakeviz). ``--stub-writer`` answers every event as stored without writing it: the application's
+path alone. SQLite unless ``--pg`` is given.
 """
 
 from __future__ import annotations
@@ -124,6 +125,11 @@ async def main() -> None:
     parser.add_argument("--in-flight", type=int, default=16)
     parser.add_argument("--pg", default=None, help="a PostgreSQL URL (a fresh database is made)")
     parser.add_argument("--profile", default=None, help="write a cProfile of api_event here")
+    parser.add_argument(
+        "--stub-writer",
+        action="store_true",
+        help="answer without storing: the application's path alone",
+    )
     args = parser.parse_args()
     if args.pg:
         db_url = await fresh_pg(args.pg)
@@ -133,6 +139,15 @@ async def main() -> None:
     runtime = assemble(settings_for(db_url, 2.0), SystemClock())
     ws, token = await workspace(runtime)
     app = create_app(runtime.settings, runtime, background=False)
+    if args.stub_writer:
+        from app.engines.funnels.deps import FunnelsDeps
+
+        ids = iter(range(1, 10**9))
+
+        async def stored(**_: Any) -> int:
+            return next(ids)
+
+        runtime.resources.require(FunnelsDeps).event_writer.store = stored  # type: ignore[method-assign]
     freeze_startup_heap()  # what `serve` does once it has started
     plain = bare_app(runtime, ws)
     auth = [(b"x-ingest-token", token.encode())]
