@@ -14,6 +14,7 @@ from typing import Any
 from uuid import uuid4
 
 from app.clock import Clock, SystemClock
+from app.db.checkpoint import WalCheckpointer
 from app.db.migrate import SchemaOutOfDate, check_current
 from app.db.session import Database
 from app.heap import freeze_startup_heap
@@ -55,6 +56,7 @@ class Runtime:
         self._sweeper: SweepRunner | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._worker_tasks: dict[DatabaseWorker | ArqWorkers, asyncio.Task[Any]] = {}
+        self._upkeep: asyncio.Task[None] | None = None
 
     def context(self, job_id: str = "", attempt: int = 1) -> JobContext:
         return JobContext(
@@ -78,6 +80,14 @@ class Runtime:
         return self.settings.sweepers.stop_all
 
     # -- lifecycle ----------------------------------------------------------------------------
+
+    def start_database_upkeep(self) -> None:
+        """SQLite: checkpoint the write-ahead log in the background (app/db/checkpoint.py), so
+        that no commit waits for the disk. PostgreSQL needs nothing here."""
+        if not self.settings.database.is_sqlite or self._upkeep is not None:
+            return
+        checkpointer = WalCheckpointer(self.db.read_engine)
+        self._upkeep = asyncio.create_task(checkpointer.run(), name="wal-checkpoints")
 
     def start_workers(self, queues: list[str] | None = None) -> None:
         qs = self.settings.queue
@@ -173,6 +183,11 @@ class Runtime:
         await asyncio.gather(*stopping, return_exceptions=True)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._upkeep is not None:
+            # After the workers: their last writes are checkpointed like any others.
+            self._upkeep.cancel()
+            await asyncio.gather(self._upkeep, return_exceptions=True)
+            self._upkeep = None
         self._tasks.clear()
         self._workers.clear()
         self._worker_tasks.clear()
@@ -228,6 +243,7 @@ async def run_worker_process(runtime: Runtime, *, queues: list[str] | None = Non
     for sig in signals:
         loop.add_signal_handler(sig, stop.set)
     try:
+        runtime.start_database_upkeep()
         runtime.start_workers(queues)
         # Wired and started, before the workers' loops first run: what is alive now lives as
         # long as the process, and full collections need not walk it under load.

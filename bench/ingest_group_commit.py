@@ -41,7 +41,7 @@ import msgspec
 import uvloop
 from cryptography.fernet import Fernet
 from litestar import Litestar, Request, get, post
-from sqlalchemy import func, select, text
+from sqlalchemy import event, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -240,6 +240,7 @@ async def measure(
     await upgrade(db_url)
     grouped = assemble(settings_for(db_url, args.window_ms), SystemClock())
     single = assemble(settings_for(db_url, 0), SystemClock(), db=grouped.db)
+    upkeep(grouped, args)
     ws, token = await workspace(grouped)
     began = time.perf_counter()
     await preload(grouped, ws, args.stored)
@@ -296,11 +297,28 @@ async def measure(
     return results
 
 
+def upkeep(runtime: Runtime, args: argparse.Namespace) -> None:
+    """What `serve` does: SQLite's log checkpointed in the background. ``--inline-checkpoints``
+    puts back SQLite's default instead (a commit checkpoints once the log holds 1,000 pages)."""
+    if not args.inline_checkpoints:
+        runtime.start_database_upkeep()
+        return
+
+    def sqlite_default(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA wal_autocheckpoint=1000")
+        cursor.close()
+
+    for engine in runtime.db.engines:
+        event.listen(engine.sync_engine, "connect", sqlite_default)
+
+
 async def measure_stored(db_url: str, label: str, args: argparse.Namespace) -> None:
     """Cost that stays flat: the group-commit endpoint on an empty table, then again once
     ``--compare-stored`` events are stored (the same server, the same run), with the plans."""
     await upgrade(db_url)
     runtime = assemble(settings_for(db_url, args.window_ms), SystemClock())
+    upkeep(runtime, args)
     ws, token = await workspace(runtime)
     path, auth = "/hooks/funnels/events", {"X-Ingest-Token": token}
     rates: dict[tuple[int, int], dict[str, Any]] = {}
@@ -448,6 +466,11 @@ async def main() -> None:
         "--no-freeze", action="store_true", help="leave the started heap to the collector"
     )
     parser.add_argument("--httpx", action="store_true", help="load from httpx even if wrk exists")
+    parser.add_argument(
+        "--inline-checkpoints",
+        action="store_true",
+        help="SQLite: checkpoint inside commits (SQLite's default), not in the background",
+    )
     args = parser.parse_args()
     args.in_flight = [int(n) for n in args.in_flight.split(",")]
     args.wrk = wrk_load.available() and not args.httpx

@@ -19,6 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from app.db.checkpoint import AUTOCHECKPOINT_PAGES
 from app.db.write_gate import WriteGate
 from app.settings import DatabaseSettings
 
@@ -33,6 +34,9 @@ def _sqlite_pragmas(busy_timeout_ms: int, begin: str, gate: WriteGate | None) ->
         cursor.execute("PRAGMA journal_mode=WAL")
         # NORMAL is durable across application crashes in WAL mode and ~3x faster than FULL.
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # Checkpoints run in the background (app/db/checkpoint.py); a commit runs one itself
+        # only when the log has grown well past what the background keeps it to.
+        cursor.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
         # Wait for the write lock instead of failing at once with SQLITE_BUSY.
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         # SQLite ignores foreign keys unless asked, per connection.

@@ -211,6 +211,7 @@ def create_app(
         if owned:
             await prepare_database(rt)
         if background:
+            rt.start_database_upkeep()
             rt.start_workers()
             if settings.sweepers.enabled:
                 rt.start_sweepers()
