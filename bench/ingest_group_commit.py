@@ -2,7 +2,8 @@
 commit per request, on PostgreSQL and SQLite, at several requests in flight, in the same run.
 
     .venv/bin/python bench/ingest_group_commit.py [--events 3000] [--in-flight 4,16,64] \\
-        [--pg URL] [--skip-sqlite] [--stored N | --compare-stored N]
+        [--pg URL] [--skip-sqlite] [--stored N | --compare-stored N [--rounds 2]] \\
+        [--inline-checkpoints]
 
 For each database and each number of requests in flight, measured one after the other:
 
@@ -313,50 +314,78 @@ def upkeep(runtime: Runtime, args: argparse.Namespace) -> None:
         event.listen(engine.sync_engine, "connect", sqlite_default)
 
 
-async def measure_stored(db_url: str, label: str, args: argparse.Namespace) -> None:
-    """Cost that stays flat: the group-commit endpoint on an empty table, then again once
-    ``--compare-stored`` events are stored (the same server, the same run), with the plans."""
-    await upgrade(db_url)
-    runtime = assemble(settings_for(db_url, args.window_ms), SystemClock())
-    upkeep(runtime, args)
-    ws, token = await workspace(runtime)
-    path, auth = "/hooks/funnels/events", {"X-Ingest-Token": token}
-    rates: dict[tuple[int, int], dict[str, Any]] = {}
+async def measure_stored(urls: dict[str, str], label: str, args: argparse.Namespace) -> None:
+    """Cost that stays flat: the group-commit endpoint on a fresh table beside one that holds
+    ``--compare-stored`` events, each side its own database served from this process, measured
+    in turn at each load — fresh then stored, then stored then fresh, ``--rounds`` times — so
+    that neither side has the run's first minutes (or its last) to itself. Prints the plans."""
+    sides: dict[str, tuple[Runtime, int, str]] = {}
+    for side, url in urls.items():
+        await upgrade(url)
+        runtime = assemble(settings_for(url, args.window_ms), SystemClock())
+        upkeep(runtime, args)
+        ws, token = await workspace(runtime)
+        sides[side] = (runtime, ws, token)
+    began = time.perf_counter()
+    await preload(sides["stored"][0], sides["stored"][1], args.compare_stored)
+    took = time.perf_counter() - began
+    print(f"{label}: {args.compare_stored:,} events stored in {took:.0f} s")
+    for side, (runtime, ws, _) in sides.items():
+        for line in await plans(runtime, ws):
+            print(f"{label} ({side}){line}")
+    path = "/hooks/funnels/events"
+    rates: dict[tuple[str, int], list[dict[str, Any]]] = {}
     try:
-        async with serve_in_loop(create_app(runtime.settings, runtime, background=False)) as url:
-            await load(url + path, 300, 8, f"{label}-warm", auth)
+        async with (
+            serve_in_loop(
+                create_app(sides["fresh"][0].settings, sides["fresh"][0], background=False)
+            ) as fresh,
+            serve_in_loop(
+                create_app(sides["stored"][0].settings, sides["stored"][0], background=False)
+            ) as full,
+        ):
+            served = {"fresh": fresh, "stored": full}
+            for side, (_, _, token) in sides.items():
+                await load(
+                    served[side] + path, 300, 8, f"{label}-warm-{side}", {"X-Ingest-Token": token}
+                )
             if not args.no_freeze:
                 freeze_startup_heap()
-            for stored_rows in (0, args.compare_stored):
-                if stored_rows:
-                    began = time.perf_counter()
-                    await preload(runtime, ws, stored_rows)
-                    took = time.perf_counter() - began
-                    print(f"{label}: {stored_rows:,} events stored in {took:.0f} s")
-                for line in await plans(runtime, ws):
-                    print(f"{label} ({stored_rows:,} stored){line}")
+            for round_ in range(args.rounds):
+                order = ("fresh", "stored") if round_ % 2 == 0 else ("stored", "fresh")
                 for n in args.in_flight:
-                    tag = f"{label}-s{stored_rows}-{n}-{uuid.uuid4().hex[:6]}"
-                    if args.wrk:
-                        result = await load_wrk(url + path, args.seconds, n, tag, auth)
-                    else:
-                        result = await load(url + path, args.events, n, tag, auth)
-                    count = await stored(runtime, tag)
-                    answered = result.get("requests", args.events)
-                    assert answered <= count <= answered + n, (answered, count)
-                    rates[(stored_rows, n)] = result
+                    for side in order:
+                        runtime, _, token = sides[side]
+                        auth = {"X-Ingest-Token": token}
+                        tag = f"{label}-{side}-{n}-{uuid.uuid4().hex[:6]}"
+                        if args.wrk:
+                            result = await load_wrk(served[side] + path, args.seconds, n, tag, auth)
+                        else:
+                            result = await load(served[side] + path, args.events, n, tag, auth)
+                        count = await stored(runtime, tag)
+                        answered = result.get("requests", args.events)
+                        assert answered <= count <= answered + n, (answered, count)
+                        rates.setdefault((side, n), []).append(result)
     finally:
-        await runtime.aclose()
+        for runtime, _, _ in sides.values():
+            await runtime.aclose()
     print(
-        f"\n{label}: api_event with group commit, empty table against {args.compare_stored:,} stored"
+        f"\n{label}: api_event with group commit, a fresh table beside {args.compare_stored:,} "
+        f"stored, {args.rounds} rounds in alternating order (medians)"
     )
-    print("| in flight | empty events/s (p99 ms) | stored events/s (p99 ms) | ratio |")
-    print("|----------:|------------------------:|-------------------------:|------:|")
+    print("| in flight | fresh events/s (p99 ms) | stored events/s (p99 ms) | ratio | per round |")
+    print("|----------:|------------------------:|-------------------------:|------:|----------:|")
     for n in args.in_flight:
-        empty, full = rates[(0, n)], rates[(args.compare_stored, n)]
+        fresh_runs, full_runs = rates[("fresh", n)], rates[("stored", n)]
+        rate = {side: statistics.median(r["rate"] for r in rates[(side, n)]) for side in sides}
+        p99 = {side: statistics.median(r["p99"] for r in rates[(side, n)]) for side in sides}
+        rounds = ", ".join(
+            f"{b['rate'] / a['rate']:.2f}" for a, b in zip(fresh_runs, full_runs, strict=True)
+        )
         print(
-            f"| {n:>9} | {empty['rate']:>10,.0f} ({empty['p99']:.1f}) | "
-            f"{full['rate']:>10,.0f} ({full['p99']:.1f}) | {full['rate'] / empty['rate']:.2f} |"
+            f"| {n:>9} | {rate['fresh']:>10,.0f} ({p99['fresh']:.1f}) | "
+            f"{rate['stored']:>10,.0f} ({p99['stored']:.1f}) | "
+            f"{rate['stored'] / rate['fresh']:.2f} | {rounds} |"
         )
 
 
@@ -460,7 +489,10 @@ async def main() -> None:
         "--compare-stored",
         type=int,
         default=0,
-        help="only group commit: on an empty table, then with this many events stored",
+        help="only group commit: a fresh table beside one with this many events stored",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="with --compare-stored: measurements per side"
     )
     parser.add_argument(
         "--no-freeze", action="store_true", help="leave the started heap to the collector"
@@ -482,7 +514,13 @@ async def main() -> None:
             if args.writer_only:
                 await writer_only(pg_url, "PostgreSQL", args)
             elif args.compare_stored:
-                await measure_stored(pg_url, "PostgreSQL", args)
+                stored_url = await fresh_pg(args.pg)
+                try:
+                    await measure_stored(
+                        {"fresh": pg_url, "stored": stored_url}, "PostgreSQL", args
+                    )
+                finally:
+                    await drop_pg(stored_url)
             else:
                 report("PostgreSQL", await measure(pg_url, "pg", args))
         finally:
@@ -493,7 +531,8 @@ async def main() -> None:
         if args.writer_only:
             await writer_only(lite, "SQLite", args)
         elif args.compare_stored:
-            await measure_stored(lite, "SQLite", args)
+            full = f"sqlite+aiosqlite:///{tmp / 'ingest-stored.db'}"
+            await measure_stored({"fresh": lite, "stored": full}, "SQLite", args)
         else:
             report("SQLite", await measure(lite, "lite", args))
 
