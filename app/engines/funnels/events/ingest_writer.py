@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from app.db.dialect import insert_ignoring
 from app.engines.funnels.events.ingest import store
@@ -53,7 +54,7 @@ class _Pending:
     source: str
     name: str
     external_id: str | None
-    payload: dict[str, Any]
+    payload: Mapping[str, Any]
     now: datetime
     answer: asyncio.Future[int | None] = field(repr=False)
 
@@ -108,6 +109,16 @@ def _utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         raise ValueError("naive datetime given to a UTC column")
     return value.astimezone(UTC)
+
+
+_JSON = msgspec.json.Encoder()
+
+
+def _json_text(payload: Mapping[str, Any]) -> str:
+    """The payload as JSON text, what the column stores. msgspec writes it about ten times faster
+    than the column type's ``json.dumps``; the text is compact and keeps non-ASCII characters as
+    they are, and reads back as the same document."""
+    return _JSON.encode(payload).decode()
 
 
 def _settle(answer: asyncio.Future[int | None], value: int | None) -> None:
@@ -168,7 +179,7 @@ class EventWriter:
                 )
         loop = asyncio.get_running_loop()
         pending = _Pending(
-            workspace_id, source, name, external_id, dict(payload), now, loop.create_future()
+            workspace_id, source, name, external_id, payload, now, loop.create_future()
         )
         self._pending.append(pending)
         if len(self._writing) < self.max_batches:
@@ -177,8 +188,9 @@ class EventWriter:
             elif self._timer is None:
                 self._timer = loop.call_later(self.window_seconds, self._window_passed)
         # Else a batch being written starts the next one when it ends.
-        # Shielded: a request cancelled while it waits does not cancel the others' batch.
-        return await asyncio.shield(pending.answer)
+        # A request cancelled while it waits cancels only its own answer: the batch is a task
+        # of its own, and it settles only the answers still awaited.
+        return await pending.answer
 
     def _window_passed(self) -> None:
         self._timer = None
@@ -217,18 +229,18 @@ class EventWriter:
             else:
                 firsts[key] = pending
                 rows.append(pending)
+        failed: set[Key | None] = set()
         try:
             ids = await self._insert(rows)
         except Exception:
             log.warning("a batch of %d events failed; writing them one by one", len(rows))
-            await self._one_by_one(rows)
+            failed = {p.key for p in await self._one_by_one(rows)}
         else:
             self.batches += 1
             for pending, event_id in zip(rows, ids, strict=True):
                 _settle(pending.answer, event_id)
         for pending in repeats:
-            first = firsts[pending.key]  # type: ignore[index]
-            if first.answer.done() and first.answer.exception() is not None:
+            if pending.key in failed:
                 await self._one_by_one([pending])  # its first occurrence failed: try it alone
             else:
                 _settle(pending.answer, None)
@@ -281,8 +293,7 @@ class EventWriter:
             [p.source for p in rows],
             [p.name for p in rows],
             [p.external_id for p in rows],
-            # What the JSONB column type would send: the payload as JSON text (json.dumps).
-            [json.dumps(p.payload) for p in rows],
+            [_json_text(p.payload) for p in rows],
             [_utc(p.now) for p in rows],
         )
         # The writer keeps its connections between batches (a checkout from the pool costs a
@@ -306,12 +317,12 @@ class EventWriter:
         opened with ``isolation_level=None``): the statement takes the write lock, waiting on
         ``busy_timeout`` as a transaction would, and commits when it ends, one call into the
         driver's thread instead of BEGIN IMMEDIATE, INSERT and COMMIT. The values are bound as
-        the column types would bind them: JSON text (json.dumps), UTC times in SQLAlchemy's SQLite
-        storage format."""
+        the column types would bind them: JSON text, UTC times in SQLAlchemy's SQLite storage
+        format."""
         values: list[Any] = []
         for p in rows:
             values += (p.workspace_id, p.source, p.name, p.external_id)
-            values += (json.dumps(p.payload), _sqlite_time(p.now))
+            values += (_json_text(p.payload), _sqlite_time(p.now))
         sql = _INSERT_SQLITE.format(rows=", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows)))
         conn, driver = self._idle.pop() if self._idle else await self._connect()
         try:
@@ -334,7 +345,9 @@ class EventWriter:
         assert driver is not None
         return conn, driver
 
-    async def _one_by_one(self, rows: list[_Pending]) -> None:
+    async def _one_by_one(self, rows: list[_Pending]) -> list[_Pending]:
+        """Each row in a transaction of its own; returns the rows that failed."""
+        failed: list[_Pending] = []
         for pending in rows:
             try:
                 async with self.db.write() as uow:
@@ -348,9 +361,11 @@ class EventWriter:
                         now=pending.now,
                     )
             except Exception as exc:
+                failed.append(pending)
                 _fail(pending.answer, exc)
             else:
                 _settle(pending.answer, event_id)
+        return failed
 
     async def aclose(self) -> None:
         """Write what is waiting, wait for the batches being written, close the connections."""

@@ -113,7 +113,7 @@ async def test_fn13_a_failing_event_fails_only_its_own_request(
     async def send(i: int) -> int | None:
         payload: dict[str, object] = {"n": i}
         if i == 17:
-            payload["bad"] = {1, 2}  # a set: no JSON encoding
+            payload["bad"] = object()  # no JSON encoding
         return await writer.store(
             workspace_id=tenant.workspace_id,
             source="api",
@@ -148,11 +148,40 @@ async def test_fn13_a_repeat_of_a_failed_event_in_the_same_batch_is_tried_on_its
         )
 
     first, repeat = await asyncio.gather(
-        send({"bad": {1}}), send({"good": True}), return_exceptions=True
+        send({"bad": object()}), send({"good": True}), return_exceptions=True
     )
     assert isinstance(first, Exception)
     assert isinstance(repeat, int)
     assert await _stored_ids(runtime) == {"same": repeat}
+
+
+async def test_fn13_a_request_that_goes_away_leaves_the_batch_to_the_others(
+    runtime: Runtime, tenant, new_writer
+) -> None:  # type: ignore[no-untyped-def]
+    """A request cancelled while it waits for its batch takes nothing from the others: they are
+    answered and stored, its event (already in the batch) is stored, and a repeat of its sender
+    id in the same batch is answered as already stored."""
+    writer = new_writer(window_seconds=0.05, max_rows=500)
+
+    async def send(external_id: str) -> int | None:
+        return await writer.store(
+            workspace_id=tenant.workspace_id,
+            source="api",
+            name="order_placed",
+            external_id=external_id,
+            payload={"id": external_id},
+            now=runtime.clock.now(),
+        )
+
+    tasks = [asyncio.create_task(send(f"c-{i}")) for i in range(10)]
+    await asyncio.sleep(0)  # every event handed over, the window still open
+    repeat = asyncio.create_task(send("c-3"))
+    tasks[3].cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[3], asyncio.CancelledError)
+    assert all(isinstance(r, int) for i, r in enumerate(results) if i != 3)
+    assert await repeat is None
+    assert sorted(await _stored_ids(runtime)) == sorted(f"c-{i}" for i in range(10))
 
 
 async def test_fn13_without_a_window_each_event_has_its_own_transaction(
