@@ -60,7 +60,7 @@ def _serve(settings: Settings) -> int:
         return 2
     if notice is not None:
         print(notice, flush=True)
-    app = create_app(settings, runtime, extra_pages=extra_pages, freeze_heap=True)
+    app = create_app(settings, runtime, extra_pages=extra_pages, serving=True)
     try:
         uvicorn.run(
             app,

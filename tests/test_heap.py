@@ -28,9 +28,10 @@ def test_what_is_alive_after_start_up_is_left_out_of_collections() -> None:
 
 
 @pytest.mark.slow
-async def test_the_served_process_freezes_its_heap_once_started(tmp_path: Path) -> None:
-    """``serve`` hands its own runtime to the app; the freeze must not depend on the app
-    building one."""
+async def test_the_served_process_freezes_its_heap_and_closes_its_runtime(tmp_path: Path) -> None:
+    """``serve`` hands its own runtime to the app; the freeze once started, and the runtime's
+    close when stopped, must not depend on the app building one. Closed, every database
+    connection is: SQLite then folds its write-ahead log into the file and removes it."""
     log_path = tmp_path / "serve.log"
     env = {
         **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DEMO"}},
@@ -69,3 +70,6 @@ async def test_the_served_process_freezes_its_heap_once_started(tmp_path: Path) 
     frozen = re.search(r"start-up heap frozen: (\d+) objects", log_path.read_text())
     assert frozen is not None, log_path.read_text()
     assert int(frozen[1]) > 0
+    assert "Application shutdown complete" in log_path.read_text()
+    assert (tmp_path / "serve.db").exists()
+    assert not (tmp_path / "serve.db-wal").exists(), log_path.read_text()

@@ -2,8 +2,8 @@
 
 When no runtime is given, the app builds one in its lifespan, checks (or, on the embedded default,
 applies) the migrations, and starts the workers and sweepers. ``python -m app serve`` builds and
-prepares its runtime first (to print the first-run notice or the demo's banner), hands it in and
-asks for its started heap to be frozen (``freeze_heap``).
+prepares its runtime first (to print the first-run notice or the demo's banner) and hands it in
+as the process's server (``serving``).
 """
 
 from __future__ import annotations
@@ -192,30 +192,32 @@ def create_app(
     *,
     background: bool = True,
     extra_pages: Sequence[Any] = (),
-    freeze_heap: bool = False,
+    serving: bool = False,
 ) -> Litestar:
     """Build the application. Pass ``runtime`` to share one (tests); ``background`` starts the
     workers and sweepers in this process; ``extra_pages`` are dashboard pages a composition adds
-    (the demo's mailbox); ``freeze_heap`` leaves what is alive once started out of later garbage
-    collections (:mod:`app.heap`), as the served process does; an app that owns its runtime
+    (the demo's mailbox). ``serving``: the app is its process's server and the runtime handed in
+    is its own — it freezes what is alive once started out of later garbage collections
+    (:mod:`app.heap`) and closes the runtime when it stops, as an app that builds its runtime
     always does."""
 
     parse_networks(settings.web.trusted_proxies)  # a bad TRUSTED_PROXIES stops the start
-    owned = runtime is None
+    builds_runtime = runtime is None
+    owned = builds_runtime or serving
     if runtime is None:
         runtime = assemble(settings)
     rt = runtime
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        if owned:
+        if builds_runtime:  # `serve` prepared the one it hands in
             await prepare_database(rt)
         if background:
             rt.start_database_upkeep()
             rt.start_workers()
             if settings.sweepers.enabled:
                 rt.start_sweepers()
-        if owned or freeze_heap:
+        if owned:
             # A serving process, not an app a test builds around its own runtime: a test
             # session would keep every frozen app alive.
             freeze_startup_heap()
