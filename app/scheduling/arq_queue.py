@@ -229,7 +229,7 @@ def _arq_function(
                 error = f"timed out after {spec.timeout_seconds:g} s"
             else:
                 error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            dead = attempt >= spec.max_tries
+            dead = spec.is_last_attempt(attempt)
             log_job_failed(job_id, spec.name, attempt, error, dead=dead)
             if not dead:
                 JOBS_FINISHED.labels(spec.name, "retry").inc()

@@ -190,7 +190,7 @@ async def run_bulk_job(
                 log.info("bulk job %s met a lock; chunk retried", bulk_job_id)
                 await asyncio.sleep(LOCK_RETRY_SECONDS)
                 continue
-            await _record_failure(ctx, bulk_job_id, exc, final=ctx.attempt >= spec.max_tries)
+            await _record_failure(ctx, bulk_job_id, exc, final=spec.is_last_attempt(ctx.attempt))
             raise
         lock_retries = 0
         if state is None:

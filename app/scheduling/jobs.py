@@ -79,6 +79,10 @@ class JobSpec(Generic[P]):
     def retry_delay(self, attempt: int) -> float:
         return float(min(3600.0, self.backoff_seconds * (2 ** max(0, attempt - 1))))
 
+    def is_last_attempt(self, attempt: int) -> bool:
+        """Whether a failure of ``attempt`` ends the job (it is not retried)."""
+        return attempt >= self.max_tries
+
 
 @dataclass(slots=True)
 class JobRegistry:

@@ -214,7 +214,7 @@ async def deliver_alert(ctx: JobContext, payload: DeliveryRef) -> None:
     await deliver_impl(
         RankTrackingDeps.of(ctx),
         payload.delivery_id,
-        final_attempt=ctx.attempt >= DELIVER_JOB.max_tries,
+        final_attempt=DELIVER_JOB.is_last_attempt(ctx.attempt),
     )
 
 

@@ -341,7 +341,7 @@ async def send_report(ctx: JobContext, payload: ReportRef) -> None:
     await send_report_impl(
         RankTrackingDeps.of(ctx),
         payload.delivery_id,
-        final_attempt=ctx.attempt >= REPORT_JOB.max_tries,
+        final_attempt=REPORT_JOB.is_last_attempt(ctx.attempt),
     )
 
 

@@ -485,7 +485,7 @@ async def _count(session: WriteSession, run_id: int, state: str) -> int:
 
 
 async def post_tasks(ctx: JobContext, payload: RunRef) -> None:
-    final = ctx.attempt >= POST_JOB.max_tries
+    final = POST_JOB.is_last_attempt(ctx.attempt)
     # A job whose lease another worker took over must not post the run's keywords again.
     await check_lease(ctx)
     deps = RankTrackingDeps.of(ctx)
