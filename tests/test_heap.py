@@ -22,7 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_what_is_alive_after_start_up_is_left_out_of_collections() -> None:
     try:
-        assert freeze_startup_heap() == gc.get_freeze_count() > 0
+        frozen = freeze_startup_heap()
+        # Frozen objects can still be freed (another thread's, a cycle-free temporary) between
+        # the freeze and this read: the count can only have shrunk.
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()  # the rest of the test session collects as usual
 
