@@ -181,6 +181,10 @@ def _server(app: Any, port: int) -> uvicorn.Server:
         # A client holding a request open (a browser's poll, a slow test) must not keep the
         # server from stopping.
         timeout_graceful_shutdown=2,
+        # Longer than a client leaves a kept connection idle between two requests: with
+        # uvicorn's 5 s, a client sending on a connection the server was closing at that moment
+        # heard "connection reset" (a browser test's request client, after a slow page).
+        timeout_keep_alive=75,
     )
     return uvicorn.Server(config)
 
