@@ -20,8 +20,10 @@ answers as it did before — the gate can make a writer wait in turn, never for 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
+from collections.abc import AsyncIterator
 
 log = logging.getLogger(__name__)
 
@@ -75,3 +77,14 @@ class WriteGate:
         line = self._held.pop(id(holder), None)
         if line is not None:
             line.release()
+
+    @contextlib.asynccontextmanager
+    async def turn(self, holder: object) -> AsyncIterator[None]:
+        """``holder``'s turn for one statement that takes the write lock outside a transaction
+        the engine began (an autocommit statement sent straight to the driver): it waits in the
+        same line as the transactions and leaves it when the statement has ended."""
+        await self.enter(holder)
+        try:
+            yield
+        finally:
+            self.leave(holder)

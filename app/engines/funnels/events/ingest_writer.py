@@ -314,8 +314,8 @@ class EventWriter:
 
     async def _insert_sqlite(self, rows: list[_Pending]) -> dict[Key, int]:
         """The batch as one statement in SQLite's autocommit mode (the driver's connections are
-        opened with ``isolation_level=None``): the statement takes the write lock, waiting on
-        ``busy_timeout`` as a transaction would, and commits when it ends, one call into the
+        opened with ``isolation_level=None``): it waits its turn in the process's write line as a
+        transaction does, takes the write lock and commits when it ends, one call into the
         driver's thread instead of BEGIN IMMEDIATE, INSERT and COMMIT. The values are bound as
         the column types would bind them: JSON text, UTC times in SQLAlchemy's SQLite storage
         format."""
@@ -325,8 +325,13 @@ class EventWriter:
             values += (_json_text(p.payload), _sqlite_time(p.now))
         sql = _INSERT_SQLITE.format(rows=", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows)))
         conn, driver = self._idle.pop() if self._idle else await self._connect()
+        gate = self.db.write_gate
         try:
-            records = await driver.execute_fetchall(sql, values)
+            # In line with the process's write transactions (app/db/write_gate.py): outside
+            # it, the statement would meet their lock in SQLite's busy handler, which looks
+            # again only every 100 ms after a while and loses to every writer in line.
+            async with gate.turn(driver) if gate is not None else contextlib.nullcontext():
+                records = await driver.execute_fetchall(sql, values)
         except BaseException:
             with contextlib.suppress(Exception):
                 await conn.close()

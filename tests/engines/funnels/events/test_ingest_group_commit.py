@@ -10,12 +10,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.ingest_writer import EventWriter
 from app.engines.funnels.events.models import InboundEvent
 from app.runtime import Runtime
+from tests.conftest import eventually, is_postgres
 from tests.engines.funnels.factories import count
 
 
@@ -229,3 +230,59 @@ async def test_fn13_events_arriving_during_a_write_go_as_soon_as_it_ends(
     assert all(isinstance(r, int) for r in results)
     assert writer.batches == 2
     assert sorted(await _stored_ids(runtime)) == ["q-0", "q-1", "q-2"]
+
+
+@pytest.mark.skipif(is_postgres(), reason="the SQLite write lock")
+async def test_fn13_a_batch_waits_in_line_with_the_process_write_transactions(
+    runtime: Runtime, tenant, new_writer
+) -> None:  # type: ignore[no-untyped-def]
+    """The batch's statement goes to SQLite outside a transaction, yet it waits its turn in the
+    process's write line (app/db/write_gate.py) like every transaction: while another writer
+    holds the lock it is in line, and it writes before a transaction that asked after it. Left
+    to SQLite's busy handler, which looks again only every 100 ms after a while, it would lose
+    to each transaction that asked later."""
+    gate = runtime.db.write_gate
+    assert gate is not None
+    writer = new_writer(window_seconds=0.001, max_rows=10)
+    holding, release = asyncio.Event(), asyncio.Event()
+    order: list[str] = []
+
+    async def holder() -> None:
+        async with runtime.db.write() as uow:
+            await uow.session.execute(text("SELECT 1"))
+            holding.set()
+            await release.wait()
+
+    async def batch() -> None:
+        await writer.store(
+            workspace_id=tenant.workspace_id,
+            source="api",
+            name="order_placed",
+            external_id="in-line",
+            payload={},
+            now=runtime.clock.now(),
+        )
+        order.append("batch")
+
+    async def later_transaction() -> None:
+        async with runtime.db.write() as uow:
+            await uow.session.execute(text("SELECT 1"))
+        order.append("transaction")
+
+    first = asyncio.create_task(holder())
+    await holding.wait()
+    tasks = [asyncio.create_task(batch())]
+    await eventually(lambda: _true(gate.waiting == 1))  # the batch, in line
+    tasks.append(asyncio.create_task(later_transaction()))
+    await eventually(lambda: _true(gate.waiting == 2))
+    release.set()
+    async with asyncio.timeout(30):
+        await asyncio.gather(first, *tasks)
+    assert order == ["batch", "transaction"]
+    assert writer.batches == 1  # written as the batch, not one by one after "database is locked"
+    assert (gate.waiting, gate.holders) == (0, 0)
+    assert sorted(await _stored_ids(runtime)) == ["in-line"]
+
+
+async def _true(value: bool) -> bool:
+    return value
