@@ -205,6 +205,31 @@ class Event(msgspec.Struct):
     properties: dict[str, Any]
 
 
+class Answering:
+    """An ASGI app wrapped to count the requests it is still answering. wrk stops with up to one
+    request per connection unanswered, and a slow endpoint (one transaction per request, each
+    waiting for SQLite's lock) takes a while to answer them: a measurement starts only once the
+    previous one's server is idle, so its backlog does not land in the next one's latencies."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.in_flight = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    async def idle(self) -> None:
+        while self.in_flight:
+            await asyncio.sleep(0.01)
+
+
 def bare_app(runtime: Runtime, ws: int) -> Litestar:
     """The baselines: a hello world (GET and POST) and ``/bare``, one insert and one commit per
     request through the same database layer, no authentication or validation."""
@@ -252,15 +277,19 @@ async def measure(
     for line in await plans(grouped, ws):
         print(f"{label}{line}")
 
-    plain = bare_app(grouped, ws)
+    apps = [
+        Answering(bare_app(grouped, ws)),
+        Answering(create_app(grouped.settings, single, background=False)),
+        Answering(create_app(grouped.settings, grouped, background=False)),
+    ]
     results: list[tuple[str, int, dict[str, Any]]] = []
     path = "/hooks/funnels/events"
     auth = {"X-Ingest-Token": token}
     try:
         async with (
-            serve_in_loop(plain) as plain_url,
-            serve_in_loop(create_app(grouped.settings, single, background=False)) as single_url,
-            serve_in_loop(create_app(grouped.settings, grouped, background=False)) as group_url,
+            serve_in_loop(apps[0]) as plain_url,
+            serve_in_loop(apps[1]) as single_url,
+            serve_in_loop(apps[2]) as group_url,
         ):
             await load(plain_url + "/bare", 300, 8, f"{label}-warm-bare", {})
             await load(single_url + path, 300, 8, f"{label}-warm-single", auth)
@@ -275,6 +304,8 @@ async def measure(
                     ("api_event, group commit", group_url + path, auth),
                 ):
                     tag = f"{label}-{n}-{uuid.uuid4().hex[:6]}"
+                    for app in apps:
+                        await app.idle()
                     cpu = time.process_time()
                     if args.wrk:
                         result = await load_wrk(url, args.seconds, n, tag, headers)
@@ -287,6 +318,8 @@ async def measure(
                     if not name.startswith("hello"):
                         # Every answered event is stored; wrk may stop with up to one request
                         # per connection sent but unanswered, which may be stored too.
+                        for app in apps:
+                            await app.idle()
                         count = await stored(grouped, tag)
                         answered = result.get("requests", args.events)
                         assert answered <= count <= answered + n, (name, answered, count)
@@ -336,13 +369,13 @@ async def measure_stored(urls: dict[str, str], label: str, args: argparse.Namesp
     path = "/hooks/funnels/events"
     rates: dict[tuple[str, int], list[dict[str, Any]]] = {}
     try:
+        apps = {
+            side: Answering(create_app(runtime.settings, runtime, background=False))
+            for side, (runtime, _, _) in sides.items()
+        }
         async with (
-            serve_in_loop(
-                create_app(sides["fresh"][0].settings, sides["fresh"][0], background=False)
-            ) as fresh,
-            serve_in_loop(
-                create_app(sides["stored"][0].settings, sides["stored"][0], background=False)
-            ) as full,
+            serve_in_loop(apps["fresh"]) as fresh,
+            serve_in_loop(apps["stored"]) as full,
         ):
             served = {"fresh": fresh, "stored": full}
             for side, (_, _, token) in sides.items():
@@ -358,10 +391,13 @@ async def measure_stored(urls: dict[str, str], label: str, args: argparse.Namesp
                         runtime, _, token = sides[side]
                         auth = {"X-Ingest-Token": token}
                         tag = f"{label}-{side}-{n}-{uuid.uuid4().hex[:6]}"
+                        for app in apps.values():
+                            await app.idle()
                         if args.wrk:
                             result = await load_wrk(served[side] + path, args.seconds, n, tag, auth)
                         else:
                             result = await load(served[side] + path, args.events, n, tag, auth)
+                        await apps[side].idle()
                         count = await stored(runtime, tag)
                         answered = result.get("requests", args.events)
                         assert answered <= count <= answered + n, (answered, count)
