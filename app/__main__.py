@@ -68,6 +68,7 @@ def _serve(settings: Settings) -> int:
             port=settings.web.port,
             log_level=settings.web.log_level.lower(),
             timeout_graceful_shutdown=int(settings.queue.shutdown_grace_seconds) + 5,
+            timeout_keep_alive=settings.web.keep_alive_seconds,
             access_log=False,
             log_config=None,
             # Forwarded headers are read by app.web.client_address from TRUSTED_PROXIES only.

@@ -28,6 +28,15 @@ def env(name: str, default: Any) -> Any:
     return field(default=default, metadata={"env": name})
 
 
+DEFAULT_HTTP_KEEP_ALIVE_SECONDS = 75
+"""How long an HTTP server of this project keeps an idle connection open. Longer than a reverse
+proxy or load balancer commonly keeps its upstream connections idle (60 s): a server closing
+first races the client's next request on that connection, which then hears a reset (a 502 behind
+a proxy). uvicorn's own default is 5 s."""
+
+MAX_HTTP_KEEP_ALIVE_SECONDS = 3600  # an hour: anything longer is a typo, not a proxy's timeout
+
+
 @dataclass(frozen=True, slots=True)
 class DatabaseSettings:
     url: str = env("DATABASE_URL", "sqlite+aiosqlite:///var/sweepline.db")
@@ -114,6 +123,17 @@ class WebSettings:
     """Minimum level of log lines."""
     idempotency_ttl_hours: int = env("IDEMPOTENCY_TTL_HOURS", 24)
     """How long the answer to a request with an ``Idempotency-Key`` is kept for retries."""
+    keep_alive_seconds: int = env("HTTP_KEEP_ALIVE_SECONDS", DEFAULT_HTTP_KEEP_ALIVE_SECONDS)
+    """Seconds ``serve`` keeps an idle client connection open (1 to 3600). Keep it longer than the
+    idle timeout of a reverse proxy's or load balancer's upstream connections, or a request the
+    proxy sends as the server closes the connection fails (a 502)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.keep_alive_seconds <= MAX_HTTP_KEEP_ALIVE_SECONDS:
+            raise SettingsError(
+                f"HTTP_KEEP_ALIVE_SECONDS must be between 1 and {MAX_HTTP_KEEP_ALIVE_SECONDS} "
+                f"seconds, not {self.keep_alive_seconds}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """A started process leaves its start-up heap out of the collector's full collections
-(:mod:`app.heap`): the helper itself, and ``python -m app serve`` calling it once started. The
-worker process is tested with the other worker processes (tests/scheduling/test_worker_heap.py)."""
+(:mod:`app.heap`): the helper itself, and ``python -m app serve`` calling it once started (that
+real process also shows its ``HTTP_KEEP_ALIVE_SECONDS`` on a real connection). The worker process
+is tested with the other worker processes (tests/scheduling/test_worker_heap.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,15 +36,18 @@ def test_what_is_alive_after_start_up_is_left_out_of_collections() -> None:
 async def test_the_served_process_freezes_its_heap_and_closes_its_runtime(tmp_path: Path) -> None:
     """``serve`` hands its own runtime to the app; the freeze once started, and the runtime's
     close when stopped, must not depend on the app building one. Closed, every database
-    connection is: SQLite then folds its write-ahead log into the file and removes it."""
+    connection is: SQLite then folds its write-ahead log into the file and removes it. The same
+    process, started with a 1-second keep-alive, closes an idle connection after that second,
+    not after uvicorn's 5."""
     log_path = tmp_path / "serve.log"
     env = {
         **{k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DEMO"}},
         "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}",
         "KEY_FILE": str(tmp_path / "serve.key"),
         "HOST": "127.0.0.1",
-        "PORT": "0",  # an ephemeral port: nothing here connects to it
+        "PORT": "0",  # an ephemeral port, read back from uvicorn's log line
         "LOG_LEVEL": "INFO",
+        "HTTP_KEEP_ALIVE_SECONDS": "1",
     }
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -63,6 +68,12 @@ async def test_the_served_process_freezes_its_heap_and_closes_its_runtime(tmp_pa
         # that took more than a minute.
         await eventually(started_or_exited, timeout=180, interval=0.2)
         assert process.poll() is None, log_path.read_text()
+        listening = re.search(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", log_path.read_text())
+        assert listening is not None, log_path.read_text()
+        idle_for = await _seconds_until_an_idle_connection_is_closed(int(listening[1]))
+        # After the second it was told (the timer starts as the answer is sent, a moment before
+        # it is read here), well before uvicorn's default 5 s.
+        assert 0.5 <= idle_for < 4.5, idle_for
     finally:
         process.terminate()
         try:
@@ -76,3 +87,22 @@ async def test_the_served_process_freezes_its_heap_and_closes_its_runtime(tmp_pa
     assert "Application shutdown complete" in log_path.read_text()
     assert (tmp_path / "serve.db").exists()
     assert not (tmp_path / "serve.db-wal").exists(), log_path.read_text()
+
+
+async def _seconds_until_an_idle_connection_is_closed(port: int) -> float:
+    """Send one request on a kept-alive HTTP/1.1 connection, then wait for the server to close
+    it; how long it stayed open, idle, after the answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+        assert length is not None, head
+        await reader.readexactly(int(length[1]))
+        idle_since = time.monotonic()
+        assert await asyncio.wait_for(reader.read(), 30) == b"", "the server sent more"
+        return time.monotonic() - idle_since
+    finally:
+        writer.close()

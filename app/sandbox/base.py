@@ -30,6 +30,8 @@ from typing import Any
 import uvicorn
 from litestar import Litestar, MediaType, Response
 
+from app.settings import DEFAULT_HTTP_KEEP_ALIVE_SECONDS
+
 
 @dataclass
 class Fault:
@@ -184,7 +186,7 @@ def _server(app: Any, port: int) -> uvicorn.Server:
         # Longer than a client leaves a kept connection idle between two requests: with
         # uvicorn's 5 s, a client sending on a connection the server was closing at that moment
         # heard "connection reset" (a browser test's request client, after a slow page).
-        timeout_keep_alive=75,
+        timeout_keep_alive=DEFAULT_HTTP_KEEP_ALIVE_SECONDS,
     )
     return uvicorn.Server(config)
 
