@@ -10,9 +10,11 @@ permanent generation, which collections skip, so they walk only what was made si
 milliseconds). Objects frozen are never collected, which is what they would be anyway; garbage
 made before the freeze is collected first.
 
-Both processes call it once started: ``serve`` (:func:`app.web.app.create_app`'s lifespan) and
-``worker`` (:func:`app.runtime.run_worker_process`). It lives beside the runtime, not in the web
-layer, because the worker process never imports the web layer.
+Both processes call :func:`settle_startup_heap` once started: ``serve``
+(:func:`app.web.app.create_app`'s lifespan) and ``worker`` (:func:`app.runtime.run_worker_process`);
+``HEAP_FREEZE=off`` leaves the heap to the collector (to compare, or should a workload ever fare
+worse frozen). It lives beside the runtime, not in the web layer, because the worker process never
+imports the web layer.
 """
 
 from __future__ import annotations
@@ -31,3 +33,13 @@ def freeze_startup_heap() -> int:
     frozen = gc.get_freeze_count()
     log.info("start-up heap frozen: %d objects left out of garbage collection", frozen)
     return frozen
+
+
+def settle_startup_heap(freeze: bool) -> int:
+    """What a started process does with its start-up heap: freeze it (``HEAP_FREEZE``, on by
+    default) or leave it to the collector, saying so in the log; returns how many objects are
+    frozen (0 when left)."""
+    if freeze:
+        return freeze_startup_heap()
+    log.info("start-up heap left to garbage collection (HEAP_FREEZE is off)")
+    return 0

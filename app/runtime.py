@@ -17,7 +17,7 @@ from app.clock import Clock, SystemClock
 from app.db.checkpoint import WalCheckpointer
 from app.db.migrate import SchemaOutOfDate, check_current
 from app.db.session import Database
-from app.heap import freeze_startup_heap
+from app.heap import settle_startup_heap
 from app.platform.crypto import SecretBox, load_or_create_keys
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
 from app.scheduling.jobs import JobContext, JobRegistry, JobSpec
@@ -247,7 +247,7 @@ async def run_worker_process(runtime: Runtime, *, queues: list[str] | None = Non
         runtime.start_workers(queues)
         # Wired and started, before the workers' loops first run: what is alive now lives as
         # long as the process, and full collections need not walk it under load.
-        freeze_startup_heap()
+        settle_startup_heap(runtime.settings.process.heap_freeze)
         log.info("worker started (%s queue)", runtime.queue.backend)
         await stop.wait()
         log.info(

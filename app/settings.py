@@ -137,6 +137,14 @@ class WebSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ProcessSettings:
+    heap_freeze: bool = env("HEAP_FREEZE", True)
+    """``serve`` and ``worker`` leave what is alive once started out of later garbage collections
+    (``gc.freeze``: full collections under load then walk only what was made since); off, the
+    collector walks the whole heap as Python's default does."""
+
+
+@dataclass(frozen=True, slots=True)
 class SecuritySettings:
     encryption_key: str = env("ENCRYPTION_KEY", "")
     """Fernet key encrypting secrets at rest. Required in server mode; on the embedded default a key
@@ -362,6 +370,7 @@ class Settings:
     queue: QueueSettings = field(default_factory=QueueSettings)
     bulk: BulkSettings = field(default_factory=BulkSettings)
     web: WebSettings = field(default_factory=WebSettings)
+    process: ProcessSettings = field(default_factory=ProcessSettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)
     sweepers: SweeperSettings = field(default_factory=SweeperSettings)
     mail: MailSettings = field(default_factory=MailSettings)

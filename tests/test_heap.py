@@ -1,12 +1,14 @@
 """A started process leaves its start-up heap out of the collector's full collections
-(:mod:`app.heap`): the helper itself, and ``python -m app serve`` calling it once started (that
-real process also shows its ``HTTP_KEEP_ALIVE_SECONDS`` on a real connection). The worker process
-is tested with the other worker processes (tests/scheduling/test_worker_heap.py)."""
+(:mod:`app.heap`): the helper itself, ``HEAP_FREEZE=off`` leaving it to the collector, and
+``python -m app serve`` calling it once started (that real process also shows its
+``HTTP_KEEP_ALIVE_SECONDS`` on a real connection). The worker process is tested with the other
+worker processes (tests/scheduling/test_worker_heap.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import re
 import subprocess
@@ -15,8 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from litestar.testing import AsyncTestClient
 
-from app.heap import freeze_startup_heap
+from app.heap import freeze_startup_heap, settle_startup_heap
+from app.settings import SettingsError, load_settings
+from app.web.app import create_app
+from app.wiring import assemble
 from tests.conftest import eventually
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +36,46 @@ def test_what_is_alive_after_start_up_is_left_out_of_collections() -> None:
         assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()  # the rest of the test session collects as usual
+
+
+def test_the_freeze_is_on_unless_heap_freeze_says_off() -> None:
+    assert load_settings({}).process.heap_freeze is True
+    for raw in ("1", "true", "yes", "on", "TRUE"):
+        assert load_settings({"HEAP_FREEZE": raw}).process.heap_freeze is True
+    for raw in ("0", "false", "no", "off", "Off", ""):
+        assert load_settings({"HEAP_FREEZE": raw}).process.heap_freeze is False
+    with pytest.raises(SettingsError, match="HEAP_FREEZE"):
+        load_settings({"HEAP_FREEZE": "sometimes"})
+
+
+def test_with_the_freeze_off_nothing_is_frozen(caplog: pytest.LogCaptureFixture) -> None:
+    assert gc.get_freeze_count() == 0
+    with caplog.at_level(logging.INFO, logger="app.heap"):
+        assert settle_startup_heap(freeze=False) == 0
+    assert gc.get_freeze_count() == 0
+    assert "HEAP_FREEZE is off" in caplog.text
+
+
+async def test_a_served_app_with_the_freeze_off_freezes_nothing(tmp_path: Path) -> None:
+    """The app ``serve`` builds (``serving=True``, its own runtime) honours ``HEAP_FREEZE``; with
+    the freeze on, its start is the real process's test below (a test session's heap is not to
+    be frozen)."""
+    settings = load_settings(
+        {
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'serve.db'}",
+            "KEY_FILE": str(tmp_path / "serve.key"),
+            "HEAP_FREEZE": "off",
+        }
+    )
+    app = create_app(settings, assemble(settings), background=False, serving=True)
+    assert gc.get_freeze_count() == 0
+    try:
+        async with AsyncTestClient(app) as client:  # the lifespan has started
+            assert gc.get_freeze_count() == 0
+            assert (await client.get("/health")).status_code == 200
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()  # should it ever freeze, the rest of the session still collects as usual
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.clock import Clock
 from app.db.migrate import check_current, upgrade
-from app.heap import freeze_startup_heap
+from app.heap import settle_startup_heap
 from app.logs import correlate
 from app.runtime import Runtime
 from app.settings import Settings
@@ -220,7 +220,7 @@ def create_app(
         if owned:
             # A serving process, not an app a test builds around its own runtime: a test
             # session would keep every frozen app alive.
-            freeze_startup_heap()
+            settle_startup_heap(settings.process.heap_freeze)
         try:
             yield
         finally:
