@@ -17,6 +17,7 @@ from app.clock import Clock, SystemClock
 from app.db.checkpoint import WalCheckpointer
 from app.db.migrate import SchemaOutOfDate, check_current
 from app.db.session import Database
+from app.db.write_gate import background_context
 from app.heap import settle_startup_heap
 from app.platform.crypto import SecretBox, load_or_create_keys
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
@@ -125,7 +126,7 @@ class Runtime:
 
     def _start(self, worker: DatabaseWorker | ArqWorkers) -> None:
         self._workers.append(worker)
-        task = asyncio.create_task(worker.run(), name="worker")
+        task = asyncio.create_task(worker.run(), name="worker", context=background_context())
         self._worker_tasks[worker] = task
         self._tasks.append(task)
 
@@ -141,7 +142,9 @@ class Runtime:
             lease_seconds=self.settings.sweepers.tick_lease_seconds,
             stopped=self.platform_stopped,
         )
-        self._tasks.append(asyncio.create_task(self._sweeper.run(), name="sweepers"))
+        self._tasks.append(
+            asyncio.create_task(self._sweeper.run(), name="sweepers", context=background_context())
+        )
 
     @property
     def sweeping_since(self) -> datetime | None:

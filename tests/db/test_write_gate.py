@@ -1,5 +1,5 @@
-"""SQLite's write lock goes to one process's writers in the order they asked for it, and the line
-never holds a writer for ever (app/db/write_gate.py)."""
+"""SQLite's write lock goes to one process's writers in the order they asked for it, requests and
+the background taking turns, and the line never holds a writer for ever (app/db/write_gate.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from app.db.session import Database
-from app.db.write_gate import WriteGate
+from app.db.write_gate import WriteGate, background_context
 from app.settings import Settings
 from tests.conftest import eventually, is_postgres
 
@@ -71,6 +72,97 @@ async def test_writers_get_the_lock_in_the_order_they_asked(db: Database) -> Non
     release.set()
     await asyncio.gather(first, *tasks)
     assert await _written(db) == ["holder", *names]
+    assert (gate.waiting, gate.holders) == (0, 0)
+
+
+async def _in_line(
+    db: Database, holder_in_background: bool, writers: list[tuple[str, bool]]
+) -> list[str]:
+    """A holder of the lock, then ``writers`` (name, in the background?) queued one after the
+    other behind it; the order in which they wrote once the holder let go."""
+    gate = gate_of(db)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
+            holding.set()
+            await release.wait()
+
+    async def writer(name: str) -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES (:who)"), {"who": name})
+
+    def start(coro: Any, background: bool) -> asyncio.Task[None]:
+        if background:
+            return asyncio.create_task(coro, context=background_context())
+        return asyncio.create_task(coro)
+
+    first = start(holder(), holder_in_background)
+    await holding.wait()
+    tasks = []
+    for position, (name, background) in enumerate(writers, start=1):
+        tasks.append(start(writer(name), background))
+        await eventually(lambda n=position: _true(gate.waiting == n))
+    release.set()
+    await asyncio.gather(first, *tasks)
+    assert (gate.waiting, gate.holders) == (0, 0)
+    return await _written(db)
+
+
+async def test_a_request_waits_for_at_most_one_background_transaction(db: Database) -> None:
+    """Three background transactions wait behind a fourth, then two requests ask: the first
+    request writes as soon as the holder is done, the second after one background transaction,
+    not after all three."""
+    order = await _in_line(
+        db,
+        holder_in_background=True,
+        writers=[("bg1", True), ("bg2", True), ("bg3", True), ("r1", False), ("r2", False)],
+    )
+    assert order == ["holder", "r1", "bg1", "r2", "bg2", "bg3"]
+
+
+async def test_the_background_gets_every_other_turn(db: Database) -> None:
+    """Requests keep arriving: the background still writes every other turn."""
+    order = await _in_line(
+        db,
+        holder_in_background=False,
+        writers=[("r1", False), ("r2", False), ("r3", False), ("bg1", True), ("bg2", True)],
+    )
+    assert order == ["holder", "bg1", "r1", "bg2", "r2", "r3"]
+
+
+async def test_a_writer_that_stops_waiting_leaves_the_line(db: Database) -> None:
+    """One writer is cancelled while in line, another just as its turn came: the turn goes on
+    to the next writer instead of being lost with them."""
+    gate = gate_of(db)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
+            holding.set()
+            await release.wait()
+
+    async def writer(name: str) -> None:
+        async with db.write() as uow:
+            await uow.session.execute(text("INSERT INTO written VALUES (:who)"), {"who": name})
+
+    first = asyncio.create_task(holder())
+    await holding.wait()
+    waiting = [asyncio.create_task(writer(name)) for name in ("cancelled", "given", "last")]
+    await eventually(lambda: _true(gate.waiting == 3))
+    waiting[0].cancel()
+    await eventually(lambda: _true(gate.waiting == 2))
+    release.set()
+    await first  # its commit handed the turn to "given", whose task has not run since
+    waiting[1].cancel()
+    async with asyncio.timeout(10):
+        await waiting[2]
+    for task in waiting[:2]:
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert await _written(db) == ["holder", "last"]
     assert (gate.waiting, gate.holders) == (0, 0)
 
 
