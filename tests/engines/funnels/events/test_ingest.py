@@ -6,9 +6,11 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.engines.funnels.deps import CACHE_SECONDS
+from app.engines.funnels.events.ingest import batch_events, process_batch, store
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import Contact, ContactEvent, Run
 from app.platform.service import rotate_ingest_token
+from tests.conftest import is_postgres
 from tests.engines.funnels.factories import (
     contact,
     count,
@@ -207,3 +209,30 @@ async def test_fn13_events_are_listed_per_workspace(client, runtime, tenant, oth
     assert [e["name"] for e in mine.json()["items"]] == ["order_placed"]
     assert theirs.json()["items"] == []
     assert inbound.json()["items"][0]["outcome"] == "recorded"
+
+
+async def test_fn13_stored_events_are_applied_in_short_transactions(runtime, tenant) -> None:
+    """On SQLite a batch of stored events holds the one write lock every request waits for, so
+    it applies only a few events (each transaction at most ``batch_events``); the processing
+    job still applies every event it finds, batch after batch."""
+    ws = tenant.workspace_id
+    await contact(runtime, ws, "ann@example.com")
+    async with runtime.db.write() as uow:
+        for i in range(25):
+            await store(
+                uow.session,
+                workspace_id=ws,
+                source="api",
+                name="order_placed",
+                external_id=f"short-{i}",
+                payload={"contact": {"email": "ann@example.com"}},
+                now=runtime.clock.now(),
+            )
+    expected = 200 if is_postgres() else 10
+    assert batch_events(runtime.db) == expected
+    first = await process_batch(runtime.db, now=runtime.clock.now())
+    assert first.processed == min(25, expected)
+    await settle(runtime)
+    async with runtime.db.read() as s:
+        outcomes = list(await s.scalars(select(InboundEvent.outcome)))
+    assert outcomes == ["recorded"] * 25
