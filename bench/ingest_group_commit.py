@@ -2,7 +2,7 @@
 commit per request, on PostgreSQL and SQLite, at several requests in flight, in the same run.
 
     .venv/bin/python bench/ingest_group_commit.py [--events 3000] [--in-flight 4,16,64] \\
-        [--pg URL] [--skip-sqlite] [--stored N | --compare-stored N [--rounds 2]] \\
+        [--pg URL] [--skip-sqlite] [--stored N | --compare-stored N [--rounds 2] | --serving] \\
         [--inline-checkpoints]
 
 For each database and each number of requests in flight, measured one after the other:
@@ -18,6 +18,11 @@ process, so the client never shares the server's event loop: wrk for ``--seconds
 when it is installed (``bench/wrk_load.py``), else ``bench/http_load.py`` (an httpx client, which
 itself tops out near 2,000 requests/s on one core; ``--httpx`` forces it). Every event is checked
 stored afterwards.
+
+Two modes measure the group-commit endpoint alone on two databases side by side, in alternating
+order: ``--compare-stored N``, a fresh table beside one holding N events (cost that stays flat);
+``--serving``, the endpoint alone beside the endpoint as ``serve`` runs it, with the queue's
+workers (the job that applies stored events among them) and the sweeps in the same process.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -91,14 +97,14 @@ async def load_wrk(
     return {"rate": r.rate, "p50": r.p50_ms, "p99": r.p99_ms, "requests": r.requests}
 
 
-def settings_for(db_url: str, window_ms: float) -> Any:
+def settings_for(db_url: str, window_ms: float, *, sweepers: bool = False) -> Any:
     return load_settings(
         {
             "DATABASE_URL": db_url,
             "ENCRYPTION_KEY": Fernet.generate_key().decode(),
             "SESSION_SECRET": uuid.uuid4().hex,
             "KEY_FILE": str(Path(tempfile.gettempdir()) / f"bench-keys-{uuid.uuid4().hex}.json"),
-            "SWEEPERS_ENABLED": "false",
+            "SWEEPERS_ENABLED": str(sweepers).lower(),
             "LOG_LEVEL": "WARNING",
             "FUNNEL_INGEST_WINDOW_MS": str(window_ms),
             # The writer's other settings from the environment (FUNNEL_INGEST_BATCH_ROWS, …).
@@ -349,79 +355,149 @@ def upkeep(runtime: Runtime, args: argparse.Namespace) -> None:
 
 async def measure_stored(urls: dict[str, str], label: str, args: argparse.Namespace) -> None:
     """Cost that stays flat: the group-commit endpoint on a fresh table beside one that holds
-    ``--compare-stored`` events, each side its own database served from this process, measured
-    in turn at each load — fresh then stored, then stored then fresh, ``--rounds`` times — so
-    that neither side has the run's first minutes (or its last) to itself. Prints the plans."""
-    sides: dict[str, tuple[Runtime, int, str]] = {}
-    for side, url in urls.items():
-        await upgrade(url)
-        runtime = assemble(settings_for(url, args.window_ms), SystemClock())
-        upkeep(runtime, args)
-        ws, token = await workspace(runtime)
-        sides[side] = (runtime, ws, token)
+    ``--compare-stored`` events. Prints the plans."""
+    sides = {side: await open_side(url, args) for side, url in urls.items()}
     began = time.perf_counter()
-    await preload(sides["stored"][0], sides["stored"][1], args.compare_stored)
+    await preload(sides["stored"].runtime, sides["stored"].workspace_id, args.compare_stored)
     took = time.perf_counter() - began
     print(f"{label}: {args.compare_stored:,} events stored in {took:.0f} s")
-    for side, (runtime, ws, _) in sides.items():
-        for line in await plans(runtime, ws):
+    for side, opened in sides.items():
+        for line in await plans(opened.runtime, opened.workspace_id):
             print(f"{label} ({side}){line}")
-    path = "/hooks/funnels/events"
-    rates: dict[tuple[str, int], list[dict[str, Any]]] = {}
     try:
-        apps = {
-            side: Answering(create_app(runtime.settings, runtime, background=False))
-            for side, (runtime, _, _) in sides.items()
-        }
-        async with (
-            serve_in_loop(apps["fresh"]) as fresh,
-            serve_in_loop(apps["stored"]) as full,
-        ):
-            served = {"fresh": fresh, "stored": full}
-            for side, (_, _, token) in sides.items():
-                await load(
-                    served[side] + path, 300, 8, f"{label}-warm-{side}", {"X-Ingest-Token": token}
-                )
-            if not args.no_freeze:
-                freeze_startup_heap()
-            for round_ in range(args.rounds):
-                order = ("fresh", "stored") if round_ % 2 == 0 else ("stored", "fresh")
-                for n in args.in_flight:
-                    for side in order:
-                        runtime, _, token = sides[side]
-                        auth = {"X-Ingest-Token": token}
-                        tag = f"{label}-{side}-{n}-{uuid.uuid4().hex[:6]}"
-                        for app in apps.values():
-                            await app.idle()
-                        if args.wrk:
-                            result = await load_wrk(served[side] + path, args.seconds, n, tag, auth)
-                        else:
-                            result = await load(served[side] + path, args.events, n, tag, auth)
-                        await apps[side].idle()
-                        count = await stored(runtime, tag)
-                        answered = result.get("requests", args.events)
-                        assert answered <= count <= answered + n, (answered, count)
-                        rates.setdefault((side, n), []).append(result)
+        await compare_sides(sides, label, f"a fresh table beside {args.compare_stored:,}", args)
     finally:
-        for runtime, _, _ in sides.values():
-            await runtime.aclose()
+        for opened in sides.values():
+            await opened.runtime.aclose()
+
+
+async def measure_serving(urls: dict[str, str], label: str, args: argparse.Namespace) -> None:
+    """The group-commit endpoint alone beside the same endpoint as ``serve`` runs it: the queue's
+    workers (among their jobs, the one that applies the stored events) and the sweeps in the
+    same process, writing to the same database."""
+    sides = {
+        "alone": await open_side(urls["alone"], args),
+        "serving": await open_side(urls["serving"], args, background=True),
+    }
+    try:
+        # The serving side's workers stop with its server, at the end of the comparison.
+        await compare_sides(sides, label, "alone beside with the workers and sweeps", args)
+        async with sides["serving"].runtime.db.read() as session:
+            total = await session.scalar(select(func.count()).select_from(InboundEvent))
+            applied = await session.scalar(
+                select(func.count())
+                .select_from(InboundEvent)
+                .where(InboundEvent.processed_at.is_not(None))
+            )
+        print(f"  events the processing job applied meanwhile: {applied:,} of {total:,} stored")
+    finally:
+        for opened in sides.values():
+            await opened.runtime.aclose()
+
+
+@dataclass
+class Side:
+    """One database, its runtime and the application serving it, measured beside another."""
+
+    runtime: Runtime
+    workspace_id: int
+    token: str
+    app: Answering
+    background: bool
+
+    async def settle(self) -> None:
+        """Wait until it has answered every request and, when its workers run, applied every
+        stored event: a backlog still being applied would take the CPU from the other side's
+        measurement."""
+        await self.app.idle()
+        while self.background:
+            async with self.runtime.db.read() as session:
+                waiting = await session.scalar(
+                    select(func.count())
+                    .select_from(InboundEvent)
+                    .where(InboundEvent.processed_at.is_(None))
+                )
+            if not waiting:
+                return
+            await asyncio.sleep(0.1)
+
+
+async def open_side(url: str, args: argparse.Namespace, *, background: bool = False) -> Side:
+    """``background``: the application starts the queue's workers and the sweeps, as ``serve``
+    does; else the database's upkeep only."""
+    await upgrade(url)
+    settings = settings_for(url, args.window_ms, sweepers=background)
+    runtime = assemble(settings, SystemClock())
+    if not background:
+        upkeep(runtime, args)
+    ws, token = await workspace(runtime)
+    app = Answering(create_app(settings, runtime, background=background))
+    return Side(runtime, ws, token, app, background)
+
+
+async def measure_side(
+    sides: dict[str, Side], name: str, url: str, n: int, label: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One measurement of one side, once every server is idle; checks every answer stored."""
+    side = sides[name]
+    auth = {"X-Ingest-Token": side.token}
+    tag = f"{label}-{name}-{n}-{uuid.uuid4().hex[:6]}"
+    for other in sides.values():
+        await other.settle()
+    if args.wrk:
+        result = await load_wrk(url, args.seconds, n, tag, auth)
+    else:
+        result = await load(url, args.events, n, tag, auth)
+    await side.app.idle()
+    count = await stored(side.runtime, tag)
+    answered = result.get("requests", args.events)
+    assert answered <= count <= answered + n, (answered, count)
+    return result
+
+
+async def compare_sides(
+    sides: dict[str, Side], label: str, title: str, args: argparse.Namespace
+) -> None:
+    """The two sides served from this process and measured in turn at each load — the first
+    then the second, then the second then the first, ``--rounds`` times — so that neither side
+    has the run's first minutes (or its last) to itself. Prints their medians."""
+    path = "/hooks/funnels/events"
+    names = list(sides)
+    rates: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    async with (
+        serve_in_loop(sides[names[0]].app) as first,
+        serve_in_loop(sides[names[1]].app) as second,
+    ):
+        served = {names[0]: first, names[1]: second}
+        for name, side in sides.items():
+            auth = {"X-Ingest-Token": side.token}
+            await load(served[name] + path, 300, 8, f"{label}-warm-{name}", auth)
+        if not args.no_freeze:
+            freeze_startup_heap()
+        for round_ in range(args.rounds):
+            order = names if round_ % 2 == 0 else names[::-1]
+            for n in args.in_flight:
+                for name in order:
+                    rates.setdefault((name, n), []).append(
+                        await measure_side(sides, name, served[name] + path, n, label, args)
+                    )
+    a, b = names
     print(
-        f"\n{label}: api_event with group commit, a fresh table beside {args.compare_stored:,} "
-        f"stored, {args.rounds} rounds in alternating order (medians)"
+        f"\n{label}: api_event with group commit, {title}, {args.rounds} rounds in alternating "
+        "order (medians)"
     )
-    print("| in flight | fresh events/s (p99 ms) | stored events/s (p99 ms) | ratio | per round |")
+    print(f"| in flight | {a} events/s (p99 ms) | {b} events/s (p99 ms) | ratio | per round |")
     print("|----------:|------------------------:|-------------------------:|------:|----------:|")
     for n in args.in_flight:
-        fresh_runs, full_runs = rates[("fresh", n)], rates[("stored", n)]
-        rate = {side: statistics.median(r["rate"] for r in rates[(side, n)]) for side in sides}
-        p99 = {side: statistics.median(r["p99"] for r in rates[(side, n)]) for side in sides}
+        rate = {name: statistics.median(r["rate"] for r in rates[(name, n)]) for name in names}
+        p99 = {name: statistics.median(r["p99"] for r in rates[(name, n)]) for name in names}
         rounds = ", ".join(
-            f"{b['rate'] / a['rate']:.2f}" for a, b in zip(fresh_runs, full_runs, strict=True)
+            f"{y['rate'] / x['rate']:.2f}"
+            for x, y in zip(rates[(a, n)], rates[(b, n)], strict=True)
         )
         print(
-            f"| {n:>9} | {rate['fresh']:>10,.0f} ({p99['fresh']:.1f}) | "
-            f"{rate['stored']:>10,.0f} ({p99['stored']:.1f}) | "
-            f"{rate['stored'] / rate['fresh']:.2f} | {rounds} |"
+            f"| {n:>9} | {rate[a]:>10,.0f} ({p99[a]:.1f}) | {rate[b]:>10,.0f} ({p99[b]:.1f}) | "
+            f"{rate[b] / rate[a]:.2f} | {rounds} |"
         )
 
 
@@ -533,6 +609,11 @@ async def main() -> None:
     parser.add_argument(
         "--no-freeze", action="store_true", help="leave the started heap to the collector"
     )
+    parser.add_argument(
+        "--serving",
+        action="store_true",
+        help="only group commit: alone beside with the queue's workers and the sweeps running",
+    )
     parser.add_argument("--httpx", action="store_true", help="load from httpx even if wrk exists")
     parser.add_argument(
         "--inline-checkpoints",
@@ -557,6 +638,14 @@ async def main() -> None:
                     )
                 finally:
                     await drop_pg(stored_url)
+            elif args.serving:
+                serving_url = await fresh_pg(args.pg)
+                try:
+                    await measure_serving(
+                        {"alone": pg_url, "serving": serving_url}, "PostgreSQL", args
+                    )
+                finally:
+                    await drop_pg(serving_url)
             else:
                 report("PostgreSQL", await measure(pg_url, "pg", args))
         finally:
@@ -569,6 +658,9 @@ async def main() -> None:
         elif args.compare_stored:
             full = f"sqlite+aiosqlite:///{tmp / 'ingest-stored.db'}"
             await measure_stored({"fresh": lite, "stored": full}, "SQLite", args)
+        elif args.serving:
+            serving = f"sqlite+aiosqlite:///{tmp / 'ingest-serving.db'}"
+            await measure_serving({"alone": lite, "serving": serving}, "SQLite", args)
         else:
             report("SQLite", await measure(lite, "lite", args))
 
