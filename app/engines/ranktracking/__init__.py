@@ -1,7 +1,7 @@
 """Position tracking: keyword positions measured through a SERP provider on a schedule, paid
 from an organisation balance.
 
-    due      schedules/ stores schedules by the rules of schedule_rules.py (creation, edits,
+    due      schedules/ stores schedules by the rules of schedules/rules.py (creation, edits,
        |     pause/resume/end, manual requests, estimates); due.py computes their due times
     claim    claim/: the hourly sweep (:20 UTC) picks due schedules, admission claims each
        |     with its money reserved, the hand-off queues one job per child run

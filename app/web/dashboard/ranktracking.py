@@ -28,7 +28,6 @@ from app.engines.ranktracking.records.results import keyword_history, latest_res
 from app.engines.ranktracking.records.schedules import schedule_out
 from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts
 from app.engines.ranktracking.reports.positions import TableQuery, positions_page
-from app.engines.ranktracking.schedule_rules import PROVIDER_LANGUAGES
 from app.engines.ranktracking.schedules import (
     creation,
     drafts,
@@ -37,6 +36,7 @@ from app.engines.ranktracking.schedules import (
     lookup,
     manual_runs,
 )
+from app.engines.ranktracking.schedules.rules import PROVIDER_LANGUAGES
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import DomainError
 from app.pagination import cursor_number

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from app.engines.ranktracking import locations
-from app.engines.ranktracking.schedule_rules import PROVIDER_LANGUAGES
+from app.engines.ranktracking.schedules.rules import PROVIDER_LANGUAGES
 from app.runtime import Runtime
 from app.sandbox.serp import LANGUAGES
 from tests.conftest import auth

@@ -13,8 +13,8 @@ from app.engines.ranktracking.pricing import (
     micros_up,
     quote,
 )
-from app.engines.ranktracking.schedule_rules import validated
 from app.engines.ranktracking.schedules.estimates import estimate
+from app.engines.ranktracking.schedules.rules import validated
 from app.runtime import Runtime
 from app.sandbox.serp import SerpPrices
 from app.settings import RankTrackingSettings

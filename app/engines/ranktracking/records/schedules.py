@@ -11,7 +11,7 @@ from app.db.session import ReadSession
 from app.engines.ranktracking.claim.admission import Launch
 from app.engines.ranktracking.models import ACTIVE, Run, Schedule
 from app.engines.ranktracking.records.log import last_group, run_out
-from app.engines.ranktracking.schedule_rules import DEPTH_NAMES
+from app.engines.ranktracking.schedules.rules import DEPTH_NAMES
 from app.engines.ranktracking.schemas import LaunchOut, ScheduleOut
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from app.db.session import WriteSession
 from app.engines.ranktracking.models import ARCHIVED, Schedule
-from app.engines.ranktracking.schedule_rules import normalise_domain
+from app.engines.ranktracking.schedules.rules import normalise_domain
 from app.errors import ValidationFailed
 
 MAX_COMPETITORS = 5

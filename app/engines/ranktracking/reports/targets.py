@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from app.db.session import WriteSession
 from app.engines.ranktracking.keywords import normalise
 from app.engines.ranktracking.models import Schedule
-from app.engines.ranktracking.schedule_rules import normalise_domain
+from app.engines.ranktracking.schedules.rules import normalise_domain
 from app.errors import ValidationFailed
 
 MAX_TARGETS = 5000

@@ -1,5 +1,7 @@
 """Operations on position tracking schedules (RT-1 to RT-29), one job a module:
 
+    rules        the field rules a schedule is stored by, as pure functions (RT-3, RT-7, RT-12,
+                 RT-15, RT-20): a request checked into a configuration, the duplicate key
     lookup       find a schedule in its workspace (to read, or locked for a change), list them
     config       a schedule's configuration, from the form or from the row, and its keyword
                  count checked against the per-run limit (RT-5)
@@ -11,8 +13,7 @@
     lifecycle    pause, resume, end (RT-28, RT-29)
     manual_runs  "run now" and "measure quickly", through admission (RT-25, RT-26)
 
-The field rules a schedule is stored by are :mod:`app.engines.ranktracking.schedule_rules`; what a
-person reads about a schedule is shaped in :mod:`app.engines.ranktracking.records.schedules`.
+What a person reads about a schedule is shaped in :mod:`app.engines.ranktracking.records.schedules`.
 
 Services never commit; the caller's unit of work does. Every lookup is scoped by workspace, so
 another workspace's id answers "not found".

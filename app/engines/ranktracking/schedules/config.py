@@ -1,4 +1,4 @@
-"""A schedule's configuration (:class:`~app.engines.ranktracking.schedule_rules.Config`): validated
+"""A schedule's configuration (:class:`~app.engines.ranktracking.schedules.rules.Config`): validated
 from what a person sent, or read back from the stored row, and the keyword count it will request
 checked against the per-run limit (RT-5)."""
 
@@ -8,7 +8,7 @@ from app.db.session import ReadSession
 from app.engines.ranktracking.lists import get_list
 from app.engines.ranktracking.members import list_size
 from app.engines.ranktracking.models import Schedule
-from app.engines.ranktracking.schedule_rules import Config, validated
+from app.engines.ranktracking.schedules.rules import Config, validated
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import ValidationFailed
 from app.settings import RankTrackingSettings

@@ -16,13 +16,13 @@ from app.engines.ranktracking.errors import ScheduleLimitReached
 from app.engines.ranktracking.models import ACTIVE, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.engines.ranktracking.records import activity
-from app.engines.ranktracking.schedule_rules import dedup_key
 from app.engines.ranktracking.schedules.config import checked_keyword_count, config_of
 from app.engines.ranktracking.schedules.duplicates import (
     flush_refusing_duplicates,
     refuse_duplicate,
 )
 from app.engines.ranktracking.schedules.lookup import get_schedule, live_count
+from app.engines.ranktracking.schedules.rules import dedup_key
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.platform.models import Workspace
 from app.platform.service import Principal

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from app.engines.ranktracking.models import Schedule
-from app.engines.ranktracking.schedule_rules import DEPTH_NAMES
+from app.engines.ranktracking.schedules.rules import DEPTH_NAMES
 from app.engines.ranktracking.schemas import ScheduleIn
 from app.errors import ValidationFailed
 

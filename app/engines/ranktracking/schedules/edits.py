@@ -12,17 +12,17 @@ from app.engines.ranktracking.errors import ScheduleStateConflict
 from app.engines.ranktracking.keywords import normalise_all
 from app.engines.ranktracking.models import ARCHIVED, Schedule
 from app.engines.ranktracking.records import activity
-from app.engines.ranktracking.schedule_rules import (
+from app.engines.ranktracking.schedules.config import config_from_schedule
+from app.engines.ranktracking.schedules.duplicates import (
+    flush_refusing_duplicates,
+    refuse_duplicate,
+)
+from app.engines.ranktracking.schedules.rules import (
     DEPTH_NAMES,
     _Errors,
     cap_cents,
     dedup_key,
     validated,
-)
-from app.engines.ranktracking.schedules.config import config_from_schedule
-from app.engines.ranktracking.schedules.duplicates import (
-    flush_refusing_duplicates,
-    refuse_duplicate,
 )
 from app.engines.ranktracking.schemas import ScheduleEdit
 from app.errors import ValidationFailed

@@ -19,12 +19,12 @@ from app.engines.ranktracking.pricing import (
     fraction_cents_up,
     quote,
 )
-from app.engines.ranktracking.schedule_rules import Config
 from app.engines.ranktracking.schedules.config import (
     checked_keyword_count,
     config_from_schedule,
     config_of,
 )
+from app.engines.ranktracking.schedules.rules import Config
 from app.engines.ranktracking.schemas import EstimateOut, EstimatePart, ScheduleIn
 from app.errors import ValidationFailed
 from app.platform.service import Principal

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.engines.ranktracking.schedule_rules import dedup_key, validated
+from app.engines.ranktracking.schedules.rules import dedup_key, validated
 from app.errors import ValidationFailed
 
 
