@@ -19,7 +19,7 @@ from app.engines.ranktracking.schedules.duplicates import (
 )
 from app.engines.ranktracking.schedules.rules import (
     DEPTH_NAMES,
-    _Errors,
+    FieldErrors,
     cap_cents,
     dedup_key,
     validated,
@@ -46,7 +46,7 @@ async def edit(
     if data.list_id is not None and data.list_id != schedule.list_id:
         raise ValidationFailed.field("list_id", FIXED_MESSAGE, code="fixed_field")
     current = config_from_schedule(schedule)
-    errors = _Errors()
+    errors = FieldErrors()
     cap = current.monthly_cap_cents
     if data.unlimited:
         cap = None

@@ -78,7 +78,10 @@ class Config:
         return ",".join(self.devices) if self.devices else None
 
 
-class _Errors:
+class FieldErrors:
+    """The wrong fields of one request, collected so that a single refusal names all of them
+    (the first in its message, every one in its details)."""
+
     def __init__(self) -> None:
         self.details: list[dict[str, Any]] = []
 
@@ -91,7 +94,9 @@ class _Errors:
             raise ValidationFailed(f"{first['field']}: {first['message']}", details=self.details)
 
 
-def cap_cents(value: Decimal | None, errors: _Errors, path: str = "monthly_cap_eur") -> int | None:
+def cap_cents(
+    value: Decimal | None, errors: FieldErrors, path: str = "monthly_cap_eur"
+) -> int | None:
     if value is None:
         return None
     if not value.is_finite():
@@ -111,7 +116,7 @@ def cap_cents(value: Decimal | None, errors: _Errors, path: str = "monthly_cap_e
 
 
 def _check_source(
-    errors: _Errors,
+    errors: FieldErrors,
     data_type: str,
     list_id: int | None,
     keywords: list[str] | None,
@@ -143,7 +148,7 @@ def _check_source(
 
 
 def _check_serp(
-    errors: _Errors,
+    errors: FieldErrors,
     frequency: str,
     depth: str | None,
     devices: list[str] | None,
@@ -165,7 +170,7 @@ def _check_serp(
 
 
 def _check_keyword_data(
-    errors: _Errors,
+    errors: FieldErrors,
     frequency: str,
     depth: str | None,
     devices: list[str] | None,
@@ -181,7 +186,7 @@ def _check_keyword_data(
         errors.add("devices", "depth and devices are for SERP schedules")
 
 
-def _check_location(errors: _Errors, location_code: int | None) -> None:
+def _check_location(errors: FieldErrors, location_code: int | None) -> None:
     if location_code is None or location_code <= 0:
         errors.add("location_code", "must be a positive location code")
     elif location_code > locations.MAX_LOCATION_CODE or locations.get(location_code) is None:
@@ -211,7 +216,7 @@ def validated(
     require_name: bool = True,
 ) -> Config:
     """Check every rule of a schedule's configuration; raises naming each wrong field."""
-    errors = _Errors()
+    errors = FieldErrors()
     if require_name and not name.strip():
         errors.add("name", "is required")
     selection = _check_source(errors, data_type, list_id, keywords, max_selection)

@@ -1,5 +1,5 @@
 """Changing a schedule: the editable and the fixed fields, the direct selection's editor (RT-3,
-RT-11, RT-16)."""
+RT-11, RT-16, RT-20)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from app.clock import ManualClock
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.schedules.edits import edit, set_selection
 from app.engines.ranktracking.schemas import ScheduleEdit
@@ -67,3 +68,24 @@ async def test_rt16_editable_and_fixed_fields(runtime: Runtime, tenant: Tenant, 
         assert (row.depth, row.devices, row.monthly_cap_cents) == (100, "desktop,mobile", 1250)
         await edit(uow.session, rt, row, ScheduleEdit(unlimited=True), clock.now())
         assert row.monthly_cap_cents is None
+
+
+async def test_rt20_an_edited_cap_below_the_minimum_is_refused_and_nothing_changes(
+    runtime: Runtime, tenant: Tenant, clock: ManualClock
+) -> None:
+    schedule = await make_schedule(runtime, tenant, keywords=["a"], monthly_cap_eur=Decimal("20"))
+    async with runtime.db.write() as uow:
+        row = await uow.session.get(Schedule, schedule.id)
+        assert row is not None
+        with pytest.raises(ValidationFailed) as info:
+            await edit(
+                uow.session,
+                runtime.settings.ranktracking,
+                row,
+                ScheduleEdit(name="renamed", monthly_cap_eur=Decimal("4.99")),
+                clock.now(),
+            )
+        assert [(d["field"], d["code"]) for d in info.value.details] == [
+            ("monthly_cap_eur", "cap_too_low")
+        ]
+        assert (row.name, row.monthly_cap_cents) == ("Positions", 2000)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.engines.ranktracking.schedules.rules import dedup_key, validated
+from app.engines.ranktracking.schedules.rules import FieldErrors, dedup_key, validated
 from app.errors import ValidationFailed
 
 
@@ -103,3 +103,17 @@ def test_rt7_keyword_data_rules() -> None:
     assert _config(language_code="EN").language_code == "en"
     with pytest.raises(ValidationFailed):
         _config(language_code="pt-BR")
+
+
+def test_field_errors_refuse_once_naming_every_field() -> None:
+    errors = FieldErrors()
+    errors.raise_if_any()  # nothing collected: nothing refused
+    errors.add("name", "is required")
+    errors.add("depth", "must be top10 or top100", "bad_depth")
+    with pytest.raises(ValidationFailed) as info:
+        errors.raise_if_any()
+    assert info.value.message == "name: is required"
+    assert [(d["field"], d["code"]) for d in info.value.details] == [
+        ("name", "invalid"),
+        ("depth", "bad_depth"),
+    ]
