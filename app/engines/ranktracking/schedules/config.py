@@ -8,9 +8,8 @@ from app.db.session import ReadSession
 from app.engines.ranktracking.lists import get_list
 from app.engines.ranktracking.members import list_size
 from app.engines.ranktracking.models import Schedule
-from app.engines.ranktracking.schedules.rules import Config, validated
+from app.engines.ranktracking.schedules.rules import Config, over_run_limit, validated
 from app.engines.ranktracking.schemas import ScheduleIn
-from app.errors import ValidationFailed
 from app.settings import RankTrackingSettings
 
 
@@ -59,9 +58,5 @@ async def checked_keyword_count(
     await get_list(session, workspace_id, config.list_id)
     size = await list_size(session, config.list_id)
     if size > rt.max_run_keywords:
-        raise ValidationFailed.field(
-            "list_id",
-            f"the list has {size} keywords; a run may request at most {rt.max_run_keywords}",
-            code="members_over_limit",
-        )
+        raise over_run_limit(size, rt.max_run_keywords)
     return size

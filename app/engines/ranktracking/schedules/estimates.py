@@ -24,7 +24,7 @@ from app.engines.ranktracking.schedules.config import (
     config_from_schedule,
     config_of,
 )
-from app.engines.ranktracking.schedules.rules import Config
+from app.engines.ranktracking.schedules.rules import Config, over_run_limit
 from app.engines.ranktracking.schemas import EstimateOut, EstimatePart, ScheduleIn
 from app.errors import ValidationFailed
 from app.platform.service import Principal
@@ -97,11 +97,7 @@ async def estimate_existing(
     config = config_from_schedule(schedule)
     members = await resolve(session, schedule, rt.max_run_keywords)
     if members.over:
-        raise ValidationFailed.field(
-            "list_id",
-            f"the list has {members.total} keywords; a run may request at most {rt.max_run_keywords}",
-            code="members_over_limit",
-        )
+        raise over_run_limit(members.total, rt.max_run_keywords)
     if queue == PRIORITY and schedule.data_type != "serp":
         raise ValidationFailed.field("queue", "keyword data has no priority queue")
     return await estimate(

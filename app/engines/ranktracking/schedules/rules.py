@@ -1,7 +1,8 @@
-"""A schedule's configuration rules (RT-3, RT-7, RT-12, RT-15, RT-20), as pure functions.
+"""A schedule's configuration rules (RT-3, RT-5, RT-7, RT-12, RT-15, RT-20), as pure functions.
 
 :func:`validated` turns a request into a :class:`Config` or raises :class:`ValidationFailed` naming
-every wrong field; :func:`dedup_key` is the duplicate key of RT-15.
+every wrong field; :func:`dedup_key` is the duplicate key of RT-15. :func:`over_run_limit` is the
+refusal of a list past the per-run limit, written once because creation and estimates both give it.
 """
 
 from __future__ import annotations
@@ -250,6 +251,16 @@ def validated(
         devices=ordered_devices if data_type == "serp" else [],
         packages=ordered_packages if data_type != "serp" else [],
         monthly_cap_cents=cap,
+    )
+
+
+def over_run_limit(total: int, limit: int) -> ValidationFailed:
+    """RT-5: the refusal of a keyword list with ``total`` members when a run may request at most
+    ``limit``."""
+    return ValidationFailed.field(
+        "list_id",
+        f"the list has {total} keywords; a run may request at most {limit}",
+        code="members_over_limit",
     )
 
 

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from app.engines.ranktracking.schedules.rules import FieldErrors, dedup_key, validated
+from app.engines.ranktracking.schedules.rules import (
+    FieldErrors,
+    dedup_key,
+    over_run_limit,
+    validated,
+)
 from app.errors import ValidationFailed
 
 
@@ -103,6 +108,17 @@ def test_rt7_keyword_data_rules() -> None:
     assert _config(language_code="EN").language_code == "en"
     with pytest.raises(ValidationFailed):
         _config(language_code="pt-BR")
+
+
+def test_rt5_the_over_limit_refusal_names_the_list_its_size_and_the_limit() -> None:
+    refusal = over_run_limit(501, 500)
+    said = "the list has 501 keywords; a run may request at most 500"
+    assert (refusal.status, refusal.code, refusal.message) == (
+        422,
+        "validation_failed",
+        f"list_id: {said}",
+    )
+    assert refusal.details == [{"field": "list_id", "message": said, "code": "members_over_limit"}]
 
 
 def test_field_errors_refuse_once_naming_every_field() -> None:

@@ -1,0 +1,46 @@
+"""Estimates over HTTP refuse what the other operations refuse, with the same body: a list past
+the per-run limit (RT-5, like an estimate of a new schedule)."""
+
+from __future__ import annotations
+
+import httpx
+
+from app.runtime import Runtime
+from tests.conftest import auth
+from tests.engines.ranktracking.factories import make_list, make_schedule
+from tests.factories import Tenant
+
+BASE = "/api/v1/ranktracking"
+
+
+async def test_rt5_an_existing_schedule_over_the_limit_is_refused_like_a_new_one(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    h = auth(tenant)
+    kl = await make_list(runtime, tenant, [f"k{i}" for i in range(500)])
+    schedule = await make_schedule(runtime, tenant, list_id=kl.id)
+    # The list grows past the limit after the schedule was created.
+    r = await client.post(
+        f"{BASE}/lists/{kl.id}/keywords", json={"keywords": ["one more"]}, headers=h
+    )
+    assert r.status_code in (200, 201), r.text
+
+    existing = await client.get(f"{BASE}/schedules/{schedule.id}/estimate", headers=h)
+    new = await client.post(
+        f"{BASE}/estimate",
+        json={
+            "name": "Positions",
+            "data_type": "serp",
+            "frequency": "daily",
+            "depth": "top10",
+            "location_code": 2840,
+            "language_code": "en",
+            "domain": "acme-shop.com",
+            "devices": ["desktop"],
+            "list_id": kl.id,
+        },
+        headers=h,
+    )
+    assert (existing.status_code, new.status_code) == (422, 422)
+    assert existing.json()["details"][0]["code"] == "members_over_limit"
+    assert existing.json() == new.json()
