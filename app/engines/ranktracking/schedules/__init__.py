@@ -1,7 +1,9 @@
 """Operations on position tracking schedules (RT-1 to RT-29), one job a module:
 
-    rules        the field rules a schedule is stored by, as pure functions (RT-3, RT-7, RT-12,
-                 RT-15, RT-20): a request checked into a configuration, the duplicate key
+    rules        the field rules a schedule is stored by, as pure functions (RT-3, RT-5, RT-7,
+                 RT-12, RT-15, RT-20, RT-26): a request checked into a configuration, the
+                 duplicate key, the refusals several operations give (over the per-run limit,
+                 no priority queue for keyword data)
     lookup       find a schedule in its workspace (to read, or locked for a change), list them
     config       a schedule's configuration, from the form or from the row, and its keyword
                  count checked against the per-run limit (RT-5)

@@ -13,7 +13,6 @@ from app.engines.ranktracking.members import resolve
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.money import eur
 from app.engines.ranktracking.pricing import (
-    PRIORITY,
     STANDARD,
     PriceList,
     fraction_cents_up,
@@ -24,9 +23,8 @@ from app.engines.ranktracking.schedules.config import (
     config_from_schedule,
     config_of,
 )
-from app.engines.ranktracking.schedules.rules import Config, over_run_limit
+from app.engines.ranktracking.schedules.rules import Config, check_queue, over_run_limit
 from app.engines.ranktracking.schemas import EstimateOut, EstimatePart, ScheduleIn
-from app.errors import ValidationFailed
 from app.platform.service import Principal
 from app.settings import RankTrackingSettings
 
@@ -98,8 +96,7 @@ async def estimate_existing(
     members = await resolve(session, schedule, rt.max_run_keywords)
     if members.over:
         raise over_run_limit(members.total, rt.max_run_keywords)
-    if queue == PRIORITY and schedule.data_type != "serp":
-        raise ValidationFailed.field("queue", "keyword data has no priority queue")
+    check_queue(schedule.data_type, queue)
     return await estimate(
         session,
         rt,

@@ -7,10 +7,8 @@ from app.db.session import UnitOfWork
 from app.engines.ranktracking.claim.admission import MANUAL, Launch
 from app.engines.ranktracking.claim.handoff import PendingLaunch, admit_and_send, admit_within
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import Schedule
-from app.engines.ranktracking.pricing import PRIORITY
 from app.engines.ranktracking.schedules.lookup import get_schedule
-from app.errors import ValidationFailed
+from app.engines.ranktracking.schedules.rules import check_queue
 from app.platform.service import Principal
 
 
@@ -21,7 +19,7 @@ async def run_now(
     queue (SERP only)."""
     async with deps.db.read() as session:
         schedule = await get_schedule(session, principal.workspace_id, schedule_id)
-    _check_queue(schedule, queue)
+    check_queue(schedule.data_type, queue)
     return await admit_and_send(
         deps, schedule_id, trigger=MANUAL, queue=queue, now=deps.clock.now()
     )
@@ -33,14 +31,7 @@ async def run_now_in(
     """:func:`run_now` inside the caller's unit of work (the API's retryable manual request); the
     caller hands it off after the commit (:meth:`PendingLaunch.hand_off`)."""
     schedule = await get_schedule(uow.session, principal.workspace_id, schedule_id)
-    _check_queue(schedule, queue)
+    check_queue(schedule.data_type, queue)
     return await admit_within(
         uow, deps, schedule_id, trigger=MANUAL, queue=queue, now=deps.clock.now()
     )
-
-
-def _check_queue(schedule: Schedule, queue: str) -> None:
-    if queue == PRIORITY and schedule.data_type != "serp":
-        raise ValidationFailed.field(
-            "queue", "keyword data has no priority queue", code="no_priority"
-        )

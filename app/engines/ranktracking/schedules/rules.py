@@ -1,8 +1,10 @@
-"""A schedule's configuration rules (RT-3, RT-5, RT-7, RT-12, RT-15, RT-20), as pure functions.
+"""A schedule's configuration rules (RT-3, RT-5, RT-7, RT-12, RT-15, RT-20, RT-26), as pure
+functions.
 
 :func:`validated` turns a request into a :class:`Config` or raises :class:`ValidationFailed` naming
-every wrong field; :func:`dedup_key` is the duplicate key of RT-15. :func:`over_run_limit` is the
-refusal of a list past the per-run limit, written once because creation and estimates both give it.
+every wrong field; :func:`dedup_key` is the duplicate key of RT-15. :func:`over_run_limit` and
+:func:`check_queue` are the refusals of a request that more than one operation gives (creation and
+estimates, estimates and manual runs), written once so each answers with the same body.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from app.engines.ranktracking import locations
 from app.engines.ranktracking.due import KEYWORD_DATA_FREQUENCIES, SERP_FREQUENCIES
 from app.engines.ranktracking.keywords import normalise_all
-from app.engines.ranktracking.pricing import DEVICES, PACKAGES
+from app.engines.ranktracking.pricing import DEVICES, PACKAGES, PRIORITY
 from app.errors import ValidationFailed
 
 MIN_CAP_CENTS = 500
@@ -262,6 +264,14 @@ def over_run_limit(total: int, limit: int) -> ValidationFailed:
         f"the list has {total} keywords; a run may request at most {limit}",
         code="members_over_limit",
     )
+
+
+def check_queue(data_type: str, queue: str) -> None:
+    """RT-26: only SERP schedules have a priority queue ("measure quickly")."""
+    if queue == PRIORITY and data_type != "serp":
+        raise ValidationFailed.field(
+            "queue", "keyword data has no priority queue", code="no_priority"
+        )
 
 
 def dedup_key(config: Config) -> str | None:

@@ -1,5 +1,6 @@
 """Estimates over HTTP refuse what the other operations refuse, with the same body: a list past
-the per-run limit (RT-5, like an estimate of a new schedule)."""
+the per-run limit (RT-5, like an estimate of a new schedule) and the priority queue of keyword
+data (RT-26, like "measure quickly")."""
 
 from __future__ import annotations
 
@@ -44,3 +45,36 @@ async def test_rt5_an_existing_schedule_over_the_limit_is_refused_like_a_new_one
     assert (existing.status_code, new.status_code) == (422, 422)
     assert existing.json()["details"][0]["code"] == "members_over_limit"
     assert existing.json() == new.json()
+
+
+async def test_rt26_a_priority_estimate_of_keyword_data_is_refused_like_a_priority_run(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    h = auth(tenant)
+    kl = await make_list(runtime, tenant, ["a"])
+    schedule = await make_schedule(
+        runtime,
+        tenant,
+        list_id=kl.id,
+        data_type="keyword_data",
+        frequency="monthly",
+        depth=None,
+        devices=None,
+        domain=None,
+        packages=["volume"],
+    )
+
+    estimate = await client.get(
+        f"{BASE}/schedules/{schedule.id}/estimate", params={"queue": "priority"}, headers=h
+    )
+    run = await client.post(
+        f"{BASE}/schedules/{schedule.id}/run", json={"queue": "priority"}, headers=h
+    )
+    assert (estimate.status_code, run.status_code) == (422, 422)
+    assert estimate.json()["details"] == [
+        {"field": "queue", "message": "keyword data has no priority queue", "code": "no_priority"}
+    ]
+    assert estimate.json() == run.json()
+    # The standard queue is estimated as usual.
+    standard = await client.get(f"{BASE}/schedules/{schedule.id}/estimate", headers=h)
+    assert standard.status_code == 200, standard.text
