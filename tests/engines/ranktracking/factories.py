@@ -76,6 +76,17 @@ def principal(tenant: Tenant) -> Principal:
     )
 
 
+KEYWORD_DATA: dict[str, Any] = {
+    "data_type": "keyword_data",
+    "frequency": "monthly",
+    "depth": None,
+    "devices": None,
+    "domain": None,
+    "packages": ["volume"],
+}
+"""The overrides of :func:`serp_in` that make a keyword-data schedule (search volume, monthly)."""
+
+
 def serp_in(**overrides: Any) -> ScheduleIn:
     values: dict[str, Any] = {
         "name": "Positions",

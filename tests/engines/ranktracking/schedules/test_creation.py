@@ -15,7 +15,7 @@ from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.schedules.lifecycle import end, resume
 from app.errors import ValidationFailed
 from app.runtime import Runtime
-from tests.engines.ranktracking.factories import make_list, make_schedule
+from tests.engines.ranktracking.factories import KEYWORD_DATA, make_list, make_schedule
 from tests.factories import Tenant
 
 
@@ -74,12 +74,7 @@ async def test_rt3_direct_selection_rules_at_creation(runtime: Runtime, tenant: 
             runtime,
             tenant,
             keywords=["a"],
-            data_type="keyword_data",
-            frequency="monthly",
-            depth=None,
-            devices=None,
-            domain=None,
-            packages=["volume"],
+            **KEYWORD_DATA,
         )
     assert info.value.details[0]["code"] == "selection_serp_only"
 

@@ -5,10 +5,11 @@ data (RT-26, like "measure quickly")."""
 from __future__ import annotations
 
 import httpx
+import msgspec
 
 from app.runtime import Runtime
 from tests.conftest import auth
-from tests.engines.ranktracking.factories import make_list, make_schedule
+from tests.engines.ranktracking.factories import KEYWORD_DATA, make_list, make_schedule, serp_in
 from tests.factories import Tenant
 
 BASE = "/api/v1/ranktracking"
@@ -27,20 +28,9 @@ async def test_rt5_an_existing_schedule_over_the_limit_is_refused_like_a_new_one
     assert r.status_code in (200, 201), r.text
 
     existing = await client.get(f"{BASE}/schedules/{schedule.id}/estimate", headers=h)
+    # The same configuration, not yet created.
     new = await client.post(
-        f"{BASE}/estimate",
-        json={
-            "name": "Positions",
-            "data_type": "serp",
-            "frequency": "daily",
-            "depth": "top10",
-            "location_code": 2840,
-            "language_code": "en",
-            "domain": "acme-shop.com",
-            "devices": ["desktop"],
-            "list_id": kl.id,
-        },
-        headers=h,
+        f"{BASE}/estimate", json=msgspec.to_builtins(serp_in(list_id=kl.id)), headers=h
     )
     assert (existing.status_code, new.status_code) == (422, 422)
     assert existing.json()["details"][0]["code"] == "members_over_limit"
@@ -52,17 +42,7 @@ async def test_rt26_a_priority_estimate_of_keyword_data_is_refused_like_a_priori
 ) -> None:
     h = auth(tenant)
     kl = await make_list(runtime, tenant, ["a"])
-    schedule = await make_schedule(
-        runtime,
-        tenant,
-        list_id=kl.id,
-        data_type="keyword_data",
-        frequency="monthly",
-        depth=None,
-        devices=None,
-        domain=None,
-        packages=["volume"],
-    )
+    schedule = await make_schedule(runtime, tenant, list_id=kl.id, **KEYWORD_DATA)
 
     estimate = await client.get(
         f"{BASE}/schedules/{schedule.id}/estimate", params={"queue": "priority"}, headers=h

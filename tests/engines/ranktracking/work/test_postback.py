@@ -29,7 +29,14 @@ from app.sandbox.base import serve_in_loop
 from app.sandbox.serp import SerpSimulator
 from app.settings import Settings
 from tests.conftest import eventually
-from tests.engines.ranktracking.factories import DOMAIN, available, fund, make_list, make_schedule
+from tests.engines.ranktracking.factories import (
+    DOMAIN,
+    KEYWORD_DATA,
+    available,
+    fund,
+    make_list,
+    make_schedule,
+)
 from tests.factories import Tenant, create_tenant
 
 _encoder = msgspec.json.Encoder(decimal_format="number")
@@ -314,12 +321,7 @@ async def test_keyword_data_postback_applies_every_keyword_of_the_task(
         runtime,
         tenant,
         list_id=kl.id,
-        data_type="keyword_data",
-        frequency="monthly",
-        depth=None,
-        devices=None,
-        domain=None,
-        packages=["volume"],
+        **KEYWORD_DATA,
     )
     launch = await admit_and_send(
         RankTrackingDeps.of(runtime),

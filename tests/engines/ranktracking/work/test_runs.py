@@ -21,6 +21,7 @@ from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.engines.ranktracking.factories import (
     DOMAIN,
+    KEYWORD_DATA,
     available,
     available_micros,
     fund,
@@ -189,12 +190,7 @@ async def test_keyword_data_run_volumes_no_data_and_omitted(
         runtime,
         tenant,
         list_id=kl.id,
-        data_type="keyword_data",
-        frequency="monthly",
-        depth=None,
-        devices=None,
-        domain=None,
-        packages=["volume", "cpc"],
+        **{**KEYWORD_DATA, "packages": ["volume", "cpc"]},
     )
     (run_id,) = (
         await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
