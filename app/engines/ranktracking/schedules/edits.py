@@ -9,7 +9,6 @@ from datetime import datetime
 from app.db.session import WriteSession
 from app.engines.ranktracking.due import first_due
 from app.engines.ranktracking.errors import ScheduleStateConflict
-from app.engines.ranktracking.keywords import normalise_all
 from app.engines.ranktracking.models import ARCHIVED, Schedule
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.schedules.config import config_from_schedule
@@ -21,6 +20,7 @@ from app.engines.ranktracking.schedules.rules import (
     DEPTH_NAMES,
     FieldErrors,
     cap_cents,
+    checked_selection,
     dedup_key,
     validated,
 )
@@ -124,17 +124,9 @@ async def set_selection(
         raise ValidationFailed.field(
             "keywords", "this schedule follows a keyword list; edit the list instead"
         )
-    selection = normalise_all(keywords).keywords
-    if not selection:
-        raise ValidationFailed.field(
-            "keywords", "a direct selection needs at least one keyword", code="selection_empty"
-        )
-    if len(selection) > rt.max_selection_keywords:
-        raise ValidationFailed.field(
-            "keywords",
-            f"a direct selection holds at most {rt.max_selection_keywords} keywords ({len(selection)} given)",
-            code="selection_too_large",
-        )
+    errors = FieldErrors()
+    selection = checked_selection(keywords, rt.max_selection_keywords, errors)
+    errors.raise_if_any()
     schedule.keywords = selection
     schedule.updated_at = now
     activity.record(

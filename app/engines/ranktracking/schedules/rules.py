@@ -134,11 +134,17 @@ def _check_source(
         errors.add("list_id", "not a keyword list id", "unknown_list")
     if keywords is None:
         return None
-    selection = normalise_all(keywords).keywords
     if data_type != "serp":
         errors.add(
             "keywords", "a direct selection is for SERP schedules only", "selection_serp_only"
         )
+    return checked_selection(keywords, max_selection, errors)
+
+
+def checked_selection(keywords: list[str], max_selection: int, errors: FieldErrors) -> list[str]:
+    """RT-3: a direct selection normalised, with at least one keyword and at most
+    ``max_selection``; at creation and in the selection's own editor."""
+    selection = normalise_all(keywords).keywords
     if not selection:
         errors.add("keywords", "a direct selection needs at least one keyword", "selection_empty")
     elif len(selection) > max_selection:

@@ -34,6 +34,32 @@ async def test_rt3_the_selection_editor_normalises_and_refuses_an_empty_selectio
             )
 
 
+async def test_rt3_the_selection_editor_refuses_like_creation(
+    runtime: Runtime, tenant: Tenant
+) -> None:
+    schedule = await make_schedule(runtime, tenant, keywords=["red shoes"])
+    limit = runtime.settings.ranktracking.max_selection_keywords
+    for keywords, code in (
+        (["   "], "selection_empty"),
+        ([f"k{i}" for i in range(limit + 1)], "selection_too_large"),
+    ):
+        with pytest.raises(ValidationFailed) as created:
+            await make_schedule(runtime, tenant, keywords=keywords)
+        async with runtime.db.write() as uow:
+            row = await uow.session.get(Schedule, schedule.id)
+            assert row is not None
+            with pytest.raises(ValidationFailed) as edited:
+                await set_selection(
+                    uow.session, runtime.settings.ranktracking, row, keywords, runtime.clock.now()
+                )
+            assert row.keywords == ["red shoes"]
+        assert [d["code"] for d in edited.value.details] == [code]
+        assert (edited.value.message, edited.value.details) == (
+            created.value.message,
+            created.value.details,
+        )
+
+
 async def test_rt16_editable_and_fixed_fields(runtime: Runtime, tenant: Tenant, clock) -> None:  # type: ignore[no-untyped-def]
     kl = await make_list(runtime, tenant, ["a"])
     schedule = await make_schedule(runtime, tenant, list_id=kl.id, frequency="monthly")
