@@ -11,6 +11,7 @@ import ast
 import dataclasses
 import inspect
 import itertools
+import logging
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ a proxy). uvicorn's own default is 5 s."""
 
 MAX_HTTP_KEEP_ALIVE_SECONDS = 3600  # an hour: anything longer is a typo, not a proxy's timeout
 
+DATABASE_URL_SCHEMES = ("sqlite+aiosqlite:", "postgresql+asyncpg:")
+"""The drivers the engines are built for (:mod:`app.db.engine`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class DatabaseSettings:
@@ -48,6 +52,16 @@ class DatabaseSettings:
     """How long a SQLite writer waits for the write lock before failing."""
     echo: bool = env("DATABASE_ECHO", False)
     """Log every SQL statement (development only)."""
+
+    def __post_init__(self) -> None:
+        if not self.url.startswith(DATABASE_URL_SCHEMES):
+            # Only the scheme is repeated: the rest of a URL can hold a password.
+            scheme, sep, _ = self.url.partition("://")
+            given = f", not {scheme!r}" if sep else ""
+            raise SettingsError(
+                "DATABASE_URL must start with sqlite+aiosqlite:/// (a file) or "
+                f"postgresql+asyncpg:// (a server){given}"
+            )
 
     @property
     def is_sqlite(self) -> bool:
@@ -427,7 +441,12 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
     """Build :class:`Settings` from an environment mapping (usually ``os.environ``)."""
     settings: Settings = _load_group(Settings, environ)
     if settings.web.log_format not in {"text", "json"}:
-        raise SettingsError("LOG_FORMAT must be 'text' or 'json'")
+        raise SettingsError(f"LOG_FORMAT must be 'text' or 'json', not {settings.web.log_format!r}")
+    if settings.web.log_level.upper() not in logging.getLevelNamesMapping():
+        raise SettingsError(
+            f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, "
+            f"not {settings.web.log_level!r}"
+        )
     if not settings.web.public_url:
         host = settings.web.host
         host = "127.0.0.1" if host in {"", "0.0.0.0", "::"} else host  # noqa: S104
