@@ -14,7 +14,7 @@ from typing import Any
 from app import commands
 from app.db.migrate import SchemaOutOfDate, check_current, upgrade
 from app.logs import configure_logging
-from app.settings import Settings, describe_environment, load_settings
+from app.settings import Settings, SettingsError, describe_environment, load_settings
 
 log = logging.getLogger("app")
 
@@ -116,16 +116,26 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parsers(sub)
     args = parser.parse_args(argv)
 
-    settings = load_settings(os.environ)
-    configure_logging(settings.web.log_format, settings.web.log_level)
-
     if args.command == "env":
+        # Describes the variables without reading them: it is where to look a mistyped one up.
         table = environment_table()
         if args.update_readme:
             update_readme_table(Path(args.update_readme), table)
         else:
             print(table)
         return 0
+    try:
+        return _run(args)
+    except SettingsError as exc:
+        # A mistyped variable is the operator's to fix: its name and the problem, not a traceback.
+        print(f"{args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = load_settings(os.environ)
+    configure_logging(settings.web.log_format, settings.web.log_level)
+
     if args.command == "migrate":
         asyncio.run(upgrade(settings.database.url))
         log.info("database is at the newest schema")
