@@ -132,6 +132,7 @@ async def process_batch(db: Database, *, now: datetime, limit: int | None = None
         rows = await CLAIM.take_in(
             session, now=now, limit=batch_events(db) if limit is None else limit
         )
+        outcomes: list[dict[str, Any]] = []
         for row in sorted(rows, key=lambda r: r[0]):
             inbound = _Inbound(row[0], row[1], row[2], row[3], row[4], _as_dict(row[5]))
             result.processed += 1
@@ -147,11 +148,11 @@ async def process_batch(db: Database, *, now: datetime, limit: int | None = None
                     result.contacts.setdefault(inbound.workspace_id, set()).add(contact_id)
             else:
                 result.dropped += 1
-            await session.execute(
-                update(InboundEvent)
-                .where(InboundEvent.id == inbound.id)
-                .values(contact_id=contact_id, outcome=outcome[:2000])
-            )
+            outcomes.append({"id": inbound.id, "contact_id": contact_id, "outcome": outcome[:2000]})
+        if outcomes:
+            # One statement for the batch's outcomes (an update by primary key, run as
+            # executemany), not one per event.
+            await session.execute(update(InboundEvent), outcomes)
     return result
 
 
