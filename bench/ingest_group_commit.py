@@ -365,7 +365,9 @@ async def measure_stored(urls: dict[str, str], label: str, args: argparse.Namesp
         for line in await plans(opened.runtime, opened.workspace_id):
             print(f"{label} ({side}){line}")
     try:
-        await compare_sides(sides, label, f"a fresh table beside {args.compare_stored:,}", args)
+        await compare_sides(
+            sides, label, f"a fresh table beside {args.compare_stored:,} stored", args
+        )
     finally:
         for opened in sides.values():
             await opened.runtime.aclose()
