@@ -627,27 +627,23 @@ async def main() -> None:
     args.wrk = wrk_load.available() and not args.httpx
     per = f"wrk, {args.seconds:g} s" if args.wrk else f"httpx, {args.events} events"
     print(f"{per} per measurement, group commit window {args.window_ms} ms")
+    # The side-by-side modes: each side's name and measurement.
+    sides = ("fresh", "stored") if args.compare_stored else ("alone", "serving")
+    side_by_side = measure_stored if args.compare_stored else measure_serving
+    beside = bool(args.compare_stored or args.serving)
     if not args.skip_pg:
         pg_url = await fresh_pg(args.pg)
         try:
             if args.writer_only:
                 await writer_only(pg_url, "PostgreSQL", args)
-            elif args.compare_stored:
-                stored_url = await fresh_pg(args.pg)
+            elif beside:
+                second_url = await fresh_pg(args.pg)
                 try:
-                    await measure_stored(
-                        {"fresh": pg_url, "stored": stored_url}, "PostgreSQL", args
+                    await side_by_side(
+                        dict(zip(sides, (pg_url, second_url), strict=True)), "PostgreSQL", args
                     )
                 finally:
-                    await drop_pg(stored_url)
-            elif args.serving:
-                serving_url = await fresh_pg(args.pg)
-                try:
-                    await measure_serving(
-                        {"alone": pg_url, "serving": serving_url}, "PostgreSQL", args
-                    )
-                finally:
-                    await drop_pg(serving_url)
+                    await drop_pg(second_url)
             else:
                 report("PostgreSQL", await measure(pg_url, "pg", args))
         finally:
@@ -657,12 +653,9 @@ async def main() -> None:
         lite = f"sqlite+aiosqlite:///{tmp / 'ingest.db'}"
         if args.writer_only:
             await writer_only(lite, "SQLite", args)
-        elif args.compare_stored:
-            full = f"sqlite+aiosqlite:///{tmp / 'ingest-stored.db'}"
-            await measure_stored({"fresh": lite, "stored": full}, "SQLite", args)
-        elif args.serving:
-            serving = f"sqlite+aiosqlite:///{tmp / 'ingest-serving.db'}"
-            await measure_serving({"alone": lite, "serving": serving}, "SQLite", args)
+        elif beside:
+            second = f"sqlite+aiosqlite:///{tmp / f'ingest-{sides[1]}.db'}"
+            await side_by_side(dict(zip(sides, (lite, second), strict=True)), "SQLite", args)
         else:
             report("SQLite", await measure(lite, "lite", args))
 

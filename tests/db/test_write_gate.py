@@ -48,26 +48,29 @@ async def _written(db: Database) -> list[str]:
         return list((await session.scalars(text("SELECT who FROM written ORDER BY rowid"))).all())
 
 
+async def _hold(db: Database, holding: asyncio.Event, release: asyncio.Event) -> None:
+    """A write transaction that holds the lock from ``holding`` until ``release``."""
+    async with db.write() as uow:
+        await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
+        holding.set()
+        await release.wait()
+
+
+async def _write(db: Database, name: str) -> None:
+    async with db.write() as uow:
+        await uow.session.execute(text("INSERT INTO written VALUES (:who)"), {"who": name})
+
+
 async def test_writers_get_the_lock_in_the_order_they_asked(db: Database) -> None:
     gate = gate_of(db)
     holding, release = asyncio.Event(), asyncio.Event()
 
-    async def holder() -> None:
-        async with db.write() as uow:
-            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
-            holding.set()
-            await release.wait()
-
-    async def writer(name: str) -> None:
-        async with db.write() as uow:
-            await uow.session.execute(text("INSERT INTO written VALUES (:who)"), {"who": name})
-
-    first = asyncio.create_task(holder())
+    first = asyncio.create_task(_hold(db, holding, release))
     await holding.wait()
     names = [f"w{i}" for i in range(8)]
     tasks = []
     for position, name in enumerate(names, start=1):
-        tasks.append(asyncio.create_task(writer(name)))
+        tasks.append(asyncio.create_task(_write(db, name)))
         await eventually(lambda n=position: _true(gate.waiting == n))  # in line, behind the rest
     release.set()
     await asyncio.gather(first, *tasks)
@@ -83,26 +86,16 @@ async def _in_line(
     gate = gate_of(db)
     holding, release = asyncio.Event(), asyncio.Event()
 
-    async def holder() -> None:
-        async with db.write() as uow:
-            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
-            holding.set()
-            await release.wait()
-
-    async def writer(name: str) -> None:
-        async with db.write() as uow:
-            await uow.session.execute(text("INSERT INTO written VALUES (:who)"), {"who": name})
-
     def start(coro: Any, background: bool) -> asyncio.Task[None]:
         if background:
             return asyncio.create_task(coro, context=background_context())
         return asyncio.create_task(coro)
 
-    first = start(holder(), holder_in_background)
+    first = start(_hold(db, holding, release), holder_in_background)
     await holding.wait()
     tasks = []
     for position, (name, background) in enumerate(writers, start=1):
-        tasks.append(start(writer(name), background))
+        tasks.append(start(_write(db, name), background))
         await eventually(lambda n=position: _true(gate.waiting == n))
     release.set()
     await asyncio.gather(first, *tasks)
@@ -138,19 +131,9 @@ async def test_a_writer_that_stops_waiting_leaves_the_line(db: Database) -> None
     gate = gate_of(db)
     holding, release = asyncio.Event(), asyncio.Event()
 
-    async def holder() -> None:
-        async with db.write() as uow:
-            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
-            holding.set()
-            await release.wait()
-
-    async def writer(name: str) -> None:
-        async with db.write() as uow:
-            await uow.session.execute(text("INSERT INTO written VALUES (:who)"), {"who": name})
-
-    first = asyncio.create_task(holder())
+    first = asyncio.create_task(_hold(db, holding, release))
     await holding.wait()
-    waiting = [asyncio.create_task(writer(name)) for name in ("cancelled", "given", "last")]
+    waiting = [asyncio.create_task(_write(db, name)) for name in ("cancelled", "given", "last")]
     await eventually(lambda: _true(gate.waiting == 3))
     waiting[0].cancel()
     await eventually(lambda: _true(gate.waiting == 2))
@@ -191,13 +174,7 @@ async def test_the_line_never_holds_a_writer_for_ever(settings: Settings, tmp_pa
     db = await _db(settings, tmp_path / "patience.db", busy_timeout_ms=200)
     holding, release = asyncio.Event(), asyncio.Event()
 
-    async def holder() -> None:
-        async with db.write() as uow:
-            await uow.session.execute(text("INSERT INTO written VALUES ('holder')"))
-            holding.set()
-            await release.wait()
-
-    first = asyncio.create_task(holder())
+    first = asyncio.create_task(_hold(db, holding, release))
     try:
         await holding.wait()
         with pytest.raises(OperationalError, match="database is locked"):
