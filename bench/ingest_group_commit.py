@@ -586,7 +586,8 @@ def report(label: str, results: list[tuple[str, int, dict[str, Any]]]) -> None:
         )
 
 
-async def main() -> None:
+async def run(argv: list[str] | None = None) -> None:
+    """The benchmark, with ``argv`` as its command line (``None``: this process's)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=3000, help="requests per measurement")
     parser.add_argument("--in-flight", default="4,16,64")
@@ -622,7 +623,7 @@ async def main() -> None:
         action="store_true",
         help="SQLite: checkpoint inside commits (SQLite's default), not in the background",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.in_flight = [int(n) for n in args.in_flight.split(",")]
     args.wrk = wrk_load.available() and not args.httpx
     per = f"wrk, {args.seconds:g} s" if args.wrk else f"httpx, {args.events} events"
@@ -661,4 +662,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    uvloop.run(main())
+    uvloop.run(run())
