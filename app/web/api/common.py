@@ -16,7 +16,7 @@ from app.db.session import UnitOfWork
 from app.platform import idempotency
 from app.platform.service import Principal
 from app.runtime import Runtime
-from app.web.access import Auth, authenticated
+from app.web.access import Auth, authenticated, require_caller
 from app.web.auth import CurrentPrincipal, api_principal, get_runtime, provide_runtime
 
 T = TypeVar("T")
@@ -45,6 +45,7 @@ def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) ->
         },
         tags=[tag or path.strip("/") or "platform"],
         opt=authenticated(Auth.API_KEY),
+        guards=[require_caller],
         security=[{"ApiKey": []}],
     )
 
