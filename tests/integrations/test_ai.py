@@ -50,6 +50,22 @@ def fresh_sandbox() -> AiSandbox:
     return AiSandbox(api_keys={API_KEY})
 
 
+# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
+ANSWER_TIMEOUT = 1.0
+# For a provider holding its answer for 3 s: any timeout well under that shows the client
+# giving up, and a short one spares the test a second of waiting per attempt.
+SILENCE_TIMEOUT = 0.2
+
+
+def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> ChatClient:
+    return ChatClient(
+        api_key=API_KEY,
+        base_url=url,
+        timeout=timeout,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+
+
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[AiSandbox, str]]:
     """One server per module; each test gets it reset to a fresh simulator."""
@@ -63,12 +79,7 @@ async def ai(served: tuple[AiSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
     sandbox.reset()
     sleeps = Sleeps()
-    client = ChatClient(
-        api_key=API_KEY,
-        base_url=url,
-        timeout=1.0,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-    )
+    client = new_client(url, sleeps)
     yield Setup(sandbox, url, client, sleeps)
     await client.aclose()
 
@@ -193,8 +204,12 @@ async def test_garbage_and_silence_are_clear_errors(ai: Setup) -> None:
     with pytest.raises(InvalidResponse):
         await ai.client.complete(MESSAGES, model="gpt-4o-mini")
     ai.sandbox.state.inject("chat.completions", status=200, delay_seconds=3.0, times=-1)
-    with pytest.raises(TransientError) as info:
-        await ai.client.complete(MESSAGES, model="gpt-4o-mini")
+    silent = new_client(ai.url, ai.sleeps, timeout=SILENCE_TIMEOUT)
+    try:
+        with pytest.raises(TransientError) as info:
+            await silent.complete(MESSAGES, model="gpt-4o-mini")
+    finally:
+        await silent.aclose()
     assert info.value.code == "timeout"
 
 

@@ -38,6 +38,22 @@ def fresh_sandbox() -> LetterSandbox:
     )
 
 
+# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
+ANSWER_TIMEOUT = 1.0
+# For a provider holding its answer for 3 s: any timeout well under that shows the client
+# giving up, and a short one spares the test a second of waiting per attempt.
+SILENCE_TIMEOUT = 0.2
+
+
+def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> JsonLetterClient:
+    return JsonLetterClient(
+        base_url=url,
+        api_key=API_KEY,
+        timeout=timeout,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+
+
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[LetterSandbox, str]]:
     """One server per module; each test gets it reset to a fresh simulator."""
@@ -51,12 +67,7 @@ async def letters(served: tuple[LetterSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
     sandbox.reset()
     sleeps = Sleeps()
-    client = JsonLetterClient(
-        base_url=url,
-        api_key=API_KEY,
-        timeout=1.0,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-    )
+    client = new_client(url, sleeps)
     yield Setup(sandbox, client, sleeps)
     await client.aclose()
 
@@ -124,6 +135,10 @@ async def test_garbage_and_silence_are_clear_errors(letters: Setup) -> None:
     with pytest.raises(InvalidResponse):
         await letters.client.send(LETTER, idempotency_key="fx-6")
     letters.sandbox.state.inject("letters.create", status=201, delay_seconds=3.0, times=-1)
-    with pytest.raises(TransientError):
-        await letters.client.send(LETTER, idempotency_key="fx-7")
+    silent = new_client(letters.sandbox.url, letters.sleeps, timeout=SILENCE_TIMEOUT)
+    try:
+        with pytest.raises(TransientError):
+            await silent.send(LETTER, idempotency_key="fx-7")
+    finally:
+        await silent.aclose()
     assert letters.sandbox.letters == {}

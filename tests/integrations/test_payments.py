@@ -44,6 +44,22 @@ def fresh_sandbox() -> PaymentsSandbox:
     return PaymentsSandbox(secret_keys={SECRET: "acct_7"})
 
 
+# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
+ANSWER_TIMEOUT = 1.0
+# For a provider holding its answer for 3 s: any timeout well under that shows the client
+# giving up, and a short one spares the test a second of waiting per attempt.
+SILENCE_TIMEOUT = 0.2
+
+
+def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> PaymentsClient:
+    return PaymentsClient(
+        secret_key=SECRET,
+        base_url=url,
+        timeout=timeout,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+
+
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[PaymentsSandbox, str]]:
     """One server per module; each test gets it reset to a fresh simulator."""
@@ -57,12 +73,7 @@ async def stripe(served: tuple[PaymentsSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
     sandbox.reset()
     sleeps = Sleeps()
-    client = PaymentsClient(
-        secret_key=SECRET,
-        base_url=url,
-        timeout=1.0,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-    )
+    client = new_client(url, sleeps)
     yield Setup(sandbox, url, client, sleeps)
     await client.aclose()
 
@@ -194,8 +205,12 @@ async def test_garbage_is_a_clear_error(stripe: Setup) -> None:
 
 async def test_a_provider_that_never_answers_is_a_transient_timeout(stripe: Setup) -> None:
     stripe.sandbox.state.inject("payment_intents.create", status=200, delay_seconds=3.0, times=-1)
-    with pytest.raises(TransientError) as info:
-        await stripe.client.create_payment_intent(INTENT, idempotency_key="fx-13")
+    silent = new_client(stripe.url, stripe.sleeps, timeout=SILENCE_TIMEOUT)
+    try:
+        with pytest.raises(TransientError) as info:
+            await silent.create_payment_intent(INTENT, idempotency_key="fx-13")
+    finally:
+        await silent.aclose()
     assert info.value.code == "timeout"
     assert stripe.sandbox.state.count("payment_intents.create") == 3
 

@@ -36,6 +36,23 @@ def fresh_sandbox() -> SmsSandbox:
     return SmsSandbox(api_keys={API_KEY})
 
 
+# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
+ANSWER_TIMEOUT = 1.0
+# For a provider holding its answer for 3 s: any timeout well under that shows the client
+# giving up, and a short one spares the test a second of waiting per attempt.
+SILENCE_TIMEOUT = 0.2
+
+
+def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> JsonSmsClient:
+    return JsonSmsClient(
+        base_url=url,
+        api_key=API_KEY,
+        default_sender="Sweepline",
+        timeout=timeout,
+        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+    )
+
+
 @pytest.fixture(scope="module")
 async def served() -> AsyncIterator[tuple[SmsSandbox, str]]:
     """One server per module; each test gets it reset to a fresh simulator."""
@@ -49,13 +66,7 @@ async def sms(served: tuple[SmsSandbox, str]) -> AsyncIterator[Setup]:
     sandbox, url = served
     sandbox.reset()
     sleeps = Sleeps()
-    client = JsonSmsClient(
-        base_url=url,
-        api_key=API_KEY,
-        default_sender="Sweepline",
-        timeout=1.0,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
-    )
+    client = new_client(url, sleeps)
     yield Setup(sandbox, url, client, sleeps)
     await client.aclose()
 
@@ -132,8 +143,12 @@ async def test_garbage_is_a_clear_error(sms: Setup) -> None:
 
 async def test_a_provider_that_never_answers_is_a_transient_timeout(sms: Setup) -> None:
     sms.sandbox.state.inject("messages.create", status=201, delay_seconds=3.0, times=-1)
-    with pytest.raises(TransientError) as info:
-        await sms.client.send(HELLO, idempotency_key="fx-9")
+    silent = new_client(sms.url, sms.sleeps, timeout=SILENCE_TIMEOUT)
+    try:
+        with pytest.raises(TransientError) as info:
+            await silent.send(HELLO, idempotency_key="fx-9")
+    finally:
+        await silent.aclose()
     assert info.value.code == "timeout"
     assert sms.sandbox.state.count("messages.create") == 3
     assert sms.sandbox.messages == {}
