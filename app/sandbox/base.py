@@ -192,8 +192,12 @@ def _server(app: Any, port: int) -> uvicorn.Server:
 
 
 @asynccontextmanager
-async def serve_in_loop(app: Any, port: int | None = None) -> AsyncIterator[str]:
-    """Serve ``app`` inside the running event loop; yields its base URL."""
+async def serve_in_loop(
+    app: Any, port: int | None = None, *, abandon_in_flight: bool = False
+) -> AsyncIterator[str]:
+    """Serve ``app`` inside the running event loop; yields its base URL. ``abandon_in_flight``:
+    requests still being answered when it stops are cancelled at once instead of after the
+    grace period (uvicorn cancels them then anyway)."""
     port = port or free_port()
     server = _server(app, port)
     task = asyncio.create_task(server.serve())
@@ -204,6 +208,9 @@ async def serve_in_loop(app: Any, port: int | None = None) -> AsyncIterator[str]
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
+        if abandon_in_flight:
+            for request in list(server.server_state.tasks):
+                request.cancel()
         server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(task), 5)
@@ -253,8 +260,10 @@ def start_simulator(simulator: HttpSimulator, port: int | None = None) -> Thread
 
 @asynccontextmanager
 async def simulator_in_loop(simulator: HttpSimulator) -> AsyncIterator[str]:
-    """Serve ``simulator`` inside the running event loop; sets and yields its ``url``."""
-    async with serve_in_loop(simulator.create_app()) as url:
+    """Serve ``simulator`` inside the running event loop; sets and yields its ``url``. When it
+    stops, an answer it still holds back (a fault's delay, longer than its client waited) is
+    abandoned rather than waited out for the server's grace period."""
+    async with serve_in_loop(simulator.create_app(), abandon_in_flight=True) as url:
         simulator.url = url
         yield url
 
