@@ -3,6 +3,7 @@ OpenAPI, and structured JSON logs carrying the request's correlation id."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import json
@@ -227,3 +228,26 @@ async def test_platform_wide_data_is_refused_to_a_workspace_key(
     assert response.status_code == 403
     assert response.json()["code"] == "forbidden"
     assert "/api/v1/jobs" in response.json()["message"]
+
+
+async def test_ready_answers_in_time_when_a_dependency_does_not(
+    client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue that never answers its ping (a Redis behind a dropped route, or one arq is still
+    retrying): /ready gives up on it after its check time and answers 503 naming it, instead of
+    leaving the probe without an answer."""
+    from app.web import ops
+
+    never = asyncio.Event()
+
+    async def silent() -> bool:
+        await never.wait()
+        return True
+
+    monkeypatch.setattr(ops, "CHECK_SECONDS", 0.05)
+    monkeypatch.setattr(runtime.queue, "ping", silent)
+    async with asyncio.timeout(30):  # without the bound the request would wait for ever
+        r = await client.get("/ready")
+    assert r.status_code == 503
+    body = r.json()
+    assert (body["status"], body["database"], body["queue"]) == ("unavailable", True, False)
