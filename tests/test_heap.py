@@ -106,8 +106,9 @@ async def test_the_served_process_freezes_its_heap_and_closes_its_runtime(tmp_pa
     try:
 
         async def started_or_exited() -> bool:
-            # uvicorn says so once the app's lifespan has started, where the freeze is.
-            started = "Application startup complete" in log_path.read_text()
+            # uvicorn says where it listens once the app's lifespan, where the freeze is, has
+            # started (its "Application startup complete" comes a moment before that line).
+            started = "Uvicorn running on" in log_path.read_text()
             return started or process.poll() is not None
 
         # A real process migrating a new database and importing everything: on a loaded machine
