@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.ranktracking.models import Activity
+from app.engines.ranktracking.models import Activity, Schedule
 
 # Kinds of feed rows.
 SCHEDULE_CREATED = "schedule_created"
@@ -45,6 +45,21 @@ def record(
     )
     session.add(row)
     return row
+
+
+def record_schedule_change(
+    session: WriteSession, schedule: Schedule, *, kind: str, change: str, now: datetime
+) -> Activity:
+    """A schedule's own entry (created, edited, paused, resumed, ended): ``change`` follows the
+    schedule's quoted name as it is now (``"Shoes" paused``)."""
+    return record(
+        session,
+        workspace_id=schedule.workspace_id,
+        schedule_id=schedule.id,
+        kind=kind,
+        message=f'"{schedule.name}" {change}',
+        now=now,
+    )
 
 
 async def feed(

@@ -78,12 +78,11 @@ async def create(
     )
     session.add(schedule)
     await flush_refusing_duplicates(session)
-    activity.record(
+    activity.record_schedule_change(
         session,
-        workspace_id=schedule.workspace_id,
-        schedule_id=schedule.id,
+        schedule,
         kind=activity.SCHEDULE_CREATED,
-        message=f'"{schedule.name}" created ({schedule.data_type}, {schedule.frequency})',
+        change=f"created ({schedule.data_type}, {schedule.frequency})",
         now=now,
     )
     return schedule

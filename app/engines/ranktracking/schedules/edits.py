@@ -99,12 +99,11 @@ async def edit(
     if changed:
         schedule.updated_at = now
         await flush_refusing_duplicates(session)
-        activity.record(
+        activity.record_schedule_change(
             session,
-            workspace_id=schedule.workspace_id,
-            schedule_id=schedule.id,
+            schedule,
             kind=activity.SCHEDULE_EDITED,
-            message=f'"{schedule.name}" edited: {", ".join(changed)}',
+            change=f"edited: {', '.join(changed)}",
             now=now,
         )
     return schedule
@@ -129,12 +128,11 @@ async def set_selection(
     errors.raise_if_any()
     schedule.keywords = selection
     schedule.updated_at = now
-    activity.record(
+    activity.record_schedule_change(
         session,
-        workspace_id=schedule.workspace_id,
-        schedule_id=schedule.id,
+        schedule,
         kind=activity.SCHEDULE_EDITED,
-        message=f'"{schedule.name}" selection set to {len(selection)} keywords',
+        change=f"selection set to {len(selection)} keywords",
         now=now,
     )
     return schedule

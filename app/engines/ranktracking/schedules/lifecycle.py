@@ -71,13 +71,11 @@ async def _cancel_runs_and_record(
     closed = await close_active_runs(
         session, schedule, code=CANCELLED, message=f"cancelled: the schedule was {verb}", now=now
     )
-    activity.record(
+    activity.record_schedule_change(
         session,
-        workspace_id=schedule.workspace_id,
-        schedule_id=schedule.id,
+        schedule,
         kind=kind,
-        message=f'"{schedule.name}" {verb}'
-        + (f"; {closed} active run(s) cancelled" if closed else ""),
+        change=verb + (f"; {closed} active run(s) cancelled" if closed else ""),
         now=now,
     )
 
@@ -95,12 +93,11 @@ async def resume(session: WriteSession, schedule: Schedule, now: datetime) -> Sc
     schedule.next_due_at = now
     schedule.retrying = False
     schedule.updated_at = now
-    activity.record(
+    activity.record_schedule_change(
         session,
-        workspace_id=schedule.workspace_id,
-        schedule_id=schedule.id,
+        schedule,
         kind=activity.SCHEDULE_RESUMED,
-        message=f'"{schedule.name}" resumed; due at the next hourly sweep',
+        change="resumed; due at the next hourly sweep",
         now=now,
     )
     return schedule
