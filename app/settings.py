@@ -16,6 +16,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
@@ -36,6 +37,24 @@ first races the client's next request on that connection, which then hears a res
 a proxy). uvicorn's own default is 5 s."""
 
 MAX_HTTP_KEEP_ALIVE_SECONDS = 3600  # an hour: anything longer is a typo, not a proxy's timeout
+
+Networks = tuple[IPv4Network | IPv6Network, ...]
+
+
+def parse_networks(text: str) -> Networks:
+    """``TRUSTED_PROXIES`` as networks; a bad entry is a :class:`SettingsError`. Kept here, not in
+    the web layer that uses the networks, so that loading the settings already refuses one."""
+    out: list[IPv4Network | IPv6Network] = []
+    for part in text.split(","):
+        entry = part.strip()
+        if not entry:
+            continue
+        try:
+            out.append(ip_network(entry, strict=False))
+        except ValueError as exc:
+            raise SettingsError(f"TRUSTED_PROXIES: {entry!r} is not an address or network") from exc
+    return tuple(out)
+
 
 DATABASE_URL_SCHEMES = ("sqlite+aiosqlite:", "postgresql+asyncpg:")
 """The drivers the engines are built for (:mod:`app.db.engine`)."""
@@ -148,6 +167,7 @@ class WebSettings:
                 f"HTTP_KEEP_ALIVE_SECONDS must be between 1 and {MAX_HTTP_KEEP_ALIVE_SECONDS} "
                 f"seconds, not {self.keep_alive_seconds}"
             )
+        parse_networks(self.trusted_proxies)  # refused here, before any command does its work
 
 
 @dataclass(frozen=True, slots=True)

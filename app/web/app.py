@@ -46,7 +46,6 @@ from app.web.api import jobs as jobs_api
 from app.web.api import platform as platform_api
 from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
-from app.web.client_address import parse_networks
 from app.web.dashboard import adrules as adrules_ui
 from app.web.dashboard import bulk_jobs_ui, contacts_ui, views
 from app.web.dashboard import funnels as funnels_ui
@@ -201,7 +200,6 @@ def create_app(
     (:mod:`app.heap`) and closes the runtime when it stops, as an app that builds its runtime
     always does."""
 
-    parse_networks(settings.web.trusted_proxies)  # a bad TRUSTED_PROXIES stops the start
     builds_runtime = runtime is None
     owned = builds_runtime or serving
     if runtime is None:

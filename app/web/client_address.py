@@ -10,28 +10,14 @@ which would let any local client choose the address the sign-in throttle counts.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
+from ipaddress import ip_address
 from typing import Any
 
 from litestar import Request
 
-from app.settings import SettingsError
+from app.settings import Networks, parse_networks
 
-Networks = tuple[IPv4Network | IPv6Network, ...]
-
-
-def parse_networks(text: str) -> Networks:
-    """``TRUSTED_PROXIES`` as networks; a bad entry is a :class:`SettingsError`."""
-    out: list[IPv4Network | IPv6Network] = []
-    for part in text.split(","):
-        entry = part.strip()
-        if not entry:
-            continue
-        try:
-            out.append(ip_network(entry, strict=False))
-        except ValueError as exc:
-            raise SettingsError(f"TRUSTED_PROXIES: {entry!r} is not an address or network") from exc
-    return tuple(out)
+__all__ = ["Networks", "client_address", "parse_networks"]
 
 
 def _trusted(address: str, proxies: Networks) -> bool:
