@@ -21,6 +21,13 @@ class Members:
         return self.total > len(self.keywords)
 
 
+def over_run_limit_reason(total: int, limit: int) -> str:
+    """RT-5: why a source of ``total`` keywords cannot be requested when a run may request at
+    most ``limit``; the refusal of creation and estimates and the failed run's message both say
+    it in these words."""
+    return f"the list has {total} keywords; a run may request at most {limit}"
+
+
 async def list_keywords(session: ReadSession, list_id: int, limit: int | None = None) -> list[str]:
     stmt = (
         select(ListKeyword.keyword).where(ListKeyword.list_id == list_id).order_by(ListKeyword.id)

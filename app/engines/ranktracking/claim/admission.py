@@ -23,7 +23,7 @@ from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import cents_to_micros, exact_eur
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.due import due_after_run, first_due
-from app.engines.ranktracking.members import Members, resolve_many
+from app.engines.ranktracking.members import Members, over_run_limit_reason, resolve_many
 from app.engines.ranktracking.models import (
     ACTIVE,
     ACTIVE_RUN_STATUSES,
@@ -520,10 +520,11 @@ def _refuse_members(
     launch.reason = "members"
     if found.over:
         launch.code = "members_over_limit"
-        launch.message = (
-            f"the list has {found.total} keywords, more than the "
-            f"{deps.settings.ranktracking.max_run_keywords} a run may request; nothing was sent"
-        )
+        # Creation's and the estimates' refusal, in the same words, plus "nothing was sent":
+        # this one is read after the request, on the failed run, in the activity feed and in
+        # the launch answer, where a reader needs to know that no task reached the provider.
+        reason = over_run_limit_reason(found.total, deps.settings.ranktracking.max_run_keywords)
+        launch.message = f"{reason}; nothing was sent"
     else:
         launch.code = "members_empty"
         launch.message = "the schedule has no keywords to request"

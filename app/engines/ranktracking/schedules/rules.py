@@ -17,6 +17,7 @@ from typing import Any
 from app.engines.ranktracking import locations
 from app.engines.ranktracking.due import KEYWORD_DATA_FREQUENCIES, SERP_FREQUENCIES
 from app.engines.ranktracking.keywords import normalise_all
+from app.engines.ranktracking.members import over_run_limit_reason
 from app.engines.ranktracking.pricing import DEVICES, PACKAGES, PRIORITY
 from app.errors import ValidationFailed
 
@@ -266,9 +267,7 @@ def over_run_limit(total: int, limit: int) -> ValidationFailed:
     """RT-5: the refusal of a keyword list with ``total`` members when a run may request at most
     ``limit``."""
     return ValidationFailed.field(
-        "list_id",
-        f"the list has {total} keywords; a run may request at most {limit}",
-        code="members_over_limit",
+        "list_id", over_run_limit_reason(total, limit), code="members_over_limit"
     )
 
 
