@@ -67,6 +67,7 @@ from app.wiring import assemble
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wrk_load
+from cpu_steal import CpuTimes, steal_percent
 
 LOAD = Path(__file__).resolve().parent / "http_load.py"
 
@@ -78,11 +79,14 @@ async def load(
     cmd += ["--tag", tag]
     for name, value in headers.items():
         cmd += ["--header", f"{name}: {value}"]
+    began = CpuTimes.now()
     proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
     out = (await proc.communicate())[0].decode()
+    steal = steal_percent(began, CpuTimes.now())
     if proc.returncode != 0 or not out.strip():
         raise RuntimeError(f"{tag}: the load generator failed")
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result["steal"] = steal
     if result["failures"]:
         raise RuntimeError(f"{tag}: {result['failures']} failed, e.g. {result['first_failure']}")
     return result
@@ -94,7 +98,13 @@ async def load_wrk(
     r = await wrk_load.post_events(
         url, tag=tag, seconds=seconds, connections=in_flight, headers=headers
     )
-    return {"rate": r.rate, "p50": r.p50_ms, "p99": r.p99_ms, "requests": r.requests}
+    return {
+        "rate": r.rate,
+        "p50": r.p50_ms,
+        "p99": r.p99_ms,
+        "requests": r.requests,
+        "steal": r.steal_pct,
+    }
 
 
 def settings_for(db_url: str, window_ms: float, *, sweepers: bool = False) -> Any:
@@ -488,8 +498,14 @@ async def compare_sides(
         f"\n{label}: api_event with group commit, {title}, {args.rounds} rounds in alternating "
         "order (medians)"
     )
-    print(f"| in flight | {a} events/s (p99 ms) | {b} events/s (p99 ms) | ratio | per round |")
-    print("|----------:|------------------------:|-------------------------:|------:|----------:|")
+    print(
+        f"| in flight | {a} events/s (p99 ms) | {b} events/s (p99 ms) | ratio | per round |"
+        " steal %, most |"
+    )
+    print(
+        "|----------:|------------------------:|-------------------------:|------:|----------:|"
+        "--------------:|"
+    )
     for n in args.in_flight:
         rate = {name: statistics.median(r["rate"] for r in rates[(name, n)]) for name in names}
         p99 = {name: statistics.median(r["p99"] for r in rates[(name, n)]) for name in names}
@@ -497,9 +513,11 @@ async def compare_sides(
             f"{y['rate'] / x['rate']:.2f}"
             for x, y in zip(rates[(a, n)], rates[(b, n)], strict=True)
         )
+        steals = [r["steal"] for name in names for r in rates[(name, n)] if r["steal"] is not None]
+        most = f"{max(steals):.1f}" if steals else "-"
         print(
             f"| {n:>9} | {rate[a]:>10,.0f} ({p99[a]:.1f}) | {rate[b]:>10,.0f} ({p99[b]:.1f}) | "
-            f"{rate[b] / rate[a]:.2f} | {rounds} |"
+            f"{rate[b] / rate[a]:.2f} | {rounds} | {most} |"
         )
 
 
@@ -564,17 +582,24 @@ async def drop_pg(db_url: str) -> None:
     await admin.dispose()
 
 
+def steal_cell(result: dict[str, Any]) -> str:
+    steal = result.get("steal")
+    return "-" if steal is None else f"{steal:.1f}"
+
+
 def report(label: str, results: list[tuple[str, int, dict[str, Any]]]) -> None:
     print(f"\n{label}")
-    print(f"| {'what':<46} | in flight | events/s | p50 ms | p99 ms | server CPU us/req |")
-    print(f"|{'-' * 48}|----------:|---------:|-------:|-------:|------------------:|")
+    print(
+        f"| {'what':<46} | in flight | events/s | p50 ms | p99 ms | server CPU us/req | steal % |"
+    )
+    print(f"|{'-' * 48}|----------:|---------:|-------:|-------:|------------------:|--------:|")
     by: dict[tuple[str, int], float] = {}
     for name, n, r in results:
         by[(name, n)] = r["rate"]
         retried = f" ({r['retried']} resent)" if r.get("retried") else ""
         print(
             f"| {name:<46} | {n:>9} | {r['rate']:>8,.0f} | {r['p50']:>6.1f} | {r['p99']:>6.1f} |"
-            f" {r.get('cpu_us', 0):>17.0f} |{retried}"
+            f" {r.get('cpu_us', 0):>17.0f} | {steal_cell(r):>7} |{retried}"
         )
     for n in sorted({n for _, n, _ in results}):
         group = by[("api_event, group commit", n)]

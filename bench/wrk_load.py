@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cpu_steal import CpuTimes, steal_percent
+
 # One Lua state per wrk thread: setup() numbers the threads, so ids never repeat across threads.
 _SCRIPT = """
 local threads = 0
@@ -47,6 +49,8 @@ class WrkResult:
     p50_ms: float
     p99_ms: float
     requests: int
+    steal_pct: float | None
+    """The machine's CPU time taken by the hypervisor while wrk ran (``bench/cpu_steal.py``)."""
 
 
 def available() -> bool:
@@ -67,14 +71,16 @@ async def post_events(
     for key, value in headers.items():
         cmd += ["-H", f"{key}: {value}"]
     try:
+        began = CpuTimes.now()
         proc = await asyncio.create_subprocess_exec(
             *cmd, url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
         )
         out = (await proc.communicate())[0].decode()
+        steal = steal_percent(began, CpuTimes.now())
     finally:
         script.unlink(missing_ok=True)
     rate, done = _RATE.search(out), _REQUESTS.search(out)
     if proc.returncode != 0 or rate is None or done is None or _ERRORS.search(out):
         raise RuntimeError(f"{tag}: wrk reported failures:\n{out}")
     latency = {p: float(v) * _UNIT_MS[u] for p, v, u in _LATENCY.findall(out)}
-    return WrkResult(float(rate.group(1)), latency["50"], latency["99"], int(done.group(1)))
+    return WrkResult(float(rate.group(1)), latency["50"], latency["99"], int(done.group(1)), steal)
