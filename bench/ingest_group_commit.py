@@ -2,10 +2,12 @@
 commit per request, on PostgreSQL and SQLite, at several requests in flight, in the same run.
 
     .venv/bin/python bench/ingest_group_commit.py [--events 3000] [--in-flight 4,16,64] \\
-        [--pg URL] [--skip-sqlite] [--stored N | --compare-stored N [--rounds 2] | --serving] \\
+        [--pg URL] [--skip-sqlite] [--rounds 3] [--stored N | --compare-stored N | --serving] \\
         [--inline-checkpoints]
 
-For each database and each number of requests in flight, measured one after the other:
+For each database and each number of requests in flight, measured one after the other, in
+``--rounds`` rounds whose order alternates (the medians are printed, with each round's p99 and the
+most steal time — CPU the hypervisor gave to others, ``bench/cpu_steal.py`` — any round saw):
 
 * a Litestar hello-world endpoint (the serving stack's ceiling here);
 * a bare endpoint that stores the event with one ``INSERT … ON CONFLICT DO NOTHING`` and one
@@ -312,39 +314,56 @@ async def measure(
             await load(group_url + path, 300, 8, f"{label}-warm-group", auth)
             if not args.no_freeze:
                 freeze_startup_heap()  # what `serve` does once it has started
-            for n in args.in_flight:
-                for name, url, headers in (
-                    ("hello world (POST, no database)", plain_url + "/hello", {}),
-                    ("bare endpoint, 1 insert + commit per request", plain_url + "/bare", {}),
-                    ("api_event, 1 transaction per request", single_url + path, auth),
-                    ("api_event, group commit", group_url + path, auth),
-                ):
-                    tag = f"{label}-{n}-{uuid.uuid4().hex[:6]}"
-                    for app in apps:
-                        await app.idle()
-                    cpu = time.process_time()
-                    if args.wrk:
-                        result = await load_wrk(url, args.seconds, n, tag, headers)
-                    else:
-                        result = await load(url, args.events, n, tag, headers)
-                    # The server process's CPU (HTTP server, app, SQLite's thread) per answer;
-                    # the load generator and PostgreSQL are other processes.
-                    answers = result.get("requests", args.events)
-                    result["cpu_us"] = (time.process_time() - cpu) / max(answers, 1) * 1e6
-                    if not name.startswith("hello"):
-                        # Every answered event is stored; wrk may stop with up to one request
-                        # per connection sent but unanswered, which may be stored too.
-                        for app in apps:
-                            await app.idle()
-                        count = await stored(grouped, tag)
-                        answered = result.get("requests", args.events)
-                        assert answered <= count <= answered + n, (name, answered, count)
-                    results.append((name, n, result))
+            endpoints = (
+                ("hello world (POST, no database)", plain_url + "/hello", {}),
+                ("bare endpoint, 1 insert + commit per request", plain_url + "/bare", {}),
+                ("api_event, 1 transaction per request", single_url + path, auth),
+                ("api_event, group commit", group_url + path, auth),
+            )
+            for round_ in range(args.rounds):
+                # Alternate the order, so that no endpoint always follows the same load.
+                order = endpoints if round_ % 2 == 0 else endpoints[::-1]
+                for n in args.in_flight:
+                    for name, url, headers in order:
+                        result = await measure_endpoint(apps, grouped, url, n, label, headers, args)
+                        results.append((name, n, result))
     finally:
         await single.stop()
         await single.resources.aclose()
         await grouped.aclose()
     return results
+
+
+async def measure_endpoint(
+    apps: list[Answering],
+    runtime: Runtime,
+    url: str,
+    n: int,
+    label: str,
+    headers: dict[str, str],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """One measurement of one endpoint, once every server is idle; checks every answer stored."""
+    tag = f"{label}-{n}-{uuid.uuid4().hex[:6]}"
+    for app in apps:
+        await app.idle()
+    cpu = time.process_time()
+    if args.wrk:
+        result = await load_wrk(url, args.seconds, n, tag, headers)
+    else:
+        result = await load(url, args.events, n, tag, headers)
+    # The server process's CPU (HTTP server, app, SQLite's thread) per answer; the load generator
+    # and PostgreSQL are other processes.
+    answers = result.get("requests", args.events)
+    result["cpu_us"] = (time.process_time() - cpu) / max(answers, 1) * 1e6
+    if not url.endswith("/hello"):
+        # Every answered event is stored; wrk may stop with up to one request per connection
+        # sent but unanswered, which may be stored too.
+        for app in apps:
+            await app.idle()
+        count = await stored(runtime, tag)
+        assert answers <= count <= answers + n, (url, answers, count)
+    return result
 
 
 def upkeep(runtime: Runtime, args: argparse.Namespace) -> None:
@@ -582,26 +601,37 @@ async def drop_pg(db_url: str) -> None:
     await admin.dispose()
 
 
-def steal_cell(result: dict[str, Any]) -> str:
-    steal = result.get("steal")
-    return "-" if steal is None else f"{steal:.1f}"
-
-
 def report(label: str, results: list[tuple[str, int, dict[str, Any]]]) -> None:
-    print(f"\n{label}")
-    print(
-        f"| {'what':<46} | in flight | events/s | p50 ms | p99 ms | server CPU us/req | steal % |"
-    )
-    print(f"|{'-' * 48}|----------:|---------:|-------:|-------:|------------------:|--------:|")
-    by: dict[tuple[str, int], float] = {}
+    """Each endpoint's median over the rounds at each load, the p99 of every round beside it,
+    and the most steal any of its rounds saw."""
+    rounds: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for name, n, r in results:
-        by[(name, n)] = r["rate"]
-        retried = f" ({r['retried']} resent)" if r.get("retried") else ""
+        rounds.setdefault((name, n), []).append(r)
+    count = max(len(v) for v in rounds.values())
+    print(f"\n{label}" + (f", median of {count} rounds in alternating order" if count > 1 else ""))
+    print(
+        f"| {'what':<46} | in flight | events/s | p50 ms | p99 ms | server CPU us/req |"
+        " p99 per round | steal %, most |"
+    )
+    print(
+        f"|{'-' * 48}|----------:|---------:|-------:|-------:|------------------:|"
+        "--------------:|--------------:|"
+    )
+    by: dict[tuple[str, int], float] = {}
+    for (name, n), rs in rounds.items():
+        med = {k: statistics.median(r.get(k, 0) for r in rs) for k in ("rate", "p50", "p99")}
+        cpu = statistics.median(r.get("cpu_us", 0) for r in rs)
+        by[(name, n)] = med["rate"]
+        steals = [r["steal"] for r in rs if r.get("steal") is not None]
+        most = f"{max(steals):.1f}" if steals else "-"
+        per_round = ", ".join(f"{r['p99']:.0f}" for r in rs)
+        resent = sum(r.get("retried", 0) for r in rs)  # httpx only: sent again after a reset
         print(
-            f"| {name:<46} | {n:>9} | {r['rate']:>8,.0f} | {r['p50']:>6.1f} | {r['p99']:>6.1f} |"
-            f" {r.get('cpu_us', 0):>17.0f} | {steal_cell(r):>7} |{retried}"
+            f"| {name:<46} | {n:>9} | {med['rate']:>8,.0f} | {med['p50']:>6.1f} |"
+            f" {med['p99']:>6.1f} | {cpu:>17.0f} | {per_round:>13} | {most:>13} |"
+            + (f" ({resent} resent)" if resent else "")
         )
-    for n in sorted({n for _, n, _ in results}):
+    for n in sorted({n for _, n in rounds}):
         group = by[("api_event, group commit", n)]
         print(
             f"  {n} in flight: group commit / 1 transaction per request "
@@ -632,7 +662,10 @@ async def run(argv: list[str] | None = None) -> None:
         help="only group commit: a fresh table beside one with this many events stored",
     )
     parser.add_argument(
-        "--rounds", type=int, default=2, help="with --compare-stored: measurements per side"
+        "--rounds",
+        type=int,
+        help="measurements of each endpoint (default 3; 2 per side with --compare-stored or "
+        "--serving), in alternating order; medians are printed",
     )
     parser.add_argument(
         "--no-freeze", action="store_true", help="leave the started heap to the collector"
@@ -650,6 +683,8 @@ async def run(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     args.in_flight = [int(n) for n in args.in_flight.split(",")]
+    if args.rounds is None:
+        args.rounds = 2 if args.compare_stored or args.serving else 3
     args.wrk = wrk_load.available() and not args.httpx
     per = f"wrk, {args.seconds:g} s" if args.wrk else f"httpx, {args.events} events"
     print(f"{per} per measurement, group commit window {args.window_ms} ms")
