@@ -3,7 +3,7 @@ rate to a local SMTP server beside raw SMTP sends, measured in the same run.
 
     BENCH_DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1/postgres \\
         .venv/bin/python bench/funnels_ingest.py [--seconds 3] [--ingest-in-flight 4,16,64] \\
-        [--skip-sqlite] [--recipients 2000] [--in-flight 8]
+        [--ingest-rounds 3] [--skip-sqlite] [--recipients 2000] [--in-flight 8]
 
 Printed:
 
@@ -11,7 +11,8 @@ Printed:
   1,000,000 events stored, the workers and sweeps running, the writer alone — it has on its own
   command line): ``POST /hooks/funnels/events`` of the real application with group commit,
   events per second with p50 and p99 latency and the server's CPU per request at each number of
-  requests in flight, from wrk in a separate process, beside a Litestar hello world, a bare
+  requests in flight (medians of ``--ingest-rounds`` rounds in alternating order, with the
+  hypervisor's steal time), from wrk in a separate process, beside a Litestar hello world, a bare
   endpoint with one insert and one commit per request, and the application's endpoint with one
   transaction per request, in the same run;
 * campaigns (PostgreSQL, a database of its own, created and dropped): messages per second of the
@@ -200,6 +201,9 @@ async def main() -> None:
     parser.add_argument(
         "--ingest-in-flight", default="4,16,64", help="ingestion: requests in flight"
     )
+    parser.add_argument(
+        "--ingest-rounds", default="3", help="ingestion: rounds of each measurement (medians)"
+    )
     parser.add_argument("--skip-sqlite", action="store_true", help="ingestion on PostgreSQL only")
     parser.add_argument("--recipients", type=int, default=2000)
     parser.add_argument("--in-flight", type=int, default=8, help="campaigns: SMTP connections")
@@ -208,6 +212,7 @@ async def main() -> None:
     # Ingestion: the group-commit endpoint beside hello world, the bare insert and one transaction
     # per request, on both databases (bench/ingest_group_commit.py, which has more modes).
     ingest = ["--seconds", str(args.seconds), "--in-flight", args.ingest_in_flight, "--pg", base]
+    ingest += ["--rounds", args.ingest_rounds]
     await ingest_group_commit.run(ingest + (["--skip-sqlite"] if args.skip_sqlite else []))
     db_url = await create_database(base)
     try:
