@@ -139,3 +139,96 @@ async def test_rt21_month_spend_counts_settled_this_month_and_held(
     clock.set(clock.now().replace(month=4, day=1, hour=0))  # a new UTC month starts from zero
     async with runtime.db.read() as session:
         assert await ledger.schedule_month_spend(session, schedule.id, clock.now()) == 0
+
+
+async def test_rt37_rt38_each_entry_of_a_run_names_the_run_its_reservation_and_what_happened(
+    runtime: Runtime, tenant: Tenant, clock
+) -> None:  # type: ignore[no-untyped-def]
+    """Every field of a settlement with a remainder and a provider gap, and of a release."""
+    await fund(runtime, tenant, 1000)
+    settled_s = await make_schedule(runtime, tenant, keywords=[f"k{i}" for i in range(100)])
+    released_s = await make_schedule(runtime, tenant, name="Other", keywords=["k"], domain="b.com")
+    deps = RankTrackingDeps.of(runtime)
+    (settled_id,) = (await run_now(deps, principal(tenant), settled_s.id, "standard")).run_ids
+    (released_id,) = (await run_now(deps, principal(tenant), released_s.id, "standard")).run_ids
+    clock.advance(minutes=5)
+    async with runtime.db.write() as uow:
+        run = await uow.session.get(Run, settled_id)
+        other = await uow.session.get(Run, released_id)
+        assert run is not None
+        assert other is not None
+        await ledger.settle(
+            uow.session,
+            run,
+            organisation_id=tenant.organisation_id,
+            charge_micros=20_000,
+            now=clock.now(),
+            provider_cost=Decimal("0.1"),
+            provider_micros=86_000,
+        )
+        await ledger.release(
+            uow.session, other, organisation_id=tenant.organisation_id, now=clock.now(), note="gone"
+        )
+    async with runtime.db.read() as session:
+        rows = list(
+            (
+                await session.execute(
+                    select(LedgerEntry)
+                    .where(LedgerEntry.kind != "reservation", LedgerEntry.run_id.is_not(None))
+                    .order_by(LedgerEntry.id)
+                )
+            ).scalars()
+        )
+        reservations = {
+            e.run_id: e.id
+            for e in (
+                await session.execute(select(LedgerEntry).where(LedgerEntry.kind == "reservation"))
+            ).scalars()
+        }
+    org, ws = tenant.organisation_id, tenant.workspace_id
+
+    def entry(schedule_id: int, run_id: int, kind: str, amount: int, cost, note: str):  # type: ignore[no-untyped-def]
+        return (org, ws, schedule_id, run_id, reservations[run_id], kind, amount, cost, note)
+
+    assert [
+        (
+            e.organisation_id,
+            e.workspace_id,
+            e.schedule_id,
+            e.run_id,
+            e.reservation_id,
+            e.kind,
+            e.amount_micros,
+            e.provider_cost,
+            e.note,
+        )
+        for e in rows
+    ] == [
+        entry(
+            settled_s.id,
+            settled_id,
+            "settlement",
+            20_000,
+            Decimal("0.1"),
+            f"run {settled_id}: 0 measured",
+        ),
+        entry(
+            settled_s.id,
+            settled_id,
+            "release",
+            31_600,
+            None,
+            f"run {settled_id}: unused part of the reservation",
+        ),
+        entry(
+            settled_s.id,
+            settled_id,
+            "reconcile",
+            66_000,
+            Decimal("0.1"),
+            f"run {settled_id}: provider billed 0.1 USD (0.086000 EUR), charged 0.020000 EUR, "
+            "above the reservation of 0.051600",
+        ),
+        entry(released_s.id, released_id, "release", 516, None, "gone"),
+    ]
+    assert {e.created_at for e in rows} == {clock.now()}
