@@ -282,6 +282,40 @@ async def _reservation_entry(session: WriteSession, run_id: int) -> LedgerEntry 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Resolving:
+    """The entries that resolve one run's reservation (its settlement, releases, a
+    reconciliation): each names the run, its schedule and workspace, and the reservation."""
+
+    run: Run
+    organisation_id: int
+    reservation_id: int | None
+    now: datetime
+
+    @classmethod
+    async def of(
+        cls, session: WriteSession, run: Run, *, organisation_id: int, now: datetime
+    ) -> _Resolving:
+        reservation = await _reservation_entry(session, run.id)
+        return cls(run, organisation_id, reservation.id if reservation is not None else None, now)
+
+    def entry(
+        self, kind: str, amount_micros: int, note: str, *, cost: Decimal | None = None
+    ) -> LedgerEntry:
+        return LedgerEntry(
+            organisation_id=self.organisation_id,
+            workspace_id=self.run.workspace_id,
+            schedule_id=self.run.schedule_id,
+            run_id=self.run.id,
+            reservation_id=self.reservation_id,
+            kind=kind,
+            amount_micros=amount_micros,
+            provider_cost=cost,
+            note=note[:300],
+            created_at=self.now,
+        )
+
+
 async def _claim(session: WriteSession, run: Run, new_state: str, settled: int | None) -> bool:
     """Move the run's reservation out of ``held``; True for the one caller that did."""
     result = await session.execute(
@@ -332,62 +366,24 @@ async def settle(
     charge = max(0, min(charge_micros, run.reserved_micros))
     if not await _claim(session, run, RES_SETTLED, charge):
         return None
-    reservation = await _reservation_entry(session, run.id)
-    reservation_id = reservation.id if reservation is not None else None
+    resolving = await _Resolving.of(session, run, organisation_id=organisation_id, now=now)
     session.add(
-        LedgerEntry(
-            organisation_id=organisation_id,
-            workspace_id=run.workspace_id,
-            schedule_id=run.schedule_id,
-            run_id=run.id,
-            reservation_id=reservation_id,
-            kind=SETTLEMENT,
-            amount_micros=charge,
-            provider_cost=provider_cost,
-            note=f"run {run.id}: {run.retrieved} measured",
-            created_at=now,
+        resolving.entry(
+            SETTLEMENT, charge, f"run {run.id}: {run.retrieved} measured", cost=provider_cost
         )
     )
     rest = run.reserved_micros - charge
     if rest > 0:
-        session.add(
-            LedgerEntry(
-                organisation_id=organisation_id,
-                workspace_id=run.workspace_id,
-                schedule_id=run.schedule_id,
-                run_id=run.id,
-                reservation_id=reservation_id,
-                kind=RELEASE,
-                amount_micros=rest,
-                note=f"run {run.id}: unused part of the reservation",
-                created_at=now,
-            )
-        )
+        session.add(resolving.entry(RELEASE, rest, f"run {run.id}: unused part of the reservation"))
     gap = max(0, (provider_micros or 0) - charge)
     above = provider_micros is not None and provider_micros > run.reserved_micros
     if gap > 0:
-        session.add(
-            LedgerEntry(
-                organisation_id=organisation_id,
-                workspace_id=run.workspace_id,
-                schedule_id=run.schedule_id,
-                run_id=run.id,
-                reservation_id=reservation_id,
-                kind=RECONCILIATION,
-                amount_micros=gap,
-                provider_cost=provider_cost,
-                note=(
-                    f"run {run.id}: provider billed {provider_cost} USD "
-                    f"({exact_eur(provider_micros or 0)} EUR), charged {exact_eur(charge)} EUR"
-                    + (
-                        f", above the reservation of {exact_eur(run.reserved_micros)}"
-                        if above
-                        else ""
-                    )
-                )[:300],
-                created_at=now,
-            )
+        note = (
+            f"run {run.id}: provider billed {provider_cost} USD "
+            f"({exact_eur(provider_micros or 0)} EUR), charged {exact_eur(charge)} EUR"
+            + (f", above the reservation of {exact_eur(run.reserved_micros)}" if above else "")
         )
+        session.add(resolving.entry(RECONCILIATION, gap, note, cost=provider_cost))
     await session.execute(
         update(Balance)
         .where(Balance.organisation_id == organisation_id)
@@ -431,20 +427,8 @@ async def release(
     """Give the whole reservation back (cancelled, skipped or never dispatched). Idempotent."""
     if not await _claim(session, run, RES_RELEASED, None):
         return False
-    reservation = await _reservation_entry(session, run.id)
-    session.add(
-        LedgerEntry(
-            organisation_id=organisation_id,
-            workspace_id=run.workspace_id,
-            schedule_id=run.schedule_id,
-            run_id=run.id,
-            reservation_id=reservation.id if reservation is not None else None,
-            kind=RELEASE,
-            amount_micros=run.reserved_micros,
-            note=note[:300],
-            created_at=now,
-        )
-    )
+    resolving = await _Resolving.of(session, run, organisation_id=organisation_id, now=now)
+    session.add(resolving.entry(RELEASE, run.reserved_micros, note))
     await session.execute(
         update(Balance)
         .where(Balance.organisation_id == organisation_id)
