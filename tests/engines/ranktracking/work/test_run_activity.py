@@ -1,0 +1,104 @@
+"""What a run's end leaves in the activity feed (RT-39): its settlement, its failure, and a
+provider cost above the charge, each pinned to its kind, code, message and fields."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+
+from app.clock import ManualClock
+from app.engines.ranktracking.deps import RankTrackingDeps
+from app.engines.ranktracking.models import Activity
+from app.engines.ranktracking.schedules.manual_runs import run_now
+from app.engines.ranktracking.work.poller import poll_ready
+from app.engines.ranktracking.work.runs import post_impl
+from app.runtime import Runtime
+from app.sandbox.serp import SerpPrices, SerpSimulator
+from tests.engines.ranktracking.factories import DOMAIN, fund, make_schedule, principal
+from tests.factories import Tenant
+
+
+async def _run_entries(runtime: Runtime) -> list[tuple[Any, ...]]:
+    async with runtime.db.read() as session:
+        rows = (
+            await session.execute(
+                select(Activity).where(Activity.run_id.is_not(None)).order_by(Activity.id)
+            )
+        ).scalars()
+        return [
+            (a.workspace_id, a.schedule_id, a.run_id, a.kind, a.code, a.message, a.created_at)
+            for a in rows
+        ]
+
+
+async def _post(runtime: Runtime, tenant: Tenant, schedule_id: int) -> int:
+    deps = RankTrackingDeps.of(runtime)
+    (run_id,) = (await run_now(deps, principal(tenant), schedule_id, "standard")).run_ids
+    await post_impl(deps, deps.serp, run_id, final_attempt=False)
+    return run_id
+
+
+async def test_a_settled_run_and_its_provider_cost_above_the_reservation(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator, clock: ManualClock
+) -> None:
+    sim.prices = SerpPrices(serp_page_standard=Decimal("0.006"))
+    sim.place("red shoes", DOMAIN, 3)
+    sim.place("blue shoes", DOMAIN, 8)
+    await fund(runtime, tenant, 1)
+    schedule = await make_schedule(runtime, tenant)
+    run_id = await _post(runtime, tenant, schedule.id)
+    await poll_ready(RankTrackingDeps.of(runtime), RankTrackingDeps.of(runtime).serp)
+    ws, now = tenant.workspace_id, clock.now()
+    assert await _run_entries(runtime) == [
+        (
+            ws,
+            schedule.id,
+            run_id,
+            "reconciliation",
+            "provider_cost_above_charge",
+            f"run {run_id} (desktop): the provider billed 0.012000 USD (0.010320 EUR), above the "
+            "reservation; charged 0.001032 EUR, gap 0.009288 EUR recorded for reconciliation",
+            now,
+        ),
+        (
+            ws,
+            schedule.id,
+            run_id,
+            "run_settled",
+            None,
+            f"run {run_id} (desktop) succeeded: 2/2 measured, 0.001032 EUR charged",
+            now,
+        ),
+    ]
+
+
+async def test_a_failed_run_is_settled_then_recorded_as_failed(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator, clock: ManualClock
+) -> None:
+    sim.inject_status("serp.task_post", 40200)
+    await fund(runtime, tenant, 1000)
+    schedule = await make_schedule(runtime, tenant)
+    run_id = await _post(runtime, tenant, schedule.id)
+    ws, now = tenant.workspace_id, clock.now()
+    assert await _run_entries(runtime) == [
+        (
+            ws,
+            schedule.id,
+            run_id,
+            "run_settled",
+            None,
+            f"run {run_id} (desktop) failed: 0/2 measured, 0.000000 EUR charged",
+            now,
+        ),
+        (
+            ws,
+            schedule.id,
+            run_id,
+            "run_failed",
+            "provider_payment_required",
+            f"run {run_id} (desktop) failed: provider_payment_required",
+            now,
+        ),
+    ]
