@@ -190,27 +190,20 @@ def _row(
 
 
 def _rows_for_posted(run: Run, todo: list[str], posted: list[PostedTask]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
     if run.data_type == "serp":
         # Answers come back one per task, in order.
-        for keyword, task in zip(todo, posted, strict=False):
-            if task.created:
-                rows.append(_row(run, keyword, state=PENDING, task_id=task.task_id))
-            else:
-                rows.append(
-                    _row(run, keyword, state=TASK_FAILED, error_code=f"provider_{task.status_code}")
-                )
-        return rows
-    if posted:
-        task = posted[0]
-        for keyword in todo:
-            if task.created:
-                rows.append(_row(run, keyword, state=PENDING, task_id=task.task_id))
-            else:
-                rows.append(
-                    _row(run, keyword, state=TASK_FAILED, error_code=f"provider_{task.status_code}")
-                )
-    return rows
+        return [
+            _posted_row(run, keyword, task) for keyword, task in zip(todo, posted, strict=False)
+        ]
+    # Keyword data: one task carries every keyword.
+    return [_posted_row(run, keyword, posted[0]) for keyword in todo] if posted else []
+
+
+def _posted_row(run: Run, keyword: str, task: PostedTask) -> dict[str, Any]:
+    """The keyword's row: pending on the task the provider created, or failed with its code."""
+    if task.created:
+        return _row(run, keyword, state=PENDING, task_id=task.task_id)
+    return _row(run, keyword, state=TASK_FAILED, error_code=f"provider_{task.status_code}")
 
 
 # -- polling ----------------------------------------------------------------------------------------
