@@ -13,8 +13,9 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 
+from app.db.session import ReadSession
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.claim.handoff import not_dispatched
 from app.engines.ranktracking.deps import RankTrackingDeps
@@ -43,35 +44,20 @@ class ReconcileReport:
     released: int
 
 
+async def _run_ids(session: ReadSession, *where: ColumnElement[bool]) -> list[int]:
+    """The ids of at most a batch of runs matching ``where``."""
+    return list((await session.execute(select(Run.id).where(*where).limit(BATCH))).scalars())
+
+
 async def reconcile(deps: RankTrackingDeps, now: datetime) -> ReconcileReport:
     stale_after = timedelta(minutes=deps.settings.ranktracking.stale_after_minutes)
     async with deps.db.read() as session:
-        lost = list(
-            (
-                await session.execute(
-                    select(Run.id)
-                    .where(Run.status == DISPATCHING, Run.updated_at < now - DISPATCH_GRACE)
-                    .limit(BATCH)
-                )
-            ).scalars()
+        lost = await _run_ids(
+            session, Run.status == DISPATCHING, Run.updated_at < now - DISPATCH_GRACE
         )
-        stale = list(
-            (
-                await session.execute(
-                    select(Run.id)
-                    .where(Run.status == RUNNING, Run.updated_at < now - stale_after)
-                    .limit(BATCH)
-                )
-            ).scalars()
-        )
-        open_ids = list(
-            (
-                await session.execute(
-                    select(Run.id)
-                    .where(Run.reservation_state == RES_HELD, Run.status.in_(TERMINAL_RUN_STATUSES))
-                    .limit(BATCH)
-                )
-            ).scalars()
+        stale = await _run_ids(session, Run.status == RUNNING, Run.updated_at < now - stale_after)
+        open_ids = await _run_ids(
+            session, Run.reservation_state == RES_HELD, Run.status.in_(TERMINAL_RUN_STATUSES)
         )
     undispatched = 0
     if lost:
