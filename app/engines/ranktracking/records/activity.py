@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.ranktracking.models import Activity, Schedule
+from app.engines.ranktracking.models import Activity, Run, Schedule
 
 # Kinds of feed rows.
 SCHEDULE_CREATED = "schedule_created"
@@ -58,6 +58,33 @@ def record_schedule_change(
         schedule_id=schedule.id,
         kind=kind,
         message=f'"{schedule.name}" {change}',
+        now=now,
+    )
+
+
+def run_label(run: Run) -> str:
+    """How the feed names a run: its id and its device (its data type when it has none)."""
+    return f"run {run.id} ({run.device or run.data_type})"
+
+
+def record_run_outcome(
+    session: WriteSession,
+    run: Run,
+    *,
+    kind: str,
+    message: str,
+    now: datetime,
+    code: str | None = None,
+) -> Activity:
+    """An entry about how ``run`` ended (settled, failed, billed above the charge)."""
+    return record(
+        session,
+        workspace_id=run.workspace_id,
+        schedule_id=run.schedule_id,
+        run_id=run.id,
+        kind=kind,
+        code=code,
+        message=message,
         now=now,
     )
 

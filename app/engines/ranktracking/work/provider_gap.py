@@ -35,15 +35,13 @@ def record(session: WriteSession, run: Run, settlement: Settlement, now: datetim
     if settlement.gap_micros <= 0:
         return
     where = "above the reservation" if settlement.above_reservation else "above the charge"
-    activity.record(
+    activity.record_run_outcome(
         session,
-        workspace_id=run.workspace_id,
-        schedule_id=run.schedule_id,
-        run_id=run.id,
+        run,
         kind=activity.RECONCILIATION,
         code="provider_cost_above_charge",
         message=(
-            f"run {run.id} ({run.device or run.data_type}): the provider billed "
+            f"{activity.run_label(run)}: the provider billed "
             f"{run.provider_cost} USD ({exact_eur(settlement.provider_micros or 0)} EUR), "
             f"{where}; charged {exact_eur(settlement.charged_micros)} EUR, gap "
             f"{exact_eur(settlement.gap_micros)} EUR recorded for reconciliation"

@@ -414,26 +414,22 @@ async def finalize(uow: UnitOfWork, deps: RankTrackingDeps, run: Run, now: datet
     )
     if settled is not None:
         provider_gap.record(session, run, settled, now)
-        activity.record(
+        activity.record_run_outcome(
             session,
-            workspace_id=run.workspace_id,
-            schedule_id=run.schedule_id,
-            run_id=run.id,
+            run,
             kind=activity.RUN_SETTLED,
-            message=f"run {run.id} ({run.device or run.data_type}) {run.status}: "
+            message=f"{activity.run_label(run)} {run.status}: "
             f"{run.retrieved}/{run.requested} measured, "
             f"{exact_eur(settled.charged_micros)} EUR charged",
             now=now,
         )
     if run.status == FAILED:
-        activity.record(
+        activity.record_run_outcome(
             session,
-            workspace_id=run.workspace_id,
-            schedule_id=run.schedule_id,
-            run_id=run.id,
+            run,
             kind=activity.RUN_FAILED,
             code=run.error_code,
-            message=f"run {run.id} ({run.device or run.data_type}) failed: {run.error_code}",
+            message=f"{activity.run_label(run)} failed: {run.error_code}",
             now=now,
         )
         await session.execute(
