@@ -3,8 +3,8 @@ provider cost above the charge, each pinned to its kind, code, message and field
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
 from sqlalchemy import select
 
@@ -20,17 +20,23 @@ from tests.engines.ranktracking.factories import DOMAIN, fund, make_schedule, pr
 from tests.factories import Tenant
 
 
-async def _run_entries(runtime: Runtime) -> list[tuple[Any, ...]]:
+async def _run_entries(
+    runtime: Runtime, tenant: Tenant, schedule_id: int, run_id: int, at: datetime
+) -> list[tuple[str, str | None, str]]:
+    """The run's entries as (kind, code, message), each checked to name the run, its schedule
+    and workspace, at ``at``."""
     async with runtime.db.read() as session:
-        rows = (
-            await session.execute(
-                select(Activity).where(Activity.run_id.is_not(None)).order_by(Activity.id)
-            )
-        ).scalars()
-        return [
-            (a.workspace_id, a.schedule_id, a.run_id, a.kind, a.code, a.message, a.created_at)
-            for a in rows
-        ]
+        rows = list(
+            (
+                await session.execute(
+                    select(Activity).where(Activity.run_id.is_not(None)).order_by(Activity.id)
+                )
+            ).scalars()
+        )
+    assert {(a.workspace_id, a.schedule_id, a.run_id, a.created_at) for a in rows} == {
+        (tenant.workspace_id, schedule_id, run_id, at)
+    }
+    return [(a.kind, a.code, a.message) for a in rows]
 
 
 async def _post(runtime: Runtime, tenant: Tenant, schedule_id: int) -> int:
@@ -50,26 +56,17 @@ async def test_a_settled_run_and_its_provider_cost_above_the_reservation(
     schedule = await make_schedule(runtime, tenant)
     run_id = await _post(runtime, tenant, schedule.id)
     await poll_ready(RankTrackingDeps.of(runtime), RankTrackingDeps.of(runtime).serp)
-    ws, now = tenant.workspace_id, clock.now()
-    assert await _run_entries(runtime) == [
+    assert await _run_entries(runtime, tenant, schedule.id, run_id, clock.now()) == [
         (
-            ws,
-            schedule.id,
-            run_id,
             "reconciliation",
             "provider_cost_above_charge",
             f"run {run_id} (desktop): the provider billed 0.012000 USD (0.010320 EUR), above the "
             "reservation; charged 0.001032 EUR, gap 0.009288 EUR recorded for reconciliation",
-            now,
         ),
         (
-            ws,
-            schedule.id,
-            run_id,
             "run_settled",
             None,
             f"run {run_id} (desktop) succeeded: 2/2 measured, 0.001032 EUR charged",
-            now,
         ),
     ]
 
@@ -81,24 +78,15 @@ async def test_a_failed_run_is_settled_then_recorded_as_failed(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     run_id = await _post(runtime, tenant, schedule.id)
-    ws, now = tenant.workspace_id, clock.now()
-    assert await _run_entries(runtime) == [
+    assert await _run_entries(runtime, tenant, schedule.id, run_id, clock.now()) == [
         (
-            ws,
-            schedule.id,
-            run_id,
             "run_settled",
             None,
             f"run {run_id} (desktop) failed: 0/2 measured, 0.000000 EUR charged",
-            now,
         ),
         (
-            ws,
-            schedule.id,
-            run_id,
             "run_failed",
             "provider_payment_required",
             f"run {run_id} (desktop) failed: provider_payment_required",
-            now,
         ),
     ]
