@@ -218,7 +218,13 @@ def build_runtime(
     )
     queue: JobQueue
     if settings.queue.uses_redis:
-        queue = ArqQueue(db, clock, settings.queue.redis_url, settings.queue.arq_queue_name)
+        queue = ArqQueue(
+            db,
+            clock,
+            settings.queue.redis_url,
+            settings.queue.arq_queue_name,
+            timeout=settings.queue.redis_timeout_seconds,
+        )
     else:
         queue = DatabaseQueue(db, clock)
     return Runtime(

@@ -56,6 +56,9 @@ def parse_networks(text: str) -> Networks:
     return tuple(out)
 
 
+MIN_REDIS_TIMEOUT_SECONDS = 0.1  # below a loaded machine's round trip: every command would fail
+MAX_REDIS_TIMEOUT_SECONDS = 60.0  # a request waiting longer for the queue is a hang, not a timeout
+
 DATABASE_URL_SCHEMES = ("sqlite+aiosqlite:", "postgresql+asyncpg:")
 """The drivers the engines are built for (:mod:`app.db.engine`)."""
 
@@ -93,6 +96,11 @@ class QueueSettings:
     """When set, jobs go through arq on this Redis; otherwise the durable database queue is used."""
     arq_queue_name: str = env("ARQ_QUEUE_NAME", "sweepline:queue")
     """Redis key of the arq queue (give each deployment or test run its own)."""
+    redis_timeout_seconds: float = env("REDIS_TIMEOUT_SECONDS", 2.0)
+    """Longest a connection to Redis, or one command on it, may take before it fails (0.1 to
+    60 s), tried once: while Redis is down or not answering, a request that queues a job answers
+    503 (``queue_unavailable``) within this time, and workers wait for Redis and carry on when it
+    is back."""
     concurrency: int = env("WORKER_CONCURRENCY", 16)
     """Jobs a worker process runs at the same time."""
     lease_loops: int = env("JOB_LEASE_LOOPS", 4)
@@ -113,6 +121,13 @@ class QueueSettings:
     """On SIGTERM, in-flight jobs get this long to finish before they are released."""
     done_retention_hours: int = env("JOB_DONE_RETENTION_HOURS", 24)
     """Finished jobs are kept this long so a repeated job id is still deduplicated."""
+
+    def __post_init__(self) -> None:
+        if not MIN_REDIS_TIMEOUT_SECONDS <= self.redis_timeout_seconds <= MAX_REDIS_TIMEOUT_SECONDS:
+            raise SettingsError(
+                f"REDIS_TIMEOUT_SECONDS must be between {MIN_REDIS_TIMEOUT_SECONDS:g} and "
+                f"{MAX_REDIS_TIMEOUT_SECONDS:g} seconds, not {self.redis_timeout_seconds:g}"
+            )
 
     @property
     def uses_redis(self) -> bool:

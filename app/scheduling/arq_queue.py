@@ -13,6 +13,17 @@ order; priority 0 keeps the plain time order (retries and deferred jobs included
 less urgent job (priority above 0) waits ``priority`` seconds (at most a minute), so the jobs due
 beside it go first. A job deferred with ``run_at`` into the future keeps its time: once due it is
 in time order, since arq cannot re-score a waiting job.
+
+Redis down. Every connection and command gets one try within ``REDIS_TIMEOUT_SECONDS``
+(:func:`redis_client`; arq's own ``create_pool`` would retry the first connection five times a
+second apart, and without a read timeout wait forever on a Redis that accepts and never answers),
+and fails as :class:`~app.scheduling.unavailable.QueueUnavailable`, a 503 in a request. The
+client reconnects on the next call, so nothing needs a restart once Redis is back. A job queued
+inside a unit of work is published after its commit; Redis is asked first, inside the unit of
+work, so that an outage rolls the unit of work back instead of committing state whose job is
+never published (Redis stopping in the moment between the check and the publish is only logged).
+The workers (:class:`ArqWorkers`) wait for Redis and start polling again when it answers; the
+process logs one line when Redis stops answering and one when it answers again.
 """
 
 from __future__ import annotations
@@ -20,15 +31,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
+import redis.exceptions
 from arq import Retry, Worker
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis, RedisSettings
 from arq.worker import func
+from redis.asyncio.retry import Retry as RedisRetry
+from redis.backoff import NoBackoff
 
 from app.logs import correlate
 from app.scheduling.jobs import (
@@ -47,6 +61,7 @@ from app.scheduling.queue import (
     list_dead_jobs,
     record_dead_job,
 )
+from app.scheduling.unavailable import Outage, QueueUnavailable
 
 if TYPE_CHECKING:
     from app.clock import Clock
@@ -77,6 +92,51 @@ JOB_EXPIRY = timedelta(days=1)
 it from the score, which the band moves into the past."""
 
 
+DEFAULT_TIMEOUT_SECONDS = 2.0
+"""``REDIS_TIMEOUT_SECONDS``' default (app/settings.py)."""
+
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+"""What Redis not answering raises (refused, reset, timed out, still loading its data set); an
+error Redis answers with (a wrong type, an unknown command) is not an outage."""
+
+UNAVAILABLE_MESSAGE = "The job queue (Redis) is not reachable; try again in a moment."
+NOTHING_CHANGED_MESSAGE = (
+    "The job queue (Redis) is not reachable, so nothing was changed; try again in a moment."
+)
+
+T = TypeVar("T")
+
+
+def redis_client(settings: RedisSettings, timeout: float, **arq_options: Any) -> ArqRedis:
+    """A client that connects on first use (not here) and reconnects on the call after a
+    failure; each connection and each command is tried once, for at most ``timeout`` seconds.
+    The connection options are :func:`arq.connections.create_pool`'s."""
+    return ArqRedis(
+        host=settings.host,
+        port=settings.port,
+        unix_socket_path=settings.unix_socket_path,
+        db=settings.database,
+        username=settings.username,
+        password=settings.password,
+        ssl=settings.ssl,
+        ssl_keyfile=settings.ssl_keyfile,
+        ssl_certfile=settings.ssl_certfile,
+        ssl_cert_reqs=settings.ssl_cert_reqs,
+        ssl_ca_certs=settings.ssl_ca_certs,
+        ssl_ca_data=settings.ssl_ca_data,
+        ssl_check_hostname=settings.ssl_check_hostname,
+        max_connections=settings.max_connections,
+        encoding="utf8",
+        socket_connect_timeout=timeout,
+        # Also bounds the handshake after connecting (CLIENT SETINFO), where a Redis that
+        # accepts connections but never answers would otherwise hold the caller for good.
+        socket_timeout=timeout,
+        # Explicit: newer redis-py versions retry with backoff by default.
+        retry=RedisRetry(NoBackoff(), 0),
+        **arq_options,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Timing:
     """When arq may start a job: ``enqueue_job``'s ``_defer_until`` / ``_defer_by`` / ``_expires``."""
@@ -105,13 +165,22 @@ class ArqQueue:
     backend = "arq"
     transactional = False
 
-    def __init__(self, db: Database, clock: Clock, redis_url: str, queue_name: str) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        redis_url: str,
+        queue_name: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self.db = db
         self.clock = clock
         self.redis_settings = RedisSettings.from_dsn(redis_url)
+        self.timeout = timeout
         self.base_name = queue_name
+        self.outage = Outage("Redis (the job queue)", clock.monotonic)
         self._pool: ArqRedis | None = None
-        self._lock = asyncio.Lock()
 
     def queue_key(self, queue: str) -> str:
         return f"{self.base_name}:{queue}"
@@ -122,16 +191,30 @@ class ArqQueue:
         # whose database ids restart) would silently drop each other's jobs with equal ids.
         return f"{self.base_name}:{job_id}"
 
+    def client(self, queue_name: str = "default") -> ArqRedis:
+        """A new client with this queue's options (each arq worker closes its own)."""
+        return redis_client(
+            self.redis_settings,
+            self.timeout,
+            job_serializer=_serialize,
+            job_deserializer=_deserialize,
+            default_queue_name=self.queue_key(queue_name),
+        )
+
     async def pool(self) -> ArqRedis:
-        async with self._lock:
-            if self._pool is None:
-                self._pool = await create_pool(
-                    self.redis_settings,
-                    job_serializer=_serialize,
-                    job_deserializer=_deserialize,
-                    default_queue_name=self.queue_key("default"),
-                )
-            return self._pool
+        if self._pool is None:
+            self._pool = self.client()
+        return self._pool
+
+    async def _call(self, call: Callable[[ArqRedis], Awaitable[T]], message: str) -> T:
+        """``call`` on the client; Redis not answering is :class:`QueueUnavailable`."""
+        try:
+            result = await call(await self.pool())
+        except REDIS_DOWN as exc:
+            self.outage.failed(exc)
+            raise QueueUnavailable(message) from exc
+        self.outage.answered()
+        return result
 
     async def enqueue(
         self,
@@ -156,8 +239,7 @@ class ArqQueue:
         """Publish the jobs now (``uow`` None: a failure is raised), or after ``uow`` commits."""
         encoded = [(spec, spec.encode(payload), job_id) for spec, payload, job_id in jobs]
 
-        async def publish() -> None:
-            pool = await self.pool()
+        async def publish_all(pool: ArqRedis) -> None:
             when = timing(self.clock.now(), run_at, priority)
             for spec, raw, job_id in encoded:
                 await pool.enqueue_job(
@@ -170,21 +252,28 @@ class ArqQueue:
                     _expires=when.expires,
                 )
 
+        async def publish() -> None:
+            await self._call(publish_all, UNAVAILABLE_MESSAGE)
+
         if uow is None:
             await publish()
-        else:
-            uow.after_commit(publish)
+            return
+        # Inside the unit of work: an outage rolls it back (see the module's docstring).
+        await self._call(_ping, NOTHING_CHANGED_MESSAGE)
+        uow.after_commit(publish)
 
     async def housekeep(self, finished_before: datetime) -> None:
         """Nothing to do: arq requeues a dead worker's jobs and expires results itself."""
 
     async def stats(self) -> QueueStats:
-        pool = await self.pool()
-        queued = 0
-        for key in await pool.keys(f"{self.base_name}:*"):
-            if (await pool.type(key)) == b"zset":
-                queued += int(await pool.zcard(key))
-        running = len(await pool.keys("arq:in-progress:*"))
+        async def counts(pool: ArqRedis) -> tuple[int, int]:
+            queued = 0
+            for key in await pool.keys(f"{self.base_name}:*"):
+                if (await pool.type(key)) == b"zset":
+                    queued += int(await pool.zcard(key))
+            return queued, len(await pool.keys("arq:in-progress:*"))
+
+        queued, running = await self._call(counts, UNAVAILABLE_MESSAGE)
         dead = len(await list_dead_jobs(self.db, 10_000))
         return QueueStats(queued=queued, running=running, dead=dead, done=0)
 
@@ -192,17 +281,20 @@ class ArqQueue:
         return await list_dead_jobs(self.db, limit)
 
     async def ping(self) -> bool:
+        """Whether Redis answers; an outage is logged once (:attr:`outage`), not per probe."""
         try:
-            pool = await self.pool()
-            return bool(await pool.ping())
-        except Exception:
-            log.warning("redis ping failed", exc_info=True)
+            return bool(await self._call(_ping, UNAVAILABLE_MESSAGE))
+        except QueueUnavailable:
             return False
 
     async def aclose(self) -> None:
         if self._pool is not None:
             await self._pool.aclose()
             self._pool = None
+
+
+async def _ping(pool: ArqRedis) -> bool:
+    return bool(await pool.ping())
 
 
 SHUTDOWN_RETRY_ALLOWANCE = 5
@@ -256,6 +348,33 @@ def _arq_function(
     )
 
 
+RECONNECT_FIRST_DELAY = 0.5
+"""A worker that lost Redis asks it again after this long, then twice as long each time ..."""
+RECONNECT_MAX_DELAY = 5.0
+"""... up to this: one connection attempt per worker every few seconds during an outage."""
+
+
+def _forget_finished_jobs(worker: Worker) -> None:
+    """Drop the jobs that ended while the worker loop was down: the loop would re-raise the
+    failure of one that could not record its end in Redis as soon as it runs again."""
+    for job_id, task in list(worker.tasks.items()):
+        if task.done():
+            del worker.tasks[job_id]
+            if not task.cancelled() and task.exception() is not None:
+                log.debug("arq job %s ended without its result recorded", job_id)
+
+
+async def _close(worker: Worker) -> None:
+    """``worker.close()`` (cancels the jobs still running, closes the worker's client), also
+    when Redis is down: arq's own close ends at its first failed Redis call."""
+    client = worker.pool
+    try:
+        await worker.close()
+    except REDIS_DOWN as exc:
+        log.info("the arq worker of %s closed without Redis: %s", worker.queue_name, exc)
+        await client.aclose()
+
+
 class ArqWorkers:
     """One arq worker per queue name, inside the running event loop."""
 
@@ -279,7 +398,7 @@ class ArqWorkers:
                 Worker(
                     functions=functions,
                     queue_name=queue.queue_key(name),
-                    redis_settings=queue.redis_settings,
+                    redis_pool=queue.client(name),
                     job_serializer=_serialize,
                     job_deserializer=_deserialize,
                     max_jobs=concurrency,
@@ -292,10 +411,41 @@ class ArqWorkers:
                 )
             )
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
 
     async def run(self) -> None:
-        self._tasks = [asyncio.create_task(w.async_run()) for w in self.workers]
+        self._tasks = [asyncio.create_task(self._supervise(w)) for w in self.workers]
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _supervise(self, worker: Worker) -> None:
+        """Run ``worker``; while Redis does not answer, wait for it and then run it again.
+
+        arq's worker loop ends at the first failed Redis call, so without this one outage would
+        stop the process's workers for good. The jobs it had started run on meanwhile; those
+        that could not record their end in Redis are run again by arq (at-least-once)."""
+        while not self._stopping:
+            try:
+                await worker.async_run()
+                return
+            except REDIS_DOWN as exc:
+                self.queue.outage.failed(exc)
+            except Exception:
+                log.exception("the arq worker of %s stopped", worker.queue_name)
+                return
+            _forget_finished_jobs(worker)
+            await self._until_redis_answers(worker.pool)
+
+    async def _until_redis_answers(self, pool: ArqRedis) -> None:
+        delay = RECONNECT_FIRST_DELAY
+        while not self._stopping:
+            await asyncio.sleep(delay)
+            try:
+                await pool.ping()
+            except REDIS_DOWN:
+                delay = min(RECONNECT_MAX_DELAY, delay * 2)
+                continue
+            self.queue.outage.answered()
+            return
 
     async def shutdown(self) -> None:
         """Stop picking jobs, give in-flight jobs the grace period, then cancel the rest.
@@ -303,6 +453,7 @@ class ArqWorkers:
         A cancelled arq job stays in its queue (arq retries cancelled jobs), so another worker runs
         it again: the same finish-or-release promise as the database queue.
         """
+        self._stopping = True
         for worker in self.workers:
             worker.allow_pick_jobs = False
         running = [t for w in self.workers for t in w.tasks.values() if not t.done()]
@@ -310,7 +461,7 @@ class ArqWorkers:
             log.info("waiting up to %.0f s for %d jobs", self.shutdown_grace, len(running))
             await asyncio.wait(running, timeout=self.shutdown_grace)
         for worker in self.workers:
-            await worker.close()  # cancels what is left and closes its Redis pool
+            await _close(worker)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

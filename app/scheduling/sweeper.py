@@ -14,7 +14,8 @@ re-run enqueues nothing new. At start a process also runs the latest tick of a s
 while no process ran. Ticks missed while this process ran a slow tick are skipped, not replayed.
 
 **Supervision.** Every exception in a tick — claiming, running, renewing or finishing it — is
-logged with its traceback and counted, and the loop goes on. :func:`stale_sweeps` names the sweeps
+logged with its traceback and counted, and the loop goes on; a tick that failed because the job
+queue's broker is down is counted and recorded without one (the queue logs the outage once). :func:`stale_sweeps` names the sweeps
 without a successful tick within three intervals (readiness, dashboard, ``sweepline_sweep_stale``).
 
 **Nominal time.** The tick function gets the tick's scheduled time, also set as ``ctx.tick`` on its
@@ -54,6 +55,7 @@ from app.scheduling.ticks import (
     lease_holder,
     sweeper_states,
 )
+from app.scheduling.unavailable import QueueUnavailable
 
 __all__ = [
     "EVERY_10_SECONDS",
@@ -374,6 +376,12 @@ class SweepRunner:
             error = "lease lost: another process may run this sweep now"
             log.error("sweep %s lost its claim of tick %s; stopped", sweep.name, tick.isoformat())
             SWEEP_FAILURES.labels(sweep.name).inc()
+        except QueueUnavailable as exc:
+            # The queue logs the outage once; a traceback for every sweep's every tick until
+            # Redis is back would bury it. The tick's row and the failure count still say so.
+            error = f"{type(exc).__name__}: {exc}"
+            SWEEP_FAILURES.labels(sweep.name).inc()
+            log.debug("sweep %s failed at tick %s: %s", sweep.name, tick.isoformat(), exc)
         except Exception as exc:
             error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             SWEEP_FAILURES.labels(sweep.name).inc()
