@@ -17,8 +17,9 @@ in time order, since arq cannot re-score a waiting job.
 Redis down. Every connection and command gets one try within ``REDIS_TIMEOUT_SECONDS``
 (:func:`redis_client`; arq's own ``create_pool`` would retry the first connection five times a
 second apart, and without a read timeout wait forever on a Redis that accepts and never answers),
-and fails as :class:`~app.scheduling.unavailable.QueueUnavailable`, a 503 in a request. The
-client reconnects on the next call, so nothing needs a restart once Redis is back. A job queued
+and fails as :class:`~app.scheduling.unavailable.QueueUnavailable`, a 503 in a request; while
+the outage lasts one call a second tries Redis and the others fail at once. The client
+reconnects on the next call that tries, so nothing needs a restart once Redis is back. A job queued
 inside a unit of work is published after its commit; Redis is asked first, inside the unit of
 work, so that an outage rolls the unit of work back instead of committing state whose job is
 never published (Redis stopping in the moment between the check and the publish is only logged).
@@ -207,7 +208,10 @@ class ArqQueue:
         return self._pool
 
     async def _call(self, call: Callable[[ArqRedis], Awaitable[T]], message: str) -> T:
-        """``call`` on the client; Redis not answering is :class:`QueueUnavailable`."""
+        """``call`` on the client; Redis not answering is :class:`QueueUnavailable`, at once
+        while an outage is known and another call tried Redis within the last second."""
+        if not self.outage.may_try():
+            raise QueueUnavailable(message)
         try:
             result = await call(await self.pool())
         except REDIS_DOWN as exc:

@@ -3,7 +3,8 @@
 :class:`QueueUnavailable` is a 503 (``queue_unavailable``) in the web layer's error format, so a
 request that needed the queue answers with something a client can retry instead of a 500.
 :class:`Outage` keeps a process's log to one line when the broker stops answering and one when it
-answers again, however many calls fail in between (requests, workers, sweeps, readiness probes).
+answers again, however many calls fail in between (requests, workers, sweeps, readiness probes),
+and lets one call a second try the broker while it is down (the others fail at once).
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ class QueueUnavailable(DomainError):
     code = "queue_unavailable"
 
 
+RETRY_WHILE_DOWN_SECONDS = 1.0
+"""During an outage, one call a second tries the broker and the others fail at once: against a
+broker that accepts connections and never answers each try waits out the whole timeout, and a
+burst of requests would all wait it out (holding their transactions open meanwhile)."""
+
+
 class Outage:
     """Whether the broker is known to be down, logged on each change only."""
 
@@ -30,10 +37,20 @@ class Outage:
         self.what = what
         self._monotonic = monotonic
         self._since: float | None = None
+        self._tried_at = 0.0
 
     @property
     def down(self) -> bool:
         return self._since is not None
+
+    def may_try(self) -> bool:
+        """Whether a call should try the broker now: always while it answers; during an outage
+        once per :data:`RETRY_WHILE_DOWN_SECONDS` (this call, if it is the first since)."""
+        now = self._monotonic()
+        if self._since is not None and now - self._tried_at < RETRY_WHILE_DOWN_SECONDS:
+            return False
+        self._tried_at = now
+        return True
 
     def failed(self, exc: BaseException) -> None:
         if self._since is not None:
