@@ -20,6 +20,10 @@ Depth = Literal["top10", "top100"]
 Device = Literal["desktop", "mobile"]
 Package = Literal["volume", "cpc", "trends"]
 QueueName = Literal["standard", "priority"]
+DomainInput = Annotated[str, msgspec.Meta(max_length=253)]
+"""A site to measure as typed (normalised and checked by the schedule rules)."""
+Devices = Annotated[list[Device], msgspec.Meta(max_length=10)]
+Packages = Annotated[list[Package], msgspec.Meta(max_length=10)]
 
 
 # -- keyword lists ---------------------------------------------------------------------------------
@@ -94,9 +98,9 @@ class ScheduleIn(Schema):
     depth: Depth | None = None
     location_code: Int64 | None = None
     language_code: Key | None = None
-    domain: Annotated[str, msgspec.Meta(max_length=253)] | None = None
-    devices: Annotated[list[Device], msgspec.Meta(max_length=10)] | None = None
-    packages: Annotated[list[Package], msgspec.Meta(max_length=10)] | None = None
+    domain: DomainInput | None = None
+    devices: Devices | None = None
+    packages: Packages | None = None
     monthly_cap_eur: Decimal | None = None
     """Optional monthly cap in EUR (at least 5); absent means unlimited."""
 
@@ -110,9 +114,9 @@ class ScheduleEdit(Schema):
     depth: Depth | None = None
     location_code: Int64 | None = None
     language_code: Key | None = None
-    domain: Annotated[str, msgspec.Meta(max_length=253)] | None = None
-    devices: Annotated[list[Device], msgspec.Meta(max_length=10)] | None = None
-    packages: Annotated[list[Package], msgspec.Meta(max_length=10)] | None = None
+    domain: DomainInput | None = None
+    devices: Devices | None = None
+    packages: Packages | None = None
     monthly_cap_eur: Decimal | None = None
     unlimited: bool = False
     """Remove the monthly cap."""
