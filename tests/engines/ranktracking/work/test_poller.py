@@ -124,3 +124,23 @@ async def test_the_simulator_lists_a_ready_task_once_and_rate_limits_tasks_ready
     with pytest.raises(RateLimited) as refused:
         await client.serp_tasks_ready()
     assert refused.value.status_code == 40202
+
+
+async def test_a_task_whose_listing_was_lost_is_fetched_directly_once_the_run_has_waited(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator, clock: ManualClock
+) -> None:
+    """A ``tasks_ready`` answer lost with a crash lists its tasks no more: after 15 minutes the
+    poller asks for them one by one (``task_get``), not before."""
+    await fund(runtime, tenant, 1000)
+    schedule = await make_schedule(runtime, tenant)
+    (run_id,) = await launch(runtime, schedule.id)
+    deps = RankTrackingDeps.of(runtime)
+    await post_impl(deps, deps.serp, run_id, final_attempt=False)
+    assert len(await deps.serp.serp_tasks_ready()) == 2  # listed, and the answer lost
+    await poll_ready(deps, deps.serp)
+    clock.advance(minutes=14)
+    await poll_ready(deps, deps.serp)
+    assert (await _statuses(runtime), sim.state.count("serp.task_get")) == ({"running": 1}, 0)
+    clock.advance(minutes=1)
+    await poll_ready(deps, deps.serp)
+    assert (await _statuses(runtime), sim.state.count("serp.task_get")) == ({"succeeded": 1}, 2)
