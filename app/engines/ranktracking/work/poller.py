@@ -144,31 +144,21 @@ async def _due_fetches(deps: RankTrackingDeps, data_type: str, now: datetime) ->
     """Tasks to fetch: every listed one still pending, then a few unlisted ones of runs that
     have waited long (a listing lost with a crash)."""
     async with deps.db.read() as session:
+        pending = (
+            select(Result.run_id, Result.task_id, Result.keyword)
+            .join(Run, Run.id == Result.run_id)
+            .where(Run.status == RUNNING, Run.data_type == data_type, Result.state == PENDING)
+        )
         listed_rows = (
             await session.execute(
-                select(Result.run_id, Result.task_id, Result.keyword)
-                .join(Run, Run.id == Result.run_id)
-                .where(
-                    Run.status == RUNNING,
-                    Run.data_type == data_type,
-                    Result.state == PENDING,
-                    Result.ready_at.is_not(None),
-                )
+                pending.where(Result.ready_at.is_not(None))
                 .order_by(Result.ready_at, Result.id)
                 .limit(FETCHES_PER_TICK)
             )
         ).all()
         late_rows = (
             await session.execute(
-                select(Result.run_id, Result.task_id, Result.keyword)
-                .join(Run, Run.id == Result.run_id)
-                .where(
-                    Run.status == RUNNING,
-                    Run.data_type == data_type,
-                    Run.started_at <= now - DIRECT_GET_AFTER,
-                    Result.state == PENDING,
-                    Result.ready_at.is_(None),
-                )
+                pending.where(Run.started_at <= now - DIRECT_GET_AFTER, Result.ready_at.is_(None))
                 .order_by(Result.id)
                 .limit(DIRECT_GETS_PER_TICK)
             )
