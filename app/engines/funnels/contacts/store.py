@@ -6,7 +6,7 @@ A new contact is recorded as the contact event ``contact_created`` in the same t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,8 +14,14 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
+from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.contacts.events import (
+    ROWS_PER_STATEMENT,
+    event_row,
+    record_event,
+    record_events,
+)
 from app.engines.funnels.contacts.fields import check_field_value, field_types
 from app.engines.funnels.contacts.memberships import (
     LISTS,
@@ -87,30 +93,45 @@ def check_contact(data: ContactData, types: Mapping[str, str]) -> dict[str, Any]
     return fields
 
 
+def normal_email(email: str) -> str:
+    """An e-mail address as stored and looked up."""
+    return email.strip().lower()
+
+
+def duplicate_contact(email: str | None) -> DuplicateContact:
+    return DuplicateContact(f"a contact with e-mail {email} already exists")
+
+
+def contact_row(
+    workspace_id: int, data: ContactData, fields: Mapping[str, Any], now: datetime
+) -> dict[str, Any]:
+    """The new contact's row: ``data`` checked by :func:`check_contact`, which gave ``fields``."""
+    return {
+        "workspace_id": workspace_id,
+        "email": (data.email or None) and normal_email(data.email),
+        "phone": data.phone or None,
+        "first_name": data.first_name or "",
+        "last_name": data.last_name or "",
+        "timezone": data.timezone or "UTC",
+        "fields": dict(fields),
+        "consent": dict(data.consent or {}),
+        "suppressed": dict(data.suppressed or {}),
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
 async def create_contact(
     session: WriteSession, workspace_id: int, data: ContactData, now: datetime
 ) -> Contact:
     types = await field_types(session, workspace_id)
-    fields = check_contact(data, types)
-    contact = Contact(
-        workspace_id=workspace_id,
-        email=(data.email or None) and data.email.strip().lower(),
-        phone=data.phone or None,
-        first_name=data.first_name or "",
-        last_name=data.last_name or "",
-        timezone=data.timezone or "UTC",
-        fields=fields,
-        consent=dict(data.consent or {}),
-        suppressed=dict(data.suppressed or {}),
-        created_at=now,
-        updated_at=now,
-    )
+    contact = Contact(**contact_row(workspace_id, data, check_contact(data, types), now))
     try:
         async with session.begin_nested():
             session.add(contact)
             await session.flush()
     except IntegrityError:
-        raise DuplicateContact(f"a contact with e-mail {contact.email} already exists") from None
+        raise duplicate_contact(contact.email) from None
     await record_event(
         session,
         workspace_id=workspace_id,
@@ -140,10 +161,95 @@ async def find_by_email(session: ReadSession, workspace_id: int, email: str) -> 
     return await session.scalar(
         select(Contact).where(
             Contact.workspace_id == workspace_id,
-            Contact.email == email.strip().lower(),
+            Contact.email == normal_email(email),
             Contact.deleted_at.is_(None),
         )
     )
+
+
+# -- many contacts at once (applying a batch of stored events) -------------------------------
+
+EmailKey = tuple[int, str]
+"""A workspace and an e-mail address as :func:`normal_email` gives it."""
+
+
+async def live_contacts(
+    session: ReadSession, keys: Collection[tuple[int, int]]
+) -> set[tuple[int, int]]:
+    """Which of these (workspace, contact id) name a contact of that workspace that is not
+    deleted (:func:`get_contact`'s test, for many), in a statement per 500 ids."""
+    wanted = set(keys)
+    ids = sorted({contact_id for _ws, contact_id in wanted})
+    found: set[tuple[int, int]] = set()
+    for start in range(0, len(ids), ROWS_PER_STATEMENT):
+        rows = await session.execute(
+            select(Contact.workspace_id, Contact.id).where(
+                Contact.id.in_(ids[start : start + ROWS_PER_STATEMENT]),
+                Contact.deleted_at.is_(None),
+            )
+        )
+        found.update(key for ws, i in rows if (key := (int(ws), int(i))) in wanted)
+    return found
+
+
+async def contact_ids_by_email(
+    session: ReadSession, keys: Collection[EmailKey]
+) -> dict[EmailKey, int]:
+    """The live contact of each (workspace, normalised e-mail) that has one
+    (:func:`find_by_email` for many), in a statement per 500 addresses."""
+    wanted = set(keys)
+    emails = sorted({email for _ws, email in wanted})
+    workspaces = sorted({ws for ws, _email in wanted})
+    found: dict[EmailKey, int] = {}
+    for start in range(0, len(emails), ROWS_PER_STATEMENT):
+        rows = await session.execute(
+            select(Contact.id, Contact.workspace_id, Contact.email).where(
+                Contact.workspace_id.in_(workspaces),
+                Contact.email.in_(emails[start : start + ROWS_PER_STATEMENT]),
+                Contact.deleted_at.is_(None),
+            )
+        )
+        for contact_id, ws, email in rows:
+            if (key := (int(ws), str(email))) in wanted:
+                found[key] = int(contact_id)
+    return found
+
+
+async def create_contacts(
+    session: WriteSession, rows: Sequence[Mapping[str, Any]], now: datetime
+) -> dict[EmailKey, int]:
+    """Insert new contacts (rows of :func:`contact_row`, each with an e-mail, none twice, no tags
+    or lists) and record each as ``contact_created``, as :func:`create_contact` does, in
+    multi-row inserts; (workspace, e-mail) → id of each inserted.
+
+    A row whose e-mail a live contact of its workspace has already (created by a concurrent
+    transaction a moment ago) is skipped and missing from the answer: the caller finds that
+    contact instead, as :func:`create_contact`'s callers do on :class:`DuplicateContact`."""
+    created: dict[EmailKey, int] = {}
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        piece = [dict(row) for row in rows[start : start + ROWS_PER_STATEMENT]]
+        result = await session.execute(
+            insert(session, Contact)
+            .values(piece)
+            .on_conflict_do_nothing()
+            .returning(Contact.id, Contact.workspace_id, Contact.email)
+        )
+        for contact_id, ws, email in result:
+            created[(int(ws), str(email))] = int(contact_id)
+    await record_events(
+        session,
+        [
+            event_row(
+                workspace_id=ws,
+                contact_id=contact_id,
+                name="contact_created",
+                source="system",
+                now=now,
+            )
+            for (ws, _email), contact_id in sorted(created.items(), key=lambda item: item[1])
+        ],
+    )
+    return created
 
 
 async def update_contact(
@@ -153,7 +259,7 @@ async def update_contact(
     types = await field_types(session, workspace_id)
     fields = check_contact(data, types)
     if data.email is not None:
-        contact.email = data.email.strip().lower() or None
+        contact.email = normal_email(data.email) or None
     if data.phone is not None:
         contact.phone = data.phone or None
     if data.first_name is not None:
@@ -174,7 +280,7 @@ async def update_contact(
         async with session.begin_nested():
             await session.flush()
     except IntegrityError:
-        raise DuplicateContact(f"a contact with e-mail {email} already exists") from None
+        raise duplicate_contact(email) from None
     await _apply_memberships(session, contact, data, now, replace=True)
     return contact
 

@@ -6,8 +6,10 @@ webhook stores nothing new) and the sender is answered. :func:`process_batch` ru
 path (a job, and every tick): it leases unprocessed rows in one statement, finds or creates the
 contact, applies what the event means (form fields, tags and lists, suppression after a bounce,
 a complaint or an unsubscribe, a campaign's delivery report) and records a contact event, which the
-trigger matcher then matches to funnels. Each event is processed in its own savepoint: a bad one
-is recorded as dropped, with the reason, and does not hold back the others.
+trigger matcher then matches to funnels. A bad event is recorded as dropped, with the reason, and
+does not hold back the others: the events of the simple sources (API events, site visits,
+tracking, bookings, payments) are applied set-based (apply_set.py), where each check comes before
+any write; forms and delivery reports each in their own savepoint.
 """
 
 from __future__ import annotations
@@ -25,18 +27,28 @@ from app.clock import Clock
 from app.db.dialect import insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.campaigns.service import record_delivery_event
-from app.engines.funnels.contacts.events import record_event
+from app.engines.funnels.contacts.events import record_events
 from app.engines.funnels.contacts.fields import check_field_value, field_types
 from app.engines.funnels.contacts.memberships import add_tag, add_to_list
-from app.engines.funnels.contacts.store import ContactData, create_contact, find_by_email
+from app.engines.funnels.contacts.store import create_contact, find_by_email
 from app.engines.funnels.errors import DuplicateContact
+from app.engines.funnels.events.apply_set import Applied, apply_planned, report_tracked
 from app.engines.funnels.events.delivery_reports import (
     parse_funnel_message_id,
     record_funnel_report,
 )
+from app.engines.funnels.events.inbound import (
+    PLANNERS,
+    Dropped,
+    Inbound,
+    Plan,
+    contact_event,
+    contact_key,
+    new_contact,
+    text,
+)
 from app.engines.funnels.events.models import Form, InboundEvent
 from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.tracking import MessageRef
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Contact
@@ -88,10 +100,6 @@ class ProcessResult:
     """Contacts the processed events were about, by workspace."""
 
 
-class Dropped(Exception):
-    """The event cannot be applied (unknown contact, unknown form, …); kept with the reason."""
-
-
 # Claiming an event marks it processed; the batch's transaction applies it (or rolls both back).
 CLAIM = Claim(
     table=InboundEvent.__table__,  # type: ignore[arg-type]
@@ -123,31 +131,36 @@ def batch_events(db: Database) -> int:
     return BATCH_EVENTS if db.is_postgres else BATCH_EVENTS_SQLITE
 
 
-async def process_batch(db: Database, *, now: datetime, limit: int | None = None) -> ProcessResult:
+async def process_batch(
+    db: Database, *, now: datetime, limit: int | None = None, one_by_one: bool = False
+) -> ProcessResult:
     """Process one batch of stored events (``limit``, by default :func:`batch_events`), all in
-    one transaction (a savepoint per event)."""
+    one transaction.
+
+    ``one_by_one`` applies every event in its own savepoint, as forms and delivery reports are
+    applied (what the set-based path is compared with, in tests and bench/ingest_apply.py)."""
     result = ProcessResult()
     async with db.write() as uow:
         session = uow.session
         rows = await CLAIM.take_in(
             session, now=now, limit=batch_events(db) if limit is None else limit
         )
+        events = [
+            Inbound(row[0], row[1], row[2], row[3], row[4], _as_dict(row[5]))
+            for row in sorted(rows, key=lambda r: r[0])
+        ]
+        applied = await _apply_all(session, events, now, one_by_one=one_by_one)
         outcomes: list[dict[str, Any]] = []
-        for row in sorted(rows, key=lambda r: r[0]):
-            inbound = _Inbound(row[0], row[1], row[2], row[3], row[4], _as_dict(row[5]))
+        for inbound in events:
+            contact_id, dropped = applied[inbound.id].contact_id, applied[inbound.id].dropped
             result.processed += 1
-            try:
-                async with session.begin_nested():
-                    contact_id = await _apply(session, inbound, now)
-                outcome, recorded = "recorded", True
-            except (Dropped, DomainError) as exc:
-                contact_id, outcome, recorded = None, f"dropped: {exc}", False
-            if recorded:
+            if dropped is None:
                 result.recorded += 1
                 if contact_id is not None:
                     result.contacts.setdefault(inbound.workspace_id, set()).add(contact_id)
             else:
                 result.dropped += 1
+            outcome = "recorded" if dropped is None else f"dropped: {dropped}"
             outcomes.append({"id": inbound.id, "contact_id": contact_id, "outcome": outcome[:2000]})
         if outcomes:
             # One statement for the batch's outcomes (an update by primary key, run as
@@ -156,65 +169,63 @@ async def process_batch(db: Database, *, now: datetime, limit: int | None = None
     return result
 
 
-@dataclass(frozen=True, slots=True)
-class _Inbound:
-    id: int
-    workspace_id: int
-    source: str
-    name: str
-    external_id: str | None
-    payload: dict[str, Any]
-
-
-def _occurred_at(payload: Mapping[str, Any], now: datetime) -> datetime:
-    raw = payload.get("occurred_at")
-    if isinstance(raw, str):
+async def _apply_all(
+    session: WriteSession, events: list[Inbound], now: datetime, *, one_by_one: bool
+) -> dict[int, Applied]:
+    """Each event's outcome, by inbound id. Runs of planned events (inbound.PLANNERS) are applied
+    set-based; any other event (a form, a delivery report) alone in its savepoint, after the
+    planned events before it: a form creates or changes contacts, so every event still sees the
+    contacts as the events before it left them."""
+    applied: dict[int, Applied] = {}
+    run: list[tuple[Inbound, Plan]] = []
+    for event in events:
+        planner = None if one_by_one else PLANNERS.get(event.source)
+        if planner is None:
+            applied.update(await apply_planned(session, run, now))
+            run = []
+            applied[event.id] = await _apply_alone(session, event, now)
+            continue
         try:
-            parsed = datetime.fromisoformat(raw)
-        except ValueError:
-            return now
-        if parsed.tzinfo is not None:
-            return min(parsed, now)
-    return now
+            run.append((event, planner(event)))
+        except (Dropped, DomainError) as exc:
+            applied[event.id] = Applied(None, exc)
+    applied.update(await apply_planned(session, run, now))
+    return applied
 
 
-async def _apply(session: WriteSession, event: _Inbound, now: datetime) -> int | None:
-    handlers = {
-        "api": _apply_api,
-        "form": _apply_form,
-        "site": _apply_site,
-        "tracking": _apply_tracking,
-        "booking": _apply_booking,
-        "payment": _apply_payment,
-        "delivery": _apply_delivery,
-    }
-    handler = handlers.get(event.source)
-    if handler is None:
+async def _apply_alone(session: WriteSession, event: Inbound, now: datetime) -> Applied:
+    try:
+        async with session.begin_nested():
+            return Applied(await _apply(session, event, now))
+    except (Dropped, DomainError) as exc:
+        return Applied(None, exc)
+
+
+async def _apply(session: WriteSession, event: Inbound, now: datetime) -> int:
+    if event.source == "form":
+        return await _apply_form(session, event, now)
+    if event.source == "delivery":
+        return await _apply_delivery(session, event, now)
+    planner = PLANNERS.get(event.source)
+    if planner is None:
         raise Dropped(f"unknown source {event.source}")
-    return await handler(session, event, now)
+    plan = planner(event)
+    contact = await resolve_contact(session, event.workspace_id, plan.who, now, create=plan.create)
+    if plan.tracked is not None:
+        await report_tracked(session, event, plan.tracked, now)
+    await _record(session, event, contact, plan.name, plan.properties, now)
+    return contact.id
 
 
 async def _record(
     session: WriteSession,
-    event: _Inbound,
+    event: Inbound,
     contact: Contact,
     name: str,
     properties: Mapping[str, Any],
     now: datetime,
 ) -> None:
-    await record_event(
-        session,
-        workspace_id=event.workspace_id,
-        contact_id=contact.id,
-        name=name,
-        source=event.source,
-        now=now,
-        occurred_at=_occurred_at(event.payload, now),
-        # Unique per inbound row, which is itself unique per sender id: a reprocessed row
-        # cannot record its contact event twice.
-        external_id=f"in:{event.id}",
-        properties=dict(properties),
-    )
+    await record_events(session, [contact_event(event, contact.id, name, properties, now)])
 
 
 async def resolve_contact(
@@ -226,8 +237,9 @@ async def resolve_contact(
     create: bool,
 ) -> Contact:
     """The contact an event is about: by ``id``, or by ``email`` (created when ``create``)."""
-    contact_id = who.get("id")
-    if isinstance(contact_id, int):
+    key = contact_key(who)
+    if isinstance(key, int):
+        contact_id = key
         contact = await session.scalar(
             select(Contact).where(
                 Contact.id == contact_id,
@@ -238,20 +250,13 @@ async def resolve_contact(
         if contact is None:
             raise Dropped(f"no contact {contact_id}")
         return contact
-    email = who.get("email")
-    if not isinstance(email, str) or "@" not in email:
-        raise Dropped("the event names no contact (contact.id or contact.email)")
+    email = key
     found = await find_by_email(session, workspace_id, email)
     if found is not None:
         return found
     if not create:
         raise Dropped(f"no contact with e-mail {email}")
-    data = ContactData(
-        email=email,
-        first_name=_text(who.get("first_name")),
-        last_name=_text(who.get("last_name")),
-        phone=_text(who.get("phone")),
-    )
+    data = new_contact(email, who)
     try:
         async with session.begin_nested():
             return await create_contact(session, workspace_id, data, now)
@@ -263,20 +268,7 @@ async def resolve_contact(
         return found
 
 
-def _text(value: Any) -> str | None:
-    return value.strip()[:200] if isinstance(value, str) and value.strip() else None
-
-
-async def _apply_api(session: WriteSession, event: _Inbound, now: datetime) -> int:
-    p = event.payload
-    contact = await resolve_contact(
-        session, event.workspace_id, p.get("contact") or {}, now, create=bool(p.get("create"))
-    )
-    await _record(session, event, contact, event.name, p.get("properties") or {}, now)
-    return contact.id
-
-
-async def _apply_form(session: WriteSession, event: _Inbound, now: datetime) -> int:
+async def _apply_form(session: WriteSession, event: Inbound, now: datetime) -> int:
     p = event.payload
     form = await session.scalar(
         select(Form).where(Form.public_id == p.get("form"), Form.workspace_id == event.workspace_id)
@@ -296,7 +288,7 @@ async def _apply_form(session: WriteSession, event: _Inbound, now: datetime) -> 
             except DomainError:
                 continue  # a wrong value in one field does not lose the submission
     for attribute in ("first_name", "last_name", "phone"):
-        given = _text(values.get(attribute))
+        given = text(values.get(attribute))
         if given:
             setattr(contact, attribute, given)
     if custom:
@@ -328,80 +320,7 @@ def _typed(kind: str, raw: Any) -> Any:
     return raw
 
 
-async def _apply_site(session: WriteSession, event: _Inbound, now: datetime) -> int:
-    p = event.payload
-    contact = await resolve_contact(
-        session, event.workspace_id, {"id": p.get("contact_id")}, now, create=False
-    )
-    props = {"url": str(p.get("url", ""))[:2000], "title": str(p.get("title", ""))[:300]}
-    await _record(session, event, contact, "page_visit", props, now)
-    return contact.id
-
-
-async def _apply_tracking(session: WriteSession, event: _Inbound, now: datetime) -> int:
-    p = event.payload
-    ref = MessageRef.from_claims(p.get("ref") or {})
-    if ref is None or ref.workspace_id != event.workspace_id:
-        raise Dropped("malformed tracking reference")
-    contact = await resolve_contact(
-        session, event.workspace_id, {"id": ref.contact_id}, now, create=False
-    )
-    kind = "opened" if event.name == "message_opened" else "clicked"
-    props: dict[str, Any] = {"campaign_id": ref.campaign_id, "effect": ref.effect}
-    if kind == "clicked":
-        props["url"] = str(p.get("url", ""))[:2000]
-    if ref.effect is not None:
-        await record_funnel_report(
-            session,
-            workspace_id=event.workspace_id,
-            effect_key=ref.effect,
-            kind=kind,
-            detail="tracked",
-            at=now,
-        )
-    if ref.campaign_id is not None and ref.seq is not None:
-        await record_delivery_event(
-            session,
-            campaign_id=ref.campaign_id,
-            seq=ref.seq,
-            kind=kind,
-            external_id=None,
-            at=now,
-            workspace_id=event.workspace_id,
-        )
-    await _record(session, event, contact, event.name, props, now)
-    return contact.id
-
-
-async def _apply_booking(session: WriteSession, event: _Inbound, now: datetime) -> int:
-    booking = event.payload.get("booking") or {}
-    attendee = booking.get("attendee") or {}
-    contact = await resolve_contact(session, event.workspace_id, attendee, now, create=True)
-    props = {
-        "booking_id": booking.get("id"),
-        "resource": booking.get("resource_id"),
-        "start": booking.get("start"),
-    }
-    await _record(session, event, contact, "booking_made", props, now)
-    return contact.id
-
-
-async def _apply_payment(session: WriteSession, event: _Inbound, now: datetime) -> int:
-    obj = (event.payload.get("data") or {}).get("object") or {}
-    metadata = obj.get("metadata") or {}
-    email = metadata.get("email") or obj.get("receipt_email") or obj.get("customer_email")
-    contact = await resolve_contact(session, event.workspace_id, {"email": email}, now, create=True)
-    amount = obj.get("amount_received", obj.get("amount"))
-    props = {
-        "payment_id": obj.get("id"),
-        "amount_minor": amount if isinstance(amount, int) else None,
-        "currency": str(obj.get("currency", "")).lower(),
-    }
-    await _record(session, event, contact, "payment_made", props, now)
-    return contact.id
-
-
-async def _apply_delivery(session: WriteSession, event: _Inbound, now: datetime) -> int:
+async def _apply_delivery(session: WriteSession, event: Inbound, now: datetime) -> int:
     """A provider's report about one message: delivered, opened, clicked, bounced, complained or
     unsubscribed. Funnel and campaign messages are found by the Message-ID we gave them (a
     provider's native report may give several ids: the first one we recognise wins), so a report
