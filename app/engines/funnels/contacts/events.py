@@ -15,8 +15,7 @@ from app.engines.funnels.models import (
 )
 
 ROWS_PER_STATEMENT = 500
-"""Rows of one multi-row insert, or values of one IN list: 500 rows of the widest table written
-this way (contacts, 11 columns) stay well under SQLite's 32,766 bound parameters."""
+"""Values of one IN list (well under SQLite's 32,766 bound parameters)."""
 
 
 class EventFields(TypedDict):
@@ -58,9 +57,11 @@ async def record_event(session: WriteSession, **fields: Unpack[EventFields]) -> 
 
 
 async def record_events(session: WriteSession, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Store many events (rows of :func:`event_row`) in a multi-row insert, ids in the order
-    given; one whose ``external_id`` was seen before is skipped, as :func:`record_event` skips
-    it."""
-    for start in range(0, len(rows), ROWS_PER_STATEMENT):
-        piece = [dict(row) for row in rows[start : start + ROWS_PER_STATEMENT]]
-        await session.execute(insert(session, ContactEvent).values(piece).on_conflict_do_nothing())
+    """Store many events (rows of :func:`event_row`), ids in the order given; one whose
+    ``external_id`` was seen before is skipped, as :func:`record_event` skips it."""
+    if rows:
+        # One statement run as executemany (compiled once and cached, unlike a multi-row
+        # VALUES clause), on the table rather than the ORM entity: the ORM's bulk insert would
+        # look at every row again for nothing.
+        stmt = insert(session, ContactEvent.__table__).on_conflict_do_nothing()
+        await session.execute(stmt, [dict(row) for row in rows])

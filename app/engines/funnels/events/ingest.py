@@ -19,9 +19,9 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select, update
 
 from app.clock import Clock
 from app.db.dialect import insert
@@ -127,6 +127,14 @@ so ten keep the hold near 30 ms. Two hundred held it for 600 ms, and a webhook a
 waited as long."""
 
 
+_INBOUND = cast(Table, InboundEvent.__table__)
+OUTCOMES = (
+    update(_INBOUND)
+    .where(_INBOUND.c.id == bindparam("row_id"))
+    .values(contact_id=bindparam("row_contact"), outcome=bindparam("row_outcome"))
+)
+
+
 def batch_events(db: Database) -> int:
     return BATCH_EVENTS if db.is_postgres else BATCH_EVENTS_SQLITE
 
@@ -161,11 +169,14 @@ async def process_batch(
             else:
                 result.dropped += 1
             outcome = "recorded" if dropped is None else f"dropped: {dropped}"
-            outcomes.append({"id": inbound.id, "contact_id": contact_id, "outcome": outcome[:2000]})
+            outcomes.append(
+                {"row_id": inbound.id, "row_contact": contact_id, "row_outcome": outcome[:2000]}
+            )
         if outcomes:
             # One statement for the batch's outcomes (an update by primary key, run as
-            # executemany), not one per event.
-            await session.execute(update(InboundEvent), outcomes)
+            # executemany), not one per event; on the table, which the ORM's bulk update would
+            # only look at row by row again.
+            await session.execute(OUTCOMES, outcomes)
     return result
 
 
