@@ -50,25 +50,16 @@ from app.wiring import assemble
 
 
 async def contacts(runtime: Runtime, ws: int, n: int) -> list[int]:
+    """``n`` contacts (the model's defaults; only what a baseline tree has too)."""
     now = runtime.clock.now()
-    rows = [
-        {
-            "workspace_id": ws,
-            "email": f"c{i}.w{ws}@example.com",
-            "first_name": "",
-            "last_name": "",
-            "timezone": "UTC",
-            "fields": {},
-            "consent": {},
-            "suppressed": {},
-            "created_at": now,
-            "updated_at": now,
-        }
-        for i in range(n)
-    ]
     async with runtime.db.write() as uow:
-        for start in range(0, n, 1000):
-            await uow.session.execute(insert(Contact), rows[start : start + 1000])
+        uow.session.add_all(
+            Contact(
+                workspace_id=ws, email=f"c{i}.w{ws}@example.com", created_at=now, updated_at=now
+            )
+            for i in range(n)
+        )
+        await uow.session.flush()
         ids = await uow.session.scalars(
             select(Contact.id).where(Contact.workspace_id == ws).order_by(Contact.id)
         )
