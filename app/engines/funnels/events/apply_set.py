@@ -103,7 +103,9 @@ async def apply_planned(
     )
     waiting, to_create = _to_create(named, live, found, out, now)
     if to_create:
-        created = await create_contacts(session, list(to_create.values()), now)
+        # In (workspace, e-mail) order: two batches applied at once on PostgreSQL that create
+        # some of the same contacts wait for each other in the same order, never both at once.
+        created = await create_contacts(session, [to_create[k] for k in sorted(to_create)], now)
         lost = [key for key in to_create if key not in created]
         if lost:
             # Created by a concurrent transaction a moment ago: that contact is the one.

@@ -3,6 +3,7 @@ events as applying each event in its own savepoint, in a few statements per batc
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -312,3 +313,23 @@ async def test_a_batch_takes_the_same_statements_whatever_its_size(
         assert "SAVEPOINT" not in seen
         counts.append(len(seen))
     assert counts[0] == counts[1]
+
+
+async def test_batches_applied_at_once_create_each_contact_once(
+    runtime: Runtime, tenant: Any
+) -> None:
+    """Four batches at once (side by side on PostgreSQL, in turn on SQLite), each creating the
+    same three contacts: each contact is created once and every event is recorded for it."""
+    ws = tenant.workspace_id
+    events = [
+        api(f"at-once{i}", {"email": f"p{i % 3}@example.com"}, create=True) for i in range(12)
+    ]
+    await store_all(runtime, ws, events)
+    results = await asyncio.gather(
+        *(process_batch(runtime.db, now=runtime.clock.now(), limit=3) for _ in range(4))
+    )
+    assert sum(r.recorded for r in results) == 12
+    assert set((await outcomes(runtime, ws)).values()) == {"recorded"}
+    assert await count(runtime, Contact, Contact.workspace_id == ws) == 3
+    assert await count(runtime, ContactEvent, ContactEvent.name == "contact_created") == 3
+    assert await count(runtime, ContactEvent, ContactEvent.name == "order_placed") == 12
