@@ -104,7 +104,8 @@ async def apply_planned(
     waiting, to_create = _to_create(named, live, found, out, now)
     if to_create:
         # In (workspace, e-mail) order: two batches applied at once on PostgreSQL that create
-        # some of the same contacts wait for each other in the same order, never both at once.
+        # some of the same contacts wait for each other in one order, rather than each holding a
+        # contact the other waits for (a deadlock).
         created = await create_contacts(session, [to_create[k] for k in sorted(to_create)], now)
         lost = [key for key in to_create if key not in created]
         if lost:
