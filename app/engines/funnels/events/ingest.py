@@ -56,6 +56,7 @@ from app.errors import DomainError
 from app.scheduling.claim import Claim
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.queue import JobQueue
+from app.scheduling.unavailable import QueueUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -441,7 +442,8 @@ INGEST = JobSpec("funnels.ingest", IngestPayload, run_ingest, max_tries=5, timeo
 class ProcessingRequests:
     """Asks for stored events to be processed soon, after a request stored one: at most one job
     per half second per process (and per half second across processes, by job id), so a burst
-    of events costs a burst of inserts, not a burst of jobs. Measured on the process's clock."""
+    of events costs a burst of inserts, not a burst of jobs. Measured on the process's clock.
+    A queue that cannot be reached loses only the request, not the event (see :meth:`request`)."""
 
     def __init__(self, queue: JobQueue, clock: Clock) -> None:
         self.queue = queue
@@ -455,4 +457,12 @@ class ProcessingRequests:
             return
         self._last = monotonic
         bucket = int(now.timestamp() * 2)
-        await self.queue.enqueue(None, INGEST, IngestPayload(), job_id=f"funnels.ingest:{bucket}")
+        try:
+            await self.queue.enqueue(
+                None, INGEST, IngestPayload(), job_id=f"funnels.ingest:{bucket}"
+            )
+        except QueueUnavailable:
+            # The event is committed, and the sweep's backstop pass (funnels.triggers, every
+            # 10 s) processes it once the queue answers: a 503 would only make the sender
+            # retry an event already stored. The queue logs the outage once, not per event.
+            return
