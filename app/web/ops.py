@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,11 +12,14 @@ from typing import Any
 from litestar import MediaType, Request, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import Scope
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from app.runtime import Runtime
 from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
 from app.scheduling.sweeper import stale_sweeps, sweeper_states
+from app.scheduling.unavailable import QueueUnavailable
 from app.web.auth import get_runtime
 
 log = logging.getLogger(__name__)
@@ -167,25 +170,57 @@ async def ready(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     return Response(body, status_code=200 if ok else 503)
 
 
+QUEUE_UP = Gauge(
+    "sweepline_job_queue_up",
+    "1 when the job queue answered this scrape; 0 when it did not (its broker, Redis, is not "
+    "reachable), and sweepline_jobs_queued, _running and _dead are left out of the scrape",
+)
+QUEUE_FIGURES = frozenset(
+    m.name for g in (JOBS_QUEUED, JOBS_RUNNING, JOBS_DEAD) for m in g.describe()
+)
+
+
+class _Without(Collector):
+    """The default registry without some metric families: figures that could not be read are
+    left out rather than shown at their last value, which would look current."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def collect(self) -> Iterable[Metric]:
+        return (m for m in REGISTRY.collect() if m.name not in self.names)
+
+
+async def _queue_figures(runtime: Runtime) -> bool:
+    """Set the queue's gauges; whether the queue answered."""
+    try:
+        stats = await runtime.queue.stats()
+    except QueueUnavailable:
+        # The queue logs the outage once (app.scheduling.unavailable), not each scrape.
+        return False
+    except Exception:
+        log.warning("queue statistics unavailable for /metrics", exc_info=True)
+        return False
+    JOBS_QUEUED.set(stats.queued)
+    JOBS_RUNNING.set(stats.running)
+    JOBS_DEAD.set(stats.dead)
+    return True
+
+
 @get("/metrics", media_type=CONTENT_TYPE_LATEST)
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus text format. Queue depth and sweep staleness are read at scrape time so they
-    are never out of date."""
+    are never out of date; while the queue does not answer, ``sweepline_job_queue_up`` is 0 and
+    its figures are left out (an unreachable queue does not hide the other metrics)."""
     runtime = get_runtime(request)
-    try:
-        stats = await runtime.queue.stats()
-    except Exception:
-        # An unreachable queue must not hide the other metrics; /ready reports it.
-        log.warning("queue statistics unavailable for /metrics", exc_info=True)
-    else:
-        JOBS_QUEUED.set(stats.queued)
-        JOBS_RUNNING.set(stats.running)
-        JOBS_DEAD.set(stats.dead)
+    queue_up = await _queue_figures(runtime)
+    QUEUE_UP.set(1 if queue_up else 0)
     try:
         await runtime.stale_sweeps()  # sets sweepline_sweep_stale at scrape time
     except Exception:
         log.warning("sweeper state unavailable for /metrics", exc_info=True)
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    collector = REGISTRY if queue_up else _Without(QUEUE_FIGURES)
+    return Response(generate_latest(collector), media_type=CONTENT_TYPE_LATEST)
 
 
 ROUTES = [health, ready, metrics]

@@ -108,6 +108,29 @@ async def test_metrics_are_prometheus_text_with_sweep_and_job_metrics(
     ):
         assert f"# TYPE {name}" in r.text, name
     assert "\nsweepline_jobs_queued 0.0" in r.text
+    assert "\nsweepline_job_queue_up 1.0" in r.text
+
+
+@pytest.mark.parametrize("broken_client", ["queue"], indirect=True)
+async def test_metrics_while_the_queue_is_down_say_so_without_a_traceback_each_scrape(
+    broken_client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The queue's figures are left out (their last values would look current) and
+    ``sweepline_job_queue_up`` is 0; the other metrics are served, and the outage is one log line
+    (the queue's own), however many scrapes there are."""
+    caplog.set_level(logging.INFO)
+    for _ in range(3):
+        r = await broken_client.get("/metrics")
+        assert r.status_code == 200
+        assert "\nsweepline_job_queue_up 0.0" in r.text
+        for name in ("sweepline_jobs_queued", "sweepline_jobs_running", "sweepline_jobs_dead"):
+            assert f"# TYPE {name} " not in r.text
+            assert f"\n{name} " not in r.text
+        assert "# TYPE sweepline_sweep_lag_seconds" in r.text
+    assert [r for r in caplog.records if r.exc_info] == []
+    outage = [r for r in caplog.records if r.name == "app.scheduling.unavailable"]
+    assert [r.levelname for r in outage] == ["WARNING"]
+    assert [r for r in caplog.records if r.name == "app.web.ops"] == []
 
 
 async def test_openapi_lists_the_platform_routes(client: httpx.AsyncClient) -> None:
