@@ -23,7 +23,8 @@ from app.platform.operators import is_instance_operator
 from app.platform.service import Principal
 from app.platform.throttle import SignInThrottle
 from app.runtime import Runtime
-from app.scheduling.queue import JobQueue
+from app.scheduling.queue import JobQueue, QueueStats
+from app.scheduling.unavailable import QueueUnavailable
 from app.web.auth import (
     SESSION_COOKIE,
     CurrentPrincipal,
@@ -164,10 +165,16 @@ async def logout(request: Request[Any, Any, Any], uow: Writes) -> Redirect:
 
 async def _status(runtime: Runtime, job_queue: JobQueue) -> dict[str, Any]:
     """The instance's machinery: the sweeps this process registered (the runtime's) and the
-    queue."""
+    queue. While the queue's broker is not reachable its figures are ``None`` and the page says
+    so in their place: the sweepers and the dead jobs (kept in the database) are what an
+    operator looks at during an outage."""
+    try:
+        stats: QueueStats | None = await job_queue.stats()
+    except QueueUnavailable:
+        stats = None  # the queue logs the outage once
     return {
         "sweepers": await sweeper_overview(runtime),
-        "stats": await job_queue.stats(),
+        "stats": stats,
         "dead_jobs": await job_queue.dead_jobs(10),
         "queue_backend": job_queue.backend,
         "now": runtime.clock.now(),
