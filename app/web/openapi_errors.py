@@ -15,7 +15,9 @@ from litestar import Litestar
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 
+from app.scheduling.unavailable import QueueUnavailable
 from app.web.access import route_handlers
+from app.web.errors import BUSY_CODE
 
 
 class ErrorBody(msgspec.Struct, kw_only=True):
@@ -40,7 +42,10 @@ _WHY = {
     415: "The body is not JSON.",
     422: "A field is missing or invalid; ``details`` names each one.",
     502: "An outside provider (Meta, the SERP provider, a funnel provider) failed the call.",
-    503: "The database is busy; nothing was changed. Retry after ``Retry-After`` seconds.",
+    503: f"Unavailable for a moment: the database is busy (``{BUSY_CODE}``; nothing was changed, "
+    "retry after ``Retry-After`` seconds), or the job queue (Redis) is not reachable "
+    f"(``{QueueUnavailable.code}``; retry in a moment, the message says when nothing was "
+    "changed).",
 }
 
 _ALWAYS = (400, 401, 403, 404, 409, 422, 503)

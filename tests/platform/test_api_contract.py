@@ -36,6 +36,11 @@ async def test_every_api_operation_documents_its_errors_with_the_error_body(
                 assert schema == error_ref, (method, path, status)
             if method in ("post", "put", "patch"):
                 assert "413" in responses, (method, path)
+            # Both causes of a 503, each with the code a client tells them apart by.
+            unavailable = responses["503"]["description"]
+            assert "``database_busy``" in unavailable, (method, path)
+            assert "``queue_unavailable``" in unavailable, (method, path)
+            assert "job queue (Redis) is not reachable" in unavailable, (method, path)
     assert operations > 100
 
 
