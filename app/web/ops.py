@@ -125,8 +125,8 @@ def health() -> dict[str, str]:
 CHECK_SECONDS = 1.0
 """How long ``/ready`` waits for each dependency. Orchestrators' probes commonly give up after a
 second (Kubernetes' default), and a check that has not answered by then has failed: a 503 in time
-tells them more than a probe that times out. A Redis that refuses connections, for one, answers
-only after arq's five retries a second apart."""
+tells them more than a probe that times out. A Redis that accepts connections and never answers,
+for one, holds its check for ``REDIS_TIMEOUT_SECONDS`` (2 s by default)."""
 
 
 async def _answers(check: Awaitable[bool]) -> bool:

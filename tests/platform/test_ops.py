@@ -256,8 +256,8 @@ async def test_platform_wide_data_is_refused_to_a_workspace_key(
 async def test_ready_answers_in_time_when_a_dependency_does_not(
     client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A queue that never answers its ping (a Redis behind a dropped route, or one arq is still
-    retrying): /ready gives up on it after its check time and answers 503 naming it, instead of
+    """A queue that never answers its ping (a Redis behind a dropped route, with a timeout
+    longer than the check's): /ready gives up on it after its check time and answers 503 naming it, instead of
     leaving the probe without an answer."""
     from app.web import ops
 

@@ -107,7 +107,6 @@ async def test_rt31_skipped_dispatch_releases_and_retries_after_one_hour(
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     broker = ArqQueue(runtime.db, clock, "redis://127.0.0.1:1/0", "unreachable")
-    broker.redis_settings.conn_retries = 0
     deps = dataclasses.replace(RankTrackingDeps.of(runtime), queue=broker)
     clock.set(datetime(2026, 3, 3, 9, 20, tzinfo=UTC))
     report = await dispatch_due(deps, clock.now())

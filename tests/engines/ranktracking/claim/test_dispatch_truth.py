@@ -45,9 +45,7 @@ async def _runs(runtime: Runtime, schedule_id: int) -> list[Run]:
 
 
 def _unreachable_broker(runtime: Runtime, clock: ManualClock) -> ArqQueue:
-    broker = ArqQueue(runtime.db, clock, "redis://127.0.0.1:1/0", "unreachable")
-    broker.redis_settings.conn_retries = 0
-    return broker
+    return ArqQueue(runtime.db, clock, "redis://127.0.0.1:1/0", "unreachable")
 
 
 async def test_rt31_skipped_dispatch_at_a_late_sweep_start_is_retried_by_the_next_sweep(
@@ -134,11 +132,10 @@ async def test_rt26_rt27_with_redis_stopped_answers_launched_0_and_the_skipped_r
 ) -> None:
     url, redis_process = own_redis
     broker = ArqQueue(runtime.db, clock, url, f"rt-{uuid.uuid4().hex[:8]}")
-    broker.redis_settings.conn_retries = 0
     database_queue = runtime.queue
     runtime.queue = broker
     try:
-        await broker.pool()  # connected while Redis runs ...
+        assert await broker.ping()  # connected while Redis runs ...
         redis_process.terminate()  # ... then the broker goes down
         redis_process.wait(timeout=10)
         await fund(runtime, tenant, 1000)
