@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlparse
 
 
 def closed_port() -> int:
@@ -28,6 +29,18 @@ def silent_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
     finally:
         sock.close()
+
+
+@contextlib.asynccontextmanager
+async def proxy_to(url: str) -> AsyncIterator[Proxy]:
+    """A started :class:`Proxy` in front of the Redis at ``url``, stopped at the end."""
+    target = urlparse(url)
+    made = Proxy(target.hostname or "127.0.0.1", target.port or 6379)
+    await made.start()
+    try:
+        yield made
+    finally:
+        await made.stop()
 
 
 class Proxy:

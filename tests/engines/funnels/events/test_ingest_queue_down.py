@@ -11,7 +11,6 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from urllib.parse import urlparse
 
 import httpx
 import pytest
@@ -28,7 +27,7 @@ from tests.conftest import TEST_REDIS_URL, eventually
 from tests.engines.funnels.factories import contact, count, settle, signed
 from tests.factories import Tenant
 from tests.scheduling.helpers import running
-from tests.scheduling.redis_proxy import Proxy, closed_port
+from tests.scheduling.redis_proxy import Proxy, closed_port, proxy_to
 
 EVENTS = "/hooks/funnels/events"
 
@@ -113,13 +112,8 @@ async def test_receivers_answer_and_store_the_event_while_redis_refuses_connecti
 
 @pytest.fixture
 async def proxy() -> AsyncIterator[Proxy]:
-    if not TEST_REDIS_URL:
-        pytest.skip("needs TEST_REDIS_URL")
-    target = urlparse(TEST_REDIS_URL)
-    made = Proxy(target.hostname or "127.0.0.1", target.port or 6379)
-    await made.start()
-    yield made
-    await made.stop()
+    async with proxy_to(TEST_REDIS_URL) as made:
+        yield made
 
 
 @pytest.mark.redis
