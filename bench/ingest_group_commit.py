@@ -19,7 +19,9 @@ The servers are uvicorn (httptools) on uvloop in this process; the load comes fr
 process, so the client never shares the server's event loop: wrk for ``--seconds`` per measurement
 when it is installed (``bench/wrk_load.py``), else ``bench/http_load.py`` (an httpx client, which
 itself tops out near 2,000 requests/s on one core; ``--httpx`` forces it). Every event is checked
-stored afterwards.
+stored afterwards. Each measurement starts once every server has answered what the previous one
+left in flight and the machine is quiet (``cpu_steal.quiet``); a PostgreSQL database is dropped
+with a checkpoint, so that its buffers are not written out while SQLite is measured.
 
 Two modes measure the group-commit endpoint alone on two databases side by side, in alternating
 order: ``--compare-stored N``, a fresh table beside one holding N events (cost that stays flat);
@@ -69,7 +71,7 @@ from app.wiring import assemble
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wrk_load
-from cpu_steal import CpuTimes, steal_percent
+from cpu_steal import CpuTimes, quiet, steal_percent
 
 LOAD = Path(__file__).resolve().parent / "http_load.py"
 
@@ -347,6 +349,7 @@ async def measure_endpoint(
     tag = f"{label}-{n}-{uuid.uuid4().hex[:6]}"
     for app in apps:
         await app.idle()
+    await quiet()
     cpu = time.process_time()
     if args.wrk:
         result = await load_wrk(url, args.seconds, n, tag, headers)
@@ -598,6 +601,9 @@ async def drop_pg(db_url: str) -> None:
     admin = create_async_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
     async with admin.connect() as conn:
         await conn.execute(text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+        # Write out what the measurements left in PostgreSQL's buffers now, rather than in its
+        # next timed checkpoint, during whatever is measured next.
+        await conn.execute(text("CHECKPOINT"))
     await admin.dispose()
 
 
