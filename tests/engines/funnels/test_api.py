@@ -4,10 +4,12 @@ runs with steps, timelines; errors in the project's format; other workspaces ans
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
+from app.engines.funnels.contacts.segments import window_start
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.runtime import Runtime
@@ -234,3 +236,32 @@ async def test_segment_preview(client: httpx.AsyncClient, tenant: Tenant) -> Non
         {"predicate": {"kind": "field", "field": "ghost", "op": "eq", "value": 1}},
     )
     assert bad.status_code == 422
+
+
+async def test_an_event_count_window_reaching_past_the_calendar_counts_every_event(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """``within_days`` may be as large as any count; a window that reaches back before the
+    first day a date can hold counts every event (it was a 500: the date overflowed)."""
+    for i in range(2):
+        await _post(client, tenant, "/contacts", {"email": f"w{i}@x.test"})
+    for days in (2_384_738, 2**31 - 1):
+        predicate = {
+            "kind": "event_count",
+            "event": "order_placed",
+            "op": "eq",
+            "count": 0,
+            "within_days": days,
+        }
+        preview = await _post(client, tenant, "/segments/preview", {"predicate": predicate})
+        assert preview.status_code == 200, preview.text
+        assert preview.json()["count"] == 2
+
+
+def test_the_event_count_window_start() -> None:
+    now = datetime(2026, 12, 2, tzinfo=UTC)
+    assert window_start(now, None) is None
+    assert window_start(now, 0) is None
+    assert window_start(now, 7) == datetime(2026, 11, 25, tzinfo=UTC)
+    assert window_start(now, 800_000) is None  # before year 1
+    assert window_start(now, 2**31 - 1) is None  # past what a timedelta holds

@@ -357,8 +357,19 @@ def evaluate(
     return _field_matches(predicate, facts, custom)
 
 
+def window_start(now: datetime, within_days: int | None) -> datetime | None:
+    """Where an ``event_count`` window starts; ``None`` (every event counts) without a window, or
+    for one reaching back before the first day a date can hold (no event is older than that)."""
+    if not within_days:
+        return None
+    try:
+        return now - timedelta(days=within_days)
+    except OverflowError:
+        return None
+
+
 def _event_count_matches(predicate: EventCount, facts: ContactFacts, now: datetime) -> bool:
-    since = now - timedelta(days=predicate.within_days) if predicate.within_days else None
+    since = window_start(now, predicate.within_days)
     n = sum(
         1 for name, at in facts.events if name == predicate.event and (since is None or at >= since)
     )
@@ -448,10 +459,8 @@ def compile_sql(
         return true() if predicate.op == "not_exists" else false()
     if isinstance(predicate, EventCount):
         conditions = [ContactEvent.contact_id == Contact.id, ContactEvent.name == predicate.event]
-        if predicate.within_days:
-            conditions.append(
-                ContactEvent.occurred_at >= now - timedelta(days=predicate.within_days)
-            )
+        if (since := window_start(now, predicate.within_days)) is not None:
+            conditions.append(ContactEvent.occurred_at >= since)
         counted = (
             select(func.count()).select_from(ContactEvent).where(*conditions).scalar_subquery()
         )
