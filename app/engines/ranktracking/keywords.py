@@ -11,6 +11,8 @@ import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from app.errors import ValidationFailed
+
 MAX_KEYWORD_LENGTH = 200
 
 
@@ -53,7 +55,12 @@ def parse_import(text: str, *, fmt: str = "text") -> list[str]:
     skips a header row named ``keyword``."""
     if fmt == "text":
         return [line for line in text.splitlines() if line.strip()]
-    rows = list(csv.reader(io.StringIO(text)))
+    # newline="": a bare carriage return ends a row as the CSV module expects (without it, the
+    # reader refuses one inside a line: "new-line character seen in unquoted field").
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:  # a field over the reader's size limit
+        raise ValidationFailed(f"the CSV could not be read: {exc}") from None
     out = [row[0] for row in rows if row and row[0].strip()]
     if out and normalise(out[0]) in {"keyword", "keywords"}:
         out = out[1:]

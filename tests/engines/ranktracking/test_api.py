@@ -197,3 +197,28 @@ async def test_bad_input_answers_4xx_and_writes_nothing(
     assert (r.status_code, r.json()["details"][0]["code"]) == (422, "fixed_field")
     draft = await client.get(f"{BASE}/schedules/{kd_id}/mobile-draft", headers=h)
     assert draft.status_code == 422
+
+
+async def test_a_csv_import_with_bare_carriage_returns_and_one_with_a_giant_field(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """A bare carriage return ends a CSV row (it was a 500: the reader refused it inside a
+    line), and a field over the CSV reader's size limit is a 422 naming the problem."""
+    h = auth(tenant)
+    r = await client.post(f"{BASE}/lists", json={"name": "Imports", "keywords": []}, headers=h)
+    assert r.status_code == 201, r.text
+    list_id = r.json()["list"]["id"]
+    r = await client.post(
+        f"{BASE}/lists/{list_id}/import",
+        json={"text": "keyword\rred shoes\rblue\u2028shoes\r\ngreen shoes", "format": "csv"},
+        headers=h,
+    )
+    assert r.status_code == 201, r.text
+    assert sorted(r.json()["added"]) == ["blue shoes", "green shoes", "red shoes"]  # normalised
+    r = await client.post(
+        f"{BASE}/lists/{list_id}/import",
+        json={"text": "x" * 200_000, "format": "csv"},
+        headers=h,
+    )
+    assert r.status_code == 422, r.text
+    assert "field larger than field limit" in r.json()["message"]

@@ -7,7 +7,7 @@ import pytest
 from app.engines.ranktracking.keywords import normalise, parse_import
 from app.engines.ranktracking.lists import add_keywords, detail_out, remove_keywords, rename_list
 from app.engines.ranktracking.models import KeywordList
-from app.errors import Conflict
+from app.errors import Conflict, ValidationFailed
 from app.runtime import Runtime
 from tests.engines.ranktracking.factories import make_list
 from tests.factories import Tenant
@@ -24,6 +24,10 @@ def test_import_text_and_csv() -> None:
         "red, shoes",
         "blue",
     ]
+    # A bare carriage return ends a row; other line separators are part of a field.
+    assert parse_import("a\rb\x85c\r\nd", fmt="csv") == ["a", "b\x85c", "d"]
+    with pytest.raises(ValidationFailed, match="could not be read"):
+        parse_import("x" * 200_000, fmt="csv")
 
 
 async def test_bulk_add_skips_existing_and_reports(runtime: Runtime, tenant: Tenant) -> None:
