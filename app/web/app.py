@@ -60,6 +60,7 @@ from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
 from app.web.hooks import ranktracking as ranktracking_hooks
+from app.web.openapi_closed import ClosedStructSchemas
 from app.web.openapi_errors import document_errors
 from app.web.request_bounds import request_bounds
 from app.web.security_headers import security_headers
@@ -307,6 +308,7 @@ def create_app(
             directory=DASHBOARD_DIR / "templates", engine=JinjaTemplateEngine
         ),
         openapi_config=openapi_config(),
+        plugins=[ClosedStructSchemas()],
         middleware=[correlation_middleware(rt.clock), request_bounds(settings.web.max_body_bytes)],
         before_send=[security_headers(hsts=settings.web.secure_cookies)],
         request_max_body_size=settings.web.max_body_bytes,

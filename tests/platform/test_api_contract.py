@@ -96,3 +96,23 @@ async def test_a_unique_index_refusing_a_write_is_a_409() -> None:
         assert "UNIQUE" not in conflict.text  # the database's words stay in the log
         other = await c.get("/broken")
         assert other.status_code == 500
+
+
+async def test_objects_that_refuse_unknown_fields_say_so_in_the_document(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """Every request and response struct refuses unknown fields, and its schema says so with
+    ``additionalProperties: false``; a struct that takes any field (the error body's ``details``
+    entries are plain objects) stays open. What the document says is what the API does."""
+    document = (await client.get("/schema/openapi.json")).json()
+    schemas = document["components"]["schemas"]
+    name_in = schemas["NameIn"]  # the body of POST /api/v1/funnels/tags
+    assert name_in["additionalProperties"] is False
+    assert "additionalProperties" not in schemas["ErrorBody"]
+    closed = [s for s in schemas.values() if s.get("additionalProperties") is False]
+    assert len(closed) > 50
+    response = await client.post(
+        "/api/v1/funnels/tags", json={"name": "vip", "colour": "red"}, headers=auth(tenant)
+    )
+    assert 400 <= response.status_code < 500
+    assert "colour" in response.text
