@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
+from sqlalchemy import select
+
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.events.schedule_triggers import TimeTriggersPayload, run_time_triggers
@@ -43,6 +45,43 @@ async def test_campaign_sweep_and_sender_job(client, runtime, tenant, sink, cloc
     assert row.lease_owner is None
     # A later tick finds nothing left to send.
     assert await campaign_jobs.start_due(ctx, clock.now() + timedelta(minutes=1)) == []
+
+
+async def test_a_due_campaign_whose_stored_audience_breaks_a_rule_does_not_stop_the_others(
+    client, runtime, tenant, clock
+) -> None:
+    """An audience stored before audiences were checked turns its campaign back into a draft
+    (scheduling it again names the problem); the campaign due beside it is started."""
+    ws = tenant.workspace_id
+    await contact(runtime, ws, "c0@example.com")
+    r = await client.post(
+        "/api/v1/funnels/fields", json={"key": "score", "type": "number"}, headers=auth(tenant)
+    )
+    assert r.status_code == 201, r.text
+    ids = []
+    for name in ("bad", "good"):
+        body = {"name": name, "subject": "s", "body": "b"}
+        made = await client.post("/api/v1/funnels/campaigns", json=body, headers=auth(tenant))
+        ids.append(made.json()["id"])
+        r = await client.post(
+            f"/api/v1/funnels/campaigns/{ids[-1]}/schedule", json={}, headers=auth(tenant)
+        )
+        assert r.status_code == 200, r.text
+    async with runtime.db.write() as uow:
+        bad = await uow.session.get(Campaign, ids[0])
+        assert bad is not None
+        bad.audience = {"kind": "field", "field": "score", "op": "eq", "value": "abc"}
+    await campaign_jobs.start_due(runtime.context(job_id="campaign-job"), clock.now())
+    async with runtime.db.read() as s:
+        rows = {c.name: c for c in await s.scalars(select(Campaign))}
+    assert rows["bad"].status == "draft"
+    assert rows["bad"].send_at is None
+    assert rows["good"].status == "sending"
+    again = await client.post(
+        f"/api/v1/funnels/campaigns/{ids[0]}/schedule", json={}, headers=auth(tenant)
+    )
+    assert again.status_code == 422, again.text
+    assert "is not a number" in again.json()["details"][0]["message"]
 
 
 async def test_trigger_sweep_job_fires_schedules(runtime, tenant, clock) -> None:

@@ -33,6 +33,7 @@ from app.engines.funnels.campaigns.models import (
     Campaign,
     Recipient,
 )
+from app.engines.funnels.campaigns.service import checked_audience
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql, decode_predicate
 from app.engines.funnels.models import Contact
@@ -187,9 +188,12 @@ async def start_materialising(
 
     Raises:
         AlreadyMaterialised: the audience was snapshotted before (never done twice).
+        ValidationFailed: the stored audience breaks a rule against the workspace's fields
+            (stored before audiences were checked); the claim is rolled back with ``uow``.
     """
     session = uow.session
     campaign = await _claim(session, campaign_id, now)
+    await checked_audience(session, campaign.workspace_id, campaign.audience)
     upto = await _highest_contact(session, campaign.workspace_id)
     cursor, _, finished = await _chunk(
         session, campaign, Cursor(), upto=upto, limit=chunk_items, now=now

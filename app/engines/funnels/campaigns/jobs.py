@@ -4,26 +4,30 @@ once, the rest as a bulk job) and a sender job once it is complete; a campaign w
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 
 from app.engines.funnels.campaigns.audience import (
     AUDIENCE_JOB,
     AlreadyMaterialised,
     start_materialising,
 )
-from app.engines.funnels.campaigns.models import SCHEDULED, SENDING, Campaign
+from app.engines.funnels.campaigns.models import DRAFT, SCHEDULED, SENDING, Campaign
 from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.jobs import mail_domain
+from app.errors import ValidationFailed
 from app.platform.models import Workspace
 from app.platform.service import webhook_secret
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key
 from app.scheduling.worker import worker_identity
+
+log = logging.getLogger(__name__)
 
 SEND_SLICE_SECONDS = 50.0
 """One sender job sends for at most this long, then hands over to the next tick's job."""
@@ -50,6 +54,13 @@ async def start_due(ctx: JobContext, now: datetime) -> list[int]:
                 )
         except AlreadyMaterialised:
             continue  # another process started it a moment ago
+        except ValidationFailed as exc:
+            # An audience stored before audiences were checked: back to a draft, so the others
+            # due go on and scheduling it again names the problem.
+            await _unschedule(ctx, campaign_id, now)
+            log.warning(
+                "campaign %s is a draft again, its audience breaks a rule: %s", campaign_id, exc
+            )
     async with ctx.db.read() as session:
         return list(
             await session.scalars(
@@ -58,6 +69,15 @@ async def start_due(ctx: JobContext, now: datetime) -> list[int]:
                     or_(Campaign.lease_owner.is_(None), Campaign.lease_until < now),
                 )
             )
+        )
+
+
+async def _unschedule(ctx: JobContext, campaign_id: int, now: datetime) -> None:
+    async with ctx.db.write() as uow:
+        await uow.session.execute(
+            update(Campaign)
+            .where(Campaign.id == campaign_id, Campaign.status == SCHEDULED)
+            .values(status=DRAFT, send_at=None, updated_at=now)
         )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy import func, select
 
 from app.db.dialect import insert
@@ -28,7 +29,9 @@ from app.engines.funnels.campaigns.models import (
     CampaignEvent,
     Recipient,
 )
+from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import Predicate, decode_predicate
+from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.errors import Conflict, NotFound, ValidationFailed
 
 
@@ -51,18 +54,31 @@ class CampaignData:
     topic: str = "marketing"
 
 
-def _audience(raw: dict[str, Any] | None) -> Predicate | None:
+async def checked_audience(
+    session: ReadSession, workspace_id: int, raw: dict[str, Any] | None
+) -> Predicate | None:
+    """The audience's predicate, held to the rules a segment is held to against the workspace's
+    fields (a value of its field's type, an operator that applies to it, a field that exists).
+
+    Raises:
+        ValidationFailed: naming ``audience``, one detail per problem.
+    """
     if raw is None:
         return None
-    import msgspec
-
     try:
-        return decode_predicate(raw)
+        predicate = decode_predicate(raw)
     except msgspec.ValidationError as exc:
         raise ValidationFailed.field("audience", str(exc)) from None
+    found = predicate_problems(predicate, await field_types(session, workspace_id))
+    if found:
+        raise ValidationFailed(
+            "audience: " + "; ".join(found),
+            details=[{"field": "audience", "message": p, "code": "invalid"} for p in found],
+        )
+    return predicate
 
 
-def _check(data: CampaignData) -> None:
+async def _check(session: ReadSession, workspace_id: int, data: CampaignData) -> None:
     if not data.name.strip():
         raise ValidationFailed.field("name", "must not be empty")
     if not data.subject.strip():
@@ -71,13 +87,13 @@ def _check(data: CampaignData) -> None:
         raise ValidationFailed.field("body", "a campaign needs a body")
     if not 1 <= data.rate_per_minute <= 100_000:
         raise ValidationFailed.field("rate_per_minute", "between 1 and 100000")
-    _audience(data.audience)
+    await checked_audience(session, workspace_id, data.audience)
 
 
 async def create_campaign(
     session: WriteSession, workspace_id: int, data: CampaignData, now: datetime
 ) -> Campaign:
-    _check(data)
+    await _check(session, workspace_id, data)
     campaign = Campaign(
         workspace_id=workspace_id,
         name=data.name.strip(),
@@ -122,7 +138,7 @@ async def update_campaign(
     campaign = await get_campaign(session, workspace_id, campaign_id)
     if campaign.status not in (DRAFT, SCHEDULED) or campaign.materialised_at is not None:
         raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}: not editable")
-    _check(data)
+    await _check(session, workspace_id, data)
     campaign.name = data.name.strip()
     campaign.subject = data.subject
     campaign.body = data.body
@@ -139,10 +155,11 @@ async def schedule_campaign(
     session: WriteSession, workspace_id: int, campaign_id: int, send_at: datetime, now: datetime
 ) -> Campaign:
     """Send at ``send_at`` (now or later). Only a draft or a scheduled campaign may be
-    (re)scheduled."""
+    (re)scheduled, and only with an audience that holds against the workspace's fields."""
     campaign = await get_campaign(session, workspace_id, campaign_id)
     if campaign.status not in (DRAFT, SCHEDULED):
         raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}")
+    await checked_audience(session, workspace_id, campaign.audience)
     campaign.status = SCHEDULED
     campaign.send_at = max(send_at, now)
     campaign.updated_at = now

@@ -266,3 +266,67 @@ async def test_campaign_input_is_validated(client, runtime, tenant) -> None:
     assert r.status_code in (400, 422)
     async with runtime.db.read() as s:
         assert list(await s.scalars(select(Campaign))) == []
+
+
+async def test_a_campaign_audience_is_checked_against_the_workspace_fields(
+    client, runtime, tenant
+) -> None:
+    """The audience is held to the same rules as a segment: a value that is not of its field's
+    type, or a field the workspace does not have, is a 422 naming it, at create and at edit,
+    and nothing is stored (a number field compared with text used to fail the snapshot)."""
+    r = await client.post(
+        "/api/v1/funnels/fields", json={"key": "score", "type": "number"}, headers=auth(tenant)
+    )
+    assert r.status_code == 201, r.text
+    base = {"name": "x", "subject": "s", "body": "b"}
+    for audience, says in (
+        ({"kind": "field", "field": "score", "op": "eq", "value": "abc"}, "is not a number"),
+        ({"kind": "field", "field": "nowhere", "op": "eq", "value": "a"}, "unknown field"),
+        ({"kind": "field", "field": "email", "op": "gt", "value": "a"}, "does not apply"),
+    ):
+        r = await client.post(
+            "/api/v1/funnels/campaigns", json={**base, "audience": audience}, headers=auth(tenant)
+        )
+        assert r.status_code == 422, r.text
+        assert r.json()["details"][0]["field"] == "audience"
+        assert says in r.json()["details"][0]["message"]
+    async with runtime.db.read() as s:
+        assert list(await s.scalars(select(Campaign))) == []
+
+    good = {"kind": "field", "field": "score", "op": "gte", "value": 3}
+    c = await _campaign(client, tenant, audience=good)
+    bad = {
+        "kind": "not",
+        "predicate": {"kind": "field", "field": "score", "op": "lt", "value": "x"},
+    }
+    r = await client.patch(
+        f"/api/v1/funnels/campaigns/{c['id']}",
+        json={**base, "audience": bad},
+        headers=auth(tenant),
+    )
+    assert r.status_code == 422, r.text
+    snap = await client.post(f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant))
+    assert snap.status_code == 200, snap.text
+    assert snap.json()["audience"] == good
+
+
+async def test_a_stored_audience_that_no_longer_fits_answers_422_at_the_snapshot(
+    client, runtime, tenant
+) -> None:
+    """An audience stored before it was checked (or whose field came to exist later with another
+    type) is refused with its problems when the snapshot is asked for: no 500, nothing taken."""
+    c = await _campaign(client, tenant)
+    r = await client.post(
+        "/api/v1/funnels/fields", json={"key": "score", "type": "number"}, headers=auth(tenant)
+    )
+    assert r.status_code == 201, r.text
+    async with runtime.db.write() as uow:
+        campaign = await uow.session.get(Campaign, c["id"])
+        assert campaign is not None
+        campaign.audience = {"kind": "field", "field": "score", "op": "eq", "value": "abc"}
+    snap = await client.post(f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant))
+    assert snap.status_code == 422, snap.text
+    assert "is not a number" in snap.json()["details"][0]["message"]
+    shown = await client.get(f"/api/v1/funnels/campaigns/{c['id']}", headers=auth(tenant))
+    assert shown.json()["status"] == "draft"
+    assert shown.json()["audience_size"] == 0
