@@ -21,7 +21,6 @@ from app.engines.funnels.contacts import fields as contact_fields
 from app.engines.funnels.contacts import memberships as contact_memberships
 from app.engines.funnels.contacts import store as contact_store
 from app.engines.funnels.contacts.csv_import import start_import
-from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import Graph
 from app.engines.funnels.definitions.trial_send import compose_test
@@ -305,13 +304,8 @@ async def preview_segment(
 ) -> SegmentPreviewOut:
     """How many contacts match a predicate now (the SQL side of FN-10)."""
     ws = principal.workspace_id
+    await contact_fields.check_predicate(session, ws, data.predicate, field="predicate")
     custom = await contact_fields.field_types(session, ws)
-    problems = predicate_problems(data.predicate, custom)
-    if problems:
-        raise ValidationFailed(
-            "the predicate has problems",
-            details=[{"field": "predicate", "message": p} for p in problems],
-        )
     total, sample = await reads.segment_matches(
         session, ws, data.predicate, now=clock.now(), custom=custom, sample=SEGMENT_SAMPLE
     )
@@ -526,6 +520,10 @@ async def enroll_contacts(
     async def action(uow: UnitOfWork) -> EnrollOut:
         funnel = await service.get_funnel(uow.session, principal.workspace_id, funnel_id)
         version = await service.current_version(uow.session, funnel)
+        if data.predicate is not None:
+            await contact_fields.check_predicate(
+                uow.session, principal.workspace_id, data.predicate, field="predicate"
+            )
         entered = await start_enrolment(
             uow,
             job_queue,

@@ -12,6 +12,7 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.funnels import reads
+from app.engines.funnels.contacts.fields import check_predicate
 from app.engines.funnels.contacts.segments import Predicate
 from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.service import current_version, get_funnel
@@ -333,6 +334,10 @@ async def enter_segment(
     async def action(uow: UnitOfWork) -> SegmentEntryOut:
         funnel = await get_funnel(uow.session, principal.workspace_id, funnel_id)
         version = await current_version(uow.session, funnel)
+        if data.segment is not None:
+            await check_predicate(
+                uow.session, principal.workspace_id, data.segment, field="segment"
+            )
         entered = await start_enrolment(
             uow,
             job_queue,

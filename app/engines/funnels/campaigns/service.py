@@ -29,9 +29,8 @@ from app.engines.funnels.campaigns.models import (
     CampaignEvent,
     Recipient,
 )
-from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.fields import check_predicate
 from app.engines.funnels.contacts.segments import Predicate, decode_predicate
-from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.errors import Conflict, NotFound, ValidationFailed
 
 
@@ -69,12 +68,7 @@ async def checked_audience(
         predicate = decode_predicate(raw)
     except msgspec.ValidationError as exc:
         raise ValidationFailed.field("audience", str(exc)) from None
-    found = predicate_problems(predicate, await field_types(session, workspace_id))
-    if found:
-        raise ValidationFailed(
-            "audience: " + "; ".join(found),
-            details=[{"field": "audience", "message": p, "code": "invalid"} for p in found],
-        )
+    await check_predicate(session, workspace_id, predicate, field="audience")
     return predicate
 
 

@@ -1,5 +1,5 @@
-"""A workspace's typed custom fields (text, number, boolean, date) and the check of a value against
-its field's type.
+"""A workspace's typed custom fields (text, number, boolean, date), the check of a value against
+its field's type, and the check of a segment predicate against the fields.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.contacts.segments import FIELD_TYPES
+from app.engines.funnels.contacts.segments import FIELD_TYPES, Predicate, problems
 from app.engines.funnels.models import (
     FieldDefinition,
 )
@@ -24,6 +24,25 @@ async def field_types(session: ReadSession, workspace_id: int) -> dict[str, str]
         )
     )
     return {k: t for k, t in rows.all()}
+
+
+async def check_predicate(
+    session: ReadSession, workspace_id: int, predicate: Predicate, *, field: str
+) -> None:
+    """Hold a predicate that picks contacts (a segment, a campaign's audience, who enters a
+    funnel) to its rules against the workspace's fields: a field that exists, an operator that
+    applies to its type, a value of that type. Checked before it is compiled, so a broken one is
+    the caller's 422 and never a failed query.
+
+    Raises:
+        ValidationFailed: naming ``field``, one detail per problem.
+    """
+    found = problems(predicate, await field_types(session, workspace_id))
+    if found:
+        raise ValidationFailed(
+            f"{field}: " + "; ".join(found),
+            details=[{"field": field, "message": p, "code": "invalid"} for p in found],
+        )
 
 
 async def define_field(

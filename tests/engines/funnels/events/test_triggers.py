@@ -385,6 +385,31 @@ async def test_manual_entry_for_a_segment(client, runtime, tenant, other_tenant)
     assert [r.contact_id for r in await runs_of(runtime, funnel_id)] == [ann]
 
 
+async def test_manual_entry_predicates_are_checked_against_the_workspace_fields(
+    client, runtime, tenant
+) -> None:
+    """A segment or predicate that breaks a rule (a number field compared with text, a field the
+    workspace does not have) is a 422 naming it, for segment entries and for enrolment alike;
+    nobody enters."""
+    ws = tenant.workspace_id
+    await setup_names(runtime, ws, fields={"score": "number"})
+    await contact(runtime, ws, "ann@example.com")
+    funnel_id = await tagging_funnel(runtime, ws, {"kind": "manual"})
+    wrong = {"kind": "field", "field": "score", "op": "eq", "value": "abc"}
+    unknown = {"kind": "any", "predicates": [{"kind": "field", "field": "nope", "op": "exists"}]}
+    for path, name in (("segment-entries", "segment"), ("enroll", "predicate")):
+        for predicate, says in ((wrong, "is not a number"), (unknown, "unknown field 'nope'")):
+            r = await client.post(
+                f"/api/v1/funnels/{funnel_id}/{path}",
+                json={name: predicate},
+                headers=auth(tenant),
+            )
+            assert r.status_code == 422, (path, r.text)
+            assert r.json()["details"][0]["field"] == name
+            assert says in r.json()["details"][0]["message"]
+    assert await runs_of(runtime, funnel_id) == []
+
+
 async def test_fn26_time_and_segment_triggers_are_validated(runtime, tenant) -> None:
     """A date_field on a field that is not a date, a schedule with an impossible hour, a segment
     naming an unknown field: publishing is refused, each problem named."""
