@@ -304,8 +304,7 @@ async def preview_segment(
 ) -> SegmentPreviewOut:
     """How many contacts match a predicate now (the SQL side of FN-10)."""
     ws = principal.workspace_id
-    await contact_fields.check_predicate(session, ws, data.predicate, field="predicate")
-    custom = await contact_fields.field_types(session, ws)
+    custom = await contact_fields.check_predicate(session, ws, data.predicate, field="predicate")
     total, sample = await reads.segment_matches(
         session, ws, data.predicate, now=clock.now(), custom=custom, sample=SEGMENT_SAMPLE
     )

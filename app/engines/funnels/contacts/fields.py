@@ -28,21 +28,24 @@ async def field_types(session: ReadSession, workspace_id: int) -> dict[str, str]
 
 async def check_predicate(
     session: ReadSession, workspace_id: int, predicate: Predicate, *, field: str
-) -> None:
+) -> dict[str, str]:
     """Hold a predicate that picks contacts (a segment, a campaign's audience, who enters a
     funnel) to its rules against the workspace's fields: a field that exists, an operator that
     applies to its type, a value of that type. Checked before it is compiled, so a broken one is
-    the caller's 422 and never a failed query.
+    the caller's 422 and never a failed query. Returns the field types it was checked against
+    (what compiling it needs).
 
     Raises:
         ValidationFailed: naming ``field``, one detail per problem.
     """
-    found = problems(predicate, await field_types(session, workspace_id))
+    custom = await field_types(session, workspace_id)
+    found = problems(predicate, custom)
     if found:
         raise ValidationFailed(
             f"{field}: " + "; ".join(found),
             details=[{"field": field, "message": p, "code": "invalid"} for p in found],
         )
+    return custom
 
 
 async def define_field(
