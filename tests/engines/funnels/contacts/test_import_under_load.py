@@ -80,7 +80,8 @@ async def test_a_20000_row_import_while_the_api_is_used(
                 await asyncio.sleep(0.05)
 
         async def watcher() -> dict[str, object]:
-            deadline = time.monotonic() + 600
+            # Inside the suite's 300 s per-test limit, so a slow import fails with its own message.
+            deadline = time.monotonic() + 280
             while time.monotonic() < deadline:
                 status = await client.get(job_url, headers=auth(tenant))
                 statuses[status.status_code] += 1
@@ -91,7 +92,7 @@ async def test_a_20000_row_import_while_the_api_is_used(
                     return dict(body)
                 await asyncio.sleep(0.25)  # a client polling the job's status
             done.set()
-            raise AssertionError("the import did not finish in 10 minutes")
+            raise AssertionError(f"the import did not finish in 280 s: {seen_progress[-1:]}")
 
         writers = [
             asyncio.create_task(writer("same", tenant)),
