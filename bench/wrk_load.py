@@ -3,6 +3,10 @@ and is not the bottleneck (an httpx client tops out near 2,000 requests/s on one
 
 Every request carries a unique ``event_id`` (``<tag>-<thread>-<n>``), so the caller can count what
 was stored against what wrk says it completed.
+
+``WRK_CPU`` (optional) lists the CPUs wrk runs on (``taskset -c``). With the benchmark itself
+started under ``taskset -c`` on the others, the load generator has a core of its own and is never
+descheduled by the server it measures (on a two-core machine: ``WRK_CPU=0 taskset -c 1 …``).
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ async def post_events(
     threads = min(2, connections)
     cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency"]
     cmd += ["--timeout", "10s", "-s", str(script)]
+    if cpus := os.environ.get("WRK_CPU"):
+        cmd = ["taskset", "-c", cpus, *cmd]
     for key, value in headers.items():
         cmd += ["-H", f"{key}: {value}"]
     try:
