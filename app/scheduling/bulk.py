@@ -241,7 +241,6 @@ async def _one_chunk(
     the chunks smaller and the pauses between them longer, which made the wait longer still
     (a feedback that can shrink an import beside a busy API to a few rows per chunk)."""
     now = ctx.clock.now()
-    locked_at: float | None = None
     async with ctx.db.write() as uow:
         session = uow.session
         job = await session.scalar(
