@@ -16,6 +16,7 @@ from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs.goals import watch_goals
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.queue import QueuedJob
 from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep, tick_key
 from app.scheduling.worker import worker_identity
 from app.settings import MailSettings
@@ -95,18 +96,22 @@ JOBS = [ADVANCE, DELIVER, MATCH, GOALS]
 
 async def tick(ctx: JobContext, at: datetime) -> None:
     """Every 10 seconds: one matcher, one goal watcher, N runners, M deliverers (keyed by the
-    tick, so two processes sweeping the same tick enqueue them once)."""
+    tick, so two processes sweeping the same tick enqueue them once), queued together: one
+    transaction a tick, not one a job."""
     fs = ctx.settings.funnels
-    await ctx.queue.enqueue(None, MATCH, Shard(), job_id=tick_key("funnels.match", 0, at))
-    await ctx.queue.enqueue(None, GOALS, Shard(), job_id=tick_key("funnels.goals", 0, at))
-    for i in range(max(1, fs.runner_tasks)):
-        await ctx.queue.enqueue(
-            None, ADVANCE, Shard(shard=i), job_id=tick_key("funnels.advance", i, at)
-        )
-    for i in range(max(1, fs.deliver_tasks)):
-        await ctx.queue.enqueue(
-            None, DELIVER, Shard(shard=i), job_id=tick_key("funnels.deliver", i, at)
-        )
+    jobs: list[QueuedJob] = [
+        (MATCH, Shard(), tick_key("funnels.match", 0, at)),
+        (GOALS, Shard(), tick_key("funnels.goals", 0, at)),
+    ]
+    jobs += [
+        (ADVANCE, Shard(shard=i), tick_key("funnels.advance", i, at))
+        for i in range(max(1, fs.runner_tasks))
+    ]
+    jobs += [
+        (DELIVER, Shard(shard=i), tick_key("funnels.deliver", i, at))
+        for i in range(max(1, fs.deliver_tasks))
+    ]
+    await ctx.queue.enqueue_many(None, jobs)
 
 
 async def prune_frequency_counts(ctx: JobContext, at: datetime) -> None:

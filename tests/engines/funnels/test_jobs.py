@@ -1,6 +1,7 @@
 """The jobs as the workers run them: the campaign sweep snapshots a due campaign and its sender
 job sends it (tracked links signed with the workspace secret); the trigger sweep fires the
-time-based triggers; the ingest job processes stored events."""
+time-based triggers; the ingest job processes stored events; the 10-second tick queues each of
+its jobs once."""
 
 from __future__ import annotations
 
@@ -102,3 +103,30 @@ async def test_trigger_sweep_job_fires_schedules(runtime, tenant, clock) -> None
     await run_time_triggers(runtime.context(), TimeTriggersPayload())
     await run_time_triggers(runtime.context(), TimeTriggersPayload())
     assert [r.contact_id for r in await runs_of(runtime, funnel_id)] == [ann]
+
+
+async def test_the_10_second_tick_queues_each_of_its_jobs_once(runtime, clock) -> None:
+    """One matcher, one goal watcher, FUNNEL_RUNNER_TASKS runners and FUNNEL_DELIVER_TASKS
+    deliverers, keyed by the tick: a second process sweeping the same tick adds nothing, the next
+    tick queues its own."""
+    from app.engines.funnels.jobs import tick
+    from app.scheduling.models import Job
+    from app.scheduling.queue import DatabaseQueue
+
+    queue = DatabaseQueue(runtime.db, clock)
+    settings = dataclasses.replace(
+        runtime.settings,
+        funnels=dataclasses.replace(runtime.settings.funnels, runner_tasks=3, deliver_tasks=2),
+    )
+    ctx = dataclasses.replace(runtime.context(), queue=queue, settings=settings)
+    at = clock.now()
+    await tick(ctx, at)
+    await tick(ctx, at)  # the same tick, swept again
+    async with runtime.db.read() as session:
+        once = sorted(await session.scalars(select(Job.name)))
+    assert once == sorted(
+        ["funnels.match", "funnels.goals"] + ["funnels.advance"] * 3 + ["funnels.deliver"] * 2
+    )
+    await tick(ctx, at + timedelta(seconds=10))
+    async with runtime.db.read() as session:
+        assert len(list(await session.scalars(select(Job.id)))) == 2 * len(once)
