@@ -15,18 +15,17 @@ from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
 from app.engines.funnels import reads
+from app.engines.funnels.consent import gate
 from app.engines.funnels.contacts import deletion as contact_deletion
 from app.engines.funnels.contacts import erased_addresses, erasure
 from app.engines.funnels.contacts import fields as contact_fields
 from app.engines.funnels.contacts import memberships as contact_memberships
 from app.engines.funnels.contacts import store as contact_store
 from app.engines.funnels.contacts.csv_import import start_import
-from app.engines.funnels.definitions import service
-from app.engines.funnels.definitions.graph import Graph
-from app.engines.funnels.definitions.trial_send import compose_test
+from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.segment_triggers import contacts_changed
-from app.engines.funnels.models import Contact, ContactList, Tag
+from app.engines.funnels.models import ContactList, Tag
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs import records
 from app.engines.funnels.runs.enrolment import start_enrolment
@@ -410,29 +409,23 @@ async def test_send(
     data: JSONBody[TrialSendIn],
 ) -> TrialSendOut:
     """Send one message node now to a chosen address, rendered with a chosen contact's
-    variables; marked as a test and counted nowhere (no run, step, outbox row or report)."""
+    variables; marked as a test and counted nowhere (no run, step, outbox row or report). An
+    address the workspace must not mail (bounced, complained, unsubscribed, kept suppressed
+    from an erased contact) is refused: 422 ``recipient_suppressed``, naming why."""
     async with runtime.db.read() as session:
-        funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
-        if data.draft:
-            definition = service.parse_definition(funnel.draft)
-        else:
-            version = await service.current_version(session, funnel)
-            definition = service.parse_definition(version.definition)
-        if data.contact_id is not None:
-            person = await contact_store.get_contact(
-                session, principal.workspace_id, data.contact_id
-            )
-        else:
-            person = Contact(email=data.to, first_name="", last_name="", timezone="UTC", fields={})
-    email = compose_test(
-        Graph(definition),
-        data.node_id,
-        contact=person,
-        to=data.to,
-        workspace_id=principal.workspace_id,
-        base_url=runtime.settings.web.public_url,
-        domain=runtime.settings.mail.from_address.rpartition("@")[2] or "localhost",
-    )
+        email = await trial_send.prepare(
+            session,
+            principal.workspace_id,
+            funnel_id,
+            node_id=data.node_id,
+            to=data.to,
+            contact_id=data.contact_id,
+            draft=data.draft,
+            base_url=runtime.settings.web.public_url,
+            domain=runtime.settings.mail.from_address.rpartition("@")[2] or "localhost",
+            address_key=gate.address_key(runtime.secrets),
+            now=runtime.clock.now(),
+        )
     try:
         await runtime.resources.require(FunnelsDeps).trial_mail.send(email)
     except MailError as exc:

@@ -20,6 +20,7 @@ from app.engines.funnels.campaigns.service import (
     create_campaign,
     get_campaign,
     list_campaigns,
+    list_recipients,
     progress,
     schedule_campaign,
     update_campaign,
@@ -42,6 +43,9 @@ class CampaignIn(Schema):
     rate_per_minute: Count = 600
     topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] = "marketing"
     """What the campaign is about: the preference page lets a contact leave one topic."""
+    transactional: bool = False
+    """A notice every recipient must get: no unsubscribe links, sent despite marketing
+    opt-outs (never after a bounce or a complaint), not counted by the frequency cap."""
 
 
 class CountersOut(Schema):
@@ -65,6 +69,7 @@ class CampaignOut(Schema):
     body: str
     html: str | None
     topic: str
+    transactional: bool
     audience: dict[str, Any] | None
     status: str
     send_at: datetime | None
@@ -97,6 +102,7 @@ def _data(data: CampaignIn) -> CampaignData:
         audience=audience,
         rate_per_minute=data.rate_per_minute,
         topic=data.topic,
+        transactional=data.transactional,
     )
 
 
@@ -108,6 +114,7 @@ def campaign_out(c: Campaign, counts: Any = None) -> CampaignOut:
         body=c.body,
         html=c.html,
         topic=c.topic,
+        transactional=bool(c.transactional),
         audience=c.audience,
         status=c.status,
         send_at=c.send_at,
@@ -231,6 +238,39 @@ async def cancel(
     return campaign_out(campaign)
 
 
+class RecipientOut(Schema):
+    seq: int
+    contact_id: int
+    status: str
+    """``pending``, ``sent``, ``skipped`` or ``failed``."""
+    detail: str | None
+    """Why it was skipped (the consent gate's reason: suppression, a topic left, consent
+    withdrawn, an erased address, the frequency cap) or failed."""
+    sent_at: datetime | None
+
+
+@get("/campaigns/{campaign_id:int}/recipients")
+async def recipients(
+    principal: CurrentPrincipal,
+    session: Reads,
+    paging: Paging,
+    campaign_id: FromPath[int],
+    status: str | None = None,
+) -> Page[RecipientOut]:
+    """The audience snapshot in ``seq`` order, each recipient's send record (``status``: only
+    those)."""
+    await get_campaign(session, principal.workspace_id, campaign_id)
+    rows = await list_recipients(
+        session, campaign_id, status=status, after=paging.after, limit=paging.fetch
+    )
+    items = [RecipientOut(r.seq, r.contact_id, r.status, r.detail, r.sent_at) for r in rows]
+    return page_of(items, paging.limit, lambda r: r.seq)
+
+
 ROUTERS: list[Any] = [
-    api_router("/funnels", [create, index, show, edit, schedule, snapshot, cancel], tag="funnels")
+    api_router(
+        "/funnels",
+        [create, index, show, edit, schedule, snapshot, cancel, recipients],
+        tag="funnels",
+    )
 ]

@@ -22,6 +22,7 @@ from litestar.response import Redirect, Template
 from app.clock import Clock
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.funnels import reads
+from app.engines.funnels.consent import gate
 from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.definitions.graph import Definition
 from app.engines.funnels.deps import FunnelsDeps
@@ -315,6 +316,8 @@ async def test_send_page(
                 draft=data.source != "published",
                 base_url=settings.web.public_url,
                 domain=settings.mail.from_address.rpartition("@")[2] or "localhost",
+                address_key=gate.address_key(runtime.secrets),
+                now=runtime.clock.now(),
             )
         await runtime.resources.require(FunnelsDeps).trial_mail.send(email)
     except DomainError as exc:

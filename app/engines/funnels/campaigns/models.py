@@ -6,7 +6,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    false,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -50,6 +60,10 @@ class Campaign(Base):
     html: Mapped[str | None] = mapped_column(Text, nullable=True)
     topic: Mapped[str] = mapped_column(String(100), default="marketing", server_default="marketing")
     """What the campaign is about, as the preference page names it (see ``unsubscribe``)."""
+    transactional: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """A notice every recipient must get (terms changed, a service notice): sent without
+    unsubscribe links and despite marketing opt-outs, never after a bounce or a complaint, and
+    not counted against the frequency cap (see :mod:`app.engines.funnels.consent.policy`)."""
     audience: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
     """A segment predicate (``None``: every contact with an e-mail address)."""
     status: Mapped[str] = mapped_column(String(16))
@@ -73,6 +87,10 @@ class Recipient(Base):
     __tablename__ = "campaign_recipients"
     __table_args__ = (
         Index("ux_campaign_recipients_contact", "campaign_id", "contact_id", unique=True),
+        CheckConstraint(
+            "status IN ('pending', 'sent', 'skipped', 'failed')",
+            name="ck_campaign_recipients_status",
+        ),
         Index(
             "ix_campaign_recipients_pending",
             "campaign_id",
@@ -89,6 +107,7 @@ class Recipient(Base):
     contact_id: Mapped[int] = mapped_column(FK, ForeignKey("contacts.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(16))
     detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """Why it was skipped (the consent gate's reason) or failed."""
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 

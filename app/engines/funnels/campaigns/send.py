@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import Integer, func, select, update
 
 from app.clock import Clock
-from app.db.session import Database
+from app.db.session import Database, WriteSession
 from app.engines.funnels.campaigns.models import (
     DONE,
     R_FAILED,
@@ -34,7 +34,17 @@ from app.engines.funnels.campaigns.models import (
     Campaign,
     Recipient,
 )
-from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.consent import gate
+from app.engines.funnels.consent.policy import (
+    GONE,
+    SKIP,
+    Decision,
+    Outgoing,
+    Person,
+    Send,
+    Skip,
+    decide,
+)
 from app.engines.funnels.events.tracking import MessageRef, Tracking, track_html, track_text
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox import frequency
@@ -102,14 +112,6 @@ class StepResult:
 
 
 @dataclass(frozen=True, slots=True)
-class _Address:
-    id: int
-    workspace_id: int
-    email: str | None
-    phone: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class _Row:
     seq: int
     contact_id: int
@@ -119,9 +121,8 @@ class _Row:
     phone: str | None
     timezone: str
     fields: dict[str, Any]
-    suppressed: dict[str, str]
-    consent: dict[str, str]
-    deleted: bool
+    person: Person = field(default=GONE)
+    """What the consent gate knows of the recipient now."""
 
 
 def _result(totals: dict[str, int], **kw: Any) -> StepResult:
@@ -134,15 +135,23 @@ def _result(totals: dict[str, int], **kw: Any) -> StepResult:
     )
 
 
-def blocked(row: _Row) -> str | None:
-    """Why this recipient must not get the message now (checked at send time, FN-30)."""
-    if row.deleted or not row.email:
-        return "contact deleted"
-    if (row.suppressed or {}).get("email"):
-        return f"suppressed: {row.suppressed['email']}"
-    if (row.consent or {}).get("email") == "withdrawn":
-        return "consent withdrawn"
-    return None
+def message_of(campaign: Campaign) -> Outgoing:
+    """How the consent gate sees the campaign's messages: e-mail on its topic, never held for a
+    later day (a capped recipient is skipped), exempt from marketing choices only when the
+    campaign is marked transactional."""
+    return Outgoing(
+        "email",
+        topic=campaign.topic,
+        transactional=bool(campaign.transactional),
+        when_capped=SKIP,
+    )
+
+
+def blocked(campaign: Campaign, row: _Row, now: datetime) -> Decision:
+    """What the consent gate says of this recipient now (checked at send time, FN-30, FN-31)."""
+    if row.person.exists and not row.email:
+        return Skip("the contact has no e-mail address", "no_address")
+    return decide(message_of(campaign), row.person, now)
 
 
 def message_id(campaign: Campaign, seq: int, domain: str) -> str:
@@ -159,7 +168,8 @@ def compose(
     mailto_address: str = "",
 ) -> OutgoingEmail:
     """The recipient's message: rendered, with its signed unsubscribe links (headers, footer,
-    placeholders; a campaign is always marketing) and, with ``tracking``, pixel and links."""
+    placeholders; none for a campaign marked transactional) and, with ``tracking``, pixel and
+    links."""
     values: dict[str, Any] = dict(row.fields or {})
     values.update(
         email=row.email or "",
@@ -169,17 +179,18 @@ def compose(
         timezone=row.timezone,
     )
     ref = MessageRef(campaign.workspace_id, row.contact_id, campaign.id, row.seq)
-    links = links_for(
-        signing.base_url,
-        signing.secret,
-        UnsubscribeRef(ref, topic_of(campaign.topic)),
-        mailto_address=mailto_address,
-    )
-    text, html, _ = with_links(
-        render(campaign.body, values),
-        render(campaign.html, values) if campaign.html else None,
-        links,
-    )
+    text = render(campaign.body, values)
+    html = render(campaign.html, values) if campaign.html else None
+    headers = {"X-Sweepline-Campaign": str(campaign.id)}
+    if not campaign.transactional:
+        links = links_for(
+            signing.base_url,
+            signing.secret,
+            UnsubscribeRef(ref, topic_of(campaign.topic)),
+            mailto_address=mailto_address,
+        )
+        text, html, _ = with_links(text, html, links)
+        headers.update(links.headers())
     if tracking is not None:
         # Links of the text part are tracked as the HTML part's are (text-only mail clients).
         text = track_text(text, tracking, ref)
@@ -192,8 +203,34 @@ def compose(
         text=text,
         html=html,
         message_id=mid,
-        headers={"X-Sweepline-Campaign": str(campaign.id), **links.headers()},
+        headers=headers,
     )
+
+
+async def _record_skips(
+    session: WriteSession, campaign: Campaign, owner: str, skipped: dict[int, str]
+) -> None:
+    """Mark the recipients the consent gate held back skipped, each with its reason, while
+    ``owner`` holds the campaign (a sender that lost it writes nothing)."""
+    ours = (
+        select(Campaign.id)
+        .where(Campaign.id == campaign.id, Campaign.lease_owner == owner)
+        .exists()
+    )
+    by_reason: dict[str, list[int]] = {}
+    for seq, reason in skipped.items():
+        by_reason.setdefault(reason[:2000], []).append(seq)
+    for reason, seqs in by_reason.items():
+        await session.execute(
+            update(Recipient)
+            .where(
+                Recipient.campaign_id == campaign.id,
+                Recipient.seq.in_(seqs),
+                Recipient.status == R_PENDING,
+                ours,
+            )
+            .values(status=R_SKIPPED, detail=reason)
+        )
 
 
 CAMPAIGN = Claim(
@@ -302,8 +339,8 @@ class CampaignSender:
         async def one(row: _Row) -> None:
             async with window:
                 if row.seq in capped:
-                    # A broadcast does not wait for the contact's next day: it is skipped.
-                    outcome = (R_SKIPPED, "frequency cap reached")
+                    # Held back by the consent gate (its reason already recorded on the row).
+                    outcome = (R_SKIPPED, capped[row.seq])
                 else:
                     outcome = await self._send_one(campaign, row)
             finished.append((row.seq, outcome))
@@ -336,34 +373,40 @@ class CampaignSender:
 
     async def _reserve(
         self, campaign: Campaign, rows: list[_Row], at: datetime
-    ) -> tuple[dict[int, frequency.Cap], dict[int, datetime], dict[int, frequency.Want]]:
-        """The workspace's frequency cap: slots taken for the rows about to be sent (one
-        transaction), the capped rows and the reserved ones, by ``seq``."""
+    ) -> tuple[dict[int, frequency.Cap], dict[int, str], dict[int, frequency.Want]]:
+        """Ask the consent gate about ``rows`` and take the frequency-cap slots of those it lets
+        through; the recipients it holds back are marked skipped **with the reason** in the same
+        transaction (guarded by our lease). Returns the workspace's caps, the skipped rows (the
+        cap's included) and the reserved slots, by ``seq``."""
         async with self.db.read() as session:
             caps = await frequency.caps_of(session, [campaign.workspace_id])
-        wants = [
-            frequency.Want(row.seq, campaign.workspace_id, row.contact_id, row.timezone)
+        said = {row.seq: blocked(campaign, row, at) for row in rows}
+        message = message_of(campaign)
+        asks = [
+            gate.Ask(row.seq, campaign.workspace_id, row.contact_id, message, row.person)
             for row in rows
-            if caps and blocked(row) is None
+            if isinstance(said[row.seq], Send)
         ]
-        if not wants:
+        skipped = {seq: d.reason for seq, d in said.items() if not isinstance(d, Send)}
+        if not skipped and not (caps and asks):
             return caps, {}, {}
         async with self.db.write() as uow:
-            capped = await frequency.reserve(uow.session, caps, wants, at)
-        return caps, capped, {w.ref: w for w in wants if w.ref not in capped}
+            refused, reserved = await gate.take_slots(uow.session, caps, asks, at)
+            skipped.update({seq: d.reason for seq, d in refused.items()})
+            await _record_skips(uow.session, campaign, self.owner, skipped)
+        # A broadcast does not wait for the contact's next day: held back is skipped.
+        return caps, skipped, reserved
 
     async def _send_one(self, campaign: Campaign, row: _Row) -> tuple[str, str]:
-        reason = blocked(row)
-        if reason is not None:
-            return R_SKIPPED, reason
-        if self.signing is None:
+        """Send one recipient the consent gate let through (:meth:`_reserve`)."""
+        if self.signing is None and not campaign.transactional:
             return R_FAILED, "marketing mail needs signed unsubscribe links"
         email = compose(
             campaign,
             row,
             domain=self.domain,
             tracking=self.tracking,
-            signing=self.signing,
+            signing=self.signing or Tracking("", ""),
             mailto_address=self.mailto_address,
         )
         try:
@@ -375,6 +418,8 @@ class CampaignSender:
         return R_SENT, email.message_id
 
     async def _fetch(self, campaign: Campaign, limit: int) -> list[_Row]:
+        """The next pending recipients, with what the consent gate knows of each (one query for
+        the rows, the gate's for the batch)."""
         async with self.db.read() as session:
             result = await session.execute(
                 select(
@@ -386,9 +431,6 @@ class CampaignSender:
                     Contact.phone,
                     Contact.timezone,
                     Contact.fields,
-                    Contact.suppressed,
-                    Contact.consent,
-                    Contact.deleted_at,
                 )
                 .join(Contact, Contact.id == Recipient.contact_id)
                 .where(
@@ -399,34 +441,10 @@ class CampaignSender:
                 .order_by(Recipient.seq)
                 .limit(limit)
             )
-            rows = [
-                _Row(
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[3],
-                    r[4],
-                    r[5],
-                    r[6],
-                    r[7] or {},
-                    r[8] or {},
-                    r[9] or {},
-                    r[10] is not None,
-                )
-                for r in result.all()
-            ]
-            if self.address_key is None:
-                return rows
-            remembered = await erased_addresses.recall(
-                session,
-                self.address_key,
-                [_Address(r.contact_id, campaign.workspace_id, r.email, r.phone) for r in rows],
-            )
+            found = result.all()
+            people = await gate.people(session, self.address_key, {r[1] for r in found})
         return [
-            replace(r, suppressed={**remembered[r.contact_id], **r.suppressed})
-            if r.contact_id in remembered
-            else r
-            for r in rows
+            _Row(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7] or {}, people[r[1]]) for r in found
         ]
 
     async def _confirm(

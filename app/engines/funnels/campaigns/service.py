@@ -51,6 +51,7 @@ class CampaignData:
     audience: dict[str, Any] | None = None
     rate_per_minute: int = 600
     topic: str = "marketing"
+    transactional: bool = False
 
 
 async def checked_audience(
@@ -95,6 +96,7 @@ async def create_campaign(
         body=data.body,
         html=data.html,
         topic=data.topic.strip() or "marketing",
+        transactional=data.transactional,
         audience=data.audience,
         status=DRAFT,
         rate_per_minute=data.rate_per_minute,
@@ -126,6 +128,28 @@ async def list_campaigns(
     return list(await session.scalars(stmt.order_by(Campaign.id.desc()).limit(limit)))
 
 
+RECIPIENT_STATUSES = (R_PENDING, R_SENT, R_SKIPPED, R_FAILED)
+
+
+async def list_recipients(
+    session: ReadSession,
+    campaign_id: int,
+    *,
+    status: str | None = None,
+    after: int | None = None,
+    limit: int = 50,
+) -> list[Recipient]:
+    """A page of the campaign's recipients in ``seq`` order, after ``after``."""
+    if status is not None and status not in RECIPIENT_STATUSES:
+        raise ValidationFailed.field("status", f"one of {', '.join(RECIPIENT_STATUSES)}")
+    stmt = select(Recipient).where(Recipient.campaign_id == campaign_id)
+    if status is not None:
+        stmt = stmt.where(Recipient.status == status)
+    if after is not None:
+        stmt = stmt.where(Recipient.seq > after)
+    return list(await session.scalars(stmt.order_by(Recipient.seq).limit(limit)))
+
+
 async def update_campaign(
     session: WriteSession, workspace_id: int, campaign_id: int, data: CampaignData, now: datetime
 ) -> Campaign:
@@ -138,6 +162,7 @@ async def update_campaign(
     campaign.body = data.body
     campaign.html = data.html
     campaign.topic = data.topic.strip() or "marketing"
+    campaign.transactional = data.transactional
     campaign.audience = data.audience
     campaign.rate_per_minute = data.rate_per_minute
     campaign.updated_at = now

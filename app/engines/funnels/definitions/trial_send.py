@@ -5,21 +5,60 @@ It is marked as a test (``[Test]`` in the subject, an ``X-Sweepline-Test`` heade
 nowhere: no run, no step, no outbox row, no delivery record, a Message-ID our report parsers do
 not recognise, and unsubscribe links that lead to a page saying it was a test (a colleague who
 clicks them must not unsubscribe the contact whose variables were borrowed).
+
+It passes the consent gate like every other message: an address the workspace must not mail —
+bounced, complained, unsubscribed from all (or from the funnel's topic), consent withdrawn, or
+kept suppressed from an erased contact — is refused with a 422 naming why, and nothing is sent.
+Quiet hours and the frequency cap do not apply: a test goes now and is counted nowhere.
 """
 
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
 
 from app.db.session import ReadSession
+from app.engines.funnels.consent import gate
+from app.engines.funnels.consent.policy import Outgoing, Skip, decide
 from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions import service
-from app.engines.funnels.definitions.graph import Graph, SendEmail
+from app.engines.funnels.definitions.graph import Definition, Graph, SendEmail
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.outbox.unsubscribe import UnsubscribeLinks, with_links
 from app.errors import ValidationFailed
 from app.integrations.mail import OutgoingEmail
+
+
+class RecipientSuppressed(ValidationFailed):
+    """The test's address is one the workspace must not mail (the consent gate's reason)."""
+
+    code = "recipient_suppressed"
+
+
+async def check_recipient(
+    session: ReadSession,
+    address_key: bytes | None,
+    workspace_id: int,
+    definition: Definition,
+    to: str,
+    now: datetime,
+) -> None:
+    """Refuse a test to an address the consent gate would hold a message of this funnel from.
+
+    Raises:
+        RecipientSuppressed: naming ``to`` and the reason.
+    """
+    settings = definition.settings
+    message = Outgoing("email", topic=settings.topic, transactional=settings.transactional)
+    person = await gate.person_at(session, address_key, workspace_id, to)
+    said = decide(message, person, now)
+    if isinstance(said, Skip):
+        raise RecipientSuppressed(
+            f"to: {to} must not be mailed ({said.reason})",
+            details=[{"field": "to", "message": said.reason, "code": said.code}],
+        )
+
 
 TEST_TOKEN = "test-message"  # noqa: S105 - not a secret: the token of test sends' links
 TEST_LINK = f"/t/u/{TEST_TOKEN}"
@@ -67,9 +106,12 @@ async def prepare(
     draft: bool,
     base_url: str,
     domain: str,
+    address_key: bytes | None,
+    now: datetime,
 ) -> OutgoingEmail:
     """The test message of a funnel's node (its draft or its published version), with the
-    variables of ``contact_id`` (none: empty values), ready to send."""
+    variables of ``contact_id`` (none: empty values), ready to send, once the consent gate
+    let its address through (:func:`check_recipient`)."""
     funnel = await service.get_funnel(session, workspace_id, funnel_id)
     if draft:
         definition = service.parse_definition(funnel.draft)
@@ -80,7 +122,7 @@ async def prepare(
         person = await get_contact(session, workspace_id, contact_id)
     else:
         person = Contact(email=to, first_name="", last_name="", timezone="UTC", fields={})
-    return compose_test(
+    email = compose_test(
         Graph(definition),
         node_id,
         contact=person,
@@ -89,3 +131,5 @@ async def prepare(
         base_url=base_url,
         domain=domain,
     )
+    await check_recipient(session, address_key, workspace_id, definition, to, now)
+    return email

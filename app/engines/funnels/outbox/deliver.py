@@ -1,9 +1,12 @@
 """The deliverer: sends committed outbox effects, after commit, each with its idempotency key.
 
 It leases pending effects in batches (the lease moves ``next_attempt_at`` to the lease expiry, so
-an effect whose deliverer died is due again by itself). **At send time** it re-reads the contact:
-deleted, suppressed on the channel, or consent withdrawn → the effect is skipped, not sent (hard
-case 2: checking at enqueue time would mail people who left during a wait). Transient failures are
+an effect whose deliverer died is due again by itself). **At send time** it asks the consent gate
+(:mod:`app.engines.funnels.consent`) about every effect of the batch, on every channel: a deleted
+contact, a bounce or complaint, an unsubscribe (all, the topic, the channel), consent withdrawn,
+an erased address's kept suppression → skipped with the reason, not sent (hard case 2: checking
+at enqueue time would mail people who left during a wait); quiet hours or the frequency cap →
+held until the time the gate names. Transient failures are
 retried with exponential backoff; permanent ones are recorded, and the run of a message that
 failed for good takes its failure branch or ends ``failed`` (never ``completed``). Every outcome
 is a delivery event.
@@ -28,7 +31,18 @@ from sqlalchemy import select, update
 
 from app.db.dialect import row_count
 from app.db.session import Database, WriteSession
-from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.consent import gate
+from app.engines.funnels.consent.gate import message_of
+from app.engines.funnels.consent.policy import (
+    SEND,
+    Decision,
+    Person,
+    Send,
+    Skip,
+    WaitUntil,
+    after_cap,
+    decide,
+)
 from app.engines.funnels.events.tracking import (
     MessageRef,
     Tracking,
@@ -41,20 +55,17 @@ from app.engines.funnels.models import (
     OUTBOX_PENDING,
     OUTBOX_SENT,
     OUTBOX_SKIPPED,
-    Contact,
     DeliveryEvent,
     OutboxEffect,
     Step,
 )
 from app.engines.funnels.outbox import frequency, payloads
-from app.engines.funnels.outbox.payloads import EffectPayload, Email, Message, Team, Unreadable
+from app.engines.funnels.outbox.payloads import EffectPayload, Email, Unreadable
 from app.engines.funnels.outbox.unsubscribe import (
     UnsubscribeLinks,
     UnsubscribeRef,
-    hard_suppression,
     links_for,
     topic_of,
-    unsubscribed_from,
     with_links,
 )
 from app.engines.funnels.runs.effect_failures import after_failed_send, lock_runs_of
@@ -238,35 +249,17 @@ DELIVERY = Claim(
 )
 
 
-def blocked_reason(
-    contact: Contact | None,
-    channel: str,
-    payload: EffectPayload,
-    remembered: dict[str, str] | None = None,
-) -> str | None:
-    """Why this effect must not go out now, checked at send time; ``None`` when it may.
-    ``remembered``: the suppression kept for the contact's address when an earlier contact with
-    it was deleted (see :mod:`app.engines.funnels.contacts.erased_addresses`)."""
-    if contact is None or contact.deleted_at is not None:
-        return "contact deleted"
-    if isinstance(payload, Email | Team) and payload.internal:
-        return None
-    suppressed = {**(remembered or {}), **(contact.suppressed or {})}
-    if channel == "email":
-        hard = hard_suppression(suppressed)
-        if hard is not None:
-            return f"suppressed on email: {hard}"
-        if isinstance(payload, Message) and payload.transactional:
-            return None  # asked for by the contact: marketing choices do not apply
-        topic = payload.topic if isinstance(payload, Email) else None
-        chose = unsubscribed_from(suppressed, topic_of(topic))
-        if chose is not None:
-            return chose
-    elif suppressed.get(channel):
-        return f"suppressed on {channel}: {suppressed[channel]}"
-    if (contact.consent or {}).get(channel) == "withdrawn":
-        return f"consent withdrawn for {channel}"
-    return None
+def decisions(
+    effects: list[LeasedEffect], people: dict[int, Person], now: datetime
+) -> dict[int, Decision]:
+    """What the consent gate says of each effect at send time (hard case 2, FN-31, FN-32). An
+    unreadable payload is not the gate's to judge: it fails on its own."""
+    return {
+        e.id: SEND
+        if isinstance(e.payload, Unreadable)
+        else decide(message_of(e.channel, e.payload), people.get(e.contact_id), now)
+        for e in effects
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,16 +292,22 @@ class _Outcome:
 
 
 def _capped(effect: LeasedEffect, until: datetime, at: datetime) -> _Outcome:
-    """What the frequency cap does to a message of a funnel: wait for ``until`` or skip it."""
+    """What the frequency cap does to a message of a funnel (the gate's rule 7): wait for
+    ``until`` or skip it."""
     payload = effect.payload
-    if isinstance(payload, Message) and payload.when_capped == frequency.SKIP:
+    said = (
+        after_cap(message_of(effect.channel, payload), until)
+        if not isinstance(payload, Unreadable)
+        else WaitUntil(until, "", "frequency_cap")
+    )
+    if isinstance(said, Skip):
         return _Outcome(
             effect,
             "skipped",
             at,
             OUTBOX_SKIPPED,
             "capped",
-            "frequency cap reached: skipped",
+            said.reason,
             step_note={"action": "skipped", "at": at.isoformat()},
         )
     return _Outcome(
@@ -316,7 +315,7 @@ def _capped(effect: LeasedEffect, until: datetime, at: datetime) -> _Outcome:
         "deferred",
         at,
         kind="capped",
-        detail=f"frequency cap reached: waits until {until.isoformat()}",
+        detail=said.reason,
         capped_until=until,
         step_note={"action": "waits", "until": until.isoformat()},
     )
@@ -430,15 +429,8 @@ class Deliverer:
         lease: Lease | None,
     ) -> dict[str, int]:
         counts = {"sent": 0, "skipped": 0, "deferred": 0, "failed": 0}
-        contacts, ours, caps, remembered = await self._read(effects, owner, now())
-        blocked = {
-            e.id: None
-            if isinstance(e.payload, Unreadable)
-            else blocked_reason(
-                contacts.get(e.contact_id), e.channel, e.payload, remembered.get(e.contact_id)
-            )
-            for e in effects
-        }
+        contacts, ours, caps = await self._read(effects, owner, now())
+        blocked = decisions(effects, contacts, now())
         checked_at = now()
         capped, reserved = await self._reserve(effects, contacts, ours, blocked, caps, checked_at)
         expires = leased_at + timedelta(seconds=self.lease_seconds)
@@ -494,16 +486,12 @@ class Deliverer:
 
     async def _read(
         self, effects: list[LeasedEffect], owner: str, at: datetime
-    ) -> tuple[dict[int, Contact], set[int], dict[int, frequency.Cap], dict[int, dict[str, str]]]:
-        """The batch's contacts as they are now (send-time checks), the effects still ours, the
-        frequency caps of their workspaces and the suppression remembered for their addresses."""
+    ) -> tuple[dict[int, Person], set[int], dict[int, frequency.Cap]]:
+        """What the consent gate knows of the batch's recipients now (send-time checks, with the
+        suppression remembered for their addresses), the effects still ours and the frequency
+        caps of their workspaces."""
         async with self.db.read() as session:
-            contacts = {
-                c.id: c
-                for c in await session.scalars(
-                    select(Contact).where(Contact.id.in_({e.contact_id for e in effects}))
-                )
-            }
+            people = await gate.people(session, self.address_key, {e.contact_id for e in effects})
             ours = set(
                 await session.scalars(
                     select(OutboxEffect.id).where(
@@ -517,44 +505,58 @@ class Deliverer:
                 )
             )
             caps = await frequency.caps_of(session, {e.workspace_id for e in effects})
-            remembered = (
-                {}
-                if self.address_key is None
-                else await erased_addresses.recall(session, self.address_key, contacts.values())
-            )
-        return contacts, ours, caps, remembered
+        return people, ours, caps
 
     async def _reserve(
         self,
         effects: list[LeasedEffect],
-        contacts: dict[int, Contact],
+        people: dict[int, Person],
         ours: set[int],
-        blocked: dict[int, str | None],
+        blocked: dict[int, Decision],
         caps: dict[int, frequency.Cap],
         at: datetime,
     ) -> tuple[dict[int, datetime], dict[int, frequency.Want]]:
-        """Take the frequency-cap slots of the messages about to go (one transaction for the
-        batch). Returns the capped effects (→ the next allowed time) and the reserved ones."""
-        wants = [
-            frequency.Want(e.id, e.workspace_id, e.contact_id, contacts[e.contact_id].timezone)
+        """Take the frequency-cap slots of the messages the gate let through (one transaction
+        for the batch). Returns the capped effects (→ the next allowed time) and the reserved
+        ones."""
+        asks = [
+            gate.Ask(
+                e.id,
+                e.workspace_id,
+                e.contact_id,
+                message_of(e.channel, e.payload),
+                people[e.contact_id],
+            )
             for e in effects
             if e.workspace_id in caps
             and e.id in ours
-            and blocked[e.id] is None
+            and isinstance(blocked[e.id], Send)
             and not isinstance(e.payload, Unreadable)
-            and frequency.counts(e.channel, e.payload)
         ]
-        if not wants:
+        if not asks:
             return {}, {}
         async with self.db.write() as uow:
-            capped = await frequency.reserve(uow.session, caps, wants, at)
-        return capped, {w.ref: w for w in wants if w.ref not in capped}
+            refused, reserved = await gate.take_slots(uow.session, caps, asks, at)
+        capped = {
+            ref: said.until if isinstance(said, WaitUntil) else at for ref, said in refused.items()
+        }
+        return capped, reserved
 
     async def _attempt(
-        self, effect: LeasedEffect, reason: str | None, now: Callable[[], datetime]
+        self, effect: LeasedEffect, decision: Decision, now: Callable[[], datetime]
     ) -> _Outcome:
-        if reason is not None:
-            return _Outcome(effect, "skipped", now(), OUTBOX_SKIPPED, "suppressed", reason)
+        if isinstance(decision, Skip):
+            return _Outcome(effect, "skipped", now(), OUTBOX_SKIPPED, "suppressed", decision.reason)
+        if isinstance(decision, WaitUntil):
+            # Quiet hours at send time: due again when they end, this try not counted.
+            return _Outcome(
+                effect,
+                "deferred",
+                now(),
+                kind="held",
+                detail=decision.reason,
+                capped_until=decision.until,
+            )
         sender = self.senders(effect.channel)
         if sender is None:
             return _Outcome(

@@ -9,7 +9,9 @@ cannot both take the last slot) and gives it back if the message did not go out.
 between reserving and sending leaves a slot taken for a message that was never sent: the cap
 errs on the side of sending less.
 
-Transactional mail (receipts, resets) and team notifications are never counted or capped.
+Which messages count (marketing ones: not transactional mail, team notifications or requests) and
+what a refused slot does to a message is the consent gate's decision
+(:mod:`app.engines.funnels.consent.policy`); this module keeps the counts.
 """
 
 from __future__ import annotations
@@ -26,13 +28,6 @@ from app.db.chunked import CHUNK_ROWS, delete_in_chunks
 from app.db.dialect import insert_ignoring
 from app.db.session import Database, ReadSession, WriteSession
 from app.engines.funnels.models import FrequencyCap, FrequencyCount
-from app.engines.funnels.outbox.payloads import EffectPayload, Email, Message
-
-MESSAGE_CHANNELS = frozenset({"email", "sms", "push", "letter"})
-"""Channels whose effects are messages to the contact (the others call APIs)."""
-
-WAIT = "wait"
-SKIP = "skip"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +58,6 @@ class Want:
     workspace_id: int
     contact_id: int
     timezone: str
-
-
-def counts(channel: str, payload: EffectPayload) -> bool:
-    """Whether a message effect counts against (and is held by) the cap."""
-    return (
-        channel in MESSAGE_CHANNELS
-        and isinstance(payload, Message)
-        and not (isinstance(payload, Email) and payload.internal)
-        and not payload.transactional
-    )
 
 
 def _zone(name: str) -> ZoneInfo:

@@ -41,6 +41,9 @@ class Message(Payload, frozen=True, kw_only=True):
     """What the frequency cap does to it: ``skip``, or wait (``wait``, or absent in old rows)."""
     transactional: bool = False
     """Asked for by the contact (a receipt, a password reset): marketing choices do not apply."""
+    quiet_hours: tuple[int, int] | None = None
+    """The local start and end hour it may not go out between (the run's or the funnel's),
+    checked again at send time: a retry or a capped wait may end inside them."""
 
 
 class Email(Message, frozen=True, kw_only=True, tag="email/1"):

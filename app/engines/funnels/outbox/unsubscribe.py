@@ -14,9 +14,10 @@ topic and the message (funnel effect or campaign recipient), so it cannot be for
 else and the report is attributed to the message it came from.
 
 What the contact chose is kept in ``Contact.suppressed``: ``email: unsubscribed`` for everything,
-``topic:<name>: unsubscribed`` for one topic. It is checked when the deliverer sends (hard case
-2). Transactional funnels (``settings.transactional``) carry no unsubscribe headers and are not
-held back by marketing choices; a bounce or a complaint stops them too.
+``topic:<name>: unsubscribed`` for one topic. Every sender checks it when it sends (hard case 2),
+through the consent gate (:mod:`app.engines.funnels.consent.policy`). Transactional funnels and
+campaigns carry no unsubscribe headers and are not held back by marketing choices; a bounce or a
+complaint stops them too.
 """
 
 from __future__ import annotations
@@ -147,22 +148,6 @@ def with_links(
             f'<a href="{html_values[PREFERENCES_VARIABLE]}">Choose what you receive</a></p>'
         )
     return text_out, html_out, placed
-
-
-def unsubscribed_from(suppressed: Mapping[str, str] | None, topic: str) -> str | None:
-    """Why a marketing message of ``topic`` must not go to this contact (their own choice)."""
-    suppressed = suppressed or {}
-    if suppressed.get(ALL):
-        return f"suppressed on email: {suppressed[ALL]}"
-    if suppressed.get(topic_key(topic)):
-        return f"unsubscribed from topic '{topic}'"
-    return None
-
-
-def hard_suppression(suppressed: Mapping[str, str] | None) -> str | None:
-    """A bounce or complaint: nothing at all may go to the address."""
-    reason = (suppressed or {}).get(ALL)
-    return reason if reason in HARD else None
 
 
 def apply_choice(

@@ -69,7 +69,7 @@ from app.engines.funnels.outside.config import AiOptions, push_token_field
 from app.engines.funnels.outside.models import ProviderConfig
 from app.engines.funnels.outside.results import effect_state
 from app.engines.funnels.runs.effect_failures import cannot_go_out
-from app.engines.funnels.runs.nodes.actions import message_id, not_before
+from app.engines.funnels.runs.nodes.actions import message_id, not_before, quiet_hours
 from app.engines.funnels.runs.nodes.base import (
     Effect,
     End,
@@ -94,7 +94,10 @@ def _held(ctx: NodeContext, payload: Sms | Push | Letter) -> tuple[str, str]:
     # The frequency cap at send time: transactional messages are not counted; the others wait
     # or are skipped as the funnel says.
     payload = msgspec.structs.replace(
-        payload, when_capped=settings.when_capped, transactional=settings.transactional
+        payload,
+        when_capped=settings.when_capped,
+        transactional=settings.transactional,
+        quiet_hours=quiet_hours(ctx),
     )
     key = ctx.emit(Effect(payload=payload, not_before=release))
     decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"

@@ -14,13 +14,14 @@ from litestar import Litestar, Request, route
 from litestar.params import FromPath
 
 from app.clock import ManualClock
-from app.engines.funnels.models import Contact
+from app.engines.funnels.consent import gate
+from app.engines.funnels.consent.policy import Send
 from app.engines.funnels.outbox.channel_deps import ChannelDeps
 from app.engines.funnels.outbox.deliver import (
     ChannelSender,
     Deliverer,
     EmailChannel,
-    blocked_reason,
+    decisions,
 )
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.outside.channels import CHANNEL_TYPES
@@ -162,10 +163,11 @@ class Outside(Engine):
         """A deliverer leases every due effect, sends each, and dies before marking any; the
         lease then runs out and the engine carries on. Returns how many were sent."""
         leased = await self.deliverer.lease(owner="doomed", now=self.clock.now(), limit=100)
+        async with self.runtime.db.read() as session:
+            people = await gate.people(session, None, {e.contact_id for e in leased})
+        said = decisions(leased, people, self.clock.now())
         for effect in leased:
-            async with self.runtime.db.read() as session:
-                person = await session.get(Contact, effect.contact_id)
-            if blocked_reason(person, effect.channel, effect.payload) is None:
+            if isinstance(said[effect.id], Send):
                 await self.senders[effect.channel].send(effect)
         self.clock.advance(seconds=61)
         await self.drive()

@@ -52,10 +52,18 @@ from app.engines.funnels.runs.nodes.base import Effect, End, Executor, Next, Nod
 from app.scheduling.zones import zone_or_utc
 
 
-def not_before(ctx: NodeContext) -> tuple[str, datetime]:
-    """When a message may go out: now, or the end of the quiet hours in force."""
+def quiet_hours(ctx: NodeContext) -> tuple[int, int] | None:
+    """The quiet hours in force for the run's messages (its own, or the funnel's)."""
     quiet = ctx.run.context.get("quiet")
-    hours = tuple(quiet) if isinstance(quiet, list) and len(quiet) == 2 else ctx.funnel_quiet
+    if isinstance(quiet, list) and len(quiet) == 2:
+        return int(quiet[0]), int(quiet[1])
+    return ctx.funnel_quiet
+
+
+def not_before(ctx: NodeContext) -> tuple[str, datetime]:
+    """When a message may go out: now, or the end of the quiet hours in force (the deliverer's
+    consent gate checks them again at send time)."""
+    hours = quiet_hours(ctx)
     if hours is None:
         return ctx.now.isoformat(), ctx.now
     release = quiet_release(
@@ -86,6 +94,7 @@ async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
         topic=settings.topic,
         when_capped=settings.when_capped,
         transactional=settings.transactional,
+        quiet_hours=quiet_hours(ctx),
     )
     ctx.emit(Effect(payload=payload, not_before=release))
     decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
