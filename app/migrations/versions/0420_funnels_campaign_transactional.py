@@ -3,7 +3,7 @@ opt-outs, never from a bounce or a complaint), and a CHECK that a recipient's st
 sender writes (its ``detail`` carries the consent gate's reason when it is ``skipped``).
 
 Revision ID: 0420_funnels_campaign_transactional
-Revises: 0410_ranktracking_keys_index
+Revises: 0270_funnels_audience_job
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0420_funnels_campaign_transactional"
-down_revision = "0410_ranktracking_keys_index"
+down_revision = "0270_funnels_audience_job"
 branch_labels = None
 depends_on = None
 

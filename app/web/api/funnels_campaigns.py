@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, patch, post
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
 from app.engines.funnels.campaigns.audience import start_materialising
@@ -255,7 +255,7 @@ async def recipients(
     session: Reads,
     paging: Paging,
     campaign_id: FromPath[int],
-    status: str | None = None,
+    status: FromQuery[str | None] = None,
 ) -> Page[RecipientOut]:
     """The audience snapshot in ``seq`` order, each recipient's send record (``status``: only
     those)."""
