@@ -13,7 +13,7 @@ from app.engines.adrules.plugin import PLUGIN as ADRULES
 from app.engines.adrules.stops import StopCheck
 from app.engines.adrules.work.account import queue_defer
 from app.engines.adrules.work.sheets_values import SheetCache
-from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.consent import gate
 from app.engines.funnels.deps import CACHE_SECONDS, FunnelsDeps
 from app.engines.funnels.events.ingest import ProcessingRequests
 from app.engines.funnels.events.ingest_writer import EventWriter
@@ -158,7 +158,7 @@ def funnels_deps(runtime: Runtime) -> FunnelsDeps:
             senders.get,
             lease_seconds=settings.funnels.lease_seconds,
             clock=runtime.clock,
-            address_key=runtime.secrets.derive(erased_addresses.PURPOSE),
+            address_key=gate.address_key(runtime.secrets),
         ),
         channels=channels,
         trial_mail=MailSender(settings.mail),

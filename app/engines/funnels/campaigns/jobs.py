@@ -17,7 +17,7 @@ from app.engines.funnels.campaigns.audience import (
 )
 from app.engines.funnels.campaigns.models import DRAFT, SCHEDULED, SENDING, Campaign
 from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
-from app.engines.funnels.contacts import erased_addresses
+from app.engines.funnels.consent import gate
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.jobs import mail_domain
 from app.errors import ValidationFailed
@@ -111,7 +111,7 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
         tracking=tracking,
         signing=tracking,
         mailto_address=ctx.settings.mail.unsubscribe_mailbox,
-        address_key=ctx.secrets.derive(erased_addresses.PURPOSE),
+        address_key=gate.address_key(ctx.secrets),
     )
     try:
         await send_until_done(
