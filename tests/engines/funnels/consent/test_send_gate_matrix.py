@@ -89,7 +89,10 @@ async def test_fn31_fn32_every_sender_against_every_suppression_kind(
         recorded = reasons.get(kind, "")
         if got != want or (want == HELD) != bool(recorded):
             wrong[kind] = {"expected": want, "got": got, "recorded": recorded}
-    assert wrong == {}
+    assert wrong == {}, "cells that broke the policy:\n" + "\n".join(
+        f"  {sender}{'-transactional' if transactional else ''} x {kind}: {v}"
+        for kind, v in wrong.items()
+    )
     if sender == "test_send":
         for kind, answer in matrix.test_answers.items():
             if answer.status_code != 200:
