@@ -42,22 +42,32 @@ class _Effect(_Linear, kw_only=True):
 # -- send something ----------------------------------------------------------------------------
 
 
-class SendEmail(_Effect, tag="send_email"):
+class _Message(_Effect, kw_only=True):
+    """A message to the contact."""
+
+    transactional: bool = False
+    """This message is one the contact asked for (an order's confirmation in an otherwise
+    marketing funnel): as if its funnel were marked transactional — no unsubscribe headers,
+    sent despite marketing opt-outs (never after a bounce or a complaint), not counted by the
+    frequency cap."""
+
+
+class SendEmail(_Message, tag="send_email"):
     subject: str = ""
     body: str = ""
     html: str | None = None
 
 
-class SendSms(_Effect, tag="send_sms"):
+class SendSms(_Message, tag="send_sms"):
     text: str = ""
 
 
-class SendPush(_Effect, tag="send_push"):
+class SendPush(_Message, tag="send_push"):
     title: str = ""
     body: str = ""
 
 
-class SendLetter(_Effect, tag="send_letter"):
+class SendLetter(_Message, tag="send_letter"):
     body: str = ""
     template: str = ""
 

@@ -41,6 +41,7 @@ async def check_recipient(
     address_key: bytes | None,
     workspace_id: int,
     definition: Definition,
+    node_id: str,
     to: str,
     now: datetime,
 ) -> None:
@@ -50,7 +51,9 @@ async def check_recipient(
         RecipientSuppressed: naming ``to`` and the reason.
     """
     settings = definition.settings
-    message = Outgoing("email", topic=settings.topic, transactional=settings.transactional)
+    node = Graph(definition).node(node_id)
+    step = isinstance(node, SendEmail) and node.transactional
+    message = Outgoing("email", topic=settings.topic, transactional=settings.transactional or step)
     person = await gate.person_at(session, address_key, workspace_id, to)
     said = decide(message, person, now)
     if isinstance(said, Skip):
@@ -131,5 +134,5 @@ async def prepare(
         base_url=base_url,
         domain=domain,
     )
-    await check_recipient(session, address_key, workspace_id, definition, to, now)
+    await check_recipient(session, address_key, workspace_id, definition, node_id, to, now)
     return email

@@ -87,7 +87,9 @@ POLL = timedelta(minutes=10)
 gave up on a transient failure, or the wake-up met the run while it was leased)."""
 
 
-def _held(ctx: NodeContext, payload: Sms | Push | Letter) -> tuple[str, str]:
+def _held(
+    ctx: NodeContext, node: SendSms | SendPush | SendLetter, payload: Sms | Push | Letter
+) -> tuple[str, str]:
     """Emit a message effect, held for quiet hours; its key and the step's decision."""
     release_iso, release = not_before(ctx)
     settings = ctx.graph.definition.settings
@@ -96,7 +98,7 @@ def _held(ctx: NodeContext, payload: Sms | Push | Letter) -> tuple[str, str]:
     payload = msgspec.structs.replace(
         payload,
         when_capped=settings.when_capped,
-        transactional=settings.transactional,
+        transactional=settings.transactional or node.transactional,
         quiet_hours=quiet_hours(ctx),
     )
     key = ctx.emit(Effect(payload=payload, not_before=release))
@@ -132,7 +134,7 @@ async def run_send_sms(ctx: NodeContext, node: SendSms) -> Outcome:
         return failed
     text = render(node.text, variables(ctx.contact, ctx.run.context))
     # The phone is set: _lacking refused a contact without one.
-    key, decision = _held(ctx, Sms(to=ctx.contact.phone or "", text=text))
+    key, decision = _held(ctx, node, Sms(to=ctx.contact.phone or "", text=text))
     return Next(node.next, decision, {"effect": key, "text": text})
 
 
@@ -142,7 +144,7 @@ async def run_send_push(ctx: NodeContext, node: SendPush) -> Outcome:
         return failed
     values = variables(ctx.contact, ctx.run.context)
     title, body = render(node.title, values), render(node.body, values)
-    key, decision = _held(ctx, Push(title=title, body=body))
+    key, decision = _held(ctx, node, Push(title=title, body=body))
     return Next(node.next, decision, {"effect": key, "title": title, "body": body})
 
 
@@ -151,7 +153,7 @@ async def run_send_letter(ctx: NodeContext, node: SendLetter) -> Outcome:
         return failed
     values = variables(ctx.contact, ctx.run.context)
     content = render(node.body or node.template, values)
-    key, decision = _held(ctx, Letter(content=content))
+    key, decision = _held(ctx, node, Letter(content=content))
     return Next(node.next, decision, {"effect": key})
 
 

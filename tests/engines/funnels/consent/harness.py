@@ -80,6 +80,8 @@ class Matrix:
     tenant: Tenant
     sender: str
     transactional: bool = False
+    step_transactional: bool = False
+    """The send step marked transactional (its funnel not)."""
     people: dict[str, Person] = field(default_factory=dict)
     funnel_id: int = 0
     campaign_id: int = 0
@@ -148,8 +150,9 @@ class Matrix:
         else:
             build = NODE[self.sender]
         ids = [f"m{i}" for i in range(nodes)]
+        step = {"transactional": True} if self.step_transactional else {}
         chain = [
-            {**build(i), **({"next": ids[n + 1]} if n + 1 < len(ids) else {})}
+            {**build(i), **step, **({"next": ids[n + 1]} if n + 1 < len(ids) else {})}
             for n, i in enumerate(ids)
         ]
         self.funnel_id, _ = await published(

@@ -69,11 +69,31 @@ CASES = [
 ]
 
 
+STEP_CASES = [
+    pytest.param(sender, id=f"{sender}-step-transactional")
+    for sender in ("funnel_email", "test_send", "sms", "push", "letter")
+]
+
+
 @pytest.mark.parametrize(("sender", "transactional"), CASES)
 async def test_fn31_fn32_every_sender_against_every_suppression_kind(
     outside, client, tenant, sender: str, transactional: bool
 ) -> None:
-    matrix = Matrix(outside, client, tenant, sender, transactional)
+    await _matrix(Matrix(outside, client, tenant, sender, transactional))
+
+
+@pytest.mark.parametrize("sender", STEP_CASES)
+async def test_fn31_a_send_step_marked_transactional_in_a_marketing_funnel(
+    outside, client, tenant, sender: str
+) -> None:
+    """FN-31: "funnel, send step or campaign": the step's own flag exempts it as the funnel's
+    would (from marketing choices, not from a bounce or a complaint)."""
+    await _matrix(Matrix(outside, client, tenant, sender, step_transactional=True))
+
+
+async def _matrix(matrix: Matrix) -> None:
+    sender = matrix.sender
+    transactional = matrix.transactional or matrix.step_transactional
     await matrix.prepare()
     for n, kind in enumerate(KINDS):
         person = await matrix.add(kind, n)
@@ -93,6 +113,10 @@ async def test_fn31_fn32_every_sender_against_every_suppression_kind(
         f"  {sender}{'-transactional' if transactional else ''} x {kind}: {v}"
         for kind, v in wrong.items()
     )
+    if sender in ("funnel_email", "campaign"):
+        # Transactional mail carries no unsubscribe headers; marketing mail always does.
+        headers = {"List-Unsubscribe" in m.headers for m in matrix.outside.sink.messages}
+        assert headers == {not transactional}
     if sender == "test_send":
         for kind, answer in matrix.test_answers.items():
             if answer.status_code != 200:

@@ -93,7 +93,7 @@ async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
         message_id=message_id(ctx, key),
         topic=settings.topic,
         when_capped=settings.when_capped,
-        transactional=settings.transactional,
+        transactional=settings.transactional or node.transactional,
         quiet_hours=quiet_hours(ctx),
     )
     ctx.emit(Effect(payload=payload, not_before=release))
