@@ -2,7 +2,7 @@
 opt-outs, never from a bounce or a complaint), and a CHECK that a recipient's status is one the
 sender writes (its ``detail`` carries the consent gate's reason when it is ``skipped``).
 
-Revision ID: 0420_funnels_campaign_transactional
+Revision ID: 0420_funnels_consent_gate
 Revises: 0270_funnels_audience_job
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0420_funnels_campaign_transactional"
+revision = "0420_funnels_consent_gate"
 down_revision = "0270_funnels_audience_job"
 branch_labels = None
 depends_on = None
