@@ -9,7 +9,8 @@ Five pipelines, each a package, each the same four stages (due → claim → wor
     outbox/     effect row + next_attempt_at ─ deliver (claim) ─▶ channel (work) ─▶ delivery events
     campaigns/  audience snapshot (service) ─ jobs (claim) ─▶ send (work) ─▶ campaign events
 
-``contacts/`` (who they are, what describes them, deletion and import) and ``definitions/``
+``consent/`` is the one gate every sender asks at send time (consent, suppression, erased
+addresses, quiet hours, the frequency cap). ``contacts/`` (who they are, what describes them, deletion and import) and ``definitions/``
 (graphs, validation, versions, simulation) are what the pipelines read; ``outside/`` holds the
 actions that reach outside (their executors for the runs, their channels for the outbox).
 ``plugin.py`` builds the registries (node executors, outbox channels); ``deps.py`` is what the
