@@ -45,6 +45,7 @@ async def test_the_editor_sends_a_test_counted_nowhere(
         ),
     )
     ann = await contact(runtime, ws, "ann@example.com", first_name="Ann")
+    await contact(runtime, ws, "bounced@example.com", suppressed={"email": "bounced"})
     mail = MailSettings(smtp_host=sink.host, smtp_port=sink.port, from_address="f@test.example")
     replace_funnels_deps(runtime, trial_mail=MailSender(mail))
     await sign_in(client, tenant.email, tenant.password)
@@ -84,6 +85,11 @@ async def test_the_editor_sends_a_test_counted_nowhere(
         ({"node_id": "w", "to": "boss@example.com"}, "no send_email node &#39;w&#39;"),
         ({"node_id": "hello", "to": "b@example.com", "contact_id": "x"}, "a contact id"),
         ({"node_id": "hello", "to": "b@example.com", "contact_id": "999999"}, "Test not sent"),
+        # FN-31: the consent gate refuses an address the workspace must not mail.
+        (
+            {"node_id": "hello", "to": "Bounced@Example.com"},
+            "Test not sent: to: Bounced@Example.com must not be mailed (suppressed on email: bounced)",
+        ),
     ):
         refused = await client.post(
             f"/ui/funnels/{funnel_id}/test-send", data={"_csrf_token": token, **form}
