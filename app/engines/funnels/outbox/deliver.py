@@ -6,10 +6,9 @@ an effect whose deliverer died is due again by itself). **At send time** it asks
 contact, a bounce or complaint, an unsubscribe (all, the topic, the channel), consent withdrawn,
 an erased address's kept suppression → skipped with the reason, not sent (hard case 2: checking
 at enqueue time would mail people who left during a wait); quiet hours or the frequency cap →
-held until the time the gate names. Transient failures are
-retried with exponential backoff; permanent ones are recorded, and the run of a message that
-failed for good takes its failure branch or ends ``failed`` (never ``completed``). Every outcome
-is a delivery event.
+held until the time the gate names. Transient failures are retried with exponential backoff;
+permanent ones are recorded, and the run of a message that failed for good takes its failure
+branch or ends ``failed`` (never ``completed``). Every outcome is a delivery event.
 
 Channels plug in by name: the deliverer asks its ``senders`` for the sender of an effect's channel;
 the engine's table of channels (``email``, defined here, and the outside ones) is built by the
