@@ -99,7 +99,9 @@ async def test_a_complained_address_deleted_then_reimported_is_not_mailed(
         detail = await s.scalar(
             select(DeliveryEvent.detail).where(DeliveryEvent.outbox_id == effect.id)
         )
-    assert detail == "suppressed on email: complained"
+    assert (
+        detail == "suppressed on email: complained (kept from an erased contact with this address)"
+    )
 
     # ... and neither does a campaign.
     engine.sink.reset()
