@@ -92,3 +92,25 @@ async def test_fn33_the_registry_and_the_reviewed_list_name_live_columns_once(
         assert set(columns) <= live[table], table
         assert reason
         assert not set(columns) & declared().get(table, set()), table
+
+
+def test_fn33_erasure_and_export_name_no_table_of_their_own() -> None:
+    """The registry is the one home of where personal data lives: the modules that erase and
+    export import no table but the contact (whose identity they read) and, for ending runs, the
+    run."""
+    import ast
+    from pathlib import Path
+
+    import app.engines.funnels.contacts as contacts
+
+    allowed = {"erasure.py": {"Contact"}, "deletion.py": {"Run", "RUN_ACTIVE", "RUN_CANCELLED"}}
+    for module, names in allowed.items():
+        tree = ast.parse((Path(contacts.__path__[0]) / module).read_text())
+        imported = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and (node.module or "").endswith(("models", "bulk_models"))
+            for alias in node.names
+        }
+        assert imported <= names, (module, imported - names)
