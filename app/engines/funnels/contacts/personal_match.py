@@ -103,10 +103,6 @@ class ByContact:
     def confirms(self, row: dict[str, Any], person: Person) -> bool:
         return True
 
-    @property
-    def describe(self) -> str:
-        return f"by contact id ({self.column})"
-
 
 @dataclass(frozen=True, slots=True)
 class ByParent:
@@ -128,11 +124,6 @@ class ByParent:
 
     def confirms(self, row: dict[str, Any], person: Person) -> bool:
         return True
-
-    @property
-    def describe(self) -> str:
-        keys = ", ".join(self.keys)
-        return f"by contact id through {self.parent.name} ({', '.join(self.columns)} = {keys})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,10 +165,6 @@ class ByAddress:
     def confirms(self, row: dict[str, Any], person: Person) -> bool:
         return any(person.names(row[c]) for c in self.columns)
 
-    @property
-    def describe(self) -> str:
-        return f"by e-mail address / phone inside {', '.join(self.columns)}"
-
 
 @dataclass(frozen=True, slots=True)
 class Sealed:
@@ -194,10 +181,6 @@ class Sealed:
 
     def confirms(self, row: dict[str, Any], person: Person) -> bool:
         return person.names(open_sealed(person, row[self.column]))
-
-    @property
-    def describe(self) -> str:
-        return f"by e-mail address / phone inside the sealed {self.column}"
 
 
 def open_sealed(person: Person, sealed: bytes | None) -> Any:
@@ -226,10 +209,6 @@ class AnyOf:
 
     def confirms(self, row: dict[str, Any], person: Person) -> bool:
         return any(_found(f, row, person) for f in self.finders)
-
-    @property
-    def describe(self) -> str:
-        return "; ".join(f.describe for f in self.finders)
 
 
 def _found(finder: ByContact | ByAddress, row: dict[str, Any], person: Person) -> bool:
