@@ -176,18 +176,21 @@ async def delete_contact(
         contact_id,
         clock.now(),
         address_key=secrets.derive(erased_addresses.PURPOSE),
+        box=secrets,
     )
 
 
 @get("/contacts/{contact_id:int}/export")
 async def export_contact(
-    principal: CurrentPrincipal, session: Reads, contact_id: FromPath[int]
+    principal: CurrentPrincipal, session: Reads, secrets: Secrets, contact_id: FromPath[int]
 ) -> dict[str, Any]:
-    """Everything stored about one contact (an access request's answer): attributes, tags,
-    lists, events, runs and their steps, messages with their content, delivery events and
-    campaign receipts."""
+    """Everything stored about one contact (an access request's answer), one section per table
+    of the personal-data registry: attributes, tags, lists, events and raw inbound payloads
+    (those that named the address before it was a contact's, or about an unknown message,
+    included), runs and their steps, messages with their content, effect results, delivery
+    events, campaign receipts, stored idempotency answers and log lines naming them."""
     contact = await contact_store.get_contact(session, principal.workspace_id, contact_id)
-    return await erasure.export_contact(session, contact)
+    return await erasure.export_contact(session, contact, secrets)
 
 
 @post("/contacts/import", status_code=202)

@@ -25,6 +25,7 @@ from app.db.dialect import insert
 from app.db.locks import is_lock_timeout
 from app.db.session import UnitOfWork, WriteSession
 from app.engines.funnels.contacts.fields import field_types
+from app.engines.funnels.contacts.import_report import masked as _masked
 from app.engines.funnels.contacts.memberships import (
     LISTS,
     TAGS,
@@ -177,6 +178,7 @@ class _Row:
     number: int
     data: ContactData
     fields: dict[str, Any] = field(default_factory=dict)
+    values: tuple[str, ...] = ()
 
 
 def _csv_value(kind: str, raw: str) -> Any:
@@ -270,7 +272,7 @@ async def import_step(session: WriteSession, step: StepInput) -> Chunk:
         if not values:
             next_offset = reader.pos
             continue
-        row = _Row(number + 1, _row_data(targets, values, types))
+        row = _Row(number + 1, _row_data(targets, values, types), values=tuple(values))
         if row.data.email and row.data.email in emails:
             # The same address twice in one chunk: it starts the next chunk, where it updates
             # the contact this chunk creates, as if the rows were applied one by one.
@@ -287,7 +289,7 @@ async def import_step(session: WriteSession, step: StepInput) -> Chunk:
             else _check_row(row, types)
         )
         if problem is not None:
-            errors.append(problem)
+            errors.append(_masked(problem, values))
             continue
         assert row.data.email is not None
         emails.add(row.data.email)
@@ -330,9 +332,9 @@ async def _apply_or_isolate(
         except DBAPIError as exc:
             if is_lock_timeout(exc):
                 raise
-            errors.append(
-                ItemError(row.number, "", f"the database refused the row: {exc.orig}"[:300])
-            )
+            refusal = ItemError(row.number, "", f"the database refused the row: {exc.orig}")
+            masked = _masked(refusal, row.values)
+            errors.append(ItemError(masked.item, "", masked.message[:300]))
     return created, updated, errors
 
 

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, update
+from sqlalchemy import update
 
 from app.db.session import WriteSession
-from app.engines.funnels.contacts.erasure import erase_personal_data
+from app.engines.funnels.contacts.erasure import erase_personal_data, person_of
 from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.models import (
     RUN_ACTIVE,
     RUN_CANCELLED,
-    ContactTag,
-    ListMember,
     Run,
 )
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.platform.crypto import SecretBox
 
 
 async def delete_contact(
@@ -28,38 +27,30 @@ async def delete_contact(
     now: datetime,
     *,
     address_key: bytes | None = None,
+    box: SecretBox | None = None,
 ) -> None:
     """Erase the contact's personal data, end its runs and cancel every pending effect addressed
     to it, in one transaction (hard case 5: a deletion that leaves a sequence is not one).
 
     With ``address_key`` (the instance key derived for
     :data:`~app.engines.funnels.contacts.erased_addresses.PURPOSE`), a suppressed address's
-    suppression is kept under its keyed hash, so the address is not mailed again if it comes back."""
+    suppression is kept under its keyed hash, so the address is not mailed again if it comes back.
+    With ``box`` (the instance's secret box), stored idempotency answers naming the contact are
+    opened and emptied too (FN-33)."""
     contact = await get_contact(session, workspace_id, contact_id)
     if address_key is not None:
         from app.engines.funnels.contacts.erased_addresses import remember
 
         await remember(session, address_key, contact, now)
+    person = person_of(contact, box)
     contact.deleted_at = now
     contact.updated_at = now
-    contact.email = None
-    contact.phone = None
-    contact.first_name = ""
-    contact.last_name = ""
-    contact.fields = {}
-    contact.timezone = "UTC"
-    await session.execute(
-        delete(ContactTag)
-        .execution_options(synchronize_session=False)
-        .where(ContactTag.contact_id == contact_id)
-    )
-    await session.execute(
-        delete(ListMember)
-        .execution_options(synchronize_session=False)
-        .where(ListMember.contact_id == contact_id)
-    )
+    await session.flush()
     await end_runs_of_contact(session, contact_id, now, reason="contact_deleted")
-    await erase_personal_data(session, contact_id)
+    # Every table the personal-data registry declares, the contact row's own columns last.
+    await erase_personal_data(session, person)
+    # The ORM copy was emptied behind its back: read it again if anyone asks.
+    session.expire(contact)
 
 
 async def end_runs_of_contact(

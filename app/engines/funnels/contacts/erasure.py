@@ -1,144 +1,126 @@
 """Deleting a contact erases what we stored about them, everywhere; an export answers an access
-request with everything stored about one contact.
+request with everything stored about one contact (FN-33).
 
-The rows stay (runs, steps, effects and delivery records keep their history and their counts),
-emptied of what could identify the person: the contact's attributes, the properties of their
-events, the raw payloads of inbound events attributed to them, the run contexts, the steps'
-outputs and decisions, the outbox payloads (address, rendered bodies), the effects' results,
-delivery details and campaign recipients' details. What suppression needs survives: the contact
-row keeps its ``suppressed`` map, without an address.
+Both walk the personal-data registry (:mod:`app.engines.funnels.contacts.personal_data`): the
+rows of each declared table are found for the person the way the registry says (by contact id,
+through a parent row, by the address inside a text or JSON column, inside a sealed answer) and
+either emptied of their personal columns or, for what is only a link or a cache, removed. The
+export is taken from the same rows, the unlinked ones included.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, delete, select, update
+from sqlalchemy import ColumnElement, Table, Text, case, cast, delete, or_, select, tuple_, update
 
 from app.db.session import ReadSession, WriteSession
-from app.engines.funnels.campaigns.models import Campaign, CampaignEvent, Recipient
-from app.engines.funnels.events.models import InboundEvent, SegmentMember
-from app.engines.funnels.models import (
-    Contact,
-    ContactEvent,
-    ContactList,
-    ContactTag,
-    DeliveryEvent,
-    ListMember,
-    OutboxEffect,
-    Run,
-    Step,
-    Tag,
+from app.engines.funnels.contacts.personal_data import REGISTRY, Entry, IfNamed, erased_value
+from app.engines.funnels.contacts.personal_match import (
+    ByContact,
+    ByParent,
+    Person,
+    Sealed,
+    open_sealed,
 )
-from app.engines.funnels.outside.models import EffectResult
+from app.engines.funnels.models import Contact
+from app.platform.crypto import SecretBox
+
+_CHUNK = 500
+"""Rows per statement when erasing rows found one by one (bounded IN lists)."""
 
 
-def _table(model: Any) -> Table:
-    table: Table = model.__table__
-    return table
+def person_of(contact: Contact, box: SecretBox | None = None) -> Person:
+    """The identity to search for, read from the contact row (before it is erased)."""
+    return Person(contact.workspace_id, contact.id, contact.email, contact.phone, box)
 
 
-async def erase_personal_data(session: WriteSession, contact_id: int) -> None:
-    """Empty every stored trace of the contact (called by ``delete_contact`` in its
-    transaction). Core UPDATEs: one statement per table, whatever the history's size."""
-    runs = select(Run.id).where(Run.contact_id == contact_id).scalar_subquery()
-    effects = select(OutboxEffect.id).where(OutboxEffect.contact_id == contact_id).scalar_subquery()
-    statements = [
-        update(_table(ContactEvent))
-        .where(_table(ContactEvent).c.contact_id == contact_id)
-        .values(properties={}),
-        update(_table(InboundEvent))
-        .where(_table(InboundEvent).c.contact_id == contact_id)
-        .values(payload={}, outcome="erased with the contact"),
-        update(_table(Run))
-        .where(_table(Run).c.contact_id == contact_id)
-        .values(context={}, last_error=None),
-        update(_table(Step)).where(_table(Step).c.run_id.in_(runs)).values(output={}, decision=""),
-        update(_table(OutboxEffect))
-        .where(_table(OutboxEffect).c.contact_id == contact_id)
-        .values(payload={"erased": True}, last_error=None),
-        update(_table(EffectResult))
-        .where(_table(EffectResult).c.outbox_id.in_(effects))
-        .values(result={}, error=None),
-        update(_table(DeliveryEvent))
-        .where(_table(DeliveryEvent).c.contact_id == contact_id)
-        .values(detail=""),
-        update(_table(Recipient))
-        .where(_table(Recipient).c.contact_id == contact_id)
-        .values(detail=None),
-        delete(_table(SegmentMember)).where(_table(SegmentMember).c.contact_id == contact_id),
-    ]
-    for statement in statements:
-        await session.execute(statement)
+def _by_sql_alone(entry: Entry) -> bool:
+    """The database finds these rows without reading them (no address to confirm)."""
+    return isinstance(entry.find, ByContact | ByParent)
 
 
-def _row(obj: Any) -> dict[str, Any]:
-    return {c.key: getattr(obj, c.key) for c in obj.__table__.columns}
+async def _found_rows(session: ReadSession, entry: Entry, person: Person) -> list[dict[str, Any]]:
+    table = entry.table
+    stmt = select(table).where(entry.find.where(table, person))
+    stmt = stmt.order_by(*table.primary_key.columns)
+    rows = [dict(r) for r in (await session.execute(stmt)).mappings()]
+    if _by_sql_alone(entry):
+        return rows
+    return [r for r in rows if entry.find.confirms(r, person)]
 
 
-async def export_contact(session: ReadSession, contact: Contact) -> dict[str, Any]:
-    """Everything stored about one contact, as JSON-ready data (access requests)."""
-    cid = contact.id
+def _keys_in(entry: Entry, rows: list[dict[str, Any]]) -> ColumnElement[bool]:
+    pk = list(entry.table.primary_key.columns)
+    if len(pk) == 1:
+        return pk[0].in_([r[pk[0].name] for r in rows])
+    return tuple_(*pk).in_([tuple(r[c.name] for c in pk) for r in rows])
 
-    async def rows(stmt: Any) -> list[dict[str, Any]]:
-        return [_row(r) for r in await session.scalars(stmt)]
 
-    tags = list(
-        await session.scalars(
-            select(Tag.name)
-            .join(ContactTag, ContactTag.tag_id == Tag.id)
-            .where(ContactTag.contact_id == cid)
-        )
-    )
-    lists = list(
-        await session.scalars(
-            select(ContactList.name)
-            .join(ListMember, ListMember.list_id == ContactList.id)
-            .where(ListMember.contact_id == cid)
-        )
-    )
-    run_ids = select(Run.id).where(Run.contact_id == cid).scalar_subquery()
-    recipients = await rows(select(Recipient).where(Recipient.contact_id == cid))
-    campaign_events: list[dict[str, Any]] = []
-    for recipient in recipients:
-        campaign_events += await rows(
-            select(CampaignEvent).where(
-                CampaignEvent.campaign_id == recipient["campaign_id"],
-                CampaignEvent.seq == recipient["seq"],
-            )
-        )
-    campaign_names = {
-        c.id: c.name
-        for c in await session.scalars(
-            select(Campaign).where(Campaign.id.in_({r["campaign_id"] for r in recipients}))
-        )
-    }
-    for recipient in recipients:
-        recipient["campaign_name"] = campaign_names.get(recipient["campaign_id"])
-    effects = select(OutboxEffect.id).where(OutboxEffect.contact_id == cid).scalar_subquery()
-    return {
-        "contact": _row(contact),
-        "tags": sorted(tags),
-        "lists": sorted(lists),
-        "events": await rows(
-            select(ContactEvent).where(ContactEvent.contact_id == cid).order_by(ContactEvent.id)
-        ),
-        "inbound_events": await rows(
-            select(InboundEvent).where(InboundEvent.contact_id == cid).order_by(InboundEvent.id)
-        ),
-        "runs": await rows(select(Run).where(Run.contact_id == cid).order_by(Run.id)),
-        "steps": await rows(
-            select(Step).where(Step.run_id.in_(run_ids)).order_by(Step.run_id, Step.seq)
-        ),
-        "messages": await rows(
-            select(OutboxEffect).where(OutboxEffect.contact_id == cid).order_by(OutboxEffect.id)
-        ),
-        "effect_results": await rows(
-            select(EffectResult).where(EffectResult.outbox_id.in_(effects))
-        ),
-        "delivery_events": await rows(
-            select(DeliveryEvent).where(DeliveryEvent.contact_id == cid).order_by(DeliveryEvent.id)
-        ),
-        "campaigns": recipients,
-        "campaign_events": campaign_events,
-    }
+async def _erase_entry(session: WriteSession, entry: Entry, person: Person) -> None:
+    table = entry.table
+    if entry.erased is not None and not entry.erased:
+        return  # linked rows without personal columns: kept as they are
+    if _by_sql_alone(entry):
+        wheres = [entry.find.where(table, person)]
+    else:
+        found = await _found_rows(session, entry, person)
+        wheres = [_keys_in(entry, found[i : i + _CHUNK]) for i in range(0, len(found), _CHUNK)]
+    for where in wheres:
+        if entry.erased is None:
+            await session.execute(delete(table).where(where))
+        else:
+            values = {c: _emptied(table, c, v, person) for c, v in entry.erased.items()}
+            await session.execute(update(table).where(where).values(values))
+
+
+def _emptied(table: Table, column: str, value: Any, person: Person) -> Any:
+    if not isinstance(value, IfNamed):
+        return erased_value(value, person)
+    current = table.c[column]
+    patterns = person.like_patterns()
+    if not patterns:
+        return current
+    naming = or_(*(cast(current, Text).ilike(p, escape="\\") for p in patterns))
+    return case((naming, value.value), else_=current)
+
+
+async def erase_personal_data(session: WriteSession, person: Person) -> None:
+    """Empty every stored trace of the person, table by table as the registry declares them
+    (called by ``delete_contact`` in its transaction, before the contact row itself is
+    emptied: the unlinked rows are found by the address it still holds)."""
+    contact_entries = [e for e in REGISTRY if e.single]
+    for entry in [e for e in REGISTRY if not e.single] + contact_entries:
+        await _erase_entry(session, entry, person)
+
+
+async def _labels(session: ReadSession, entry: Entry, rows: list[dict[str, Any]]) -> None:
+    label = entry.label
+    if label is None or not rows:
+        return
+    ids = {r[label.column] for r in rows}
+    stmt = select(label.parent.c.id, label.parent.c[label.field]).where(label.parent.c.id.in_(ids))
+    names = {key: name for key, name in await session.execute(stmt)}
+    for row in rows:
+        row[label.as_] = names.get(row[label.column])
+
+
+async def export_person(session: ReadSession, person: Person) -> dict[str, Any]:
+    """Everything stored about the person, by the registry's sections, as JSON-ready data."""
+    out: dict[str, Any] = {}
+    for entry in REGISTRY:
+        rows = await _found_rows(session, entry, person)
+        if isinstance(entry.find, Sealed):
+            for row in rows:
+                row[entry.find.column] = open_sealed(person, row[entry.find.column])
+        await _labels(session, entry, rows)
+        out[entry.section] = (rows[0] if rows else None) if entry.single else rows
+    return out
+
+
+async def export_contact(
+    session: ReadSession, contact: Contact, box: SecretBox | None = None
+) -> dict[str, Any]:
+    """Everything stored about one contact (an access request's answer), the rows that name
+    their address without being linked to them included."""
+    return await export_person(session, person_of(contact, box))
