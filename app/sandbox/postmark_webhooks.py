@@ -136,6 +136,17 @@ class PostmarkWebhook:
             "Details": "Test delivery webhook details",
         }
 
+    def open(self, email: str, *, metadata: dict[str, str] | None = None) -> dict[str, Any]:
+        return {
+            **self._common("Open", metadata),
+            "FirstOpen": True,
+            "Recipient": email,
+            "ReceivedAt": self._at(),
+            "Platform": "WebMail",
+            "ReadSeconds": 5,
+            "UserAgent": "Mozilla/5.0",
+        }
+
     def click(
         self, email: str, link: str, *, metadata: dict[str, str] | None = None
     ) -> dict[str, Any]:
