@@ -69,8 +69,11 @@ def check_credentials(
     if basic_auth:
         ok &= _same(_basic(headers.get("authorization", "")), basic_auth)
     if header:
-        name, _, value = header.partition(":")
-        ok &= _same(headers.get(name.strip().lower(), ""), value.strip())
+        name, _, value = (part.strip() for part in header.partition(":"))
+        if not name or not value:
+            # An empty value would match a request without the header.
+            raise PostmarkRefused("the Postmark header secret must be 'Name: value'")
+        ok &= _same(headers.get(name.lower(), ""), value)
     if not ok:
         raise PostmarkRefused("the Postmark webhook credentials do not match")
 

@@ -315,3 +315,16 @@ async def test_fn13a_mailgun_token_claimed_once_under_concurrency_and_forgotten_
     assert (await mailgun.deliver(client, fresh)).status_code == 200
     async with runtime.db.read() as s:
         assert [n.nonce for n in await s.scalars(select(ReportNonce))] == ["new"]
+
+
+async def test_fn13a_postmark_a_header_secret_without_a_value_lets_nothing_in(
+    client, runtime, tenant
+) -> None:
+    """A misconfigured header secret (no value) must not match a request without the header."""
+    ws = tenant.workspace_id
+    postmark = PostmarkWebhook(url=f"/hooks/funnels/{ws}/postmark", clock=runtime.clock)
+    await contact(runtime, ws, "ann@example.com")
+    await _secret(runtime, ws, "funnels.postmark.header", "X-Webhook-Token")
+    body, headers = postmark.request(postmark.spam_complaint("ann@example.com"))
+    assert (await client.post(postmark.url, content=body, headers=headers)).status_code == 401
+    assert await _stored(runtime) == 0
