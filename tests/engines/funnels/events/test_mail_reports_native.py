@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import httpx
 from sqlalchemy import func, select
 
 from app.engines.funnels.events.models import InboundEvent, ReportNonce
@@ -328,3 +329,42 @@ async def test_fn13a_postmark_a_header_secret_without_a_value_lets_nothing_in(
     body, headers = postmark.request(postmark.spam_complaint("ann@example.com"))
     assert (await client.post(postmark.url, content=body, headers=headers)).status_code == 401
     assert await _stored(runtime) == 0
+
+
+async def test_fn13a_mailgun_token_refused_by_another_process_sharing_only_the_database(
+    client, settings, runtime, tenant
+) -> None:
+    """Two app instances, each assembled on its own (own connection pools, caches and event
+    writer), as two server processes are: a token one of them took is refused by the other, and
+    concurrent posts of one token split over both store once."""
+    from app.web.app import create_app
+    from app.wiring import assemble
+    from tests.conftest import with_own_queue
+
+    ws = tenant.workspace_id
+    mailgun = MailgunWebhook(url=f"/hooks/funnels/{ws}/mailgun", clock=runtime.clock)
+    await _secret(runtime, ws, "funnels.mailgun.signing_key", mailgun.signing_key)
+    await contact(runtime, ws, "ann@example.com")
+    other = assemble(with_own_queue(settings), runtime.clock)
+    try:
+        app = create_app(settings, other, background=False)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://other") as second:
+            first = mailgun.signed(mailgun.event("opened", "ann@example.com", "<a@x>"), token="t")
+            assert (await mailgun.deliver(client, first)).status_code == 200
+            again = mailgun.signed(mailgun.event("clicked", "ann@example.com", "<a@x>"), token="t")
+            assert (await mailgun.deliver(second, again)).status_code == 401
+            bodies = [
+                mailgun.signed(
+                    mailgun.event("opened", "ann@example.com", f"<m{i}@x>", id=f"e{i}"),
+                    token="shared",
+                )
+                for i in range(6)
+            ]
+            answers = await asyncio.gather(
+                *(mailgun.deliver(second if i % 2 else client, b) for i, b in enumerate(bodies))
+            )
+    finally:
+        await other.aclose()
+    assert sorted(a.status_code for a in answers) == [200] + [401] * 5
+    assert await _stored(runtime) == 2
