@@ -7,8 +7,8 @@
 - Mailgun webhooks: ``{"signature": {timestamp, token, signature}, "event-data": {…}}``, the
   signature a hex HMAC-SHA256 of ``timestamp + token`` with the account's webhook signing key;
   ``failed`` with ``severity: permanent`` is a hard bounce, ``temporary`` is left alone. The
-  signature does not cover the event, so a timestamp more than 15 minutes away is refused and the
-  receiver refuses a token it has seen (:mod:`app.engines.funnels.events.report_nonces`).
+  signature does not cover the event, so a timestamp more than 15 minutes away is refused here
+  and the receiver refuses a token it has seen before (it remembers them in the database).
 - SendGrid and Postmark: :mod:`app.integrations.mail.sendgrid`, :mod:`app.integrations.mail.postmark`.
 
 A report names the message by every id the provider gives: SES replaces the ``Message-ID``
