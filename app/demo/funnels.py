@@ -5,7 +5,8 @@ contacts (those in London), ready to schedule; and a small CSV import, applied b
 import job, so the import page has a finished job and its report to show.
 
 The demo's mail goes to the local SMTP sink (``sandboxes["smtp"]``); the dashboard's mailbox page
-shows what arrived.
+shows what arrived, and reports a message as SendGrid, Postmark or Mailgun would (their webhook
+secrets are seeded, :mod:`app.demo.mail_reports`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.demo.funnels_providers import SANDBOXES as PROVIDER_SANDBOXES
 from app.demo.funnels_providers import configure_demo_providers
+from app.demo.mail_reports import configure_report_secrets
 from app.demo.parts import DemoPart
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts.csv_import import start_import
@@ -149,6 +151,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             now=now,
         )
     await configure_demo_providers(runtime, demo)
+    await configure_report_secrets(runtime, ws)
 
 
 def _smtp_sink() -> SandboxHandle:

@@ -18,7 +18,8 @@ Faults: before the effect through :class:`~app.sandbox.base.SandboxState` (kinds
 ``checkout_sessions.get``), and *after* it through :class:`LostResponses` — the payment exists but
 the reply is a 5xx or arrives too late, the case idempotency keys exist for.
 
-Webhooks: :meth:`PaymentsSandbox.pay` settles a PaymentIntent and gives the event Stripe sends;
+Webhooks: :meth:`PaymentsSandbox.pay` settles a PaymentIntent and gives the event Stripe sends,
+:meth:`PaymentsSandbox.complete_checkout` completes a Checkout Session (``checkout.session.completed``);
 :attr:`PaymentsSandbox.webhooks` signs and delivers it exactly as Stripe does
 (:mod:`app.sandbox.stripe_webhooks`).
 """
@@ -192,6 +193,41 @@ class PaymentsSandbox(HttpSimulator):
         intent = self.payment_intents[intent_id]
         intent.update(status="succeeded", amount_received=intent["amount"])
         return self.webhooks.event("payment_intent.succeeded", dict(intent))
+
+    def complete_checkout(
+        self, session_id: str, *, email: str, name: str = "Jenny Rosen"
+    ) -> dict[str, Any]:
+        """The customer pays on the hosted Checkout page, typing ``email``: the session completes
+        and the ``checkout.session.completed`` event Stripe would send is returned. As Stripe
+        documents it, the address the customer typed is in ``customer_details.email`` (while
+        ``customer_email`` stays what the session was created with, often ``null``), the amount
+        in ``amount_total``, and the payment is a new PaymentIntent."""
+        session = self.checkout_sessions[session_id]
+        intent = self.new_id("pi")
+        session.update(
+            status="complete",
+            payment_status="paid",
+            payment_intent=intent,
+            amount_subtotal=session["amount_total"],
+            customer=None,
+            customer_creation="if_required",
+            customer_details={
+                "address": {
+                    "city": None,
+                    "country": "US",
+                    "line1": None,
+                    "line2": None,
+                    "postal_code": "94103",
+                    "state": None,
+                },
+                "email": email,
+                "name": name,
+                "phone": None,
+                "tax_exempt": "none",
+                "tax_ids": [],
+            },
+        )
+        return self.webhooks.event("checkout.session.completed", dict(session))
 
     def reset_data(self) -> None:
         restore_defaults(self, "payment_intents", "checkout_sessions", "ledger", "lost", "_ids")

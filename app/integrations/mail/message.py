@@ -7,6 +7,10 @@ from email.utils import formatdate
 
 import msgspec
 
+from app.integrations.mail.postmark import METADATA_KEY
+
+POSTMARK_METADATA_HEADER = f"X-PM-Metadata-{METADATA_KEY}"
+
 
 class OutgoingEmail(msgspec.Struct, frozen=True, kw_only=True):
     """One e-mail. ``message_id`` is stable per effect, so a redelivery carries the same
@@ -38,6 +42,10 @@ def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
     # The same id again: some providers (Amazon SES) replace Message-ID with their own, and
     # delivery reports are attributed by it.
     msg["X-Sweepline-Message-Id"] = _angle(email.message_id)
+    # And once more where Postmark looks: its reports carry only its own message id and the
+    # message's metadata, which its SMTP service takes from ``X-PM-Metadata-*`` headers (a value
+    # is at most 80 characters, so the id's local part, which is what attribution reads).
+    msg[POSTMARK_METADATA_HEADER] = _angle(email.message_id)[1:-1].partition("@")[0][:80]
     msg["Date"] = formatdate(localtime=False, usegmt=True)
     for name, value in email.headers.items():
         if name.lower() in {
@@ -47,6 +55,7 @@ def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
             "message-id",
             "date",
             "x-sweepline-message-id",
+            POSTMARK_METADATA_HEADER.lower(),
         }:
             continue  # the fields above are ours; a caller header must not duplicate them
         msg[name] = value

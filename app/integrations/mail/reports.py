@@ -6,7 +6,10 @@
   ``Delivery``, ``Open``, ``Click``.
 - Mailgun webhooks: ``{"signature": {timestamp, token, signature}, "event-data": {…}}``, the
   signature a hex HMAC-SHA256 of ``timestamp + token`` with the account's webhook signing key;
-  ``failed`` with ``severity: permanent`` is a hard bounce, ``temporary`` is left alone.
+  ``failed`` with ``severity: permanent`` is a hard bounce, ``temporary`` is left alone. The
+  signature does not cover the event, so a timestamp more than 15 minutes away is refused here
+  and the receiver refuses a token it has seen before (it remembers them in the database).
+- SendGrid and Postmark: :mod:`app.integrations.mail.sendgrid`, :mod:`app.integrations.mail.postmark`.
 
 A report names the message by every id the provider gives: SES replaces the ``Message-ID``
 header with its own unless told otherwise, so our ``X-Sweepline-Message-Id`` (the same value) is
@@ -107,15 +110,39 @@ def mailgun_signature(signing_key: str, timestamp: str, token: str) -> str:
     return hmac.new(signing_key.encode(), (timestamp + token).encode(), hashlib.sha256).hexdigest()
 
 
-def verify_mailgun(signing_key: str, body: Mapping[str, Any]) -> bool:
+MAILGUN_TOLERANCE_SECONDS = 15 * 60
+"""A Mailgun request signed longer ago (or further ahead) than this is refused: its token is
+remembered for as long, so a captured request cannot be replayed."""
+
+
+class MailgunRefused(Exception):
+    """Not a request Mailgun signed just now with the workspace's key (answered 401)."""
+
+
+class MailgunToken(msgspec.Struct, frozen=True):
+    token: str
+    timestamp: int
+
+
+def verify_mailgun(signing_key: str, body: Mapping[str, Any], now_unix: int) -> MailgunToken:
+    """The verified signature's token and timestamp; :class:`MailgunRefused` when the signature
+    does not match or its timestamp is more than 15 minutes from now. The signature covers only
+    ``timestamp + token``, not the event: the caller must refuse a token it has seen before."""
     signature = body.get("signature")
     if not isinstance(signature, dict):
-        return False
+        raise MailgunRefused("the Mailgun signature is missing")
     timestamp, token, given = (signature.get(k) for k in ("timestamp", "token", "signature"))
     if not all(isinstance(v, str) and v for v in (timestamp, token, given)):
-        return False
+        raise MailgunRefused("the Mailgun signature needs timestamp, token and signature")
     expected = mailgun_signature(signing_key, str(timestamp), str(token))
-    return hmac.compare_digest(expected, str(given))
+    if not hmac.compare_digest(expected, str(given)):
+        raise MailgunRefused("the Mailgun signature does not match")
+    if not str(timestamp).isdigit():
+        raise MailgunRefused("the Mailgun timestamp is not a number of seconds")
+    signed_at = int(str(timestamp))
+    if abs(now_unix - signed_at) > MAILGUN_TOLERANCE_SECONDS:
+        raise MailgunRefused("the Mailgun signature was not made in the last 15 minutes")
+    return MailgunToken(str(token), signed_at)
 
 
 _MAILGUN_KINDS = {

@@ -136,10 +136,23 @@ def _booking(event: Inbound) -> Plan:
 
 
 def _payment(event: Inbound) -> Plan:
+    """A Stripe payment event: a PaymentIntent or Charge (``amount_received``/``amount``,
+    ``receipt_email``), or a completed Checkout Session (``amount_total``; the payer's address in
+    ``customer_details.email``, or ``customer_email`` when the session was created with one).
+    An address in ``metadata.email`` comes first."""
     obj = (event.payload.get("data") or {}).get("object") or {}
     metadata = obj.get("metadata") or {}
-    email = metadata.get("email") or obj.get("receipt_email") or obj.get("customer_email")
-    amount = obj.get("amount_received", obj.get("amount"))
+    details = obj.get("customer_details")
+    email = (
+        metadata.get("email")
+        or obj.get("receipt_email")
+        or (details.get("email") if isinstance(details, dict) else None)
+        or obj.get("customer_email")
+    )
+    amount = next(
+        (obj[k] for k in ("amount_received", "amount_total", "amount") if k in obj),
+        None,
+    )
     props = {
         "payment_id": obj.get("id"),
         "amount_minor": amount if isinstance(amount, int) else None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text, text
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
@@ -105,3 +105,22 @@ class SegmentMember(Base):
         FK, ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True
     )
     since: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ReportNonce(Base):
+    """A one-time value (Mailgun's signature ``token``) a provider's signed delivery report
+    carried, remembered until a request carrying it could no longer be accepted (its timestamp
+    outside the tolerance): a captured request replayed within that window is refused."""
+
+    __tablename__ = "funnel_report_nonces"
+    __table_args__ = (
+        Index("ux_funnel_report_nonces", "workspace_id", "provider", "nonce", unique=True),
+        Index("ix_funnel_report_nonces_expires", "expires_at"),
+        CheckConstraint("provider IN ('mailgun')", name="provider"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(FK, ForeignKey("workspaces.id", ondelete="CASCADE"))
+    provider: Mapped[str] = mapped_column(String(16))
+    nonce: Mapped[str] = mapped_column(String(200))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -7,7 +7,6 @@ formats, with valid and invalid signatures."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -15,9 +14,9 @@ from sqlalchemy import select
 
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import Contact, ContactEvent, DeliveryEvent, OutboxEffect
-from app.integrations.mail.reports import mailgun_signature
 from app.integrations.mail.sns import SnsVerifier
 from app.platform.service import set_secret
+from app.sandbox.mailgun_webhooks import MailgunWebhook
 from app.sandbox.sns import SNS_CONTENT_TYPE, SnsSandbox, start_sns_sandbox
 from tests.engines.funnels.factories import (
     Engine,
@@ -223,48 +222,30 @@ async def test_ses_through_sns_valid_and_invalid_signatures(
     assert ("first", "bounced") in counted
 
 
-def _mailgun(key: str, event: dict, *, token: str = "tok-1") -> dict:
-    timestamp = str(int(time.time()))
-    return {
-        "signature": {
-            "timestamp": timestamp,
-            "token": token,
-            "signature": mailgun_signature(key, timestamp, token),
-        },
-        "event-data": event,
-    }
-
-
 async def test_mailgun_webhooks_valid_and_invalid_signatures(
     client, runtime, tenant, engine: Engine
 ) -> None:
     ws = tenant.workspace_id
-    url = f"/hooks/funnels/{ws}/mailgun"
+    mailgun = MailgunWebhook(url=f"/hooks/funnels/{ws}/mailgun", clock=runtime.clock)
     person, message = await _first_message(runtime, tenant, engine)
     # Mailgun gives the Message-ID without angle brackets.
-    complaint = {
-        "id": "mg-event-1",
-        "event": "complained",
-        "timestamp": 1764583200.1,
-        "recipient": message.to[0],
-        "message": {"headers": {"message-id": message.message_id.strip("<>")}},
-    }
-    assert (await client.post(url, json=_mailgun("key-1", complaint))).status_code == 401
-    await _secret(runtime, ws, "funnels.mailgun.signing_key", "key-1")
-    wrong = _mailgun("key-2", complaint)
-    assert (await client.post(url, json=wrong)).status_code == 401
+    complaint = mailgun.event("complained", message.to[0], message.message_id, id="mg-event-1")
+    assert (await mailgun.deliver(client, mailgun.signed(complaint))).status_code == 401
+    await _secret(runtime, ws, "funnels.mailgun.signing_key", mailgun.signing_key)
+    wrong = mailgun.signed(complaint, key="key-2")
+    assert (await mailgun.deliver(client, wrong)).status_code == 401
     unsigned = {"event-data": complaint}
-    assert (await client.post(url, json=unsigned)).status_code == 401
+    assert (await mailgun.deliver(client, unsigned)).status_code == 401
     temporary = {**complaint, "id": "mg-2", "event": "failed", "severity": "temporary"}
-    assert (await client.post(url, json=_mailgun("key-1", temporary))).json()["reports"] == 0
+    assert (await mailgun.deliver(client, mailgun.signed(temporary))).json()["reports"] == 0
     async with runtime.db.read() as s:
         assert list(await s.scalars(select(InboundEvent))) == []
 
-    got = await client.post(url, json=_mailgun("key-1", complaint))
+    got = await mailgun.deliver(client, mailgun.signed(complaint))
     assert got.status_code == 200, got.text
     assert got.json()["stored"] == 1
     opened = {**complaint, "id": "mg-3", "event": "opened"}
-    assert (await client.post(url, json=_mailgun("key-1", opened))).json()["stored"] == 1
+    assert (await mailgun.deliver(client, mailgun.signed(opened))).json()["stored"] == 1
     await settle(runtime)
     suppressed, counted = await _state(runtime, person)
     assert suppressed == {"email": "complained"}
