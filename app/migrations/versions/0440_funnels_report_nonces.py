@@ -2,7 +2,7 @@
 their timestamp is too old to be accepted, so a captured request cannot be replayed.
 
 Revision ID: 0440_funnels_report_nonces
-Revises: 0410_ranktracking_keys_index
+Revises: 0420_funnels_consent_gate
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from alembic import op
 from app.db.types import BigId, UTCDateTime
 
 revision = "0440_funnels_report_nonces"
-down_revision = "0410_ranktracking_keys_index"
+down_revision = "0420_funnels_consent_gate"
 branch_labels = None
 depends_on = None
 
