@@ -147,6 +147,10 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "contact_lists": (("name",), _AUTHORED),
     "tags": (("name",), _AUTHORED),
     "contact_events": (("name", "source"), "the event's name and where it came from"),
+    "funnel_report_nonces": (
+        ("provider", "nonce"),
+        "a provider's one-time token of a signed webhook request (random, names no one)",
+    ),
     "funnel_inbound_events": (("source", "name"), "the event's name and where it came from"),
     "funnels": (("name", "draft"), _AUTHORED),
     "funnel_versions": (("definition",), _AUTHORED),

@@ -52,6 +52,7 @@ from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.triggers import match_events
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Contact
+from app.engines.funnels.outbox.unsubscribe import apply_report
 from app.errors import DomainError
 from app.scheduling.claim import Claim
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
@@ -383,7 +384,7 @@ async def _apply_delivery(session: WriteSession, event: Inbound, now: datetime) 
     if kind in SUPPRESSING:
         # A hard bounce or a complaint stops all mail to the address; an unsubscribe reported by
         # the provider is the contact leaving all marketing mail (transactional mail continues).
-        contact.suppressed = {**(contact.suppressed or {}), "email": SUPPRESSING[kind]}
+        contact.suppressed = apply_report(contact.suppressed, SUPPRESSING[kind])
         contact.updated_at = now
         await session.flush()
     names = {"opened": "message_opened", "clicked": "link_clicked"}

@@ -150,6 +150,16 @@ def with_links(
     return text_out, html_out, placed
 
 
+def apply_report(suppressed: Mapping[str, str] | None, reason: str) -> dict[str, str]:
+    """The contact's new ``suppressed`` map after a provider reported a bounce, a complaint or an
+    unsubscribe. A report never weakens what is there: an unsubscribe reported after a bounce
+    leaves the bounce (which also stops transactional mail) in place."""
+    out = dict(suppressed or {})
+    if out.get(ALL) not in HARD or reason in HARD:
+        out[ALL] = reason
+    return out
+
+
 def apply_choice(
     suppressed: Mapping[str, str] | None,
     *,

@@ -2,7 +2,7 @@
 endpoints where the path is HTTP: events before the contact exists, the API (with an
 ``Idempotency-Key``, so its answer is stored), a CSV import, a hosted form, the site snippet, a
 funnel that mails them and sets a field, a test send, a campaign, delivery reports (generic,
-Amazon SES through SNS and Mailgun, these two about a Message-ID we never sent), a one-click
+Amazon SES through SNS, Mailgun, SendGrid and Postmark, these about a Message-ID we never sent), a one-click
 unsubscribe, a Stripe payment and a booking."""
 
 from __future__ import annotations
@@ -16,12 +16,15 @@ from app.engines.funnels.campaigns.send import send_until_done
 from app.engines.funnels.events.tracking import Tracking
 from app.integrations.mail import MailSender
 from app.integrations.mail.sns import SnsVerifier
+from app.sandbox.mailgun_webhooks import MailgunWebhook
+from app.sandbox.postmark_webhooks import PostmarkWebhook
+from app.sandbox.sendgrid_webhooks import SendGridEventWebhook
 from app.sandbox.sns import SNS_CONTENT_TYPE
 from app.settings import MailSettings
 from tests.conftest import auth
 from tests.engines.funnels.campaigns.test_campaigns import _campaign, _sender
 from tests.engines.funnels.contacts.test_contact_import import _run
-from tests.engines.funnels.events.test_mail_reports import TOPIC, _mailgun, _secret
+from tests.engines.funnels.events.test_mail_reports import TOPIC, _secret
 from tests.engines.funnels.factories import (
     Engine,
     graph,
@@ -203,17 +206,20 @@ async def _reports_about_an_unknown_message(client, runtime, tenant: Tenant, sns
     )
     assert ses.status_code == 200, ses.text
     assert ses.json()["stored"] == 1
-    await _secret(runtime, ws, "funnels.mailgun.signing_key", "key-1")
-    opened = {
-        "id": "mg-unknown-1",
-        "event": "opened",
-        "timestamp": 1764583200.1,
-        "recipient": EMAIL,
-        "message": {"headers": {"message-id": UNKNOWN_MESSAGE.strip("<>")}},
-    }
-    mailgun = await client.post(f"/hooks/funnels/{ws}/mailgun", json=_mailgun("key-1", opened))
-    assert mailgun.status_code == 200, mailgun.text
-    assert mailgun.json()["stored"] == 1
+    mailgun = MailgunWebhook(url=f"/hooks/funnels/{ws}/mailgun", clock=runtime.clock)
+    await _secret(runtime, ws, "funnels.mailgun.signing_key", mailgun.signing_key)
+    opened = mailgun.event("opened", EMAIL, UNKNOWN_MESSAGE, id="mg-unknown-1")
+    got = await mailgun.deliver(client, mailgun.signed(opened))
+    assert got.status_code == 200, got.text
+    assert got.json()["stored"] == 1
+    sendgrid = SendGridEventWebhook(url=f"/hooks/funnels/{ws}/sendgrid", clock=runtime.clock)
+    await _secret(runtime, ws, "funnels.sendgrid.verification_key", sendgrid.verification_key)
+    got = await sendgrid.deliver(client, [sendgrid.event("delivered", EMAIL, UNKNOWN_MESSAGE)])
+    assert got.status_code == 200, got.text
+    postmark = PostmarkWebhook(url=f"/hooks/funnels/{ws}/postmark", clock=runtime.clock)
+    await _secret(runtime, ws, "funnels.postmark.basic_auth", postmark.basic_auth)
+    got = await postmark.deliver(client, postmark.delivery(EMAIL))
+    assert got.status_code == 200, got.text
 
 
 async def _report_and_unsubscribe(client, runtime, tenant: Tenant, message) -> None:

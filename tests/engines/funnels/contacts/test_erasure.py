@@ -82,8 +82,10 @@ async def _counts(runtime) -> dict[str, int]:
         }
 
 
-def _unlinked(body: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(e["source"], e["name"]) for e in body["inbound_events"] if e["contact_id"] is None}
+def _unlinked(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted(
+        (e["source"], e["name"]) for e in body["inbound_events"] if e["contact_id"] is None
+    )
 
 
 async def test_fn33_deleting_a_contact_erases_them_from_every_column_of_every_table(
@@ -123,11 +125,14 @@ async def test_fn33_deleting_a_contact_erases_them_from_every_column_of_every_ta
         "payment_made",
         "booking_made",
     }
-    assert _unlinked(body) == {
+    # SES, SendGrid and Postmark report a delivery, Mailgun an open, all before the contact.
+    assert _unlinked(body) == [
         ("api", "browsed"),
         ("delivery", "delivered"),
+        ("delivery", "delivered"),
+        ("delivery", "delivered"),
         ("delivery", "opened"),
-    }
+    ]
     [answer] = body["idempotency_answers"]
     assert answer["response_body"]["email"] == EMAIL
     assert [m["payload"]["to"] for m in body["messages"]] == [[EMAIL]]

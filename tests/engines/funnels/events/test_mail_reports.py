@@ -119,6 +119,23 @@ async def test_a_report_naming_only_the_message_id_suppresses_and_counts_on_the_
         assert inbound.outcome == "recorded"
 
 
+async def test_fn31_an_unsubscribe_reported_after_a_bounce_leaves_the_bounce(
+    client, runtime, tenant, engine: Engine
+) -> None:
+    """FN-31: a bounce stops transactional mail too, an unsubscribe only marketing mail; a later,
+    weaker report must not lift the stronger suppression."""
+    person, message = await _first_message(runtime, tenant, engine)
+    for n, kind in enumerate(("bounced", "unsubscribed")):
+        got = await client.post(
+            "/hooks/funnels/delivery",
+            json={"event_id": f"r-{n}", "kind": kind, "message_id": message.message_id},
+            headers={"X-Ingest-Token": tenant.ingest_token},
+        )
+        assert got.status_code == 202
+        await settle(runtime)
+    assert (await _state(runtime, person))[0] == {"email": "bounced"}
+
+
 async def test_a_report_for_another_workspaces_message_is_dropped(
     client, runtime, tenant, other_tenant, engine: Engine
 ) -> None:
