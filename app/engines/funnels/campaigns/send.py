@@ -14,7 +14,6 @@ the sender never got to record. Such a message is sent again with the same ``Mes
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -38,6 +37,7 @@ from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.events.tracking import MessageRef, Tracking, track_html, track_text
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.recorded_slots import send_and_record
 from app.engines.funnels.outbox.render import render
 from app.engines.funnels.outbox.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
 from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
@@ -46,9 +46,6 @@ from app.scheduling.claim import Claim
 from app.settings import MailSettings
 
 log = logging.getLogger(__name__)
-
-CONFIRM_EVERY_SECONDS = 0.01
-"""Outcomes are committed at most this often (bounds what a crash can leave unrecorded)."""
 
 
 class _LeaseLost(Exception):
@@ -291,48 +288,27 @@ class CampaignSender:
     async def _send_rows(
         self, campaign: Campaign, rows: list[_Row], now: Any, totals: dict[str, int]
     ) -> bool:
-        """Send ``rows`` through a sliding window, committing outcomes as they arrive. False
-        when the lease was lost."""
-        finished: list[tuple[int, tuple[str, str]]] = []
-        arrived = asyncio.Event()
-        window = asyncio.Semaphore(self.in_flight)
+        """Send ``rows`` ``in_flight`` at a time, committing outcomes as they arrive; a slot
+        sends its next row only once its previous outcome is committed (see
+        :mod:`~app.engines.funnels.outbox.recorded_slots`). False when the lease was lost."""
         checked_at = now()
         caps, capped, reserved = await self._reserve(campaign, rows, checked_at)
 
-        async def one(row: _Row) -> None:
-            async with window:
-                if row.seq in capped:
-                    # A broadcast does not wait for the contact's next day: it is skipped.
-                    outcome = (R_SKIPPED, "frequency cap reached")
-                else:
-                    outcome = await self._send_one(campaign, row)
-            finished.append((row.seq, outcome))
-            arrived.set()
+        async def one(row: _Row) -> tuple[int, tuple[str, str]]:
+            if row.seq in capped:
+                # A broadcast does not wait for the contact's next day: it is skipped.
+                return row.seq, (R_SKIPPED, "frequency cap reached")
+            return row.seq, await self._send_one(campaign, row)
 
-        tasks = [asyncio.create_task(one(row)) for row in rows]
-        settled = 0
-        try:
-            while settled < len(rows):
-                await arrived.wait()
-                # Let a few more outcomes arrive, so one commit carries several of them.
-                await asyncio.sleep(CONFIRM_EVERY_SECONDS)
-                arrived.clear()
-                batch, finished[:] = list(finished), []
-                settled += len(batch)
-                for _seq, (status, _detail) in batch:
-                    totals[status] += 1
-                unsent = [
-                    reserved[seq] for seq, (st, _) in batch if seq in reserved and st != R_SENT
-                ]
-                if not await self._confirm(
-                    campaign, dict(batch), now(), release=(caps, unsent, checked_at)
-                ):
-                    return False
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        return True
+        async def confirm(batch: list[tuple[int, tuple[str, str]]]) -> bool:
+            for _seq, (status, _detail) in batch:
+                totals[status] += 1
+            unsent = [reserved[seq] for seq, (st, _) in batch if seq in reserved and st != R_SENT]
+            return await self._confirm(
+                campaign, dict(batch), now(), release=(caps, unsent, checked_at)
+            )
+
+        return await send_and_record(rows, slots=self.in_flight, attempt=one, record=confirm)
 
     async def _reserve(
         self, campaign: Campaign, rows: list[_Row], at: datetime
