@@ -261,14 +261,18 @@ class CampaignSender:
                 .values(lease_owner=None, lease_until=None)
             )
 
-    async def step(self, campaign: Campaign, now: Any) -> StepResult:
+    async def step(
+        self, campaign: Campaign, now: Any, *, stop_at: datetime | None = None
+    ) -> StepResult:
         """Send up to one minute's worth of messages (the campaign's rate limit); ``now`` is a
         callable returning the current time.
 
-        Up to ``in_flight`` messages are on the wire at once (a sliding window, so one slow
+        Up to ``in_flight`` messages are on the wire at once (each slot on its own, so one slow
         message does not hold the others), and outcomes are committed as they come in: each
-        commit takes whatever finished since the previous one. So the only messages a crash can
-        leave unrecorded are the few accepted in the last moments before it."""
+        commit takes whatever finished since the previous one, and a slot sends its next message
+        only once its previous outcome is committed. So a crash leaves at most ``in_flight``
+        messages unrecorded. ``stop_at``: the step ends between two groups of rows once it has
+        passed (the sender job's time slice)."""
         started = now()
         budget = campaign.rate_per_minute
         totals = {R_SENT: 0, R_SKIPPED: 0, R_FAILED: 0, R_PENDING: 0}
@@ -280,6 +284,10 @@ class CampaignSender:
             if not await self._send_rows(campaign, rows, now, totals):
                 return _result(totals, lost_lease=True)
             budget -= len(rows)
+            if stop_at is not None and now() >= stop_at:
+                # The job's time is up (a high rate makes a minute's worth a long step): hand
+                # over between two groups, never by being cancelled in the middle of one.
+                return _result(totals, next_at=now())
             if totals[R_PENDING]:
                 # The server is deferring: give it time instead of hammering it.
                 return _result(totals, next_at=now() + timedelta(seconds=60))
@@ -487,8 +495,9 @@ async def send_until_done(
     if campaign is None:
         return False
     began = clock.monotonic()
+    stop_at = None if max_seconds is None else clock.now() + timedelta(seconds=max_seconds)
     while True:
-        result = await sender.step(campaign, clock.now)
+        result = await sender.step(campaign, clock.now, stop_at=stop_at)
         if result.done:
             return True
         if result.lost_lease:

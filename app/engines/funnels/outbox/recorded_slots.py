@@ -17,8 +17,8 @@ gather more.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 O = TypeVar("O")  # noqa: E741 - the outcome type
@@ -29,7 +29,7 @@ async def send_and_record(
     *,
     slots: int,
     attempt: Callable[[T], Awaitable[O]],
-    record: Callable[[list[O]], Awaitable[bool]],
+    record: Callable[[list[O]], Coroutine[Any, Any, bool]],
     slot_gate: asyncio.Semaphore | None = None,
 ) -> bool:
     """``attempt`` each item, ``slots`` at a time, and ``record`` the outcomes (one call per
@@ -85,16 +85,21 @@ class _Slots(Generic[T, O]):
             self.working -= 1
             self.arrived.set()
 
-    async def run(self, slots: int, record: Callable[[list[O]], Awaitable[bool]]) -> bool:
+    async def run(self, slots: int, record: Callable[[list[O]], Coroutine[Any, Any, bool]]) -> bool:
         tasks = [asyncio.create_task(self._slot()) for _ in range(slots)]
         self.working = len(tasks)
+        recording: asyncio.Task[bool] | None = None
         try:
             while self.working or self.waiting:
                 await self.arrived.wait()
                 self.arrived.clear()
                 if self.waiting:
                     group, self.waiting[:] = list(self.waiting), []
-                    going = await record([outcome for outcome, _ in group])
+                    # A task of its own: a cancelled caller (a job's timeout) still lets the
+                    # commit of what was sent finish (below).
+                    outcomes = [outcome for outcome, _ in group]
+                    recording = asyncio.create_task(record(outcomes))
+                    going = await asyncio.shield(recording)
                     for _, committed in group:
                         committed.set_result(going)
                     if not going:
@@ -102,7 +107,27 @@ class _Slots(Generic[T, O]):
                 if self.failure is not None:
                     raise self.failure
             return True
+        except asyncio.CancelledError:
+            await self._record_the_rest(tasks, recording, record)
+            raise
         finally:
-            for task in tasks:
-                task.cancel()
+            for slot in tasks:
+                slot.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _record_the_rest(
+        self,
+        tasks: list[asyncio.Task[None]],
+        recording: asyncio.Task[bool] | None,
+        record: Callable[[list[O]], Coroutine[Any, Any, bool]],
+    ) -> None:
+        """Cancelled: stop the slots (a message on the wire is left unrecorded, as a crash would
+        leave it), then commit what was sent and not yet recorded, so it is not sent again."""
+        for slot in tasks:
+            slot.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if recording is not None:
+            await asyncio.gather(recording, return_exceptions=True)
+        if self.waiting:
+            group, self.waiting[:] = list(self.waiting), []
+            await record([outcome for outcome, _ in group])
