@@ -295,7 +295,8 @@ class FunnelSettings:
     """Deliverer jobs started per 10-second tick."""
     deliver_in_flight: int = env("FUNNEL_DELIVER_IN_FLIGHT", 8)
     """Messages one worker process's deliverers have on the wire at once (one persistent SMTP
-    connection each)."""
+    connection each); each one's outcome is committed before its slot sends another, so a killed
+    process sends at most this many again."""
     max_send_attempts: int = env("FUNNEL_MAX_SEND_ATTEMPTS", 8)
     """Transient delivery failures are retried (with backoff) up to this many attempts."""
     retry_base_seconds: int = env("FUNNEL_RETRY_BASE_SECONDS", 60)
@@ -303,7 +304,9 @@ class FunnelSettings:
     max_steps_per_wake: int = env("FUNNEL_MAX_STEPS_PER_WAKE", 100)
     """Nodes one run may execute in one wake before it is put back (a runaway guard)."""
     campaign_in_flight: int = env("FUNNEL_CAMPAIGN_IN_FLIGHT", 8)
-    """Campaign messages sent at the same time (one persistent SMTP connection each)."""
+    """Campaign messages sent at the same time (one persistent SMTP connection each); each
+    one's outcome is committed before its slot sends another, so a killed sender sends at most
+    this many again."""
     ingest_window_ms: float = env("FUNNEL_INGEST_WINDOW_MS", 2.0)
     """Inbound events arriving within this many milliseconds share one insert and one commit
     (each request is answered after it); 0 stores every event in its own transaction."""

@@ -55,6 +55,7 @@ from app.web.dashboard import organisation as organisation_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
 from app.web.dashboard import ranktracking_import as ranktracking_import_ui
 from app.web.deps import DEPENDENCIES
+from app.web.empty_status import no_body_on_empty_statuses
 from app.web.errors import EXCEPTION_HANDLERS
 from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
@@ -310,7 +311,7 @@ def create_app(
         openapi_config=openapi_config(),
         plugins=[ClosedStructSchemas()],
         middleware=[correlation_middleware(rt.clock), request_bounds(settings.web.max_body_bytes)],
-        before_send=[security_headers(hsts=settings.web.secure_cookies)],
+        before_send=[security_headers(hsts=settings.web.secure_cookies), no_body_on_empty_statuses],
         request_max_body_size=settings.web.max_body_bytes,
         debug=False,
         logging_config=None,

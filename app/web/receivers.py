@@ -64,14 +64,15 @@ Handler = Callable[[Incoming], Awaitable[msgspec.Struct | None]]
 
 
 class ReceiverRoute(ASGIRouteHandler):
-    """The route of a receiver; ``http_methods`` as an HTTP route handler has it, so the access
-    rules and the route listings treat both alike."""
+    """The route of a receiver; ``http_methods`` and ``status_code`` as an HTTP route handler has
+    them, so the access rules and the route listings treat both alike."""
 
-    __slots__ = ("http_methods",)
+    __slots__ = ("http_methods", "status_code")
 
-    def __init__(self, path: str, *, method: str) -> None:
+    def __init__(self, path: str, *, method: str, status_code: int) -> None:
         super().__init__(path, copy_scope=False)
         self.http_methods = frozenset({method})
+        self.status_code = status_code
 
 
 async def read_body(receive: Receive, limit: int) -> bytes:
@@ -119,15 +120,14 @@ def receiver(
                 raise MethodNotAllowedException(headers=allow)
             runtime: Runtime = scope["app"].state.runtime
             body = await read_body(receive, runtime.settings.web.max_body_bytes)
-            answer = _JSON.encode(
-                await handle(Incoming(runtime, RawHeaders(scope["headers"]), body))
-            )
-            headers: Any = [_JSON_TYPE, (b"content-length", str(len(answer)).encode())]
-            await send({"type": "http.response.start", "status": status_code, "headers": headers})
-            await send({"type": "http.response.body", "body": answer, "more_body": False})
+            result = await handle(Incoming(runtime, RawHeaders(scope["headers"]), body))
+            # None is no body at all, not the JSON ``null``.
+            answer = None if result is None else _JSON.encode(result)
+            await send(_start(status_code, answer))
+            await send({"type": "http.response.body", "body": answer or b"", "more_body": False})
 
         serve.__name__ = serve.__qualname__ = handle.__name__
         serve.__doc__ = handle.__doc__
-        return ReceiverRoute(path, method=method)(serve)
+        return ReceiverRoute(path, method=method, status_code=status_code)(serve)
 
     return decorate

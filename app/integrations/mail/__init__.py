@@ -3,7 +3,9 @@
 ``MailSender(settings.mail).send(OutgoingEmail(...))`` delivers one message; ``SmtpPool`` keeps
 persistent connections for senders of many. Failures are sorted into
 :class:`TransientMailError` (worth retrying: 4xx replies, timeouts, refused connections) and
-:class:`PermanentMailError` (5xx replies: retrying cannot help).
+:class:`PermanentMailError` (5xx replies: retrying cannot help). Both write the message's
+bytes through :func:`app.integrations.mail.wire.transmit`, where structured headers are kept
+plain ASCII (never RFC 2047-encoded).
 """
 
 from app.integrations.mail.errors import MailError, PermanentMailError, TransientMailError

@@ -18,7 +18,8 @@ import aiosmtplib
 
 from app.clock import Clock, SystemClock
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
-from app.integrations.mail.message import OutgoingEmail, build_message
+from app.integrations.mail.message import OutgoingEmail
+from app.integrations.mail.wire import transmit
 from app.scheduling.outside_calls import check_outside_call
 from app.settings import MailSettings
 
@@ -97,7 +98,7 @@ class SmtpPool:
         healthy = True
         try:
             await self._ready(conn)
-            await conn.client.send_message(build_message(email, sender=self.from_address))
+            await transmit(conn.client, email, sender=self.from_address)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             # Every recipient refused: the worst reply decides; the connection stays usable.
             codes = [r.code for r in exc.recipients] or [550]

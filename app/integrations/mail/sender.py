@@ -5,7 +5,8 @@ from __future__ import annotations
 import aiosmtplib
 
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
-from app.integrations.mail.message import OutgoingEmail, build_message
+from app.integrations.mail.message import OutgoingEmail
+from app.integrations.mail.wire import transmit
 from app.scheduling.outside_calls import check_outside_call
 from app.settings import MailSettings
 
@@ -37,19 +38,17 @@ class MailSender:
             raise PermanentMailError("message has no recipients")
         check_outside_call()
         s = self._settings
-        message = build_message(email, sender=s.from_address)
+        client = aiosmtplib.SMTP(
+            hostname=s.smtp_host,
+            port=s.smtp_port,
+            username=s.smtp_username or None,
+            password=s.smtp_password or None,
+            start_tls=s.smtp_starttls,
+            timeout=s.timeout_seconds,
+        )
         try:
-            await aiosmtplib.send(
-                message,
-                sender=s.from_address,
-                recipients=email.to,
-                hostname=s.smtp_host,
-                port=s.smtp_port,
-                username=s.smtp_username or None,
-                password=s.smtp_password or None,
-                start_tls=s.smtp_starttls,
-                timeout=s.timeout_seconds,
-            )
+            async with client:
+                await transmit(client, email, sender=s.from_address)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             # Every recipient refused: the worst reply decides (any 5xx makes it permanent).
             codes = [r.code for r in exc.recipients] or [550]

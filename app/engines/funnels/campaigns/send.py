@@ -14,7 +14,6 @@ the sender never got to record. Such a message is sent again with the same ``Mes
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -48,6 +47,7 @@ from app.engines.funnels.consent.policy import (
 from app.engines.funnels.events.tracking import MessageRef, Tracking, track_html, track_text
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.recorded_slots import send_and_record
 from app.engines.funnels.outbox.render import render
 from app.engines.funnels.outbox.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
 from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
@@ -56,9 +56,6 @@ from app.scheduling.claim import Claim
 from app.settings import MailSettings
 
 log = logging.getLogger(__name__)
-
-CONFIRM_EVERY_SECONDS = 0.01
-"""Outcomes are committed at most this often (bounds what a crash can leave unrecorded)."""
 
 
 class _LeaseLost(Exception):
@@ -301,14 +298,18 @@ class CampaignSender:
                 .values(lease_owner=None, lease_until=None)
             )
 
-    async def step(self, campaign: Campaign, now: Any) -> StepResult:
+    async def step(
+        self, campaign: Campaign, now: Any, *, stop_at: datetime | None = None
+    ) -> StepResult:
         """Send up to one minute's worth of messages (the campaign's rate limit); ``now`` is a
         callable returning the current time.
 
-        Up to ``in_flight`` messages are on the wire at once (a sliding window, so one slow
+        Up to ``in_flight`` messages are on the wire at once (each slot on its own, so one slow
         message does not hold the others), and outcomes are committed as they come in: each
-        commit takes whatever finished since the previous one. So the only messages a crash can
-        leave unrecorded are the few accepted in the last moments before it."""
+        commit takes whatever finished since the previous one, and a slot sends its next message
+        only once its previous outcome is committed. So a crash leaves at most ``in_flight``
+        messages unrecorded. ``stop_at``: the step ends between two groups of rows once it has
+        passed (the sender job's time slice)."""
         started = now()
         budget = campaign.rate_per_minute
         totals = {R_SENT: 0, R_SKIPPED: 0, R_FAILED: 0, R_PENDING: 0}
@@ -320,6 +321,10 @@ class CampaignSender:
             if not await self._send_rows(campaign, rows, now, totals):
                 return _result(totals, lost_lease=True)
             budget -= len(rows)
+            if stop_at is not None and now() >= stop_at:
+                # The job's time is up (a high rate makes a minute's worth a long step): hand
+                # over between two groups, never by being cancelled in the middle of one.
+                return _result(totals, next_at=now())
             if totals[R_PENDING]:
                 # The server is deferring: give it time instead of hammering it.
                 return _result(totals, next_at=now() + timedelta(seconds=60))
@@ -328,48 +333,27 @@ class CampaignSender:
     async def _send_rows(
         self, campaign: Campaign, rows: list[_Row], now: Any, totals: dict[str, int]
     ) -> bool:
-        """Send ``rows`` through a sliding window, committing outcomes as they arrive. False
-        when the lease was lost."""
-        finished: list[tuple[int, tuple[str, str]]] = []
-        arrived = asyncio.Event()
-        window = asyncio.Semaphore(self.in_flight)
+        """Send ``rows`` ``in_flight`` at a time, committing outcomes as they arrive; a slot
+        sends its next row only once its previous outcome is committed (see
+        :mod:`~app.engines.funnels.outbox.recorded_slots`). False when the lease was lost."""
         checked_at = now()
         caps, capped, reserved = await self._reserve(campaign, rows, checked_at)
 
-        async def one(row: _Row) -> None:
-            async with window:
-                if row.seq in capped:
-                    # Held back by the consent gate (its reason already recorded on the row).
-                    outcome = (R_SKIPPED, capped[row.seq])
-                else:
-                    outcome = await self._send_one(campaign, row)
-            finished.append((row.seq, outcome))
-            arrived.set()
+        async def one(row: _Row) -> tuple[int, tuple[str, str]]:
+            if row.seq in capped:
+                # Held back by the consent gate (its reason already recorded on the row).
+                return row.seq, (R_SKIPPED, capped[row.seq])
+            return row.seq, await self._send_one(campaign, row)
 
-        tasks = [asyncio.create_task(one(row)) for row in rows]
-        settled = 0
-        try:
-            while settled < len(rows):
-                await arrived.wait()
-                # Let a few more outcomes arrive, so one commit carries several of them.
-                await asyncio.sleep(CONFIRM_EVERY_SECONDS)
-                arrived.clear()
-                batch, finished[:] = list(finished), []
-                settled += len(batch)
-                for _seq, (status, _detail) in batch:
-                    totals[status] += 1
-                unsent = [
-                    reserved[seq] for seq, (st, _) in batch if seq in reserved and st != R_SENT
-                ]
-                if not await self._confirm(
-                    campaign, dict(batch), now(), release=(caps, unsent, checked_at)
-                ):
-                    return False
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        return True
+        async def confirm(batch: list[tuple[int, tuple[str, str]]]) -> bool:
+            for _seq, (status, _detail) in batch:
+                totals[status] += 1
+            unsent = [reserved[seq] for seq, (st, _) in batch if seq in reserved and st != R_SENT]
+            return await self._confirm(
+                campaign, dict(batch), now(), release=(caps, unsent, checked_at)
+            )
+
+        return await send_and_record(rows, slots=self.in_flight, attempt=one, record=confirm)
 
     async def _reserve(
         self, campaign: Campaign, rows: list[_Row], at: datetime
@@ -529,8 +513,9 @@ async def send_until_done(
     if campaign is None:
         return False
     began = clock.monotonic()
+    stop_at = None if max_seconds is None else clock.now() + timedelta(seconds=max_seconds)
     while True:
-        result = await sender.step(campaign, clock.now)
+        result = await sender.step(campaign, clock.now, stop_at=stop_at)
         if result.done:
             return True
         if result.lost_lease:

@@ -60,6 +60,7 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.outbox import frequency, payloads
 from app.engines.funnels.outbox.payloads import EffectPayload, Email, Unreadable
+from app.engines.funnels.outbox.recorded_slots import send_and_record
 from app.engines.funnels.outbox.unsubscribe import (
     UnsubscribeLinks,
     UnsubscribeRef,
@@ -82,9 +83,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 P = TypeVar("P", bound=payloads.Payload)
-
-RECORD_EVERY_SECONDS = 0.01
-"""Outcomes are committed at most this often (bounds what a crash can leave unrecorded)."""
 
 
 class TransientDeliveryError(Exception):
@@ -345,9 +343,12 @@ class Deliverer:
     Outcomes are recorded as they come in, several per transaction (see :meth:`_record`): an
     effect is marked sent only after its provider confirmed it, so a deliverer killed at any
     moment leaves each confirmed effect sent and every other one pending, due again when its
-    lease expires. The one window no sender can close is a message the provider accepted in the
-    last moments before the kill, before its confirmation was committed: it goes out again with
-    the same Message-ID (idempotency key), so the receiver recognises the repeat.
+    lease expires. The one window no sender can close is a message the provider accepted before
+    its confirmation was committed: it goes out again with the same Message-ID (idempotency
+    key), so the receiver recognises the repeat. A send slot takes its next effect only once its
+    previous outcome is committed, and the process's deliverer jobs share ``in_flight`` slots,
+    so a kill repeats at most ``in_flight`` messages of the process
+    (:mod:`~app.engines.funnels.outbox.recorded_slots`).
     """
 
     def __init__(
@@ -372,6 +373,8 @@ class Deliverer:
         """With a clock, a batch's leases are renewed while it is delivered (a batch may take
         longer than one lease: 50 messages to a slow SMTP server)."""
         self.in_flight = max(1, in_flight or settings.deliver_in_flight)
+        self._slots = asyncio.Semaphore(self.in_flight)
+        """Shared by the process's deliverer jobs: messages sent and not yet recorded, at most."""
 
     async def lease(self, *, owner: str, now: datetime, limit: int) -> list[LeasedEffect]:
         rows = await DELIVERY.take(
@@ -433,54 +436,41 @@ class Deliverer:
         checked_at = now()
         capped, reserved = await self._reserve(effects, contacts, ours, blocked, caps, checked_at)
         expires = leased_at + timedelta(seconds=self.lease_seconds)
-        finished: list[_Outcome] = []
-        arrived = asyncio.Event()
-        window = asyncio.Semaphore(self.in_flight)
 
-        async def one(effect: LeasedEffect) -> None:
-            async with window:
-                if effect.id not in ours or (
-                    not lease.holds(effect.id) if lease is not None else now() >= expires
-                ):
-                    # Cancelled (contact deleted, goal reached) after we leased it, or our lease
-                    # ran out: whoever holds it now delivers it.
-                    outcome = _Outcome(effect, "skipped", now())
-                elif isinstance(effect.payload, Unreadable):
-                    # Sending it cannot work, now or later: failed once, with the reason.
-                    reason = f"unreadable payload: {effect.payload.reason}"
-                    outcome = _Outcome(effect, "failed", now(), OUTBOX_FAILED, "failed", reason)
-                elif effect.id in capped:
-                    outcome = _capped(effect, capped[effect.id], now())
-                else:
-                    outcome = await self._attempt(effect, blocked[effect.id], now)
-            finished.append(outcome)
-            arrived.set()
+        async def one(effect: LeasedEffect) -> _Outcome:
+            if effect.id not in ours or (
+                not lease.holds(effect.id) if lease is not None else now() >= expires
+            ):
+                # Cancelled (contact deleted, goal reached) after we leased it, or our lease
+                # ran out: whoever holds it now delivers it.
+                return _Outcome(effect, "skipped", now())
+            if isinstance(effect.payload, Unreadable):
+                # Sending it cannot work, now or later: failed once, with the reason.
+                reason = f"unreadable payload: {effect.payload.reason}"
+                return _Outcome(effect, "failed", now(), OUTBOX_FAILED, "failed", reason)
+            if effect.id in capped:
+                return _capped(effect, capped[effect.id], now())
+            return await self._attempt(effect, blocked[effect.id], now)
 
-        tasks = [asyncio.create_task(one(effect)) for effect in effects]
-        settled = 0
-        try:
-            while settled < len(effects):
-                await arrived.wait()
-                if self.in_flight > 1:
-                    # Let a few more outcomes arrive, so one commit records several of them.
-                    await asyncio.sleep(RECORD_EVERY_SECONDS)
-                arrived.clear()
-                group, finished[:] = list(finished), []
-                settled += len(group)
-                unsent = [
-                    reserved[o.effect.id]
-                    for o in group
-                    if o.effect.id in reserved and o.status != OUTBOX_SENT
-                ]
-                await self._record(group, owner, now(), (caps, unsent, checked_at))
-                for outcome in group:
-                    counts[outcome.count] += 1
-                    if lease is not None:
-                        lease.done(outcome.effect.id)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        async def record(group: list[_Outcome]) -> bool:
+            unsent = [
+                reserved[o.effect.id]
+                for o in group
+                if o.effect.id in reserved and o.status != OUTBOX_SENT
+            ]
+            await self._record(group, owner, now(), (caps, unsent, checked_at))
+            for outcome in group:
+                counts[outcome.count] += 1
+                if lease is not None:
+                    lease.done(outcome.effect.id)
+            return True
+
+        # Each slot's outcome is committed before it takes its next effect, and the process's
+        # deliverer jobs share ``in_flight`` slots: a kill leaves at most that many sent and
+        # unrecorded (see recorded_slots).
+        await send_and_record(
+            effects, slots=self.in_flight, attempt=one, record=record, slot_gate=self._slots
+        )
         return counts
 
     async def _read(

@@ -215,7 +215,7 @@ async def _request(
         error, code = state.last_error or f"effect {state.status}", state.status
     output = {"effect": key, "code": code}
     if code == "ai_quota_exhausted" and not getattr(node, "on_failure", None):
-        return End(RUN_FAILED, code, error[:200], {**output, "error": error})
+        return End(RUN_FAILED, code, error[:200], {**output, "error": error}, error[:2000])
     return cannot_go_out(node, channel, error, output)
 
 

@@ -68,7 +68,7 @@ def cannot_go_out(
     shown = {**(output or {}), "error": error}
     if target:
         return Next(target, f"failed: {error}; continues at {target}"[:200], shown)
-    return End(RUN_FAILED, failure_reason(channel), f"failed: {error}"[:200], shown)
+    return End(RUN_FAILED, failure_reason(channel), f"failed: {error}"[:200], shown, error[:2000])
 
 
 async def after_failed_send(

@@ -379,7 +379,9 @@ class Runner:
             if isinstance(outcome, Sleep):
                 return steps, _Done(state, RUN_ACTIVE, outcome.until)
             if isinstance(outcome, End):
-                return steps, _Done(state, outcome.status, None, ctx.now, outcome.reason)
+                return steps, _Done(
+                    state, outcome.status, None, ctx.now, outcome.reason, outcome.error
+                )
         # Runaway guard: hand the run back, due at once, so other runs get their turn.
         return steps, _Done(state, RUN_ACTIVE, ctx.now)
 

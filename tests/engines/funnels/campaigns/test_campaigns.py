@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
+from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.models import Campaign, Recipient
 from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
@@ -17,7 +18,7 @@ from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
 from app.settings import MailSettings
 from tests.conftest import auth, eventually
-from tests.engines.funnels.factories import contact, settle, setup_names
+from tests.engines.funnels.factories import bulk_contacts, contact, settle, setup_names
 
 
 def _sender(runtime, sink, **kw) -> tuple[CampaignSender, SmtpPool]:
@@ -192,6 +193,34 @@ async def test_fn30_a_send_stops_after_its_time_on_the_clock_and_the_next_goes_o
     finally:
         await pool.aclose()
     assert sorted(sink.count_by_message_id().values()) == [1] * 7
+
+
+async def test_fn30_a_fast_campaigns_step_ends_between_groups_when_the_job_is_out_of_time(
+    client, runtime, tenant, sink, clock
+) -> None:
+    """FN-30: at a high rate one step is a whole minute's worth of mail, longer than a sender
+    job may run; past ``stop_at`` the step ends after the group it was sending (every outcome
+    committed), not in the middle of one, and the next step goes on from there."""
+    await bulk_contacts(runtime, tenant.workspace_id, 300)
+    c = await _campaign(client, tenant, rate_per_minute=100_000)
+    async with runtime.db.write() as uow:  # the whole snapshot at once (no bulk job to drive)
+        assert await materialise(uow.session, c["id"], clock.now()) == 300
+    sender, pool = _sender(runtime, sink)
+    try:
+        campaign = await sender.claim(c["id"], clock.now())
+        assert campaign is not None
+        first = await sender.step(campaign, clock.now, stop_at=clock.now())
+        assert (first.sent, first.done, first.next_at) == (256, False, clock.now())
+        assert len(sink.snapshot()) == 256
+        async with runtime.db.read() as s:
+            row = await s.get(Campaign, c["id"])
+            assert row is not None
+            assert row.checkpoint == 256
+        assert (await sender.step(campaign, clock.now)).sent == 44
+        assert (await sender.step(campaign, clock.now)).done
+    finally:
+        await pool.aclose()
+    assert sorted(sink.count_by_message_id().values()) == [1] * 300
 
 
 async def test_fn29_counters_recomputed_from_delivery_events(

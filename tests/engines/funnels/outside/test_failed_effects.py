@@ -60,6 +60,8 @@ async def test_push_without_a_token_fails_the_run_and_the_report_shows_it(
         "failed: the contact has no device token in 'push_token' (push_token empty)"
     )
     assert step.output["missing"] == ["push_token"]
+    # FN-7 as the README documents it: the run holds the step's error in last_error.
+    assert run.last_error == "the contact has no device token in 'push_token' (push_token empty)"
     assert await effects(outside.runtime) == []
     assert outside.sink.messages == []  # the later message is not sent either
     async with outside.runtime.db.read() as s:
@@ -156,6 +158,9 @@ async def test_refused_while_the_run_waits_ends_it_and_cancels_the_rest(
     await outside.drive()
     [run] = await runs_of(outside.runtime, funnel_id)
     assert (run.status, run.exit_reason, run.current_node) == (RUN_FAILED, "sms_failed", "text")
+    assert run.last_error  # the provider's refusal, as on the step (FN-7)
+    [*_, step] = await steps_of(outside.runtime, run.id)
+    assert step.output["error"] == run.last_error
     assert "wait" not in run.context
     sms, mail = await effects(outside.runtime)
     assert (sms.status, mail.status) == (OUTBOX_FAILED, OUTBOX_CANCELLED)

@@ -90,6 +90,9 @@ async def test_http_request_refuses_private_targets(
     assert [s.node_id for s in steps] == ["call", "call"]
     assert "private or local targets are not allowed" in steps[-1].decision
     assert steps[-1].output["code"] == "target_refused"
+    # The run holds the step's error (FN-7, README: "the error in last_error").
+    assert run.last_error == steps[-1].output["error"]
+    assert "private or local targets are not allowed" in run.last_error
     [effect] = await effects(outside.runtime)
     assert effect.status == OUTBOX_FAILED
     assert outside.sink.messages == []  # the send after it never happened
@@ -256,6 +259,7 @@ async def test_book_slot_none_free_ends_run(outside: Outside, space: Space) -> N
     assert run.exit_reason == "booking_failed"
     [*_, step] = await steps_of(outside.runtime, run.id)
     assert step.output["code"] == "no_slot_available"
+    assert run.last_error == step.output["error"]  # FN-7: the step's error on the run
 
 
 def ai_funnel() -> dict[str, Any]:
@@ -394,6 +398,7 @@ async def test_ai_generate_quota_exhaustion_recorded(outside: Outside, space: Sp
     [*_, step] = await steps_of(outside.runtime, run.id)
     assert step.output["code"] == "ai_quota_exhausted"
     assert "AI quota" in step.decision
+    assert run.last_error == step.output["error"]  # FN-7: the step's error on the run
     async with outside.runtime.db.read() as s:
         [usage] = list(await s.scalars(select(AiUsage)))
         failed = await s.scalar(select(DeliveryEvent.detail).where(DeliveryEvent.kind == "failed"))

@@ -60,12 +60,14 @@ class Sleep:
 
 @dataclass(frozen=True, slots=True)
 class End:
-    """The run ends here with ``status`` and ``reason``."""
+    """The run ends here with ``status`` and ``reason``; ``error`` is what went wrong, kept as
+    the run's ``last_error`` when it ends failed."""
 
     status: str
     reason: str
     decision: str = ""
     output: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
 
 
 Outcome = Next | Sleep | End
