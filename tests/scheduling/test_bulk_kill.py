@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from app.scheduling.bulk_models import BULK_DONE
 from tests.conftest import eventually
 from tests.scheduling import bulk_kill
 from tests.scheduling.conftest import BACKENDS, Runtimes
-from tests.scheduling.test_shutdown import WorkerProcess, processes  # noqa: F401 (fixture)
+from tests.scheduling.test_shutdown import WorkerProcess
 
 ITEMS = 1500
 """Items per job: 150 chunks each, so the kill finds every job mid-way."""
@@ -28,6 +29,14 @@ LEASE_SECONDS = 30
 """``JOB_LEASE_SECONDS``' default, given explicitly: what the recovery bound is made of."""
 RECOVERY_BOUND = 60.0
 """A dead worker's job runs again within this long (a lease, the recovery round, a poll)."""
+
+
+@pytest.fixture
+def processes() -> Iterator[list[WorkerProcess]]:
+    started: list[WorkerProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()
 
 
 @pytest.mark.slow
