@@ -78,9 +78,7 @@ async def start_all(runtime: Runtime, items: int, tag: str) -> Started:
             uow.session, ws[2], CampaignData(name="Big", subject="Hi", body="News"), now
         )
     async with runtime.db.write() as uow:
-        campaign = await start_materialising(
-            uow, queue, campaign.id, now, chunk_items=CHUNK_ITEMS
-        )
+        campaign = await start_materialising(uow, queue, campaign.id, now, chunk_items=CHUNK_ITEMS)
         assert campaign.audience_job_id is not None
         jobs["funnels.campaign_audience"] = campaign.audience_job_id
     async with runtime.db.write() as uow:
