@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from arq import Worker
-from arq.constants import in_progress_key_prefix
+from arq.constants import in_progress_key_prefix, retry_key_prefix
 
 from app.db.session_kinds import JOB, session_kind
 from app.scheduling.metrics import JOB_LEASES_LOST
@@ -48,6 +48,9 @@ class LeasedWorker(Worker):
         self.in_progress_timeout_s = lease_seconds
         self.permits: dict[str, CallPermit] = {}
         """The call permit of each job this worker runs, by arq job id."""
+        self.tries: dict[str, int] = {}
+        """The attempt number of each job this worker runs: arq counts every start of a job in
+        its retry key, so a later number there means another worker started the job since."""
         self.lost: set[str] = set()
         """Jobs stopped because their lease was lost: their keys are another attempt's now."""
         for function in self.functions.values():
@@ -57,11 +60,13 @@ class LeasedWorker(Worker):
         async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
             job_id = str(ctx.get("job_id", ""))
             permit = self.permits[job_id] = CallPermit()
+            self.tries[job_id] = int(ctx.get("job_try", 1))
             try:
                 with calls_permitted_by(permit), session_kind(JOB):
                     return await coroutine(ctx, *args, **kwargs)
             finally:
                 self.permits.pop(job_id, None)
+                self.tries.pop(job_id, None)
 
         return run
 
@@ -137,7 +142,8 @@ class LeaseKeeper:
             async with worker.pool.pipeline(transaction=False) as pipe:
                 for job_id in job_ids:
                     pipe.pexpire(in_progress_key_prefix + job_id, int(self.lease_seconds * 1000))
-                renewed = await pipe.execute()
+                    pipe.get(retry_key_prefix + job_id)
+                answers = await pipe.execute()
         except Exception as exc:  # Redis not answering: the leases run out on their own
             log.warning("could not renew the leases of %d arq jobs: %s", len(job_ids), exc)
             for job_id in job_ids:
@@ -146,9 +152,12 @@ class LeaseKeeper:
                     worker.stop_lost(job_id, f"its lease expired ({lease})")
             return
         still_running = set(worker.running())
-        for job_id, found in zip(job_ids, renewed, strict=True):
-            if found:
+        for n, job_id in enumerate(job_ids):
+            found, tries = answers[2 * n], answers[2 * n + 1]
+            ours = worker.tries.get(job_id)
+            if found and (ours is None or tries is None or int(tries) == ours):
                 self._confirmed[(index, job_id)] = at
             elif job_id in still_running:
-                # The key expired while the job ran (another worker may have started it).
-                worker.stop_lost(job_id, "its lease expired and may be taken over")
+                # The key expired while the job ran, or another worker started the job since
+                # (arq counted a later attempt): the job may run elsewhere now.
+                worker.stop_lost(job_id, "its lease expired or was taken over by another worker")
