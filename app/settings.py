@@ -83,7 +83,8 @@ class DatabaseSettings:
     recovery of expired leases): a stalled holder's row lock makes them give up and go on."""
     idle_in_transaction_timeout_ms: int = env("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60000)
     """PostgreSQL ``idle_in_transaction_session_timeout``: a session that sits this long inside
-    a transaction (a frozen process) is ended, its locks freed and its leases left to expire."""
+    a transaction (a frozen process) is ended, its locks freed and its leases left to expire.
+    Keep it above OUTBOUND_HTTP_TIMEOUT: work may wait for an outside call inside a transaction."""
     echo: bool = env("DATABASE_ECHO", False)
     """Log every SQL statement (development only)."""
 
