@@ -22,6 +22,7 @@ and its task is cancelled. That attempt then leaves the job's keys alone
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -53,8 +54,11 @@ class LeasedWorker(Worker):
         its retry key, so a later number there means another worker started the job since."""
         self.lost: set[str] = set()
         """Jobs stopped because their lease was lost: their keys are another attempt's now."""
-        for function in self.functions.values():
-            function.coroutine = self._permitted(function.coroutine)
+        # A copy per worker: the functions are shared by the workers of every queue name.
+        self.functions = {
+            name: dataclasses.replace(function, coroutine=self._permitted(function.coroutine))
+            for name, function in self.functions.items()
+        }
 
     def _permitted(self, coroutine: Any) -> Any:
         async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:

@@ -59,6 +59,7 @@ from app.scheduling.jobs import (
     run_handler,
 )
 from app.scheduling.metrics import JOBS_FINISHED
+from app.scheduling.outside_calls import current_permit
 from app.scheduling.queue import (
     DeadJob,
     QueuedJob,
@@ -325,6 +326,9 @@ def _arq_function(
                 async with asyncio.timeout(spec.timeout_seconds):
                     await run_handler(spec, make_context(job_id, attempt), raw)
         except Exception as exc:
+            permit = current_permit()
+            if permit is not None and permit.revoked:
+                return  # its lease was lost: the attempt that took the job over records it
             if isinstance(exc, TimeoutError):
                 error = f"timed out after {spec.timeout_seconds:g} s"
             else:

@@ -7,15 +7,20 @@ taken over stops that attempt and leaves the job's keys to the attempt that took
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
+from litestar import get
+from litestar.params import FromPath
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
 
+from app.sandbox.base import SandboxState, serve_in_loop, simulator_app
 from app.scheduling.arq_queue import ArqQueue
 from tests.conftest import TEST_REDIS_URL, eventually
 from tests.scheduling.conftest import Runtimes, arq_workers
 from tests.scheduling.helpers import running, worked_through
-from tests.scheduling.testjobs import RECORD, RUNS, Work
+from tests.scheduling.testjobs import CALL_OUT, RECORD, RUNS, CallOut, Work
 
 pytestmark = pytest.mark.redis
 
@@ -101,3 +106,51 @@ async def test_a_job_taken_over_by_another_worker_is_stopped_and_its_keys_left_a
         await client.aclose()
     assert RUNS.started[key] == 2
     assert RUNS.attempts[key] == [1, 3]
+
+
+@pytest.fixture
+async def simulator() -> AsyncIterator[tuple[SandboxState, str]]:
+    state = SandboxState()
+
+    @get("/call/{attempt:int}")
+    async def call(attempt: FromPath[int]) -> dict[str, int]:
+        state.hit(f"attempt {attempt}")
+        return {"ok": 1}
+
+    async with serve_in_loop(simulator_app([call])) as url:
+        yield state, url
+
+
+async def test_a_job_taken_over_on_arq_makes_no_further_outside_call(
+    runtimes: Runtimes, simulator: tuple[SandboxState, str]
+) -> None:
+    """The job swallows its cancellation and goes on: what stops it is the outbound client
+    refusing its next call, the permit revoked by the lease keeper (several queue names, so
+    several arq workers share the job functions)."""
+    state, url = simulator
+    runtime = runtimes.make("arq")
+    queue = runtime.queue
+    assert isinstance(queue, ArqQueue)
+    key = f"arq-call-{id(RUNS):x}"
+    job = queue.job_key(key)
+    await queue.enqueue(None, CALL_OUT, CallOut(key=key, url=url, calls=2), job_id=key)
+    lost_before = _leases_lost()
+    client = Redis.from_url(TEST_REDIS_URL)
+    # The job's queue last: its worker's functions were made after the other worker's.
+    workers = arq_workers(runtime, lease_seconds=LEASE_SECONDS, queues=["priority", "default"])
+    try:
+        async with running(workers):
+            await eventually(lambda: _true(state.count("attempt 1") == 1))
+            await client.psetex(f"arq:in-progress:{job}", 60_000, b"1")
+            await client.incr(f"arq:retry:{job}")
+            await eventually(lambda: _true(_leases_lost() == lost_before + 1), timeout=30)
+            RUNS.gate(f"{key}:1").set()  # the first attempt tries its next call
+            await eventually(lambda: _true(RUNS.refused[key] == 1))
+            RUNS.gate(f"{key}:3").set()
+            await client.delete(f"arq:in-progress:{job}")
+            await eventually(lambda: _true(RUNS.done[key] == 1))
+    finally:
+        await client.aclose()
+    assert state.count("attempt 1") == 1, "no call after the lease was lost"
+    assert state.count("attempt 3") == 2
+    assert RUNS.cancelled[key] == 1
