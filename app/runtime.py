@@ -101,6 +101,7 @@ class Runtime:
                     concurrency=qs.concurrency,
                     shutdown_grace=qs.shutdown_grace_seconds,
                     queues=queues,
+                    lease_seconds=qs.lease_seconds,
                 )
             )
             return

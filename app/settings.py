@@ -71,11 +71,34 @@ class DatabaseSettings:
     pool_size: int = env("DATABASE_POOL_SIZE", 10)
     """Connections kept open to PostgreSQL (ignored on SQLite)."""
     busy_timeout_ms: int = env("SQLITE_BUSY_TIMEOUT_MS", 5000)
-    """How long a SQLite writer waits for the write lock before failing."""
+    """How long a SQLite writer waits for the write lock before failing (requests and jobs)."""
+    claim_busy_timeout_ms: int = env("SQLITE_CLAIM_BUSY_TIMEOUT_MS", 2000)
+    """How long a sweep tick's or a lease upkeep's SQLite write waits for the write lock: the
+    next tick or round tries again (app/db/session_kinds.py)."""
+    lock_timeout_ms: int = env("DATABASE_LOCK_TIMEOUT_MS", 5000)
+    """PostgreSQL ``lock_timeout`` of requests and jobs: how long one waits for a row lock
+    before it fails as a lock timeout (retried, a 503 with Retry-After in a request)."""
+    claim_lock_timeout_ms: int = env("DATABASE_CLAIM_LOCK_TIMEOUT_MS", 1000)
+    """PostgreSQL ``lock_timeout`` of sweep ticks and the queue's lease upkeep (renewal,
+    recovery of expired leases): a stalled holder's row lock makes them give up and go on."""
+    idle_in_transaction_timeout_ms: int = env("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60000)
+    """PostgreSQL ``idle_in_transaction_session_timeout``: a session that sits this long inside
+    a transaction (a frozen process) is ended, its locks freed and its leases left to expire.
+    Keep it above OUTBOUND_HTTP_TIMEOUT: work may wait for an outside call inside a transaction."""
     echo: bool = env("DATABASE_ECHO", False)
     """Log every SQL statement (development only)."""
 
     def __post_init__(self) -> None:
+        for name in (
+            "busy_timeout_ms",
+            "claim_busy_timeout_ms",
+            "lock_timeout_ms",
+            "claim_lock_timeout_ms",
+            "idle_in_transaction_timeout_ms",
+        ):
+            if getattr(self, name) < 0:
+                variable = self.__dataclass_fields__[name].metadata["env"]
+                raise SettingsError(f"{variable} cannot be negative")
         if not self.url.startswith(DATABASE_URL_SCHEMES):
             # Only the scheme is repeated: the rest of a URL can hold a password.
             scheme, sep, _ = self.url.partition("://")
@@ -107,9 +130,10 @@ class QueueSettings:
     """Database-queue leasing loops per process, sharing WORKER_CONCURRENCY: one leases from the
     database while another starts and completes its jobs."""
     lease_seconds: int = env("JOB_LEASE_SECONDS", 30)
-    """A database job's lease, renewed by its worker's heartbeat every third of it while the job
-    runs: a job whose worker died (or stopped renewing) runs again elsewhere this long after the
-    last renewal, and a job that lost its lease stops before its next outside call."""
+    """A running job's lease (database queue and arq alike), renewed by its worker's heartbeat
+    every third of it while the job runs: a job whose worker died (or stopped renewing) runs again
+    elsewhere this long after the last renewal, whatever its own timeout, and a job that lost its
+    lease stops before its next outside call."""
     poll_interval: float = env("JOB_POLL_INTERVAL", 0.5)
     """Seconds an idle database-queue worker waits before looking for jobs again."""
     batch_size: int = env("JOB_LEASE_BATCH", 200)

@@ -19,12 +19,17 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from app.db import session_kinds
 from app.db.checkpoint import AUTOCHECKPOINT_PAGES
 from app.db.write_gate import WriteGate
 from app.settings import DatabaseSettings
 
 
-def _sqlite_pragmas(busy_timeout_ms: int, begin: str, gate: WriteGate | None) -> tuple[Any, Any]:
+def _sqlite_pragmas(
+    settings: DatabaseSettings, begin: str, gate: WriteGate | None
+) -> tuple[Any, Any]:
+    busy_timeout_ms = settings.busy_timeout_ms
+
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Hand transaction control to SQLAlchemy's "begin" event below: the driver's own implicit
         # BEGIN would be DEFERRED and would not cover SELECT statements.
@@ -45,6 +50,13 @@ def _sqlite_pragmas(busy_timeout_ms: int, begin: str, gate: WriteGate | None) ->
 
     def on_begin(conn: Any) -> None:
         driver = conn.connection.dbapi_connection
+        # The busy timeout of this session's kind (app/db/session_kinds.py), set only when it
+        # changes on this connection.
+        busy = session_kinds.timeouts(settings, session_kinds.current_kind()).sqlite_busy_ms
+        info = conn.connection.info
+        if info.get("busy_timeout_ms", busy_timeout_ms) != busy:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={int(busy)}")
+            info["busy_timeout_ms"] = busy
         if gate is not None:
             # In line with the process's other writers first (see app/db/write_gate.py); the
             # event runs inside SQLAlchemy's greenlet, where the driver's run_async may await.
@@ -103,7 +115,7 @@ def _sqlite_engine(settings: DatabaseSettings, begin: str, gate: WriteGate | Non
     url = make_url(settings.url)
     private_sqlite_file(settings.url)
     engine = create_async_engine(url, echo=settings.echo)
-    on_connect, on_begin = _sqlite_pragmas(settings.busy_timeout_ms, begin, gate)
+    on_connect, on_begin = _sqlite_pragmas(settings, begin, gate)
     event.listen(engine.sync_engine, "connect", on_connect)
     event.listen(engine.sync_engine, "begin", on_begin)
     if gate is not None:
@@ -129,5 +141,15 @@ def create_engines(
         pool_size=settings.pool_size,
         max_overflow=settings.pool_size,
         pool_pre_ping=True,
+        # A request's and a job's bounds are the connection's own; a sweep's or a claim's are
+        # set at the start of its transaction (app/db/session_kinds.py).
+        connect_args={"server_settings": session_kinds.server_settings(settings)},
     )
+
+    def on_begin(conn: Any) -> None:
+        statement = session_kinds.transaction_settings(settings, session_kinds.current_kind())
+        if statement is not None and not conn._is_autocommit_isolation():
+            conn.exec_driver_sql(statement)
+
+    event.listen(engine.sync_engine, "begin", on_begin)
     return engine, engine

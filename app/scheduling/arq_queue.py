@@ -23,6 +23,9 @@ reconnects on the next call that tries, so nothing needs a restart once Redis is
 inside a unit of work is published after its commit; Redis is asked first, inside the unit of
 work, so that an outage rolls the unit of work back instead of committing state whose job is
 never published (Redis stopping in the moment between the check and the publish is only logged).
+A job's in-progress mark is a short lease renewed while it runs (:mod:`app.scheduling.arq_lease`),
+so a job whose worker died runs again within ``JOB_LEASE_SECONDS``, not after the longest timeout.
+
 The workers (:class:`ArqWorkers`) wait for Redis and start polling again when it answers; the
 process logs one line when Redis stops answering and one when it answers again.
 """
@@ -46,6 +49,7 @@ from redis.asyncio.retry import Retry as RedisRetry
 from redis.backoff import NoBackoff
 
 from app.logs import correlate
+from app.scheduling.arq_lease import LeasedWorker, LeaseKeeper
 from app.scheduling.jobs import (
     JobContext,
     JobRegistry,
@@ -55,6 +59,7 @@ from app.scheduling.jobs import (
     run_handler,
 )
 from app.scheduling.metrics import JOBS_FINISHED
+from app.scheduling.outside_calls import current_permit
 from app.scheduling.queue import (
     DeadJob,
     QueuedJob,
@@ -321,6 +326,9 @@ def _arq_function(
                 async with asyncio.timeout(spec.timeout_seconds):
                     await run_handler(spec, make_context(job_id, attempt), raw)
         except Exception as exc:
+            permit = current_permit()
+            if permit is not None and permit.revoked:
+                return  # its lease was lost: the attempt that took the job over records it
             if isinstance(exc, TimeoutError):
                 error = f"timed out after {spec.timeout_seconds:g} s"
             else:
@@ -351,6 +359,9 @@ def _arq_function(
         timeout=spec.timeout_seconds + TIMEOUT_MARGIN_SECONDS,
     )
 
+
+DEFAULT_LEASE_SECONDS = 30.0
+"""``JOB_LEASE_SECONDS``' default (app/settings.py): a job's in-progress lease on arq."""
 
 RECONNECT_FIRST_DELAY = 0.5
 """A worker that lost Redis asks it again after this long, then twice as long each time ..."""
@@ -392,14 +403,16 @@ class ArqWorkers:
         shutdown_grace: float,
         poll_delay: float = 0.1,
         queues: list[str] | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self.queue = queue
         self.shutdown_grace = shutdown_grace
-        self.workers: list[Worker] = []
+        self.workers: list[LeasedWorker] = []
         functions = [_arq_function(s, queue, make_context) for s in registry.specs.values()]
         for name in queues or registry.queues:
             self.workers.append(
-                Worker(
+                LeasedWorker(
+                    lease_seconds=lease_seconds,
                     functions=functions,
                     queue_name=queue.queue_key(name),
                     redis_pool=queue.client(name),
@@ -414,12 +427,20 @@ class ArqWorkers:
                     timezone=UTC,
                 )
             )
+        # Renews the jobs' short in-progress leases (app/scheduling/arq_lease.py) until the
+        # workers are closed, through the shutdown's grace period too.
+        self.keeper = LeaseKeeper(self.workers, lease_seconds, queue.clock.monotonic)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
 
     async def run(self) -> None:
         self._tasks = [asyncio.create_task(self._supervise(w)) for w in self.workers]
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        keeper = asyncio.create_task(self.keeper.run(), name="arq-leases")
+        try:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
 
     async def _supervise(self, worker: Worker) -> None:
         """Run ``worker``; while Redis does not answer, wait for it and then run it again.

@@ -10,7 +10,9 @@ this run's.
 
 The worker's heartbeat also stops such a job by itself (:mod:`app.scheduling.outside_calls`: its
 call permit is revoked, its task cancelled); this check is for work that wants to know before a
-step of its own. Jobs on arq (Redis) have no lease to lose: the check always passes there.
+step of its own. On arq (Redis) the lease is the job's in-progress key, renewed by the worker's
+lease keeper (:mod:`app.scheduling.arq_lease`), which revokes the job's call permit when it is lost:
+there the check is the permit's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from app.scheduling.outside_calls import current_permit
 
 async def holds_lease(ctx: JobContext) -> bool:
     """True while the job running with ``ctx`` still holds its database-queue lease (always True
-    outside a database-queue job, e.g. arq or a direct call in a test)."""
+    outside a database-queue job, e.g. a direct call in a test; on arq, until the lease keeper
+    revoked the job's call permit)."""
     permit = current_permit()
     if permit is not None and permit.revoked:
         return False  # the worker's heartbeat already found the lease lost

@@ -32,7 +32,7 @@ SWEEP_STALE = Gauge(
 )
 JOB_LEASES_LOST = Counter(
     "sweepline_job_leases_lost_total",
-    "Running database-queue jobs stopped because their lease was lost (taken over or expired)",
+    "Running jobs stopped because their lease was lost (taken over or expired)",
 )
 WORKER_LOOP_ERRORS = Counter(
     "sweepline_worker_loop_errors_total", "Errors the database-queue worker loops survived"

@@ -1,6 +1,6 @@
 """Whether the running job may still call outside APIs: revoked once its queue lease is lost.
 
-The database-queue worker gives every job it runs a :class:`CallPermit`, reachable from anywhere
+The queue workers (database queue and arq) give every job they run a :class:`CallPermit`, reachable from anywhere
 in the job's task (and the tasks it starts) through a context variable. When the worker's
 heartbeat finds that the job's lease was taken by another worker — or that it expired because
 renewals kept failing — it revokes the permit and cancels the job. The one outbound HTTP client

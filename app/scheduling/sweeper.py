@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from app.db.session_kinds import SWEEP, set_session_kind
 from app.logs import correlate
 from app.scheduling.claim import Lease
 from app.scheduling.metrics import (
@@ -215,6 +216,8 @@ class SweepRunner:
         """The newest tick of each sweep this process ran to its end (even if recording failed)."""
 
     async def run(self) -> None:
+        # The ticks' sessions are sweep sessions (app/db/session_kinds.py): shorter lock waits.
+        set_session_kind(SWEEP)
         self.started_at = self.clock.now()
         self._tasks = [
             asyncio.create_task(self._loop(s), name=f"sweep:{s.name}") for s in self.sweeps

@@ -34,6 +34,7 @@ from contextvars import copy_context
 from datetime import timedelta
 from typing import Any
 
+from app.db.session_kinds import CLAIM, JOB, set_session_kind
 from app.logs import set_correlation
 from app.scheduling.jobs import (
     JobContext,
@@ -195,6 +196,10 @@ class DatabaseWorker:
         return min(free, self.batch_size)
 
     async def run(self) -> None:
+        # The loop's own sessions (leases, renewals, recovery, outcomes) are claims: a stalled
+        # holder of a job row makes them give up and go on (app/db/session_kinds.py). Each job's
+        # task is a job session (_enter_job).
+        set_session_kind(CLAIM)
         log.info("worker %s started on queues %s", self.worker_id, ",".join(self.queues))
         unsubscribe = self.queue.subscribe(self._on_new_jobs)
         clock = self.queue.clock
@@ -513,3 +518,4 @@ def _enter_job(job_id: str, permit: CallPermit) -> None:
     """Run in a job task's fresh context before it starts (the context ends with the task)."""
     set_correlation(job_id)
     permit_calls(permit)
+    set_session_kind(JOB)

@@ -30,6 +30,7 @@ BAD_SETTINGS = {
     "PORT": ("eighty", "PORT='eighty'"),
     "LOG_FORMAT": ("xml", "LOG_FORMAT must be 'text' or 'json', not 'xml'"),
     "LOG_LEVEL": ("verbose", "LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL"),
+    "DATABASE_CLAIM_LOCK_TIMEOUT_MS": ("-1", "DATABASE_CLAIM_LOCK_TIMEOUT_MS cannot be negative"),
     "TRUSTED_PROXIES": (
         "10.0.0.0/8, proxy",
         "TRUSTED_PROXIES: 'proxy' is not an address or network",

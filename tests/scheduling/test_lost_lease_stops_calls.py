@@ -8,8 +8,8 @@ cancellation and goes on, so what stops it is the outbound client itself refusin
 counted at the simulator, the first attempt makes no call after the takeover, the second makes
 all of its own, and the job ends done once.
 
-arq has no lease to lose: its worker cancels a job at its timeout, ten seconds before the job's
-in-progress key expires, so no second arq worker can run a job that is still running.
+On arq the same holds for a job whose in-progress lease was taken over
+(tests/scheduling/test_arq_lease.py).
 """
 
 from __future__ import annotations
