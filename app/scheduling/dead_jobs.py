@@ -85,16 +85,22 @@ def history_of(job: Job, recorded: list[JobAttempt]) -> list[HistoryEntry]:
 
 
 async def list_jobs(
-    session: ReadSession, viewer: Viewer, *, status: str = JOB_DEAD, limit: int = 50
+    session: ReadSession,
+    viewer: Viewer,
+    *,
+    status: str = JOB_DEAD,
+    limit: int = 50,
+    offset: int = 0,
 ) -> list[Job]:
-    """Dead (or discarded) jobs ``viewer`` may see, the latest to end first."""
+    """Dead (or discarded) jobs ``viewer`` may see, the latest to end first, from ``offset``."""
     if status not in LISTED_STATUSES:
         raise ValidationFailed.field("status", "choose dead or discarded")
     statement = (
         select(Job)
         .where(Job.status == status)
         .order_by(Job.finished_at.desc(), Job.id)
-        .limit(max(1, min(limit, MAX_LIST)))
+        .offset(offset)
+        .limit(max(1, min(limit, MAX_LIST + 1)))
     )
     return list(await session.scalars(scoped(statement, viewer)))
 

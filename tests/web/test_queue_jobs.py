@@ -62,7 +62,7 @@ async def test_a_workspace_key_lists_and_reads_its_dead_jobs_with_their_history(
     await _dead(runtime, "platform:1", PLATFORM, tenant.workspace_id)
     listed = await client.get("/api/v1/queue/jobs", headers=auth(tenant))
     assert listed.status_code == 200, listed.text
-    assert [j["id"] for j in listed.json()] == ["acme:1:2026-03-02T09:00:00+00:00"]
+    assert [j["id"] for j in listed.json()["items"]] == ["acme:1:2026-03-02T09:00:00+00:00"]
     job = await client.get(_url("acme:1:2026-03-02T09:00:00+00:00"), headers=auth(tenant))
     assert job.status_code == 200
     body = job.json()
@@ -70,6 +70,15 @@ async def test_a_workspace_key_lists_and_reads_its_dead_jobs_with_their_history(
     assert body["workspace_id"] == tenant.workspace_id
     assert body["last_error"] == "RuntimeError: the provider said no"
     assert [(h["attempt"], h["outcome"]) for h in body["history"]] == [(3, "dead")]
+    await _dead(runtime, "acme:later", OWNED, tenant.workspace_id)
+    first = (await client.get("/api/v1/queue/jobs?limit=1", headers=auth(tenant))).json()
+    assert first["next_cursor"] == "1"
+    second = await client.get(
+        f"/api/v1/queue/jobs?limit=1&cursor={first['next_cursor']}", headers=auth(tenant)
+    )
+    assert second.json()["next_cursor"] is None
+    both = [first["items"][0]["id"], second.json()["items"][0]["id"]]
+    assert sorted(both) == ["acme:1:2026-03-02T09:00:00+00:00", "acme:later"]
 
 
 async def test_another_workspaces_job_is_not_found_and_cannot_be_changed(
@@ -84,7 +93,7 @@ async def test_another_workspaces_job_is_not_found_and_cannot_be_changed(
         assert (await client.post(_url("acme:2", action), headers=headers)).status_code == 404
     requeue = await client.post(_url("acme:2", "/requeue"), headers=headers, json={})
     assert requeue.status_code == 404
-    assert (await client.get("/api/v1/queue/jobs", headers=headers)).json() == []
+    assert (await client.get("/api/v1/queue/jobs", headers=headers)).json()["items"] == []
     await sign_in(client, other_tenant.email, other_tenant.password)
     assert (await client.get("/ui/queue/jobs/acme%3A2")).status_code == 404
     mine = await client.get(_url("acme:2"), headers=auth(tenant))
@@ -153,8 +162,8 @@ async def test_retry_requeue_and_discard_through_the_api(
     assert gone.status_code == 200
     assert gone.json()["status"] == "discarded"
     discarded = await client.get("/api/v1/queue/jobs?status=discarded", headers=headers)
-    assert [j["id"] for j in discarded.json()] == ["acme:gone"]
-    assert (await client.get("/api/v1/queue/jobs", headers=headers)).json() == []
+    assert [j["id"] for j in discarded.json()["items"]] == ["acme:gone"]
+    assert (await client.get("/api/v1/queue/jobs", headers=headers)).json()["items"] == []
 
 
 async def test_the_dashboard_pages_show_a_dead_job_and_retry_it(
@@ -174,9 +183,7 @@ async def test_the_dashboard_pages_show_a_dead_job_and_retry_it(
     assert page.text.count('name="_csrf_token"') >= 3
     forged = await client.post("/ui/queue/jobs/acme%3Aui/discard")
     assert forged.status_code == 403
-    done = await post_form(
-        client, "/ui/queue/jobs/acme%3Aui", "/ui/queue/jobs/acme%3Aui/retry"
-    )
+    done = await post_form(client, "/ui/queue/jobs/acme%3Aui", "/ui/queue/jobs/acme%3Aui/retry")
     assert done.status_code in (302, 303)
     after = await client.get("/ui/queue/jobs/acme%3Aui")
     assert 'id="job-status">queued' in after.text

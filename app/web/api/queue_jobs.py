@@ -13,13 +13,14 @@ from litestar import Response, get, post
 from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.db.session import UnitOfWork
+from app.pagination import Page
 from app.scheduling import dead_jobs
 from app.scheduling.dead_jobs import HistoryEntry
 from app.scheduling.models import Job
 from app.schemas import Schema
 from app.web.api.common import Once, api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.deps import Queue, Reads
+from app.web.deps import Paging, Queue, Reads
 from app.web.job_access import actor_of, job_viewer
 
 JobId = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
@@ -92,13 +93,21 @@ async def list_queue_jobs(
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
     session: Reads,
+    paging: Paging,
     status: FromQuery[Literal["dead", "discarded"]] = "dead",
-    limit: Annotated[int, msgspec.Meta(ge=1, le=dead_jobs.MAX_LIST)] = 50,
-) -> list[QueueJobOut]:
-    """Dead (or discarded) jobs, the latest to end first."""
+) -> Page[QueueJobOut]:
+    """Dead (or discarded) jobs, the latest to end first (the cursor is the next page's
+    offset)."""
     viewer = await job_viewer(session, principal, runtime.db, runtime.registry)
-    jobs = await dead_jobs.list_jobs(session, viewer, status=status, limit=limit)
-    return [_out(job) for job in jobs]
+    offset = paging.after or 0
+    jobs = await dead_jobs.list_jobs(
+        session, viewer, status=status, limit=paging.fetch, offset=offset
+    )
+    more = len(jobs) > paging.limit
+    return Page(
+        items=[_out(job) for job in jobs[: paging.limit]],
+        next_cursor=str(offset + paging.limit) if more else None,
+    )
 
 
 @get("/jobs/{job_id:str}")
