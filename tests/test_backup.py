@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import shutil
 import sqlite3
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import func, select
 
 from app.clock import SystemClock
@@ -83,8 +85,8 @@ class Filled:
 async def _fill(runtime: Runtime) -> Filled:
     tenant = await create_tenant(runtime, name="Acme")
     ws = tenant.workspace_id
-    await create_rule(runtime, workspace_id=ws)
-    await tagging_funnel(runtime, ws, {"kind": "tag_added", "tag": "vip"})
+    await create_rule(runtime, workspace_id=ws, status="paused")
+    await tagging_funnel(runtime, ws, {"kind": "api_event", "event": "order_placed"})
     for i in range(20):
         await contact(runtime, ws, f"before{i}@example.com")
     async with runtime.db.write() as uow:
@@ -129,13 +131,14 @@ async def _backup_while_writing(
     try:
         while len(written) < 5:  # the writer is going before the backup starts
             await asyncio.sleep(0.01)
+        started = len(written)
         code, out = await _cli(instance, "backup", str(target))
-        during = len(written)
+        ended = len(written)
     finally:
         stop.set()
         await writer
     assert code == 0, out
-    assert during > 5, "the writer kept writing while the backup ran"
+    assert ended > started, "the writer kept writing while the backup ran"
     return out, written
 
 
@@ -244,6 +247,10 @@ async def test_a_postgresql_instance_is_backed_up_with_pg_dump_and_restored(
     runtimes: list[Any] = []
     try:
         instance = _instance(settings, urls[0], tmp_path / "a.key")
+        # Server mode generates no keys: the operator's key file is given.
+        keys = {"encryption_key": Fernet.generate_key().decode(), "session_secret": "s" * 48}
+        (tmp_path / "a.key").write_text(json.dumps(keys))
+        (tmp_path / "a.key").chmod(0o600)
         await upgrade(urls[0])
         source = assemble(instance, SystemClock())
         runtimes.append(source)
