@@ -69,9 +69,25 @@ def backup(settings: Settings, target: Path) -> Outcome:
     or empty)."""
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise BackupError(f"{target} exists and is not an empty directory: choose a new one")
+    if not settings.database.is_sqlite:
+        _tool("pg_dump")  # before anything is written
+    created = not target.exists()
     # The database holds password hashes and the key file decrypts its secrets: owner only.
     target.mkdir(mode=0o700, parents=True, exist_ok=True)
     target.chmod(0o700)
+    try:
+        return _write_backup(settings, target)
+    except BaseException:
+        # Half a backup must not pass for one: what was written goes.
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            for child in target.iterdir():
+                child.unlink()
+        raise
+
+
+def _write_backup(settings: Settings, target: Path) -> Outcome:
     url = make_url(settings.database.url)
     lines: list[str] = []
     if settings.database.is_sqlite:
@@ -103,7 +119,8 @@ def backup(settings: Settings, target: Path) -> Outcome:
     }
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     (target / database).chmod(0o600)
-    lines.insert(0, f"backed up {manifest['dialect']} database and key file into {target}")
+    what = "database and key file" if manifest["key_file"] else "database"
+    lines.insert(0, f"backed up the {manifest['dialect']} {what} into {target}")
     return Outcome(target, lines)
 
 

@@ -47,8 +47,9 @@ def _instance(settings: Settings, url: str, key_file: Path) -> Settings:
     )
 
 
-def _env(instance: Settings) -> dict[str, str]:
+def _env(instance: Settings, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("ENCRYPTION_KEY", "SESSION_SECRET")}
+    env.update(extra)
     env.update(
         DATABASE_URL=instance.database.url,
         KEY_FILE=instance.security.key_file,
@@ -58,14 +59,14 @@ def _env(instance: Settings) -> dict[str, str]:
     return env
 
 
-async def _cli(instance: Settings, *args: str) -> tuple[int, str]:
+async def _cli(instance: Settings, *args: str, **env: str) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "app",
         *args,
         cwd=REPO,
-        env=_env(instance),
+        env=_env(instance, **env),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
@@ -187,7 +188,7 @@ async def test_a_busy_embedded_instance_is_backed_up_online_and_restored_elsewhe
     out, written = await _backup_while_writing(
         source, instance, filled.workspace_id, tmp_path / "backup"
     )
-    assert "backed up sqlite database and key file" in out
+    assert "backed up the sqlite database and key file" in out
     backup_db = tmp_path / "backup" / "sweepline.db"
     with sqlite3.connect(backup_db) as check:
         assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
@@ -258,7 +259,7 @@ async def test_a_postgresql_instance_is_backed_up_with_pg_dump_and_restored(
         out, written = await _backup_while_writing(
             source, instance, filled.workspace_id, tmp_path / "backup"
         )
-        assert "backed up postgresql database" in out
+        assert "backed up the postgresql database and key file" in out
         assert (tmp_path / "backup" / "database.dump").exists()
         restored = _instance(settings, urls[1], tmp_path / "b.key")
         code, out = await _cli(restored, "restore", str(tmp_path / "backup"))
@@ -273,3 +274,18 @@ async def test_a_postgresql_instance_is_backed_up_with_pg_dump_and_restored(
             await runtime.db.dispose()
         for url in urls:
             await _drop_pg_database(url)
+
+
+async def test_a_postgresql_backup_without_pg_dump_says_how_and_exits_1(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """PL-15: server mode needs pg_dump; without it on PATH the command says how to get it,
+    writes nothing and exits 1."""
+    instance = _instance(
+        settings, "postgresql+asyncpg://postgres@127.0.0.1/postgres", tmp_path / "key"
+    )
+    code, out = await _cli(instance, "backup", str(tmp_path / "backup"), PATH="/nonexistent")
+    assert code == 1
+    assert "pg_dump is not on PATH" in out
+    assert "postgresql-client" in out
+    assert not (tmp_path / "backup").exists()
