@@ -9,18 +9,19 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 
 from app.clock import ManualClock
 from app.db.session import Database
 from app.runtime import Runtime
 from app.scheduling import dead_jobs
 from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.attempts import purge_attempts
 from app.scheduling.dead_jobs import JobNotDead
 from app.scheduling.job_owners import Viewer, settle_owners
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 from app.scheduling.models import JOB_DEAD, JOB_DISCARDED, JOB_DONE, JOB_QUEUED, JobAttempt
-from app.scheduling.queue import DatabaseQueue
+from app.scheduling.queue import DatabaseQueue, failed_attempt
 from tests.scheduling.conftest import BACKENDS, Runtimes, arq_workers, database_worker
 from tests.scheduling.helpers import job_row, running, wait_for_status, worked_through
 from tests.scheduling.testjobs import RUNS
@@ -271,3 +272,28 @@ async def test_only_one_of_two_racing_retries_revives_the_job(
     async with runtime.db.read() as session:
         _, history = await dead_jobs.read_job(session, OPERATOR, "twice")
     assert [e.outcome for e in history] == ["dead", "retried"]
+
+
+async def test_the_purge_forgets_the_history_of_done_jobs_and_keeps_the_dead_ones(
+    runtimes: Runtimes, manual: ManualClock
+) -> None:
+    """PL-5: a dead job keeps its history as long as it is kept; a job that ended done is
+    forgotten with its history once past the retention."""
+    runtime = runtimes.make("database", manual)
+    runtime.add_jobs([FLAKY])
+    queue = runtime.queue
+    assert isinstance(queue, DatabaseQueue)
+    for key in ("recovers", "stays-dead"):
+        await queue.enqueue(None, FLAKY, Flaky(key=key), job_id=key)
+    leased = await queue.lease("w", ["default"], 2, 30)
+    await queue.fail_many(
+        [failed_attempt(j, "boom", manual.now(), give_up=j.id == "stays-dead") for j in leased]
+    )
+    [again] = await queue.lease("w", ["default"], 1, 30)
+    await queue.complete([(again.id, again.attempts)])
+    manual.advance(48 * 3600)
+    await queue.purge_finished(manual.now() - timedelta(hours=24))
+    assert await purge_attempts(runtime.db, manual.now() - timedelta(hours=24)) == 1
+    async with runtime.db.read() as session:
+        kept = list(await session.scalars(select(JobAttempt.job_id)))
+    assert kept == ["stays-dead"]
