@@ -190,3 +190,29 @@ async def test_the_dashboard_pages_show_a_dead_job_and_retry_it(
     assert 'data-outcome="retried"' in after.text
     assert 'id="job-actions"' not in after.text
     assert csrf_from(after.text)
+
+
+async def test_the_dashboard_requeues_at_a_time_and_discards(
+    client: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
+) -> None:
+    """PL-5: the requeue form takes a UTC time (an unreadable one is shown again with the
+    reason, 422, nothing changed); discard keeps the job, discarded."""
+    await _dead(runtime, "acme:form", OWNED, tenant.workspace_id)
+    await sign_in(client, tenant.email, tenant.password)
+    page = "/ui/queue/jobs/acme%3Aform"
+    bad = await post_form(client, page, f"{page}/requeue", run_at="next tuesday")
+    assert bad.status_code == 422
+    assert "Run at:" in bad.text
+    assert 'id="job-status">dead' in bad.text
+    at = runtime.clock.now() + timedelta(days=1)
+    moved = await post_form(client, page, f"{page}/requeue", run_at=at.strftime("%Y-%m-%dT%H:%M"))
+    assert moved.status_code in (302, 303)
+    job = (await client.get(_url("acme:form"), headers=auth(tenant))).json()
+    assert (job["status"], job["history"][-1]["outcome"]) == ("queued", "requeued")
+    await _dead(runtime, "acme:bin", OWNED, tenant.workspace_id)
+    binned = await post_form(
+        client, "/ui/queue/jobs/acme%3Abin", "/ui/queue/jobs/acme%3Abin/discard"
+    )
+    assert binned.status_code in (302, 303)
+    listing = await client.get("/ui/queue/jobs?status=discarded")
+    assert "acme:bin" in listing.text

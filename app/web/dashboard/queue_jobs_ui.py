@@ -14,6 +14,7 @@ from litestar import Request, get, post
 from litestar.params import FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
+from app.db.session import ReadSession
 from app.errors import DomainError
 from app.scheduling import dead_jobs
 from app.web.auth import CurrentPrincipal, CurrentRuntime
@@ -60,7 +61,7 @@ async def _job_page(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    session: Any,
+    session: ReadSession,
     job_id: str,
     *,
     error: str | None = None,
@@ -164,12 +165,11 @@ async def requeue_job(
         try:
             at = datetime.fromisoformat(text).replace(tzinfo=UTC)
         except ValueError:
-            viewer_session = uow.session
             return await _job_page(
                 request,
                 principal,
                 runtime,
-                viewer_session,
+                uow.session,
                 job_id,
                 error="Run at: a date and time such as 2026-12-31T09:30 (UTC), or empty for now.",
                 status_code=422,
