@@ -1,5 +1,5 @@
-"""Command line: ``python -m app serve | worker | migrate | env`` and the account commands
-(``create-admin``, ``reset-password``, ``create-api-key``, ``setup-token``)."""
+"""Command line: ``python -m app serve | worker | migrate | env | backup | restore`` and the
+account commands (``create-admin``, ``reset-password``, ``create-api-key``, ``setup-token``)."""
 
 from __future__ import annotations
 
@@ -87,6 +87,22 @@ async def _worker(settings: Settings) -> int:
     return await run_worker_process(assemble(settings))
 
 
+def _backup_or_restore(settings: Settings, args: argparse.Namespace) -> int:
+    from app import backup
+
+    try:
+        if args.command == "backup":
+            outcome = backup.backup(settings, args.path)
+        else:
+            outcome = backup.restore(settings, args.path, force=args.force)
+    except backup.BackupError as exc:
+        print(f"{args.command}: {exc}", file=sys.stderr)
+        return 1
+    for line in outcome.lines:
+        print(line)
+    return 0
+
+
 def environment_table() -> str:
     lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
     for var in describe_environment():
@@ -112,6 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     env_cmd = sub.add_parser("env", help="print every environment variable as a Markdown table")
     env_cmd.add_argument(
         "--update-readme", metavar="PATH", help="write the table between the env-table markers"
+    )
+    backup_cmd = sub.add_parser(
+        "backup", help="copy the database (online) and the key file into a new directory"
+    )
+    backup_cmd.add_argument("path", type=Path, help="a new (or empty) directory")
+    restore_cmd = sub.add_parser("restore", help="restore a backup directory into this instance")
+    restore_cmd.add_argument("path", type=Path, help="a directory written by backup")
+    restore_cmd.add_argument(
+        "--force", action="store_true", help="replace an instance that is not empty"
     )
     commands.add_parsers(sub)
     args = parser.parse_args(argv)
@@ -142,6 +167,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "worker":
         return asyncio.run(_worker(settings))
+    if args.command in ("backup", "restore"):
+        return _backup_or_restore(settings, args)
     if args.command in commands.ACCOUNT_COMMANDS:
         return asyncio.run(commands.run(args.command, settings, args))
     return _serve(settings)

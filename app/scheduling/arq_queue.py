@@ -44,11 +44,13 @@ import msgspec
 import redis.exceptions
 from arq import Retry, Worker
 from arq.connections import ArqRedis, RedisSettings
+from arq.constants import result_key_prefix
 from arq.worker import func
 from redis.asyncio.retry import Retry as RedisRetry
 from redis.backoff import NoBackoff
 
 from app.logs import correlate
+from app.scheduling import attempts as history
 from app.scheduling.arq_lease import LeasedWorker, LeaseKeeper
 from app.scheduling.jobs import (
     JobContext,
@@ -59,6 +61,7 @@ from app.scheduling.jobs import (
     run_handler,
 )
 from app.scheduling.metrics import JOBS_FINISHED
+from app.scheduling.models import JOB_DONE, JOB_QUEUED, Job
 from app.scheduling.outside_calls import current_permit
 from app.scheduling.queue import (
     DeadJob,
@@ -66,6 +69,7 @@ from app.scheduling.queue import (
     QueueStats,
     list_dead_jobs,
     record_dead_job,
+    revive_row,
 )
 from app.scheduling.unavailable import Outage, QueueUnavailable
 
@@ -289,6 +293,34 @@ class ArqQueue:
     async def dead_jobs(self, limit: int = 50) -> list[DeadJob]:
         return await list_dead_jobs(self.db, limit)
 
+    async def revive(
+        self, uow: UnitOfWork, job: Job, *, queue: str, max_tries: int, run_at: datetime
+    ) -> bool:
+        """The dead job's row turns ``queued`` (arq has the job; the row keeps its history and
+        is marked done when the revived job succeeds) and the job is published after the commit,
+        under its own id: arq's kept result of the dead run is deleted first, or arq would take
+        the id for a duplicate and drop the job."""
+        if not await revive_row(uow.session, job, queue=queue, max_tries=max_tries, at=run_at):
+            return False
+        key = self.job_key(job.id)
+        payload, name = bytes(job.payload), job.name
+        when = timing(self.clock.now(), run_at, 0)
+
+        async def publish(pool: ArqRedis) -> None:
+            await pool.delete(result_key_prefix + key)
+            await pool.enqueue_job(
+                name,
+                payload,
+                _job_id=key,
+                _queue_name=self.queue_key(queue),
+                _defer_until=when.defer_until,
+                revived=True,
+            )
+
+        await self._call(_ping, NOTHING_CHANGED_MESSAGE)
+        uow.after_commit(lambda: self._call(publish, UNAVAILABLE_MESSAGE))
+        return True
+
     async def ping(self) -> bool:
         """Whether Redis answers; an outage is logged once (:attr:`outage`), not per probe."""
         try:
@@ -317,7 +349,7 @@ TIMEOUT_MARGIN_SECONDS = 5.0
 def _arq_function(
     spec: JobSpec[Any], queue: ArqQueue, make_context: Callable[[str, int], JobContext]
 ) -> Any:
-    async def run(arq_ctx: dict[str, Any], raw: bytes) -> None:
+    async def run(arq_ctx: dict[str, Any], raw: bytes, revived: bool = False) -> None:
         attempt = int(arq_ctx.get("job_try", 1))
         job_id = str(arq_ctx.get("job_id", "")).removeprefix(queue.base_name + ":")
         started = queue.clock.monotonic()
@@ -337,6 +369,7 @@ def _arq_function(
             log_job_failed(job_id, spec.name, attempt, error, dead=dead)
             if not dead:
                 JOBS_FINISHED.labels(spec.name, "retry").inc()
+                await _record_retry(queue, job_id, spec.name, attempt, error)
                 raise Retry(defer=spec.retry_delay(attempt)) from exc
             JOBS_FINISHED.labels(spec.name, "dead").inc()
             await record_dead_job(
@@ -350,6 +383,8 @@ def _arq_function(
             )
             return
         JOBS_FINISHED.labels(spec.name, "done").inc()
+        if revived:
+            await _record_revived_done(queue, job_id, attempt)
         log_job_done(job_id, spec.name, attempt, queue.clock.monotonic() - started)
 
     return func(
@@ -358,6 +393,43 @@ def _arq_function(
         max_tries=spec.max_tries + SHUTDOWN_RETRY_ALLOWANCE,
         timeout=spec.timeout_seconds + TIMEOUT_MARGIN_SECONDS,
     )
+
+
+async def _record_retry(queue: ArqQueue, job_id: str, name: str, attempt: int, error: str) -> None:
+    """The failed attempt in the job's history; a failure to write it must not lose the retry."""
+    try:
+        async with queue.db.write() as uow:
+            await history.record_arq_attempt(
+                uow.session,
+                queue.clock.now(),
+                job_id=job_id,
+                name=name,
+                attempt=attempt,
+                error=error,
+                dead=False,
+            )
+    except Exception:
+        log.exception("could not record the failed attempt %d of job %s", attempt, job_id)
+
+
+async def _record_revived_done(queue: ArqQueue, job_id: str, attempt: int) -> None:
+    """A revived job succeeded: its row (kept since it died) says so, as a database-queue job's
+    row does, which is the successful attempt in its history. Not raised: the job did its work,
+    and arq would run it again."""
+    try:
+        async with queue.db.write() as uow:
+            await uow.session.execute(
+                Job.__table__.update()  # type: ignore[attr-defined]
+                .where(Job.id == job_id, Job.status == JOB_QUEUED)
+                .values(
+                    status=JOB_DONE,
+                    attempts=attempt,
+                    finished_at=queue.clock.now(),
+                    leased_by=history.process_identity(),
+                )
+            )
+    except Exception:
+        log.exception("could not record that the revived job %s succeeded", job_id)
 
 
 DEFAULT_LEASE_SECONDS = 30.0

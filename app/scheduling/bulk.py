@@ -38,7 +38,7 @@ from app.scheduling.bulk_models import (
     BulkJob,
     BulkJobError,
 )
-from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 
 if TYPE_CHECKING:
     from app.db.session import ReadSession, UnitOfWork, WriteSession
@@ -125,6 +125,7 @@ def bulk_job_spec(kind: BulkKind) -> JobSpec[BulkPayload]:
         max_tries=10,
         timeout_seconds=SLICE_SECONDS * 15,
         backoff_seconds=2.0,
+        owner=OwnedBy("bulk_job_id", BulkJob),
     )
     return spec
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from app.scheduling.attempts import purge_attempts
 from app.scheduling.jobs import JobContext
 from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
 from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep
@@ -19,6 +20,7 @@ async def refresh_queue_gauges(ctx: JobContext, tick: datetime) -> None:
 async def purge_finished_jobs(ctx: JobContext, tick: datetime) -> None:
     retention = timedelta(hours=ctx.settings.queue.done_retention_hours)
     await ctx.queue.housekeep(tick - retention)
+    await purge_attempts(ctx.db, tick - retention)
 
 
 HOUSEKEEPING_SWEEPS = [

@@ -58,6 +58,17 @@ Handler = Callable[[JobContext, Any], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
+class OwnedBy:
+    """Which workspace a job works for, read from its payload: the payload's ``field`` names a
+    row of ``model`` (a table with ``id`` and ``workspace_id``), or with no model is the
+    workspace's id itself. A job without one is a platform job (see
+    :mod:`app.scheduling.job_owners`)."""
+
+    field: str
+    model: Any = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec(Generic[P]):
     name: str
     payload_type: type[P]
@@ -67,6 +78,8 @@ class JobSpec(Generic[P]):
     timeout_seconds: float = 300.0
     backoff_seconds: float = 5.0
     """First retry delay; doubled on every further attempt (capped at one hour)."""
+    owner: OwnedBy | None = None
+    """The workspace the job works for; none: a platform job, seen by the instance's operators."""
 
     def encode(self, payload: P) -> bytes:
         if not isinstance(payload, self.payload_type):

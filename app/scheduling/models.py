@@ -4,16 +4,29 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, Integer, LargeBinary, String, Text, text
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    false,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
-from app.db.types import UTCDateTime
+from app.db.types import BigId, UTCDateTime
 
 JOB_QUEUED = "queued"
 JOB_RUNNING = "running"
 JOB_DONE = "done"
 JOB_DEAD = "dead"
+JOB_DISCARDED = "discarded"
+"""A dead job a person gave up on: kept, with its history, and never run again."""
+JOB_STATUSES = (JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_DEAD, JOB_DISCARDED)
 
 
 class Job(Base):
@@ -38,6 +51,10 @@ class Job(Base):
             postgresql_where=text("status = 'running'"),
         ),
         Index("ix_jobs_status_finished", "status", "finished_at"),
+        Index("ix_jobs_workspace_status", "workspace_id", "status"),
+        CheckConstraint(
+            "status IN ('queued', 'running', 'done', 'dead', 'discarded')", name="status"
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)
@@ -54,6 +71,11 @@ class Job(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    workspace_id: Mapped[int | None] = mapped_column(BigId, nullable=True)
+    """The workspace the job works for (:mod:`app.scheduling.job_owners`); none: a platform job,
+    which only the instance's operators see. Settled once the job is dead."""
+    owner_known: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Whether ``workspace_id`` was settled (a dead job's owner is looked up once)."""
 
 
 class SweeperState(Base):
@@ -78,3 +100,55 @@ class SweeperState(Base):
     """When a tick last finished without an error (readiness reports a sweep stale without one)."""
     ticks: Mapped[int] = mapped_column(Integer, default=0)
     failures: Mapped[int] = mapped_column(Integer, default=0)
+
+
+ATTEMPT_FAILED = "failed"
+"""An attempt that raised (or timed out) and will be retried."""
+ATTEMPT_DEAD = "dead"
+"""The attempt after which the job is dead (its last try, or an error retrying cannot help)."""
+ATTEMPT_LOST = "lost"
+"""An attempt whose worker stopped: its lease expired and the job went back to the queue."""
+ATTEMPT_DONE = "done"
+"""A successful attempt recorded as a row (a revived arq job's; see :mod:`.attempts`)."""
+ACTION_RETRIED = "retried"
+ACTION_REQUEUED = "requeued"
+ACTION_DISCARDED = "discarded"
+ATTEMPT_OUTCOMES = (
+    ATTEMPT_FAILED,
+    ATTEMPT_DEAD,
+    ATTEMPT_LOST,
+    ATTEMPT_DONE,
+    ACTION_RETRIED,
+    ACTION_REQUEUED,
+    ACTION_DISCARDED,
+)
+
+
+class JobAttempt(Base):
+    """One entry of a job's history: an attempt that ended without success (when, where, what
+    went wrong), or a person's action on a dead job (retried, requeued, discarded, by whom).
+
+    A database-queue job's successful attempt is its row in ``jobs`` (``done``, by
+    ``leased_by``): the hot path writes nothing more. Rows outlive a purged job only until the
+    purge sweep removes them (:func:`app.scheduling.attempts.purge_attempts`)."""
+
+    __tablename__ = "job_attempts"
+    __table_args__ = (
+        Index("ix_job_attempts_job", "job_id", "id"),
+        Index("ix_job_attempts_finished", "finished_at"),
+        CheckConstraint(
+            "outcome IN ('failed', 'dead', 'lost', 'done', 'retried', 'requeued', 'discarded')",
+            name="outcome",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(100))
+    attempt: Mapped[int] = mapped_column(Integer)
+    """The try's number (1 for the first run; back to 1 after a retry); 0 for an action."""
+    worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    """Where it ran (host:pid:worker), or who acted (``user:<id>``, ``api_key:<id>``)."""
+    finished_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    outcome: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.chunked import CHUNK_ROWS, delete_in_chunks
 from app.db.types import UTCDateTime
+from app.scheduling import attempts as history
 from app.scheduling.claim import Claim
 from app.scheduling.jobs import PRIORITY_QUEUE, JobSpec
 from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, Job
@@ -128,6 +129,14 @@ class JobQueue(Protocol):
         backend whose broker does both itself has nothing to do."""
         ...
 
+    async def revive(
+        self, uow: UnitOfWork, job: Job, *, queue: str, max_tries: int, run_at: datetime
+    ) -> bool:
+        """Hand a dead ``job`` back to the queue, its tries counted afresh, under the same id
+        (and so the same idempotency key), to run at ``run_at`` on ``queue``. False when the job
+        is no longer dead (another request revived or discarded it first)."""
+        ...
+
     async def stats(self) -> QueueStats: ...
 
     async def dead_jobs(self, limit: int = 50) -> list[DeadJob]: ...
@@ -146,11 +155,15 @@ def insert_ignoring_duplicates(dialect: str) -> Any:
 async def record_dead_job(
     db: Database, clock: Clock, *, job_id: str, name: str, payload: bytes, attempts: int, error: str
 ) -> None:
-    """Keep a job that exhausted its tries, with its last error (both backends show these)."""
+    """Keep a job that exhausted its tries, with its last error, and the attempt in its history
+    (both backends show these). A revived job that dies again is dead again."""
     now = clock.now()
     async with db.write() as uow:
+        await history.record_arq_attempt(
+            uow.session, now, job_id=job_id, name=name, attempt=attempts, error=error, dead=True
+        )
         await uow.session.execute(
-            insert_ignoring_duplicates(db.dialect),
+            _dead_upsert(db.dialect),
             [
                 {
                     "id": job_id,
@@ -168,6 +181,23 @@ async def record_dead_job(
                 }
             ],
         )
+
+
+def _dead_upsert(dialect: str) -> Any:
+    module: Any = postgresql if dialect == "postgresql" else sqlite
+    statement = module.insert(Job)
+    fresh = statement.excluded
+    return statement.on_conflict_do_update(
+        index_elements=["id"],
+        set_={
+            "status": fresh.status,
+            "attempts": fresh.attempts,
+            "last_error": fresh.last_error,
+            "finished_at": fresh.finished_at,
+            "leased_by": None,
+        },
+        where=Job.status != JOB_DONE,
+    )
 
 
 def lease_order(queues: Sequence[str]) -> list[str]:
@@ -477,6 +507,9 @@ class DatabaseQueue:
             return
         now = self.clock.now()
         async with self.db.write() as uow:
+            await history.record_failures(
+                uow.session, now, [(f.id, f.attempts, f.error, f.dead) for f in failures]
+            )
             await uow.session.execute(
                 _FAIL,
                 [
@@ -534,6 +567,7 @@ class DatabaseQueue:
         now = self.clock.now()
         out_of_tries = Job.attempts >= Job.max_tries
         async with self.db.write() as uow:
+            holders = await history.expired_holders(uow.session, now)
             result = await uow.session.execute(
                 Job.__table__.update()  # type: ignore[attr-defined]
                 .where(Job.status == JOB_RUNNING, Job.lease_expires_at < now)
@@ -544,8 +578,11 @@ class DatabaseQueue:
                     leased_by=None,
                     last_error=LEASE_EXPIRED_ERROR,
                 )
+                .returning(Job.id, Job.name, Job.attempts, Job.status)
             )
-        return int(getattr(result, "rowcount", 0) or 0)
+            recovered = result.all()
+            await history.record_lost(uow.session, now, recovered, holders, LEASE_EXPIRED_ERROR)
+        return len(recovered)
 
     async def purge_finished(self, older_than: datetime, *, chunk_rows: int = CHUNK_ROWS) -> int:
         """Delete done jobs finished before ``older_than`` (until then their ids deduplicate), in
@@ -561,6 +598,14 @@ class DatabaseQueue:
     async def housekeep(self, finished_before: datetime) -> None:
         await self.recover_expired()
         await self.purge_finished(finished_before)
+
+    async def revive(
+        self, uow: UnitOfWork, job: Job, *, queue: str, max_tries: int, run_at: datetime
+    ) -> bool:
+        revived = await revive_row(uow.session, job, queue=queue, max_tries=max_tries, at=run_at)
+        if revived:
+            uow.after_commit(self._notify)
+        return revived
 
     # -- observing ---------------------------------------------------------------------------
 
@@ -622,3 +667,25 @@ async def list_dead_jobs(db: Database, limit: int) -> list[DeadJob]:
             )
         ).scalars()
         return [DeadJob(j.id, j.name, j.attempts, j.last_error, j.finished_at) for j in rows]
+
+
+async def revive_row(
+    session: WriteSession, job: Job, *, queue: str, max_tries: int, at: datetime
+) -> bool:
+    """Put a dead job's row back to ``queued`` at ``at``, its tries counted afresh; False when it
+    is not dead any more (the condition makes two racing revivals revive it once)."""
+    result = await session.execute(
+        Job.__table__.update()  # type: ignore[attr-defined]
+        .where(Job.id == job.id, Job.status == JOB_DEAD)
+        .values(
+            status=JOB_QUEUED,
+            queue=queue,
+            attempts=0,
+            max_tries=max_tries,
+            run_at=at,
+            finished_at=None,
+            lease_expires_at=None,
+            leased_by=None,
+        )
+    )
+    return bool(getattr(result, "rowcount", 0))

@@ -44,10 +44,11 @@ from app.web.api import funnels_events as funnels_events_api
 from app.web.api import funnels_providers as funnels_providers_api
 from app.web.api import jobs as jobs_api
 from app.web.api import platform as platform_api
+from app.web.api import queue_jobs as queue_jobs_api
 from app.web.api import ranktracking as ranktracking_api
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
 from app.web.dashboard import adrules as adrules_ui
-from app.web.dashboard import bulk_jobs_ui, contacts_ui, views
+from app.web.dashboard import bulk_jobs_ui, contacts_ui, queue_jobs_ui, views
 from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
 from app.web.dashboard import funnels_import as funnels_import_ui
@@ -235,6 +236,7 @@ def create_app(
         route_handlers=[
             *views.ROUTES,
             *organisation_ui.ROUTES,
+            *queue_jobs_ui.ROUTES,
             *(r for ui in ENGINE_UIS for r in ui.ROUTES),
             *extra_pages,
         ],
@@ -289,6 +291,7 @@ def create_app(
             probes,
             *platform_api.ROUTERS,
             *jobs_api.ROUTERS,
+            *queue_jobs_api.ROUTERS,
             *(r for api in ENGINE_APIS for r in api.ROUTERS),
             dashboard,
             visitor_pages,

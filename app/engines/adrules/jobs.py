@@ -12,7 +12,7 @@ from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.payloads import RUN_ACCOUNT_JOB, RunAccountPayload
 from app.engines.adrules.work.account import run_account_job
 from app.scheduling.job_lease import check_lease
-from app.scheduling.jobs import JobContext, JobSpec
+from app.scheduling.jobs import JobContext, JobSpec, OwnedBy
 
 
 async def run_account(ctx: JobContext, payload: RunAccountPayload) -> None:
@@ -29,4 +29,5 @@ RUN_ACCOUNT: JobSpec[RunAccountPayload] = JobSpec(
     max_tries=3,
     timeout_seconds=900.0,
     backoff_seconds=10.0,
+    owner=OwnedBy("workspace_id"),
 )

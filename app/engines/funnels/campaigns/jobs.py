@@ -23,7 +23,7 @@ from app.engines.funnels.jobs import mail_domain
 from app.errors import ValidationFailed
 from app.platform.models import Workspace
 from app.platform.service import webhook_secret
-from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key
 from app.scheduling.worker import worker_identity
 
@@ -121,6 +121,13 @@ async def send(ctx: JobContext, payload: CampaignPayload) -> None:
         await pool.aclose()
 
 
-SEND = JobSpec("funnels.campaign_send", CampaignPayload, send, max_tries=3, timeout_seconds=120)
+SEND = JobSpec(
+    "funnels.campaign_send",
+    CampaignPayload,
+    send,
+    max_tries=3,
+    timeout_seconds=120,
+    owner=OwnedBy("campaign_id", Campaign),
+)
 JOBS: list[JobSpec[Any]] = [SEND, AUDIENCE_JOB]
 SWEEPS = [Sweep("funnels.campaigns", EVERY_10_SECONDS, tick)]

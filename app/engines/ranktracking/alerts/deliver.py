@@ -40,7 +40,7 @@ from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError,
 from app.platform.crypto import SecretBoxError
 from app.platform.models import Workspace
 from app.scheduling.claim import Claim
-from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 
 ALERT_SENT = "alert_sent"
 ALERT_FAILED = "alert_failed"
@@ -224,4 +224,5 @@ DELIVER_JOB = JobSpec(
     handler=deliver_alert,
     max_tries=6,
     backoff_seconds=30.0,
+    owner=OwnedBy("delivery_id", AlertDelivery),
 )

@@ -31,7 +31,7 @@ from app.engines.ranktracking.models import (
     Run,
 )
 from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, measured_runs
-from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 
 LOOKBACK = 12
 """Measured requests searched back for a device's previous measurement."""
@@ -174,4 +174,5 @@ EVALUATE_JOB = JobSpec(
     handler=evaluate_alerts,
     max_tries=5,
     backoff_seconds=10.0,
+    owner=OwnedBy("request_id", Request),
 )

@@ -43,7 +43,7 @@ from app.engines.ranktracking.work.notices import recipients as owner_recipients
 from app.errors import ValidationFailed
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError, TransientMailError
 from app.scheduling.claim import Claim
-from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 from app.scheduling.sweeper import Every, Sweep, tick_key
 
 REPORT_SENT = "report_sent"
@@ -351,4 +351,5 @@ REPORT_JOB = JobSpec(
     handler=send_report,
     max_tries=6,
     backoff_seconds=60.0,
+    owner=OwnedBy("delivery_id", ReportDelivery),
 )

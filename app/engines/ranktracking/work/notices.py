@@ -16,7 +16,7 @@ from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.records import activity
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError
 from app.platform.models import Membership, User
-from app.scheduling.jobs import JobContext, JobPayload, JobSpec
+from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 
 if TYPE_CHECKING:
     from app.scheduling.queue import JobQueue
@@ -74,6 +74,7 @@ PAUSE_NOTICE_JOB = JobSpec(
     handler=send_pause_notice,
     max_tries=8,
     backoff_seconds=30.0,
+    owner=OwnedBy("schedule_id", Schedule),
 )
 
 

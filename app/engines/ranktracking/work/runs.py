@@ -61,7 +61,14 @@ from app.integrations.serp import (
     TransientProviderError,
 )
 from app.scheduling.job_lease import check_lease
-from app.scheduling.jobs import DEFAULT_QUEUE, PRIORITY_QUEUE, JobContext, JobPayload, JobSpec
+from app.scheduling.jobs import (
+    DEFAULT_QUEUE,
+    PRIORITY_QUEUE,
+    JobContext,
+    JobPayload,
+    JobSpec,
+    OwnedBy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -488,6 +495,7 @@ POST_JOB = JobSpec(
     max_tries=5,
     queue=DEFAULT_QUEUE,
     backoff_seconds=20.0,
+    owner=OwnedBy("run_id", Run),
 )
 POST_PRIORITY_JOB = JobSpec(
     name="ranktracking.post_tasks_priority",
@@ -496,4 +504,5 @@ POST_PRIORITY_JOB = JobSpec(
     max_tries=5,
     queue=PRIORITY_QUEUE,
     backoff_seconds=10.0,
+    owner=OwnedBy("run_id", Run),
 )
