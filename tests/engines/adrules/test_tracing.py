@@ -23,7 +23,7 @@ from tests.engines.adrules.factories import (
     create_workspace,
     store_token,
 )
-from tests.spans import ancestors, named, of_kind, spans  # noqa: F401 - fixture
+from tests.spans import ancestors, named, of_kind
 
 PAUSE_EVERYTHING = [
     {
@@ -61,7 +61,8 @@ async def test_ar13_the_tick_its_job_and_the_graph_write_are_one_trace(
     await eventually(job_span_ended, timeout=20)
     async with runtime.db.read() as session:
         batch = await session.scalar(select(Batch))
-    assert batch is not None and batch.status == "completed"
+    assert batch is not None
+    assert batch.status == "completed"
     assert {campaign for campaign, _ in world.updates} == {
         c.id for c in world.accounts["act_1"].campaigns.values()
     }
@@ -72,7 +73,8 @@ async def test_ar13_the_tick_its_job_and_the_graph_write_are_one_trace(
     writes = [s for s in of_kind(finished, SpanKind.CLIENT) if s.name == "POST"]
     assert writes, [s.name for s in finished]
     assert tick.parent is None  # the tick starts the trace
-    assert job.parent is not None and job.parent.span_id == tick.context.span_id
+    assert job.parent is not None
+    assert job.parent.span_id == tick.context.span_id
     assert job.kind == SpanKind.CONSUMER
     assert job.attributes is not None
     assert job.attributes["messaging.system"] == runtime.queue.backend
@@ -90,4 +92,5 @@ async def test_ar13_the_tick_its_job_and_the_graph_write_are_one_trace(
     assert {s.context.trace_id for s in [tick, job, *writes, *reads]} == {tick.context.trace_id}
     for span in finished:
         recorded = " ".join(str(v) for v in (span.attributes or {}).values())
-        assert TOKEN not in recorded and TOKEN not in span.name
+        assert TOKEN not in recorded
+        assert TOKEN not in span.name
