@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
@@ -177,4 +178,11 @@ def parent(traceparent: str | None) -> Context:
     root span, when there is none or it does not parse)."""
     if not traceparent:
         return Context()
+    return _parsed(traceparent)
+
+
+@lru_cache(maxsize=1024)
+def _parsed(traceparent: str) -> Context:
+    # The jobs one tick queued share its traceparent: parsed once, not once per job (a context
+    # is immutable, so sharing it is safe).
     return _PROPAGATOR.extract({"traceparent": traceparent}, context=Context())
