@@ -6,6 +6,7 @@ access token (PL-3)."""
 
 from __future__ import annotations
 
+import httpx
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from sqlalchemy import select
@@ -15,6 +16,8 @@ from app.engines.adrules.models import Batch
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.scheduling.sweeper import SweepRunner
+from app.settings import Settings
+from app.web.app import create_app
 from tests.conftest import eventually
 from tests.engines.adrules.factories import (
     TOKEN,
@@ -94,3 +97,43 @@ async def test_ar13_the_tick_its_job_and_the_graph_write_are_one_trace(
         recorded = " ".join(str(v) for v in (span.attributes or {}).values())
         assert TOKEN not in recorded
         assert TOKEN not in span.name
+
+
+async def test_ar13_a_run_now_request_its_job_and_the_graph_write_are_one_trace(
+    real_time_runtime: Runtime, settings: Settings, world: GraphWorld, spans: InMemorySpanExporter
+) -> None:
+    """The same chain from a request: "run now" reads Meta and queues the job inside the
+    request's span, and the job's writes continue that trace."""
+    runtime = real_time_runtime
+    ws = await create_workspace(runtime, name="Requested")
+    world.add_account("act_1", "One")
+    world.add_campaigns("act_1", 2)
+    world.grant(TOKEN, "act_1")
+    account = await create_account(runtime, workspace_id=ws.workspace_id, meta_id="act_1")
+    await store_token(runtime, ws.workspace_id)
+    rule_id = await create_rule(
+        runtime, workspace_id=ws.workspace_id, account_ids=[account.id], tasks=PAUSE_EVERYTHING
+    )
+    app = create_app(settings, runtime, background=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as client:
+        ran = await client.post(f"/api/v1/adrules/rules/{rule_id}/run", headers=ws.headers)
+    assert ran.status_code == 200, ran.text
+    runtime.start_workers()
+
+    async def job_span_ended() -> bool:
+        return bool(named(spans.get_finished_spans(), "job adrules."))
+
+    await eventually(job_span_ended, timeout=20)
+    finished = spans.get_finished_spans()
+    (request,) = named(finished, "POST /api/v1/adrules/rules/")
+    (job,) = named(finished, "job adrules.")
+    writes = [s for s in of_kind(finished, SpanKind.CLIENT) if s.name == "POST"]
+    assert writes
+    assert request.attributes is not None
+    assert request.attributes["http.response.status_code"] == 200
+    assert request in ancestors(job, finished)
+    for write in writes:
+        assert [job, request] == [s for s in ancestors(write, finished) if s in (job, request)]
+    assert {s.context.trace_id for s in [request, job, *writes]} == {request.context.trace_id}
