@@ -34,6 +34,7 @@ from app.sandbox.meta import GraphWorld, serve_world
 from app.sandbox.smtp import SmtpSink
 from app.scheduling.job_trace import MARK
 from app.scheduling.jobs import JobPayload, JobSpec
+from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, SweepRunner
 from app.settings import MailSettings, Settings, TelemetrySettings, load_settings
 from app.web.app import create_app
 from tests.spans import named
@@ -289,3 +290,32 @@ print("untraced")
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("untraced")
+
+
+async def test_a_failed_sweep_tick_is_a_failed_span(
+    runtime: Runtime, spans: InMemorySpanExporter
+) -> None:
+    """The sweeper records a tick's error and goes on; its span says the tick failed."""
+
+    async def broken(ctx: object, tick: object) -> None:
+        raise RuntimeError("the tick broke")
+
+    async def fine(ctx: object, tick: object) -> None:
+        return None
+
+    sweeps = [
+        Sweep("test.broken", EVERY_10_SECONDS, broken),
+        Sweep("test.fine", EVERY_10_SECONDS, fine),
+    ]  # type: ignore[arg-type]
+    runner = SweepRunner(
+        runtime.db, runtime.clock, sweeps, runtime.context, owner="t", lease_seconds=60
+    )
+    for sweep in sweeps:
+        assert await runner.run_tick(sweep, runtime.clock.now())
+    (failed,) = named(spans.get_finished_spans(), "sweep test.broken")
+    (succeeded,) = named(spans.get_finished_spans(), "sweep test.fine")
+    assert failed.status.status_code == StatusCode.ERROR
+    assert "the tick broke" in (failed.status.description or "")
+    assert failed.attributes is not None
+    assert failed.attributes["sweepline.sweep.name"] == "test.broken"
+    assert succeeded.status.status_code != StatusCode.ERROR
