@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app import commands
+from app import commands, telemetry
 from app.db.migrate import SchemaOutOfDate, check_current, upgrade
 from app.logs import configure_logging
 from app.settings import Settings, SettingsError, describe_environment, load_settings
@@ -165,13 +165,19 @@ def _run(args: argparse.Namespace) -> int:
         asyncio.run(upgrade(settings.database.url))
         log.info("database is at the newest schema")
         return 0
-    if args.command == "worker":
-        return asyncio.run(_worker(settings))
     if args.command in ("backup", "restore"):
         return _backup_or_restore(settings, args)
     if args.command in commands.ACCOUNT_COMMANDS:
         return asyncio.run(commands.run(args.command, settings, args))
-    return _serve(settings)
+    # Before the runtime and the app are built: they trace only when a tracer is installed.
+    shutdown_tracing = telemetry.configure(settings.telemetry)
+    try:
+        if args.command == "worker":
+            return asyncio.run(_worker(settings))
+        return _serve(settings)
+    finally:
+        if shutdown_tracing is not None:
+            shutdown_tracing()  # exports the spans still buffered
 
 
 if __name__ == "__main__":

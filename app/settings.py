@@ -218,6 +218,18 @@ class ProcessSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TelemetrySettings:
+    otlp_endpoint: str = env("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    """Base URL of an OpenTelemetry collector (``http://collector:4318``): ``serve`` and
+    ``worker`` then export traces to it over OTLP/HTTP (protobuf, at ``/v1/traces``) — one trace
+    per request or sweep tick, through the jobs it queues to their outside calls. Empty: no
+    tracing, at no cost. The SDK reads the other ``OTEL_*`` variables itself (e.g.
+    ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_TRACES_SAMPLER``)."""
+    service_name: str = env("OTEL_SERVICE_NAME", "sweepline")
+    """The ``service.name`` the exported traces carry."""
+
+
+@dataclass(frozen=True, slots=True)
 class SecuritySettings:
     encryption_key: str = env("ENCRYPTION_KEY", "")
     """Fernet key encrypting secrets at rest. Required in server mode; on the embedded default a key
@@ -447,6 +459,7 @@ class Settings:
     bulk: BulkSettings = field(default_factory=BulkSettings)
     web: WebSettings = field(default_factory=WebSettings)
     process: ProcessSettings = field(default_factory=ProcessSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)
     sweepers: SweeperSettings = field(default_factory=SweeperSettings)
     mail: MailSettings = field(default_factory=MailSettings)

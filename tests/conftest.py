@@ -32,6 +32,7 @@ from app.runtime import Runtime
 from app.settings import Settings, load_settings
 from app.wiring import assemble
 from tests.factories import Tenant, create_tenant
+from tests.spans import spans  # noqa: F401 - fixture: an in-memory span exporter, for one test
 
 # Cheap argon2 parameters for the accounts tests create (still argon2id; production uses defaults).
 use_password_hasher(PasswordHasher(time_cost=2, memory_cost=4096, parallelism=1))

@@ -14,6 +14,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
+from opentelemetry.trace import SpanKind
+
+from app import telemetry
+from app.scheduling.job_trace import seal, unseal
 
 if TYPE_CHECKING:
     from app.clock import Clock
@@ -82,12 +86,14 @@ class JobSpec(Generic[P]):
     """The workspace the job works for; none: a platform job, seen by the instance's operators."""
 
     def encode(self, payload: P) -> bytes:
+        """The bytes a queue stores: msgspec JSON, preceded by the trace context of the span it
+        is queued in when tracing is on (:mod:`app.scheduling.job_trace`)."""
         if not isinstance(payload, self.payload_type):
             raise TypeError(f"job {self.name} takes {self.payload_type.__name__}")
-        return msgspec.json.encode(payload)
+        return seal(msgspec.json.encode(payload))
 
     def decode(self, raw: bytes) -> P:
-        return msgspec.json.decode(raw, type=self.payload_type)
+        return msgspec.json.decode(unseal(raw)[1], type=self.payload_type)
 
     def retry_delay(self, attempt: int) -> float:
         return float(min(3600.0, self.backoff_seconds * (2 ** max(0, attempt - 1))))
@@ -122,8 +128,25 @@ class JobRegistry:
 
 
 async def run_handler(spec: JobSpec[Any], ctx: JobContext, raw: bytes) -> None:
-    """Decode and run one job (shared by both queue backends)."""
-    await spec.handler(ctx, spec.decode(raw))
+    """Decode and run one job (shared by both queue backends); with tracing on, in a span
+    continuing the trace it was queued in."""
+    traceparent, body = unseal(raw)
+    if not telemetry.enabled():
+        await spec.handler(ctx, msgspec.json.decode(body, type=spec.payload_type))
+        return
+    with telemetry.span(
+        f"job {spec.name}",
+        kind=SpanKind.CONSUMER,
+        context=telemetry.parent(traceparent),
+        # Few attributes: each costs the SDK a check and a copy, on every job.
+        attributes=lambda: {
+            "messaging.system": ctx.queue.backend,
+            "messaging.destination.name": spec.queue,
+            "messaging.message.id": ctx.job_id,
+            "sweepline.job.attempt": ctx.attempt,
+        },
+    ):
+        await spec.handler(ctx, msgspec.json.decode(body, type=spec.payload_type))
 
 
 def log_job_done(job_id: str, name: str, attempt: int, seconds: float) -> None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from app import telemetry
 from app.db.session_kinds import SWEEP, set_session_kind
 from app.logs import correlate
 from app.scheduling.claim import Lease
@@ -339,7 +340,17 @@ class SweepRunner:
             SWEEP_LAG.labels(sweep.name).set(max(0.0, (now - tick).total_seconds()))
             await self._finish(sweep, tick, TickOutcome(0, None))
             return
-        with correlate(f"{sweep.name}@{tick.astimezone(UTC).isoformat()}"):
+        with (
+            correlate(f"{sweep.name}@{tick.astimezone(UTC).isoformat()}"),
+            telemetry.span(
+                f"sweep {sweep.name}",
+                attributes=lambda: {
+                    "sweepline.sweep.name": sweep.name,
+                    "sweepline.sweep.tick": tick.astimezone(UTC).isoformat(),
+                    "sweepline.sweep.lag_ms": int((now - tick).total_seconds() * 1000),
+                },
+            ),
+        ):
             await self._run_claimed(sweep, tick, now)
 
     async def _run_claimed(self, sweep: Sweep, tick: datetime, started_at: datetime) -> None:
@@ -411,6 +422,8 @@ class SweepRunner:
         outcome = TickOutcome(
             int(elapsed * 1000), error, int(lag * 1000) if oldest_due is not None else None
         )
+        if error is not None:
+            telemetry.fail_current(error)  # the tick's span (the error was caught above)
         # Shielded: a tick cancelled at shutdown still releases its claim.
         await asyncio.shield(self._finish(sweep, tick, outcome))
         log.info(

@@ -29,6 +29,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from app import telemetry
 from app.clock import Clock
 from app.db.migrate import check_current, upgrade
 from app.heap import settle_startup_heap
@@ -65,6 +66,7 @@ from app.web.hooks import ranktracking as ranktracking_hooks
 from app.web.openapi_closed import ClosedStructSchemas
 from app.web.openapi_errors import document_errors
 from app.web.request_bounds import request_bounds
+from app.web.request_spans import request_spans
 from app.web.security_headers import security_headers
 from app.wiring import assemble
 
@@ -313,7 +315,12 @@ def create_app(
         ),
         openapi_config=openapi_config(),
         plugins=[ClosedStructSchemas()],
-        middleware=[correlation_middleware(rt.clock), request_bounds(settings.web.max_body_bytes)],
+        middleware=[
+            # Only a process that traces pays for the request spans' middleware.
+            *([request_spans()] if telemetry.enabled() else []),
+            correlation_middleware(rt.clock),
+            request_bounds(settings.web.max_body_bytes),
+        ],
         before_send=[security_headers(hsts=settings.web.secure_cookies), no_body_on_empty_statuses],
         request_max_body_size=settings.web.max_body_bytes,
         debug=False,

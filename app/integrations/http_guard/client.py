@@ -17,6 +17,7 @@ from typing import Protocol, TypeVar
 import httpx
 
 from app.integrations.http_guard.address_guard import AddressGuard
+from app.integrations.http_guard.tracing import TracedClient
 from app.integrations.http_guard.user_agent import USER_AGENT
 from app.scheduling.outside_calls import check_outside_call
 from app.settings import IntegrationSettings
@@ -85,7 +86,8 @@ def outbound_client(
     )
     if transport is None and guard is not None:
         transport = guard.transport(provider=provider, limits=limits)
-    return httpx.AsyncClient(
+    return TracedClient(
+        provider=provider,
         base_url=base_url,
         headers={"User-Agent": USER_AGENT, **dict(headers or {})},
         auth=auth,

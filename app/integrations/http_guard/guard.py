@@ -33,6 +33,7 @@ from app.integrations.http_guard.errors import (
 from app.integrations.http_guard.provider import is_transient_status
 from app.integrations.http_guard.resolver import Resolver
 from app.integrations.http_guard.retry import RetryPolicy, retry_after_seconds
+from app.integrations.http_guard.tracing import TracedClient
 from app.integrations.http_guard.user_agent import USER_AGENT
 
 PROVIDER = "http_request"
@@ -97,7 +98,8 @@ class GuardedHttp:
         self.max_redirects = max_redirects
         self.policy = policy or RetryPolicy()
         self._clock: Clock = clock or SystemClock()
-        self._client = httpx.AsyncClient(
+        self._client = TracedClient(
+            provider=PROVIDER,
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
             trust_env=False,

@@ -6,6 +6,7 @@ import aiosmtplib
 
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail
+from app.integrations.mail.tracing import smtp_span
 from app.integrations.mail.wire import transmit
 from app.scheduling.outside_calls import check_outside_call
 from app.settings import MailSettings
@@ -28,6 +29,11 @@ class MailSender:
         return self._settings.from_address
 
     async def send(self, email: OutgoingEmail) -> None:
+        """Deliver ``email`` (see :meth:`_send`), in a span when tracing is on."""
+        with smtp_span(self._settings, email):
+            await self._send(email)
+
+    async def _send(self, email: OutgoingEmail) -> None:
         """Deliver ``email``.
 
         Raises:
