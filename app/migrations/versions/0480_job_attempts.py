@@ -2,7 +2,7 @@
 ``discarded`` state (a dead job a person gave up on, kept with its history).
 
 Revision ID: 0480_job_attempts
-Revises: 0410_ranktracking_keys_index
+Revises: 0010_bulk_jobs
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from alembic import op
 from app.db.types import BigId, UTCDateTime
 
 revision = "0480_job_attempts"
-down_revision = "0410_ranktracking_keys_index"
+down_revision = "0010_bulk_jobs"
 branch_labels = None
 depends_on = None
 
