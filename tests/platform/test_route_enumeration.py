@@ -48,6 +48,8 @@ EXPECTED_PUBLIC = {
     ("POST", "/hooks/funnels/sources/{public_id:str}"),
     ("POST", "/hooks/funnels/{workspace_id:int}/ses"),
     ("POST", "/hooks/funnels/{workspace_id:int}/mailgun"),
+    ("POST", "/hooks/funnels/{workspace_id:int}/sendgrid"),  # ECDSA-signed
+    ("POST", "/hooks/funnels/{workspace_id:int}/postmark"),  # the credentials set on it
     ("POST", "/hooks/ranktracking/postback/{token:str}"),
     # Forms, the site snippet, tracking pixels, signed links, unsubscribe.
     ("GET", "/t/f/{public_id:str}"),
