@@ -393,7 +393,7 @@ class AdRulesSettings:
     fetch_slot_seconds: float = env("ADRULES_FETCH_SLOT_SECONDS", 0.5)
     """A campaign-list call out longer than this gives its slot (one of 16) to the next account
     and runs on to its deadline: ad accounts that hang cannot hold the others up."""
-    tick_budget_seconds: float = env("ADRULES_TICK_BUDGET_SECONDS", 9.0)
+    tick_budget_seconds: float = env("ADRULES_TICK_BUDGET_SECONDS", 8.5)
     """The dispatch sweep's fetches end within this, so a 10-second tick ends within 10 s;
     accounts not reached, or still arriving, are recorded as deferred and fetched first next tick."""
 

@@ -82,7 +82,7 @@ class AdRulesDeps:
     to its deadline): hanging accounts cannot keep the others waiting."""
     fetch_outstanding: int = FETCH_OUTSTANDING
     """Calls out at once in all, slow ones included."""
-    tick_budget_seconds: float | None = 9.0
+    tick_budget_seconds: float | None = 8.5
     """The dispatch tick's whole claim phase ends within this: accounts not reached, or still
     arriving, are deferred to the next tick, which takes them first. None: no budget."""
     # -- work: the account job and the preview

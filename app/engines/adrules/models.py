@@ -168,6 +168,7 @@ class Batch(Base):
             postgresql_where=text("status = 'deferred'"),
         ),
         CheckConstraint(BATCH_STATUS_CHECK, name="status"),
+        CheckConstraint("fetch_waited_ms >= 0", name="fetch_waited_ms"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -182,6 +183,9 @@ class Batch(Base):
     """Campaigns fetched for this account (after the pre-filters)."""
     pages: Mapped[int] = mapped_column(Integer, default=0)
     fetch_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    fetch_waited_ms: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    """Of a deferred account: how much of its fetch deadline its calls used so far (the next
+    tick gives it only the rest)."""
     executed: Mapped[int] = mapped_column(Integer, default=0)
     not_executed: Mapped[int] = mapped_column(Integer, default=0)
     skipped: Mapped[int] = mapped_column(Integer, default=0)

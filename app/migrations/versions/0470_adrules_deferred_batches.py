@@ -1,6 +1,7 @@
 """Ad rules: a batch record may be ``deferred`` (the dispatch tick's budget ran out before the
-account's campaigns arrived; the next tick fetches it first). The status column gets a CHECK
-constraint naming every status, and a partial index finds the deferred records.
+account's campaigns arrived; the next tick fetches it first, with the rest of its deadline, kept
+in ``fetch_waited_ms``). The status column gets a CHECK constraint naming every status, and a
+partial index finds the deferred records.
 
 Revision ID: 0470_adrules_deferred_batches
 Revises: 0104_adrules_levels
@@ -26,7 +27,13 @@ def _check(statuses: tuple[str, ...]) -> str:
 
 def upgrade() -> None:
     with op.batch_alter_table("adrules_batches") as batch:
+        batch.add_column(
+            sa.Column("fetch_waited_ms", sa.Integer(), nullable=False, server_default=sa.text("0"))
+        )
         batch.create_check_constraint(op.f("ck_adrules_batches_status"), _check(_STATUSES))
+        batch.create_check_constraint(
+            op.f("ck_adrules_batches_fetch_waited_ms"), "fetch_waited_ms >= 0"
+        )
     op.create_index(
         "ix_adrules_batches_deferred",
         "adrules_batches",
@@ -46,4 +53,6 @@ def downgrade() -> None:
         )
     )
     with op.batch_alter_table("adrules_batches") as batch:
+        batch.drop_constraint(op.f("ck_adrules_batches_fetch_waited_ms"), type_="check")
         batch.drop_constraint(op.f("ck_adrules_batches_status"), type_="check")
+        batch.drop_column("fetch_waited_ms")

@@ -67,6 +67,7 @@ def _settle(
     if isinstance(result, Deferred):
         batch.status = BATCH_DEFERRED
         batch.error = result.reason[:2000]
+        batch.fetch_waited_ms = round(result.waited * 1000)
         summary.deferred_accounts += 1
         return []
     if isinstance(result, FetchFailed):
@@ -155,6 +156,7 @@ async def record_dispatch(
                 ad_account_id=account.id,
                 account_meta_id=account.meta_id,
                 entities=0,
+                fetch_waited_ms=0,
                 executed=0,
                 not_executed=0,
                 skipped=0,

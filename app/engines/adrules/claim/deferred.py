@@ -21,6 +21,8 @@ class DeferredBatch:
     tick_at: datetime
     records: list[tuple[int, int]] = field(default_factory=list)
     """(batch record id, ad account id), in the order they were deferred."""
+    waited: dict[int, float] = field(default_factory=dict)
+    """Seconds of its deadline each record's account already used, by record id."""
 
 
 async def deferred_batches(db: Database, limit: int) -> list[DeferredBatch]:
@@ -35,6 +37,7 @@ async def deferred_batches(db: Database, limit: int) -> list[DeferredBatch]:
                     Batch.workspace_id,
                     Batch.batch_id,
                     Batch.tick_at,
+                    Batch.fetch_waited_ms,
                 )
                 .where(Batch.status == BATCH_DEFERRED)
                 .order_by(Batch.tick_at, Batch.id)
@@ -42,7 +45,8 @@ async def deferred_batches(db: Database, limit: int) -> list[DeferredBatch]:
             )
         ).all()
     groups: dict[str, DeferredBatch] = {}
-    for record_id, account_id, rule_id, workspace_id, batch_id, tick_at in rows:
+    for record_id, account_id, rule_id, workspace_id, batch_id, tick_at, waited_ms in rows:
         group = groups.setdefault(batch_id, DeferredBatch(rule_id, workspace_id, batch_id, tick_at))
         group.records.append((record_id, account_id))
+        group.waited[record_id] = waited_ms / 1000
     return list(groups.values())

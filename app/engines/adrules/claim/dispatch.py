@@ -82,11 +82,13 @@ def _fetches(
     work: RuleWork,
     accounts: list[AccountRow],
     stopped: str | None,
+    waited: list[float] | None = None,
 ) -> list[asyncio.Future[FetchResult]]:
-    """Each account's result to come: submitted to the pool, or known at once."""
+    """Each account's result to come: submitted to the pool, or known at once. ``waited``: per
+    account, the seconds of its deadline earlier ticks used."""
     reader = deps.reader(work.token) if work.token else None
     out: list[asyncio.Future[FetchResult]] = []
-    for account in accounts:
+    for n, account in enumerate(accounts):
         if stopped is not None:
             # A runtime stop of the workspace or organisation: fetch nothing, record why.
             out.append(_done(FetchFailed(MetaError(stopped, transient=False), 0, 0)))
@@ -95,7 +97,9 @@ def _fetches(
         elif reader is None:
             out.append(_done(FetchFailed(MetaError(MISSING_CREDENTIAL, transient=False), 0, 0)))
         else:
-            out.append(pool.submit(account.meta_id, _fetcher(deps, reader, account, work)))
+            used = waited[n] if waited else 0.0
+            fetch = _fetcher(deps, reader, account, work)
+            out.append(pool.submit(account.meta_id, fetch, waited=used))
     return out
 
 
@@ -220,7 +224,8 @@ async def _resume_deferred(
             continue
         summary.resumed_accounts += len(records)
         reason = stopped.get(group.workspace_id)
-        fetches = _fetches(deps, pool, work, [a for _, a in records], reason)
+        used = [group.waited[r] for r, _ in records]
+        fetches = _fetches(deps, pool, work, [a for _, a in records], reason, used)
         tasks.append(
             asyncio.create_task(
                 _finish_resumed(deps, group, work, records, fetches, now, summary, reason)

@@ -45,6 +45,8 @@ class Deferred:
     reason: str
     pages: int = 0
     attempts: int = 0
+    waited: float = 0.0
+    """Seconds of the account's deadline used so far (on this tick and earlier ones)."""
 
 
 FetchResult = Fetched | FetchFailed | Deferred
@@ -76,6 +78,8 @@ class _Item:
     label: str
     fetch: Fetcher
     done: asyncio.Future[FetchResult]
+    waited: float = 0.0
+    """Seconds of its deadline an earlier tick already used (a deferred account)."""
 
 
 @dataclass(slots=True)
@@ -112,14 +116,20 @@ class FetchPool:
             return None
         return max(0.0, self._ends_at - self.clock.monotonic())
 
-    def submit(self, label: str, fetch: Fetcher) -> asyncio.Future[FetchResult]:
-        """Queue one account's fetch; the future gives its result (never raises)."""
+    def submit(
+        self, label: str, fetch: Fetcher, *, waited: float = 0.0
+    ) -> asyncio.Future[FetchResult]:
+        """Queue one account's fetch; the future gives its result (never raises). ``waited``:
+        seconds of its deadline earlier ticks used — the deadline covers the account's whole
+        fetch (spec AR-12a), however many ticks it spans."""
         done: asyncio.Future[FetchResult] = asyncio.get_running_loop().create_future()
         if self.spent:
             self.stats.deferred += 1
-            done.set_result(Deferred(f"{DEFERRED_REASON} before this account was reached"))
+            done.set_result(
+                Deferred(f"{DEFERRED_REASON} before this account was reached", waited=waited)
+            )
             return done
-        self._pending.append(_Item(label, fetch, done))
+        self._pending.append(_Item(label, fetch, done, waited))
         self.stats.waiting += 1
         self._pump()
         return done
@@ -167,14 +177,22 @@ class FetchPool:
             item = self._pending.popleft()
             self.stats.waiting -= 1
             self.stats.deferred += 1
-            item.done.set_result(Deferred(f"{DEFERRED_REASON} before this account was reached"))
+            item.done.set_result(
+                Deferred(f"{DEFERRED_REASON} before this account was reached", waited=item.waited)
+            )
 
     # -- one account -----------------------------------------------------------------------------
 
     async def _run(self, item: _Item) -> None:
         """The account's fetch against its slot time, its own deadline and the tick's budget."""
         started = self.clock.monotonic()
-        own_end = started + self.deadline
+        if item.waited >= self.deadline:
+            # Earlier ticks used the whole deadline: no call, the account is skipped this run.
+            item.done.set_result(self._cut(False, FetchProgress(), item.waited))
+            self.stats.calling -= 1
+            self._give_back()
+            return
+        own_end = started + self.deadline - item.waited
         # The budget bounds every timer: a fetch still out when it is spent is deferred.
         by_budget = self._ends_at is not None and self._ends_at < own_end
         end = self._ends_at if by_budget and self._ends_at is not None else own_end
@@ -194,7 +212,7 @@ class FetchPool:
                     fetch.cancel()
                     with contextlib.suppress(BaseException):
                         await fetch
-                    waited = self.clock.monotonic() - started
+                    waited = item.waited + self.clock.monotonic() - started
                     item.done.set_result(self._cut(by_budget, progress, waited))
                     return
                 if in_slot and holding in done:
@@ -221,10 +239,12 @@ class FetchPool:
             self.stats.deferred += 1
             return Deferred(
                 f"{DEFERRED_REASON} while the campaign list was still arriving (after "
-                f"{waited:.1f} s, {progress.pages} page(s) and {progress.attempts} request(s)); "
-                "it is fetched first on the next tick",
+                f"{waited:.1f} s of its {self.deadline:g} s, {progress.pages} page(s) and "
+                f"{progress.attempts} request(s)); it is fetched first on the next tick, with "
+                "the rest of its deadline",
                 pages=progress.pages,
                 attempts=progress.attempts,
+                waited=waited,
             )
         self.stats.timed_out += 1
         error = MetaError(

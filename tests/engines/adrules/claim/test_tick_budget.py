@@ -1,4 +1,4 @@
-"""AR-10 / AR-12a / AR-13 / PL-13: a slow Graph API cannot stretch the 10-second dispatch tick.
+"""AR-10 / AR-12a / AR-13: a slow Graph API cannot stretch the 10-second dispatch tick.
 
 Ad accounts hang for real on the loopback Graph simulator (their campaign-list calls are held open);
 time is the manual clock, moved on by :func:`drive_tick` only while the sweep waits on held calls
@@ -106,7 +106,7 @@ def _list_calls(world: GraphWorld) -> list[str]:
 
 
 @pytest.mark.parametrize("hanging", [40, 200])
-async def test_ar10_ar12a_ar13_pl13_hanging_accounts_cannot_stretch_the_tick(
+async def test_ar10_ar12a_ar13_hanging_accounts_cannot_stretch_the_tick(
     runtime: Runtime,
     clock: ManualClock,
     ws: Workspace,
@@ -114,14 +114,14 @@ async def test_ar10_ar12a_ar13_pl13_hanging_accounts_cannot_stretch_the_tick(
     wide_graph: GraphClient,
     hanging: int,
 ) -> None:
-    """40 or 200 ad accounts hang: the tick ends within its 9-second budget on the clock (the
-    sweep's readiness, PL-13, keeps its 10-second rhythm), the healthy account — the last one
+    """40 or 200 ad accounts hang: the tick ends within its 8.5-second budget on the clock (the
+    10-second sweep loses no tick, AR-10), the healthy account — the last one
     submitted — is dispatched in that same tick (AR-13: one slow account delays no other), each
     hanging account is either skipped at its own deadline counted from its first call (AR-12a)
     or deferred with a readable record."""
     hanging_ids, _ = await _hanging_world(runtime, world, ws, hanging)
     deps = dispatch_deps(runtime, graph=wide_graph)
-    assert (deps.tick_budget_seconds, deps.fetch_deadline_seconds) == (9.0, 8.0)
+    assert (deps.tick_budget_seconds, deps.fetch_deadline_seconds) == (8.5, 8.0)
     begun, tick = clock.monotonic(), clock.now()
 
     summary = await drive_tick(deps, world, tick)
@@ -184,6 +184,11 @@ async def test_ar10_ar12a_deferred_accounts_are_fetched_first_next_tick(
     assert summary.resumed_accounts == len(deferred)
     after = await _batches(runtime)
     assert after[LATE_ID].status == "queued"
+    # Each deferred account had only the rest of its 8-s deadline (AR-12a: the whole fetch),
+    # so most are settled now instead of being deferred again.
+    again = [a for a in deferred if after[a].status == "deferred"]
+    assert len(again) < len(deferred) // 2
+    assert all(after[a].fetch_waited_ms <= 8000 for a in again)
     for account in deferred:
         # Settled in place: the same record and batch id, the tick that dispatched the rule.
         assert after[account].id == before[account].id
