@@ -15,9 +15,11 @@ import pytest
 from sqlalchemy import select, update
 
 from app.clock import ManualClock
+from app.engines.adrules import stops
 from app.engines.adrules.claim.pool import DEFERRED_REASON, FETCH_OUTSTANDING
 from app.engines.adrules.models import Batch, Rule
 from app.integrations.meta.client import GraphClient
+from app.platform.models import Workspace as WorkspaceRow
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.settings import Settings
@@ -258,3 +260,52 @@ def test_ar10_the_default_budget_ends_a_10_second_tick_within_10_seconds() -> No
     assert settings.adrules.fetch_deadline_seconds <= settings.adrules.tick_budget_seconds
     with pytest.raises(Exception, match="ADRULES_TICK_BUDGET_SECONDS"):
         dataclasses.replace(settings.adrules, tick_budget_seconds=0)
+
+
+async def test_ar23_ar23b_deferred_accounts_stay_frozen_by_the_stops(
+    runtime: Runtime,
+    clock: ManualClock,
+    ws: Workspace,
+    world: GraphWorld,
+    wide_graph: GraphClient,
+) -> None:
+    """The stop stops deferred work too: under the platform stop a tick fetches nothing and the
+    deferred records wait; a workspace stop records them skipped with ``platform_stop`` and no
+    call goes to Meta."""
+    await _hanging_world(runtime, world, ws, 200)
+    deps = dispatch_deps(runtime, graph=wide_graph)
+    first = clock.now()
+    await drive_tick(deps, world, first)
+    deferred = [a for a, b in (await _batches(runtime)).items() if b.status == "deferred"]
+    assert deferred
+    world.state.reset_counts()
+
+    clock.set(first + timedelta(seconds=10))
+    stopped = dispatch_deps(runtime, graph=wide_graph, stopped=True)
+    summary = await drive_tick(stopped, world, clock.now())
+    assert summary.stopped
+    assert world.count("campaigns.list") == 0
+    assert [a for a, b in (await _batches(runtime)).items() if b.status == "deferred"] == deferred
+
+    async with runtime.db.write() as uow:
+        organisation_id = await uow.session.scalar(
+            select(WorkspaceRow.organisation_id).where(WorkspaceRow.id == ws.workspace_id)
+        )
+        assert organisation_id is not None
+        await stops.set_stop(
+            uow.session,
+            organisation_id=organisation_id,
+            workspace_id=ws.workspace_id,
+            reason="maintenance window",
+            stopped_by="admin@example.com",
+            now=clock.now(),
+        )
+    clock.set(first + timedelta(seconds=20))
+    await drive_tick(deps, world, clock.now())
+
+    assert world.count("campaigns.list") == 0
+    after = await _batches(runtime)
+    for account in deferred:
+        assert after[account].status == "skipped"
+        assert "platform_stop" in (after[account].error or "")
+        assert "maintenance window" in (after[account].error or "")
