@@ -154,7 +154,7 @@ async def _tick(deps: AdRulesDeps, db: Database, *, watch_healthy: bool = True) 
                 ).scalar_one_or_none()
             if status == "queued":
                 healthy_at = time.perf_counter() - started
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.01)
 
     watcher = asyncio.create_task(watch() if watch_healthy else asyncio.sleep(0))
     summary = await dispatch_due(deps, clock.now(), clock.now)

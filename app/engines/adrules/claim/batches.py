@@ -148,6 +148,7 @@ async def record_dispatch(
     sealed = seal_token(deps.secrets, work.token) if work.token else ""
     async with deps.db.write() as uow:
         session = uow.session
+        written: list[tuple[Batch, AccountRow, list[CampaignEntity]]] = []
         for account, result in zip(work.accounts, results, strict=True):
             batch = Batch(
                 batch_id=batch_id,
@@ -167,7 +168,11 @@ async def record_dispatch(
             )
             campaigns = _settle(batch, result, work, stopped, now, summary)
             session.add(batch)
-            await session.flush()
+            written.append((batch, account, campaigns))
+        # One flush for the rule's records (their ids go into the jobs): the records of many
+        # rules are written together when a tick's budget runs out.
+        await session.flush()
+        for batch, account, campaigns in written:
             if campaigns:
                 await _enqueue(deps, uow, rule, work, batch, account, campaigns, sealed)
                 summary.jobs += 1
@@ -190,18 +195,26 @@ async def record_resumed(
     sealed = seal_token(deps.secrets, work.token) if work.token else ""
     async with deps.db.write() as uow:
         session = uow.session
-        for record_id, account, result in settled:
-            batch = (
+        still = {
+            b.id: b
+            for b in (
                 await session.execute(
                     select(Batch)
-                    .where(Batch.id == record_id, Batch.status == BATCH_DEFERRED)
+                    .where(
+                        Batch.id.in_([r for r, _, _ in settled]),
+                        Batch.status == BATCH_DEFERRED,
+                    )
                     .with_for_update()
                 )
-            ).scalar_one_or_none()
-            if batch is None:
-                continue
-            campaigns = _settle(batch, result, work, stopped, now, summary)
-            await session.flush()
+            ).scalars()
+        }
+        queued: list[tuple[Batch, AccountRow, list[CampaignEntity]]] = []
+        for record_id, account, result in settled:
+            batch = still.get(record_id)
+            if batch is not None:
+                queued.append((batch, account, _settle(batch, result, work, stopped, now, summary)))
+        await session.flush()
+        for batch, account, campaigns in queued:
             if campaigns:
                 await _enqueue(deps, uow, rule, work, batch, account, campaigns, sealed)
                 summary.jobs += 1
