@@ -18,6 +18,7 @@ from app.clock import ManualClock
 from app.engines.adrules import stops
 from app.engines.adrules.claim.pool import DEFERRED_REASON, FETCH_OUTSTANDING
 from app.engines.adrules.models import Batch, Rule
+from app.engines.adrules.rules import batch_status
 from app.integrations.meta.client import GraphClient
 from app.platform.models import Workspace as WorkspaceRow
 from app.runtime import Runtime
@@ -309,3 +310,10 @@ async def test_ar23_ar23b_deferred_accounts_stay_frozen_by_the_stops(
         assert after[account].status == "skipped"
         assert "platform_stop" in (after[account].error or "")
         assert "maintenance window" in (after[account].error or "")
+
+
+def test_ar25_a_run_with_a_deferred_account_says_so_in_the_rule_list() -> None:
+    """The rules list's one word for the last run: a deferred account is still to come, so it
+    outranks queued and completed ones (only failures and skips say more)."""
+    assert batch_status(["queued", "deferred", "completed"]) == "deferred"
+    assert batch_status(["deferred", "skipped"]) == "skipped"
