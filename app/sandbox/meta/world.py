@@ -8,6 +8,12 @@ it, so a sub-request of a batch behaves exactly like the same request sent alone
 Fault kinds: ``adaccounts.list``, ``account.get``, ``campaigns.list``, ``campaign.get``,
 ``campaign.update``, ``insights``, ``batch``. A fault on ``<kind>:<object id>`` (e.g.
 ``campaigns.list:act_2``) hits only that object.
+
+Slow and hanging accounts: :meth:`GraphWorld.hang` holds calls of a kind (``hang_accounts`` every
+campaign listing of the accounts named) for a number of seconds before answering, like a Graph API
+slowdown that hits some accounts; a held call is let go as soon as its client closes the
+connection, and :attr:`GraphWorld.held` counts the calls held right now (tests wait on it before
+moving a manual clock).
 """
 
 from __future__ import annotations
