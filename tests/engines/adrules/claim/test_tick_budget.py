@@ -7,6 +7,7 @@ alone, so every outcome below follows from the clock and the pool's rules, not f
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -20,10 +21,12 @@ from app.engines.adrules.claim.pool import DEFERRED_REASON, FETCH_OUTSTANDING
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.rules import batch_status
 from app.integrations.meta.client import GraphClient
+from app.integrations.meta.reader import MetaReader
 from app.platform.models import Workspace as WorkspaceRow
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from app.settings import Settings
+from tests.conftest import eventually
 from tests.engines.adrules.factories import (
     TOKEN,
     Workspace,
@@ -317,3 +320,33 @@ def test_ar25_a_run_with_a_deferred_account_says_so_in_the_rule_list() -> None:
     outranks queued and completed ones (only failures and skips say more)."""
     assert batch_status(["queued", "deferred", "completed"]) == "deferred"
     assert batch_status(["deferred", "skipped"]) == "skipped"
+
+
+async def test_ar12a_the_simulator_holds_a_hanging_account_s_calls_until_the_client_leaves(
+    world: GraphWorld, wide_graph: GraphClient
+) -> None:
+    """The simulator's documented hang: a named account's campaign listing is held (counted in
+    ``held``), another account answers at once, and a held call is let go when its client
+    gives up."""
+    for meta_id in ("act_1", "act_2"):
+        world.add_account(meta_id, meta_id)
+        world.add_campaigns(meta_id, 2)
+        world.grant(TOKEN, meta_id)
+    world.hang_accounts("act_1", seconds=600)
+    reader = MetaReader(wide_graph, TOKEN)
+    held = asyncio.create_task(reader.campaigns_page("act_1"))
+
+    async def holding() -> bool:
+        return world.held == 1
+
+    await eventually(holding)
+    page = await reader.campaigns_page("act_2")
+    assert len(page.data) == 2
+    assert world.held == 1
+    assert not held.done()
+    held.cancel()
+
+    async def let_go() -> bool:
+        return world.held == 0
+
+    await eventually(let_go)
