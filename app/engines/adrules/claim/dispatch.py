@@ -261,6 +261,14 @@ async def dispatch_due(
             tasks += await _admit_rules(deps, pool, claimed, tick, at, summary)
             if len(claimed) < deps.claim_batch or deps.stopped():
                 break
+        pool.stats.admitting = False
+        await asyncio.gather(*tasks, return_exceptions=True)
+    except asyncio.CancelledError:
+        # The tick is being cancelled: its fetches and records stop with it.
+        for task in tasks:
+            task.cancel()
+        pool.cancel()
+        raise
     finally:
         pool.stats.admitting = False
         # Every claimed rule is recorded, even when claiming a later chunk failed.

@@ -99,6 +99,7 @@ class FetchPool:
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _ends_at: float | None = None
     _budget_timer: asyncio.Task[None] | None = None
+    _cancelled: bool = False
 
     def __post_init__(self) -> None:
         self._free = self.slots
@@ -134,6 +135,19 @@ class FetchPool:
         self._pump()
         return done
 
+    def cancel(self) -> None:
+        """The tick itself was cancelled (its lease lost, the process stopping): stop every
+        fetch now rather than at its deadline."""
+        self._cancelled = True
+        if self._budget_timer is not None:
+            self._budget_timer.cancel()
+        while self._pending:
+            item = self._pending.popleft()
+            self.stats.waiting -= 1
+            _resolve(item, Deferred(f"{DEFERRED_REASON} (the tick was stopped)"))
+        for task in self._tasks:
+            task.cancel()
+
     async def aclose(self) -> None:
         """Stop the budget's timer and wait for the fetches still running (none once every
         submitted future is done)."""
@@ -153,6 +167,7 @@ class FetchPool:
             and self._free > 0
             and self.stats.calling + self.stats.slow < self.outstanding
             and not self.spent
+            and not self._cancelled
         ):
             item = self._pending.popleft()
             self.stats.waiting -= 1
@@ -177,8 +192,9 @@ class FetchPool:
             item = self._pending.popleft()
             self.stats.waiting -= 1
             self.stats.deferred += 1
-            item.done.set_result(
-                Deferred(f"{DEFERRED_REASON} before this account was reached", waited=item.waited)
+            _resolve(
+                item,
+                Deferred(f"{DEFERRED_REASON} before this account was reached", waited=item.waited),
             )
 
     # -- one account -----------------------------------------------------------------------------
@@ -188,7 +204,7 @@ class FetchPool:
         started = self.clock.monotonic()
         if item.waited >= self.deadline:
             # Earlier ticks used the whole deadline: no call, the account is skipped this run.
-            item.done.set_result(self._cut(False, FetchProgress(), item.waited))
+            _resolve(item, self._cut(False, FetchProgress(), item.waited))
             self.stats.calling -= 1
             self._give_back()
             return
@@ -206,14 +222,14 @@ class FetchPool:
                 waits = {fetch, timer} | ({holding} if in_slot else set())
                 done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                 if fetch in done:
-                    item.done.set_result(_settled(fetch))
+                    _resolve(item, _settled(fetch))
                     return
                 if timer in done:
                     fetch.cancel()
                     with contextlib.suppress(BaseException):
                         await fetch
                     waited = item.waited + self.clock.monotonic() - started
-                    item.done.set_result(self._cut(by_budget, progress, waited))
+                    _resolve(item, self._cut(by_budget, progress, waited))
                     return
                 if in_slot and holding in done:
                     # Slower than a normal call: run on to the deadline, but not in a slot.
@@ -230,9 +246,8 @@ class FetchPool:
             else:
                 self.stats.slow -= 1
                 self._pump()
-            if not item.done.done():
-                # Only cancellation of the pool's own task gets here: say so rather than hang.
-                item.done.set_result(Deferred(f"{DEFERRED_REASON} (the tick was stopped)"))
+            # Only cancellation of the pool's own task gets here unresolved: say so, not hang.
+            _resolve(item, Deferred(f"{DEFERRED_REASON} (the tick was stopped)"))
 
     def _cut(self, by_budget: bool, progress: FetchProgress, waited: float) -> FetchResult:
         if by_budget:
@@ -254,6 +269,13 @@ class FetchPool:
             transient=True,
         )
         return FetchFailed(error, attempts=progress.attempts, pages=progress.pages)
+
+
+def _resolve(item: _Item, result: FetchResult) -> None:
+    """Give the account's result to whoever still waits for it (the first result stands; a
+    cancelled waiter — its tick stopped — wants none)."""
+    if not item.done.done():
+        item.done.set_result(result)
 
 
 def _settled(fetch: asyncio.Future[Fetched]) -> FetchResult:

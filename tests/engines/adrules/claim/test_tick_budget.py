@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 
 from app.clock import ManualClock
 from app.engines.adrules import stops
+from app.engines.adrules.claim.dispatch import DispatchSummary, dispatch_due
 from app.engines.adrules.claim.pool import DEFERRED_REASON, FETCH_OUTSTANDING
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.rules import batch_status
@@ -345,6 +346,36 @@ async def test_ar12a_the_simulator_holds_a_hanging_account_s_calls_until_the_cli
     assert world.held == 1
     assert not held.done()
     held.cancel()
+
+    async def let_go() -> bool:
+        return world.held == 0
+
+    await eventually(let_go)
+
+
+async def test_ar10_a_cancelled_tick_stops_its_hanging_fetches_at_once(
+    runtime: Runtime,
+    clock: ManualClock,
+    ws: Workspace,
+    world: GraphWorld,
+    wide_graph: GraphClient,
+) -> None:
+    """A tick cancelled (its lease lost, the process stopping) stops its fetches then and there:
+    with the clock standing still, no deadline or budget can end them, yet the sweep ends and
+    the simulator's held calls are let go."""
+    await _hanging_world(runtime, world, ws, 40)
+    deps = dispatch_deps(runtime, graph=wide_graph)
+    summary = DispatchSummary()
+    task = asyncio.create_task(dispatch_due(deps, clock.now(), clock.now, summary))
+
+    async def hanging() -> bool:
+        return world.held == deps.fetch_concurrency
+
+    await eventually(hanging)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (summary.fetch.calling, summary.fetch.slow, summary.fetch.waiting) == (0, 0, 0)
 
     async def let_go() -> bool:
         return world.held == 0
