@@ -36,6 +36,9 @@ connection pool is sized above it)."""
 
 DEFERRED_REASON = "deferred: tick budget spent"
 """How a deferred account's batch record begins (read by people in the rule log)."""
+STOPPED_REASON = "deferred: the tick was stopped"
+"""The result of a fetch its tick stopped before it ended (nobody records it: the tick's
+records stop with it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +147,7 @@ class FetchPool:
         while self._pending:
             item = self._pending.popleft()
             self.stats.waiting -= 1
-            _resolve(item, Deferred(f"{DEFERRED_REASON} (the tick was stopped)"))
+            _resolve(item, Deferred(STOPPED_REASON))
         for task in self._tasks:
             task.cancel()
 
@@ -247,7 +250,7 @@ class FetchPool:
                 self.stats.slow -= 1
                 self._pump()
             # Only cancellation of the pool's own task gets here unresolved: say so, not hang.
-            _resolve(item, Deferred(f"{DEFERRED_REASON} (the tick was stopped)"))
+            _resolve(item, Deferred(STOPPED_REASON))
 
     def _cut(self, by_budget: bool, progress: FetchProgress, waited: float) -> FetchResult:
         if by_budget:
