@@ -427,7 +427,14 @@ class AdRulesSettings:
     fetch_deadline_seconds: float = env("ADRULES_FETCH_DEADLINE_SECONDS", 8.0)
     """Longest one ad account's campaign fetch (all pages and retries) may take inside the
     10-second dispatch sweep; a slower or hanging account is recorded as skipped for that run so
-    no other rule's tick is delayed."""
+    no other rule's tick is delayed. Counted from the account's first HTTP call, never while it
+    waits for a slot."""
+    fetch_slot_seconds: float = env("ADRULES_FETCH_SLOT_SECONDS", 0.5)
+    """A campaign-list call out longer than this gives its slot (one of 16) to the next account
+    and runs on to its deadline: ad accounts that hang cannot hold the others up."""
+    tick_budget_seconds: float = env("ADRULES_TICK_BUDGET_SECONDS", 8.5)
+    """The dispatch sweep's fetches end within this, so a 10-second tick ends within 10 s;
+    accounts not reached, or still arriving, are recorded as deferred and fetched first next tick."""
 
     def __post_init__(self) -> None:
         if self.budget_changes_per_hour < 1:
@@ -438,6 +445,10 @@ class AdRulesSettings:
             raise SettingsError("ADRULES_WEBHOOK_TIMEOUT_SECONDS must be positive")
         if self.fetch_deadline_seconds <= 0:
             raise SettingsError("ADRULES_FETCH_DEADLINE_SECONDS must be positive")
+        if self.fetch_slot_seconds <= 0:
+            raise SettingsError("ADRULES_FETCH_SLOT_SECONDS must be positive")
+        if self.tick_budget_seconds <= 0:
+            raise SettingsError("ADRULES_TICK_BUDGET_SECONDS must be positive")
         if self.insights_mode not in ("packed", "per_campaign", "account"):
             raise SettingsError(
                 "ADRULES_INSIGHTS_MODE must be 'packed', 'per_campaign' or 'account'"

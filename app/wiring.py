@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from app.clock import Clock
 from app.db.session import Database
+from app.engines.adrules.claim.pool import FETCH_OUTSTANDING
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.jobs import RUN_ACCOUNT
 from app.engines.adrules.plugin import PLUGIN as ADRULES
@@ -71,7 +72,11 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
         secrets=runtime.secrets,
         sleep=runtime.clock.sleep,
         graph=GraphClient(
-            integrations.meta_graph_url, integrations.meta_graph_version, timeout_seconds=timeout
+            integrations.meta_graph_url,
+            integrations.meta_graph_version,
+            timeout_seconds=timeout,
+            # The dispatch tick's calls (hanging ones included) and the worker's beside them.
+            max_connections=FETCH_OUTSTANDING + 64,
         ),
         sheets=SheetsClient(
             integrations.sheets_url, timeout_seconds=timeout, sleep=runtime.clock.sleep
@@ -91,6 +96,8 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
         stopped=stopped,
         stop=StopCheck(runtime.db, stopped),
         fetch_deadline_seconds=adrules.fetch_deadline_seconds,
+        fetch_slot_seconds=adrules.fetch_slot_seconds,
+        tick_budget_seconds=adrules.tick_budget_seconds,
         insights_mode=adrules.insights_mode,
         throttle_max_wait_seconds=adrules.throttle_max_wait_seconds,
         defer=queue_defer(runtime.queue, RUN_ACCOUNT),

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from app.clock import Clock
 from app.db.session import Database, UnitOfWork
+from app.engines.adrules.claim.pool import FETCH_OUTSTANDING
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.stops import StopCheck
 from app.engines.adrules.work.batched import BatchStats
@@ -74,8 +75,16 @@ class AdRulesDeps:
     page_size: int = PAGE_SIZE
     fetch_retry_delays: tuple[float, ...] = RETRY_DELAYS
     fetch_deadline_seconds: float = 8.0
-    """One account's whole campaign fetch (pages and retries) must end within this, so a hanging
-    ad account is recorded as skipped and the sweep — every other rule's tick — goes on."""
+    """One account's whole campaign fetch (pages and retries) must end within this, counted from
+    its first HTTP call, so a hanging ad account is recorded as skipped and the sweep goes on."""
+    fetch_slot_seconds: float = 0.5
+    """A call out longer than this gives its concurrency slot to the next account (and runs on
+    to its deadline): hanging accounts cannot keep the others waiting."""
+    fetch_outstanding: int = FETCH_OUTSTANDING
+    """Calls out at once in all, slow ones included."""
+    tick_budget_seconds: float | None = 8.5
+    """The dispatch tick's whole claim phase ends within this: accounts not reached, or still
+    arriving, are deferred to the next tick, which takes them first. None: no budget."""
     # -- work: the account job and the preview
     insights_mode: str = "packed"
     item_retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS

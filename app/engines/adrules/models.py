@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     Boolean,
+    CheckConstraint,
     ForeignKey,
     Index,
     Integer,
@@ -32,6 +33,9 @@ BATCH_EMPTY = "empty"
 """The pre-filters left no campaign on this account: nothing to evaluate, no job."""
 BATCH_SKIPPED = "skipped"
 """Fetching the account's campaigns failed (after retries for transient errors)."""
+BATCH_DEFERRED = "deferred"
+"""The tick's budget ran out before the account's campaigns arrived: the next tick fetches it
+first, and this record then moves on to ``queued``, ``empty`` or ``skipped``."""
 BATCH_RUNNING = "running"
 BATCH_COMPLETED = "completed"
 BATCH_FAILED = "failed"
@@ -42,7 +46,10 @@ BATCH_STATUSES = (
     BATCH_RUNNING,
     BATCH_COMPLETED,
     BATCH_FAILED,
+    BATCH_DEFERRED,
 )
+
+BATCH_STATUS_CHECK = "status IN ({})".format(", ".join(f"'{s}'" for s in BATCH_STATUSES))
 
 META_TOKEN_SECRET = "meta_access_token"  # noqa: S105 - the secret's name, not a secret
 """Name of the workspace secret holding the Meta access token (encrypted at rest)."""
@@ -152,6 +159,16 @@ class Batch(Base):
         UniqueConstraint("batch_id", "ad_account_id", name="uq_adrules_batches_batch_account"),
         Index("ix_adrules_batches_rule", "rule_id", "created_at"),
         Index("ix_adrules_batches_workspace", "workspace_id", "created_at"),
+        # The next tick's first work: the few deferred accounts, oldest first.
+        Index(
+            "ix_adrules_batches_deferred",
+            "tick_at",
+            "id",
+            sqlite_where=text("status = 'deferred'"),
+            postgresql_where=text("status = 'deferred'"),
+        ),
+        CheckConstraint(BATCH_STATUS_CHECK, name="status"),
+        CheckConstraint("fetch_waited_ms >= 0", name="fetch_waited_ms"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -166,6 +183,9 @@ class Batch(Base):
     """Campaigns fetched for this account (after the pre-filters)."""
     pages: Mapped[int] = mapped_column(Integer, default=0)
     fetch_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    fetch_waited_ms: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    """Of a deferred account: how much of its fetch deadline its calls used so far (the next
+    tick gives it only the rest)."""
     executed: Mapped[int] = mapped_column(Integer, default=0)
     not_executed: Mapped[int] = mapped_column(Integer, default=0)
     skipped: Mapped[int] = mapped_column(Integer, default=0)

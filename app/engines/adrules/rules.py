@@ -298,7 +298,7 @@ def batch_status(statuses: list[str]) -> str | None:
     """One word for a dispatch over several accounts: the worst account's status wins."""
     if not statuses:
         return None
-    for status in ("failed", "skipped", "running", "queued", "completed", "empty"):
+    for status in ("failed", "skipped", "deferred", "running", "queued", "completed", "empty"):
         if status in statuses:
             return status
     return statuses[0]

@@ -3,6 +3,8 @@ from ``Authorization: Bearer`` or ``access_token``, and usage headers on every r
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -141,12 +143,38 @@ def _run_batch_item(
     return _batch_item(reply, include_headers)
 
 
+async def _client_left(request: AnyRequest, seconds: float) -> bool:
+    """Wait ``seconds``, or less when the client closes the connection first (True then)."""
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    gone = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait_for(asyncio.shield(gone), timeout=seconds)
+    except TimeoutError:
+        return False
+    finally:
+        gone.cancel()
+    return True
+
+
 async def _answer(
     world: GraphWorld, request: AnyRequest, path: str, params: dict[str, str]
 ) -> Response[Any]:
     reply = world.handle(request.method, path, params, _token(request, params))
     if isinstance(reply, Fault):
-        return await fault_response(reply)
+        if not reply.delay_seconds:
+            return await fault_response(reply)
+        # Counted while held, until answered or until the client gave up and went away.
+        generation = world.hold_started()
+        try:
+            if await _client_left(request, reply.delay_seconds):
+                return Response(b"", status_code=499)  # nobody is there to read it
+            return await fault_response(dataclasses.replace(reply, delay_seconds=0.0))
+        finally:
+            world.hold_ended(generation)
     return _response(reply)
 
 

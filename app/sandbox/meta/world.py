@@ -8,6 +8,12 @@ it, so a sub-request of a batch behaves exactly like the same request sent alone
 Fault kinds: ``adaccounts.list``, ``account.get``, ``campaigns.list``, ``campaign.get``,
 ``campaign.update``, ``insights``, ``batch``. A fault on ``<kind>:<object id>`` (e.g.
 ``campaigns.list:act_2``) hits only that object.
+
+Slow and hanging accounts: :meth:`GraphWorld.hang` holds calls of a kind (``hang_accounts`` every
+campaign listing of the accounts named) for a number of seconds before answering, like a Graph API
+slowdown that hits some accounts; a held call is let go as soon as its client closes the
+connection, and :attr:`GraphWorld.held` counts the calls held right now (tests wait on it before
+moving a manual clock).
 """
 
 from __future__ import annotations
@@ -202,6 +208,8 @@ class GraphWorld(HttpSimulator):
         """Every batch call received: per sub-request its method, relative URL and ``body`` as
         sent (Meta takes a POST's parameters as one form-encoded string)."""
         self._lock = threading.RLock()
+        self._held = 0
+        self._held_generation = 0
 
     @property
     def base_url(self) -> str:
@@ -233,6 +241,9 @@ class GraphWorld(HttpSimulator):
             self.list_params.clear()
             self.batch_calls.clear()
             self.repeat_next_link = False
+            # Calls still held from an earlier scenario no longer count.
+            self._held = 0
+            self._held_generation += 1
 
     # -- building the world -----------------------------------------------------------------
 
@@ -398,8 +409,32 @@ class GraphWorld(HttpSimulator):
 
     def hang(self, kind: str, *, seconds: float = 3600.0, times: int = -1) -> Fault:
         """Hold calls of ``kind`` (e.g. ``campaigns.list:act_2``) for ``seconds`` before answering:
-        an ad account whose API calls hang."""
+        an ad account whose API calls hang. A client that gives up closes its connection; the
+        simulator answers nobody then."""
         return self.state.inject(kind, delay_seconds=seconds, times=times)
+
+    def hang_accounts(self, *account_ids: str, seconds: float = 3600.0) -> None:
+        """Every campaign-list call of these ad accounts hangs (a Graph-wide slowdown that hits
+        some accounts): see :meth:`hang`."""
+        for account_id in account_ids:
+            self.hang(f"campaigns.list:{account_id}", seconds=seconds)
+
+    @property
+    def held(self) -> int:
+        """Calls being held by a hang right now (received, not answered, client still there)."""
+        with self._lock:
+            return self._held
+
+    def hold_started(self) -> int:
+        """Count one held call in; returns the token :meth:`hold_ended` takes."""
+        with self._lock:
+            self._held += 1
+            return self._held_generation
+
+    def hold_ended(self, generation: int) -> None:
+        with self._lock:
+            if generation == self._held_generation:
+                self._held -= 1
 
     def _hit(self, kind: str, scope: str | None, **details: Any) -> Fault | None:
         fault = self.state.hit(kind, scope=scope, **details)

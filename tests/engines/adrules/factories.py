@@ -7,6 +7,7 @@ drawn from. ``conftest.py`` re-exports the fixtures; browser tests import them f
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -21,6 +22,7 @@ from sqlalchemy import select
 from app.clock import ManualClock
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
+from app.engines.adrules.claim.dispatch import DispatchSummary, dispatch_due
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.jobs import RUN_ACCOUNT
 from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
@@ -515,3 +517,26 @@ async def run_rule(
     finally:
         await clients.aclose()
     return setup, batches
+
+
+async def drive_tick(
+    deps: AdRulesDeps, world: GraphWorld, tick: datetime, *, step: float = 0.25
+) -> DispatchSummary:
+    """Run one dispatch sweep whose Graph calls may hang on the simulator, moving the manual clock
+    on only while the sweep is waiting on held calls alone: every call the fetch pool has out is
+    held by the simulator (none in transit, none being answered) and no rule is still being
+    claimed. Outcomes then follow from the clock, not from how fast this machine is."""
+    clock = deps.clock
+    assert isinstance(clock, ManualClock)
+    summary = DispatchSummary()
+    task = asyncio.create_task(dispatch_due(deps, tick, clock.now, summary))
+    while not task.done():
+        # Let every coroutine the last step woke run its course first.
+        for _ in range(50):
+            await asyncio.sleep(0)
+        fetch = summary.fetch
+        if not fetch.admitting and 0 < world.held == fetch.calling + fetch.slow:
+            clock.advance(step)
+        else:
+            await asyncio.sleep(0.005)
+    return task.result()

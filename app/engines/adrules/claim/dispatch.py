@@ -1,9 +1,12 @@
 """The dispatcher: turn due rules into one job per active ad account (spec AR-10 to AR-13).
 
-Each sweep claims the due rules (advancing ``next_execution_at`` in the same transaction), then for
-every claimed rule and each of its *active* ad accounts fetches the campaigns its pre-filters
-select, and in one transaction per rule writes a batch record per account and queues the account's
-job. An account whose fetch fails is recorded as skipped and the others go on (AR-22).
+Each sweep first takes the accounts earlier ticks deferred, then claims the due rules (advancing
+``next_execution_at`` in the same transaction); for every rule and each of its *active* ad accounts
+it fetches the campaigns its pre-filters select through the tick's :class:`FetchPool` (each
+account's own deadline from its first call, slots given back by calls that hang, the tick's
+budget), and in one transaction per rule writes a batch record per account and queues the
+account's job (:mod:`.batches`). An account whose fetch fails is recorded as skipped and the others
+go on (AR-22); one the budget did not reach is recorded as deferred and taken first next tick.
 
 This module reads and never writes to Meta: it receives a :class:`MetaReader` factory and cannot
 import the write client or the action code (an import-linter contract in ``pyproject.toml``).
@@ -16,324 +19,262 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
-from app.db.session import ReadSession
-from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS, SCHEDULED_STATUSES
+from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS
+from app.engines.adrules.claim.batches import (
+    RuleRef,
+    abandon_deferred,
+    record_dispatch,
+    record_resumed,
+)
+from app.engines.adrules.claim.deferred import DeferredBatch, deferred_batches
 from app.engines.adrules.claim.due_rules import ClaimedRule, claim_due_rules
 from app.engines.adrules.claim.fetch import Fetched, FetchFailed, FetchProgress, fetch_campaigns
-from app.engines.adrules.claim.prefilters import (
-    NOT_DELIVERABLE,
-    targets_not_deliverable,
-    to_filtering,
+from app.engines.adrules.claim.pool import FetchPool, FetchResult
+from app.engines.adrules.claim.rulework import (
+    AccountRow,
+    DispatchSummary,
+    RuleWork,
+    load_rule_work,
 )
 from app.engines.adrules.deps import AdRulesDeps
-from app.engines.adrules.documents import load_schedule, rule_document
-from app.engines.adrules.models import (
-    BATCH_EMPTY,
-    BATCH_QUEUED,
-    BATCH_SKIPPED,
-    META_TOKEN_SECRET,
-    AdAccount,
-    Batch,
-    Rule,
-    RuleAccount,
-    Task,
-)
-from app.engines.adrules.payloads import (
-    RUN_ACCOUNT_JOB,
-    AccountRef,
-    RunAccountPayload,
-    seal_token,
-)
-from app.engines.adrules.schemas import RuleDocument
+from app.engines.adrules.models import Rule
 from app.engines.adrules.stops import ENV_REASON, PLATFORM_STOP, stopped_workspaces
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
-from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
-from app.platform.service import get_secret
-from app.scheduling.sweeper import tick_key
+
+__all__ = ["DispatchSummary", "dispatch_due", "dispatch_now"]
 
 log = logging.getLogger(__name__)
 
 ENV_STOP_REASON = f"{PLATFORM_STOP}: {ENV_REASON}"
 MISSING_CREDENTIAL = "no Meta access token is configured for this workspace"
 INACTIVE_ACCOUNT = "the ad account is not active: nothing runs on it until it is activated"
+RULE_GONE = "the rule was paused or archived before its deferred fetch"
+ACCOUNT_GONE = "the rule no longer covers this ad account"
 
 
-@dataclass(slots=True)
-class DispatchSummary:
-    """What one sweep did (logged, and read by tests and the benchmark)."""
-
-    stopped: bool = False
-    rules: int = 0
-    jobs: int = 0
-    skipped_accounts: int = 0
-    empty_accounts: int = 0
-    batch_ids: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class _AccountRow:
-    id: int
-    meta_id: str
-    currency: str
-    timezone_name: str
-    active: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class _RuleWork:
-    document: RuleDocument
-    accounts: list[_AccountRow]
-    filtering: list[dict[str, Any]]
-    token: str | None
-    asked_hidden: frozenset[str] = frozenset()
-    """Non-deliverable statuses the rule's pre-filters name explicitly."""
-
-
-async def _load(session: ReadSession, secrets: SecretBox, claimed: ClaimedRule) -> _RuleWork | None:
-    rule = await session.get(Rule, claimed.id)
-    # Paused or archived between the claim and now: the person's latest word wins.
-    if rule is None or rule.status not in SCHEDULED_STATUSES:
-        return None
-    tasks = list(
-        (
-            await session.execute(
-                select(Task)
-                .where(Task.rule_id == rule.id, Task.archived_at.is_(None))
-                .order_by(Task.position, Task.id)
-            )
-        ).scalars()
-    )
-    # Inactive accounts are loaded too, only to record why nothing ran on them (spec AR-20).
-    accounts = [
-        _AccountRow(a.id, a.meta_id, a.currency, a.timezone_name, a.active)
-        for a in (
-            await session.execute(
-                select(AdAccount)
-                .join(RuleAccount, RuleAccount.ad_account_id == AdAccount.id)
-                .where(
-                    RuleAccount.rule_id == rule.id,
-                    AdAccount.workspace_id == rule.workspace_id,
-                )
-                .order_by(AdAccount.id)
-            )
-        ).scalars()
-    ]
-    token = await get_secret(
-        session, secrets, workspace_id=rule.workspace_id, name=META_TOKEN_SECRET
-    )
-    # The zone the rule names (its accounts' shared zone is stored as its schedule's zone);
-    # "" lets each account's run use that account's own zone.
-    document = rule_document(rule, tasks, load_schedule(rule.schedule).timezone or "")
-    return _RuleWork(
-        document,
-        accounts,
-        to_filtering(document.prefilters),
-        token,
-        targets_not_deliverable(document.prefilters),
+def _pool(deps: AdRulesDeps, budget: float | None) -> FetchPool:
+    return FetchPool(
+        clock=deps.clock,
+        slots=deps.fetch_concurrency,
+        deadline=deps.fetch_deadline_seconds,
+        slot_seconds=deps.fetch_slot_seconds,
+        budget=budget,
+        outstanding=deps.fetch_outstanding,
     )
 
 
-async def _fetch_account(
+def _done(result: FetchResult) -> asyncio.Future[FetchResult]:
+    future: asyncio.Future[FetchResult] = asyncio.get_running_loop().create_future()
+    future.set_result(result)
+    return future
+
+
+def _fetches(
     deps: AdRulesDeps,
-    reader: MetaReader | None,
-    account: _AccountRow,
-    filtering: list[dict[str, Any]],
-    limit: asyncio.Semaphore,
-    level: str = "campaign",
-) -> Fetched | FetchFailed:
-    if not account.active:
-        return FetchFailed(MetaError(INACTIVE_ACCOUNT, transient=False), attempts=0, pages=0)
-    if reader is None:
-        return FetchFailed(MetaError(MISSING_CREDENTIAL, transient=False), attempts=0, pages=0)
-    async with limit:
-        progress = FetchProgress()
-        try:
-            async with asyncio.timeout(deps.fetch_deadline_seconds):
-                return await fetch_campaigns(
-                    reader,
-                    account.meta_id,
-                    filtering,
-                    sleep=deps.sleep,
-                    page_size=deps.page_size,
-                    delays=deps.fetch_retry_delays,
-                    progress=progress,
-                    edge=LEVEL_EDGES[level],
-                    fields=LEVEL_FIELDS[level],
-                )
-        except FetchFailed as failed:
-            log.warning("ad account %s skipped: %s", account.meta_id, failed.error.describe())
-            return failed
-        except TimeoutError:
-            error = MetaError(
-                f"the campaign list did not arrive within {deps.fetch_deadline_seconds:g} s "
-                f"(after {progress.pages} page(s) and {progress.attempts} request(s)); "
-                "the account is skipped this run so other rules are not held up",
-                transient=True,
-            )
-            log.warning("ad account %s skipped: %s", account.meta_id, error.describe())
-            return FetchFailed(error, attempts=progress.attempts, pages=progress.pages)
+    pool: FetchPool,
+    work: RuleWork,
+    accounts: list[AccountRow],
+    stopped: str | None,
+    waited: list[float] | None = None,
+) -> list[asyncio.Future[FetchResult]]:
+    """Each account's result to come: submitted to the pool, or known at once. ``waited``: per
+    account, the seconds of its deadline earlier ticks used."""
+    reader = deps.reader(work.token) if work.token else None
+    out: list[asyncio.Future[FetchResult]] = []
+    for n, account in enumerate(accounts):
+        if stopped is not None:
+            # A runtime stop of the workspace or organisation: fetch nothing, record why.
+            out.append(_done(FetchFailed(MetaError(stopped, transient=False), 0, 0)))
+        elif not account.active:
+            out.append(_done(FetchFailed(MetaError(INACTIVE_ACCOUNT, transient=False), 0, 0)))
+        elif reader is None:
+            out.append(_done(FetchFailed(MetaError(MISSING_CREDENTIAL, transient=False), 0, 0)))
+        else:
+            used = waited[n] if waited else 0.0
+            fetch = _fetcher(deps, reader, account, work)
+            out.append(pool.submit(account.meta_id, fetch, waited=used))
+    return out
 
 
-async def _dispatch_rule(
+def _fetcher(
+    deps: AdRulesDeps, reader: MetaReader, account: AccountRow, work: RuleWork
+) -> Callable[[FetchProgress], Awaitable[Fetched]]:
+    level = work.document.level
+
+    async def fetch(progress: FetchProgress) -> Fetched:
+        return await fetch_campaigns(
+            reader,
+            account.meta_id,
+            work.filtering,
+            sleep=deps.sleep,
+            page_size=deps.page_size,
+            delays=deps.fetch_retry_delays,
+            progress=progress,
+            edge=LEVEL_EDGES[level],
+            fields=LEVEL_FIELDS[level],
+        )
+
+    return fetch
+
+
+async def _finish_rule(
     deps: AdRulesDeps,
-    claimed: ClaimedRule,
+    rule: RuleRef,
+    work: RuleWork,
+    fetches: list[asyncio.Future[FetchResult]],
     tick: datetime,
     now: datetime,
-    limit: asyncio.Semaphore,
     summary: DispatchSummary,
-    stopped: str | None = None,
-    job_key: str = "",
+    stopped: str | None,
 ) -> None:
+    try:
+        results = list(await asyncio.gather(*fetches))
+        await record_dispatch(
+            deps, rule, work, results, tick=tick, now=now, summary=summary, stopped=stopped
+        )
+    except Exception:
+        # One rule's failure (a database error, a bug) must not stop the other rules.
+        log.exception("dispatching rule %s failed", rule.id)
+
+
+async def _load(deps: AdRulesDeps, rule_id: int) -> RuleWork | None:
     async with deps.db.read() as session:
-        work = await _load(session, deps.secrets, claimed)
-    if work is None or not work.accounts:
-        return
-    reader = deps.reader(work.token) if work.token else None
-    results: list[Fetched | FetchFailed]
-    if stopped is not None:
-        # A runtime stop of the workspace or organisation: fetch nothing, record why.
-        stop_error = MetaError(stopped, transient=False)
-        results = [FetchFailed(stop_error, attempts=0, pages=0) for _ in work.accounts]
-    else:
-        results = list(
-            await asyncio.gather(
-                *(
-                    _fetch_account(deps, reader, a, work.filtering, limit, work.document.level)
-                    for a in work.accounts
-                )
+        return await load_rule_work(session, deps.secrets, rule_id)
+
+
+async def _admit_rules(
+    deps: AdRulesDeps,
+    pool: FetchPool,
+    claimed: list[ClaimedRule],
+    tick: datetime,
+    now: datetime,
+    summary: DispatchSummary,
+) -> list[asyncio.Task[None]]:
+    """Load the claimed rules, submit their accounts, and start each rule's recording."""
+    async with deps.db.read() as session:
+        stopped = await stopped_workspaces(session, {r.workspace_id for r in claimed})
+
+    async def load(rule: ClaimedRule) -> RuleWork | None:
+        try:
+            return await _load(deps, rule.id)
+        except Exception:
+            log.exception("dispatching rule %s failed", rule.id)
+            return None
+
+    works = await asyncio.gather(*(load(rule) for rule in claimed))
+    tasks: list[asyncio.Task[None]] = []
+    for rule, work in zip(claimed, works, strict=True):
+        if work is None or not work.accounts:
+            continue
+        reason = stopped.get(rule.workspace_id)
+        fetches = _fetches(deps, pool, work, work.accounts, reason)
+        ref = RuleRef(rule.id, rule.workspace_id)
+        tasks.append(
+            asyncio.create_task(_finish_rule(deps, ref, work, fetches, tick, now, summary, reason))
+        )
+    return tasks
+
+
+async def _finish_resumed(
+    deps: AdRulesDeps,
+    group: DeferredBatch,
+    work: RuleWork,
+    records: list[tuple[int, AccountRow]],
+    fetches: list[asyncio.Future[FetchResult]],
+    now: datetime,
+    summary: DispatchSummary,
+    stopped: str | None,
+) -> None:
+    try:
+        results = await asyncio.gather(*fetches)
+        settled = [(r, a, res) for (r, a), res in zip(records, results, strict=True)]
+        ref = RuleRef(group.rule_id, group.workspace_id)
+        await record_resumed(deps, ref, work, settled, now=now, summary=summary, stopped=stopped)
+    except Exception:
+        log.exception("dispatching the deferred accounts of rule %s failed", group.rule_id)
+
+
+async def _resume_deferred(
+    deps: AdRulesDeps, pool: FetchPool, now: datetime, summary: DispatchSummary
+) -> list[asyncio.Task[None]]:
+    """Submit the accounts earlier ticks deferred, before any newly due rule's."""
+    groups = await deferred_batches(deps.db, deps.claim_batch)
+    if not groups:
+        return []
+    async with deps.db.read() as session:
+        stopped = await stopped_workspaces(session, {g.workspace_id for g in groups})
+    tasks: list[asyncio.Task[None]] = []
+    for group in groups:
+        work = await _load(deps, group.rule_id)
+        if work is None:
+            await abandon_deferred(deps, [r for r, _ in group.records], RULE_GONE, now)
+            continue
+        by_id = {a.id: a for a in work.accounts}
+        records = [(r, by_id[a]) for r, a in group.records if a in by_id]
+        gone = [r for r, a in group.records if a not in by_id]
+        await abandon_deferred(deps, gone, ACCOUNT_GONE, now)
+        if not records:
+            continue
+        summary.resumed_accounts += len(records)
+        reason = stopped.get(group.workspace_id)
+        used = [group.waited[r] for r, _ in records]
+        fetches = _fetches(deps, pool, work, [a for _, a in records], reason, used)
+        tasks.append(
+            asyncio.create_task(
+                _finish_resumed(deps, group, work, records, fetches, now, summary, reason)
             )
         )
-    batch_id = uuid.uuid4().hex
-    sealed = seal_token(deps.secrets, work.token) if work.token else ""
-    async with deps.db.write() as uow:
-        session = uow.session
-        for account, result in zip(work.accounts, results, strict=True):
-            batch = Batch(
-                batch_id=batch_id,
-                workspace_id=claimed.workspace_id,
-                rule_id=claimed.id,
-                ad_account_id=account.id,
-                account_meta_id=account.meta_id,
-                entities=0,
-                pages=result.pages,
-                fetch_attempts=result.attempts,
-                executed=0,
-                not_executed=0,
-                skipped=0,
-                errors=0,
-                shadow=work.document.shadow,
-                tick_at=tick,
-                created_at=now,
-            )
-            if isinstance(result, Fetched):
-                # Archived and deleted campaigns are never acted on unless the rule asks for
-                # them by name (AR-23a), whatever a provider's filter semantics let through.
-                result = Fetched(
-                    [
-                        c
-                        for c in result.campaigns
-                        if c.effective_status not in NOT_DELIVERABLE
-                        or c.effective_status in work.asked_hidden
-                    ],
-                    result.pages,
-                    result.attempts,
-                )
-            if isinstance(result, FetchFailed):
-                batch.status = BATCH_SKIPPED
-                batch.error = (stopped or result.error.describe())[:2000]
-                batch.finished_at = now
-                summary.skipped_accounts += 1
-            elif not result.campaigns:
-                batch.status = BATCH_EMPTY
-                batch.finished_at = now
-                summary.empty_accounts += 1
-            else:
-                batch.status = BATCH_QUEUED
-                batch.entities = len(result.campaigns)
-            session.add(batch)
-            await session.flush()
-            if isinstance(result, Fetched) and result.campaigns:
-                payload = RunAccountPayload(
-                    batch_id=batch_id,
-                    batch_record_id=batch.id,
-                    workspace_id=claimed.workspace_id,
-                    rule=work.document,
-                    account=AccountRef(
-                        id=account.id,
-                        meta_id=account.meta_id,
-                        currency=account.currency,
-                        timezone_name=account.timezone_name,
-                    ),
-                    entities=result.campaigns,
-                    access_token_encrypted=sealed,
-                    dispatched_at=tick,
-                )
-                await deps.queue.enqueue(
-                    uow,
-                    deps.job,
-                    payload,
-                    job_id=tick_key(
-                        RUN_ACCOUNT_JOB,
-                        f"{claimed.id}-{account.id}{'-' + job_key if job_key else ''}",
-                        tick,
-                    ),
-                )
-                summary.jobs += 1
-        await session.execute(
-            update(Rule).where(Rule.id == claimed.id).values(last_batch_id=batch_id)
-        )
-    summary.batch_ids.append(batch_id)
+    return tasks
 
 
 async def dispatch_due(
-    deps: AdRulesDeps, tick: datetime, now: Callable[[], datetime]
+    deps: AdRulesDeps,
+    tick: datetime,
+    now: Callable[[], datetime],
+    summary: DispatchSummary | None = None,
 ) -> DispatchSummary:
-    """One sweep: claim every due rule (in chunks of ``claim_batch``) and dispatch each."""
-    summary = DispatchSummary()
+    """One sweep: the deferred accounts first, then every due rule (claimed in chunks of
+    ``claim_batch`` while the tick's budget lasts), each dispatched."""
+    summary = summary if summary is not None else DispatchSummary()
     # Checked first, every sweep: a stopped platform dispatches nothing (spec AR-23).
     if deps.stopped():
         summary.stopped = True
         return summary
-    limit = asyncio.Semaphore(deps.fetch_concurrency)
-    while True:
-        at = now()
-        claimed = await claim_due_rules(deps.db, at, deps.claim_batch)
-        summary.rules += len(claimed)
-        await _gather_rules(deps, claimed, tick, at, limit, summary)
-        if len(claimed) < deps.claim_batch or deps.stopped():
-            return summary
-
-
-async def _gather_rules(
-    deps: AdRulesDeps,
-    claimed: list[ClaimedRule],
-    tick: datetime,
-    now: datetime,
-    limit: asyncio.Semaphore,
-    summary: DispatchSummary,
-) -> None:
-    async with deps.db.read() as session:
-        stopped = await stopped_workspaces(session, {r.workspace_id for r in claimed})
-
-    async def guarded(rule: ClaimedRule) -> None:
-        try:
-            await _dispatch_rule(
-                deps, rule, tick, now, limit, summary, stopped.get(rule.workspace_id)
-            )
-        except Exception:
-            # One rule's failure (a database error, a bug) must not stop the other rules.
-            log.exception("dispatching rule %s failed", rule.id)
-
-    await asyncio.gather(*(guarded(rule) for rule in claimed))
+    pool = _pool(deps, deps.tick_budget_seconds)
+    summary.fetch = pool.stats
+    pool.stats.admitting = True
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        tasks += await _resume_deferred(deps, pool, now(), summary)
+        # Rules left unclaimed once the budget is spent stay due: the next tick takes them.
+        while not pool.spent:
+            at = now()
+            claimed = await claim_due_rules(deps.db, at, deps.claim_batch)
+            summary.rules += len(claimed)
+            tasks += await _admit_rules(deps, pool, claimed, tick, at, summary)
+            if len(claimed) < deps.claim_batch or deps.stopped():
+                break
+        pool.stats.admitting = False
+        await asyncio.gather(*tasks, return_exceptions=True)
+    except asyncio.CancelledError:
+        # The tick is being cancelled: its fetches and records stop with it.
+        for task in tasks:
+            task.cancel()
+        pool.cancel()
+        raise
+    finally:
+        pool.stats.admitting = False
+        # Every claimed rule is recorded, even when claiming a later chunk failed.
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await pool.aclose()
+    return summary
 
 
 async def dispatch_now(
@@ -342,14 +283,14 @@ async def dispatch_now(
     """ "Run now": dispatch one active rule once, outside its schedule, through the same path as
     the sweep (fetch, batch records, one job per account, the stop checked) — its
     ``next_execution_at`` is left as it is. The batch id is in the summary (none when the rule
-    is not active)."""
+    is not active). No tick budget applies; each account's own deadline does."""
     summary = DispatchSummary()
     if deps.stopped():
         summary.stopped = True
     async with deps.db.read() as session:
         row = (
             await session.execute(
-                select(Rule.id, Rule.workspace_id, Rule.next_execution_at, Workspace.timezone)
+                select(Rule.id, Rule.workspace_id)
                 .join(Workspace, Workspace.id == Rule.workspace_id)
                 .where(Rule.id == rule_id, Rule.workspace_id == workspace_id)
             )
@@ -357,18 +298,22 @@ async def dispatch_now(
         stopped = await stopped_workspaces(session, {workspace_id})
     if row is None:
         return summary
-    claimed = ClaimedRule(row[0], row[1], row[3], now, row[2])
-    environment = ENV_STOP_REASON if summary.stopped else None
     summary.rules = 1
-    await _dispatch_rule(
-        deps,
-        claimed,
-        now,
-        now,
-        asyncio.Semaphore(deps.fetch_concurrency),
-        summary,
-        environment or stopped.get(workspace_id),
-        # Each press is its own dispatch: a job id of its own, never deduplicated as one tick.
-        job_key=f"now-{uuid.uuid4().hex[:12]}",
+    work = await _load(deps, rule_id)
+    if work is None or not work.accounts:
+        return summary
+    environment = ENV_STOP_REASON if summary.stopped else None
+    reason = environment or stopped.get(workspace_id)
+    pool = _pool(deps, None)
+    summary.fetch = pool.stats
+    try:
+        fetches = _fetches(deps, pool, work, work.accounts, reason)
+        results = list(await asyncio.gather(*fetches))
+    finally:
+        await pool.aclose()
+    # Each press is its own dispatch: a job id of its own, never deduplicated as one tick.
+    ref = RuleRef(rule_id, workspace_id, job_key=f"now-{uuid.uuid4().hex[:12]}")
+    await record_dispatch(
+        deps, ref, work, results, tick=now, now=now, summary=summary, stopped=reason
     )
     return summary

@@ -16,13 +16,17 @@ log = logging.getLogger(__name__)
 
 async def dispatch_tick(ctx: JobContext, tick: datetime) -> None:
     summary = await dispatch_due(ctx.resources.require(AdRulesDeps), tick, ctx.clock.now)
-    if summary.rules:
+    if summary.rules or summary.resumed_accounts or summary.deferred_accounts:
         log.info(
             "ad rules dispatched",
             extra={
                 "rules": summary.rules,
                 "jobs": summary.jobs,
                 "skipped_accounts": summary.skipped_accounts,
+                "deferred_accounts": summary.deferred_accounts,
+                "resumed_accounts": summary.resumed_accounts,
+                "tick_budget_spent": summary.fetch.budget_spent,
+                "fetch_timeouts": summary.fetch.timed_out,
             },
         )
 

@@ -4,6 +4,7 @@ AR-22, AR-23, AR-24)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import date, timedelta
 
 import msgspec
@@ -312,24 +313,32 @@ async def test_ar12_retry_waits_on_the_clock(
     ids = await _setup_accounts(runtime, world, ws, {"act_1": (3, True)})
     world.fail("campaigns.list", code=17, status=400, times=2)
     await create_rule(runtime, workspace_id=ws.workspace_id, account_ids=list(ids.values()))
-    deps = dispatch_deps(runtime, graph=graph, sleep=clock.sleep)
+    # The fetch's own timers (its slot and its deadline) sleep on the clock beside the retry's
+    # wait: set far off, they stay two constant sleepers; no tick budget.
+    deps = dataclasses.replace(
+        dispatch_deps(runtime, graph=graph, sleep=clock.sleep),
+        fetch_slot_seconds=100,
+        fetch_deadline_seconds=100,
+        tick_budget_seconds=None,
+    )
     started = clock.now()
     task = asyncio.create_task(dispatch_due(deps, started, clock.now))
+    timers = 2
 
     async def sleeping() -> bool:
-        return clock.sleepers == 1
+        return clock.sleepers == timers + 1
 
     await eventually(sleeping)
     assert world.count("campaigns.list") == 1
     clock.advance(0.999)
     # Still asleep: a wait the advance had ended would have left the clock's sleepers at once.
-    assert clock.sleepers == 1
+    assert clock.sleepers == timers + 1
     assert world.count("campaigns.list") == 1
     clock.advance(0.001)
     await eventually(sleeping)
     assert world.count("campaigns.list") == 2
     clock.advance(1.999)
-    assert clock.sleepers == 1
+    assert clock.sleepers == timers + 1
     assert world.count("campaigns.list") == 2
     clock.advance(0.001)
     summary = await asyncio.wait_for(task, 10)
