@@ -32,7 +32,7 @@ from app.engines.funnels.consent.policy import (
 from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox import frequency
-from app.engines.funnels.outbox.payloads import EffectPayload, Email, Message, Team
+from app.engines.funnels.outbox.payloads import EffectPayload, Email, Http, Message, Team
 from app.platform.crypto import SecretBox
 
 
@@ -45,6 +45,15 @@ def message_of(channel: str, payload: EffectPayload) -> Outgoing:
     """How the policy sees an outbox effect."""
     if isinstance(payload, Team):
         return Outgoing(channel, internal=True)
+    if isinstance(payload, Http) and payload.to_contact is not None:
+        # A request that messages the contact through another system: the choices of the
+        # channel it messages them on apply, as to a message sent on it.
+        return Outgoing(
+            payload.to_contact,
+            topic=payload.topic,
+            transactional=payload.transactional,
+            quiet_hours=payload.quiet_hours,
+        )
     if not isinstance(payload, Message):
         return Outgoing(channel)
     hours = payload.quiet_hours

@@ -11,7 +11,8 @@ The rules, in order:
 2. Exempt: messages **about** the contact, not to them — team notifications (``internal``), and
    the requests a funnel makes on the contact's behalf to the workspace's own systems
    (``http``, ``payment``, ``booking``, ``ai``) — are not the contact's to refuse; only rule 1
-   applies to them.
+   applies to them. An ``http_request`` marked ``to_contact`` messages the contact through
+   another system: it is judged as a message on the channel it names.
 3. A hard bounce or a complaint on the channel (``suppressed[channel]`` ``bounced`` or
    ``complained``) stops **every** message on it, transactional ones included.
 4. Marketing choices, which a transactional message (its funnel or campaign marked so: the

@@ -110,6 +110,13 @@ class HttpRequest(_Effect, tag="http_request"):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     body: str | None = None
+    to_contact: Literal["email", "sms", "push", "letter"] | None = None
+    """Set when the request messages the contact through another system (a chat or messaging
+    provider's API) on this channel: the contact's choices on it hold the request back as they
+    would a message sent on it, and it counts against the frequency cap. Unset, the request
+    calls the workspace's own systems about the contact, which is not the contact's to refuse."""
+    transactional: bool = False
+    """With ``to_contact``: a message the contact asked for (see :class:`_Message`)."""
 
 
 class CreatePayment(_Effect, tag="create_payment"):

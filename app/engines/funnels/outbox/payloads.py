@@ -105,6 +105,12 @@ class Http(Request, frozen=True, kw_only=True, tag="http/1"):
     url: str
     headers: dict[str, str]
     body: str | None = None
+    to_contact: str | None = None
+    """The channel on which the request messages the contact (``None``: it does not); the
+    three fields below are the message's, as on :class:`Message`."""
+    topic: str | None = None
+    transactional: bool = False
+    quiet_hours: tuple[int, int] | None = None
 
 
 class Payment(Request, frozen=True, kw_only=True, tag="payment/1"):

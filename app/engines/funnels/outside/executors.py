@@ -189,8 +189,17 @@ RequestOf = Callable[[int, str], Requested]
 """Builds a node's request payload from its run id and node id (called on the first pass only)."""
 
 
+HeldBack = Callable[[str, str], Outcome]
+"""What a run does when the consent gate held its request back (the effect's key, the reason)."""
+
+
 async def _request(
-    ctx: NodeContext, node: Node, channel: str, request: RequestOf
+    ctx: NodeContext,
+    node: Node,
+    channel: str,
+    request: RequestOf,
+    *,
+    held_back: HeldBack | None = None,
 ) -> Answer | Outcome:
     """Emit the node's effect on its first pass; on later passes, the answer (a dict) once it
     is recorded, the end of the run if the effect failed, or another sleep."""
@@ -206,6 +215,9 @@ async def _request(
     ctx.run.context.pop("outside", None)
     if state is not None and state.outcome is not None and state.outcome.ok:
         return Answer(key, state.outcome.result)
+    if held_back is not None and state is not None and state.status == OUTBOX_SKIPPED:
+        # A request that messages the contact, held back by the consent gate (FN-31).
+        return held_back(key, state.last_error or "held back by the contact's choices")
     if state is None:
         error, code = "the effect disappeared before it was delivered", "lost"
     elif state.outcome is not None:
@@ -224,6 +236,8 @@ _GONE = frozenset({OUTBOX_FAILED, OUTBOX_SKIPPED, OUTBOX_CANCELLED})
 
 async def run_http_request(ctx: NodeContext, node: HttpRequest) -> Outcome:
     values = variables(ctx.contact, ctx.run.context)
+    settings = ctx.graph.definition.settings
+    to_person = node.to_contact is not None
     waited = await _request(
         ctx,
         node,
@@ -235,7 +249,15 @@ async def run_http_request(ctx: NodeContext, node: HttpRequest) -> Outcome:
             url=render(node.url, values),
             headers={name: render(value, values) for name, value in node.headers.items()},
             body=None if node.body is None else render(node.body, values),
+            to_contact=node.to_contact,
+            topic=settings.topic if to_person else None,
+            transactional=to_person and (settings.transactional or node.transactional),
+            quiet_hours=quiet_hours(ctx) if to_person else None,
         ),
+        # Held back, the message is not sent and the run goes on, as after a send step.
+        held_back=(lambda key, why: Next(node.next, f"not sent: {why}"[:200], {"effect": key}))
+        if to_person
+        else None,
     )
     if not isinstance(waited, Answer):
         return waited

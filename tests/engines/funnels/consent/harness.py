@@ -38,8 +38,10 @@ HELD = "held"
 """Not received; the reason is recorded (a skipped row, a refused test send)."""
 EMAIL_SENDERS = ("funnel_email", "campaign", "test_send")
 CHANNEL = {"funnel_email": "email", "campaign": "email", "test_send": "email", "sms": "sms"}
-CHANNEL |= {"push": "push", "letter": "letter", "webhook": "email"}
+CHANNEL |= {"push": "push", "letter": "letter", "webhook": "email", "webhook_to_person": "email"}
 """The channel whose choices a kind sets for a sender (a webhook's: the contact's e-mail)."""
+WEBHOOKS = ("webhook", "webhook_to_person")
+"""An ``http_request`` step; the second messages the contact (``to_contact: email``)."""
 ADDRESS_FIELDS = {
     "address_line1": "1 Main St",
     "address_city": "Berlin",
@@ -131,7 +133,7 @@ class Matrix:
             assert made.status_code == 201, made.text
             self.campaign_id = made.json()["id"]
             return
-        if self.sender == "webhook":
+        if self.sender in WEBHOOKS:
             o.echo()
             async with self.runtime.db.write() as uow:
                 from sqlalchemy import update
@@ -146,6 +148,7 @@ class Matrix:
                 i,
                 url=o.sims.urls["echo"] + "/hook",
                 body="Hi {{first_name}}",
+                **({"to_contact": "email"} if self.sender == "webhook_to_person" else {}),
             )
         else:
             build = NODE[self.sender]
@@ -328,7 +331,7 @@ class Matrix:
             texts = [m["body"] for m in o.push().notifications.values()]
         elif self.sender == "letter":
             texts = [m["to"]["name"] for m in o.letter().letters.values()]
-        elif self.sender == "webhook":
+        elif self.sender in WEBHOOKS:
             texts = [m["body"] for m in o.echo().received]
         for text in texts:
             name = text.removeprefix("Hi ").removeprefix("Dear ").strip()

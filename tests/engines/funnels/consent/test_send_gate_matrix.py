@@ -14,14 +14,17 @@ tests of their own below.
 
 Policy read from the matrix: e-mail choices (all, a topic) concern e-mail only; a webhook
 (``http_request``) calls the workspace's own systems about the contact and, like a team
-notification, is not the contact's to refuse; FN-32 keeps suppression, not consent, and keeps it
+notification, is not the contact's to refuse, unless it is marked as messaging the contact
+(``to_contact``: here ``email``), when it is judged as a message on that channel; FN-32 keeps suppression, not consent, and keeps it
 for the e-mail address and the phone number (push tokens and postal addresses are not kept).
 """
 
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import select
 
+from app.engines.funnels.models import Run
 from tests.engines.funnels.consent.harness import (
     CHANNEL,
     HELD,
@@ -39,7 +42,16 @@ BASE_KINDS = (
     "complained",
 )
 KINDS = ("control", *BASE_KINDS, *(f"recreated_{k}" for k in BASE_KINDS))
-SENDERS = ("funnel_email", "campaign", "test_send", "sms", "push", "letter", "webhook")
+SENDERS = (
+    "funnel_email",
+    "campaign",
+    "test_send",
+    "sms",
+    "push",
+    "letter",
+    "webhook",
+    "webhook_to_person",
+)
 EMAIL_CHOICES = ("unsubscribe_all", "topic_one_click", "topic_preferences")
 KEPT_CHANNELS = ("email", "sms")
 """Channels whose suppression FN-32 keeps under the address's hash."""
@@ -71,7 +83,7 @@ CASES = [
 
 STEP_CASES = [
     pytest.param(sender, id=f"{sender}-step-transactional")
-    for sender in ("funnel_email", "test_send", "sms", "push", "letter")
+    for sender in ("funnel_email", "test_send", "sms", "push", "letter", "webhook_to_person")
 ]
 
 
@@ -117,6 +129,15 @@ async def _matrix(matrix: Matrix) -> None:
         # Transactional mail carries no unsubscribe headers; marketing mail always does.
         headers = {"List-Unsubscribe" in m.headers for m in matrix.outside.sink.messages}
         assert headers == {not transactional}
+    if sender == "webhook_to_person":
+        # A request held back is not a failure: the run goes on without its answer (a deleted
+        # contact's run ended when the contact was deleted).
+        async with matrix.runtime.db.read() as s:
+            statuses = set(
+                await s.scalars(select(Run.status).where(Run.funnel_id == matrix.funnel_id))
+            )
+        assert "failed" not in statuses
+        assert "completed" in statuses
     if sender == "test_send":
         for kind, answer in matrix.test_answers.items():
             if answer.status_code != 200:
