@@ -42,6 +42,7 @@ from app.engines.funnels.models import Run as FunnelRun
 from app.engines.ranktracking.models import AlertRule, KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
 from app.scheduling.bulk_models import BulkJob
+from app.scheduling.queue import record_dead_job
 from app.scheduling.sweeper import SweepRunner
 from app.settings import Settings
 from app.web.app import create_app
@@ -127,6 +128,20 @@ async def _demo_ids(runtime: Runtime) -> dict[str, str]:
     return ids
 
 
+async def _a_dead_job(runtime: Runtime, clock: ManualClock) -> str:
+    """A job that ran out of tries, so its page (history, retry, discard) has one to show."""
+    await record_dead_job(
+        runtime.db,
+        clock,
+        job_id="pages-dead-job",
+        name="funnels.advance",
+        payload=b"{}",
+        attempts=3,
+        error="RuntimeError: the page test's dead job",
+    )
+    return "pages-dead-job"
+
+
 async def _dispatch_the_demo_rule(runtime: Runtime, clock: ManualClock) -> None:
     """Switch the demo's draft rule on and let one dispatch run, so the rule log has a batch."""
     async with runtime.db.write() as uow:
@@ -174,6 +189,7 @@ async def demo(settings: Settings, shared_db: Database) -> AsyncIterator[Demo]:
             await _dispatch_the_demo_rule(rt, clock)
             app = create_app(demo_settings, rt, background=False)
             ids = await _demo_ids(rt)
+            ids["job_id:str"] = await _a_dead_job(rt, clock)
             async with serve_in_loop(app) as url:
                 yield Demo(url, demo_settings.demo.admin_email, password, ids, app)
         finally:
@@ -199,12 +215,16 @@ def page_paths(app: Litestar) -> list[str]:
 
 def fill(path: str, ids: dict[str, str]) -> str:
     def value(match: re.Match[str]) -> str:
+        # A parameter's typed name first: a bulk job's id is an int, a queued job's a string.
         name = match.group(1)
+        typed = f"{name}:{match.group(2)}"
+        if typed in ids:
+            return ids[typed]
         if name not in ids:
             pytest.fail(f"{path}: the page test has no demo object for path parameter {name!r}")
         return ids[name]
 
-    filled = re.sub(r"\{(\w+)(?::\w+)?\}", value, path)
+    filled = re.sub(r"\{(\w+)(?::(\w+))?\}", value, path)
     if path in QUERIES:
         filled += "?" + urlencode({QUERIES[path]: ids[QUERIES[path]]})
     return filled

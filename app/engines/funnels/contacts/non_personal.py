@@ -128,6 +128,11 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
         ("key", "request_hash"),
         "SHA-256 of the caller's key and of the request (the answer itself is in the registry)",
     ),
+    "job_attempts": (
+        ("job_id", "name", "worker", "outcome"),
+        "a job's history: its id, kind, the process that ran it and how the attempt ended (its "
+        "error is in the registry)",
+    ),
     "jobs": (
         ("id", "name", "queue", "payload", "status", "leased_by"),
         "the queue's bookkeeping; the funnels' job payloads carry ids only (a shard, a campaign "

@@ -52,7 +52,7 @@ from app.engines.funnels.outside.models import AiCacheEntry, AiUsage, EffectResu
 from app.engines.funnels.runs.entry_gate import EntryGate
 from app.platform.models import IdempotencyRecord
 from app.scheduling.bulk_models import BulkJob, BulkJobError
-from app.scheduling.models import Job, SweeperState
+from app.scheduling.models import Job, JobAttempt, SweeperState
 
 ERASED = "erased with the contact"
 """What a log line or an outcome that named the person reads afterwards."""
@@ -210,6 +210,12 @@ REGISTRY: tuple[Entry, ...] = (
         {"message": ERASED},
     ),
     Entry("job_log", _t(Job), ByAddress(("last_error",), workspace=None), {"last_error": ERASED}),
+    Entry(
+        "job_attempt_log",
+        _t(JobAttempt),
+        ByAddress(("error",), workspace=None),
+        {"error": ERASED},
+    ),
     Entry(
         "sweep_log",
         _t(SweeperState),
