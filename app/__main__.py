@@ -1,5 +1,6 @@
-"""Command line: ``python -m app serve | worker | migrate | env | backup | restore`` and the
-account commands (``create-admin``, ``reset-password``, ``create-api-key``, ``setup-token``)."""
+"""Command line: ``python -m app serve | worker | migrate | check-schema | env | backup | restore``
+and the account commands (``create-admin``, ``reset-password``, ``reset-two-factor``,
+``create-api-key``, ``setup-token``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app import commands, telemetry
-from app.db.migrate import SchemaOutOfDate, check_current, upgrade
+from app.db.migrate import SchemaOutOfDate, check_current, schema_drift, upgrade
 from app.logs import configure_logging
 from app.settings import Settings, SettingsError, describe_environment, load_settings
 
@@ -87,6 +88,33 @@ async def _worker(settings: Settings) -> int:
     return await run_worker_process(assemble(settings))
 
 
+async def _check_schema(url: str) -> int:
+    """``alembic check`` for this database: at the newest migration, and built as the models
+    declare (exit 1 otherwise, each difference on a line of its own)."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from app.models import metadata
+
+    engine = create_async_engine(url)
+    try:
+        await check_current(engine)
+    except SchemaOutOfDate as exc:
+        print(f"check-schema: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await engine.dispose()
+    drift = await schema_drift(url, metadata)
+    if drift:
+        print(
+            f"check-schema: the database differs from the models ({len(drift)}):", file=sys.stderr
+        )
+        for line in drift:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    print("check-schema: the database matches the models")
+    return 0
+
+
 def _backup_or_restore(settings: Settings, args: argparse.Namespace) -> int:
     from app import backup
 
@@ -125,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve", help="API, dashboard, webhooks, sweepers and workers in one process")
     sub.add_parser("worker", help="queue workers only (scale-out)")
     sub.add_parser("migrate", help="apply database migrations")
+    sub.add_parser(
+        "check-schema",
+        help="compare the migrated database with the models; exit 1 listing each difference",
+    )
     env_cmd = sub.add_parser("env", help="print every environment variable as a Markdown table")
     env_cmd.add_argument(
         "--update-readme", metavar="PATH", help="write the table between the env-table markers"
@@ -165,6 +197,8 @@ def _run(args: argparse.Namespace) -> int:
         asyncio.run(upgrade(settings.database.url))
         log.info("database is at the newest schema")
         return 0
+    if args.command == "check-schema":
+        return asyncio.run(_check_schema(settings.database.url))
     if args.command in ("backup", "restore"):
         return _backup_or_restore(settings, args)
     if args.command in commands.ACCOUNT_COMMANDS:

@@ -1,6 +1,7 @@
 """Account commands of the CLI, for scripted installs and for getting back in:
 
-``create-admin``, ``reset-password``, ``create-api-key`` and ``setup-token``.
+``create-admin``, ``reset-password``, ``reset-two-factor``, ``create-api-key`` and
+``setup-token``.
 
 Passwords are read from standard input with ``--password-stdin`` (one line), or asked for twice on
 a terminal; they are never taken from the command line, where ``ps`` and shell histories would
@@ -21,7 +22,8 @@ from sqlalchemy import select
 
 from app.db.migrate import SchemaOutOfDate, check_current, upgrade
 from app.errors import DomainError
-from app.platform import organisation, service, setup
+from app.platform import organisation, service, setup, two_factor
+from app.platform import two_factor_events as events
 from app.platform.models import Membership, User, Workspace
 from app.runtime import Runtime
 from app.settings import Settings
@@ -47,6 +49,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     reset = sub.add_parser("reset-password", help="set a new password; the person's sessions end")
     reset.add_argument("--email", required=True)
     reset.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+
+    sub.add_parser(
+        "reset-two-factor",
+        help="remove a person's second factor (lost phone and recovery codes); their sessions end",
+    ).add_argument("--email", required=True)
 
     key = sub.add_parser("create-api-key", help="print a new workspace API key (shown once)")
     key.add_argument("--email", required=True, help="an admin of the workspace")
@@ -112,6 +119,24 @@ async def reset_password(runtime: Runtime, args: argparse.Namespace, stdin: Text
     return f"password changed for {args.email.strip().lower()}; {ended} session(s) ended"
 
 
+async def reset_two_factor(runtime: Runtime, args: argparse.Namespace) -> str:
+    await _prepared(runtime)
+    async with runtime.db.write() as uow:
+        user = await two_factor.remove(uow.session, email=args.email)
+        await events.record(
+            uow.session,
+            "two_factor.disabled",
+            user_id=user.id,
+            organisation_id=user.organisation_id,
+            now=runtime.clock.now(),
+            after={"by": "an operator (python -m app reset-two-factor)"},
+        )
+    return (
+        f"two-factor sign-in removed for {user.email}; their sessions ended (they enrol again "
+        "at their next sign-in if their organisation requires it)"
+    )
+
+
 async def create_api_key(runtime: Runtime, args: argparse.Namespace) -> str:
     await _prepared(runtime)
     email = args.email.strip().lower()
@@ -149,6 +174,19 @@ async def create_api_key(runtime: Runtime, args: argparse.Namespace) -> str:
     return raw
 
 
+async def setup_token(runtime: Runtime) -> str:
+    """The setup token while nobody owns the instance. Once an owner exists the token opens
+    nothing, so printing it would only mislead: say how to get in instead."""
+    async with runtime.db.read() as session:
+        if not await setup.needs_setup(session):
+            raise CommandFailed(
+                "this instance already has an owner, so the setup page is closed: sign in at "
+                f"{runtime.settings.web.public_url}/login (a forgotten password: "
+                "python -m app reset-password)"
+            )
+    return setup.setup_token(runtime.session_secret)
+
+
 async def log_first_run(runtime: Runtime) -> None:
     """While nobody owns the instance, log where to set it up and its setup token (the operator
     reads it in the log; a stranger reaching the port first has no way to it)."""
@@ -176,11 +214,13 @@ async def run(
     runtime = assemble(settings)
     try:
         if command == "setup-token":
-            print(setup.setup_token(runtime.session_secret))
+            print(await setup_token(runtime))
         elif command == "create-admin":
             print(await create_admin(runtime, args, stdin))
         elif command == "reset-password":
             print(await reset_password(runtime, args, stdin))
+        elif command == "reset-two-factor":
+            print(await reset_two_factor(runtime, args))
         elif command == "create-api-key":
             print(await create_api_key(runtime, args))
         else:  # pragma: no cover - argparse only lets the commands above through
@@ -199,4 +239,10 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
-ACCOUNT_COMMANDS = ("create-admin", "reset-password", "create-api-key", "setup-token")
+ACCOUNT_COMMANDS = (
+    "create-admin",
+    "reset-password",
+    "reset-two-factor",
+    "create-api-key",
+    "setup-token",
+)

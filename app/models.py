@@ -8,6 +8,8 @@ import pkgutil
 import app.engines
 from app.db.base import Base
 from app.platform import models as _platform_models  # noqa: F401
+from app.platform import two_factor_models as _two_factor_models  # noqa: F401
+from app.platform.audit import models as _audit_models  # noqa: F401
 from app.scheduling import bulk_models as _bulk_models  # noqa: F401
 from app.scheduling import models as _scheduling_models  # noqa: F401
 

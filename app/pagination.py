@@ -27,6 +27,9 @@ CURSOR_PROBLEM = "is not a cursor this list returned"
 
 # A 64-bit id has at most 19 digits: a longer number would overflow the column it is compared with.
 _MAX_CURSOR_DIGITS = 19
+# No list keys its pages on anything wider than a 64-bit column (or an offset PostgreSQL binds as
+# one); narrower keys are settled by app.db.keyset.
+_MAX_CURSOR = 2**63 - 1
 
 
 def cursor_number(cursor: str | None, *, field: str = "cursor") -> int | None:
@@ -36,7 +39,10 @@ def cursor_number(cursor: str | None, *, field: str = "cursor") -> int | None:
     # isdigit() alone admits "³" and other digits int() refuses (a 500 under fuzzing).
     if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > _MAX_CURSOR_DIGITS:
         raise ValidationFailed.field(field, CURSOR_PROBLEM)
-    return int(cursor)
+    number = int(cursor)
+    if number > _MAX_CURSOR:
+        raise ValidationFailed.field(field, CURSOR_PROBLEM)
+    return number
 
 
 def limit_problem(maximum: int) -> str:

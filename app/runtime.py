@@ -19,6 +19,7 @@ from app.db.migrate import SchemaOutOfDate, check_current
 from app.db.session import Database
 from app.db.write_gate import background_context
 from app.heap import settle_startup_heap
+from app.platform.audit import platform_stop
 from app.platform.crypto import SecretBox, load_or_create_keys
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers
 from app.scheduling.jobs import JobContext, JobRegistry, JobSpec
@@ -79,6 +80,18 @@ class Runtime:
 
     def platform_stopped(self) -> bool:
         return self.settings.sweepers.stop_all
+
+    async def record_platform_stop(self) -> None:
+        """At the start of a process: the platform stop coming into force or being lifted since
+        the last start goes in every organisation's audit log (:mod:`app.platform.audit.platform_stop`)."""
+        try:
+            await platform_stop.record_at_start(
+                self.db, stopped=self.platform_stopped(), now=self.clock.now()
+            )
+        except Exception:
+            # A database not yet migrated (or not answering) must not keep the process from
+            # starting: /ready reports the database, and the next start records the change.
+            log.exception("the platform stop could not be recorded in the audit log")
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -253,6 +266,7 @@ async def run_worker_process(runtime: Runtime, *, queues: list[str] | None = Non
     for sig in signals:
         loop.add_signal_handler(sig, stop.set)
     try:
+        await runtime.record_platform_stop()
         runtime.start_database_upkeep()
         runtime.start_workers(queues)
         # Wired and started, before the workers' loops first run: what is alive now lives as

@@ -26,6 +26,16 @@ Url = Annotated[str, msgspec.Meta(max_length=2048)]
 EmailAddress = Annotated[str, msgspec.Meta(max_length=254, extra_json_schema={"format": "email"})]
 """An e-mail address (RFC 5321's 254 characters at most); its syntax is checked with
 :func:`app.platform.validation.email_problem` wherever it is stored."""
+NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+"""Text with something in it besides spaces (and no NUL character), stated in the document where
+a field is refused when it is empty or blank once stripped."""
+_GIVEN = msgspec.Meta(extra_json_schema={"pattern": NOT_BLANK})
+GivenName = Annotated[Name, _GIVEN]
+"""A :data:`Name` that must be given (the API refuses an empty or blank one)."""
+GivenText = Annotated[Text, _GIVEN]
+GivenDocument = Annotated[Document, _GIVEN]
+
+
 RowRef = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
 """A row id sent in a body: a number no 64-bit id column can hold is refused before the query."""
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]

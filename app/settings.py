@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import itertools
 import logging
+import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +55,17 @@ def parse_networks(text: str) -> Networks:
         except ValueError as exc:
             raise SettingsError(f"TRUSTED_PROXIES: {entry!r} is not an address or network") from exc
     return tuple(out)
+
+
+def parse_bind(name: str, text: str) -> tuple[str, int] | None:
+    """A ``host:port`` setting (``[::1]:9100`` for IPv6) as its parts; empty is ``None``."""
+    if not text.strip():
+        return None
+    host, sep, port = text.strip().rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise SettingsError(f"{name} must be host:port (e.g. 127.0.0.1:9100), not {text!r}")
+    return host, int(port)
 
 
 MIN_REDIS_TIMEOUT_SECONDS = 0.1  # below a loaded machine's round trip: every command would fail
@@ -118,7 +130,8 @@ class QueueSettings:
     redis_url: str = env("REDIS_URL", "")
     """When set, jobs go through arq on this Redis; otherwise the durable database queue is used."""
     arq_queue_name: str = env("ARQ_QUEUE_NAME", "sweepline:queue")
-    """Redis key of the arq queue (give each deployment or test run its own)."""
+    """Redis key of the arq queue (give each deployment or test run its own); the rate limits'
+    buckets are kept under it too."""
     redis_timeout_seconds: float = env("REDIS_TIMEOUT_SECONDS", 2.0)
     """Longest a connection to Redis, or one command on it, may take before it fails (0.1 to
     60 s), tried once: while Redis is down or not answering, a request that queues a job answers
@@ -199,6 +212,12 @@ class WebSettings:
     """Seconds ``serve`` keeps an idle client connection open (1 to 3600). Keep it longer than the
     idle timeout of a reverse proxy's or load balancer's upstream connections, or a request the
     proxy sends as the server closes the connection fails (a 502)."""
+    metrics_token: str = env("METRICS_TOKEN", "")
+    """Bearer token a Prometheus scrape of ``/metrics`` on the public listener must send
+    (``Authorization: Bearer <token>``). Empty: ``/metrics`` answers 404 there."""
+    metrics_bind: str = env("METRICS_BIND", "")
+    """``host:port`` of a second listener of ``serve`` that answers ``GET /metrics`` alone,
+    without the token (keep it on a private interface). Empty: no second listener."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.keep_alive_seconds <= MAX_HTTP_KEEP_ALIVE_SECONDS:
@@ -207,6 +226,7 @@ class WebSettings:
                 f"seconds, not {self.keep_alive_seconds}"
             )
         parse_networks(self.trusted_proxies)  # refused here, before any command does its work
+        parse_bind("METRICS_BIND", self.metrics_bind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +265,47 @@ class SecuritySettings:
     """The window over which failed sign-ins are counted."""
     invitation_ttl_hours: int = env("INVITATION_TTL_HOURS", 168)
     """How long an invitation link can be accepted (it works once)."""
+    audit_retention_days: int = env("AUDIT_RETENTION_DAYS", 365)
+    """Days the audit log keeps an entry; the hourly sweep removes older ones."""
+
+    def __post_init__(self) -> None:
+        if self.audit_retention_days < 1:
+            raise SettingsError(
+                f"AUDIT_RETENTION_DAYS must be at least 1, not {self.audit_retention_days}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitSettings:
+    """Token buckets per API key (or signed-in person) and per workspace, reads and writes apart
+    (app/platform/rate_limits.py). A request takes one token from its caller's bucket and one from
+    its workspace's; without one it answers 429. Shared through Redis when REDIS_URL is set."""
+
+    key_read_burst: int = env("RATE_LIMIT_KEY_READ_BURST", 200)
+    """Reads (GET, HEAD, OPTIONS) one API key, or one signed-in person, may make in a burst; 0 turns the
+    limit off."""
+    key_read_per_second: float = env("RATE_LIMIT_KEY_READ_PER_SECOND", 20.0)
+    """Reads per second that refill one key's burst; 0 turns the limit off."""
+    key_write_burst: int = env("RATE_LIMIT_KEY_WRITE_BURST", 60)
+    """Writes (every other method) one API key, or one signed-in person, may make in a burst; 0
+    turns the limit off."""
+    key_write_per_second: float = env("RATE_LIMIT_KEY_WRITE_PER_SECOND", 10.0)
+    """Writes per second that refill one key's burst; 0 turns the limit off."""
+    workspace_read_burst: int = env("RATE_LIMIT_WORKSPACE_READ_BURST", 400)
+    """Reads one workspace's keys and people may make together in a burst; 0 turns the limit off."""
+    workspace_read_per_second: float = env("RATE_LIMIT_WORKSPACE_READ_PER_SECOND", 40.0)
+    """Reads per second that refill one workspace's burst; 0 turns the limit off."""
+    workspace_write_burst: int = env("RATE_LIMIT_WORKSPACE_WRITE_BURST", 120)
+    """Writes one workspace's keys and people may make together in a burst; 0 turns the limit
+    off."""
+    workspace_write_per_second: float = env("RATE_LIMIT_WORKSPACE_WRITE_PER_SECOND", 20.0)
+    """Writes per second that refill one workspace's burst; 0 turns the limit off."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not math.isfinite(value) or value < 0:
+                raise SettingsError(f"{f.metadata['env']} must be 0 or more, not {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,8 +358,21 @@ class IntegrationSettings:
     """Base URL of the Meta Graph API (the sandbox simulator's URL in tests and the demo)."""
     meta_graph_version: str = env("META_GRAPH_VERSION", "v21.0")
     """Graph API version in request paths."""
+    meta_app_id: str = env("META_APP_ID", "")
+    """The Meta app's id: "Connect with Facebook" and the check of every saved token (Meta's
+    ``debug_token`` with the app's access token) need it and ``META_APP_SECRET``."""
+    meta_app_secret: str = env("META_APP_SECRET", "")
+    """The Meta app's secret (App settings > Basic). Never sent to a browser."""
+    meta_dialog_url: str = env("META_DIALOG_URL", "https://www.facebook.com")
+    """Base URL of Facebook Login's dialog (the sandbox simulator's URL in tests and the demo)."""
+    meta_oauth_redirect_url: str = env("META_OAUTH_REDIRECT_URL", "")
+    """Where Facebook Login sends the person back; it must be listed in the app's Valid OAuth
+    Redirect URIs. Empty: ``PUBLIC_URL`` + ``/ui/adrules/meta/callback``."""
     sheets_url: str = env("SHEETS_URL", "https://sheets.googleapis.com")
     """Base URL of the Google Sheets API v4."""
+    search_console_url: str = env("SEARCH_CONSOLE_URL", "https://www.googleapis.com")
+    """Base URL of the Google Search Console API (``/webmasters/v3``), where position tracking
+    imports a property's search queries as keywords."""
     serp_url: str = env("SERP_URL", "https://api.dataforseo.com")
     """Base URL of the SERP provider (DataForSEO-shaped queued API)."""
     serp_login: str = env("SERP_LOGIN", "")
@@ -351,6 +425,27 @@ class FunnelSettings:
     ingest_batches_in_flight: int = env("FUNNEL_INGEST_BATCHES_IN_FLIGHT", 2)
     """Shared inserts written at the same time on PostgreSQL; events arriving while all are busy
     join the next (SQLite writes one at a time: it has one write lock)."""
+    ai_draft_repair_rounds: int = env("FUNNEL_AI_DRAFT_REPAIR_ROUNDS", 2)
+    """Drafting a funnel with AI: how many times the validator's findings go back to the model
+    for a corrected answer before the draft is kept with the findings it still has."""
+    ai_draft_max_tokens: int = env("FUNNEL_AI_DRAFT_MAX_TOKENS", 4000)
+    """Longest answer (in tokens) one drafting round may take; reserved from the AI quota."""
+    ai_draft_timeout_seconds: float = env("FUNNEL_AI_DRAFT_TIMEOUT_SECONDS", 60.0)
+    """How long one drafting round waits for the AI provider before giving up."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.ai_draft_repair_rounds <= 10:
+            raise SettingsError(
+                "FUNNEL_AI_DRAFT_REPAIR_ROUNDS must be between 0 and 10, "
+                f"not {self.ai_draft_repair_rounds}"
+            )
+        if not 1 <= self.ai_draft_max_tokens <= 100_000:
+            raise SettingsError(
+                "FUNNEL_AI_DRAFT_MAX_TOKENS must be between 1 and 100000, "
+                f"not {self.ai_draft_max_tokens}"
+            )
+        if self.ai_draft_timeout_seconds <= 0:
+            raise SettingsError("FUNNEL_AI_DRAFT_TIMEOUT_SECONDS must be positive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,8 +463,15 @@ class RankTrackingSettings:
     """Each further page of 10 results costs this fraction of the first (depth 100 = 10 pages)."""
     mobile_factor: Decimal = env("RT_PRICE_MOBILE_FACTOR", Decimal("1"))
     """Multiplier of the SERP price for a mobile check (the provider bills both alike)."""
-    price_kd_task_usd: Decimal = env("RT_PRICE_KD_TASK_USD", Decimal("0.075"))
-    """Provider price of one keyword-data task (up to 1,000 keywords), in USD."""
+    price_maps_task_usd: Decimal = env("RT_PRICE_MAPS_TASK_USD", Decimal("0.0006"))
+    """Provider price of one Google Maps search (one geo-grid cell), standard queue, in USD."""
+    price_maps_task_priority_usd: Decimal = env(
+        "RT_PRICE_MAPS_TASK_PRIORITY_USD", Decimal("0.0012")
+    )
+    """Provider price of one Google Maps search on the priority queue, in USD."""
+    price_kd_task_usd: Decimal = env("RT_PRICE_KD_TASK_USD", Decimal("0.05"))
+    """Provider price of one keyword-data task (up to 1,000 keywords), in USD: the standard
+    (task_post / task_get) method; the live method, not used here, costs more."""
     price_kd_volume_usd: Decimal = env("RT_PRICE_KD_VOLUME_USD", Decimal("0"))
     """What the ``volume`` package adds to a keyword-data task, in USD (returned by the task)."""
     price_kd_cpc_usd: Decimal = env("RT_PRICE_KD_CPC_USD", Decimal("0"))
@@ -389,6 +491,12 @@ class RankTrackingSettings:
     tasks_ready_per_minute: int = env("RT_TASKS_READY_PER_MINUTE", 15)
     """``tasks_ready`` calls the shared poller makes per minute and endpoint, across every process
     (the provider allows about 20 a minute per account)."""
+    provider_calls_per_minute: int = env("RT_PROVIDER_CALLS_PER_MINUTE", 2000)
+    """Provider calls of every kind per minute, across every process (the account's general
+    limit; shared through Redis in server mode). 0: unpaced."""
+    cost_tolerance_percent: Decimal = env("RT_COST_TOLERANCE_PERCENT", Decimal("2"))
+    """How far (in %, either way) the provider's billed unit price, converted at ``RT_EUR_PER_USD``,
+    may differ from the price list before a settlement raises a cost-drift alarm."""
     fetch_attempts: int = env("RT_FETCH_ATTEMPTS", 5)
     """``task_get`` attempts (free) for a task the provider listed as ready before its keyword is
     counted failed: an unreadable or failed answer is retried on the next poll tick."""
@@ -399,6 +507,10 @@ class RankTrackingSettings:
     postbacks: bool = env("RT_POSTBACKS", False)
     """Ask the provider to POST each finished task to ``PUBLIC_URL``/hooks/ranktracking/postback/…
     (that address must be reachable from the provider); polling stays on as the fallback."""
+    snapshot_retention_days: int = env("RT_SNAPSHOT_RETENTION_DAYS", 180)
+    """Days a keyword's stored results page (top 100 URLs, features, AI Overview references) is
+    kept to explain its movements; positions, URLs and features themselves are kept for good.
+    0: snapshots are not stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,6 +584,7 @@ class Settings:
     process: ProcessSettings = field(default_factory=ProcessSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)
+    rate_limits: RateLimitSettings = field(default_factory=RateLimitSettings)
     sweepers: SweeperSettings = field(default_factory=SweeperSettings)
     mail: MailSettings = field(default_factory=MailSettings)
     integrations: IntegrationSettings = field(default_factory=IntegrationSettings)

@@ -30,11 +30,20 @@ from app.engines.funnels.runs.runner import Runner
 from app.engines.plugin import EnginePlugin
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.plugin import PLUGIN as RANKTRACKING
-from app.integrations.http_guard import NO_RETRY, GuardedHttp, RetryPolicy, shared_guard
+from app.integrations.http_guard import (
+    NO_RETRY,
+    ClientOptions,
+    GuardedHttp,
+    RetryPolicy,
+    shared_guard,
+)
 from app.integrations.mail import MailSender, SmtpPool
 from app.integrations.mail.sns import SnsVerifier
 from app.integrations.meta.client import GraphClient
+from app.integrations.meta.login import MetaApp, MetaLogin
+from app.integrations.search_console import SearchConsoleClient
 from app.integrations.serp import SerpClient
+from app.integrations.serp.pacing import provider_pacer
 from app.integrations.sheets import SheetsClient, TokenMinter
 from app.runtime import Runtime, build_runtime
 from app.scheduling.housekeeping import HOUSEKEEPING_SWEEPS
@@ -42,6 +51,24 @@ from app.settings import Settings
 from app.ttl_cache import TtlCache
 
 PLUGINS: list[EnginePlugin] = [ADRULES, FUNNELS, RANKTRACKING]
+
+
+def meta_login(settings: Settings, graph: GraphClient) -> MetaLogin | None:
+    """Facebook Login for the operator's Meta app, or None when no app is set."""
+    integrations = settings.integrations
+    if not (integrations.meta_app_id and integrations.meta_app_secret):
+        return None
+    redirect = (
+        integrations.meta_oauth_redirect_url
+        or f"{settings.web.public_url.rstrip('/')}/ui/adrules/meta/callback"
+    )
+    app = MetaApp(
+        app_id=integrations.meta_app_id,
+        app_secret=integrations.meta_app_secret,
+        redirect_url=redirect,
+        dialog_url=integrations.meta_dialog_url,
+    )
+    return MetaLogin(graph, app)
 
 
 def assemble(
@@ -65,19 +92,21 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
     integrations, adrules = settings.integrations, settings.adrules
     timeout = integrations.http_timeout_seconds
     stopped = runtime.platform_stopped
+    graph = GraphClient(
+        integrations.meta_graph_url,
+        integrations.meta_graph_version,
+        timeout_seconds=timeout,
+        # The dispatch tick's calls (hanging ones included) and the worker's beside them.
+        max_connections=FETCH_OUTSTANDING + 64,
+    )
     return AdRulesDeps(
         db=runtime.db,
         queue=runtime.queue,
         clock=runtime.clock,
         secrets=runtime.secrets,
         sleep=runtime.clock.sleep,
-        graph=GraphClient(
-            integrations.meta_graph_url,
-            integrations.meta_graph_version,
-            timeout_seconds=timeout,
-            # The dispatch tick's calls (hanging ones included) and the worker's beside them.
-            max_connections=FETCH_OUTSTANDING + 64,
-        ),
+        graph=graph,
+        login=meta_login(settings, graph),
         sheets=SheetsClient(
             integrations.sheets_url, timeout_seconds=timeout, sleep=runtime.clock.sleep
         ),
@@ -93,6 +122,7 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
             policy=RetryPolicy(attempts=2, backoff_seconds=1.0),
             clock=runtime.clock,
         ),
+        public_url=settings.web.public_url,
         stopped=stopped,
         stop=StopCheck(runtime.db, stopped),
         fetch_deadline_seconds=adrules.fetch_deadline_seconds,
@@ -116,12 +146,32 @@ def ranktracking_deps(runtime: Runtime, *, serp: SerpClient | None = None) -> Ra
         clock=runtime.clock,
         secrets=runtime.secrets,
         settings=runtime.settings,
-        serp=serp or SerpClient.from_settings(runtime.settings.integrations),
+        serp=serp
+        or SerpClient.from_settings(
+            runtime.settings.integrations,
+            pacer=provider_pacer(
+                runtime.settings.ranktracking.provider_calls_per_minute,
+                runtime.clock,
+                redis_url=runtime.settings.queue.redis_url,
+                timeout_seconds=runtime.settings.queue.redis_timeout_seconds,
+            ),
+        ),
         alert_http=GuardedHttp(
             guard=shared_guard(runtime.resources, runtime.settings.integrations),
-            timeout=10.0,
+            timeout=runtime.settings.integrations.http_timeout_seconds,
             policy=NO_RETRY,
             clock=runtime.clock,
+        ),
+        search_console=SearchConsoleClient(
+            runtime.settings.integrations.search_console_url,
+            timeout_seconds=runtime.settings.integrations.http_timeout_seconds,
+            sleep=runtime.clock.sleep,
+        ),
+        # The operator's one Google token endpoint (also the ad rules' Sheets reads).
+        google_tokens=TokenMinter(
+            runtime.settings.adrules.google_token_url,
+            now=runtime.clock.now,
+            timeout_seconds=runtime.settings.integrations.http_timeout_seconds,
         ),
     )
 
@@ -141,7 +191,9 @@ def funnels_deps(runtime: Runtime) -> FunnelsDeps:
         clock=runtime.clock,
         mail=settings.mail,
         guard=guard,
-        clients=ProviderClients(runtime.clock, guard),
+        clients=ProviderClients(
+            runtime.clock, guard, ClientOptions.from_settings(settings.integrations)
+        ),
         smtp=SmtpPool(settings.mail, settings.funnels.deliver_in_flight, runtime.clock),
         team_mail=MailSender(settings.mail),
         tracking=tracking,

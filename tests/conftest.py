@@ -27,6 +27,7 @@ from app.clock import ManualClock
 from app.db.migrate import upgrade
 from app.db.session import Database
 from app.models import metadata
+from app.platform.audit.append_only import relock, unlock
 from app.platform.tokens import use_password_hasher
 from app.runtime import Runtime
 from app.settings import Settings, load_settings
@@ -132,6 +133,14 @@ def settings(database_url: str, redis_url: str, tmp_root: Path) -> Settings:
         # The loopback simulators are the outside APIs here; tests of the refusals use a guard
         # of their own that allows nothing private.
         "OUTBOUND_ALLOW_PRIVATE": "true",
+        "METRICS_TOKEN": METRICS_TOKEN,
+        # Most tests run on a manual clock that never refills a bucket: with the default limits a
+        # test that pages through a long table would hear 429 in place of what it checks. The
+        # limits have tests of their own, which set them explicitly.
+        "RATE_LIMIT_KEY_READ_BURST": "0",
+        "RATE_LIMIT_KEY_WRITE_BURST": "0",
+        "RATE_LIMIT_WORKSPACE_READ_BURST": "0",
+        "RATE_LIMIT_WORKSPACE_WRITE_BURST": "0",
     }
     if redis_url:
         env["REDIS_URL"] = redis_url
@@ -149,10 +158,16 @@ async def shared_db(settings: Settings) -> AsyncIterator[Database]:
 async def truncate_all(db: Database) -> None:
     tables = [t.name for t in metadata.sorted_tables]
     async with db.write() as uow:
+        # The audit log is append-only unless the transaction unlocks it (its own switch table
+        # is emptied last, by relock).
+        await unlock(uow.session)
+        await uow.session.execute(text("DELETE FROM audit_log"))
         # DELETE, children first: on tables this small it is ~20x faster than TRUNCATE, which
         # rewrites every table's files on PostgreSQL.
         for table in reversed(tables):
-            await uow.session.execute(text(f'DELETE FROM "{table}"'))
+            if table not in ("audit_log", "audit_log_unlock"):
+                await uow.session.execute(text(f'DELETE FROM "{table}"'))
+        await relock(uow.session)
 
 
 def with_own_queue(settings: Settings) -> Settings:
@@ -228,6 +243,14 @@ async def client(settings: Settings, runtime: Runtime) -> AsyncIterator[httpx.As
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
+
+
+METRICS_TOKEN = "test-metrics-token"
+
+
+def metrics_auth() -> dict[str, str]:
+    """Headers of a Prometheus scrape holding the tests' ``METRICS_TOKEN`` (PL-14)."""
+    return {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
 def auth(tenant: Tenant) -> dict[str, str]:

@@ -70,6 +70,57 @@ class UnitOfWork:
                 log.exception("after-commit callback failed")
 
 
+class ReadBlock:
+    """The context of :meth:`Database.read`. A class, not an async generator: a request
+    dependency holding one that is dropped unfinished (a sibling dependency refused the request)
+    is closed by the dependency's own finaliser alone, where a nested generator would be
+    finalised twice at once ("aclose(): asynchronous generator is already running")."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def __aenter__(self) -> ReadSession:
+        await self._session.__aenter__()
+        return ReadSession(self._session)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        # Closing the session ends its transaction (rolled back) and detaches the loaded objects
+        # without expiring them, so they stay readable after the block. (The session's own exit
+        # closes it shielded from cancellation.)
+        await self._session.__aexit__(None, None, None)
+
+
+class WriteBlock:
+    """The context of :meth:`Database.write` (a class for the reason :class:`ReadBlock` is)."""
+
+    __slots__ = ("_session", "_uow")
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+        self._uow = UnitOfWork(session)
+
+    async def __aenter__(self) -> UnitOfWork:
+        await self._session.__aenter__()
+        return self._uow
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        try:
+            try:
+                if exc_type is None:
+                    await self._session.commit()
+            except BaseException:
+                await self._session.rollback()
+                raise
+            if exc_type is not None:
+                await self._session.rollback()
+        finally:
+            await self._session.__aexit__(None, None, None)
+        if exc_type is None:
+            await self._uow._run_after_commit()
+
+
 class Database:
     """Engines and session factories for one database."""
 
@@ -91,24 +142,14 @@ class Database:
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[ReadSession]:
-        # Closing the session ends its transaction (rolled back) and detaches the loaded objects
-        # without expiring them, so they stay readable after the block.
-        async with self._read_factory() as session:
-            yield ReadSession(session)
+    def read(self) -> ReadBlock:
+        """``async with db.read() as session``: a read-only session for the block."""
+        return ReadBlock(self._read_factory())
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[UnitOfWork]:
-        async with self._write_factory() as session:
-            uow = UnitOfWork(session)
-            try:
-                yield uow
-                await session.commit()
-            except BaseException:
-                await session.rollback()
-                raise
-        await uow._run_after_commit()
+    def write(self) -> WriteBlock:
+        """``async with db.write() as uow``: a transaction committed when the block ends without
+        an exception (then the after-commit callbacks run), rolled back otherwise."""
+        return WriteBlock(self._write_factory())
 
     async def ping(self) -> bool:
         try:

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.platform import service
+from app.platform import audit, service
 from app.platform.models import ROLES, Invitation, User, Workspace
 from app.platform.organisation import org_workspace
 from app.platform.tokens import sha256_hex
@@ -62,7 +62,21 @@ async def invite(
     )
     session.add(invitation)
     await session.flush()
+    await _audit(session, "invitation.created", invitation, now)
     return NewInvitation(invitation, token)
+
+
+async def _audit(session: WriteSession, action: str, invitation: Invitation, now: datetime) -> None:
+    await audit.record(
+        session,
+        action=action,
+        object_type="invitation",
+        object_id=invitation.id,
+        workspace_id=invitation.workspace_id,
+        organisation_id=invitation.organisation_id,
+        after={"email": invitation.email, "role": invitation.role},
+        now=now,
+    )
 
 
 async def pending(session: ReadSession, organisation_id: int, now: datetime) -> list[Invitation]:
@@ -85,7 +99,9 @@ async def revoke(
     invitation = await session.get(Invitation, invitation_id)
     if invitation is None or invitation.organisation_id != organisation_id:
         raise NotFound("invitation not found")
-    invitation.revoked_at = invitation.revoked_at or now
+    if invitation.revoked_at is None:
+        invitation.revoked_at = now
+        await _audit(session, "invitation.revoked", invitation, now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,4 +153,5 @@ async def accept(
     )
     invitation.accepted_at = now
     await session.flush()
+    await _audit(session, "invitation.accepted", invitation, now)
     return user

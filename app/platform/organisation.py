@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, func, select, update
 
 from app.db.session import ReadSession, WriteSession
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.platform import service
+from app.platform import audit, service
 from app.platform.crypto import SecretBox
 from app.platform.models import ORG_ROLES, Membership, User, UserSession, Workspace
 from app.platform.tokens import hash_password
@@ -67,15 +68,56 @@ async def create_workspace(
     await service.add_member(
         session, user_id=creator_id, workspace_id=created.workspace.id, role="admin"
     )
+    ws = created.workspace
+    after = {"name": ws.name, "timezone": ws.timezone}
+    await _audit(
+        session, "workspace.created", "workspace", ws.id, organisation_id, now, after=after
+    )
     return created
 
 
+async def _audit(
+    session: WriteSession,
+    action: str,
+    object_type: str,
+    object_id: int,
+    organisation_id: int,
+    now: datetime,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+) -> None:
+    workspace_id = object_id if object_type == "workspace" else None
+    await audit.record(
+        session,
+        action=action,
+        object_type=object_type,
+        object_id=object_id,
+        workspace_id=workspace_id,
+        organisation_id=organisation_id,
+        now=now,
+        before=before,
+        after=after,
+    )
+
+
 async def rename_workspace(
-    session: WriteSession, *, organisation_id: int, workspace_id: int, name: str
+    session: WriteSession, *, organisation_id: int, workspace_id: int, name: str, now: datetime
 ) -> Workspace:
     ws = await org_workspace(session, organisation_id, workspace_id)
+    before = {"name": ws.name}
     ws.name = _workspace_name(name)
     await session.flush()
+    after = {"name": ws.name}
+    await _audit(
+        session,
+        "workspace.renamed",
+        "workspace",
+        ws.id,
+        organisation_id,
+        now,
+        before=before,
+        after=after,
+    )
     return ws
 
 
@@ -120,7 +162,13 @@ async def _owners_locked(session: WriteSession, organisation_id: int) -> int:
 
 
 async def set_org_role(
-    session: WriteSession, *, organisation_id: int, actor_role: str, user_id: int, role: str
+    session: WriteSession,
+    *,
+    organisation_id: int,
+    actor_role: str,
+    user_id: int,
+    role: str,
+    now: datetime,
 ) -> User:
     if role not in ORG_ROLES:
         raise ValidationFailed.field("role", f"must be one of {', '.join(ORG_ROLES)}")
@@ -133,13 +181,31 @@ async def set_org_role(
         and await _owners_locked(session, organisation_id) <= 1
     ):
         raise Conflict("an organisation needs at least one owner", code="last_owner")
+    before = {"org_role": user.org_role, "email": user.email}
     user.org_role = role
     await session.flush()
+    after = {"org_role": role, "email": user.email}
+    await _audit(
+        session,
+        "member.org_role_changed",
+        "user",
+        user.id,
+        organisation_id,
+        now,
+        before=before,
+        after=after,
+    )
     return user
 
 
 async def remove_person(
-    session: WriteSession, *, organisation_id: int, actor_id: int, actor_role: str, user_id: int
+    session: WriteSession,
+    *,
+    organisation_id: int,
+    actor_id: int,
+    actor_role: str,
+    user_id: int,
+    now: datetime,
 ) -> None:
     """Remove a person from the organisation: their account, memberships and sessions end."""
     if user_id == actor_id:
@@ -151,6 +217,8 @@ async def remove_person(
     await session.execute(delete(Membership).where(Membership.user_id == user_id))
     await session.delete(user)
     await session.flush()
+    before = {"email": user.email, "org_role": user.org_role}
+    await _audit(session, "member.removed", "user", user_id, organisation_id, now, before=before)
 
 
 async def reset_password(session: WriteSession, *, email: str, password: str) -> int:

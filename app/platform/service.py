@@ -13,8 +13,10 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
 
+from app.db import keyset
 from app.db.session import ReadSession, WriteSession
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.platform import audit
 from app.platform.crypto import SecretBox
 from app.platform.models import (
     API_KEY_SCOPES,
@@ -73,6 +75,10 @@ class NewWorkspace:
     workspace: Workspace
     ingest_token: str
     webhook_secret: str
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.isoformat()
 
 
 async def create_organisation(session: WriteSession, *, name: str, now: datetime) -> Organisation:
@@ -179,7 +185,7 @@ async def workspace_members(
         .where(Membership.workspace_id == workspace_id)
     )
     if after_user_id is not None:
-        query = query.where(User.id > after_user_id)
+        query = query.where(keyset.after(User.id, after_user_id))
     rows = await session.execute(query.order_by(User.id).limit(limit + 1))
     return [(u, r) for u, r in rows.all()]
 
@@ -213,6 +219,15 @@ async def create_api_key(
     )
     session.add(key)
     await session.flush()
+    await audit.record(
+        session,
+        action="api_key.created",
+        object_type="api_key",
+        object_id=key.id,
+        workspace_id=workspace_id,
+        after={"name": name, "prefix": key.prefix, "scope": scope, "expires_at": _iso(expires_at)},
+        now=now,
+    )
     return key, raw
 
 
@@ -222,7 +237,7 @@ async def list_api_keys(
     """Up to ``limit + 1`` keys in creation order (the extra one tells the caller there is more)."""
     query = select(ApiKey).where(ApiKey.workspace_id == workspace_id)
     if after_id is not None:
-        query = query.where(ApiKey.id > after_id)
+        query = query.where(keyset.after(ApiKey.id, after_id))
     rows = await session.execute(query.order_by(ApiKey.id).limit(limit + 1))
     return list(rows.scalars())
 
@@ -240,7 +255,18 @@ async def revoke_api_key(
     session: WriteSession, *, workspace_id: int, key_id: int, now: datetime
 ) -> None:
     key = await get_api_key(session, workspace_id=workspace_id, key_id=key_id)
-    key.revoked_at = key.revoked_at or now
+    if key.revoked_at is not None:
+        return  # already revoked: nothing happened now
+    key.revoked_at = now
+    await audit.record(
+        session,
+        action="api_key.revoked",
+        object_type="api_key",
+        object_id=key.id,
+        workspace_id=workspace_id,
+        before={"name": key.name, "prefix": key.prefix},
+        now=now,
+    )
 
 
 async def principal_for_api_key(session: ReadSession, raw: str, now: datetime) -> Principal | None:
@@ -274,23 +300,42 @@ async def workspace_for_ingest_token(session: ReadSession, raw: str) -> Workspac
     )
 
 
-async def rotate_ingest_token(session: WriteSession, workspace_id: int) -> str:
+async def rotate_ingest_token(session: WriteSession, workspace_id: int, *, now: datetime) -> str:
     ws = await session.get(Workspace, workspace_id)
     if ws is None:
         raise NotFound("workspace not found")
     token = new_ingest_token()
     ws.ingest_token_hash = sha256_hex(token)
+    await _secret_event(session, "secret.rotated", workspace_id, "ingest_token", now)
     return token
 
 
-async def rotate_webhook_secret(session: WriteSession, box: SecretBox, workspace_id: int) -> str:
+async def rotate_webhook_secret(
+    session: WriteSession, box: SecretBox, workspace_id: int, *, now: datetime
+) -> str:
     """A new HMAC signing secret for the workspace's webhooks; the previous one stops working."""
     ws = await session.get(Workspace, workspace_id)
     if ws is None:
         raise NotFound("workspace not found")
     secret = secrets.token_urlsafe(32)
     ws.webhook_secret_encrypted = box.encrypt(secret)
+    await _secret_event(session, "secret.rotated", workspace_id, "webhook_secret", now)
     return secret
+
+
+async def _secret_event(
+    session: WriteSession, action: str, workspace_id: int, name: str, now: datetime
+) -> None:
+    """A secret was set, rotated or removed: the log names it, never its value. (Stored secrets
+    are write-only: no route reads one back to a person or a key, so there is no read to record.)"""
+    await audit.record(
+        session,
+        action=action,
+        object_type="secret",
+        object_id=name,
+        workspace_id=workspace_id,
+        now=now,
+    )
 
 
 def webhook_secret(box: SecretBox, workspace: Workspace) -> str:
@@ -314,18 +359,37 @@ async def authenticate(session: ReadSession, *, email: str, password: str) -> Us
     return user
 
 
+async def record_sign_in_burst(session: WriteSession, *, email: str, now: datetime) -> None:
+    """The sign-in throttle refused a burst of failed attempts at an account: the account's
+    organisation reads it in its audit log (an address with no account has no log to go in)."""
+    user = await session.scalar(select(User).where(User.email == email.strip().lower()))
+    if user is None:
+        return
+    await audit.record(
+        session,
+        action="session.sign_in_throttled",
+        object_type="user",
+        object_id=user.id,
+        organisation_id=user.organisation_id,
+        after={"email": user.email},
+        now=now,
+        actor=audit.ANONYMOUS,
+    )
+
+
 async def open_session(
-    session: WriteSession, *, user: User, password: str, now: datetime
+    session: WriteSession, *, user: User, password: str | None, now: datetime
 ) -> str | None:
     """Open a dashboard session in the person's first workspace; returns the cookie token, or
     None when the person belongs to no workspace. A hash made with weaker parameters than the
-    current ones is replaced while the password is at hand."""
+    current ones is replaced while the password is at hand (``None`` after a second step, where
+    it no longer is)."""
     membership = await session.scalar(
         select(Membership).where(Membership.user_id == user.id).order_by(Membership.id).limit(1)
     )
     if membership is None:
         return None
-    if needs_rehash(user.password_hash):
+    if password is not None and needs_rehash(user.password_hash):
         await session.execute(
             update(User)
             .where(User.id == user.id)
@@ -342,6 +406,16 @@ async def open_session(
         )
     )
     await session.flush()
+    await audit.record(
+        session,
+        action="session.signed_in",
+        object_type="user",
+        object_id=user.id,
+        workspace_id=membership.workspace_id,
+        organisation_id=user.organisation_id,
+        now=now,
+        actor=audit.Actor("user", user.id),
+    )
     return token
 
 
@@ -373,8 +447,25 @@ async def principal_for_session(
     )
 
 
-async def sign_out(session: WriteSession, token: str) -> None:
-    await session.execute(delete(UserSession).where(UserSession.token_hash == sha256_hex(token)))
+async def sign_out(session: WriteSession, token: str, *, now: datetime) -> None:
+    us = await session.scalar(
+        select(UserSession).where(UserSession.token_hash == sha256_hex(token))
+    )
+    if us is None:
+        return
+    await session.delete(us)
+    user = await session.get(User, us.user_id)
+    if user is not None:
+        await audit.record(
+            session,
+            action="session.signed_out",
+            object_type="user",
+            object_id=us.user_id,
+            workspace_id=us.workspace_id,
+            organisation_id=user.organisation_id,
+            now=now,
+            actor=audit.Actor("user", us.user_id),
+        )
 
 
 async def user_workspaces(session: ReadSession, user_id: int) -> list[tuple[Workspace, str]]:
@@ -409,7 +500,8 @@ async def switch_workspace(session: WriteSession, *, token: str, workspace_id: i
 # -- secrets -----------------------------------------------------------------------------------
 
 
-_SECRET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+SECRET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"  # noqa: S105 - a name rule
+_SECRET_NAME = re.compile(SECRET_NAME_PATTERN)
 
 
 def validate_secret_name(name: str) -> str:
@@ -445,6 +537,7 @@ async def set_secret(
         row.ciphertext = box.encrypt(value)
         row.updated_at = now
     await session.flush()
+    await _secret_event(session, "secret.set", workspace_id, name, now)
 
 
 async def get_secret(
@@ -463,9 +556,12 @@ async def secret_names(session: ReadSession, workspace_id: int) -> list[str]:
     return list(rows.scalars())
 
 
-async def delete_secret(session: WriteSession, *, workspace_id: int, name: str) -> None:
+async def delete_secret(
+    session: WriteSession, *, workspace_id: int, name: str, now: datetime
+) -> None:
     result = await session.execute(
         delete(Secret).where(Secret.workspace_id == workspace_id, Secret.name == name)
     )
     if not getattr(result, "rowcount", 0):
         raise NotFound("secret not found")
+    await _secret_event(session, "secret.deleted", workspace_id, name, now)

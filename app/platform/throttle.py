@@ -70,25 +70,42 @@ class SignInThrottle:
         self.window = window
         self._accounts = _Window(max_failures, window)
         self._addresses = _Window(max_failures_per_address, window)
+        self._reported = _Window(1, window)
 
     @staticmethod
     def _account(email: str) -> str:
         return email.strip().lower()
 
-    def attempt(self, email: str, address: str, now: datetime) -> timedelta | None:
-        """Count an attempt before its password is checked. Returns how long to wait when the
-        attempt is refused (and then it is not counted), ``None`` when it may go on."""
+    def wait(self, email: str, address: str, now: datetime) -> timedelta | None:
+        """How long the next attempt would have to wait, counting nothing (``None``: it may go
+        on)."""
         account = self._account(email)
         waits = [
             wait
             for wait in (self._accounts.wait(account, now), self._addresses.wait(address, now))
             if wait is not None
         ]
-        if waits:
-            return max(waits)
+        return max(waits) if waits else None
+
+    def attempt(self, email: str, address: str, now: datetime) -> timedelta | None:
+        """Count an attempt (a password, or a second-factor code) before it is checked. Returns
+        how long to wait when the attempt is refused (and then it is not counted), ``None`` when
+        it may go on."""
+        if (wait := self.wait(email, address, now)) is not None:
+            return wait
+        account = self._account(email)
         self._accounts.count(account, now)
         self._addresses.count(address, now)
         return None
+
+    def newly_tripped(self, email: str, address: str, now: datetime) -> bool:
+        """Whether a refused attempt is the first of its burst (for the audit log, which
+        records a burst once per window, not each refused guess)."""
+        key = f"{self._account(email)} {address}"
+        if self._reported.wait(key, now) is not None:
+            return False
+        self._reported.count(key, now)
+        return True
 
     def succeeded(self, email: str, address: str) -> None:
         """The attempt had the right password: it was no failure, and the account starts over."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert, select, update
 
+from app.db import keyset
 from app.db.locks import is_lock_timeout
 from app.errors import NotFound
 from app.scheduling.bulk_models import (
@@ -344,7 +345,7 @@ async def list_bulk_jobs(
     """Newest first."""
     stmt = select(BulkJob).where(BulkJob.workspace_id == workspace_id)
     if before is not None:
-        stmt = stmt.where(BulkJob.id < before)
+        stmt = stmt.where(keyset.before(BulkJob.id, before))
     if kinds:
         stmt = stmt.where(BulkJob.kind.in_(list(kinds)))
     return list(await session.scalars(stmt.order_by(BulkJob.id.desc()).limit(limit)))
@@ -355,7 +356,7 @@ async def errors_of(
 ) -> list[BulkJobError]:
     stmt = select(BulkJobError).where(BulkJobError.bulk_job_id == bulk_job_id)
     if after is not None:
-        stmt = stmt.where(BulkJobError.id > after)
+        stmt = stmt.where(keyset.after(BulkJobError.id, after))
     return list(await session.scalars(stmt.order_by(BulkJobError.id).limit(limit)))
 
 

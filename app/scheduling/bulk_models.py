@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
-from sqlalchemy.orm import Mapped, deferred, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
@@ -36,7 +36,9 @@ class BulkJob(Base):
     status: Mapped[str] = mapped_column(String(16))
     params: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     """What the job was asked to do (kind-specific, small)."""
-    source: Mapped[str] = deferred(mapped_column(Text, default=""))
+    # Deferred through mapped_column (not deferred()) so the column keeps the NOT NULL its
+    # annotation says and the migration creates.
+    source: Mapped[str] = mapped_column(Text, default="", deferred=True)
     """The uploaded input (e.g. the CSV text); emptied when the job ends."""
     cursor: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     """Where the next chunk starts (kind-specific)."""

@@ -22,7 +22,9 @@ from litestar.exceptions import ImproperlyConfiguredException, NotAuthorizedExce
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.routes import ASGIRoute, HTTPRoute
 
-from app.web.auth import authenticate_api_key, authenticate_session
+from app.web.auth import authenticate_api_key, authenticate_key_or_session, authenticate_session
+from app.web.id_bounds import check_request
+from app.web.rate_limits import check_rate_limits
 from app.web.receivers import ReceiverRoute
 
 PUBLIC = "public"
@@ -36,6 +38,9 @@ class Auth(StrEnum):
     """``Authorization: Bearer swl_…`` (401 without it)."""
     SESSION = "session"
     """The dashboard's session cookie (a redirect to the sign-in page without it)."""
+    API_KEY_OR_SESSION = "api_key_or_session"
+    """An API key when one is sent, else the session cookie (401 without either): API reads
+    for people, such as the instance's operators (PL-5)."""
 
 
 def public(reason: str) -> dict[str, str]:
@@ -50,20 +55,29 @@ def authenticated(kind: Auth) -> dict[str, Auth]:
     return {AUTH: kind}
 
 
-_AUTHENTICATORS = {Auth.API_KEY: authenticate_api_key, Auth.SESSION: authenticate_session}
+_AUTHENTICATORS = {
+    Auth.API_KEY: authenticate_api_key,
+    Auth.SESSION: authenticate_session,
+    Auth.API_KEY_OR_SESSION: authenticate_key_or_session,
+}
 
 
 async def require_caller(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    """The application's guard: resolve the route's caller or refuse the request."""
+    """The application's guard: resolve the route's caller or refuse the request (also when the
+    caller is over its rate limit), then the integers of its path and query out of their columns'
+    range (:mod:`app.web.id_bounds`)."""
     if handler.opt.get(PUBLIC):
         return
     kind = handler.opt.get(AUTH)
     if kind not in _AUTHENTICATORS:
         # verify_routes makes this unreachable in a built app; refuse rather than serve openly.
         raise NotAuthorizedException("This route declares no authentication")
-    await _AUTHENTICATORS[Auth(kind)](connection)
+    principal = await _AUTHENTICATORS[Auth(kind)](connection)
+    await check_rate_limits(connection, principal)
+    # Only now: an anonymous caller hears 401 whatever the ids it sends (PL-10).
+    check_request(connection)
 
 
 def route_handlers(app: Litestar) -> Iterator[tuple[str, HTTPRouteHandler | ReceiverRoute]]:

@@ -35,23 +35,38 @@ from app.db.migrate import check_current, upgrade
 from app.heap import settle_startup_heap
 from app.logs import correlate
 from app.runtime import Runtime
-from app.settings import Settings
+from app.settings import Settings, parse_bind, parse_networks
 from app.web import ops
 from app.web.access import Auth, authenticated, public, require_caller, verify_routes
 from app.web.api import adrules as adrules_api
+from app.web.api import audit as audit_api
 from app.web.api import funnels as funnels_api
 from app.web.api import funnels_campaigns as funnels_campaigns_api
+from app.web.api import funnels_drafting as funnels_drafting_api
 from app.web.api import funnels_events as funnels_events_api
+from app.web.api import funnels_experiments as funnels_experiments_api
 from app.web.api import funnels_providers as funnels_providers_api
+from app.web.api import funnels_segments as funnels_segments_api
 from app.web.api import jobs as jobs_api
 from app.web.api import platform as platform_api
 from app.web.api import queue_jobs as queue_jobs_api
 from app.web.api import ranktracking as ranktracking_api
+from app.web.audit_origin import audit_origin
 from app.web.auth import LoginRequired, provide_runtime, ui_principal
+from app.web.dashboard import (
+    account_security,
+    audit_ui,
+    bulk_jobs_ui,
+    contacts_ui,
+    funnel_experiments_ui,
+    queue_jobs_ui,
+    two_factor_signin,
+    views,
+)
 from app.web.dashboard import adrules as adrules_ui
-from app.web.dashboard import bulk_jobs_ui, contacts_ui, queue_jobs_ui, views
 from app.web.dashboard import funnels as funnels_ui
 from app.web.dashboard import funnels_campaigns as funnels_campaigns_ui
+from app.web.dashboard import funnels_drafting as funnels_drafting_ui
 from app.web.dashboard import funnels_import as funnels_import_ui
 from app.web.dashboard import organisation as organisation_ui
 from app.web.dashboard import ranktracking as ranktracking_ui
@@ -63,8 +78,14 @@ from app.web.hooks import adrules as adrules_hooks
 from app.web.hooks import funnels as funnels_hooks
 from app.web.hooks import funnels_public as funnels_public_hooks
 from app.web.hooks import ranktracking as ranktracking_hooks
+from app.web.id_bounds import verify_id_bounds
+from app.web.metrics_listener import MetricsListener
 from app.web.openapi_closed import ClosedStructSchemas
+from app.web.openapi_decimal import DecimalSchemas
 from app.web.openapi_errors import document_errors
+from app.web.openapi_parameters import install as document_parameter_rules
+from app.web.options_allow import complete_options_allow
+from app.web.rate_limits import rate_limit_headers
 from app.web.request_bounds import request_bounds
 from app.web.request_spans import request_spans
 from app.web.security_headers import security_headers
@@ -82,6 +103,8 @@ ENGINE_UIS = [
     ranktracking_import_ui,
     bulk_jobs_ui,
     contacts_ui,
+    funnels_drafting_ui,
+    funnel_experiments_ui,
 ]
 ENGINE_APIS = [
     adrules_api,
@@ -90,6 +113,9 @@ ENGINE_APIS = [
     funnels_events_api,
     funnels_campaigns_api,
     funnels_providers_api,
+    funnels_drafting_api,
+    funnels_experiments_api,
+    funnels_segments_api,
 ]
 ENGINE_HOOKS = [adrules_hooks, funnels_hooks, ranktracking_hooks, funnels_public_hooks]
 
@@ -215,6 +241,8 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if builds_runtime:  # `serve` prepared the one it hands in
             await prepare_database(rt)
+        if owned:  # a process of its own starts (not a test's app around a shared runtime)
+            await rt.record_platform_stop()
         if background:
             rt.start_database_upkeep()
             rt.start_workers()
@@ -224,9 +252,15 @@ def create_app(
             # A serving process, not an app a test builds around its own runtime: a test
             # session would keep every frozen app alive.
             settle_startup_heap(settings.process.heap_freeze)
+        metrics_bind = parse_bind("METRICS_BIND", settings.web.metrics_bind) if serving else None
+        listener = MetricsListener(rt, *metrics_bind) if metrics_bind else None
         try:
+            if listener is not None:
+                await listener.start()
             yield
         finally:
+            if listener is not None:
+                await listener.stop()
             if owned:
                 await rt.aclose()
             elif background:
@@ -238,6 +272,8 @@ def create_app(
         route_handlers=[
             *views.ROUTES,
             *organisation_ui.ROUTES,
+            *audit_ui.ROUTES,
+            *account_security.ROUTES,
             *queue_jobs_ui.ROUTES,
             *(r for ui in ENGINE_UIS for r in ui.ROUTES),
             *extra_pages,
@@ -251,7 +287,9 @@ def create_app(
     probes = Router(
         path="/",
         route_handlers=ops.ROUTES,
-        opt=public("probes for the orchestrator and the metrics scraper; no workspace data"),
+        opt=public(
+            "probes for the orchestrator, no workspace data; /metrics checks METRICS_TOKEN itself"
+        ),
         guards=[require_caller],
     )
     visitor_pages = Router(
@@ -259,6 +297,7 @@ def create_app(
         route_handlers=[
             *views.PUBLIC_ROUTES,
             *organisation_ui.PUBLIC_ROUTES,
+            *two_factor_signin.PUBLIC_ROUTES,
             *(r for ui in ENGINE_UIS for r in ui.PUBLIC_ROUTES),
         ],
         dependencies={"runtime": Provide(provide_runtime)},
@@ -292,6 +331,7 @@ def create_app(
         route_handlers=[
             probes,
             *platform_api.ROUTERS,
+            *audit_api.ROUTERS,
             *jobs_api.ROUTERS,
             *queue_jobs_api.ROUTERS,
             *(r for api in ENGINE_APIS for r in api.ROUTERS),
@@ -314,20 +354,28 @@ def create_app(
             directory=DASHBOARD_DIR / "templates", engine=JinjaTemplateEngine
         ),
         openapi_config=openapi_config(),
-        plugins=[ClosedStructSchemas()],
+        plugins=[ClosedStructSchemas(), DecimalSchemas()],
         middleware=[
             # Only a process that traces pays for the request spans' middleware.
             *([request_spans()] if telemetry.enabled() else []),
             correlation_middleware(rt.clock),
+            audit_origin(parse_networks(settings.web.trusted_proxies)),
             request_bounds(settings.web.max_body_bytes),
         ],
-        before_send=[security_headers(hsts=settings.web.secure_cookies), no_body_on_empty_statuses],
+        before_send=[
+            security_headers(hsts=settings.web.secure_cookies),
+            rate_limit_headers(),
+            no_body_on_empty_statuses,
+        ],
         request_max_body_size=settings.web.max_body_bytes,
         debug=False,
         logging_config=None,
     )
     verify_routes(app)
+    verify_id_bounds(app)
+    complete_options_allow(app)
     document_errors(app)
+    document_parameter_rules(app)
     app.state.nav = nav
     app.state.runtime = rt
     return app

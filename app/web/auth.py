@@ -9,7 +9,9 @@ from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 
+from app.db.session import ReadSession
 from app.platform.models import Workspace
+from app.platform.operators import is_instance_operator
 from app.platform.service import (
     Principal,
     principal_for_api_key,
@@ -101,6 +103,21 @@ async def authenticate_session(connection: ASGIConnection[Any, Any, Any, Any]) -
     return _remember(connection, principal)
 
 
+async def authenticate_key_or_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
+    """An API key when the request sends one; otherwise the signed-in person (401 without
+    either: an API route answers programs, never with the sign-in redirect)."""
+    if (known := _resolved(connection)) is not None:
+        return known
+    if connection.headers.get("authorization"):
+        return await authenticate_api_key(connection)
+    principal = await session_principal(connection)
+    if principal is None:
+        raise NotAuthorizedException(
+            "An API key (Authorization: Bearer <key>) or a signed-in session is required"
+        )
+    return _remember(connection, principal)
+
+
 async def ui_principal(request: Request[Any, Any, Any]) -> Principal:
     """The ``principal`` dependency of dashboard pages."""
     return await authenticate_session(request)
@@ -143,13 +160,14 @@ CurrentRuntime = NamedDependency[Runtime]
 
 PLATFORM_DATA = (
     "The queue and the sweepers are the whole instance's, every tenant's jobs included: they are "
-    "shown to organisation owners and admins on the dashboard's Operations page. A workspace's "
-    "own jobs are at GET /api/v1/jobs."
+    "shown to the instance's operators only (the owners and admins of its first organisation, "
+    "signed in). A workspace's own jobs are at GET /api/v1/jobs."
 )
 
 
-def require_operator(principal: Principal) -> None:
-    """Platform-wide data is for operators: a signed-in organisation owner or admin, never a
-    workspace key (which would show one tenant the others' jobs and their errors)."""
-    if principal.user_id is None or not principal.manages_organisation:
+async def require_operator(session: ReadSession, principal: Principal) -> None:
+    """Platform-wide data is for the instance's operators (PL-5): never a workspace key, nor the
+    owners and admins of another organisation (either would see the other tenants' jobs and
+    their errors)."""
+    if not await is_instance_operator(session, principal):
         raise PermissionDeniedException(PLATFORM_DATA)

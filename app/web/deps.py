@@ -38,7 +38,11 @@ from app.web.auth import get_runtime
 
 Cursor = Annotated[
     str | None,
-    QueryParameter(description="The ``next_cursor`` of the previous page."),
+    QueryParameter(
+        description="The ``next_cursor`` of the previous page.",
+        # What app.pagination.cursor_number reads (a decimal number of up to 19 digits).
+        schema_extra={"pattern": "^[0-9]{0,19}$"},
+    ),
 ]
 
 

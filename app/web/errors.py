@@ -20,11 +20,13 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from app.db.locks import is_lock_timeout
 from app.errors import DomainError
+from app.web.plain_errors import plain_detail, plain_error
 
 log = logging.getLogger(__name__)
 
-_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
-_AT_PATH = re.compile(r" - at `\$\.?([^`]*)`")
+# A struct's own check of one of its fields (``Schema.__post_init__``: "`email` is not a valid
+# e-mail address"); msgspec reports it at the struct, so the field is named in the message.
+_OWN_CHECK = re.compile(r"`(\w+)` (.+)", re.DOTALL)
 _PROGRAM_PREFIXES = ("/api/", "/hooks/", "/t/", "/schema")
 _CSRF_FAILED = "CSRF token verification failed"  # Litestar's CSRF middleware detail
 # Litestar's detail for an absent required parameter (it carries no per-field ``extra``).
@@ -91,21 +93,19 @@ def error_response(
 
 
 def _field_details(extra: Any) -> list[dict[str, Any]]:
+    """Litestar's per-field errors as ours: the machine path in ``field`` (the key msgspec names
+    in its message folded in), the message said plainly (``app.web.plain_errors``)."""
     details: list[dict[str, Any]] = []
     for item in extra if isinstance(extra, list) else []:
         if not isinstance(item, dict):
             continue
         message = str(item.get("message", "invalid"))
-        field = str(item.get("key", ""))
-        if m := _UNKNOWN_FIELD.search(message):
-            field = m.group(1)
-        if m := _AT_PATH.search(message):
-            path = m.group(1)
-            field = f"{field}.{path}" if field and field != "data" else path
-            message = _AT_PATH.sub("", message)
-        if field == "data":
-            field = ""
-        details.append({"field": field, "message": message, "source": item.get("source", "body")})
+        key = str(item.get("key", ""))
+        field, readable = plain_detail("" if key == "data" else key, message)
+        if m := _OWN_CHECK.fullmatch(readable):
+            field = f"{field}.{m.group(1)}" if field else m.group(1)
+            readable = m.group(2)
+        details.append({"field": field, "message": readable, "source": item.get("source", "body")})
     return details
 
 
@@ -130,12 +130,33 @@ def validation_handler(request: Request[Any, Any, Any], exc: ValidationException
             request, 400, "malformed_body", f"The request body could not be read: {exc.detail}"
         )
     first = details[0]
-    where = f" ({first['field']})" if first["field"] else ""
-    return error_response(request, 422, "validation_failed", f"{first['message']}{where}", details)
+    headline = plain_error(first["field"], first["message"])
+    return error_response(request, 422, "validation_failed", headline, details)
 
 
 def domain_handler(request: Request[Any, Any, Any], exc: DomainError) -> Response[Any]:
-    return error_response(request, exc.status, exc.code, exc.message, exc.details)
+    if exc.status != 422 or not exc.details:
+        return error_response(request, exc.status, exc.code, exc.message, exc.details)
+    # A service's own check may carry a library's wording (a document decoded again inside the
+    # service): its details are said plainly too, their fields kept for programs.
+    details = [_plain_domain_detail(d) for d in exc.details]
+    return error_response(request, exc.status, exc.code, _plain_headline(exc), details)
+
+
+def _plain_domain_detail(detail: Any) -> Any:
+    if not isinstance(detail, dict) or not isinstance(detail.get("message"), str):
+        return detail
+    field, message = plain_detail(str(detail.get("field") or ""), detail["message"])
+    return {**detail, "field": field, "message": message}
+
+
+def _plain_headline(exc: DomainError) -> str:
+    """The error's message, with a library's wording or a machine path said plainly."""
+    first = exc.details[0] if isinstance(exc.details[0], dict) else {}
+    field, message = str(first.get("field") or ""), str(first.get("message") or "")
+    if len(exc.details) == 1 and exc.message == f"{field}: {message}":
+        return plain_error(field, message)
+    return exc.message
 
 
 def _body_limit(request: Request[Any, Any, Any]) -> int | None:

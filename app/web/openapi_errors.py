@@ -41,6 +41,11 @@ _WHY = {
     413: "The request body is larger than the configured limit.",
     415: "The body is not JSON.",
     422: "A field is missing or invalid; ``details`` names each one.",
+    429: "Too many requests (``rate_limited``): the key's or its workspace's rate limit for reads "
+    "or for writes is reached; nothing was done. Retry after ``Retry-After`` seconds. Every answer "
+    "to an authenticated request says where its tightest limit stands: ``RateLimit-Limit`` (the "
+    "burst), ``RateLimit-Remaining`` (requests left in it), ``RateLimit-Reset`` (seconds until it "
+    "is full again).",
     502: "An outside provider (Meta, the SERP provider, a funnel provider) failed the call.",
     503: f"Unavailable for a moment: the database is busy (``{BUSY_CODE}``; nothing was changed, "
     "retry after ``Retry-After`` seconds), or the job queue (Redis) is not reachable "
@@ -48,7 +53,7 @@ _WHY = {
     "changed).",
 }
 
-_ALWAYS = (400, 401, 403, 404, 409, 422, 503)
+_ALWAYS = (400, 401, 403, 404, 409, 422, 429, 503)
 _WITH_BODY = (413, 415)
 _PROVIDER_PREFIXES = ("/api/v1/adrules", "/api/v1/funnels", "/api/v1/ranktracking")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from litestar import MediaType, Request, Response, get
+from litestar.exceptions import NotAuthorizedException, NotFoundException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import Scope
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, generate_latest
@@ -21,6 +23,7 @@ from app.scheduling.metrics import JOBS_DEAD, JOBS_QUEUED, JOBS_RUNNING
 from app.scheduling.sweeper import stale_sweeps, sweeper_states
 from app.scheduling.unavailable import QueueUnavailable
 from app.web.auth import get_runtime
+from app.web.openapi_errors import ErrorBody
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger("app.access")
@@ -55,7 +58,10 @@ def log_request(scope: Scope, status: int, seconds: float) -> None:
         _count_ingest(status)
         if status < 400:
             level = logging.DEBUG
-    if status >= 500:
+    if status == 503 and path == "/ready":
+        # Not ready is the probe's documented answer, worth a warning, not a failure of the server.
+        level = logging.WARNING
+    elif status >= 500:
         level = logging.ERROR
     if not access_log.isEnabledFor(level):
         return
@@ -135,6 +141,11 @@ async def _answers(check: Awaitable[bool]) -> bool:
             return await check
     except TimeoutError:
         return False
+    except Exception:
+        # A dependency that fails loudly (a reset connection, a read error while Redis starts)
+        # is as unready as one that is silent: 503, never a 500.
+        log.warning("a readiness check failed", exc_info=True)
+        return False
 
 
 @get(
@@ -207,12 +218,47 @@ async def _queue_figures(runtime: Runtime) -> bool:
     return True
 
 
-@get("/metrics", media_type=CONTENT_TYPE_LATEST)
+def check_metrics_token(request: Request[Any, Any, Any], token: str) -> None:
+    """PL-14: the public listener's ``/metrics`` answers only ``Authorization: Bearer
+    <METRICS_TOKEN>``; while no token is set it does not exist there (404)."""
+    if not token:
+        raise NotFoundException("Not found")
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    # Compared in constant time: the answer's timing says nothing about how much of it matched.
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    ):
+        raise NotAuthorizedException(
+            "The metrics token is required: Authorization: Bearer <METRICS_TOKEN>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+@get(
+    "/metrics",
+    media_type=CONTENT_TYPE_LATEST,
+    responses={
+        401: ResponseSpec(
+            ErrorBody, description="No METRICS_TOKEN, or another one.", generate_examples=False
+        ),
+        404: ResponseSpec(
+            ErrorBody,
+            description="METRICS_TOKEN is not set: metrics are not served on this listener.",
+            generate_examples=False,
+        ),
+    },
+)
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Prometheus text format. Queue depth and sweep staleness are read at scrape time so they
+    """Prometheus text format, for a scraper holding ``METRICS_TOKEN`` (PL-14)."""
+    runtime = get_runtime(request)
+    check_metrics_token(request, runtime.settings.web.metrics_token)
+    return Response(await scrape(runtime), media_type=CONTENT_TYPE_LATEST)
+
+
+async def scrape(runtime: Runtime) -> bytes:
+    """The Prometheus text. Queue depth and sweep staleness are read at scrape time so they
     are never out of date; while the queue does not answer, ``sweepline_job_queue_up`` is 0 and
     its figures are left out (an unreachable queue does not hide the other metrics)."""
-    runtime = get_runtime(request)
     queue_up = await _queue_figures(runtime)
     QUEUE_UP.set(1 if queue_up else 0)
     try:
@@ -220,7 +266,7 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     except Exception:
         log.warning("sweeper state unavailable for /metrics", exc_info=True)
     collector = REGISTRY if queue_up else _Without(QUEUE_FIGURES)
-    return Response(generate_latest(collector), media_type=CONTENT_TYPE_LATEST)
+    return generate_latest(collector)
 
 
 ROUTES = [health, ready, metrics]

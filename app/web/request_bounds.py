@@ -1,8 +1,5 @@
 """Bounds every request meets before any handler decodes it (an ASGI middleware on the whole app).
 
-* A number in the path beyond the 64-bit range of every id column answers 404 (no such object can
-  exist); one in the query string answers 422 naming the parameter. Without this, an integer too
-  large for the database driver surfaced as a 500.
 * NUL characters — raw or escaped ``\\u0000`` — in the path, the query or a JSON/form body answer
   422: PostgreSQL refuses them in text, and no field of the API means them.
 * A JSON body nested deeper than :data:`~app.web.input_guard.MAX_JSON_DEPTH` answers 422
@@ -11,11 +8,13 @@
 The NUL and depth checks of bodies are :mod:`app.web.input_guard`'s; this applies them to every
 request. The body is read once (at most ``MAX_BODY_BYTES``; larger ones pass unread to Litestar,
 which answers 413) and handed on unchanged.
+
+Integers in the path and the query are not checked here but after the caller is authenticated,
+against the range of the column each one is looked up in (:mod:`app.web.id_bounds`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import parse_qsl, unquote_plus
 
@@ -25,16 +24,6 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import ValidationFailed
 from app.web.input_guard import check_json
-
-INT64_MAX = 2**63 - 1
-_NUMBER = re.compile(r"^[+-]?\d+$")
-# INT64_MAX has 19 digits: a path without a run of 19 digits holds no number beyond the range,
-# which one search tells (the per-segment check then runs only for the rare path that has one).
-_LONG_DIGITS = re.compile(r"\d{19}")
-
-
-def _out_of_range(text: str) -> bool:
-    return bool(_NUMBER.match(text)) and not -INT64_MAX - 1 <= int(text) <= INT64_MAX
 
 
 def _error(code: str, message: str, field: str | None) -> bytes:
@@ -59,8 +48,6 @@ def _check_target(scope: Scope) -> tuple[int, bytes] | None:
     path = str(scope.get("path", ""))
     if "\x00" in path:
         return 422, _error("validation_failed", "NUL characters are not allowed", "path")
-    if _LONG_DIGITS.search(path) and any(_out_of_range(segment) for segment in path.split("/")):
-        return 404, _error("not_found", "Not found.", None)
     query = bytes(scope.get("query_string", b"")).decode("latin-1")
     if not query:
         return None
@@ -69,8 +56,6 @@ def _check_target(scope: Scope) -> tuple[int, bytes] | None:
             return 422, _error(
                 "validation_failed", "NUL characters are not allowed", name or "query"
             )
-        if _out_of_range(value.strip()):
-            return 422, _error("validation_failed", "an integer beyond the 64-bit range", name)
     return None
 
 

@@ -7,6 +7,7 @@ allows private targets."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from ipaddress import IPv6Address, ip_address
 
 import pytest
 from litestar import Litestar, Request, get, post
@@ -25,6 +26,7 @@ from app.integrations.http_guard import (
     TargetRefused,
     TransientError,
 )
+from app.integrations.http_guard.addresses import embedded_ipv4, refusal_reason
 from app.sandbox.base import SandboxState, serve_in_loop
 
 # {port} is the loopback receiver's port: a refused form that would have reached it.
@@ -40,6 +42,9 @@ HOSTILE = [
     "http://[::ffff:127.0.0.1]:{port}/",  # IPv4-mapped IPv6
     "http://[::ffff:7f00:1]:{port}/",  # the same, in hex groups
     "http://[64:ff9b::7f00:1]:{port}/",  # NAT64
+    "http://[::127.0.0.1]:{port}/",  # IPv4-compatible IPv6
+    "http://[::ffff:0:127.0.0.1]:{port}/",  # IPv4-translated IPv6
+    "http://[2002:7f00:1::1]:{port}/",  # 6to4
     "http://10.0.0.1/",
     "http://172.16.3.4/",
     "http://192.168.1.20/",
@@ -269,3 +274,96 @@ async def test_a_long_retry_after_is_not_slept() -> None:
         )
     assert waits == []
     assert info.value.retry_after == 600
+
+
+# Each IPv6 form that carries an IPv4 address, with a refused IPv4 address inside (and the reason's
+# first words): the embedded address is judged as plain IPv4 would be.
+EMBEDDED_REFUSED = [
+    ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped
+    ("::ffff:0:10.1.2.3", "private"),  # IPv4-translated (RFC 2765)
+    ("::127.0.0.1", "loopback"),  # IPv4-compatible (deprecated, RFC 4291)
+    ("::192.168.0.1", "private"),
+    ("::169.254.169.254", "cloud metadata"),
+    ("64:ff9b::127.0.0.1", "loopback"),  # NAT64 well-known prefix
+    ("64:ff9b::a9fe:a9fe", "cloud metadata"),
+    ("64:ff9b:1::10.0.0.1", "private"),  # local-use NAT64, /96 layout
+    ("64:ff9b:1:0:7f:0:100:0", "loopback"),  # local-use NAT64, /64 layout (127.0.0.1)
+    ("64:ff9b:1:7f00:0:100::", "loopback"),  # local-use NAT64, /48 layout (127.0.0.1)
+    ("64:ff9b:1:c0:a8:1::", "private"),  # local-use NAT64, /56 layout (192.168.0.1)
+    ("2002:7f00:1::1", "loopback"),  # 6to4
+    ("2002:a9fe:a9fe::", "cloud metadata"),
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),  # Teredo client 127.0.0.1, obfuscated
+    ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "private"),  # Teredo client 10.0.0.1
+    ("2001:0:7f00:1:8000:63bf:f7f7:f7f7", "loopback"),  # Teredo server 127.0.0.1
+    ("2606:4700::5efe:127.0.0.1", "loopback"),  # ISATAP, local identifier
+    ("2606:4700::200:5efe:192.168.1.1", "private"),  # ISATAP, universal identifier
+    ("fe80::5efe:8.8.8.8", "link-local"),  # ISATAP on a link-local prefix: the prefix counts
+]
+
+
+@pytest.mark.parametrize(("address", "reason"), EMBEDDED_REFUSED)
+def test_every_ipv6_form_embedding_a_refused_ipv4_address_is_refused(
+    address: str, reason: str
+) -> None:
+    """Issue 31, item 9: ``[::127.0.0.1]`` and every other IPv6 form that embeds a private,
+    loopback, link-local or metadata IPv4 address is refused, the embedded address named."""
+    refused = refusal_reason(ip_address(address))
+    assert refused is not None
+    assert refused.startswith(reason), refused
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["::127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::", "::ffff:0:0.0.0.0"],
+)
+def test_allowing_private_targets_still_refuses_embedded_metadata_and_unspecified(
+    address: str,
+) -> None:
+    if address == "::127.0.0.1":
+        assert refusal_reason(ip_address(address), allow_private=True) is None
+    else:
+        assert refusal_reason(ip_address(address), allow_private=True) is not None
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "::ffff:8.8.8.8",  # IPv4-mapped
+        "::ffff:0:8.8.8.8",  # IPv4-translated
+        "::8.8.8.8",  # IPv4-compatible
+        "64:ff9b::8.8.8.8",  # NAT64 well-known prefix
+        "64:ff9b:1::8.8.8.8",  # local-use NAT64, /96 layout
+        "2002:808:808::1",  # 6to4
+        "2001:0:4136:e378:8000:63bf:f7f7:f7f7",  # Teredo: server 65.54.227.120, client 8.8.8.8
+        "2606:4700::200:5efe:8.8.8.8",  # ISATAP on a global prefix
+    ],
+)
+def test_an_embedded_public_ipv4_address_is_allowed(address: str) -> None:
+    assert refusal_reason(ip_address(address)) is None
+
+
+@pytest.mark.parametrize(
+    ("address", "readings"),
+    [
+        ("64:ff9b:1::8.8.8.8", ["8.8.8.8"]),
+        # The /64 reading, and the /96 reading of the same bits (its suffix is all of it).
+        ("64:ff9b:1:0:8:808:800:0", ["8.8.8.8", "8.0.0.0"]),
+        # A /48 layout is read at /48, /56, /64 and /96: its zero suffix fits them all.
+        ("64:ff9b:1:7f00:0:100::", ["127.0.0.1", "0.0.1.0", "0.1.0.0", "0.0.0.0"]),
+    ],
+)
+def test_local_use_nat64_is_read_at_every_rfc6052_position(
+    address: str, readings: list[str]
+) -> None:
+    embedded = embedded_ipv4(IPv6Address(address))
+    assert embedded is not None
+    form, inner = embedded
+    assert form == "local-use NAT64"
+    assert sorted(str(ip) for ip in inner) == sorted(readings)
+
+
+async def test_ipv4_compatible_loopback_is_refused_at_configuration() -> None:
+    """The form seen passing the guard (issue 31): refused before it is stored."""
+    with pytest.raises(TargetRefused) as info:
+        await AddressGuard().check_url("http://[::127.0.0.1]:8080/hook", provider="webhook")
+    assert "loopback" in str(info.value)

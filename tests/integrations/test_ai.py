@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -291,3 +292,43 @@ def test_quota_decision(
         reason,
         remaining,
     )
+
+
+# -- structured output (funnel drafting, FN-34) -------------------------------------------------
+
+GRAPH_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "funnel_definition", "schema": {"type": "object"}, "strict": False},
+}
+
+
+async def test_structured_output_answers_a_json_document(ai: Setup) -> None:
+    """FN-34: with ``response_format`` the request carries it and the content is the document."""
+    asked = [ChatMessage("user", "Welcome new people")]
+    completion = await ai.client.complete(
+        asked, model="gpt-4o-mini", max_tokens=2000, response_format=GRAPH_FORMAT
+    )
+    assert ai.sandbox.requests[-1]["response_format"] == GRAPH_FORMAT
+    document = json.loads(completion.text)
+    assert [n["id"] for n in document["nodes"]] == ["welcome", "pause", "tips"]
+    assert completion.usage.total_tokens == ai.sandbox.tokens_billed
+
+
+async def test_structured_output_refusal_is_an_invalid_response(ai: Setup) -> None:
+    """FN-36: a model that declines answers ``refusal`` instead of content."""
+    with pytest.raises(InvalidResponse, match="declined"):
+        await ai.client.complete(
+            [ChatMessage("user", "sandbox:refuse")],
+            model="gpt-4o-mini",
+            response_format=GRAPH_FORMAT,
+        )
+
+
+async def test_a_malformed_response_format_is_refused_naming_it(ai: Setup) -> None:
+    bad = {"type": "json_schema", "json_schema": {"name": "has spaces", "schema": {}}}
+    with pytest.raises(PermanentError) as refused:
+        await ai.client.complete(
+            [ChatMessage("user", "Hi")], model="gpt-4o-mini", response_format=bad
+        )
+    assert refused.value.status == 400
+    assert ai.sandbox.tokens_billed == 0

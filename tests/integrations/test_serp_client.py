@@ -273,7 +273,7 @@ async def test_keyword_data_round_trip(provider: Provider) -> None:
         ]
     )
     assert posted.created
-    assert posted.cost == Decimal("0.075")
+    assert posted.cost == Decimal("0.05")
     assert [(r.task_id, r.tag) for r in await provider.client.keyword_data_tasks_ready()] == [
         (posted.task_id, "kd-9")
     ]

@@ -166,7 +166,7 @@ async def test_invalid_keyword_data_tasks_are_refused_per_task() -> None:
     assert empty.status_code == 40501
     assert "keywords" in empty.status_message
     assert fine.created
-    assert sim.total_cost == Decimal("0.075")
+    assert sim.total_cost == Decimal("0.05")
 
 
 async def test_an_unreadable_body_is_answered_in_the_envelope() -> None:

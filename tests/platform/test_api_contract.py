@@ -30,7 +30,7 @@ async def test_every_api_operation_documents_its_errors_with_the_error_body(
         for method, operation in methods.items():
             operations += 1
             responses = operation["responses"]
-            for status in ("400", "401", "403", "404", "409", "422", "503"):
+            for status in ("400", "401", "403", "404", "409", "422", "429", "503"):
                 assert status in responses, (method, path, status)
                 schema = responses[status]["content"]["application/json"]["schema"]
                 assert schema == error_ref, (method, path, status)

@@ -97,3 +97,23 @@ async def test_the_signing_secret_is_rotated_and_shown_once(
     assert after != before
     workspace = (await client.get("/api/v1/workspace", headers=auth(tenant))).text
     assert new not in workspace
+
+
+async def test_a_key_cannot_revoke_itself_but_may_revoke_another(
+    client: httpx.AsyncClient, tenant: Tenant
+) -> None:
+    """PL-2: DELETE /api-keys/{id} with the key it names answers 409 ``own_key`` and the key
+    goes on working; the same key revokes another key of its workspace."""
+    created = await client.post("/api/v1/api-keys", json={"name": "robot"}, headers=auth(tenant))
+    assert created.status_code == 201
+    robot = created.json()
+    own = await client.delete(f"/api/v1/api-keys/{robot['id']}", headers=bearer(robot["key"]))
+    assert own.status_code == 409, own.text
+    assert own.json()["code"] == "own_key"
+    assert (await client.get("/api/v1/workspace", headers=bearer(robot["key"]))).status_code == 200
+
+    listed = (await client.get("/api/v1/api-keys", headers=auth(tenant))).json()["items"]
+    original = next(k for k in listed if k["id"] != robot["id"])
+    other = await client.delete(f"/api/v1/api-keys/{original['id']}", headers=bearer(robot["key"]))
+    assert other.status_code == 204, other.text
+    assert (await client.get("/api/v1/workspace", headers=auth(tenant))).status_code == 401

@@ -14,6 +14,7 @@ from app.platform import service, setup
 from app.platform.models import ApiKey, User
 from app.runtime import Runtime
 from app.settings import Settings
+from tests.factories import create_tenant
 
 PASSWORD = "correct horse battery staple"
 
@@ -156,3 +157,15 @@ async def test_setup_token_matches_the_serving_instance(
     done = _cli(settings, "setup-token")
     assert done.returncode == 0
     assert done.stdout.strip() == setup.setup_token(runtime.session_secret)
+
+
+async def test_pl19_setup_token_once_an_owner_exists_prints_no_token(
+    settings: Settings, runtime: Runtime
+) -> None:
+    await create_tenant(runtime, name="Acme")
+    done = _cli(settings, "setup-token")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert setup.setup_token(runtime.session_secret) not in done.stderr
+    assert "already has an owner" in done.stderr
+    assert "/login" in done.stderr

@@ -93,3 +93,22 @@ def test_dockerignore_keeps_local_state_out_of_the_image() -> None:
     ignored = (ROOT / ".dockerignore").read_text().split()
     for entry in (".git", ".venv", "var", "*.db", "*.key", "tests"):
         assert entry in ignored
+
+
+def _interpolated(value: str, env: dict[str, str]) -> str:
+    """Compose's ``${NAME:-default}`` (nested defaults too), innermost first."""
+    innermost = re.compile(r"\$\{([A-Z_]+):-([^${}]*)\}")
+    while m := innermost.search(value):
+        value = value[: m.start()] + (env.get(m.group(1)) or m.group(2)) + value[m.end() :]
+    return value
+
+
+def test_pl20_compose_public_url_follows_the_published_port() -> None:
+    raw = compose()["x-sweepline-env"]["PUBLIC_URL"]
+    published = compose()["services"]["app"]["ports"][0]
+    assert _interpolated(raw, {}) == "http://localhost:8000"
+    assert _interpolated(published, {"PORT": "9123"}).startswith("9123:")
+    assert _interpolated(raw, {"PORT": "9123"}) == "http://localhost:9123"
+    assert _interpolated(raw, {"PORT": "9123", "PUBLIC_URL": "https://sw.example"}) == (
+        "https://sw.example"
+    )

@@ -19,7 +19,7 @@ from app.logs import configure_logging
 from app.runtime import Runtime
 from app.settings import Settings
 from app.wiring import assemble
-from tests.conftest import auth
+from tests.conftest import auth, metrics_auth
 from tests.factories import Tenant
 from tests.platform.conftest import ApiTenant
 
@@ -88,10 +88,21 @@ async def test_ready_is_503_when_a_dependency_is_down(
     assert (await broken_client.get("/health")).status_code == 200
 
 
+@pytest.mark.parametrize("broken_client", ["queue"], indirect=True)
+async def test_not_ready_is_logged_as_a_warning_not_a_server_error(
+    broken_client: httpx.AsyncClient, json_log: io.StringIO
+) -> None:
+    """A 503 from /ready is the probe's answer: log scanners that alert on errors stay quiet."""
+    assert (await broken_client.get("/ready")).status_code == 503
+    lines = [json.loads(line) for line in json_log.getvalue().splitlines() if line.strip()]
+    access = [e for e in lines if e.get("logger") == "app.access" and e.get("path") == "/ready"]
+    assert [e["level"] for e in access] == ["warning"]
+
+
 async def test_metrics_are_prometheus_text_with_sweep_and_job_metrics(
     client: httpx.AsyncClient,
 ) -> None:
-    r = await client.get("/metrics")
+    r = await client.get("/metrics", headers=metrics_auth())
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
     for name in (
@@ -120,7 +131,7 @@ async def test_metrics_while_the_queue_is_down_say_so_without_a_traceback_each_s
     (the queue's own), however many scrapes there are."""
     caplog.set_level(logging.INFO)
     for _ in range(3):
-        r = await broken_client.get("/metrics")
+        r = await broken_client.get("/metrics", headers=metrics_auth())
         assert r.status_code == 200
         assert "\nsweepline_job_queue_up 0.0" in r.text
         for name in ("sweepline_jobs_queued", "sweepline_jobs_running", "sweepline_jobs_dead"):

@@ -35,6 +35,11 @@ EXPECTED_PUBLIC = {
     ("GET", "/login"),
     ("POST", "/login"),
     ("POST", "/logout"),
+    # The second step of sign-in, reached with the signed challenge cookie a right password set.
+    ("GET", "/login/two-factor"),
+    ("POST", "/login/two-factor"),
+    ("GET", "/login/two-factor/enrol"),
+    ("POST", "/login/two-factor/enrol"),
     ("GET", "/favicon.ico"),
     ("GET", "/setup"),
     ("POST", "/setup"),
@@ -51,6 +56,10 @@ EXPECTED_PUBLIC = {
     ("POST", "/hooks/funnels/{workspace_id:int}/sendgrid"),  # ECDSA-signed
     ("POST", "/hooks/funnels/{workspace_id:int}/postmark"),  # the credentials set on it
     ("POST", "/hooks/ranktracking/postback/{token:str}"),
+    # A run digest's approval link, signed with the workspace's secret and expiring (AR-28).
+    ("GET", "/hooks/adrules/approve/{token:str}"),
+    ("POST", "/hooks/adrules/approve/{token:str}"),
+    ("POST", "/hooks/adrules/approve/{token:str}/reject"),
     # Forms, the site snippet, tracking pixels, signed links, unsubscribe.
     ("GET", "/t/f/{public_id:str}"),
     ("POST", "/t/f/{public_id:str}"),

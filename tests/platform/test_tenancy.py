@@ -145,11 +145,17 @@ async def test_pl1_members_are_added_promoted_and_removed(
     )
     async with runtime.db.write() as uow:
         await members.set_role(
-            uow.session, workspace_id=tenant.workspace_id, user_id=user.id, role="admin"
+            uow.session,
+            workspace_id=tenant.workspace_id,
+            user_id=user.id,
+            role="admin",
+            now=runtime.clock.now(),
         )
     assert "you are admin" in (await browser.get("/ui/workspace")).text
     async with runtime.db.write() as uow:
-        await members.remove_member(uow.session, workspace_id=tenant.workspace_id, user_id=user.id)
+        await members.remove_member(
+            uow.session, workspace_id=tenant.workspace_id, user_id=user.id, now=runtime.clock.now()
+        )
     # Removing the membership ends the person's session in that workspace at once.
     assert (await browser.get("/")).status_code in (302, 303)
 
@@ -169,10 +175,14 @@ async def test_pl1_the_last_admin_cannot_leave_or_be_demoted(
 ) -> None:
     for change in (
         lambda s: members.set_role(
-            s, workspace_id=tenant.workspace_id, user_id=tenant.user_id, role="member"
+            s,
+            workspace_id=tenant.workspace_id,
+            user_id=tenant.user_id,
+            role="member",
+            now=runtime.clock.now(),
         ),
         lambda s: members.remove_member(
-            s, workspace_id=tenant.workspace_id, user_id=tenant.user_id
+            s, workspace_id=tenant.workspace_id, user_id=tenant.user_id, now=runtime.clock.now()
         ),
     ):
         with pytest.raises(Conflict) as refused:
@@ -194,14 +204,22 @@ async def test_pl1_two_admins_demoting_each_other_at_once_leave_one_admin(
     member = await member_id(runtime, tenant, tenant.member_email)
     async with runtime.db.write() as uow:
         await members.set_role(
-            uow.session, workspace_id=tenant.workspace_id, user_id=member, role="admin"
+            uow.session,
+            workspace_id=tenant.workspace_id,
+            user_id=member,
+            role="admin",
+            now=runtime.clock.now(),
         )
 
     async def demote(user_id: int) -> str:
         try:
             async with runtime.db.write() as uow:
                 await members.set_role(
-                    uow.session, workspace_id=tenant.workspace_id, user_id=user_id, role="member"
+                    uow.session,
+                    workspace_id=tenant.workspace_id,
+                    user_id=user_id,
+                    role="member",
+                    now=runtime.clock.now(),
                 )
         except Conflict as exc:
             return exc.code

@@ -22,10 +22,12 @@ from app.clock import ManualClock
 from app.sandbox.ai import AiSandbox
 from app.sandbox.base import HttpSimulator, Simulator, simulator_in_loop
 from app.sandbox.booking import BookingSandbox
+from app.sandbox.chat_webhooks import ChatWebhookSandbox
 from app.sandbox.letter import LetterSandbox
 from app.sandbox.meta import GraphWorld
 from app.sandbox.payments import LostResponses, PaymentsSandbox
 from app.sandbox.push import PushSandbox
+from app.sandbox.search_console import QueryRow, SearchConsoleSandbox
 from app.sandbox.serp import SerpPrices, SerpSimulator
 from app.sandbox.sheets import SheetsSandbox
 from app.sandbox.sms import SmsSandbox, TwilioSandbox
@@ -64,6 +66,9 @@ def _graph(world: GraphWorld) -> None:
     world.grant("token-1", "act_1")
     world.page_sizes = [1]
     world.null_batch_items = 2
+    world.oauth.answer.deny = True
+    world.oauth.apps["2"] = ("other-secret", "Other app")
+    world.oauth.dialog({"client_id": "2", "redirect_uri": "http://x/cb"}, [])
 
 
 def _graph_data(world: GraphWorld) -> object:
@@ -75,6 +80,10 @@ def _graph_data(world: GraphWorld) -> object:
         world.list_params,
         world.next_links,
         world.updates,
+        world.oauth.codes,
+        sorted(world.oauth.apps),
+        world.oauth.info,
+        world.oauth.answer,
     )
 
 
@@ -200,6 +209,17 @@ CASES: dict[str, Case] = {
         "values.get",
         lambda s: (s.spreadsheets, list(s.service_accounts), s.minted, s.bearer_tokens),
     ),
+    "search_console": Case(
+        SearchConsoleSandbox,
+        lambda s: (
+            s.add_property("sc-domain:example.com"),
+            s.add_rows("sc-domain:example.com", [QueryRow("shoes", "2026-03-01", 3, 40, 4.5)]),
+            s.google.token_scopes.update({"gsc-token": "webmasters.readonly"}),
+        ),
+        lambda h: h.get("/webmasters/v3/sites", headers=bearer("gsc-token", idempotency=None)),
+        "sites.list",
+        lambda s: (s.properties, s.rows),
+    ),
     "sns": Case(
         SnsSandbox,
         lambda s: None,
@@ -213,6 +233,13 @@ CASES: dict[str, Case] = {
         lambda h: h.get("/v21.0/act_1/campaigns?access_token=token-1&fields=name"),
         "campaigns.list",
         _graph_data,
+    ),
+    "chat": Case(
+        ChatWebhookSandbox,
+        lambda s: s.removed.add("T0009/B0009/removed"),
+        lambda h: h.post("/services/T0001/B0001/abcdefghijklmnopqrstuvwx", json={"text": "hi"}),
+        "slack.post",
+        lambda s: (s.received, s.removed),
     ),
     "serp": Case(
         lambda: SerpSimulator(

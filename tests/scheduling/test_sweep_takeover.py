@@ -26,7 +26,7 @@ from app.scheduling.models import SweeperState
 from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep, SweepRunner
 from app.scheduling.ticks import claim_tick, sweeper_states
 from app.web.ops import sweeper_overview
-from tests.conftest import eventually
+from tests.conftest import eventually, metrics_auth
 from tests.scheduling.conftest import Runtimes
 
 LEASE = 15
@@ -295,7 +295,7 @@ async def test_a_sweep_that_cannot_complete_a_tick_makes_ready_answer_503_naming
     assert r.json()["stale"] == [name]
     (shown,) = [s for s in await sweeper_overview(runtime) if s.name == name]
     assert shown.stale, "the dashboard's sweeper table marks it"
-    metrics = (await client.get("/metrics")).text
+    metrics = (await client.get("/metrics", headers=metrics_auth())).text
     assert f'sweepline_sweep_stale{{sweep="{name}"}} 1.0' in metrics
     broken = False
     clock.advance(10)

@@ -95,6 +95,23 @@ async def _source(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> 
     return "DELETE", f"/api/v1/funnels/sources/{made.json()['id']}", auth(tenant), b""
 
 
+async def _saved_segment(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> Request:
+    body = {"name": "Temp", "predicate": {"kind": "has_tag", "tag": "vip"}}
+    made = await http.post("/api/v1/funnels/saved-segments", json=body, headers=auth(tenant))
+    assert made.status_code == 201, made.text
+    return "DELETE", f"/api/v1/funnels/saved-segments/{made.json()['id']}", auth(tenant), b""
+
+
+async def _annotation(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> Request:
+    await fund(runtime, tenant, 10_000)
+    schedule = await make_schedule(runtime, tenant, keywords=["shoes"], devices=["desktop"])
+    base = f"/api/v1/ranktracking/schedules/{schedule.id}/annotations"
+    body = {"at": "2026-01-01T00:00:00Z", "text": "New titles"}
+    made = await http.post(base, json=body, headers=auth(tenant))
+    assert made.status_code == 201, made.text
+    return "DELETE", f"{base}/{made.json()['id']}", auth(tenant), b""
+
+
 async def _page_visit(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> Request:
     ann = await contact(runtime, tenant.workspace_id, "visitor@example.com")
     site = (await http.get("/api/v1/funnels/site", headers=auth(tenant))).json()
@@ -113,6 +130,11 @@ PREPARE: dict[tuple[str, str], Prepare] = {
     ),
     ("DELETE", "/api/v1/funnels/providers/{kind:str}"): _provider,
     ("DELETE", "/api/v1/funnels/sources/{source_id:int}"): _source,
+    ("DELETE", "/api/v1/funnels/saved-segments/{segment_id:int}"): _saved_segment,
+    (
+        "DELETE",
+        "/api/v1/ranktracking/schedules/{schedule_id:int}/annotations/{annotation_id:int}",
+    ): _annotation,
     ("POST", "/t/c"): _page_visit,
 }
 UNREACHABLE = {

@@ -8,6 +8,8 @@ import re
 import httpx
 import pytest
 
+from app.db import keyset
+from app.engines.funnels.campaigns.models import Recipient
 from app.pagination import (
     CURSOR_PROBLEM,
     Paging,
@@ -16,6 +18,7 @@ from app.pagination import (
     page_of,
 )
 from tests.conftest import auth
+from tests.engines.funnels.factories import contact, setup_names
 from tests.factories import Tenant
 from tests.platform.conftest import sign_in
 
@@ -99,3 +102,57 @@ def test_a_page_says_where_the_next_one_starts_only_when_there_is_more() -> None
     assert last.next_cursor is None
     assert cursor_number("") is None
     assert cursor_number(None) is None
+
+
+async def test_a_cursor_past_its_columns_range_pages_like_any_other_number(
+    client: httpx.AsyncClient, runtime, tenant: Tenant
+) -> None:
+    """The recipients list pages on a 32-bit ``seq``: a cursor beyond it is an empty page after
+    it (PostgreSQL refused to bind it: a 500), and beyond 64 bits no list can have returned it."""
+    ws = tenant.workspace_id
+    await setup_names(runtime, ws, tags=["news"])
+    for i in range(2):
+        await contact(runtime, ws, f"c{i}@example.com", tags=["news"])
+    created = await client.post(
+        "/api/v1/funnels/campaigns",
+        json={
+            "name": "n",
+            "subject": "s",
+            "body": "b",
+            "audience": {"kind": "has_tag", "tag": "news"},
+        },
+        headers=auth(tenant),
+    )
+    assert created.status_code == 201, created.text
+    campaign = created.json()["id"]
+    snapshot = await client.post(
+        f"/api/v1/funnels/campaigns/{campaign}/audience", headers=auth(tenant)
+    )
+    assert snapshot.status_code == 200, snapshot.text
+    path = f"/api/v1/funnels/campaigns/{campaign}/recipients"
+    first = await client.get(path, params={"limit": 1}, headers=auth(tenant))
+    assert first.json()["next_cursor"] == "1"
+    for cursor in (str(2**31 - 1), str(2**31), str(2**63 - 1)):
+        r = await client.get(path, params={"cursor": cursor}, headers=auth(tenant))
+        assert r.status_code == 200, (cursor, r.text)
+        assert r.json() == {"items": [], "next_cursor": None}
+    r = await client.get(path, params={"cursor": str(2**63)}, headers=auth(tenant))
+    assert r.status_code == 422, r.text
+    assert r.json()["details"][0]["message"] == CURSOR_PROBLEM
+
+
+@pytest.mark.parametrize("cursor", [str(2**31), str(2**63 - 1)])
+async def test_every_list_answers_a_cursor_at_the_edge_of_64_bits_without_a_server_error(
+    client: httpx.AsyncClient, tenant: Tenant, cursor: str
+) -> None:
+    for path, _ in await _list_operations(client, paged=True):
+        r = await client.get(path, params={"cursor": cursor}, headers=auth(tenant))
+        assert r.status_code in (200, 404), (path, r.text)
+
+
+def test_a_keyset_condition_is_settled_without_the_database_past_the_columns_range() -> None:
+    seq = Recipient.__table__.c.seq
+    assert str(keyset.after(seq, 2**31 - 1)) == "false"
+    assert str(keyset.before(seq, 2**31)) == "true"
+    assert str(keyset.after(seq, 5)) == "campaign_recipients.seq > :seq_1"
+    assert str(keyset.before(seq, 2**31 - 1)) == "campaign_recipients.seq < :seq_1"

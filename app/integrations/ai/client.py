@@ -31,6 +31,8 @@ DEFAULT_BASE_URL = "https://api.openai.com"
 
 class _Message(msgspec.Struct, frozen=True):
     content: str | None = None
+    refusal: str | None = None
+    """Set instead of ``content`` when the model declines a structured-output request."""
 
 
 class _Choice(msgspec.Struct, frozen=True):
@@ -79,14 +81,25 @@ class ChatClient:
         model: str,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> Completion:
+        """One completion. ``response_format`` asks for structured output (``{"type":
+        "json_schema", "json_schema": {"name", "schema", "strict"}}``): the answer's text is then
+        the JSON document, and a model that declines says so in ``refusal`` (an
+        :class:`InvalidResponse` naming it)."""
         payload: dict[str, Any] = {"model": model, "messages": msgspec.to_builtins(messages)}
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
         if temperature is not None:
             payload["temperature"] = temperature
+        if response_format is not None:
+            payload["response_format"] = response_format
         response = await self._http.send("POST", "/v1/chat/completions", json=payload)
         raw = decode(response, _Response, provider=PROVIDER)
+        if raw.choices and raw.choices[0].message.refusal:
+            raise InvalidResponse(
+                f"the model declined: {raw.choices[0].message.refusal}", provider=PROVIDER
+            )
         if not raw.choices or raw.choices[0].message.content is None:
             raise InvalidResponse("the completion has no text", provider=PROVIDER)
         choice = raw.choices[0]

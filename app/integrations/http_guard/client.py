@@ -28,6 +28,9 @@ class ClientOptions:
     timeout_seconds: float = 30.0
     """Connecting, and each read or write."""
     max_connections: int = 100
+    max_keepalive_connections: int | None = None
+    """Idle connections kept open (``None``: ``max_connections``; ``0`` when every connection
+    must be opened afresh, as the pinned connections of :class:`GuardedHttp`)."""
     connect_timeout_seconds: float | None = None
     """A shorter limit for connecting, when an unreachable host should fail sooner than a slow
     answer (``None``: ``timeout_seconds``)."""
@@ -82,7 +85,11 @@ def outbound_client(
     options = options or ClientOptions()
     limits = httpx.Limits(
         max_connections=options.max_connections,
-        max_keepalive_connections=options.max_connections,
+        max_keepalive_connections=(
+            options.max_connections
+            if options.max_keepalive_connections is None
+            else options.max_keepalive_connections
+        ),
     )
     if transport is None and guard is not None:
         transport = guard.transport(provider=provider, limits=limits)

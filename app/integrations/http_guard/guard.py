@@ -23,7 +23,7 @@ import msgspec
 
 from app.clock import Clock, SystemClock
 from app.integrations.http_guard.address_guard import AddressGuard, parse_url
-from app.integrations.http_guard.client import refuse_after_lost_lease
+from app.integrations.http_guard.client import ClientOptions, outbound_client
 from app.integrations.http_guard.errors import (
     OutboundError,
     PermanentError,
@@ -33,8 +33,6 @@ from app.integrations.http_guard.errors import (
 from app.integrations.http_guard.provider import is_transient_status
 from app.integrations.http_guard.resolver import Resolver
 from app.integrations.http_guard.retry import RetryPolicy, retry_after_seconds
-from app.integrations.http_guard.tracing import TracedClient
-from app.integrations.http_guard.user_agent import USER_AGENT
 
 PROVIDER = "http_request"
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
@@ -98,14 +96,10 @@ class GuardedHttp:
         self.max_redirects = max_redirects
         self.policy = policy or RetryPolicy()
         self._clock: Clock = clock or SystemClock()
-        self._client = TracedClient(
+        # Pinned connections go to the checked address, so none is kept alive for another name.
+        self._client = outbound_client(
             provider=PROVIDER,
-            timeout=httpx.Timeout(timeout),
-            follow_redirects=False,
-            trust_env=False,
-            limits=httpx.Limits(max_keepalive_connections=0),
-            headers={"User-Agent": USER_AGENT},
-            event_hooks={"request": [refuse_after_lost_lease]},
+            options=ClientOptions(timeout_seconds=timeout, max_keepalive_connections=0),
         )
 
     async def aclose(self) -> None:

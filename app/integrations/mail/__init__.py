@@ -9,11 +9,12 @@ plain ASCII (never RFC 2047-encoded).
 """
 
 from app.integrations.mail.errors import MailError, PermanentMailError, TransientMailError
-from app.integrations.mail.message import OutgoingEmail, build_message
+from app.integrations.mail.message import InlineImage, OutgoingEmail, build_message
 from app.integrations.mail.pool import SmtpPool
 from app.integrations.mail.sender import MailSender
 
 __all__ = [
+    "InlineImage",
     "MailError",
     "MailSender",
     "OutgoingEmail",

@@ -12,6 +12,17 @@ from app.integrations.mail.postmark import METADATA_KEY
 POSTMARK_METADATA_HEADER = f"X-PM-Metadata-{METADATA_KEY}"
 
 
+class InlineImage(msgspec.Struct, frozen=True, kw_only=True):
+    """An image the HTML part shows by ``<img src="cid:{content_id}">``: sent as a part of a
+    ``multipart/related`` beside the HTML, so clients show it without fetching anything."""
+
+    content_id: str
+    """Without angle brackets, e.g. ``chart-positions@sweepline``."""
+    subtype: str
+    """Of ``image/…``, e.g. ``png``."""
+    data: bytes
+
+
 class OutgoingEmail(msgspec.Struct, frozen=True, kw_only=True):
     """One e-mail. ``message_id`` is stable per effect, so a redelivery carries the same
     ``Message-ID`` header and receivers (and our own sink) can recognise it."""
@@ -22,6 +33,8 @@ class OutgoingEmail(msgspec.Struct, frozen=True, kw_only=True):
     html: str | None = None
     message_id: str
     headers: dict[str, str] = msgspec.field(default_factory=dict)
+    inline_images: list[InlineImage] = msgspec.field(default_factory=list)
+    """Shown by the HTML part only (ignored without ``html``)."""
 
 
 def _angle(message_id: str) -> str:
@@ -33,7 +46,8 @@ def _angle(message_id: str) -> str:
 
 
 def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
-    """Render ``email`` as a MIME message (text, plus an HTML alternative when given)."""
+    """Render ``email`` as a MIME message (text, plus an HTML alternative when given; with inline
+    images the HTML alternative is a ``multipart/related`` of the HTML and the images)."""
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = ", ".join(email.to)
@@ -62,4 +76,14 @@ def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
     msg.set_content(email.text)
     if email.html is not None:
         msg.add_alternative(email.html, subtype="html")
+        if email.inline_images:
+            html_part = next(p for p in msg.iter_parts() if p.get_content_type() == "text/html")
+            for image in email.inline_images:
+                html_part.add_related(
+                    image.data,
+                    maintype="image",
+                    subtype=image.subtype,
+                    cid=_angle(image.content_id),
+                    disposition="inline",
+                )
     return msg

@@ -1,4 +1,5 @@
-"""Access tokens for a Google service account, for the Sheets API.
+"""Access tokens for a Google service account, for the Sheets API (and other Google APIs read
+with the same key, such as Search Console, each with its own scope).
 
 A service account's JSON key (``client_email`` and an RSA ``private_key``) signs a JWT with RS256
 (Google's "two-legged OAuth": ``iss`` the account, ``scope`` read-only Sheets, ``aud`` the token
@@ -25,6 +26,9 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from app.integrations.http_guard import ClientOptions, is_transient_status, outbound_client
 from app.integrations.sheets.client import BearerToken, SheetsError
 
+SERVICE_ACCOUNT_SECRET = "google_service_account_key"  # noqa: S105 - a secret's name
+"""The workspace secret holding a service account's JSON key: every Google API the workspace
+reads with it (Sheets custom metrics, Search Console keywords) mints its tokens from this one."""
 SCOPE = "https://www.googleapis.com/auth/spreadsheets.readonly"
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ASSERTION_LIFETIME = timedelta(hours=1)
@@ -130,22 +134,26 @@ class TokenMinter:
         self._cache: dict[str, _Cached] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def bearer(self, key: ServiceAccountKey) -> BearerToken:
-        """A valid access token for ``key``: the cached one, or a freshly minted one."""
+    async def bearer(self, key: ServiceAccountKey, scope: str = SCOPE) -> BearerToken:
+        """A valid access token for ``key`` and ``scope``: the cached one, or a freshly minted
+        one (other Google APIs read with the same key, e.g. Search Console, ask another scope)."""
         # The private key is part of the cache key: a rotated key never reuses the old token.
-        slot = hashlib.sha256(f"{key.client_email}\n{key.private_key}".encode()).hexdigest()
+        # So is the scope: a Sheets token cannot read Search Console, nor the other way round.
+        slot = hashlib.sha256(
+            f"{key.client_email}\n{key.private_key}\n{scope}".encode()
+        ).hexdigest()
         lock = self._locks.setdefault(slot, asyncio.Lock())
         async with lock:  # concurrent reads of one account mint once
             cached = self._cache.get(slot)
             if cached is not None and self._now() < cached.expires_at - REFRESH_BEFORE:
                 return cached.token
-            fresh = await self._mint(key)
+            fresh = await self._mint(key, scope)
             self._cache[slot] = fresh
             return fresh.token
 
-    async def _mint(self, key: ServiceAccountKey) -> _Cached:
+    async def _mint(self, key: ServiceAccountKey, scope: str) -> _Cached:
         issued_at = self._now()
-        assertion = signed_assertion(key, audience=self.token_url, issued_at=issued_at)
+        assertion = signed_assertion(key, audience=self.token_url, issued_at=issued_at, scope=scope)
         try:
             response = await self._http.post(
                 self.token_url, data={"grant_type": GRANT_TYPE, "assertion": assertion}
@@ -184,9 +192,10 @@ class ServiceAccount:
 
     key_json: str
     minter: TokenMinter
+    scope: str = SCOPE
 
     async def bearer(self) -> BearerToken:
-        return await self.minter.bearer(parse_key(self.key_json))
+        return await self.minter.bearer(parse_key(self.key_json), self.scope)
 
     def __repr__(self) -> str:
         return "ServiceAccount(***)"

@@ -29,6 +29,13 @@ RowId = Annotated[int, Parameter(ge=1, le=MAX_ROW_ID, description="A row id (64-
 """A path parameter naming a row: ``schedule_id: RowId``. A number no 64-bit id column can hold is
 refused (400) before it reaches the database, where it would overflow."""
 
+MAX_VERSION_NUMBER = 2**31 - 1
+
+VersionNumber = Annotated[
+    int, Parameter(ge=1, le=MAX_VERSION_NUMBER, description="A version number (32-bit).")
+]
+"""A funnel's version number (``funnel_versions.number``, a 32-bit column)."""
+
 
 def api_router(path: str, handlers: Sequence[Any], *, tag: str | None = None) -> Router:
     """A router under ``/api/v1{path}`` whose handlers may take ``principal: CurrentPrincipal``

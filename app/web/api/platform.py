@@ -8,13 +8,16 @@ from typing import Annotated, Literal
 
 import msgspec
 from litestar import Response, delete, get, patch, post, put
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, JSONBody, Parameter
 
 from app.db.session import UnitOfWork
+from app.engines.adrules import rules as adrules_rules
+from app.errors import Conflict, ValidationFailed
 from app.pagination import Page, page_of
-from app.platform import members, organisation, service
+from app.platform import members, organisation, service, workspace_zone
 from app.platform.models import ApiKey, User
 from app.schemas import Schema
+from app.web.access import Auth, authenticated
 from app.web.api.common import Once, api_router
 from app.web.auth import (
     CurrentPrincipal,
@@ -116,7 +119,12 @@ class SweeperOut(Schema):
 
 
 class WorkspaceRenameIn(Schema):
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    """Change the workspace's name, its time zone, or both (at least one)."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    timezone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    """An IANA zone name (``Europe/Berlin``): where a schedule names no zone, its times, date
+    windows and "today" follow this one."""
 
 
 class SigningSecretOut(Schema):
@@ -159,16 +167,33 @@ async def get_workspace(principal: CurrentPrincipal, session: Reads) -> Workspac
 
 @patch("/workspace")
 async def rename_workspace(
-    principal: CurrentPrincipal, uow: Writes, data: JSONBody[WorkspaceRenameIn]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, data: JSONBody[WorkspaceRenameIn]
 ) -> WorkspaceOut:
-    """Rename the key's workspace (workspace admins; a ``write`` key)."""
+    """Rename the key's workspace or set its time zone (workspace admins; a ``write`` key)."""
     require_admin(principal)
-    ws = await organisation.rename_workspace(
-        uow.session,
-        organisation_id=principal.organisation_id,
-        workspace_id=principal.workspace_id,
-        name=data.name,
-    )
+    if data.name is None and data.timezone is None:
+        raise ValidationFailed.field(
+            "name", "give a new name, a time zone (timezone), or both", code="required"
+        )
+    if data.timezone is not None:
+        ws = await workspace_zone.set_workspace_timezone(
+            uow.session,
+            organisation_id=principal.organisation_id,
+            workspace_id=principal.workspace_id,
+            timezone=data.timezone,
+            now=clock.now(),
+        )
+        await adrules_rules.workspace_zone_changed(
+            uow.session, workspace_id=ws.id, timezone=ws.timezone, now=clock.now()
+        )
+    if data.name is not None:
+        ws = await organisation.rename_workspace(
+            uow.session,
+            organisation_id=principal.organisation_id,
+            workspace_id=principal.workspace_id,
+            name=data.name,
+            now=clock.now(),
+        )
     return WorkspaceOut(
         id=ws.id,
         organisation_id=ws.organisation_id,
@@ -222,8 +247,14 @@ async def get_key(principal: CurrentPrincipal, session: Reads, key_id: FromPath[
 async def revoke_key(
     principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, key_id: FromPath[int]
 ) -> None:
-    """Revoke a key: requests made with it answer 401 from now on."""
+    """Revoke a key: requests made with it answer 401 from now on. A key cannot revoke itself
+    (409 ``own_key``): a program would lock itself out with the request it is answering."""
     require_admin(principal)
+    if principal.api_key_id == key_id:
+        raise Conflict(
+            "An API key cannot revoke itself; revoke it with another key or in the dashboard",
+            code="own_key",
+        )
     await service.revoke_api_key(
         uow.session, workspace_id=principal.workspace_id, key_id=key_id, now=clock.now()
     )
@@ -238,13 +269,22 @@ async def list_secrets(principal: CurrentPrincipal, session: Reads) -> SecretNam
     return SecretNames(names=await service.secret_names(session, principal.workspace_id))
 
 
+SecretName = Annotated[
+    str,
+    Parameter(
+        description="1 to 100 letters, digits, ``_``, ``.``, ``:`` or ``-``, a letter or digit first.",
+        schema_extra={"pattern": service.SECRET_NAME_PATTERN},
+    ),
+]
+
+
 @put("/secrets/{name:str}")
 async def put_secret(
     principal: CurrentPrincipal,
     uow: Writes,
     clock: CurrentClock,
     secrets: Secrets,
-    name: FromPath[str],
+    name: SecretName,
     data: JSONBody[SecretIn],
 ) -> SecretNames:
     """Store a secret encrypted; the value is never returned."""
@@ -261,9 +301,13 @@ async def put_secret(
 
 
 @delete("/secrets/{name:str}")
-async def delete_secret(principal: CurrentPrincipal, uow: Writes, name: FromPath[str]) -> None:
+async def delete_secret(
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, name: FromPath[str]
+) -> None:
     require_admin(principal)
-    await service.delete_secret(uow.session, workspace_id=principal.workspace_id, name=name)
+    await service.delete_secret(
+        uow.session, workspace_id=principal.workspace_id, name=name, now=clock.now()
+    )
 
 
 # -- members -----------------------------------------------------------------------------------
@@ -304,49 +348,67 @@ async def add_member(
 async def change_role(
     principal: CurrentPrincipal,
     uow: Writes,
+    clock: CurrentClock,
     user_id: FromPath[int],
     data: JSONBody[MemberRoleIn],
 ) -> MemberOut:
     require_organisation_manager(principal)
     require_admin(principal)
     user, role = await members.set_role(
-        uow.session, workspace_id=principal.workspace_id, user_id=user_id, role=data.role
+        uow.session,
+        workspace_id=principal.workspace_id,
+        user_id=user_id,
+        role=data.role,
+        now=clock.now(),
     )
     return _member_out(user, role)
 
 
 @delete("/members/{user_id:int}")
-async def remove_member(principal: CurrentPrincipal, uow: Writes, user_id: FromPath[int]) -> None:
+async def remove_member(
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, user_id: FromPath[int]
+) -> None:
     require_organisation_manager(principal)
     require_admin(principal)
-    await members.remove_member(uow.session, workspace_id=principal.workspace_id, user_id=user_id)
+    await members.remove_member(
+        uow.session, workspace_id=principal.workspace_id, user_id=user_id, now=clock.now()
+    )
 
 
 # -- ingest token, queue, sweepers ---------------------------------------------------------------
 
 
 @post("/ingest-token/rotate")
-async def rotate_ingest(principal: CurrentPrincipal, uow: Writes) -> IngestTokenOut:
+async def rotate_ingest(
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock
+) -> IngestTokenOut:
     """Issue a new ingest token for webhook senders; the previous token stops working."""
     require_admin(principal)
-    token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
+    token = await service.rotate_ingest_token(uow.session, principal.workspace_id, now=clock.now())
     return IngestTokenOut(ingest_token=token)
 
 
 @post("/webhook-secret/rotate")
 async def rotate_signing_secret(
-    principal: CurrentPrincipal, uow: Writes, secrets: Secrets
+    principal: CurrentPrincipal, uow: Writes, secrets: Secrets, clock: CurrentClock
 ) -> SigningSecretOut:
     """Issue a new webhook signing secret (shown in this response only); signatures made with
     the previous one stop verifying, and so do the site key and tracked links signed with it."""
     require_admin(principal)
-    secret = await service.rotate_webhook_secret(uow.session, secrets, principal.workspace_id)
+    secret = await service.rotate_webhook_secret(
+        uow.session, secrets, principal.workspace_id, now=clock.now()
+    )
     return SigningSecretOut(webhook_secret=secret)
 
 
-@get("/queue")
-async def queue_state(principal: CurrentPrincipal, job_queue: Queue) -> QueueOut:
-    require_operator(principal)
+# The instance's operators read these signed in to the dashboard, so the session is accepted.
+OPERATORS = authenticated(Auth.API_KEY_OR_SESSION)
+
+
+@get("/queue", opt=OPERATORS)
+async def queue_state(principal: CurrentPrincipal, session: Reads, job_queue: Queue) -> QueueOut:
+    """The job queue's depth and its latest dead jobs, for the instance's operators (PL-5)."""
+    await require_operator(session, principal)
     stats = await job_queue.stats()
     dead = await job_queue.dead_jobs(20)
     return QueueOut(
@@ -367,10 +429,13 @@ async def queue_state(principal: CurrentPrincipal, job_queue: Queue) -> QueueOut
     )
 
 
-@get("/sweepers")
-async def sweepers(principal: CurrentPrincipal, runtime: CurrentRuntime) -> list[SweeperOut]:
-    """Every sweep with its schedule and its last tick's time, duration, lag and error."""
-    require_operator(principal)
+@get("/sweepers", opt=OPERATORS)
+async def sweepers(
+    principal: CurrentPrincipal, session: Reads, runtime: CurrentRuntime
+) -> list[SweeperOut]:
+    """Every sweep with its schedule and its last tick's time, duration, lag and error, for the
+    instance's operators (PL-5)."""
+    await require_operator(session, principal)
     return [
         SweeperOut(
             name=s.name,

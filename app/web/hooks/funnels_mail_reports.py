@@ -48,6 +48,7 @@ from app.platform.service import get_secret
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
 from app.web.hooks.funnels_public import store_event
+from app.web.id_bounds import within_id_bounds
 from app.web.input_guard import check_json
 
 SES_TOPICS_SECRET = "funnels.ses.topic_arns"  # noqa: S105 - a secret's name
@@ -116,7 +117,7 @@ def _verifier(runtime: Runtime) -> SnsVerifier:
     return runtime.resources.require(FunnelsDeps).sns
 
 
-@post("/hooks/funnels/{workspace_id:int}/ses", status_code=200)
+@post("/hooks/funnels/{workspace_id:int}/ses", status_code=200, guards=[within_id_bounds])
 async def ses_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> ReportsAccepted:
@@ -151,7 +152,7 @@ async def ses_webhook(
     return ReportsAccepted(reports=len(reports), stored=stored)
 
 
-@post("/hooks/funnels/{workspace_id:int}/mailgun", status_code=200)
+@post("/hooks/funnels/{workspace_id:int}/mailgun", status_code=200, guards=[within_id_bounds])
 async def mailgun_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> ReportsAccepted:
@@ -186,7 +187,7 @@ async def mailgun_webhook(
     return ReportsAccepted(reports=len(reports), stored=stored)
 
 
-@post("/hooks/funnels/{workspace_id:int}/sendgrid", status_code=200)
+@post("/hooks/funnels/{workspace_id:int}/sendgrid", status_code=200, guards=[within_id_bounds])
 async def sendgrid_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> ReportsAccepted:
@@ -216,7 +217,7 @@ async def sendgrid_webhook(
     return ReportsAccepted(reports=len(reports), stored=stored)
 
 
-@post("/hooks/funnels/{workspace_id:int}/postmark", status_code=200)
+@post("/hooks/funnels/{workspace_id:int}/postmark", status_code=200, guards=[within_id_bounds])
 async def postmark_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> ReportsAccepted:

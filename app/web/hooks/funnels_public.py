@@ -35,6 +35,7 @@ from app.platform.models import Workspace
 from app.platform.service import webhook_secret, workspace_for_ingest_token
 from app.runtime import Runtime
 from app.web.auth import CurrentRuntime
+from app.web.id_bounds import within_id_bounds
 from app.web.input_guard import check_json, check_value
 from app.web.receivers import HeaderLookup, Incoming, receiver
 
@@ -246,7 +247,7 @@ async def delivery_report(incoming: Incoming) -> Accepted:
 # -- bookings and payments (signed webhooks) ---------------------------------------------------
 
 
-@post("/hooks/funnels/{workspace_id:int}/payments", status_code=202)
+@post("/hooks/funnels/{workspace_id:int}/payments", status_code=202, guards=[within_id_bounds])
 async def payment_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> Accepted:
@@ -259,7 +260,7 @@ async def payment_webhook(
     return await _stored(runtime, workspace_id, payment_event(body))
 
 
-@post("/hooks/funnels/{workspace_id:int}/bookings", status_code=202)
+@post("/hooks/funnels/{workspace_id:int}/bookings", status_code=202, guards=[within_id_bounds])
 async def booking_webhook(
     request: Request[Any, Any, Any], runtime: CurrentRuntime, workspace_id: FromPath[int]
 ) -> Accepted:
