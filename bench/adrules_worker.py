@@ -55,6 +55,7 @@ from app.engines.adrules.models import AdAccount, Batch, Rule, RuleAccount, Task
 from app.engines.adrules.payloads import AccountRef, CampaignEntity, RunAccountPayload, seal_token
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
+    AppendToName,
     IncreaseBudget,
     LogOnly,
     MetricMetricCondition,
@@ -336,13 +337,26 @@ RAISE = TaskIn(
     action=IncreaseBudget(by="percent", amount=Decimal(10), max=Decimal(1_000_000)),
     cooldown="15m",
 )
+TAG = TaskIn(
+    name="Tag every name",
+    conditions=RAISE.conditions,
+    action=AppendToName(text="[run 0]"),
+    cooldown="15m",
+)
 
 
 async def _setup_writes(
-    db: Database, box: SecretBox, world: GraphWorld, level: str, accounts: int, per_account: int
+    db: Database,
+    box: SecretBox,
+    world: GraphWorld,
+    level: str,
+    accounts: int,
+    per_account: int,
+    tasks: tuple[TaskIn, ...] = (RAISE,),
+    first_account: int | None = None,
 ) -> tuple[int, list[tuple[AccountRef, list[CampaignEntity]]], RuleDocument]:
-    """A rule at ``level`` raising every object's budget; at ad-set level the accounts budget on
-    ad sets (campaigns without a budget, two ad sets each)."""
+    """A rule at ``level`` with ``tasks`` (default: raise every object's budget); at ad-set level
+    the accounts budget on ad sets (campaigns without a budget, two ad sets each)."""
     now = datetime.now(UTC)
     async with db.write() as uow:
         org = await service.create_organisation(uow.session, name=f"Writes {level}", now=now)
@@ -363,24 +377,27 @@ async def _setup_writes(
         )
         uow.session.add(rule)
         await uow.session.flush()
-        body = msgspec.to_builtins(RAISE)
-        body.pop("id", None)
-        name = body.pop("name")
-        task = Task(
-            rule_id=rule.id,
-            workspace_id=ws.id,
-            position=0,
-            name=name,
-            document=body,
-            created_at=now,
-            updated_at=now,
-        )
-        uow.session.add(task)
-        await uow.session.flush()
-        doc = msgspec.convert({**body, "id": task.id, "name": name}, TaskDocument)
+        docs = []
+        for position, given in enumerate(tasks):
+            body = msgspec.to_builtins(given)
+            body.pop("id", None)
+            name = body.pop("name")
+            task = Task(
+                rule_id=rule.id,
+                workspace_id=ws.id,
+                position=position,
+                name=name,
+                document=body,
+                created_at=now,
+                updated_at=now,
+            )
+            uow.session.add(task)
+            await uow.session.flush()
+            docs.append(msgspec.convert({**body, "id": task.id, "name": name}, TaskDocument))
         jobs = []
+        base = first_account if first_account is not None else (7000 if level == "adset" else 6000)
         for a in range(accounts):
-            meta_id = f"act_{(7000 if level == 'adset' else 6000) + a}"
+            meta_id = f"act_{base + a}"
             world.add_account(meta_id, f"Account {a}", currency="USD", timezone_name="UTC")
             if level == "adset":
                 parents = world.add_campaigns(meta_id, per_account // 2, daily_budget=None)
@@ -432,7 +449,7 @@ async def _setup_writes(
         name=rule.name,
         timezone="UTC",
         prefilters=PreFilters(),
-        tasks=[doc],
+        tasks=docs,
         updated_at=now,
         level=level,  # type: ignore[arg-type]
     )
@@ -522,7 +539,7 @@ async def _run_writes(
             .select_from(ExecutionRecord)
             .where(ExecutionRecord.batch_id == batch_id, ExecutionRecord.status == "executed")
         )
-    assert executed == objects, (executed, objects)
+    assert executed == objects * len(document.tasks), (executed, objects)
     insights_calls = sum(
         1 for call in world.batch_calls if any("/insights" in url for _, url, _ in call)
     )
@@ -569,6 +586,60 @@ async def _writes(
             )
 
 
+def _tagged(document: RuleDocument, run: int) -> RuleDocument:
+    """The rule with its name tag made new for this run (appending a tag already there is a
+    no-op, and every object must be written)."""
+    tasks = [
+        msgspec.structs.replace(t, action=AppendToName(text=f"[run {run}]"))
+        if isinstance(t.action, AppendToName)
+        else t
+        for t in document.tasks
+    ]
+    return msgspec.structs.replace(document, tasks=tasks)
+
+
+async def _two_tasks(
+    args: argparse.Namespace,
+    db: Database,
+    box: SecretBox,
+    world: GraphWorld,
+    graph: GraphClient,
+    sheets: SheetsClient,
+) -> None:
+    """A name tag and a budget raise on the same objects: one rule with both tasks (one re-read
+    and one merged write per object) beside the baseline in the same run, the same two changes
+    made task by task (each task its own re-read and write, the cost before AR-42)."""
+    workspace_id, jobs, document = await _setup_writes(
+        db,
+        box,
+        world,
+        "campaign",
+        args.accounts,
+        args.write_objects // args.accounts,
+        tasks=(TAG, RAISE),
+        first_account=8000,
+    )
+    print("two tasks on every object (tag the name, raise the budget), campaign level")
+    print(f"{'write path':<34}{'HTTP calls':>12}{'calls/written object':>22}{'wall s':>9}")
+    calls = wall = 0.0
+    objects = 0
+    for run, task in enumerate(document.tasks, start=1):
+        alone = _tagged(msgspec.structs.replace(document, tasks=[task]), run)
+        r = await _run_writes(
+            50, db, box, world, graph, sheets, (workspace_id, jobs, alone), args.slots
+        )
+        calls, wall, objects = calls + r["write_path_calls"], wall + r["wall"], int(r["objects"])
+    print(f"{'task by task (baseline)':<34}{calls:>12.0f}{calls / objects:>22.4f}{wall:>9.2f}")
+    r = await _run_writes(
+        50, db, box, world, graph, sheets, (workspace_id, jobs, _tagged(document, 9)), args.slots
+    )
+    merged = r["write_path_calls"]
+    print(
+        f"{'merged per object (AR-42)':<34}{merged:>12.0f}{merged / r['objects']:>22.4f}"
+        f"{r['wall']:>9.2f}"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--campaigns", type=int, default=10_000)
@@ -576,7 +647,10 @@ async def main() -> None:
     parser.add_argument("--slots", type=int, default=4)
     parser.add_argument("--write-objects", type=int, default=10_000)
     parser.add_argument(
-        "--only", choices=("reads", "writes"), default=None, help="run one part of the benchmark"
+        "--only",
+        choices=("reads", "writes", "two-tasks"),
+        default=None,
+        help="run one part of the benchmark",
     )
     args = parser.parse_args()
     url, pg_name = await _fresh_database()
@@ -588,8 +662,12 @@ async def main() -> None:
     graph = GraphClient(server.url, "v21.0", timeout_seconds=60)
     sheets = SheetsClient("http://127.0.0.1:9")
     try:
+        if args.only == "two-tasks":
+            await _two_tasks(args, db, box, world, graph, sheets)
+            return
         if args.only != "reads":
             await _writes(args, db, box, world, graph, sheets)
+            await _two_tasks(args, db, box, world, graph, sheets)
         if args.only == "writes":
             return
         workspace_id, jobs, document = await _setup(

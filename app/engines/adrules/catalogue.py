@@ -283,3 +283,30 @@ LEVEL_FIELDS: dict[str, tuple[str, ...]] = {
 
 DEFAULT_INTERVAL_MINUTES = 60
 """Interval of a rule that sets none (spec AR-6)."""
+
+# -- bids and attribution (spec AR-40, AR-41) ---------------------------------------------------
+
+BID_ACTIONS: frozenset[str] = frozenset({"increase_bid", "decrease_bid", "set_bid"})
+"""Actions on an ad set's ``bid_amount`` (its bid cap or cost cap); beside the seed's 11."""
+CAPPED_STRATEGIES: dict[str, str] = {
+    "LOWEST_COST_WITH_BID_CAP": "bid_cap",
+    "COST_CAP": "cost_cap",
+}
+"""Meta's bid strategies that hold an amount in ``bid_amount``, and the bid target naming each."""
+STRATEGY_LABELS: dict[str, str] = {
+    "LOWEST_COST_WITHOUT_CAP": "highest volume (no cap)",
+    "LOWEST_COST_WITH_BID_CAP": "bid cap",
+    "COST_CAP": "cost per result goal (cost cap)",
+    "LOWEST_COST_WITH_MIN_ROAS": "ROAS goal",
+}
+
+CLICK_WINDOWS: tuple[str, ...] = ("1d_click", "7d_click", "28d_click")
+VIEW_WINDOWS: tuple[str, ...] = ("1d_view",)
+ENGAGED_VIEW_WINDOWS: tuple[str, ...] = ("1d_ev",)
+ATTRIBUTION_WINDOWS: tuple[str, ...] = CLICK_WINDOWS + VIEW_WINDOWS + ENGAGED_VIEW_WINDOWS
+"""Meta's ``action_attribution_windows`` a rule may choose: one click window, with the one-day
+view and the one-day engaged-view windows."""
+RETIRED_WINDOWS: frozenset[str] = frozenset({"7d_view", "28d_view"})
+"""Windows Meta stopped reporting in the Insights API (January 2026)."""
+UNIFIED_ATTRIBUTION = "unified"
+"""What a record says when the Insights were read with each ad set's own attribution setting."""

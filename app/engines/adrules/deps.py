@@ -27,6 +27,7 @@ from app.engines.adrules.work.sheets_values import COPY_MAX_AGE, SheetCache
 from app.integrations.http_guard import GuardedHttp
 from app.integrations.mail import MailSender
 from app.integrations.meta.client import GraphClient
+from app.integrations.meta.login import MetaLogin
 from app.integrations.meta.reader import MAX_BATCH, PAGE_SIZE, MetaReader
 from app.integrations.meta.retry import RETRY_DELAYS
 from app.integrations.sheets import SheetsClient, TokenMinter
@@ -63,6 +64,11 @@ class AdRulesDeps:
     mail: MailSender | None = None
     webhook_http: GuardedHttp | None = None
     """The client of ``notify_webhook`` actions (the address guard applies)."""
+    public_url: str = ""
+    """The server's public address, for the links in run digests (the run, the approval page)."""
+    login: MetaLogin | None = None
+    """Facebook Login and the token check (spec AR-29, AR-30), over ``graph``; None when the
+    operator set no Meta app."""
     # -- the platform stop (spec AR-23)
     stopped: Callable[[], bool] = _never
     """The installation-wide switch (``PLATFORM_STOP``), asked by each sweep."""

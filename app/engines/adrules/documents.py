@@ -9,6 +9,7 @@ import msgspec
 
 from app.engines.adrules.models import Rule, Task
 from app.engines.adrules.schemas import (
+    Approval,
     PreFilters,
     RuleDocument,
     Schedule,
@@ -52,5 +53,15 @@ def rule_document(rule: Rule, tasks: list[Task], timezone: str) -> RuleDocument:
         tasks=[load_task(t) for t in tasks],
         updated_at=rule.updated_at,
         level=rule.level,  # type: ignore[arg-type]  # checked when the rule was saved
+        attribution_windows=rule.attribution_windows or None,
         shadow=rule.status == "shadow",
+        approval=load_approval(rule.approval),
     )
+
+
+def load_approval(doc: dict[str, Any] | None) -> Approval | None:
+    """The rule's approval setting, None when its changes are written at once."""
+    if not doc:
+        return None
+    approval = msgspec.convert(doc, Approval)
+    return approval if approval.required else None

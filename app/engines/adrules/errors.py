@@ -48,3 +48,25 @@ def meta_refusal(what: str, error: MetaError) -> DomainError:
     if error.code == OAUTH_ERROR:
         return MetaTokenRejected(message)
     return MetaUnavailable(message)
+
+
+class MetaTokenRefused(ValidationFailed):
+    """A token about to be saved failed its check with Meta (``debug_token``): not valid, expired,
+    issued for another app, or without the ads permissions. ``details`` name the ``token`` field
+    and the reason (``token_invalid``, ``token_expired``, ``token_scope_missing``)."""
+
+    code = "meta_token_refused"
+
+
+class MetaLoginNotConfigured(Conflict):
+    """The operator has not set the Meta app (``META_APP_ID``, ``META_APP_SECRET``): tokens cannot
+    be checked and Facebook Login cannot start."""
+
+    code = "meta_app_not_configured"
+
+
+class LoginRefused(ValidationFailed):
+    """The way back from Facebook Login does not hold: a ``state`` this session did not start
+    (or already used, or too old), a code Meta refuses, or a person who cancelled."""
+
+    code = "facebook_login_refused"

@@ -110,8 +110,13 @@ class Rule(Base):
     """Local midnight of the window's start date, in UTC (None: open start)."""
     window_ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     """Local midnight after the window's end date, in UTC (None: open end)."""
+    approval: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
+    """``{"required": true, "window_hours": n}`` when changes wait for approval (AR-28)."""
     last_dispatched_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_batch_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    attribution_windows: Mapped[list[str] | None] = mapped_column(Json, nullable=True)
+    """Meta's ``action_attribution_windows`` the rule reads conversions with (spec AR-41); None:
+    each ad set's own attribution setting (Meta's unified setting)."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
@@ -193,6 +198,8 @@ class Batch(Base):
     shadow: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     """A shadow rule's run: its records say what would have been done; nothing was written."""
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    timezone: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The IANA zone the run evaluated in (spec AR-44): clock conditions, "today" and ``{date}``."""
     tick_at: Mapped[datetime] = mapped_column(UTCDateTime)
     """The sweep tick that dispatched it."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)

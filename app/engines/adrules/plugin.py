@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.engines.adrules.approvals.expire import EXPIRE_SWEEP
 from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.engines.adrules.jobs import RUN_ACCOUNT
 from app.engines.plugin import EnginePlugin
@@ -10,5 +11,5 @@ PLUGIN = EnginePlugin(
     name="adrules",
     title="Ad rules",
     jobs=[RUN_ACCOUNT],
-    sweeps=[DISPATCH_SWEEP],
+    sweeps=[DISPATCH_SWEEP, EXPIRE_SWEEP],
 )

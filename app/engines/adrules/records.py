@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import exists, func, insert, select, update
 
+from app.db import keyset
 from app.db.session import ReadSession, WriteSession
 from app.engines.adrules.models import (
     BATCH_COMPLETED,
@@ -102,12 +103,17 @@ async def insert_records(session: WriteSession, rows: list[dict[str, Any]]) -> N
         await session.execute(insert(ExecutionRecord), rows)
 
 
-async def start_batch(session: WriteSession, batch_record_id: int, now: datetime) -> None:
-    await session.execute(
-        update(Batch)
-        .where(Batch.id == batch_record_id)
-        .values(status=BATCH_RUNNING, started_at=func.coalesce(Batch.started_at, now))
-    )
+async def start_batch(
+    session: WriteSession, batch_record_id: int, now: datetime, timezone: str | None = None
+) -> None:
+    """Mark the batch running; ``timezone`` is the zone the run evaluates in (spec AR-44)."""
+    values: dict[str, Any] = {
+        "status": BATCH_RUNNING,
+        "started_at": func.coalesce(Batch.started_at, now),
+    }
+    if timezone is not None:
+        values["timezone"] = timezone
+    await session.execute(update(Batch).where(Batch.id == batch_record_id).values(**values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +290,7 @@ async def records_page(
     if status is not None:
         stmt = stmt.where(ExecutionRecord.status == status)
     if after_id is not None:
-        stmt = stmt.where(ExecutionRecord.id > after_id)
+        stmt = stmt.where(keyset.after(ExecutionRecord.id, after_id))
     rows = await session.scalars(stmt.order_by(ExecutionRecord.id).limit(limit + 1))
     return list(rows.all())
 

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import delete, exists, select
 
+from app.db import keyset
 from app.db.session import ReadSession, WriteSession
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES
 from app.engines.adrules.documents import dump, load_schedule, load_task, task_body
@@ -25,6 +26,7 @@ from app.engines.adrules.validation import Problems, check_rule, check_single_ta
 from app.engines.adrules.webhook_secrets import public_task, seal_task
 from app.errors import ValidationFailed
 from app.integrations.http_guard import AddressGuard, OutboundError
+from app.platform import audit
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace
 from app.scheduling.zones import zone_or_utc
@@ -154,6 +156,13 @@ async def _replace_tasks(
     await session.flush()
 
 
+def _approval(data: RuleIn) -> dict[str, Any] | None:
+    """What the rule stores of its approval setting (nothing when changes need none)."""
+    if data.approval is None or not data.approval.required:
+        return None
+    return dump(data.approval)
+
+
 async def _set_accounts(session: WriteSession, rule_id: int, account_ids: list[int]) -> None:
     await session.execute(delete(RuleAccount).where(RuleAccount.rule_id == rule_id))
     for account_id in account_ids:
@@ -195,6 +204,8 @@ async def create_rule(
         level=data.level,
         prefilters=dump(data.prefilters),
         schedule=dump(data.schedule),
+        attribution_windows=data.attribution_windows,
+        approval=_approval(data),
         created_at=now,
         updated_at=now,
     )
@@ -203,7 +214,24 @@ async def create_rule(
     await session.flush()
     await _set_accounts(session, rule.id, data.account_ids)
     await _replace_tasks(session, box, rule, data.tasks, now)
+    await _audit(session, "adrule.created", rule, now, None)
     return rule
+
+
+async def _audit(
+    session: WriteSession, action: str, rule: Rule, now: datetime, before: str | None
+) -> None:
+    """A rule created or its status changed (what makes it act on ads, or stop)."""
+    await audit.record(
+        session,
+        action=action,
+        object_type="adrule",
+        object_id=rule.id,
+        workspace_id=rule.workspace_id,
+        before=None if before is None else {"status": before},
+        after={"status": rule.status, "name": rule.name},
+        now=now,
+    )
 
 
 async def update_rule(
@@ -227,15 +255,20 @@ async def update_rule(
         rule.status in SCHEDULED_STATUSES
     )
     rule.name = data.name.strip()
+    previous = rule.status
     rule.status = data.status
     rule.level = data.level
     rule.prefilters = dump(data.prefilters)
     rule.schedule = schedule
+    rule.attribution_windows = data.attribution_windows
+    rule.approval = _approval(data)
     rule.updated_at = now
     if reschedule:
         _schedule_columns(rule, await _timezone(session, workspace_id), now)
     await _set_accounts(session, rule.id, data.account_ids)
     await _replace_tasks(session, box, rule, data.tasks, now)
+    if previous != rule.status:
+        await _audit(session, "adrule.status_changed", rule, now, previous)
     return rule
 
 
@@ -260,11 +293,14 @@ async def set_status(
         if not any(actives):
             raise ValidationFailed.field("account_ids", INACTIVE_ONLY, code="accounts_inactive")
     changed = (status in SCHEDULED_STATUSES) != (rule.status in SCHEDULED_STATUSES)
+    previous = rule.status
     rule.status = status
     rule.updated_at = now
     if changed:
         _schedule_columns(rule, await _timezone(session, workspace_id), now)
     await session.flush()
+    if previous != status:
+        await _audit(session, "adrule.status_changed", rule, now, previous)
     return rule
 
 
@@ -459,7 +495,7 @@ async def list_batches(
         await _rule(session, workspace_id, rule_id)
         query = query.where(Batch.rule_id == rule_id)
     if before_id is not None:
-        query = query.where(Batch.id < before_id)
+        query = query.where(keyset.before(Batch.id, before_id))
     rows = await session.execute(query.order_by(Batch.id.desc()).limit(limit + 1))
     return [(b, name) for b, name in rows.all()]
 
@@ -468,3 +504,25 @@ async def has_active_rule(session: ReadSession, workspace_id: int) -> bool:
     """Whether one of the workspace's rules is active."""
     query = select(exists().where(Rule.workspace_id == workspace_id, Rule.status == "active"))
     return bool(await session.scalar(query))
+
+
+async def workspace_zone_changed(
+    session: WriteSession, *, workspace_id: int, timezone: str, now: datetime
+) -> int:
+    """The workspace's zone changed: the scheduled rules whose schedule names no zone of its own
+    follow it, so their window and next run are worked out again in the new zone (spec AR-45).
+    Returns how many rules were rescheduled."""
+    rules = (
+        await session.scalars(
+            select(Rule).where(
+                Rule.workspace_id == workspace_id, Rule.status.in_(SCHEDULED_STATUSES)
+            )
+        )
+    ).all()
+    moved = 0
+    for rule in rules:
+        if load_schedule(rule.schedule).timezone is None:
+            _schedule_columns(rule, timezone, now)
+            moved += 1
+    await session.flush()
+    return moved

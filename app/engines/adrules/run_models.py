@@ -25,12 +25,16 @@ RECORD_ERROR = "error"
 RECORD_WOULD_EXECUTE = "would_execute"
 """A shadow rule's record of an action it would have carried out (before and after as planned
 from the live values); nothing was written or sent."""
+RECORD_PROPOSED = "proposed"
+"""A rule that requires approval planned this change and holds it (spec AR-28): the record
+becomes ``executed``, ``skipped`` or ``error`` once a member decides or the window ends."""
 RECORD_STATUSES = (
     RECORD_EXECUTED,
     RECORD_NOT_EXECUTED,
     RECORD_SKIPPED,
     RECORD_ERROR,
     RECORD_WOULD_EXECUTE,
+    RECORD_PROPOSED,
 )
 
 
@@ -92,6 +96,11 @@ class ExecutionRecord(Base):
     """``[{"step": name, "seconds": elapsed}]`` in order (shown to workspace admins only)."""
     elapsed_seconds: Mapped[float] = mapped_column(Float)
     next_permitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    timezone: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The IANA zone the run evaluated in (spec AR-44)."""
+    attribution: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    """The attribution the Insights were read with (spec AR-41): ``unified`` (each ad set's own
+    setting) or Meta's windows, comma-separated (``7d_click,1d_view``)."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 

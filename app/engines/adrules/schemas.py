@@ -227,6 +227,9 @@ class NotifyEmail(Schema, kw_only=True, tag="notify_email", tag_field="type"):
     subject: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
 
 
+WebhookFormat = Literal["signed_json", "slack", "teams"]
+
+
 class NotifyWebhook(
     Schema, kw_only=True, tag="notify_webhook", tag_field="type", omit_defaults=True
 ):
@@ -236,6 +239,10 @@ class NotifyWebhook(
     carry ``has_secret`` instead."""
 
     url: Annotated[str, msgspec.Meta(pattern=r"^https?://[^\s]+$", max_length=2000)]
+    format: WebhookFormat = "signed_json"
+    """What the receiver reads: ``signed_json`` (our JSON, HMAC-signed with ``secret``),
+    ``slack`` (a Slack incoming webhook: ``text`` + ``blocks``) or ``teams`` (a Microsoft Teams
+    incoming webhook: an Adaptive Card message). Slack and Teams URLs carry their own secret."""
     secret: Annotated[str, msgspec.Meta(min_length=16, max_length=200)] | None = None
     """Write-only signing key: required for a new task; left out of an update, the stored one is
     kept."""
@@ -244,6 +251,42 @@ class NotifyWebhook(
     sealed_secret: Text | None = None
     """Set by the server only: the secret encrypted with the server's key, as stored and as the
     worker receives it. Refused on input, never answered."""
+
+
+BidTarget = Literal["any", "bid_cap", "cost_cap"]
+"""Which ad sets a bid action changes: those bidding with a bid cap
+(``LOWEST_COST_WITH_BID_CAP``), with a cost cap (``COST_CAP``), or either. Both keep the amount
+in Meta's ad-set ``bid_amount``; other strategies have none and are skipped."""
+
+
+class IncreaseBid(Schema, kw_only=True, tag="increase_bid", tag_field="type"):
+    """Raise an ad set's bid cap or cost cap (``bid_amount``) by ``amount`` percent or major
+    units, never above ``max`` (spec AR-40)."""
+
+    by: BudgetChange = "percent"
+    amount: Amount
+    max: Amount | None = None
+    """Required: the ceiling (major units). Optional only in the type so the error names it."""
+    strategy: BidTarget = "any"
+
+
+class DecreaseBid(Schema, kw_only=True, tag="decrease_bid", tag_field="type"):
+    """Lower an ad set's bid cap or cost cap (``bid_amount``) by ``amount`` percent or major
+    units, never below ``min`` (spec AR-40)."""
+
+    by: BudgetChange = "percent"
+    amount: Amount
+    min: Decimal | None = None
+    """Required: the floor (major units). Optional only in the type so the error names it."""
+    strategy: BidTarget = "any"
+
+
+class SetBid(Schema, kw_only=True, tag="set_bid", tag_field="type"):
+    """Set an ad set's bid cap or cost cap (``bid_amount``) to ``amount`` major units (spec
+    AR-40)."""
+
+    amount: Amount
+    strategy: BidTarget = "any"
 
 
 class LogOnly(Schema, kw_only=True, tag="log_only", tag_field="type"):
@@ -262,6 +305,9 @@ Action = (
     | NotifyEmail
     | NotifyWebhook
     | LogOnly
+    | IncreaseBid
+    | DecreaseBid
+    | SetBid
 )
 
 # -- tasks and rules ----------------------------------------------------------------------------
@@ -279,6 +325,14 @@ class TaskIn(Schema, kw_only=True):
     cooldown: Cooldown = "1h"
 
 
+class Approval(Schema, kw_only=True):
+    """Approve before acting (AR-28): the rule's runs propose their changes; a member approves
+    them within ``window_hours`` of the run, or they expire unwritten."""
+
+    required: bool = True
+    window_hours: Annotated[int, msgspec.Meta(ge=1, le=168)] = 24
+
+
 class RuleIn(Schema, kw_only=True):
     """Create or replace a rule (``PUT`` sends the whole rule)."""
 
@@ -292,6 +346,16 @@ class RuleIn(Schema, kw_only=True):
     prefilters: PreFilters = msgspec.field(default_factory=PreFilters)
     schedule: Schedule = msgspec.field(default_factory=IntervalSchedule)
     tasks: Annotated[list[TaskIn], msgspec.Meta(max_length=100)] = []
+    attribution_windows: (
+        Annotated[list[Annotated[str, msgspec.Meta(max_length=40)]], msgspec.Meta(max_length=5)]
+        | None
+    ) = None
+    """Meta's ``action_attribution_windows`` conversions are counted with (spec AR-41): at most
+    one click window (``1d_click``, ``7d_click``, ``28d_click``) with ``1d_view`` and/or
+    ``1d_ev``. Left out: each ad set's own attribution setting (Meta's unified setting)."""
+    approval: Approval | None = None
+    """Set with ``required: true``: every change the rule would write waits for a member's
+    approval (notifications and ``log_only`` are not held)."""
 
 
 class StatusIn(Schema, kw_only=True):
@@ -325,6 +389,10 @@ class RuleDocument(Schema, kw_only=True):
     tasks: list[TaskDocument]
     updated_at: datetime
     level: Level = "campaign"
+    attribution_windows: list[str] | None = None
+    """The rule's attribution windows (spec AR-41); None: each ad set's own setting."""
     shadow: bool = False
     """A shadow rule: evaluate, re-read and plan as live, record what would be done, write and send
     nothing."""
+    approval: Approval | None = None
+    """Changes wait for a member's approval (AR-28); None: they are written at once."""

@@ -23,6 +23,7 @@ from sqlalchemy import delete, or_, select
 from app.db.dialect import row_count
 from app.db.session import Database, ReadSession, WriteSession
 from app.engines.adrules.models import StopSwitch
+from app.platform import audit
 from app.platform.models import Workspace
 
 PLATFORM_STOP = "platform_stop"
@@ -167,13 +168,37 @@ async def set_stop(
     )
     session.add(switch)
     await session.flush()
+    await _audit(session, "stop.set", organisation_id, workspace_id, now, {"reason": switch.reason})
     return switch
 
 
+async def _audit(
+    session: WriteSession,
+    action: str,
+    organisation_id: int,
+    workspace_id: int | None,
+    now: datetime,
+    after: dict[str, str] | None = None,
+) -> None:
+    await audit.record(
+        session,
+        action=action,
+        object_type="organisation_stop" if workspace_id is None else "workspace_stop",
+        object_id=organisation_id if workspace_id is None else workspace_id,
+        workspace_id=workspace_id,
+        organisation_id=organisation_id,
+        after=after,
+        now=now,
+    )
+
+
 async def clear_stop(
-    session: WriteSession, *, organisation_id: int, workspace_id: int | None
+    session: WriteSession, *, organisation_id: int, workspace_id: int | None, now: datetime
 ) -> bool:
     """Turn a switch off; False when it was not on."""
     key = org_key(organisation_id) if workspace_id is None else workspace_key(workspace_id)
     result = await session.execute(delete(StopSwitch).where(StopSwitch.scope_key == key))
-    return bool(row_count(result))
+    cleared = bool(row_count(result))
+    if cleared:
+        await _audit(session, "stop.cleared", organisation_id, workspace_id, now)
+    return cleared

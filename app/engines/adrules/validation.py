@@ -11,14 +11,24 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from app.engines.adrules.catalogue import (
+    ATTRIBUTION_WINDOWS,
+    CLICK_WINDOWS,
+    RETIRED_WINDOWS,
+)
 from app.engines.adrules.schemas import (
     ClockCondition,
     CustomMetricCondition,
+    DecreaseBid,
     DecreaseBudget,
+    IncreaseBid,
     IncreaseBudget,
     MetricMetricCondition,
     MetricValueCondition,
+    NotifyEmail,
+    NotifyWebhook,
     RuleIn,
+    SetBid,
     SetBudget,
     TaskIn,
     TimetableSchedule,
@@ -94,6 +104,9 @@ def check_task(problems: Problems, task: TaskIn, at: str) -> None:
 
 def _check_action(problems: Problems, task: TaskIn, at: str) -> None:
     action = task.action
+    if isinstance(action, IncreaseBid | DecreaseBid | SetBid):
+        _check_bid(problems, action, at)
+        return
     if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
         _check_number(problems, f"{at}.amount", action.amount)
         if action.amount.is_finite() and action.amount <= 0:
@@ -119,6 +132,88 @@ def _check_action(problems: Problems, task: TaskIn, at: str) -> None:
             _check_number(problems, f"{at}.min", action.min)
             if action.min.is_finite() and action.min < 0:
                 problems.add(f"{at}.min", "must not be negative")
+
+
+def _check_bid(problems: Problems, action: IncreaseBid | DecreaseBid | SetBid, at: str) -> None:
+    """A bid action's amounts, in the words of a media buyer (spec AR-40)."""
+    what = "bid" if isinstance(action, SetBid) else "change"
+    _check_number(problems, f"{at}.amount", action.amount)
+    if action.amount.is_finite() and action.amount <= 0:
+        problems.add(f"{at}.amount", f"the {what} must be greater than 0")
+    if (
+        isinstance(action, IncreaseBid | DecreaseBid)
+        and action.by == "percent"
+        and action.amount.is_finite()
+        and action.amount > MAX_PERCENT
+    ):
+        problems.add(f"{at}.amount", f"a percentage of at most {MAX_PERCENT}")
+    if isinstance(action, IncreaseBid):
+        if action.max is None:
+            problems.add(
+                f"{at}.max",
+                "a bid increase needs a maximum bid: the highest bid or cost cap it may set",
+                "required",
+            )
+        else:
+            _check_number(problems, f"{at}.max", action.max)
+            if action.max.is_finite() and action.max <= 0:
+                problems.add(f"{at}.max", "the maximum bid must be greater than 0")
+    if isinstance(action, DecreaseBid):
+        if action.min is None:
+            problems.add(
+                f"{at}.min",
+                "a bid decrease needs a minimum bid: the lowest bid or cost cap it may set",
+                "required",
+            )
+        else:
+            _check_number(problems, f"{at}.min", action.min)
+            if action.min.is_finite() and action.min <= 0:
+                problems.add(
+                    f"{at}.min", "the minimum bid must be greater than 0 (Meta refuses a bid of 0)"
+                )
+
+
+BID_LEVEL = (
+    "bids and cost caps are set on ad sets (Meta's bid_amount): use a rule at ad-set level; "
+    "a campaign only chooses the bid strategy its ad sets follow"
+)
+
+
+def check_attribution(problems: Problems, windows: list[str] | None) -> None:
+    """The rule's attribution windows: Meta's documented values, one click window at most (spec
+    AR-41)."""
+    if windows is None:
+        return
+    if not windows:
+        problems.add(
+            "attribution_windows",
+            "choose at least one window, or leave the field out to use each ad set's own "
+            "attribution setting",
+        )
+        return
+    for i, window in enumerate(windows):
+        if window in RETIRED_WINDOWS:
+            problems.add(
+                f"attribution_windows[{i}]",
+                f"Meta no longer reports the {window} window (retired in January 2026): "
+                "use 1d_view",
+                "retired",
+            )
+        elif window not in ATTRIBUTION_WINDOWS:
+            problems.add(
+                f"attribution_windows[{i}]",
+                f"unknown attribution window {window!r}: choose from "
+                + ", ".join(ATTRIBUTION_WINDOWS),
+            )
+    if len(set(windows)) != len(windows):
+        problems.add("attribution_windows", "lists a window twice")
+    clicks = [w for w in windows if w in CLICK_WINDOWS]
+    if len(clicks) > 1:
+        problems.add(
+            "attribution_windows",
+            f"choose one click window, not {len(clicks)} ({', '.join(clicks)}): a longer "
+            "click window already counts the shorter one's conversions",
+        )
 
 
 def check_schedule(problems: Problems, rule: RuleIn) -> None:
@@ -158,15 +253,20 @@ def check_rule(rule: RuleIn) -> None:
                 problems.add(f"tasks[{i}].id", "the same task appears twice")
             seen_ids.add(task.id)
         check_task(problems, task, f"tasks[{i}]")
-        if rule.level == "ad" and isinstance(
-            task.action, IncreaseBudget | DecreaseBudget | SetBudget
-        ):
-            problems.add(
-                f"tasks[{i}].action",
-                "an ad has no budget: act on budgets at campaign or ad-set level",
-                "budget_not_at_level",
-            )
+        check_action_level(problems, rule.level, task, f"tasks[{i}].action")
+    check_attribution(problems, rule.attribution_windows)
     check_schedule(problems, rule)
+    if rule.approval is not None and rule.approval.required and rule.status == "shadow":
+        # A shadow rule writes nothing, so there is nothing to approve.
+        problems.add("approval", "a shadow rule writes nothing: approval applies to active rules")
+    if rule.approval is not None and rule.approval.required and not _notifies(rule):
+        # The run's digest is what asks: without a channel the proposals would wait unseen.
+        problems.add(
+            "approval",
+            "nobody would be asked: add a task that notifies (e-mail, Slack, Teams or a "
+            "webhook); its message carries the approval link",
+            "approval_needs_notice",
+        )
     if rule.schedule.timezone is not None and not is_zone(rule.schedule.timezone):
         problems.add("schedule.timezone", f"unknown time zone {rule.schedule.timezone!r}")
     if len(set(rule.account_ids)) != len(rule.account_ids):
@@ -175,6 +275,22 @@ def check_rule(rule: RuleIn) -> None:
     if prefilters.name_contains is not None and not prefilters.name_contains.strip():
         problems.add("prefilters.name_contains", "must not be blank (leave it out instead)")
     problems.raise_if_any()
+
+
+def _notifies(rule: RuleIn) -> bool:
+    return any(isinstance(task.action, NotifyEmail | NotifyWebhook) for task in rule.tasks)
+
+
+def check_action_level(problems: Problems, level: str, task: TaskIn, path: str) -> None:
+    """Budgets live on campaigns and ad sets, bids on ad sets only."""
+    if level == "ad" and isinstance(task.action, IncreaseBudget | DecreaseBudget | SetBudget):
+        problems.add(
+            path,
+            "an ad has no budget: act on budgets at campaign or ad-set level",
+            "budget_not_at_level",
+        )
+    if level != "adset" and isinstance(task.action, IncreaseBid | DecreaseBid | SetBid):
+        problems.add(path, BID_LEVEL, "bid_not_at_level")
 
 
 def check_single_task(task: TaskIn) -> None:

@@ -32,6 +32,8 @@ def seal_task(
         raise ValidationFailed.field(
             f"{field}.action.sealed_secret", "is set by the server; send secret instead"
         )
+    if action.format != "signed_json":
+        return _seal_chat_url(task, action, box, previous=previous, field=field)
     if action.secret is not None:
         sealed = box.encrypt(action.secret).decode()
     else:
@@ -43,6 +45,58 @@ def seal_task(
         sealed = kept
     sealed_action = NotifyWebhook(url=action.url, has_secret=True, sealed_secret=sealed)
     return msgspec.structs.replace(task, action=sealed_action)
+
+
+def masked_url(url: str) -> str:
+    """A Slack or Teams webhook URL as it may be shown: its host and its last characters. The
+    whole URL is the credential (whoever has it posts to the channel)."""
+    scheme, _, rest = url.partition("://")
+    host, _, path = rest.partition("/")
+    return f"{scheme}://{host}/…{path[-6:]}" if path else url
+
+
+def _seal_chat_url(
+    task: TaskIn,
+    action: NotifyWebhook,
+    box: SecretBox,
+    *,
+    previous: dict[str, Any] | None,
+    field: str,
+) -> TaskIn:
+    """Slack and Teams sign nothing: their URL is the secret. It is stored encrypted (in
+    ``sealed_secret``) and shown masked; the masked URL sent back unchanged keeps the stored one."""
+    if action.secret is not None:
+        raise ValidationFailed.field(
+            f"{field}.action.secret", f"a {action.format} webhook takes no signing secret"
+        )
+    before = (previous or {}).get("action") or {}
+    if (
+        "…" in action.url
+        and before.get("url") == action.url
+        and before.get("format") == action.format
+        and isinstance(before.get("sealed_secret"), str)
+    ):
+        sealed = before["sealed_secret"]
+    elif "…" in action.url:
+        raise ValidationFailed.field(
+            f"{field}.action.url", "give the whole webhook URL (a masked one is only shown)"
+        )
+    else:
+        sealed = box.encrypt(action.url).decode()
+    stored = NotifyWebhook(
+        url=masked_url(action.url) if "…" not in action.url else action.url,
+        format=action.format,
+        has_secret=True,
+        sealed_secret=sealed,
+    )
+    return msgspec.structs.replace(task, action=stored)
+
+
+def chat_url(action: NotifyWebhook, box: SecretBox) -> str:
+    """Where a Slack or Teams digest is posted: the stored (encrypted) URL."""
+    if action.sealed_secret is None:
+        return action.url
+    return box.decrypt(action.sealed_secret.encode())
 
 
 def _previous_sealed(previous: dict[str, Any] | None) -> str | None:
@@ -60,7 +114,7 @@ def public_action(action: Action) -> Action:
     if not isinstance(action, NotifyWebhook):
         return action
     stored = action.has_secret or action.sealed_secret is not None or action.secret is not None
-    return NotifyWebhook(url=action.url, has_secret=stored)
+    return NotifyWebhook(url=action.url, format=action.format, has_secret=stored)
 
 
 def public_task(task: TaskDocument) -> TaskDocument:

@@ -72,7 +72,7 @@ class GraphClient:
         self,
         method: str,
         path: str,
-        token: AccessToken,
+        token: AccessToken | None,
         *,
         params: dict[str, Any] | None = None,
         data: dict[str, Any] | None = None,
@@ -80,7 +80,8 @@ class GraphClient:
     ) -> GraphReply:
         """One call. Raises :class:`MetaError` (transient for timeouts, network errors, 5xx and
         Meta's temporary codes). ``versioned=False`` posts to the root (batch requests, whose
-        sub-requests carry the version)."""
+        sub-requests carry the version). ``token`` None: the call authenticates otherwise (the
+        code exchange carries the app's id and secret)."""
         url = self.url(path) if versioned else f"{self.base_url}/"
         return await self._send(method, url, token, params=params, data=data, label=path)
 
@@ -104,14 +105,14 @@ class GraphClient:
         self,
         method: str,
         url: str,
-        token: AccessToken,
+        token: AccessToken | None,
         *,
         params: dict[str, Any] | None,
         data: dict[str, Any] | None,
         label: str,
     ) -> GraphReply:
         path = label
-        headers = {"Authorization": f"Bearer {token.value}"}
+        headers = {"Authorization": f"Bearer {token.value}"} if token is not None else {}
         try:
             response = await self._http.request(
                 method, url, params=params, data=data, headers=headers

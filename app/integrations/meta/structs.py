@@ -58,6 +58,12 @@ class GraphCampaign(msgspec.Struct):
     """Minor units of the account currency, as a string."""
     lifetime_budget: str | None = None
     created_time: str | None = None
+    bid_amount: int | str | None = None
+    """An ad set's bid cap or cost cap, in minor units (Meta answers a number)."""
+    bid_strategy: str | None = None
+    """``LOWEST_COST_WITHOUT_CAP``, ``LOWEST_COST_WITH_BID_CAP``, ``COST_CAP`` or
+    ``LOWEST_COST_WITH_MIN_ROAS``: an ad set's own, or its campaign's when the campaign holds the
+    budget."""
 
 
 class BatchReply(msgspec.Struct):

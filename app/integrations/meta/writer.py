@@ -21,7 +21,7 @@ from app.integrations.meta.structs import BatchReply, Success
 _success = msgspec.json.Decoder(Success)
 
 CampaignStatus = Literal["ACTIVE", "PAUSED"]
-WRITABLE_FIELDS = frozenset({"status", "daily_budget", "lifetime_budget", "name"})
+WRITABLE_FIELDS = frozenset({"status", "daily_budget", "lifetime_budget", "name", "bid_amount"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """The simulated Graph API over HTTP: versioned GET/POST paths, ``POST /`` batch requests, the token
-from ``Authorization: Bearer`` or ``access_token``, and usage headers on every reply."""
+from ``Authorization: Bearer`` or ``access_token``, and usage headers on every reply; and Facebook
+Login's dialog (``/{version}/dialog/oauth``, www.facebook.com in production) on the same port."""
 
 from __future__ import annotations
 
@@ -203,12 +204,27 @@ async def _batch(world: GraphWorld, request: AnyRequest, params: dict[str, str])
     return Response(out, status_code=200, media_type=MediaType.JSON)
 
 
+async def _dialog(world: GraphWorld, params: dict[str, str]) -> Response[Any]:
+    """The login dialog (www.facebook.com in production): the simulated person answers at once
+    and the browser is sent back to the app, or shown Meta's error page."""
+    fault = world.state.hit("dialog")
+    if fault is not None:
+        return await fault_response(fault)
+    status, where = world.oauth.dialog(params, sorted(world.accounts))
+    if status == 302:
+        return Response(b"", status_code=302, headers={"location": where})
+    return Response(where, status_code=status, media_type=MediaType.TEXT)
+
+
 def create_app(world: GraphWorld) -> Litestar:
     """The simulator's ASGI app over ``world``."""
 
     @get("/{path:path}", media_type=MediaType.JSON)
     async def graph_get(request: AnyRequest, path: FromPath[str]) -> Response[Any]:
-        return await _answer(world, request, path, await _params(request))
+        params = await _params(request)
+        if path.strip("/").split("/")[1:] == ["dialog", "oauth"]:
+            return await _dialog(world, params)
+        return await _answer(world, request, path, params)
 
     @post("/{path:path}", media_type=MediaType.JSON, status_code=200)
     async def graph_post(request: AnyRequest, path: FromPath[str]) -> Response[Any]:

@@ -57,7 +57,17 @@ LIST_FIELDS = (
     "video_thruplay_watched_actions",
     "cost_per_thruplay",
 )
-IDENTITY_FIELDS = ("campaign_id", "campaign_name", "account_id", "date_start", "date_stop")
+IDENTITY_FIELDS = (
+    "campaign_id",
+    "campaign_name",
+    "adset_id",
+    "adset_name",
+    "ad_id",
+    "ad_name",
+    "account_id",
+    "date_start",
+    "date_stop",
+)
 INSIGHTS_FIELDS = frozenset(SCALAR_FIELDS + LIST_FIELDS + IDENTITY_FIELDS)
 """Every field the simulator knows; asking for another is a (#100) error, as at Meta."""
 
@@ -177,3 +187,9 @@ def generate_row(campaign_id: str, preset: str, money_decimals: int) -> dict[str
         "cost_per_thruplay": _entries({"video_view": cost_per(thruplays)}),
     }
     return {k: v for k, v in row.items() if v is not None and v != []}
+
+
+def generate_daily_row(campaign_id: str, day: str, money_decimals: int) -> dict[str, Any]:
+    """The Insights row of one delivering object for one day (``YYYY-MM-DD``): a one-day row
+    whose rates vary from day to day, the same for the same object and day."""
+    return generate_row(f"{campaign_id}@{day}", "today", money_decimals)

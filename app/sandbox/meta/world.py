@@ -6,7 +6,8 @@ received. :meth:`GraphWorld.handle` answers one call; the HTTP layer and the bat
 it, so a sub-request of a batch behaves exactly like the same request sent alone.
 
 Fault kinds: ``adaccounts.list``, ``account.get``, ``campaigns.list``, ``campaign.get``,
-``campaign.update``, ``insights``, ``batch``. A fault on ``<kind>:<object id>`` (e.g.
+``campaign.update``, ``insights``, ``batch``, and Facebook Login's ``dialog``,
+``oauth.access_token`` and ``debug_token`` (:mod:`.oauth`). A fault on ``<kind>:<object id>`` (e.g.
 ``campaigns.list:act_2``) hits only that object.
 
 Slow and hanging accounts: :meth:`GraphWorld.hang` holds calls of a kind (``hang_accounts`` every
@@ -21,14 +22,22 @@ from __future__ import annotations
 import base64
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import msgspec
 
 from app.sandbox.base import Fault, HttpSimulator, SandboxState
-from app.sandbox.meta.insights import INSIGHTS_FIELDS, PRESET_DAYS, generate_row
+from app.sandbox.meta import bids
+from app.sandbox.meta.attribution import apply_windows, parse_windows
+from app.sandbox.meta.insights import (
+    INSIGHTS_FIELDS,
+    PRESET_DAYS,
+    generate_daily_row,
+    generate_row,
+)
+from app.sandbox.meta.oauth import OAuthSim
 
 if TYPE_CHECKING:
     from litestar import Litestar
@@ -39,9 +48,18 @@ ZERO_DECIMAL = frozenset(
 """Currencies whose minor-unit offset is 1 (budgets are whole units)."""
 
 CAMPAIGN_FIELDS = frozenset(
-    {"id", "name", "effective_status", "status", "daily_budget", "lifetime_budget", "created_time"}
+    {
+        "id",
+        "name",
+        "effective_status",
+        "status",
+        "daily_budget",
+        "lifetime_budget",
+        "created_time",
+        "bid_strategy",
+    }
 )
-ADSET_FIELDS = CAMPAIGN_FIELDS | {"campaign_id"}
+ADSET_FIELDS = CAMPAIGN_FIELDS | {"campaign_id", "bid_amount"}
 AD_FIELDS = frozenset({"id", "name", "effective_status", "status", "created_time", "campaign_id"})
 """Ads carry no budget: asking for one is Meta's nonexisting-field error."""
 EDGE_FIELDS = {"campaigns": CAMPAIGN_FIELDS, "adsets": ADSET_FIELDS, "ads": AD_FIELDS}
@@ -53,6 +71,9 @@ FILTER_OPERATORS = frozenset({"EQUAL", "NOT_EQUAL", "IN", "NOT_IN", "CONTAIN", "
 SETTABLE_STATUSES = frozenset({"ACTIVE", "PAUSED", "ARCHIVED", "DELETED"})
 MAX_BATCH = 50
 """Sub-requests allowed in one batch call."""
+RETENTION_MONTHS = 37
+"""Meta keeps Insights for 37 months: a ``time_range`` starting earlier is refused (#3018)."""
+LEVEL_EDGES = {"campaign": "campaigns", "adset": "adsets", "ad": "ads"}
 HIDDEN = frozenset({"ARCHIVED", "DELETED"})
 """Statuses an edge, and account-level Insights, leave out unless a filter names the status."""
 
@@ -98,12 +119,19 @@ class SimCampaign:
     """False: every Insights request answers with no row (no delivery)."""
     insights: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     """Per date preset: a row to answer with instead of the generated one, or None for no row."""
+    daily: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """Per day (``YYYY-MM-DD``): the one-day row a ``time_increment=1`` request answers instead
+    of the generated one, or None for no delivery that day."""
     edge: str = "campaigns"
     """``campaigns``, ``adsets`` or ``ads``: the same shape serves the three levels."""
     campaign_id: str | None = None
     """An ad set's or an ad's campaign."""
+    bid_strategy: str | None = None
+    """A campaign's or an ad set's own strategy (None: ``LOWEST_COST_WITHOUT_CAP``)."""
+    bid_amount: int | None = None
+    """An ad set's bid cap or cost cap, minor units."""
 
-    def render(self, fields: set[str]) -> dict[str, Any]:
+    def render(self, fields: set[str], strategy: str | None = None) -> dict[str, Any]:
         values: dict[str, Any] = {
             "id": self.id,
             "name": self.name,
@@ -119,6 +147,10 @@ class SimCampaign:
             values["lifetime_budget"] = str(self.lifetime_budget)
         if self.campaign_id is not None:
             values["campaign_id"] = self.campaign_id
+        if strategy is not None:
+            values["bid_strategy"] = strategy
+        if self.bid_amount is not None:
+            values["bid_amount"] = self.bid_amount
         return {k: v for k, v in values.items() if k in fields or k == "id"}
 
 
@@ -183,6 +215,9 @@ class GraphWorld(HttpSimulator):
         self.state = SandboxState()
         self.accounts: dict[str, SimAccount] = {}
         self.tokens: dict[str, set[str]] = {}
+        self.oauth = OAuthSim()
+        """Facebook Login: the app, the dialog's codes, what ``debug_token`` knows of tokens."""
+        self.oauth.reset()
         self.page_sizes: list[int] = []
         """Sizes of successive campaign pages (page 0, 1, …), capped by ``limit``; pages beyond
         the list are full. A 0 makes an empty page that still announces a next one."""
@@ -198,6 +233,11 @@ class GraphWorld(HttpSimulator):
         """The decoded ``filtering`` parameter of each campaign listing."""
         self.insights_filters_seen: list[list[dict[str, Any]]] = []
         """The decoded ``filtering`` of each account-level Insights request."""
+        self.today: date | None = None
+        """The simulated current date: a ``time_range`` beginning more than 37 months before it
+        is refused, and no row is reported after it. None: no such check."""
+        self.insights_windows_seen: list[list[str]] = []
+        """The ``action_attribution_windows`` of each Insights request ([]: none asked)."""
         self.list_params: list[dict[str, str]] = []
         """The query of every campaign listing request, as received."""
         self.repeat_next_link = False
@@ -230,6 +270,7 @@ class GraphWorld(HttpSimulator):
         with self._lock:
             self.accounts.clear()
             self.tokens.clear()
+            self.oauth.reset()
             self.page_sizes = []
             self.trailing_empty_page = False
             self.null_batch_items = 0
@@ -237,6 +278,8 @@ class GraphWorld(HttpSimulator):
             self.updates.clear()
             self.filters_seen.clear()
             self.insights_filters_seen.clear()
+            self.today = None
+            self.insights_windows_seen.clear()
             self.next_links.clear()
             self.list_params.clear()
             self.batch_calls.clear()
@@ -499,6 +542,16 @@ class GraphWorld(HttpSimulator):
                 graph_error(2500, "Unknown path components: an API version is required"),
             )
         parts = parts[1:]
+        login = self._login(method, parts, params, token)
+        if login is not None:
+            return login
+        if token is not None and token in self.tokens and self.oauth.expired(token):
+            return SimReply(
+                400,
+                graph_error(
+                    190, "Error validating access token: Session has expired.", subcode=463
+                ),
+            )
         if token is None or token not in self.tokens:
             return SimReply(
                 400,
@@ -511,6 +564,24 @@ class GraphWorld(HttpSimulator):
                 return self._route(method, parts, params, token)
         except BadRequest as exc:
             return SimReply(400, graph_error(exc.code, exc.message, subcode=exc.subcode))
+
+    def _login(
+        self, method: str, parts: list[str], params: dict[str, str], token: str | None
+    ) -> SimReply | Fault | None:
+        """The Facebook Login endpoints (:mod:`.oauth`), which take an app's credentials rather
+        than a user's token; None for every other path."""
+        if method != "GET" or parts not in (["oauth", "access_token"], ["debug_token"]):
+            return None
+        kind = "debug_token" if parts == ["debug_token"] else "oauth.access_token"
+        fault = self._hit(kind, None)
+        if fault is not None:
+            return fault
+        with self._lock:
+            if kind == "debug_token":
+                status, body = self.oauth.debug_token(params, token, self.tokens)
+            else:
+                status, body = self.oauth.access_token(params, self.tokens)
+        return SimReply(status, body)
 
     def _route(
         self, method: str, parts: list[str], params: dict[str, str], token: str
@@ -535,7 +606,10 @@ class GraphWorld(HttpSimulator):
                 fault = self._hit("campaign.get", campaign.id)
                 return fault or SimReply(
                     200,
-                    campaign.render(_fields(params, EDGE_FIELDS[campaign.edge])),
+                    campaign.render(
+                        _fields(params, EDGE_FIELDS[campaign.edge]),
+                        bids.effective_strategy(account, campaign),
+                    ),
                     self.usage_headers(account.id),
                 )
             if method == "POST":
@@ -592,7 +666,7 @@ class GraphWorld(HttpSimulator):
             for c in account.edge(edge).values()
             if _matches(c, filtering) and (names_status or c.effective_status not in HIDDEN)
         ]
-        rows = [c.render(fields) for c in matched]
+        rows = [c.render(fields, bids.effective_strategy(account, c)) for c in matched]
         return self._paged(rows, params, f"{account.id}/{edge}", account.id, use_plan=True)
 
     def _paged(
@@ -651,20 +725,41 @@ class GraphWorld(HttpSimulator):
             return fault
         changes = _campaign_changes(campaign, params)
         _check_values(campaign, changes)
+        try:
+            bids.check(account, campaign, changes)
+        except bids.BidRefused as exc:
+            raise BadRequest(str(exc)) from None
         _check_editable(campaign, changes)
         _apply_changes(campaign, changes)
         self.updates.append((campaign.id, changes))
         return SimReply(200, {"success": True}, self.usage_headers(account.id))
 
     def _insights_row(
-        self, account: SimAccount, campaign: SimCampaign, preset: str
+        self,
+        account: SimAccount,
+        campaign: SimCampaign,
+        preset: str,
+        windows: list[str] | None = None,
     ) -> dict[str, Any] | None:
         if preset in campaign.insights:
             override = campaign.insights[preset]
-            return None if override is None else dict(override)
-        if not campaign.delivering:
-            return None
-        return generate_row(campaign.id, preset, account.money_decimals)
+            row = None if override is None else dict(override)
+        elif not campaign.delivering:
+            row = None
+        else:
+            row = generate_row(campaign.id, preset, account.money_decimals)
+        if row is None or not windows:
+            return row
+        return apply_windows(row, windows, account.money_decimals)
+
+    def _windows(self, params: dict[str, str]) -> list[str]:
+        """The request's ``action_attribution_windows`` (checked), kept for tests to read."""
+        try:
+            windows = parse_windows(params.get("action_attribution_windows"))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        self.insights_windows_seen.append(windows)
+        return windows
 
     def _insights_params(self, params: dict[str, str]) -> tuple[str, set[str]]:
         preset = params.get("date_preset", "last_30d")
@@ -697,15 +792,18 @@ class GraphWorld(HttpSimulator):
         fault = self._hit("insights", campaign.id, date_preset=preset)
         if fault is not None:
             return fault
-        row = self._insights_row(account, campaign, preset)
+        row = self._insights_row(account, campaign, preset, self._windows(params))
         data = [] if row is None else [self._shape(row, fields, account, campaign)]
         return SimReply(200, {"data": data, "paging": {}}, self.usage_headers(account.id))
 
     def _account_insights(self, account: SimAccount, params: dict[str, str]) -> SimReply | Fault:
         """``level=campaign``: one row per delivering campaign of the account."""
+        if "time_range" in params:
+            return self._daily_insights(account, params)
         if params.get("level") != "campaign":
             raise BadRequest("(#100) this simulator answers account insights at level=campaign")
         preset, fields = self._insights_params(params)
+        windows = self._windows(params)
         filtering = _insights_filtering(params.get("filtering"))
         self.insights_filters_seen.append(filtering)
         fault = self._hit("insights", account.id, date_preset=preset, level="campaign")
@@ -724,10 +822,105 @@ class GraphWorld(HttpSimulator):
                 continue
             if not _matches_insights(campaign, filtering):
                 continue
-            row = self._insights_row(account, campaign, preset)
+            row = self._insights_row(account, campaign, preset, windows)
             if row is not None:
                 rows.append(self._shape(row, fields | {"campaign_id"}, account, campaign))
         return self._paged(rows, params, f"{account.id}/insights", account.id, use_plan=False)
+
+    def _daily_insights(self, account: SimAccount, params: dict[str, str]) -> SimReply | Fault:
+        """``time_range`` with ``time_increment=1`` at ``level`` campaign, adset or ad: one row
+        per object and day with delivery, each with its ``date_start`` = ``date_stop``, paged."""
+        level = params.get("level", "campaign")
+        if level not in LEVEL_EDGES:
+            raise BadRequest("(#100) level must be one of ad, adset, campaign, account")
+        if params.get("time_increment", "1") != "1":
+            raise BadRequest("(#100) this simulator answers a time_range with time_increment=1")
+        since, until = _time_range(params["time_range"])
+        if self.today is not None and since < _months_before(self.today, RETENTION_MONTHS):
+            raise BadRequest(
+                "(#3018) The start date of the time range cannot be beyond 37 months from the "
+                "current date",
+                code=3018,
+            )
+        fields = {f for f in params.get("fields", "").split(",") if f}
+        unknown = fields - INSIGHTS_FIELDS
+        if unknown:
+            raise BadRequest(f"(#100) {', '.join(sorted(unknown))} are not valid for fields param.")
+        fields = fields or {"spend", "impressions"}
+        filtering = _insights_filtering(params.get("filtering"), level)
+        self.insights_filters_seen.append(filtering)
+        fault = self._hit("insights", account.id, time_range=(since, until), level=level)
+        if fault is not None:
+            return fault
+        named = {
+            str(v)
+            for f in filtering
+            if f["field"] == f"{level}.effective_status" and f["operator"] == "IN"
+            for v in f["value"]
+        }
+        objects = [
+            o
+            for o in account.edge(LEVEL_EDGES[level]).values()
+            if (o.effective_status not in HIDDEN or o.effective_status in named)
+            and _matches_insights(o, filtering, level)
+        ]
+        last = min(until, self.today) if self.today is not None else until
+        rows: list[dict[str, Any]] = []
+        day = since
+        while day <= last:
+            iso = day.isoformat()
+            for obj in objects:
+                row = self._daily_row(account, obj, day)
+                if row is None:
+                    continue
+                shaped = {k: v for k, v in row.items() if k in fields}
+                identity = {
+                    f"{level}_id": obj.id,
+                    f"{level}_name": obj.name,
+                    "account_id": account.id.removeprefix("act_"),
+                }
+                shaped.update({k: v for k, v in identity.items() if k in fields})
+                shaped["date_start"] = iso
+                shaped["date_stop"] = iso
+                rows.append(shaped)
+            day += timedelta(days=1)
+        # ``page_sizes`` shapes these pages too: short and empty pages that still announce more.
+        return self._paged(rows, params, f"{account.id}/insights", account.id, use_plan=True)
+
+    def _daily_row(self, account: SimAccount, obj: SimCampaign, day: date) -> dict[str, Any] | None:
+        iso = day.isoformat()
+        if iso in obj.daily:
+            override = obj.daily[iso]
+            return None if override is None else dict(override)
+        if not obj.delivering or day < obj.created_time.date():
+            return None
+        return generate_daily_row(obj.id, iso, account.money_decimals)
+
+
+def _time_range(raw: str) -> tuple[date, date]:
+    """A ``time_range`` parameter: ``{"since": "YYYY-MM-DD", "until": "YYYY-MM-DD"}``."""
+    try:
+        value = msgspec.json.decode(raw)
+        since = date.fromisoformat(value["since"])
+        until = date.fromisoformat(value["until"])
+    except (msgspec.DecodeError, KeyError, TypeError, ValueError):
+        raise BadRequest("(#100) param time_range must be {since, until} dates") from None
+    if until < since:
+        raise BadRequest("(#100) time_range: since must be on or before until")
+    return since, until
+
+
+def _months_before(day: date, months: int) -> date:
+    """``day`` moved back by calendar months (the last day of a shorter month)."""
+    total = day.year * 12 + (day.month - 1) - months
+    year, month = divmod(total, 12)
+    month += 1
+    for last in (31, 30, 29, 28):
+        try:
+            return date(year, month, min(day.day, last))
+        except ValueError:
+            continue
+    raise AssertionError("unreachable")
 
 
 def _fields(params: dict[str, str], allowed: frozenset[str]) -> set[str]:
@@ -759,9 +952,9 @@ def _filtering(raw: str | None) -> list[dict[str, Any]]:
     return value
 
 
-def _insights_filtering(raw: str | None) -> list[dict[str, Any]]:
+def _insights_filtering(raw: str | None, level: str = "campaign") -> list[dict[str, Any]]:
     """An account-level Insights ``filtering``: fields are prefixed by the level
-    (``campaign.id``, ``campaign.effective_status``)."""
+    (``campaign.id``, ``adset.effective_status``)."""
     if not raw:
         return []
     try:
@@ -773,7 +966,7 @@ def _insights_filtering(raw: str | None) -> list[dict[str, Any]]:
     for item in value:
         if not isinstance(item, dict) or set(item) != {"field", "operator", "value"}:
             raise BadRequest("(#100) each filtering entry has field, operator and value")
-        if item["field"] not in {"campaign.id", "campaign.effective_status", "campaign.name"}:
+        if item["field"] not in {f"{level}.id", f"{level}.effective_status", f"{level}.name"}:
             raise BadRequest(f"(#100) filtering field {item['field']!r} is not supported")
         if item["operator"] not in FILTER_OPERATORS:
             raise BadRequest(f"(#100) filtering operator {item['operator']!r} is not supported")
@@ -782,8 +975,10 @@ def _insights_filtering(raw: str | None) -> list[dict[str, Any]]:
     return value
 
 
-def _matches_insights(campaign: SimCampaign, filtering: list[dict[str, Any]]) -> bool:
-    plain = [{**f, "field": f["field"].removeprefix("campaign.")} for f in filtering]
+def _matches_insights(
+    campaign: SimCampaign, filtering: list[dict[str, Any]], level: str = "campaign"
+) -> bool:
+    plain = [{**f, "field": f["field"].removeprefix(f"{level}.")} for f in filtering]
     return _matches(campaign, plain)
 
 
@@ -813,8 +1008,10 @@ def _matches(campaign: SimCampaign, filtering: list[dict[str, Any]]) -> bool:
 
 def _campaign_changes(campaign: SimCampaign, params: dict[str, str]) -> dict[str, str]:
     """The fields the update sets; an unknown field, or none at all, is refused."""
-    writable = {"status", "name"} | (
-        {"daily_budget", "lifetime_budget"} if campaign.edge != "ads" else set()
+    writable = (
+        {"status", "name"}
+        | ({"daily_budget", "lifetime_budget"} if campaign.edge != "ads" else set())
+        | bids.writable(campaign)
     )
     changes = {k: v for k, v in params.items() if k in writable}
     unknown = set(params) - writable - {"access_token"}
@@ -873,6 +1070,7 @@ def _check_editable(campaign: SimCampaign, changes: dict[str, str]) -> None:
 
 
 def _apply_changes(campaign: SimCampaign, changes: dict[str, str]) -> None:
+    bids.apply(campaign, changes)
     if "status" in changes:
         campaign.effective_status = changes["status"]
     if "daily_budget" in changes:

@@ -17,11 +17,14 @@ from app.engines.adrules import accounts as account_service
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
 from app.engines.adrules.claim.dispatch import dispatch_now
+from app.engines.adrules.connection import service as connection_service
+from app.engines.adrules.connection_models import SOURCE_PASTED
 from app.engines.adrules.deps import AdRulesDeps
-from app.engines.adrules.documents import load_prefilters, load_schedule
-from app.engines.adrules.errors import meta_refusal
+from app.engines.adrules.documents import load_approval, load_prefilters, load_schedule
+from app.engines.adrules.errors import MetaLoginNotConfigured, meta_refusal
 from app.engines.adrules.models import AdAccount, Batch
 from app.engines.adrules.schemas import (
+    Approval,
     PreFilters,
     RuleIn,
     Schedule,
@@ -31,12 +34,13 @@ from app.engines.adrules.schemas import (
 )
 from app.errors import Conflict
 from app.integrations.meta.errors import MetaError
+from app.integrations.meta.login import MetaLogin
 from app.integrations.meta.structs import GraphAdAccount
 from app.pagination import Page, page_of
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import Schema
-from app.web.api import adrules_runs, adrules_stop
+from app.web.api import adrules_approvals, adrules_backtest, adrules_runs, adrules_stop
 from app.web.api.common import Idempotency, Once, api_router
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.deps import CurrentClock, Guard, Paging, Reads, Secrets, Writes
@@ -50,6 +54,14 @@ class TokenIn(Schema):
 class TokenState(Schema):
     configured: bool
     """Whether a token is stored; the token itself is never returned."""
+    source: str | None = None
+    """``facebook_login`` or ``pasted``; null for a token stored before tokens were checked."""
+    scopes: list[str] | None = None
+    """The permissions Meta reported when the token was saved."""
+    expires_at: datetime | None = None
+    """When the token expires; null: it does not (or is unknown)."""
+    reconnect: bool = False
+    """The token has expired or expires within a week: connect with Facebook again."""
 
 
 class AccountOut(Schema):
@@ -79,6 +91,11 @@ class RuleOut(Schema):
     last_batch_status: str | None
     created_at: datetime
     updated_at: datetime
+    attribution_windows: list[str] | None = None
+    """Meta's attribution windows the rule counts conversions with; null: each ad set's own
+    setting (spec AR-41)."""
+    approval: Approval | None = None
+    """Set when the rule's changes wait for a member's approval."""
 
 
 class BatchOut(Schema):
@@ -103,6 +120,8 @@ class BatchOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    timezone: str | None = None
+    """The IANA zone the run evaluated in (spec AR-44)."""
 
 
 def account_out(a: AdAccount) -> AccountOut:
@@ -136,6 +155,8 @@ def rule_out(view: rule_service.RuleView) -> RuleOut:
         last_batch_status=view.last_batch_status,
         created_at=r.created_at,
         updated_at=r.updated_at,
+        attribution_windows=r.attribution_windows,
+        approval=load_approval(r.approval),
     )
 
 
@@ -161,34 +182,75 @@ def batch_out(b: Batch, rule_name: str) -> BatchOut:
         created_at=b.created_at,
         started_at=b.started_at,
         finished_at=b.finished_at,
+        timezone=b.timezone,
     )
 
 
 # -- Meta token and ad accounts -------------------------------------------------------------------
 
 
+def meta_login(runtime: Runtime) -> MetaLogin:
+    """The operator's Meta app, or the 409 that says how to set it."""
+    login = runtime.resources.require(AdRulesDeps).login
+    if login is None:
+        raise MetaLoginNotConfigured(
+            "The Meta app is not set: the operator sets META_APP_ID and META_APP_SECRET so that "
+            "tokens can be checked and Connect with Facebook can start."
+        )
+    return login
+
+
+async def save_pasted_token(runtime: Runtime, workspace_id: int, token: str) -> None:
+    """Check a pasted token with Meta (no transaction open meanwhile), then store it with what
+    the check learnt (spec AR-30); a refused token leaves the stored one as it was."""
+    standing = await connection_service.check_token(
+        meta_login(runtime), token, now=runtime.clock.now()
+    )
+    async with runtime.db.write() as uow:
+        await connection_service.save_token(
+            uow.session,
+            runtime.secrets,
+            workspace_id=workspace_id,
+            token=token,
+            standing=standing,
+            source=SOURCE_PASTED,
+            now=runtime.clock.now(),
+        )
+
+
+async def token_state(session: ReadSession, workspace_id: int, now: datetime) -> TokenState:
+    configured = await account_service.has_token(session, workspace_id)
+    view = await connection_service.connection_view(session, workspace_id, now=now)
+    if not configured or view is None:
+        return TokenState(configured=configured)
+    return TokenState(
+        configured=True,
+        source=view.source,
+        scopes=list(view.scopes),
+        expires_at=view.expires_at,
+        reconnect=view.reconnect,
+    )
+
+
 @put("/meta-token", status_code=200)
 async def set_meta_token(
-    principal: CurrentPrincipal,
-    uow: Writes,
-    clock: CurrentClock,
-    secrets: Secrets,
-    data: JSONBody[TokenIn],
+    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[TokenIn]
 ) -> TokenState:
+    """The token is checked with Meta before it is stored (``debug_token``): 422
+    ``meta_token_refused`` names the reason (``token_invalid``, ``token_expired``,
+    ``token_scope_missing``); 409 ``meta_app_not_configured`` without a Meta app; 502 when Meta
+    could not be asked."""
     require_admin(principal)
-    await account_service.store_token(
-        uow.session,
-        secrets,
-        workspace_id=principal.workspace_id,
-        token=data.token.strip(),
-        now=clock.now(),
-    )
-    return TokenState(configured=True)
+    await save_pasted_token(runtime, principal.workspace_id, data.token.strip())
+    async with runtime.db.read() as session:
+        return await token_state(session, principal.workspace_id, runtime.clock.now())
 
 
 @get("/meta-token")
-async def get_meta_token(principal: CurrentPrincipal, session: Reads) -> TokenState:
-    return TokenState(configured=await account_service.has_token(session, principal.workspace_id))
+async def get_meta_token(
+    principal: CurrentPrincipal, session: Reads, clock: CurrentClock
+) -> TokenState:
+    return await token_state(session, principal.workspace_id, clock.now())
 
 
 async def ask_meta_for_accounts(runtime: Runtime, workspace_id: int) -> list[GraphAdAccount]:
@@ -555,4 +617,8 @@ ROUTERS = [
     *adrules_runs.ROUTERS,
     # The platform stop's runtime switches.
     *adrules_stop.ROUTERS,
+    # The backtest over past Insights (reads only).
+    *adrules_backtest.ROUTERS,
+    # A run's proposals, approved or rejected (rules that require approval).
+    *adrules_approvals.ROUTERS,
 ]

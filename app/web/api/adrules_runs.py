@@ -8,10 +8,10 @@ timeline of a record is shown to workspace admins only.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Response, get, post
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody, Parameter
 
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import records as record_service
@@ -35,7 +35,7 @@ from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.deps import CurrentClock, Guard, Paging, Reads, Secrets, paging
 
 
-class StepOut(Schema):
+class AdRuleStepOut(Schema):
     step: str
     seconds: float
 
@@ -71,11 +71,15 @@ class RecordOut(Schema):
     after: dict[str, Any] | None
     conditions: list[ConditionOut]
     elapsed_seconds: float
-    steps: list[StepOut] | None
+    steps: list[AdRuleStepOut] | None
     """The per-step timeline; ``null`` unless the caller is a workspace admin."""
     next_permitted_at: datetime | None
     batch_id: str
     created_at: datetime
+    timezone: str | None = None
+    """The IANA zone the run evaluated in (spec AR-44)."""
+    attribution: str | None = None
+    """``unified`` or the attribution windows the Insights were read with (spec AR-41)."""
 
 
 class BatchDetailOut(Schema):
@@ -98,6 +102,8 @@ class BatchDetailOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    timezone: str | None = None
+    """The IANA zone the run evaluated in (spec AR-44)."""
 
 
 class PreviewIn(Schema):
@@ -146,12 +152,14 @@ def record_out(r: ExecutionRecord, task_name: str, *, with_steps: bool) -> Recor
             for c in r.conditions
         ],
         elapsed_seconds=r.elapsed_seconds,
-        steps=[StepOut(step=s["step"], seconds=s["seconds"]) for s in r.steps]
+        steps=[AdRuleStepOut(step=s["step"], seconds=s["seconds"]) for s in r.steps]
         if with_steps
         else None,
         next_permitted_at=r.next_permitted_at,
         batch_id=r.batch_id,
         created_at=r.created_at,
+        timezone=r.timezone,
+        attribution=r.attribution,
     )
 
 
@@ -176,6 +184,7 @@ def batch_detail_out(summary: record_service.BatchSummary) -> BatchDetailOut:
         created_at=b.created_at,
         started_at=b.started_at,
         finished_at=b.finished_at,
+        timezone=b.timezone,
     )
 
 
@@ -207,13 +216,23 @@ async def get_batch(
     return batch_detail_out(summary)
 
 
+RecordStatus = Annotated[
+    str | None,
+    Parameter(
+        description="Only the records of this status.",
+        schema_extra={"enum": list(RECORD_STATUSES)},
+    ),
+]
+"""A record status, documented as the statuses there are (any other answers 422)."""
+
+
 @get("/batches/{batch_record_id:int}/records", dependencies={"paging": paging(default=100)})
 async def list_batch_records(
     principal: CurrentPrincipal,
     session: Reads,
     batch_record_id: FromPath[int],
     paging: Paging,
-    status: FromQuery[str | None] = None,
+    status: RecordStatus = None,
 ) -> Page[RecordOut]:
     """One record per campaign and task of this batch, in the order they were written."""
     _, page = await load_records_page(
@@ -251,6 +270,16 @@ async def list_templates() -> list[TemplateOut]:
     ]
 
 
+TemplateKey = Annotated[
+    str,
+    Parameter(
+        description="One of the templates ``GET /adrules/templates`` lists.",
+        schema_extra={"enum": list(TEMPLATES)},
+    ),
+]
+"""A template's key, documented as the list of keys there are (any other answers 404)."""
+
+
 @post("/templates/{key:str}/rules", status_code=201)
 async def create_rule_from_template(
     principal: CurrentPrincipal,
@@ -258,7 +287,7 @@ async def create_rule_from_template(
     clock: CurrentClock,
     secrets: Secrets,
     guard: Guard,
-    key: FromPath[str],
+    key: TemplateKey,
     data: JSONBody[FromTemplateIn],
 ) -> Response[CreatedRule]:
     """A new draft rule from a template (set it live with ``POST /rules/{id}/status``). Honours

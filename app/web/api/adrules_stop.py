@@ -119,7 +119,10 @@ async def apply_stop(
         )
     else:
         await stops.clear_stop(
-            uow.session, organisation_id=principal.organisation_id, workspace_id=workspace_id
+            uow.session,
+            organisation_id=principal.organisation_id,
+            workspace_id=workspace_id,
+            now=now,
         )
     return await stops.stop_state(uow.session, principal.workspace_id, stop_all)
 

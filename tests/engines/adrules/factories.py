@@ -45,6 +45,7 @@ from app.platform import service as platform_service
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
 from app.sandbox.meta import GraphWorld, SimCampaign, create_app, serve_world
+from app.sandbox.meta.oauth import SIM_APP_ID, SIM_APP_SECRET
 from app.scheduling.jobs import JobContext, JobSpec
 from app.scheduling.queue import DatabaseQueue, JobQueue
 from app.settings import Settings
@@ -105,9 +106,15 @@ def graph_server() -> Iterator[GraphWorld]:
 
 @pytest.fixture(scope="session")
 def settings(settings: Settings, graph_server: GraphWorld) -> Settings:
-    """The suite's settings with the Graph API pointed at the simulator."""
+    """The suite's settings with the Graph API, and Facebook Login for the simulator's own app,
+    pointed at the simulator."""
     integrations = dataclasses.replace(
-        settings.integrations, meta_graph_url=graph_server.base_url, meta_graph_version="v21.0"
+        settings.integrations,
+        meta_graph_url=graph_server.base_url,
+        meta_graph_version="v21.0",
+        meta_dialog_url=graph_server.base_url,
+        meta_app_id=SIM_APP_ID,
+        meta_app_secret=SIM_APP_SECRET,
     )
     return dataclasses.replace(settings, integrations=integrations)
 

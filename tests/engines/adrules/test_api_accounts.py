@@ -20,7 +20,8 @@ async def _set_token(client: httpx.AsyncClient, ws: Workspace, token: str = TOKE
         "/api/v1/adrules/meta-token", json={"token": token}, headers=ws.headers
     )
     assert response.status_code == 200
-    assert response.json() == {"configured": True}
+    assert response.json()["configured"] is True
+    assert response.json()["source"] == "pasted"
 
 
 async def test_ar2_discovered_accounts_are_stored_inactive_and_activated_by_a_person(
@@ -68,7 +69,7 @@ async def test_ar24_token_is_encrypted_at_rest_never_returned_never_logged(
     world.add_account("act_11", "Shop")
     world.grant(TOKEN, "act_11")
     state = await client.get("/api/v1/adrules/meta-token", headers=ws.headers)
-    assert state.json() == {"configured": False}
+    assert state.json()["configured"] is False
     await _set_token(client, ws)
     responses = [
         await client.get("/api/v1/adrules/meta-token", headers=ws.headers),

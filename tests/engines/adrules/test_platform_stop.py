@@ -230,6 +230,7 @@ async def test_ar23_a_workspace_stop_skips_its_rules_at_the_sweep(
             uow.session,
             organisation_id=await _organisation(runtime, ws.workspace_id),
             workspace_id=ws.workspace_id,
+            now=runtime.clock.now(),
         )
     async with runtime.db.read() as session:
         state = await stops.stop_state(session, ws.workspace_id, environment=False)

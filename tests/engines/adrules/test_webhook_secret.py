@@ -166,3 +166,40 @@ async def test_ar24_the_job_payload_and_logs_never_carry_the_plain_secret(
     assert SECRET.encode() not in job.payload
     assert b"sealed_secret" in job.payload  # the worker opens it when it signs
     assert SECRET not in caplog.text
+
+
+async def test_ar24_ar27_a_slack_url_is_stored_encrypted_and_answered_masked(
+    client: httpx.AsyncClient, runtime: Runtime, ws: Workspace, world: GraphWorld
+) -> None:
+    """A Slack (or Teams) incoming-webhook URL is the credential: stored encrypted, answered
+    masked; the rule sent back as read keeps it; a masked URL that is not the stored one is
+    refused, naming the field."""
+    slack = "https://hooks.example.com/services/T000/B000/XXXXXXXXXXXXsecret"
+    created = await _create(client, runtime, ws, url=slack, format="slack")
+    assert created.status_code == 201, created.text
+    rule = created.json()
+    action = rule["tasks"][0]["action"]
+    assert action == {
+        "type": "notify_webhook",
+        "url": "https://hooks.example.com/…secret",
+        "format": "slack",
+        "has_secret": True,
+    }
+    assert await _stored_secret(runtime, rule["tasks"][0]["id"]) == slack
+    body = {k: rule[k] for k in ("name", "status", "account_ids", "prefilters", "schedule")}
+    body["tasks"] = rule["tasks"]
+    base = f"/api/v1/adrules/rules/{rule['id']}"
+    kept = await client.put(base, json=body, headers=ws.headers)
+    assert kept.status_code == 200, kept.text
+    assert await _stored_secret(runtime, rule["tasks"][0]["id"]) == slack
+    forged = {**rule["tasks"][0], "action": {**action, "url": "https://hooks.example.com/…other"}}
+    refused = await client.put(base, json={**body, "tasks": [forged]}, headers=ws.headers)
+    assert refused.status_code == 422
+    assert refused.json()["details"][0]["field"] == "tasks[0].action.url"
+    teams = {
+        **rule["tasks"][0],
+        "action": {"type": "notify_webhook", "url": slack, "format": "teams", "secret": SECRET},
+    }
+    signed = await client.put(base, json={**body, "tasks": [teams]}, headers=ws.headers)
+    assert signed.status_code == 422
+    assert "takes no signing secret" in signed.text

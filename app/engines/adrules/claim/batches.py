@@ -163,6 +163,8 @@ async def record_dispatch(
                 skipped=0,
                 errors=0,
                 shadow=work.document.shadow,
+                # The zone the account's run evaluates in, shown before the run starts (AR-44).
+                timezone=work.document.timezone or account.timezone_name or "UTC",
                 tick_at=tick,
                 created_at=now,
             )

@@ -6,8 +6,15 @@ conditions, check the cooldown, carry out the action and write one execution rec
 that fails is recorded as an error and the others carry on. The batch record is closed with its
 counts and status at the end.
 
+Writes: per object, one live re-read and one write across all of the rule's tasks (spec AR-42):
+each task plans from what the earlier ones planned, and their fields go out merged in one POST
+(batched, 50 objects a call). The platform stop is asked before every Graph call — Insights reads
+and re-reads included — and once seen, the run makes no further call (spec AR-43).
+
 Records of runs that changed something (a Graph write, a notification) are committed straight
-after that campaign, the rest in chunks; a retried job finds them and does not act twice.
+after that campaign, the rest in chunks; a retried job finds them and does not act twice. Every
+record carries the zone the run evaluated in and the attribution its Insights were read with
+(spec AR-41, AR-44).
 
 A shadow rule's run goes the same way up to the write: it re-reads the live values, plans the
 change with its clamps and guards, and records ``would_execute`` with the before and after —
@@ -21,36 +28,56 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import msgspec
 
 from app.db.session import UnitOfWork
 from app.engines.adrules import records
+from app.engines.adrules.approvals import propose
+from app.engines.adrules.catalogue import UNIFIED_ATTRIBUTION
 from app.engines.adrules.deps import AdRulesDeps, Defer
 from app.engines.adrules.models import BATCH_QUEUED, AdAccount
+from app.engines.adrules.notify.send import send_run_digests
 from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload, evaluation_zone
 from app.engines.adrules.run_models import (
     RECORD_ERROR,
     RECORD_EXECUTED,
     RECORD_NOT_EXECUTED,
+    RECORD_PROPOSED,
     RECORD_SKIPPED,
     RECORD_WOULD_EXECUTE,
 )
-from app.engines.adrules.schemas import LogOnly, NotifyEmail, NotifyWebhook, TaskDocument
+from app.engines.adrules.schemas import (
+    Action,
+    LogOnly,
+    NotifyEmail,
+    NotifyWebhook,
+    RuleDocument,
+    TaskDocument,
+)
 from app.engines.adrules.work.batched import CONCURRENT_CALLS, BatchStats
 from app.engines.adrules.work.changes import (
     ActionFailed,
     Change,
     action_parameters,
     not_deliverable_reason,
+    object_noun,
 )
 from app.engines.adrules.work.cooldown import LastExecution, check_cooldown, next_permitted_at
 from app.engines.adrules.work.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
-from app.engines.adrules.work.execute import ActionRunner, ActionScope, CampaignRef, needs_live_read
+from app.engines.adrules.work.execute import (
+    ActionRunner,
+    ActionScope,
+    BeforeCall,
+    CampaignRef,
+    live_fields,
+    needs_live_read,
+)
 from app.engines.adrules.work.facts import Gathered, gather
 from app.engines.adrules.work.guards import (
     BudgetChange,
@@ -109,14 +136,23 @@ class _Run:
     lock: asyncio.Lock
     pending: dict[str, list[BudgetChange]] = field(default_factory=dict)
     """Budget changes made in this run per campaign, before their records are committed."""
+    stopped: str | None = None
+    """The platform stop, once seen during the run: no Graph call is made after it."""
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    """Changes held for approval (AR-28), written with the records that say so."""
+    waiting: set[tuple[int, str]] = field(default_factory=set)
+    """(task id, object id) pairs of the objects being acted on whose earlier proposal of that
+    task still awaits approval."""
 
     async def flush(self, force: bool = False) -> None:
         async with self.lock:
             if not self.buffer or (not force and len(self.buffer) < FLUSH_EVERY):
                 return
             rows, self.buffer = self.buffer, []
+            held, self.proposals = self.proposals, []
             async with self.deps.db.write() as uow:
                 await records.insert_records(uow.session, rows)
+                await propose.insert_proposals(uow.session, held)
 
 
 async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
@@ -125,7 +161,9 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
     if deps.lease is not None:
         await deps.lease()
     async with deps.db.write() as uow:
-        await records.start_batch(uow.session, payload.batch_record_id, deps.clock.now())
+        await records.start_batch(
+            uow.session, payload.batch_record_id, deps.clock.now(), evaluation_zone(payload)
+        )
         account = await uow.session.get(AdAccount, payload.account.id)
         workspace = await uow.session.get(Workspace, payload.workspace_id)
     if account is None or not account.active or account.workspace_id != payload.workspace_id:
@@ -160,6 +198,7 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
             copy_max_age=deps.sheet_copy_max_age,
         )
         pending = [c for c in payload.entities if any((t.id, c.id) not in done for t in rule.tasks)]
+        gate = _read_gate(deps, payload)
         gathered = await gather(
             tasks=rule.tasks,
             campaigns=pending,
@@ -177,7 +216,14 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
             timer=deps.clock.monotonic,
             retry_delays=deps.item_retry_delays,
             max_wait_seconds=deps.throttle_max_wait_seconds,
+            windows=rule.attribution_windows or (),
+            before_call=gate,
+            concurrency=min(deps.concurrency, 8),
         )
+        if gathered.stopped is not None:
+            # The stop went on while the Insights were read: no further call, nothing acts.
+            await _record_stopped(deps, payload, done, gathered.stopped)
+            return await _finish(deps, payload)
         if gathered.throttled is not None and gathered.unread:
             if deps.defer is not None and payload.deferrals < deps.max_deferrals:
                 return await _defer(deps, payload, gathered.throttled)
@@ -224,6 +270,24 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
         await _finish(deps, payload, error=f"the run stopped: {type(exc).__name__}: {exc}")
         raise
     return await _finish(deps, payload)
+
+
+def _read_gate(deps: AdRulesDeps, payload: RunAccountPayload) -> BeforeCall | None:
+    """Asked before every Insights call (spec AR-43): the job's lease, then the stop."""
+    if deps.stop is None and deps.lease is None:
+        return None
+
+    async def ask() -> str | None:
+        if deps.lease is not None:
+            await deps.lease()
+        return await deps.stop.reason(payload.workspace_id) if deps.stop is not None else None
+
+    return ask
+
+
+def attribution_label(rule: RuleDocument) -> str:
+    """What a record says of the attribution its Insights were read with (spec AR-41)."""
+    return ",".join(rule.attribution_windows or ()) or UNIFIED_ATTRIBUTION
 
 
 async def _record_stopped(
@@ -275,9 +339,15 @@ async def _finish(
 ) -> str:
     async with deps.db.write() as uow:
         counts = await records.batch_counts(uow.session, payload.batch_id, payload.account.id)
-        return await records.finish_batch(
+        status = await records.finish_batch(
             uow.session, payload.batch_record_id, counts, deps.clock.now(), error=error
         )
+    try:
+        # The run's last account to finish sends its digests (AR-27).
+        await send_run_digests(deps, payload)
+    except Exception:
+        log.exception("ad rules digests failed: batch %s", payload.batch_id)
+    return status
 
 
 @dataclass(slots=True)
@@ -285,6 +355,7 @@ class _Ready:
     """A task whose conditions passed on one campaign, outside its cooldown: it acts in the
     second phase, with the other campaigns' actions of the same task in batched calls."""
 
+    task: TaskDocument
     campaign: CampaignEntity
     conditions: list[ConditionResult]
     steps: list[tuple[str, float]]
@@ -292,11 +363,18 @@ class _Ready:
     ref: CampaignRef
 
 
+def _changes_object(action: Action) -> bool:
+    """Whether the action writes to the object on Meta (notifications and log_only do not)."""
+    return not isinstance(action, LogOnly | NotifyEmail | NotifyWebhook)
+
+
 async def _process(run: _Run, gathered: Gathered, campaigns: Sequence[CampaignEntity]) -> None:
-    """Task by task, so a later task starts from what an earlier one wrote: decide on every
-    campaign (conditions, cooldown, what Meta allows), then act on those that passed — the live
-    re-reads as batched GETs, the writes as batched POSTs. Records of a chunk that wrote are
-    committed straight after its write."""
+    """Decide every task on every campaign (conditions, cooldown, what Meta allows); carry out
+    the notifications task by task; then act on the objects: per object **one** live re-read and
+    **one** write across all of the rule's tasks (spec AR-42) — each task plans from what the
+    earlier ones planned, and the planned fields are merged into one POST. Re-reads and writes go
+    out as batched calls; records of a chunk that wrote are committed straight after its write."""
+    changes: list[_Ready] = []
     for task in run.payload.rule.tasks:
         ready: list[_Ready] = []
         for campaign in campaigns:
@@ -328,23 +406,53 @@ async def _process(run: _Run, gathered: Gathered, campaigns: Sequence[CampaignEn
             else:
                 run.buffer.append(decided)
         await run.flush()
-        for start in range(0, len(ready), ACT_CHUNK):
-            chunk = ready[start : start + ACT_CHUNK]
-            try:
-                rows = await _act(run, task, chunk)
-            except LeaseLost:
-                raise
-            except Exception as exc:
-                log.exception("task %s failed on %d campaigns", task.id, len(chunk))
-                rows = [
-                    _failed(run, task, item, f"{type(exc).__name__}: {exc}", changed=True)
-                    for item in chunk
-                ]
-            changed = False
-            for row in rows:
-                changed = row.pop("_changed", False) or changed
-            run.buffer.extend(rows)
-            await run.flush(force=changed)
+        if _changes_object(task.action):
+            changes.extend(ready)
+        else:
+            await _in_chunks(run, ready, lambda chunk: _notify_all(run, chunk), ACT_CHUNK)
+    # Every task's changes of one object together, in task order.
+    by_object: dict[str, list[_Ready]] = {}
+    for item in changes:
+        by_object.setdefault(item.campaign.id, []).append(item)
+    objects = list(by_object.values())
+    for start in range(0, len(objects), ACT_CHUNK):
+        chunk = objects[start : start + ACT_CHUNK]
+        await _in_chunks(run, [i for g in chunk for i in g], partial(_act_chunk, run, chunk), None)
+
+
+async def _act_chunk(
+    run: _Run, groups: list[list[_Ready]], _: list[_Ready]
+) -> list[dict[str, Any]]:
+    return await _act(run, groups)
+
+
+async def _in_chunks(
+    run: _Run,
+    items: list[_Ready],
+    act: Callable[[list[_Ready]], Awaitable[list[dict[str, Any]]]],
+    size: int | None,
+) -> None:
+    """Run ``act`` on ``items`` (``size`` at a time; None: all at once); a chunk that fails is
+    recorded as errors and the run goes on. Records of a chunk that changed something are
+    committed at once."""
+    step = size or max(1, len(items))
+    for start in range(0, len(items), step):
+        chunk = items[start : start + step]
+        try:
+            rows = await act(chunk)
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            log.exception("ad rules actions failed on %d objects", len(chunk))
+            rows = [
+                _failed(run, item.task, item, f"{type(exc).__name__}: {exc}", changed=True)
+                for item in chunk
+            ]
+        changed = False
+        for row in rows:
+            changed = row.pop("_changed", False) or changed
+        run.buffer.extend(rows)
+        await run.flush(force=changed)
 
 
 def _decide(
@@ -361,7 +469,8 @@ def _decide(
         ("custom_metrics", run.custom_seconds),
     ]
     if error is not None or facts is None:
-        reason = error.describe() if error is not None else "no data was read for the campaign"
+        noun = object_noun(run.payload.rule.level)
+        reason = error.describe() if error is not None else f"no data was read for the {noun}"
         return _row(
             run,
             task,
@@ -442,61 +551,151 @@ def _decide(
         level=run.payload.rule.level,
     )
     ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
-    return _Ready(campaign, evaluation.conditions, steps, scope, ref)
+    return _Ready(task, campaign, evaluation.conditions, steps, scope, ref)
 
 
 async def _stop_reason(run: _Run, items: Sequence[_Ready]) -> str | None:
-    """The job's lease and the platform stop, asked immediately before a write or notification
-    (a stop set during the run holds from the next write on; a lost lease raises
-    :class:`LeaseLost` and the run ends)."""
+    """The job's lease and the platform stop, asked immediately before every Graph call of the
+    action phase, re-reads included (a stop set during the run holds from the next call on, and
+    once seen it holds for the rest of the run; a lost lease raises :class:`LeaseLost`)."""
     if run.deps.lease is not None:
         await run.deps.lease()
+    if run.stopped is not None:
+        return run.stopped
     if run.deps.stop is None:
         return None
     started = run.deps.clock.monotonic()
-    stopped = await run.deps.stop.reason(run.payload.workspace_id)
+    run.stopped = await run.deps.stop.reason(run.payload.workspace_id)
     for item in items:
         item.steps.append(("stop_check", run.deps.clock.monotonic() - started))
-    return stopped
+    return run.stopped
 
 
-async def _act(run: _Run, task: TaskDocument, chunk: list[_Ready]) -> list[dict[str, Any]]:
-    """Carry out one task's action on ``chunk``; one record per campaign."""
-    action = task.action
-    if isinstance(action, LogOnly | NotifyEmail | NotifyWebhook):
-        gate = asyncio.Semaphore(run.deps.concurrency)
+async def _notify_all(run: _Run, chunk: list[_Ready]) -> list[dict[str, Any]]:
+    """``log_only`` and the notifications of one task's campaigns, a few at a time."""
+    gate = asyncio.Semaphore(run.deps.concurrency)
 
-        async def one(item: _Ready) -> dict[str, Any]:
-            async with gate:
-                return await _notify(run, task, item)
+    async def one(item: _Ready) -> dict[str, Any]:
+        async with gate:
+            return await _notify(run, item.task, item)
 
-        return list(await asyncio.gather(*(one(item) for item in chunk)))
-    live: dict[str, GraphCampaign | MetaError] = {}
-    if needs_live_read(action):
-        # Budget and name actions start from the live values, re-read now in batched GETs.
+    return list(await asyncio.gather(*(one(item) for item in chunk)))
+
+
+def _checked(run: _Run) -> BeforeCall | None:
+    """What each Graph call of the action phase asks first (the lease and the stop)."""
+    if run.deps.stop is None and run.deps.lease is None:
+        return None
+
+    async def ask() -> str | None:
+        return await _stop_reason(run, [])
+
+    return ask
+
+
+async def _waiting(run: _Run, items: list[_Ready]) -> set[tuple[int, str]]:
+    """Which (task, object) pairs already have a proposal awaiting approval (AR-28)."""
+    by_task: dict[int, list[str]] = {}
+    for item in items:
+        by_task.setdefault(item.task.id, []).append(item.campaign.id)
+    waiting: set[tuple[int, str]] = set()
+    for task_id, object_ids in by_task.items():
+        found = await propose.waiting_objects(
+            run.deps.db, run.payload.workspace_id, task_id, object_ids
+        )
+        waiting.update((task_id, object_id) for object_id in found)
+    return waiting
+
+
+async def _act(run: _Run, groups: list[list[_Ready]]) -> list[dict[str, Any]]:
+    """Carry out the planned changes of ``groups`` (each: one object's tasks, in task order):
+    one batched re-read of the objects that need live values, every task planned from the
+    values the earlier tasks left, and one merged write per object."""
+    items = [item for group in groups for item in group]
+    reread = [
+        group[0].campaign.id
+        for group in groups
+        if any(needs_live_read(item.task.action) for item in group)
+    ]
+    live: dict[str, GraphCampaign | MetaError | str] = {}
+    if reread:
         started = run.deps.clock.monotonic()
-        live = await run.runner.read_live([item.campaign.id for item in chunk])
+        live = await run.runner.read_live(
+            reread, live_fields([i.task.action for i in items]), before_call=_checked(run)
+        )
         seconds = run.deps.clock.monotonic() - started
-        for item in chunk:
-            item.steps.append(("live_read", seconds))
+        for item in items:
+            if item.campaign.id in live:
+                item.steps.append(("live_read", seconds))
+    if run.payload.rule.approval is not None and not run.payload.rule.shadow:
+        run.waiting = await _waiting(run, items)
     rows: list[dict[str, Any]] = []
-    planned: list[tuple[_Ready, Change]] = []
-    for item in chunk:
-        decided = await _plan(run, task, item, live.get(item.campaign.id))
+    planned: list[_Merged] = []
+    for group in groups:
+        merged = await _plan_object(run, group, live.get(group[0].campaign.id), rows)
+        if merged is not None:
+            planned.append(merged)
+    if planned:
+        rows += await _write_merged(run, planned)
+    return rows
+
+
+@dataclass(slots=True)
+class _Merged:
+    """One object's write: the fields every task planned, and each task's own change."""
+
+    object_id: str
+    fields: dict[str, Any]
+    changes: list[tuple[_Ready, Change]]
+
+
+async def _plan_object(
+    run: _Run,
+    group: list[_Ready],
+    read: GraphCampaign | MetaError | str | None,
+    rows: list[dict[str, Any]],
+) -> _Merged | None:
+    """Plan one object's tasks in order, each from the values the earlier ones planned; the
+    records of tasks that write nothing go to ``rows``. A shadow rule records each planned change
+    as ``would_execute`` and writes nothing."""
+    if isinstance(read, str):
+        # The stop was seen before the re-read: nothing was read, nothing is written.
+        rows.extend(_item_row(run, i.task, i, status=RECORD_SKIPPED, reason=read) for i in group)
+        return None
+    state = read
+    status = group[0].ref.effective_status
+    merged = _Merged(group[0].campaign.id, {}, [])
+    for item in group:
+        item.ref = CampaignRef(item.ref.id, item.ref.name, status)
+        needed = state if needs_live_read(item.task.action) else None
+        decided = await _plan(run, item.task, item, needed)
         if isinstance(decided, dict):
             rows.append(decided)
-        else:
-            planned.append((item, decided))
-    if planned:
-        rows += await _write_planned(run, task, planned)
-    return rows
+            continue
+        assert decided.write is not None
+        if isinstance(state, GraphCampaign):
+            state = _after_write(state, decided.write)
+        status = decided.write.get("status", status)
+        if run.payload.rule.shadow:
+            rows.append(_done(run, item.task, item, decided.before, decided.after))
+            continue
+        merged.fields.update(decided.write)
+        merged.changes.append((item, decided))
+    return merged if merged.changes else None
+
+
+def _after_write(state: GraphCampaign, write: dict[str, Any]) -> GraphCampaign:
+    """The object's values once ``write`` is applied: what the next task plans from."""
+    values = {k: (str(v) if k in BUDGET_FIELDS else v) for k, v in write.items()}
+    known = {k: v for k, v in values.items() if k in GraphCampaign.__struct_fields__}
+    return msgspec.structs.replace(state, **known)
 
 
 async def _plan(
     run: _Run, task: TaskDocument, item: _Ready, read: GraphCampaign | MetaError | None
 ) -> dict[str, Any] | Change:
-    """The change one campaign needs, or the record of why none is written (a failed re-read, a
-    refused plan, nothing to change, a guard; a shadow rule records the change it would make)."""
+    """The change one task makes to one object, or the record of why none is written (a failed
+    re-read, a refused plan, nothing to change, a guard)."""
     if isinstance(read, MetaError):
         return _failed(run, task, item, f"live re-read: {read.describe()}")
     try:
@@ -518,38 +717,73 @@ async def _plan(
             before=change.before,
             after=change.after,
         )
-    if run.payload.rule.shadow:
-        return _done(run, task, item, change.before, change.after)
+    if run.payload.rule.approval is not None and not run.payload.rule.shadow:
+        # Held, not written: later tasks plan from the object as it is.
+        return _propose(run, task, item, change)
+    if change.after and BUDGET_FIELDS & set(change.after):
+        # Not yet written: the object's later tasks, and their guards, must count it too.
+        now = run.deps.clock.now()
+        run.pending.setdefault(item.campaign.id, []).append(
+            BudgetChange(
+                run.payload.rule.id,
+                run.payload.rule.name,
+                now,
+                direction(change.before, change.after),
+                next_permitted_at(now, task.cooldown),
+            )
+        )
     return change
 
 
-async def _write_planned(
-    run: _Run, task: TaskDocument, planned: list[tuple[_Ready, Change]]
-) -> list[dict[str, Any]]:
-    """Write the planned changes in batched calls; one record per campaign."""
-    items = [item for item, _ in planned]
+def _propose(run: _Run, task: TaskDocument, item: _Ready, change: Change) -> dict[str, Any]:
+    """A rule that requires approval: the planned change is held, not written (AR-28)."""
+    if (task.id, item.campaign.id) in run.waiting:
+        return _item_row(
+            run, task, item, status=RECORD_SKIPPED, reason=propose.already_waiting_reason()
+        )
+    now = run.deps.clock.now()
+    held = propose.proposal_row(
+        run.payload,
+        task,
+        campaign_id=item.campaign.id,
+        campaign_name=item.campaign.name,
+        write=change.write or {},
+        before=change.before,
+        after=change.after,
+        now=now,
+    )
+    run.proposals.append(held)
+    return _item_row(
+        run,
+        task,
+        item,
+        status=RECORD_PROPOSED,
+        reason=propose.awaiting_reason(held["expires_at"]),
+        before=change.before,
+        after=change.after,
+    )
 
-    async def stop() -> str | None:
-        # Immediately before each write call: a stop set during the run holds from there.
-        return await _stop_reason(run, items)
 
+async def _write_merged(run: _Run, planned: list[_Merged]) -> list[dict[str, Any]]:
+    """One POST per object carrying every task's fields, in batched calls; each task's record
+    follows its object's write."""
     started = run.deps.clock.monotonic()
     results = await run.runner.write(
-        [Update(item.campaign.id, change.write or {}) for item, change in planned],
-        before_call=stop if run.deps.stop is not None or run.deps.lease is not None else None,
+        [Update(m.object_id, m.fields) for m in planned], before_call=_checked(run)
     )
     seconds = run.deps.clock.monotonic() - started
     rows: list[dict[str, Any]] = []
-    for item, change in planned:
-        failed = results.get(item.campaign.id)
-        if isinstance(failed, str):
-            rows.append(_item_row(run, task, item, status=RECORD_SKIPPED, reason=failed))
-            continue
-        item.steps.append(("write", seconds))
-        if failed is not None:
-            rows.append(_failed(run, task, item, failed.describe(), changed=True))
-        else:
-            rows.append(_done(run, task, item, change.before, change.after))
+    for merged in planned:
+        failed = results.get(merged.object_id)
+        for item, change in merged.changes:
+            if isinstance(failed, str):
+                rows.append(_item_row(run, item.task, item, status=RECORD_SKIPPED, reason=failed))
+                continue
+            item.steps.append(("write", seconds))
+            if failed is not None:
+                rows.append(_failed(run, item.task, item, failed.describe(), changed=True))
+            else:
+                rows.append(_done(run, item.task, item, change.before, change.after))
     return rows
 
 
@@ -601,17 +835,6 @@ def _done(
     executed_at = run.deps.clock.now()
     nxt = next_permitted_at(executed_at, task.cooldown)
     run.last[(task.id, item.campaign.id)] = LastExecution(executed_at, nxt)
-    if after and BUDGET_FIELDS & set(after):
-        # Not yet committed: the next task on this campaign must count it too.
-        run.pending.setdefault(item.campaign.id, []).append(
-            BudgetChange(
-                run.payload.rule.id,
-                run.payload.rule.name,
-                executed_at,
-                direction(before, after),
-                nxt,
-            )
-        )
     row = _item_row(
         run,
         task,
@@ -700,6 +923,8 @@ def skipped_row(
         "elapsed_seconds": 0.0,
         "next_permitted_at": None,
         "created_at": now,
+        "timezone": evaluation_zone(payload),
+        "attribution": attribution_label(payload.rule),
     }
 
 
@@ -737,6 +962,8 @@ def _row(
         "elapsed_seconds": round(sum(s for _, s in steps), 6),
         "next_permitted_at": next_at,
         "created_at": run.deps.clock.now(),
+        "timezone": evaluation_zone(payload),
+        "attribution": attribution_label(payload.rule),
     }
 
 

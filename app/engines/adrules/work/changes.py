@@ -15,21 +15,32 @@ from typing import Any
 
 import msgspec
 
+from app.engines.adrules.catalogue import CAPPED_STRATEGIES, STRATEGY_LABELS
 from app.engines.adrules.schemas import (
     Action,
     ActivateCampaign,
     AppendToName,
+    DecreaseBid,
     DecreaseBudget,
+    IncreaseBid,
     IncreaseBudget,
     PauseCampaign,
     RemoveFromName,
     Rename,
+    SetBid,
     SetBudget,
 )
 from app.engines.adrules.webhook_secrets import public_action
 from app.engines.adrules.work.metrics import budget_to_major, major_to_minor
 
 MAX_NAME_LENGTH = 400
+
+LEVEL_NOUNS = {"campaign": "campaign", "adset": "ad set", "ad": "ad"}
+"""How a reason names the object a rule acts on (spec AR-46: an ad is "the ad")."""
+
+
+def object_noun(level: str) -> str:
+    return LEVEL_NOUNS.get(level, "campaign")
 
 
 class ActionFailed(Exception):
@@ -194,10 +205,12 @@ def plan_name(
     return Change({"name": new}, before={"name": current}, after={"name": new})
 
 
-def plan_status(action: PauseCampaign | ActivateCampaign, current: str | None) -> Change:
+def plan_status(
+    action: PauseCampaign | ActivateCampaign, current: str | None, level: str = "campaign"
+) -> Change:
     target = "PAUSED" if isinstance(action, PauseCampaign) else "ACTIVE"
     if current == target:
-        return Change(None, noop=f"the campaign is already {target}")
+        return Change(None, noop=f"the {object_noun(level)} is already {target}")
     return Change({"status": target}, before={"status": current}, after={"status": target})
 
 
@@ -213,7 +226,15 @@ def not_deliverable_reason(action: Action, effective_status: str | None) -> str 
     if effective_status not in ("ARCHIVED", "DELETED"):
         return None
     if isinstance(
-        action, PauseCampaign | ActivateCampaign | IncreaseBudget | DecreaseBudget | SetBudget
+        action,
+        PauseCampaign
+        | ActivateCampaign
+        | IncreaseBudget
+        | DecreaseBudget
+        | SetBudget
+        | IncreaseBid
+        | DecreaseBid
+        | SetBid,
     ):
         return (
             f"not_deliverable: the object is {effective_status}; Meta allows only a rename or "
@@ -234,3 +255,95 @@ def minor_units(value: str | None) -> int | None:
     if number != number.to_integral_value():
         return None
     return int(number)
+
+
+# -- bids and cost caps (spec AR-40) ----------------------------------------------------------------
+
+BID_WITHOUT_CAP = (
+    "bid_strategy_without_cap: the ad set bids with {label} ({strategy}); only a bid cap "
+    "(LOWEST_COST_WITH_BID_CAP) or a cost per result goal (COST_CAP) holds an amount to change"
+)
+BID_OTHER_TARGET = (
+    "bid_strategy_not_targeted: the ad set bids with {label} ({strategy}); the task changes "
+    "{wanted} amounts only"
+)
+
+
+def _clamp_bid(
+    action: IncreaseBid | DecreaseBid | SetBid, current_minor: int, new_minor: int, currency: str
+) -> tuple[int, str | None] | str:
+    """The bid to write and which boundary it was clamped at, or why nothing changes (a
+    template of ``{noun}`` and ``{current}``)."""
+    if isinstance(action, IncreaseBid) and action.max is not None:
+        cap = major_to_minor(action.max, currency)
+        if current_minor >= cap:
+            return f"the {{noun}} {{current}} is already at or above the maximum {action.max}"
+        if new_minor > cap:
+            return cap, "max"
+    if isinstance(action, DecreaseBid) and action.min is not None:
+        floor = major_to_minor(action.min, currency)
+        if current_minor <= floor:
+            return f"the {{noun}} {{current}} is already at or below the minimum {action.min}"
+        if new_minor < floor:
+            return floor, "min"
+    return new_minor, None
+
+
+def _bid_skip(
+    action: IncreaseBid | DecreaseBid | SetBid, strategy: str | None, kind: str | None
+) -> Change | None:
+    """Why the task leaves an ad set's bid alone: its strategy holds no amount, or not the kind
+    (bid cap, cost cap) the task targets."""
+    label = STRATEGY_LABELS.get(strategy or "", "an unknown strategy")
+    if kind is None:
+        return Change(None, skip=BID_WITHOUT_CAP.format(label=label, strategy=strategy or "none"))
+    if action.strategy not in ("any", kind):
+        wanted = "bid cap" if action.strategy == "bid_cap" else "cost cap"
+        return Change(
+            None, skip=BID_OTHER_TARGET.format(label=label, strategy=strategy, wanted=wanted)
+        )
+    return None
+
+
+def plan_bid(
+    action: IncreaseBid | DecreaseBid | SetBid,
+    current_minor: int | None,
+    strategy: str | None,
+    currency: str,
+) -> Change:
+    """The new ``bid_amount`` of an ad set, clamped at the task's maximum or minimum (the
+    boundary is written, never exceeded). An ad set whose strategy holds no amount, or not the
+    kind the task targets, is skipped with the reason."""
+    kind = CAPPED_STRATEGIES.get(strategy or "")
+    skipped = _bid_skip(action, strategy, kind)
+    if skipped is not None or kind is None:
+        return skipped or Change(None)
+    noun = "bid cap" if kind == "bid_cap" else "cost cap"
+    if current_minor is None:
+        if not isinstance(action, SetBid):
+            raise ActionFailed(f"the ad set has no {noun} amount to change")
+        current_minor = 0
+    current = budget_to_major(current_minor, currency)
+    assert current is not None
+    if isinstance(action, SetBid):
+        projected = action.amount
+    else:
+        step = current * action.amount / 100 if action.by == "percent" else action.amount
+        projected = current + step if isinstance(action, IncreaseBid) else current - step
+    clamped = _clamp_bid(action, current_minor, major_to_minor(projected, currency), currency)
+    if isinstance(clamped, str):
+        return Change(None, noop=clamped.format(noun=noun, current=current))
+    new_minor, clamped_at = clamped
+    if new_minor <= 0:
+        raise ActionFailed(f"the new {noun} would be {_money(new_minor, currency)}, not positive")
+    if new_minor == current_minor:
+        return Change(None, noop=f"the {noun} is already {current}")
+    after: dict[str, Any] = {"bid_amount": _money(new_minor, currency), "bid_strategy": strategy}
+    if clamped_at is not None:
+        after["clamped_at"] = clamped_at
+        after["projected"] = str(projected)
+    return Change(
+        {"bid_amount": new_minor},
+        before={"bid_amount": str(current), "bid_strategy": strategy},
+        after=after,
+    )

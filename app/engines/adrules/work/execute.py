@@ -7,8 +7,10 @@ is the one the change starts from. The worker re-reads a task's campaigns togeth
 and writes them in batched POSTs (:meth:`ActionRunner.read_live`, :meth:`ActionRunner.write`,
 at most 50 a call), each object's failure its own.
 
-Notifications: ``notify_email`` sends through SMTP; ``notify_webhook`` POSTs a JSON body signed
-with HMAC-SHA256 (:func:`sign_webhook` / :func:`verify_webhook`); ``log_only`` changes nothing.
+Notifications: ``notify_email`` and ``notify_webhook`` put the campaign into the run's digest for
+their channel (:mod:`app.engines.adrules.notify` sends one message per run and channel: e-mail,
+a signed JSON webhook signed with HMAC-SHA256 — :func:`sign_webhook` / :func:`verify_webhook` —,
+Slack or Teams); ``log_only`` changes nothing.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from typing import Any
 
 import msgspec
 
+from app.engines.adrules.notify.channels import channel_label
 from app.engines.adrules.schemas import (
     Action,
     ActivateCampaign,
     AppendToName,
+    DecreaseBid,
     DecreaseBudget,
+    IncreaseBid,
     IncreaseBudget,
     LogOnly,
     NotifyEmail,
@@ -32,9 +37,9 @@ from app.engines.adrules.schemas import (
     PauseCampaign,
     RemoveFromName,
     Rename,
+    SetBid,
     SetBudget,
 )
-from app.engines.adrules.webhook_secrets import open_secret
 from app.engines.adrules.work.batched import (
     CONCURRENT_CALLS,
     BatchStats,
@@ -46,18 +51,18 @@ from app.engines.adrules.work.changes import (
     ActionFailed,
     Change,
     minor_units,
+    plan_bid,
     plan_budget,
     plan_name,
     plan_status,
-    render_template,
 )
 from app.engines.adrules.work.evaluate import ConditionResult
 from app.engines.adrules.work.metrics import local_time
-from app.integrations.http_guard import GuardedHttp, HttpRequest
+from app.integrations.http_guard import GuardedHttp
 from app.integrations.http_guard.signature import SIGNATURE_HEADER as SIGNATURE_HEADER
 from app.integrations.http_guard.signature import sign_webhook as sign_webhook
 from app.integrations.http_guard.signature import verify_webhook as verify_webhook
-from app.integrations.mail import MailSender, OutgoingEmail
+from app.integrations.mail import MailSender
 from app.integrations.meta.errors import MetaError, decode_error
 from app.integrations.meta.reader import MAX_BATCH, BatchGet, MetaReader
 from app.integrations.meta.retry import RETRY_DELAYS
@@ -67,6 +72,17 @@ from app.platform.crypto import SecretBox
 
 LIVE_FIELDS = ("id", "name", "daily_budget", "lifetime_budget")
 """What the live re-read before a budget or name write asks for."""
+BID_FIELDS = ("bid_amount", "bid_strategy")
+"""Added to the re-read when a bid action needs the ad set's cap and strategy."""
+BID_ACTION_TYPES = (IncreaseBid, DecreaseBid, SetBid)
+
+
+def live_fields(actions: Sequence[Action]) -> tuple[str, ...]:
+    """The fields one re-read must ask for so that every action of ``actions`` can plan."""
+    if any(isinstance(a, BID_ACTION_TYPES) for a in actions):
+        return LIVE_FIELDS + BID_FIELDS
+    return LIVE_FIELDS
+
 
 _live = msgspec.json.Decoder(GraphCampaign)
 
@@ -74,7 +90,16 @@ _live = msgspec.json.Decoder(GraphCampaign)
 def needs_live_read(action: Action) -> bool:
     """Budget and name actions re-read the live value immediately before writing (AR-17)."""
     return isinstance(
-        action, IncreaseBudget | DecreaseBudget | SetBudget | Rename | AppendToName | RemoveFromName
+        action,
+        IncreaseBudget
+        | DecreaseBudget
+        | SetBudget
+        | Rename
+        | AppendToName
+        | RemoveFromName
+        | IncreaseBid
+        | DecreaseBid
+        | SetBid,
     )
 
 
@@ -151,16 +176,28 @@ class ActionRunner:
     """Batch calls in flight at once."""
 
     async def read_live(
-        self, ids: Sequence[str], fields: Sequence[str] = LIVE_FIELDS
-    ) -> dict[str, GraphCampaign | MetaError]:
+        self,
+        ids: Sequence[str],
+        fields: Sequence[str] = LIVE_FIELDS,
+        before_call: BeforeCall | None = None,
+    ) -> dict[str, GraphCampaign | MetaError | str]:
         """The live values of ``ids`` read in batched GETs (≤ 50 per call); a failed item is that
-        object's error only."""
+        object's error only. ``before_call`` is asked immediately before each call: a reason it
+        returns keeps that call from being made, and is its objects' result (spec AR-43)."""
         if not ids:
             return {}
+
+        async def send(chunk: Sequence[BatchGet]) -> list[BatchReply | None]:
+            if before_call is not None:
+                reason = await before_call()
+                if reason is not None:
+                    raise Refused(reason)
+            return await self.reader.batch(chunk)
+
         requests = [BatchGet(path=i, params={"fields": list(fields)}) for i in ids]
         results = await send_in_batches(
             requests,
-            self.reader.batch,
+            send,
             sleep=self.sleep,
             retry_delays=self.retry_delays,
             max_wait_seconds=self.max_wait_seconds,
@@ -168,8 +205,11 @@ class ActionRunner:
             stats=self.stats,
             concurrency=self.concurrency,
         )
-        out: dict[str, GraphCampaign | MetaError] = {}
+        out: dict[str, GraphCampaign | MetaError | str] = {}
         for object_id, result in zip(ids, results, strict=True):
+            if result.refused is not None:
+                out[object_id] = result.refused
+                continue
             if result.error is not None:
                 out[object_id] = result.error
                 continue
@@ -225,9 +265,16 @@ class ActionRunner:
         """What ``action`` would write, from the live values (budget and name actions) or the
         status the dispatch saw (status actions). Raises :class:`ActionFailed`."""
         if isinstance(action, PauseCampaign | ActivateCampaign):
-            return plan_status(action, campaign.effective_status)
+            return plan_status(action, campaign.effective_status, scope.level)
         if live is None:
             raise ActionFailed("the live values were not read")
+        if isinstance(action, IncreaseBid | DecreaseBid | SetBid):
+            return plan_bid(
+                action,
+                minor_units(None if live.bid_amount is None else str(live.bid_amount)),
+                live.bid_strategy,
+                scope.currency,
+            )
         if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
             return plan_budget(
                 action,
@@ -277,22 +324,11 @@ class ActionRunner:
         outcome: ActionOutcome,
         dry_run: bool,
     ) -> ActionOutcome:
-        """An e-mail or a signed webhook about the campaign (a shadow rule says where to)."""
+        """The campaign goes into the run's digest for the action's channel: one message per run
+        and channel is sent once the run is over (spec AR-27), never one per campaign."""
         outcome.executed = True
-        if dry_run:
-            if isinstance(action, NotifyEmail):
-                outcome.after = {"would_send_to": list(action.recipients)}
-            else:
-                outcome.after = {"would_post_to": action.url}
-            return outcome
-        started = self.timer()
-        if isinstance(action, NotifyEmail):
-            await self._email(action, campaign, scope, conditions)
-            outcome.after = {"sent_to": list(action.recipients)}
-        else:
-            status = await self._webhook(action, campaign, scope, conditions)
-            outcome.after = {"status": status}
-        outcome.steps.append(("notify", self.timer() - started))
+        key = "would_be_in_digest" if dry_run else "in_digest"
+        outcome.after = {key: channel_label(action)}
         return outcome
 
     async def _change(
@@ -310,10 +346,11 @@ class ActionRunner:
         if needs_live_read(action):
             # Budget and name actions start from the live value, not the one in the job.
             started = self.timer()
-            read = (await self.read_live([campaign.id]))[campaign.id]
+            read = (await self.read_live([campaign.id], live_fields([action])))[campaign.id]
             outcome.steps.append(("live_read", self.timer() - started))
             if isinstance(read, MetaError):
                 raise read
+            assert not isinstance(read, str)  # no stop was asked
             live = read
         change = self.plan(action, campaign, scope, live)
         if change.write is None:
@@ -334,85 +371,3 @@ class ActionRunner:
         outcome.executed = True
         outcome.before, outcome.after = change.before, change.after
         return outcome
-
-    async def _email(
-        self,
-        action: NotifyEmail,
-        campaign: CampaignRef,
-        scope: ActionScope,
-        conditions: list[ConditionResult],
-    ) -> None:
-        if self.mail is None:
-            raise ActionFailed("e-mail is not configured")
-        date = f"{local_time(scope.now, scope.timezone):%Y-%m-%d}"
-        subject = render_template(
-            action.subject,
-            name=campaign.name,
-            rule=scope.rule_name,
-            date=date,
-            campaign_id=campaign.id,
-        )
-        lines = [
-            f"Rule: {scope.rule_name}",
-            f"Task: {scope.task_name or scope.task_id}",
-            f"Ad account: {scope.account_id}",
-            f"Campaign: {campaign.name} ({campaign.id})",
-            f"Run: {scope.batch_id} at {scope.now:%Y-%m-%d %H:%M} UTC",
-            "",
-            "Conditions:",
-            *(
-                f"  {'✓' if c.passed else '✗'} {c.text}: saw {c.seen if c.seen is not None else 'no value'}"
-                + (f" ({c.reason})" if c.reason else "")
-                for c in conditions
-            ),
-        ]
-        await self.mail.send(
-            OutgoingEmail(
-                to=list(action.recipients),
-                subject=subject,
-                text="\n".join(lines) + "\n",
-                # Stable per effect: a retried job re-sends with the same Message-ID.
-                message_id=f"adrules.{scope.batch_id}.{scope.task_id}.{campaign.id}@sweepline",
-                headers={"X-Sweepline-Rule": str(scope.rule_id)},
-            )
-        )
-
-    async def _webhook(
-        self,
-        action: NotifyWebhook,
-        campaign: CampaignRef,
-        scope: ActionScope,
-        conditions: list[ConditionResult],
-    ) -> int:
-        if self.http is None:
-            raise ActionFailed("outbound HTTP is not configured")
-        secret = open_secret(action, self.secrets)
-        if secret is None:
-            raise ActionFailed("the webhook has no signing secret")
-        body = msgspec.json.encode(
-            {
-                "event": "adrules.task_passed",
-                "rule": {"id": scope.rule_id, "name": scope.rule_name},
-                "task": {"id": scope.task_id, "name": scope.task_name},
-                "ad_account": scope.account_id,
-                "campaign": {"id": campaign.id, "name": campaign.name},
-                "batch_id": scope.batch_id,
-                "at": scope.now.isoformat(),
-                "conditions": [msgspec.to_builtins(c) for c in conditions],
-            }
-        )
-        timestamp = int(scope.now.timestamp())
-        result = await self.http.request(
-            HttpRequest(
-                method="POST",
-                url=action.url,
-                headers={
-                    "Content-Type": "application/json",
-                    SIGNATURE_HEADER: sign_webhook(secret, body, timestamp),
-                },
-                body=body.decode(),
-            ),
-            allow_private=scope.allow_private_http,
-            idempotency_key=f"adrules:{scope.batch_id}:{scope.task_id}:{campaign.id}",
-        )
-        return result.status

@@ -17,6 +17,7 @@ from app.engines.adrules.work.evaluate import CampaignFacts, CustomKey, CustomRe
 from app.engines.adrules.work.insights import (
     ITEM_RETRY_DELAYS,
     MAX_THROTTLE_WAIT_SECONDS,
+    BeforeCall,
     InsightsStats,
     Sleep,
     plan_insights,
@@ -46,7 +47,9 @@ class Gathered:
     throttled: MetaError | None = None
     """Meta throttled the account for longer than the read may wait."""
     unread: set[str] = field(default_factory=set)
-    """Campaigns left unread by that throttle (no facts, no error yet)."""
+    """Campaigns left unread by that throttle or a stop (no facts, no error yet)."""
+    stopped: str | None = None
+    """The platform stop was seen during the read: no Graph call was made after it."""
 
     def fail_unread(self) -> None:
         """Give up on the unread campaigns: their tasks are recorded with the throttle error."""
@@ -123,6 +126,9 @@ async def gather(
     timer: Callable[[], float],
     retry_delays: tuple[float, ...] = ITEM_RETRY_DELAYS,
     max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS,
+    windows: Sequence[str] = (),
+    before_call: BeforeCall | None = None,
+    concurrency: int = 8,
 ) -> Gathered:
     out = Gathered()
     ids = [c.id for c in campaigns]
@@ -137,12 +143,18 @@ async def gather(
         retry_delays=retry_delays,
         max_wait_seconds=max_wait_seconds,
         statuses=sorted({c.effective_status for c in campaigns if c.effective_status}),
+        windows=windows,
+        before_call=before_call,
+        concurrency=concurrency,
     )
     out.insights_seconds = timer() - started
     out.stats = read.stats
     out.errors = read.errors
     out.throttled = read.throttled
     out.unread = set(read.unread)
+    out.stopped = read.stopped
+    if read.stopped is not None:
+        return out  # nothing is decided after a stop: the sheets are not read either
     started = timer()
     sheets = await _custom_values(custom, custom_keys(tasks))
     out.custom_seconds = timer() - started

@@ -12,7 +12,8 @@ Conditions are grouped by reporting period and each period's Insights fields de-
   campaigns narrowed with a ``campaign.id IN`` filter, 500 ids per request); a campaign absent from
   the rows had no delivery in that period.
 
-Every sub-request carries ``use_unified_attribution_setting=true``. A failed item with a transient
+Every sub-request carries ``use_unified_attribution_setting=true``, or the rule's own
+``action_attribution_windows`` when it names them (spec AR-41). A failed item with a transient
 error and a ``null`` item (Meta timed out before reaching it) are sent again, alone with the other
 unfinished items, up to ``len(retry_delays)`` more times; a permanent error becomes that campaign's
 error. A whole batch call that fails transiently is retried the same way.
@@ -22,6 +23,10 @@ the wait before the next round is that estimate if it is longer than the schedul
 beyond ``max_wait_seconds`` stops the read at once — no further call is made on the account — and
 the result says so (``throttled``, and the campaigns left ``unread``) so the job can come back when
 access returns.
+
+Stop: ``before_call`` is asked immediately before every call; once it gives a reason (the platform
+stop, spec AR-43) no further call is made and the campaigns not read yet are left ``unread`` with
+the result's ``stopped`` saying why.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
@@ -47,6 +53,8 @@ from app.integrations.meta.structs import BatchReply
 from app.integrations.meta.usage import parse_usage
 
 Sleep = Callable[[float], Awaitable[None]]
+BeforeCall = Callable[[], Awaitable[str | None]]
+"""Asked before each call; a reason stops the read there (no further call is made)."""
 
 ITEM_RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0)
 """Waits before re-sending unfinished batch items (3 rounds in total)."""
@@ -114,7 +122,19 @@ class InsightsResult:
     throttled: MetaError | None = None
     """Meta throttled the account for longer than the read may wait (the longest such error)."""
     unread: set[str] = field(default_factory=set)
-    """Campaigns not read because of that throttle (neither in ``rows`` nor in ``errors``)."""
+    """Campaigns not read because of that throttle, or of a stop (neither in ``rows`` nor in
+    ``errors``)."""
+    stopped: str | None = None
+    """Why the read stopped before its end (the platform stop): no call was made after it."""
+
+    async def may_call(self, before_call: BeforeCall | None, campaign_ids: Iterable[str]) -> bool:
+        """Whether the next call may go out; when a stop says no, ``campaign_ids`` stay unread."""
+        if self.stopped is None and before_call is not None:
+            self.stopped = await before_call()
+        if self.stopped is not None:
+            self.unread.update(campaign_ids)
+            return False
+        return True
 
     def stop(self, error: MetaError, campaign_ids: Iterable[str]) -> None:
         """Record a throttle too long to wait for; ``campaign_ids`` stay unread."""
@@ -138,13 +158,23 @@ class CampaignInsightsRow(InsightsRow):
     campaign_id: str = ""
 
 
-def sub_request(campaign_id: str, period: str, fields: list[str]) -> BatchGet:
+def attribution_params(windows: Sequence[str] = ()) -> dict[str, Any]:
+    """The attribution of an Insights request: each ad set's own setting (Meta's unified
+    setting), or the rule's ``action_attribution_windows`` (spec AR-41)."""
+    if windows:
+        return {"action_attribution_windows": list(windows)}
+    return {"use_unified_attribution_setting": True}
+
+
+def sub_request(
+    campaign_id: str, period: str, fields: list[str], windows: Sequence[str] = ()
+) -> BatchGet:
     return BatchGet(
         path=f"{campaign_id}/insights",
         params={
             "date_preset": DATE_PRESETS[period],  # type: ignore[index]  # a checked Period
             "fields": fields,
-            "use_unified_attribution_setting": True,
+            **attribution_params(windows),
         },
     )
 
@@ -171,6 +201,10 @@ def _item_outcome(reply: BatchReply | None) -> InsightsRow | MetaError | _Retry 
     return page.data[0] if page.data else None
 
 
+class _Stopped(Exception):
+    """The stop said no before a call: the read ends there."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Retry:
     error: MetaError
@@ -191,6 +225,7 @@ async def _send(
     sleep: Sleep,
     retry_delays: tuple[float, ...],
     max_wait_seconds: float,
+    before_call: BeforeCall | None = None,
 ) -> None:
     """Send ``items`` (≤ 50) as one batch call, then re-send the unfinished ones."""
     pending = items
@@ -202,6 +237,9 @@ async def _send(
             return
         if round_:
             await sleep(wait)
+        if not await result.may_call(before_call, (i.campaign_id for i in pending)):
+            return
+        if round_:
             result.stats.retried_items += len(pending)
         result.stats.calls += 1
         result.stats.items += len(pending)
@@ -287,6 +325,24 @@ def _retry_wait(
     return max(w for w in waits if w is not None)
 
 
+def _file_account_rows(
+    rows: list[CampaignInsightsRow], wanted: set[str], period: str, result: InsightsResult
+) -> None:
+    """Each wanted campaign's row of one period (two rows for one campaign is its error)."""
+    seen: set[str] = set()
+    for row in rows:
+        if row.campaign_id not in wanted:
+            continue
+        if row.campaign_id in seen:
+            result.errors.setdefault(
+                row.campaign_id,
+                MetaError(f"two insights rows for one campaign in {period}", transient=False),
+            )
+            continue
+        seen.add(row.campaign_id)
+        result.rows[row.campaign_id][period] = row
+
+
 async def _read_account_level(
     reader: MetaReader,
     account_id: str,
@@ -298,6 +354,8 @@ async def _read_account_level(
     retry_delays: tuple[float, ...],
     max_wait_seconds: float,
     statuses: Sequence[str] = (),
+    windows: Sequence[str] = (),
+    before_call: BeforeCall | None = None,
 ) -> None:
     wanted = set(campaign_ids)
     # Account-level Insights leave out archived (and deleted) objects unless the request filters
@@ -315,6 +373,8 @@ async def _read_account_level(
         fields = sorted({*plan.fields[period], "campaign_id"})
 
         async def call() -> list[CampaignInsightsRow]:
+            if not await result.may_call(before_call, chunk):
+                raise _Stopped
             result.stats.calls += 1
             return await reader.insights(
                 account_id,
@@ -322,6 +382,8 @@ async def _read_account_level(
                 fields=fields,
                 row_type=CampaignInsightsRow,
                 extra={
+                    "use_unified_attribution_setting": None,
+                    **attribution_params(windows),
                     "level": "campaign",
                     "limit": ACCOUNT_PAGE_SIZE,
                     "filtering": [
@@ -338,6 +400,8 @@ async def _read_account_level(
             rows = await with_retries(
                 call, sleep=sleep, delays=retry_delays, max_wait_seconds=max_wait_seconds
             )
+        except _Stopped:
+            return
         except MetaError as exc:
             if exc.transient and (exc.retry_after_seconds or 0) > max_wait_seconds:
                 result.stop(exc, chunk)
@@ -348,18 +412,7 @@ async def _read_account_level(
         result.stats.items += 1
         # Pages beyond the first are further requests.
         result.stats.calls += max(0, (len(rows) - 1) // ACCOUNT_PAGE_SIZE)
-        seen: set[str] = set()
-        for row in rows:
-            if row.campaign_id not in wanted:
-                continue
-            if row.campaign_id in seen:
-                result.errors.setdefault(
-                    row.campaign_id,
-                    MetaError(f"two insights rows for one campaign in {period}", transient=False),
-                )
-                continue
-            seen.add(row.campaign_id)
-            result.rows[row.campaign_id][period] = row
+        _file_account_rows(rows, wanted, period, result)
 
     chunks = [
         campaign_ids[i : i + ACCOUNT_PAGE_SIZE]
@@ -380,6 +433,8 @@ async def read_insights(
     concurrency: int = 8,
     max_wait_seconds: float = MAX_THROTTLE_WAIT_SECONDS,
     statuses: Sequence[str] = (),
+    windows: Sequence[str] = (),
+    before_call: BeforeCall | None = None,
 ) -> InsightsResult:
     """Read the planned periods of every campaign. Campaigns with an error are in ``errors``
     (and not in ``rows``); the others have a row (or ``None``) for every planned period."""
@@ -403,6 +458,8 @@ async def read_insights(
             retry_delays=retry_delays,
             max_wait_seconds=max_wait_seconds,
             statuses=statuses,
+            windows=windows,
+            before_call=before_call,
         )
         result.unread -= result.errors.keys()
         for cid in (*result.errors, *result.unread):
@@ -412,7 +469,7 @@ async def read_insights(
     if len(periods) > MAX_BATCH:  # pragma: no cover - there are 11 periods
         raise ValueError("more periods than a batch can hold")
     items = [
-        _Item(cid, period, sub_request(cid, period, plan.fields[period]))
+        _Item(cid, period, sub_request(cid, period, plan.fields[period], windows))
         for cid in campaign_ids
         for period in periods
     ]
@@ -433,6 +490,7 @@ async def read_insights(
                 sleep=sleep,
                 retry_delays=retry_delays,
                 max_wait_seconds=max_wait_seconds,
+                before_call=before_call,
             )
 
     await asyncio.gather(*(run(c) for c in chunks))

@@ -124,7 +124,7 @@ def _would_change(
 ) -> Change | None:
     """What the action would write, from the values just listed (no live re-read: they are live)."""
     if isinstance(action, PauseCampaign | ActivateCampaign):
-        return plan_status(action, campaign.effective_status)
+        return plan_status(action, campaign.effective_status, level)
     if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
         return plan_budget(
             action,

@@ -36,6 +36,7 @@ from app.integrations.sheets import (
     TokenMinter,
 )
 from app.integrations.sheets.client import SheetsCredentials, a1_range
+from app.integrations.sheets.service_account import SERVICE_ACCOUNT_SECRET
 from app.platform.crypto import SecretBox
 from app.platform.service import get_secret
 
@@ -55,7 +56,7 @@ SHEETS_API_KEY_SECRET = "google_sheets_api_key"  # noqa: S105 - a secret's name,
 """Workspace secret holding a Google API key (sheets shared with "anyone with the link")."""
 SHEETS_TOKEN_SECRET = "google_sheets_access_token"  # noqa: S105
 """Workspace secret holding an OAuth access token (a service account the sheet is shared with)."""
-SHEETS_SERVICE_ACCOUNT_SECRET = "google_service_account_key"  # noqa: S105 - a secret's name
+SHEETS_SERVICE_ACCOUNT_SECRET = SERVICE_ACCOUNT_SECRET
 """Workspace secret holding a service account's JSON key: access tokens are minted from it (and
 cached until they expire) whenever a sheet is read."""
 

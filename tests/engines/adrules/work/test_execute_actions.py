@@ -12,6 +12,7 @@ import pytest
 from litestar import Litestar, Request, post
 from sqlalchemy import select, update
 
+from app.engines.adrules.notify_models import Digest as DigestRow
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
     Action,
@@ -355,7 +356,9 @@ async def test_notify_email_goes_through_smtp(
     assert len(messages) == 1
     assert messages[0].to == ["ops@example.com"]
     assert messages[0].subject == "Scale: Spring on 2026-03-02"
-    assert "impressions (today)" in messages[0].body
+    # AR-27: the run's digest, one message for the run (the object among its top objects).
+    assert "notify email: 1 done" in messages[0].body
+    assert "Spring (777)" in messages[0].body
     assert world.updates == []
 
 
@@ -387,7 +390,10 @@ async def test_notify_webhook_signature_verifies(
     assert not verify_webhook("another-secret-value", signature, body, now=now)
     assert not verify_webhook(secret, signature, body + b" ", now=now)
     assert not verify_webhook(secret, signature, body, now=now + 3600)  # replayed an hour later
-    assert b'"campaign":{"id":"777","name":"Spring"}' in body
+    # AR-27: the run's digest, signed the same way; the object among its top objects.
+    assert len(received) == 1
+    assert b'"event":"adrules.run_digest"' in body
+    assert b'"top":[{"id":"777","name":"Spring"' in body
 
 
 async def test_a_webhook_to_a_private_address_is_refused_by_default(
@@ -397,9 +403,15 @@ async def test_a_webhook_to_a_private_address_is_refused_by_default(
     world.add_campaign("act_1001", SimCampaign(id="777", name="Spring", daily_budget=5000))
     action = NotifyWebhook(url="http://127.0.0.1:9/hook", secret="whsec-0123456789abcdef")
     (record,) = await _run(runtime, workspace_id, clients, world, action)
-    assert record.status == "error"
-    assert record.reason is not None
-    assert "action failed" in record.reason
+    # The object went into the run's digest; the digest itself was refused by the address guard.
+    assert record.status == "executed"
+    async with runtime.db.read() as session:
+        digest = await session.scalar(
+            select(DigestRow).where(DigestRow.batch_id == record.batch_id)
+        )
+    assert digest is not None
+    assert digest.status == "failed"
+    assert "loopback" in (digest.detail or "")
 
 
 async def test_a_campaign_on_a_lifetime_budget_gets_its_lifetime_budget_set(

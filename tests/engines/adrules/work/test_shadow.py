@@ -249,4 +249,5 @@ async def test_a_shadow_rule_sends_no_notification_and_says_what_it_would_send(
     [batch_id] = await _run_queued(runtime, clients, set())
     [record] = await _records(runtime, batch_id)
     assert record.status == "would_execute"
-    assert record.after == {"would_send_to": ["ops@example.com"]}
+    # It would have gone into the run's digest to that channel (AR-27); nothing was sent.
+    assert record.after == {"would_be_in_digest": "e-mail to ops@example.com"}
