@@ -11,7 +11,10 @@ spent (which waiting does not fix), 429 ``rate_limit_exceeded`` by injection.
 Deterministic: the same model and messages always give the same text and token counts (tokens are
 counted as one per four characters, plus four per message), so tests can assert exact usage. Like
 OpenAI there is no idempotency key: every call is billed, which is why the engine caches results.
-Fault kind: ``chat.completions``. :attr:`AiSandbox.lost` loses replies *after* the completion
+Structured output: a ``response_format`` is checked as OpenAI does (400 naming
+``response_format``); a request for a funnel definition is answered with a graph chosen from the
+description (valid, invalid then repaired, hopeless, garbage, refused: see
+:mod:`app.sandbox.ai_graphs`). Fault kind: ``chat.completions``. :attr:`AiSandbox.lost` loses replies *after* the completion
 was billed (a 502 or a reply later than the client waits), as a dropped connection does.
 """
 
@@ -27,6 +30,7 @@ from typing import Any
 from litestar import Litestar, MediaType, Request, Response, post
 
 from app.clock import Clock, SystemClock
+from app.sandbox import ai_graphs
 from app.sandbox.base import (
     HttpSimulator,
     SandboxState,
@@ -76,6 +80,8 @@ class AiSandbox(HttpSimulator):
     tokens_billed: int = 0
     completions: list[dict[str, Any]] = field(default_factory=list)
     """Every billed completion, including those whose reply was lost."""
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    """Every request body that passed authentication, as received."""
     lost: LostResponses = field(default_factory=LostResponses)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -87,7 +93,7 @@ class AiSandbox(HttpSimulator):
     def reset_data(self) -> None:
         with self._lock:
             self.quota_tokens = self._built_quota
-            restore_defaults(self, "tokens_billed", "completions", "lost", "_ids")
+            restore_defaults(self, "tokens_billed", "completions", "requests", "lost", "_ids")
 
     def create_app(self) -> Litestar:
         return create_ai_app(self)
@@ -128,7 +134,28 @@ def _validate(body: Any) -> Response[Any] | None:
             type_="invalid_request_error",
             param="max_tokens",
         )
+    if (bad_format := ai_graphs.format_error(body)) is not None:
+        return openai_error(400, bad_format, type_="invalid_request_error", param="response_format")
     return None
+
+
+def _reply(
+    model: str, messages: list[dict[str, str]], body: dict[str, Any]
+) -> tuple[str | None, str | None, str, str]:
+    """``(content, refusal, billed text, finish_reason)``: a graph for a structured-output
+    request for a funnel definition, the deterministic text otherwise; cut at the token limit."""
+    refusal: str | None = None
+    content: str | None
+    if ai_graphs.wants_graph(body):
+        content, refusal = ai_graphs.answer(messages)
+    else:
+        content = generate(model, messages)
+    text = content if content is not None else refusal or ""
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if limit is not None and count_tokens(text) > limit:
+        text = text[: limit * 4]
+        return (text if content is not None else None), refusal, text, "length"
+    return content, refusal, text, "stop"
 
 
 def create_ai_app(sandbox: AiSandbox) -> Litestar:
@@ -148,6 +175,8 @@ def create_ai_app(sandbox: AiSandbox) -> Litestar:
             body = await request.json()
         except Exception:
             body = None
+        if isinstance(body, dict):
+            sandbox.requests.append(body)
         if (invalid := _validate(body)) is not None:
             return invalid
         model = body.get("model")
@@ -168,11 +197,7 @@ def create_ai_app(sandbox: AiSandbox) -> Litestar:
                 code="context_length_exceeded",
                 param="messages",
             )
-        text = generate(model, messages)
-        limit = body.get("max_completion_tokens", body.get("max_tokens"))
-        finish = "stop"
-        if limit is not None and count_tokens(text) > limit:
-            text, finish = text[: limit * 4], "length"
+        content, refusal, text, finish = _reply(model, messages, body)
         usage = {
             "prompt_tokens": used_prompt,
             "completion_tokens": count_tokens(text),
@@ -198,7 +223,11 @@ def create_ai_app(sandbox: AiSandbox) -> Litestar:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text, "refusal": None},
+                        "message": {
+                            "role": "assistant",
+                            "content": content,
+                            "refusal": refusal,
+                        },
                         "logprobs": None,
                         "finish_reason": finish,
                     }

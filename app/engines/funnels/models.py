@@ -354,6 +354,8 @@ class ThrottleWindow(Base):
 # Ingestion, trigger bookkeeping and campaign tables live beside the code that owns them; importing
 # them here puts them in the metadata with the rest of the engine.
 from app.engines.funnels.campaigns import models as _campaign_tables  # noqa: E402, F401
+from app.engines.funnels.contacts import saved_segment_models as _segment_tables  # noqa: E402, F401
+from app.engines.funnels.drafting import models as _drafting_tables  # noqa: E402, F401
 from app.engines.funnels.events import models as _ingestion_tables  # noqa: E402, F401
 from app.engines.funnels.events.sources import models as _source_tables  # noqa: E402, F401
 from app.engines.funnels.outside import models as _outside_tables  # noqa: E402, F401
@@ -407,3 +409,6 @@ class ErasedAddress(Base):
     """HMAC-SHA256 of the normalised address under the instance's derived key (hex)."""
     suppressed: Mapped[dict[str, str]] = mapped_column(Json, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+from app.engines.funnels.experiments import models as _experiment_tables  # noqa: E402, F401

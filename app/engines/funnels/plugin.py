@@ -18,8 +18,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from app.engines.funnels.campaigns import jobs as campaign_jobs
+from app.engines.funnels.contacts import segment_sweep
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT_JOB
 from app.engines.funnels.events import schedule_triggers
+from app.engines.funnels.experiments import jobs as experiment_jobs
 from app.engines.funnels.jobs import JOBS, SWEEPS
 from app.engines.funnels.outbox.channel_deps import ChannelFactory, email_channel
 from app.engines.funnels.outside import channels as outside_channels
@@ -45,5 +47,11 @@ PLUGIN = EnginePlugin(
         CONTACTS_IMPORT_JOB,
         ENROLMENT_JOB,
     ],
-    sweeps=[*SWEEPS, *schedule_triggers.SWEEPS, *campaign_jobs.SWEEPS],
+    sweeps=[
+        *SWEEPS,
+        *schedule_triggers.SWEEPS,
+        *campaign_jobs.SWEEPS,
+        *experiment_jobs.SWEEPS,
+        *segment_sweep.SWEEPS,
+    ],
 )

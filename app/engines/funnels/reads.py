@@ -7,11 +7,13 @@ answers without building statements of its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import exists, func, select
 
+from app.db import keyset
 from app.db.session import ReadSession
 from app.engines.funnels.campaigns.models import Campaign, CampaignEvent, Recipient
 from app.engines.funnels.contacts import memberships as contact_memberships
@@ -168,7 +170,7 @@ async def contact_events(
     """Up to ``limit`` of the workspace's contact events, newest first, older than ``before``."""
     stmt = select(ContactEvent).where(ContactEvent.workspace_id == workspace_id)
     if before is not None:
-        stmt = stmt.where(ContactEvent.id < before)
+        stmt = stmt.where(keyset.before(ContactEvent.id, before))
     if contact_id is not None:
         stmt = stmt.where(ContactEvent.contact_id == contact_id)
     if name:
@@ -196,7 +198,7 @@ async def inbound_events(
     """Up to ``limit`` events as received, newest first, older than ``before``."""
     stmt = select(InboundEvent).where(InboundEvent.workspace_id == workspace_id)
     if before is not None:
-        stmt = stmt.where(InboundEvent.id < before)
+        stmt = stmt.where(keyset.before(InboundEvent.id, before))
     return list(await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(limit)))
 
 
@@ -247,5 +249,21 @@ async def ai_usage(
     """Up to ``limit`` of the workspace's AI generations and refusals, newest first."""
     query = select(AiUsage).where(AiUsage.workspace_id == workspace_id)
     if before is not None:
-        query = query.where(AiUsage.id < before)
+        query = query.where(keyset.before(AiUsage.id, before))
     return list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(limit)))
+
+
+async def contact_emails(
+    session: ReadSession, workspace_id: int, contact_ids: Iterable[int]
+) -> dict[int, str | None]:
+    """Each contact's e-mail address, to name contacts in tables by who they are rather than by
+    their id (``None``: a contact without one, or erased)."""
+    wanted = set(contact_ids)
+    if not wanted:
+        return {}
+    rows = await session.execute(
+        select(Contact.id, Contact.email).where(
+            Contact.workspace_id == workspace_id, Contact.id.in_(wanted)
+        )
+    )
+    return {contact_id: email for contact_id, email in rows.all()}

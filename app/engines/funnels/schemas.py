@@ -15,7 +15,18 @@ from app.engines.funnels.contacts.memberships import (
 from app.engines.funnels.contacts.segments import Predicate
 from app.engines.funnels.contacts.store import ContactData
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion, OutboxEffect, Run, Step
-from app.schemas import MAX_ITEMS, EmailAddress, Int64, Key, Name, RowRef, Schema, Text, Upload
+from app.schemas import (
+    MAX_ITEMS,
+    NOT_BLANK,
+    EmailAddress,
+    Int64,
+    Key,
+    Name,
+    RowRef,
+    Schema,
+    Text,
+    Upload,
+)
 
 FieldValue = str | int | float | bool | None
 Consent = Literal["granted", "withdrawn"]
@@ -90,7 +101,7 @@ def contact_out(c: Contact, tags: list[str], lists: list[str]) -> ContactOut:
     )
 
 
-class ImportIn(Schema):
+class ContactImportIn(Schema):
     csv: Upload
     """The file's text: a header row, then one contact per row."""
     columns: Annotated[dict[Name, Key], msgspec.Meta(max_length=MAX_ITEMS)] | None = None
@@ -112,7 +123,8 @@ class FieldOut(Schema):
 
 
 class NameIn(Schema):
-    name: Name
+    # Stripped, 1 to 100 characters (the tags' and lists' rule), as the document states it.
+    name: Annotated[Name, msgspec.Meta(extra_json_schema={"pattern": NOT_BLANK, "maxLength": 100})]
 
 
 CapLimit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
@@ -230,7 +242,7 @@ class EnrollOut(Schema):
     """A large enrolment continues as a bulk job: its status URL (``started`` in its counters)."""
 
 
-class RunOut(Schema):
+class FunnelRunOut(Schema):
     id: int
     contact_id: int
     version_id: int
@@ -246,8 +258,8 @@ class RunOut(Schema):
     exit_reason: str | None
 
 
-def run_out(r: Run) -> RunOut:
-    return RunOut(
+def run_out(r: Run) -> FunnelRunOut:
+    return FunnelRunOut(
         id=r.id,
         contact_id=r.contact_id,
         version_id=r.version_id,
@@ -264,7 +276,7 @@ def run_out(r: Run) -> RunOut:
     )
 
 
-class StepOut(Schema):
+class FunnelStepOut(Schema):
     seq: int
     node_id: str
     kind: str
@@ -273,8 +285,8 @@ class StepOut(Schema):
     at: datetime
 
 
-def step_out(s: Step) -> StepOut:
-    return StepOut(
+def step_out(s: Step) -> FunnelStepOut:
+    return FunnelStepOut(
         seq=s.seq, node_id=s.node_id, kind=s.kind, decision=s.decision, output=s.output, at=s.at
     )
 
@@ -304,8 +316,8 @@ def effect_out(e: OutboxEffect) -> EffectOut:
 
 
 class RunDetailOut(Schema):
-    run: RunOut
-    steps: list[StepOut]
+    run: FunnelRunOut
+    steps: list[FunnelStepOut]
     effects: list[EffectOut]
 
 

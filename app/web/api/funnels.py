@@ -30,6 +30,7 @@ from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs import records
 from app.engines.funnels.runs.enrolment import start_enrolment
 from app.engines.funnels.schemas import (
+    ContactImportIn,
     ContactIn,
     ContactOut,
     EnrollIn,
@@ -41,12 +42,11 @@ from app.engines.funnels.schemas import (
     FunnelIn,
     FunnelOut,
     FunnelPatch,
-    ImportIn,
+    FunnelRunOut,
     NameIn,
     NamesOut,
     ProblemOut,
     RunDetailOut,
-    RunOut,
     SegmentPreviewIn,
     SegmentPreviewOut,
     TimelineEntryOut,
@@ -61,8 +61,9 @@ from app.engines.funnels.schemas import (
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError
 from app.pagination import Page, page_of
+from app.platform import audit
 from app.schemas import EmailAddress, Key, RowRef, Schema
-from app.web.api.common import Once, api_router
+from app.web.api.common import Once, VersionNumber, api_router
 from app.web.api.jobs import BulkJobOut, bulk_job_out, job_url
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.deps import CurrentClock, CurrentSettings, Paging, Queue, Reads, Secrets, Writes
@@ -182,15 +183,29 @@ async def delete_contact(
 
 @get("/contacts/{contact_id:int}/export")
 async def export_contact(
-    principal: CurrentPrincipal, session: Reads, secrets: Secrets, contact_id: FromPath[int]
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    secrets: Secrets,
+    contact_id: FromPath[int],
 ) -> dict[str, Any]:
     """Everything stored about one contact (an access request's answer), one section per table
     of the personal-data registry: attributes, tags, lists, events and raw inbound payloads
     (those that named the address before it was a contact's, or about an unknown message,
     included), runs and their steps, messages with their content, effect results, delivery
     events, campaign receipts, stored idempotency answers and log lines naming them."""
-    contact = await contact_store.get_contact(session, principal.workspace_id, contact_id)
-    return await erasure.export_contact(session, contact, secrets)
+    contact = await contact_store.get_contact(uow.session, principal.workspace_id, contact_id)
+    exported = await erasure.export_contact(uow.session, contact, secrets)
+    await audit.record(
+        uow.session,
+        action="contact.exported",
+        object_type="contact",
+        object_id=contact_id,
+        workspace_id=principal.workspace_id,
+        organisation_id=principal.organisation_id,
+        now=clock.now(),
+    )
+    return exported
 
 
 @post("/contacts/import", status_code=202)
@@ -200,7 +215,7 @@ async def import_contacts(
     clock: CurrentClock,
     job_queue: Queue,
     settings: CurrentSettings,
-    data: JSONBody[ImportIn],
+    data: JSONBody[ContactImportIn],
 ) -> Response[BulkJobOut]:
     """Create or update contacts (by e-mail) from CSV, in the background: answers 202 with the
     job; poll its ``url`` for progress and the per-row report. The header, the column mapping
@@ -488,7 +503,7 @@ async def show_version(
     principal: CurrentPrincipal,
     session: Reads,
     funnel_id: FromPath[int],
-    number: FromPath[int],
+    number: VersionNumber,
 ) -> VersionOut:
     return version_out(
         await service.get_version(session, principal.workspace_id, funnel_id, number)
@@ -540,7 +555,7 @@ async def list_runs(
     funnel_id: FromPath[int],
     paging: Paging,
     status: FromQuery[str | None] = None,
-) -> Page[RunOut]:
+) -> Page[FunnelRunOut]:
     runs = await service.list_runs(
         session,
         principal.workspace_id,

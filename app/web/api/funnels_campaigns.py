@@ -8,12 +8,14 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, patch, post
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody, QueryParameter
 
 from app.db.session import UnitOfWork
+from app.engines.funnels.campaigns import review, trial
 from app.engines.funnels.campaigns.audience import start_materialising
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import (
+    RECIPIENT_STATUSES,
     CampaignData,
     cancel_campaign,
     counters,
@@ -25,19 +27,33 @@ from app.engines.funnels.campaigns.service import (
     schedule_campaign,
     update_campaign,
 )
+from app.engines.funnels.consent import gate
 from app.engines.funnels.contacts.segments import Predicate
-from app.errors import ValidationFailed
+from app.engines.funnels.definitions.graph import Holdout
+from app.engines.funnels.deps import FunnelsDeps
+from app.errors import DomainError, ValidationFailed
+from app.integrations.mail import MailError
 from app.pagination import Page, page_of
-from app.schemas import Count, Document, Name, Schema, Text
+from app.schemas import (
+    Count,
+    Document,
+    EmailAddress,
+    GivenDocument,
+    GivenName,
+    GivenText,
+    RowRef,
+    Schema,
+)
+from app.settings import Settings
 from app.web.api.common import Once, api_router
-from app.web.auth import CurrentPrincipal
-from app.web.deps import CurrentClock, CurrentSettings, Paging, Queue, Reads, Writes
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.deps import CurrentClock, CurrentSettings, Paging, Queue, Reads, Secrets, Writes
 
 
 class CampaignIn(Schema):
-    name: Name
-    subject: Text
-    body: Document
+    name: GivenName
+    subject: GivenText
+    body: GivenDocument
     html: Document | None = None
     audience: Predicate | None = None
     rate_per_minute: Count = 600
@@ -46,6 +62,11 @@ class CampaignIn(Schema):
     transactional: bool = False
     """A notice every recipient must get: no unsubscribe links, sent despite marketing
     opt-outs (never after a bounce or a complaint), not counted by the frequency cap."""
+    holdout: Holdout | None = None
+    """A random control share of the audience that gets nothing; the campaign's holdout report
+    (``GET /api/v1/funnels/campaigns/{id}/holdout``) shows the lift against it."""
+    preheader: Annotated[str, msgspec.Meta(max_length=500)] = ""
+    """The line mail clients show after the subject."""
 
 
 class CountersOut(Schema):
@@ -66,11 +87,13 @@ class CampaignOut(Schema):
     id: int
     name: str
     subject: str
+    preheader: str
     body: str
     html: str | None
     topic: str
     transactional: bool
     audience: dict[str, Any] | None
+    holdout: dict[str, Any] | None
     status: str
     send_at: datetime | None
     rate_per_minute: Count
@@ -87,7 +110,7 @@ class CampaignOut(Schema):
     counters: CountersOut | None = None
 
 
-class ScheduleIn(Schema):
+class CampaignScheduleIn(Schema):
     send_at: datetime | None = None
     """When to send (``None``: now)."""
 
@@ -103,6 +126,8 @@ def _data(data: CampaignIn) -> CampaignData:
         rate_per_minute=data.rate_per_minute,
         topic=data.topic,
         transactional=data.transactional,
+        holdout=None if data.holdout is None else msgspec.to_builtins(data.holdout),
+        preheader=data.preheader,
     )
 
 
@@ -111,11 +136,13 @@ def campaign_out(c: Campaign, counts: Any = None) -> CampaignOut:
         id=c.id,
         name=c.name,
         subject=c.subject,
+        preheader=c.preheader or "",
         body=c.body,
         html=c.html,
         topic=c.topic,
         transactional=bool(c.transactional),
         audience=c.audience,
+        holdout=c.holdout,
         status=c.status,
         send_at=c.send_at,
         rate_per_minute=c.rate_per_minute,
@@ -194,7 +221,7 @@ async def schedule(
     once: Once,
     clock: CurrentClock,
     campaign_id: FromPath[int],
-    data: JSONBody[ScheduleIn],
+    data: JSONBody[CampaignScheduleIn],
 ) -> Response[CampaignOut]:
     """Schedule the send (``Idempotency-Key``: a retry answers the first schedule)."""
     now = clock.now()
@@ -255,7 +282,13 @@ async def recipients(
     session: Reads,
     paging: Paging,
     campaign_id: FromPath[int],
-    status: FromQuery[str | None] = None,
+    status: Annotated[
+        str | None,
+        QueryParameter(
+            description="Only the recipients of this status.",
+            schema_extra={"enum": list(RECIPIENT_STATUSES)},
+        ),
+    ] = None,
 ) -> Page[RecipientOut]:
     """The audience snapshot in ``seq`` order, each recipient's send record (``status``: only
     those)."""
@@ -267,10 +300,156 @@ async def recipients(
     return page_of(items, paging.limit, lambda r: r.seq)
 
 
+class CampaignPreviewIn(Schema):
+    contact_id: RowRef | None = None
+    """Whose values fill the merge fields (none: they render empty)."""
+
+
+class CampaignPreviewOut(Schema):
+    subject: str
+    preheader: str
+    text: str
+    html: str | None
+    contact_id: int | None
+
+
+def _mail_domain(settings: Settings) -> str:
+    return settings.mail.from_address.rpartition("@")[2] or "localhost"
+
+
+@post("/campaigns/{campaign_id:int}/preview", status_code=200)
+async def preview(
+    principal: CurrentPrincipal,
+    session: Reads,
+    settings: CurrentSettings,
+    campaign_id: FromPath[int],
+    data: JSONBody[CampaignPreviewIn],
+) -> CampaignPreviewOut:
+    """The message as a chosen contact would get it, made by the sender's own renderer (FN-77)."""
+    campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+    shown = await trial.preview(
+        session,
+        campaign,
+        contact_id=data.contact_id,
+        base_url=settings.web.public_url,
+        domain=_mail_domain(settings),
+    )
+    return CampaignPreviewOut(
+        subject=shown.subject,
+        preheader=shown.preheader,
+        text=shown.text,
+        html=shown.html,
+        contact_id=data.contact_id,
+    )
+
+
+class CampaignTestSendIn(Schema):
+    to: Annotated[list[EmailAddress], msgspec.Meta(min_length=1, max_length=5)]
+    """Where the tests go (1 to 5 addresses)."""
+    contact_id: RowRef | None = None
+    """Whose values fill the merge fields (none: they render empty)."""
+
+
+class CampaignTestSendOut(Schema):
+    sent: list[str]
+    subject: str
+    message_ids: list[str]
+
+
+class CampaignTestSendFailed(DomainError):
+    status = 502
+    code = "test_send_failed"
+
+
+@post("/campaigns/{campaign_id:int}/test-send", status_code=200)
+async def test_send(
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    campaign_id: FromPath[int],
+    data: JSONBody[CampaignTestSendIn],
+) -> CampaignTestSendOut:
+    """Send the campaign now to up to 5 addresses through the mail server, marked as a test
+    (``[Test]`` subject, ``X-Sweepline-Test`` header) and counted nowhere (FN-77). An address the
+    workspace must not mail is refused (422 ``recipient_suppressed``) and nothing is sent."""
+    async with runtime.db.read() as session:
+        campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+        emails = await trial.test_messages(
+            session,
+            campaign,
+            to=list(data.to),
+            contact_id=data.contact_id,
+            base_url=runtime.settings.web.public_url,
+            domain=_mail_domain(runtime.settings),
+            address_key=gate.address_key(runtime.secrets),
+            now=runtime.clock.now(),
+        )
+    transport = runtime.resources.require(FunnelsDeps).trial_mail
+    try:
+        for email in emails:
+            await transport.send(email)
+    except MailError as exc:
+        raise CampaignTestSendFailed(str(exc)) from None
+    async with runtime.db.write() as uow:
+        await trial.record_test(uow.session, campaign, len(emails), runtime.clock.now())
+    return CampaignTestSendOut(
+        sent=[e.to[0] for e in emails],
+        subject=emails[0].subject,
+        message_ids=[e.message_id for e in emails],
+    )
+
+
+class CampaignReviewOut(Schema):
+    matched: int
+    """Contacts the audience matches now (with an e-mail address)."""
+    held_back: dict[str, int]
+    """The consent gate's reasons (unsubscribed, bounced, outside the topic…), with counts."""
+    capped: int
+    """Held back by the frequency cap today."""
+    cap_per_day: int | None
+    cap_per_week: int | None
+    will_send: int
+    """What would go out if it started now (checked again at send time)."""
+
+
+@get("/campaigns/{campaign_id:int}/review")
+async def review_campaign(
+    principal: CurrentPrincipal,
+    session: Reads,
+    clock: CurrentClock,
+    secrets: Secrets,
+    campaign_id: FromPath[int],
+) -> CampaignReviewOut:
+    """The audience's size after suppressions and the frequency cap, as of now (FN-76)."""
+    campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+    found = await review.review(
+        session, campaign, address_key=gate.address_key(secrets), now=clock.now()
+    )
+    return CampaignReviewOut(
+        matched=found.matched,
+        held_back=found.held_back,
+        capped=found.capped,
+        cap_per_day=found.cap.per_day,
+        cap_per_week=found.cap.per_week,
+        will_send=found.will_send,
+    )
+
+
 ROUTERS: list[Any] = [
     api_router(
         "/funnels",
-        [create, index, show, edit, schedule, snapshot, cancel, recipients],
+        [
+            create,
+            index,
+            show,
+            edit,
+            schedule,
+            snapshot,
+            cancel,
+            recipients,
+            preview,
+            test_send,
+            review_campaign,
+        ],
         tag="funnels",
     )
 ]

@@ -25,7 +25,7 @@ from app.engines.funnels.runs.enrolment import start_enrolment
 from app.pagination import Page, page_of
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace, webhook_secret
-from app.schemas import Count, Key, Name, RowRef, Schema, Text
+from app.schemas import Count, GivenName, Key, Name, RowRef, Schema, Text
 from app.web.api.common import Once, api_router
 from app.web.api.jobs import job_url
 from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
@@ -121,7 +121,7 @@ class FormFieldIn(Schema):
 
 
 class FormIn(Schema):
-    name: Name
+    name: GivenName
     fields: Annotated[list[FormFieldIn], msgspec.Meta(max_length=100)] = msgspec.field(
         default_factory=list
     )
@@ -228,7 +228,9 @@ class SimulateIn(Schema):
     contact_id: RowRef
     source: Literal["draft", "published"] = "draft"
     start: datetime | None = None
-    horizon_days: Count = 400
+    horizon_days: Annotated[
+        Count, msgspec.Meta(extra_json_schema={"minimum": 1, "maximum": 3660})
+    ] = 400
 
 
 class SimStepOut(Schema):

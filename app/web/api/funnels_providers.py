@@ -123,10 +123,14 @@ async def configure_provider(
 
 
 @delete("/providers/{kind:str}")
-async def remove_provider(principal: CurrentPrincipal, uow: Writes, kind: FromPath[str]) -> None:
+async def remove_provider(
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, kind: FromPath[str]
+) -> None:
     """Remove a provider and its stored credential (admins only)."""
     require_admin(principal)
-    await providers.remove(uow.session, workspace_id=principal.workspace_id, kind=kind)
+    await providers.remove(
+        uow.session, workspace_id=principal.workspace_id, kind=kind, now=clock.now()
+    )
 
 
 @get("/ai/quota")

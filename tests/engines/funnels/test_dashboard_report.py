@@ -46,7 +46,7 @@ async def test_the_funnel_page_charts_the_latest_versions_report(
         assert f'<script src="{src}" defer></script>' in text
         assert (await client.get(src)).status_code == 200
     assert "<script>" not in text  # nothing inline: the CSP would refuse it
-    [raw] = re.findall(r"data-chart='([^']*)'", text)
+    [raw] = re.findall(r"id=\"funnel-chart\"[^>]*data-chart='([^']*)'", text)
     chart = json.loads(html.unescape(raw))
     assert chart["labels"] == ["hello", "w", "bye"]
     series = {s["label"]: s["values"] for s in chart["series"]}

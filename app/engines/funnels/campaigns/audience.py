@@ -36,6 +36,7 @@ from app.engines.funnels.campaigns.models import (
 from app.engines.funnels.campaigns.service import checked_audience
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql, decode_predicate
+from app.engines.funnels.experiments.campaign_holdout import held_back
 from app.engines.funnels.models import Contact
 from app.errors import Conflict
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, bulk_job_spec, submit
@@ -134,7 +135,9 @@ async def _chunk(
                     "seq": cursor.seq + n,
                     "contact_id": contact_id,
                     "status": R_PENDING,
+                    "detail": None,
                 }
+                | held_back(campaign, contact_id)
                 for n, contact_id in enumerate(ids, start=1)
             ],
         )

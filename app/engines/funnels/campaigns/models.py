@@ -56,6 +56,8 @@ class Campaign(Base):
     workspace_id: Mapped[int] = mapped_column(FK, ForeignKey("workspaces.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(200))
     subject: Mapped[str] = mapped_column(String(500))
+    preheader: Mapped[str] = mapped_column(String(500), default="", server_default="")
+    """The line mail clients show after the subject (a hidden first line of the HTML part)."""
     body: Mapped[str] = mapped_column(Text)
     html: Mapped[str | None] = mapped_column(Text, nullable=True)
     topic: Mapped[str] = mapped_column(String(100), default="marketing", server_default="marketing")
@@ -66,6 +68,9 @@ class Campaign(Base):
     not counted against the frequency cap (see :mod:`app.engines.funnels.consent.policy`)."""
     audience: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
     """A segment predicate (``None``: every contact with an e-mail address)."""
+    holdout: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
+    """A control share of the audience that gets nothing (``percent``, ``goal_event``,
+    ``window_days``; see :mod:`app.engines.funnels.experiments.campaign_holdout`)."""
     status: Mapped[str] = mapped_column(String(16))
     send_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     rate_per_minute: Mapped[int] = mapped_column(Integer)

@@ -15,8 +15,10 @@ the sender never got to record. Such a message is sent again with the same ``Mes
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from html import escape
 from typing import Any, Protocol
 
 from sqlalchemy import Integer, func, select, update
@@ -49,7 +51,13 @@ from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.outbox.recorded_slots import send_and_record
 from app.engines.funnels.outbox.render import render
-from app.engines.funnels.outbox.unsubscribe import UnsubscribeRef, links_for, topic_of, with_links
+from app.engines.funnels.outbox.unsubscribe import (
+    UnsubscribeLinks,
+    UnsubscribeRef,
+    links_for,
+    topic_of,
+    with_links,
+)
 from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
 from app.integrations.mail.pool import SmtpPool as MailPool
 from app.scheduling.claim import Claim
@@ -155,6 +163,30 @@ def message_id(campaign: Campaign, seq: int, domain: str) -> str:
     return f"<c{campaign.id}.r{seq}.w{campaign.workspace_id}@{domain}>"
 
 
+PREHEADER = '<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">{}</div>'
+"""The preheader as mail clients expect it: the first, hidden text of the HTML part."""
+
+
+def _with_preheader(html: str | None, preheader: str) -> str | None:
+    if html is None or not preheader:
+        return html
+    return PREHEADER.format(escape(preheader)) + html
+
+
+def row_of(contact: Contact, seq: int = 0) -> _Row:
+    """A contact as the sender sees a recipient (previews and test sends)."""
+    return _Row(
+        seq,
+        contact.id or 0,
+        contact.email,
+        contact.first_name or "",
+        contact.last_name or "",
+        contact.phone,
+        contact.timezone or "UTC",
+        dict(contact.fields or {}),
+    )
+
+
 def compose(
     campaign: Campaign,
     row: _Row,
@@ -163,10 +195,13 @@ def compose(
     tracking: Tracking | None,
     signing: Tracking,
     mailto_address: str = "",
+    test_links: UnsubscribeLinks | None = None,
 ) -> OutgoingEmail:
     """The recipient's message: rendered, with its signed unsubscribe links (headers, footer,
     placeholders; none for a campaign marked transactional) and, with ``tracking``, pixel and
-    links."""
+    links. ``test_links``: a test send (FN-77) — these links instead of the recipient's signed
+    ones (a colleague who clicks them must not unsubscribe the contact whose values were
+    borrowed), ``[Test]`` before the subject and a Message-ID no report parser recognises."""
     values: dict[str, Any] = dict(row.fields or {})
     values.update(
         email=row.email or "",
@@ -178,8 +213,12 @@ def compose(
     ref = MessageRef(campaign.workspace_id, row.contact_id, campaign.id, row.seq)
     text = render(campaign.body, values)
     html = render(campaign.html, values) if campaign.html else None
+    html = _with_preheader(html, render(campaign.preheader or "", values))
     headers = {"X-Sweepline-Campaign": str(campaign.id)}
-    if not campaign.transactional:
+    if test_links is not None:
+        text, html, _ = with_links(text, html, test_links)
+        headers.update({"X-Sweepline-Test": "1", **test_links.headers()})
+    elif not campaign.transactional:
         links = links_for(
             signing.base_url,
             signing.secret,
@@ -188,15 +227,20 @@ def compose(
         )
         text, html, _ = with_links(text, html, links)
         headers.update(links.headers())
-    if tracking is not None:
+    if tracking is not None and test_links is None:
         # Links of the text part are tracked as the HTML part's are (text-only mail clients).
         text = track_text(text, tracking, ref)
         if html is not None:
             html = track_html(html, tracking, ref)
-    mid = message_id(campaign, row.seq, domain)
+    subject = render(campaign.subject, values)
+    if test_links is not None:
+        subject = f"[Test] {subject}"
+        mid = f"<test-{secrets.token_hex(8)}.c{campaign.id}.w{campaign.workspace_id}@{domain}>"
+    else:
+        mid = message_id(campaign, row.seq, domain)
     return OutgoingEmail(
         to=[row.email or ""],
-        subject=render(campaign.subject, values),
+        subject=subject,
         text=text,
         html=html,
         message_id=mid,
@@ -421,6 +465,10 @@ class CampaignSender:
                     Recipient.campaign_id == campaign.id,
                     Recipient.status == R_PENDING,
                     Recipient.seq > campaign.checkpoint,
+                    # A campaign cancelled while sending has nobody left to send to.
+                    select(Campaign.id)
+                    .where(Campaign.id == campaign.id, Campaign.status == SENDING)
+                    .exists(),
                 )
                 .order_by(Recipient.seq)
                 .limit(limit)
@@ -441,7 +489,8 @@ class CampaignSender:
     ) -> bool:
         """Commit outcomes, renew the lease and move the checkpoint past every settled
         recipient, in one transaction. False when the lease was lost (another sender took
-        over): then nothing is written."""
+        over): then nothing is written; or when the campaign was cancelled meanwhile: then the
+        outcomes are written (those messages went out) and the sender stops."""
         try:
             async with self.db.write() as uow:
                 session = uow.session
@@ -465,22 +514,24 @@ class CampaignSender:
                     .where(Recipient.campaign_id == campaign.id, Recipient.status == R_PENDING)
                     .scalar_subquery()
                 )
-                checkpoint = await session.scalar(
-                    update(Campaign)
-                    .where(Campaign.id == campaign.id, Campaign.lease_owner == self.owner)
-                    .values(
-                        checkpoint=func.coalesce(first_pending, Campaign.audience_size),
-                        lease_until=at + timedelta(seconds=self.lease_seconds),
-                        updated_at=at,
+                renewed = (
+                    await session.execute(
+                        update(Campaign)
+                        .where(Campaign.id == campaign.id, Campaign.lease_owner == self.owner)
+                        .values(
+                            checkpoint=func.coalesce(first_pending, Campaign.audience_size),
+                            lease_until=at + timedelta(seconds=self.lease_seconds),
+                            updated_at=at,
+                        )
+                        .returning(Campaign.checkpoint, Campaign.status)
                     )
-                    .returning(Campaign.checkpoint)
-                )
-                if checkpoint is None:
+                ).first()
+                if renewed is None:
                     raise _LeaseLost
         except _LeaseLost:
             return False
-        campaign.checkpoint = int(checkpoint)
-        return True
+        campaign.checkpoint = int(renewed[0])
+        return renewed[1] == SENDING
 
     async def _finish(self, campaign: Campaign, at: datetime) -> None:
         async with self.db.write() as uow:

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import func, select
 
+from app.db import keyset
 from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.campaigns.models import (
@@ -30,8 +31,10 @@ from app.engines.funnels.campaigns.models import (
     Recipient,
 )
 from app.engines.funnels.contacts.fields import check_predicate
+from app.engines.funnels.contacts.saved_segments import bind
 from app.engines.funnels.contacts.segments import Predicate, decode_predicate
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.platform import audit
 
 
 class CampaignNotFound(NotFound):
@@ -52,6 +55,10 @@ class CampaignData:
     rate_per_minute: int = 600
     topic: str = "marketing"
     transactional: bool = False
+    holdout: dict[str, Any] | None = None
+    """A control share that gets nothing (the fields of
+    :class:`~app.engines.funnels.definitions.graph.Holdout`)."""
+    preheader: str = ""
 
 
 async def checked_audience(
@@ -73,7 +80,10 @@ async def checked_audience(
     return predicate
 
 
-async def _check(session: ReadSession, workspace_id: int, data: CampaignData) -> None:
+async def _check(
+    session: ReadSession, workspace_id: int, data: CampaignData
+) -> dict[str, Any] | None:
+    """The audience as stored: checked, with its saved segments' conditions bound in."""
     if not data.name.strip():
         raise ValidationFailed.field("name", "must not be empty")
     if not data.subject.strip():
@@ -82,22 +92,28 @@ async def _check(session: ReadSession, workspace_id: int, data: CampaignData) ->
         raise ValidationFailed.field("body", "a campaign needs a body")
     if not 1 <= data.rate_per_minute <= 100_000:
         raise ValidationFailed.field("rate_per_minute", "between 1 and 100000")
-    await checked_audience(session, workspace_id, data.audience)
+    if len(data.preheader) > 500:
+        raise ValidationFailed.field("preheader", "at most 500 characters")
+    audience: dict[str, Any] | None = await bind(session, workspace_id, data.audience)
+    await checked_audience(session, workspace_id, audience)
+    return audience
 
 
 async def create_campaign(
     session: WriteSession, workspace_id: int, data: CampaignData, now: datetime
 ) -> Campaign:
-    await _check(session, workspace_id, data)
+    audience = await _check(session, workspace_id, data)
     campaign = Campaign(
         workspace_id=workspace_id,
         name=data.name.strip(),
         subject=data.subject,
+        preheader=data.preheader.strip(),
         body=data.body,
         html=data.html,
         topic=data.topic.strip() or "marketing",
         transactional=data.transactional,
-        audience=data.audience,
+        audience=audience,
+        holdout=data.holdout,
         status=DRAFT,
         rate_per_minute=data.rate_per_minute,
         audience_size=0,
@@ -146,7 +162,7 @@ async def list_recipients(
     if status is not None:
         stmt = stmt.where(Recipient.status == status)
     if after is not None:
-        stmt = stmt.where(Recipient.seq > after)
+        stmt = stmt.where(keyset.after(Recipient.seq, after))
     return list(await session.scalars(stmt.order_by(Recipient.seq).limit(limit)))
 
 
@@ -156,17 +172,20 @@ async def update_campaign(
     campaign = await get_campaign(session, workspace_id, campaign_id)
     if campaign.status not in (DRAFT, SCHEDULED) or campaign.materialised_at is not None:
         raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}: not editable")
-    await _check(session, workspace_id, data)
+    audience = await _check(session, workspace_id, data)
     campaign.name = data.name.strip()
     campaign.subject = data.subject
+    campaign.preheader = data.preheader.strip()
     campaign.body = data.body
     campaign.html = data.html
     campaign.topic = data.topic.strip() or "marketing"
     campaign.transactional = data.transactional
-    campaign.audience = data.audience
+    campaign.audience = audience
+    campaign.holdout = data.holdout
     campaign.rate_per_minute = data.rate_per_minute
     campaign.updated_at = now
     await session.flush()
+    await _audit(session, "campaign.updated", campaign, now)
     return campaign
 
 
@@ -183,7 +202,22 @@ async def schedule_campaign(
     campaign.send_at = max(send_at, now)
     campaign.updated_at = now
     await session.flush()
+    action = "campaign.sent" if campaign.send_at <= now else "campaign.scheduled"
+    await _audit(session, action, campaign, now)
     return campaign
+
+
+async def _audit(session: WriteSession, action: str, campaign: Campaign, now: datetime) -> None:
+    send_at = campaign.send_at.isoformat() if campaign.send_at else None
+    await audit.record(
+        session,
+        action=action,
+        object_type="campaign",
+        object_id=campaign.id,
+        workspace_id=campaign.workspace_id,
+        after={"name": campaign.name, "status": campaign.status, "send_at": send_at},
+        now=now,
+    )
 
 
 async def cancel_campaign(
@@ -197,6 +231,7 @@ async def cancel_campaign(
     campaign.finished_at = now
     campaign.updated_at = now
     await session.flush()
+    await _audit(session, "campaign.cancelled", campaign, now)
     return campaign
 
 

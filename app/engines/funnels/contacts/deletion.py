@@ -17,6 +17,7 @@ from app.engines.funnels.models import (
     Run,
 )
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.platform import audit
 from app.platform.crypto import SecretBox
 
 
@@ -51,6 +52,15 @@ async def delete_contact(
     await erase_personal_data(session, person)
     # The ORM copy was emptied behind its back: read it again if anyone asks.
     session.expire(contact)
+    # After the erasure, and naming the contact by id only: the entry keeps no address.
+    await audit.record(
+        session,
+        action="contact.erased",
+        object_type="contact",
+        object_id=contact_id,
+        workspace_id=workspace_id,
+        now=now,
+    )
 
 
 async def end_runs_of_contact(

@@ -26,7 +26,28 @@ _STATE = "a state, kind, channel, node id, lease owner or key built from ids, ne
 NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     # -- other engines -------------------------------------------------------------------------
     "adrules_ad_accounts": (("meta_id", "name", "currency", "timezone_name"), _OTHER_ENGINE),
-    "adrules_batches": (("batch_id", "account_meta_id", "status", "error"), _OTHER_ENGINE),
+    "adrules_batches": (
+        ("batch_id", "account_meta_id", "status", "error", "timezone"),
+        _OTHER_ENGINE,
+    ),
+    "adrules_login_states": (("state_hash", "session_hash"), _OTHER_ENGINE),
+    "adrules_meta_connections": (("source", "scopes"), _OTHER_ENGINE),
+    "adrules_digests": (("batch_id", "channel_key", "channel", "status", "detail"), _OTHER_ENGINE),
+    "adrules_proposals": (
+        (
+            "batch_id",
+            "campaign_id",
+            "campaign_name",
+            "action",
+            "write",
+            "before",
+            "after",
+            "status",
+            "reason",
+            "decided_by",
+        ),
+        _OTHER_ENGINE,
+    ),
     "adrules_records": (
         (
             "batch_id",
@@ -40,11 +61,22 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
             "after",
             "conditions",
             "steps",
+            "timezone",
+            "attribution",
         ),
         _OTHER_ENGINE,
     ),
     "adrules_rules": (
-        ("name", "status", "level", "prefilters", "schedule", "last_batch_id"),
+        (
+            "name",
+            "status",
+            "level",
+            "prefilters",
+            "schedule",
+            "approval",
+            "attribution_windows",
+            "last_batch_id",
+        ),
         _OTHER_ENGINE,
     ),
     "adrules_sheet_copies": (("spreadsheet_id", "sheet_name", "rows"), _OTHER_ENGINE),
@@ -52,13 +84,16 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "adrules_tasks": (("name", "document"), _OTHER_ENGINE),
     "rt_activity": (("kind", "code", "message"), _OTHER_ENGINE),
     "rt_alert_deliveries": (("channel", "matches", "state", "error"), _OTHER_ENGINE),
+    "rt_annotations": (("keyword", "text"), _OTHER_ENGINE),
     "rt_alert_rules": (
         ("name", "kind", "device", "channel", "recipients", "url", "sealed_secret"),
         _OTHER_ENGINE,
     ),
     "rt_keyword_lists": (("name",), _OTHER_ENGINE),
+    "rt_keyword_tags": (("keyword", "tag"), _OTHER_ENGINE),
     "rt_ledger": (("kind", "note"), _OTHER_ENGINE),
     "rt_list_keywords": (("keyword",), _OTHER_ENGINE),
+    "rt_locations": (("name", "search_text", "country_iso", "kind"), _OTHER_ENGINE),
     "rt_poller_state": (("endpoint", "calls"), _OTHER_ENGINE),
     "rt_report_deliveries": (("period", "state", "error"), _OTHER_ENGINE),
     "rt_report_settings": (("period", "recipients"), _OTHER_ENGINE),
@@ -95,6 +130,7 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         _OTHER_ENGINE,
     ),
+    "rt_snapshots": (("body",), _OTHER_ENGINE),
     "rt_schedules": (
         (
             "name",
@@ -123,6 +159,14 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "invitations": (("email", "role", "token_hash"), _STAFF),
     "api_keys": (("name", "prefix", "key_hash", "scope"), _STAFF),
     "user_sessions": (("token_hash",), _STAFF),
+    "audit_log": (
+        ("actor_kind", "client_address", "user_agent", "action", "object_type", "object_id"),
+        "who of the staff or which key did what, from which address (staff, not contacts; an "
+        "erased contact is named by id only); before/after are in the registry",
+    ),
+    "user_totp": (("secret_encrypted",), _STAFF),
+    "user_recovery_codes": (("code_hash",), _STAFF),
+    "organisation_security": (("two_factor_required",), _STAFF),
     "secrets": (("name", "ciphertext"), "workspace secrets (provider keys), encrypted"),
     "idempotency_keys": (
         ("key", "request_hash"),
@@ -164,9 +208,21 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
         _AUTHORED,
     ),
     "campaigns": (
-        ("name", "subject", "body", "html", "topic", "audience", "status", "lease_owner"),
+        (
+            "name",
+            "subject",
+            "preheader",
+            "body",
+            "html",
+            "topic",
+            "audience",
+            "holdout",
+            "status",
+            "lease_owner",
+        ),
         _AUTHORED,
     ),
+    "saved_segments": (("name", "description", "predicate"), _AUTHORED),
     "funnel_providers": (("kind", "shape", "base_url", "options"), _AUTHORED),
     "funnel_webhook_sources": (
         ("public_id", "name", "provider", "receives", "secret_ciphertext"),
@@ -185,6 +241,11 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "funnel_trigger_fires": (("trigger_key", "occurrence"), _STATE + " (a date)"),
     "funnel_frequency_counts": (("period",), _STATE + " (a day or a week)"),
     "funnel_throttle": (("key",), _STATE + " (funnel and node ids)"),
+    "funnel_experiment_winners": (
+        ("node_id", "branch", "decided_by", "reason"),
+        "an experiment's decision: a node id, a branch name the funnel's author chose, who decided "
+        "(automatic or a person) and the verdict's wording (figures over branches, never a contact)",
+    ),
     "funnel_ai_cache": (
         ("cache_key", "model"),
         "a hash of the creative and the attributes used, and the model's name",
@@ -192,6 +253,20 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "funnel_ai_usage": (
         ("idempotency_key", "outcome", "model", "detail"),
         "the ledger: the effect's key, tokens, the model and the quota decision's reason",
+    ),
+    "funnel_ai_drafts": (
+        (
+            "description",
+            "constraints",
+            "model",
+            "endpoint",
+            "rounds",
+            "outcome",
+            "findings",
+            "simulation",
+        ),
+        _AUTHORED + ": a description staff wrote, the model's answers and their findings; the "
+        "simulation walked made-up sample people, never a contact",
     ),
     "funnel_erased_addresses": (
         ("kind", "digest", "suppressed"),

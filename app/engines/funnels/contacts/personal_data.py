@@ -50,12 +50,15 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.outside.models import AiCacheEntry, AiUsage, EffectResult
 from app.engines.funnels.runs.entry_gate import EntryGate
+from app.platform.audit.models import AuditEntry
 from app.platform.models import IdempotencyRecord
 from app.scheduling.bulk_models import BulkJob, BulkJobError
 from app.scheduling.models import Job, JobAttempt, SweeperState
 
 ERASED = "erased with the contact"
 """What a log line or an outcome that named the person reads afterwards."""
+AUDIT_ERASED = {"erased": True}
+"""What an audit entry's before/after that named the person holds afterwards."""
 
 
 def _t(model: Any) -> Table:
@@ -215,6 +218,15 @@ REGISTRY: tuple[Entry, ...] = (
         _t(JobAttempt),
         ByAddress(("error",), workspace=None),
         {"error": ERASED},
+    ),
+    # The audit log's before/after of settings changes may quote an address (an invitation, a
+    # person's role): erasure redacts both columns of the entries that name it, the entry
+    # itself (who did what, when) stays. The append-only table is unlocked for it.
+    Entry(
+        "audit_log",
+        _t(AuditEntry),
+        ByAddress(("before", "after"), workspace=None),
+        {"before": AUDIT_ERASED, "after": AUDIT_ERASED},
     ),
     Entry(
         "sweep_log",

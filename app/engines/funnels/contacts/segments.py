@@ -134,7 +134,19 @@ class Not(_Predicate, tag="not"):
     predicate: Predicate
 
 
-Predicate = FieldIs | HasTag | InList | EventCount | ContextIs | EventIs | AllOf | AnyOf | Not
+class InSegment(_Predicate, tag="segment"):
+    """Matches a saved segment (FN-74). ``predicate`` is the segment's conditions, filled in from
+    the saved segment when the campaign or funnel holding this reference is saved (see
+    :mod:`.saved_segments`), so both evaluators stay free of database reads; an unfilled
+    reference (the segment does not exist) matches nobody and is a problem to the validator."""
+
+    segment_id: Int64
+    predicate: Predicate | None = None
+
+
+Predicate = (
+    FieldIs | HasTag | InList | EventCount | ContextIs | EventIs | AllOf | AnyOf | Not | InSegment
+)
 
 EVENT_FILTER_KINDS = (EventIs, AllOf, AnyOf, Not)
 """What an event filter may hold: the event's properties, grouped. Conditions on the contact
@@ -174,7 +186,7 @@ def walk(predicate: Predicate) -> Iterable[Predicate]:
     if isinstance(predicate, AllOf | AnyOf):
         for child in predicate.predicates:
             yield from walk(child)
-    elif isinstance(predicate, Not):
+    elif isinstance(predicate, Not | InSegment) and predicate.predicate is not None:
         yield from walk(predicate.predicate)
 
 
@@ -249,7 +261,14 @@ def problems(
             out.append(f"{path}event_count needs count >= 0 and within_days > 0")
         elif isinstance(p, AllOf | AnyOf) and not p.predicates:
             out.append(f"{path}'{type(p).__name__}' needs at least one predicate")
-    return out
+    return out + _unbound(predicate, path)
+
+
+def _unbound(predicate: Predicate, path: str) -> list[str]:
+    """References to saved segments that carry no conditions: the segment does not exist (in
+    this workspace) — see :mod:`.saved_segments`."""
+    missing = (p for p in walk(predicate) if isinstance(p, InSegment) and p.predicate is None)
+    return [f"{path}saved segment {p.segment_id} does not exist" for p in missing]
 
 
 def event_filter_problems(predicate: Predicate) -> list[str]:
@@ -343,6 +362,9 @@ def evaluate(
         return any(evaluate(p, facts, now=now, custom=custom) for p in predicate.predicates)
     if isinstance(predicate, Not):
         return not evaluate(predicate.predicate, facts, now=now, custom=custom)
+    if isinstance(predicate, InSegment):
+        inner = predicate.predicate
+        return inner is not None and evaluate(inner, facts, now=now, custom=custom)
     if isinstance(predicate, HasTag):
         return predicate.tag in facts.tags
     if isinstance(predicate, InList):
@@ -433,6 +455,8 @@ def compile_sql(
         return not_(
             compile_sql(predicate.predicate, workspace_id=workspace_id, now=now, custom=custom)
         )
+    if isinstance(predicate, InSegment):
+        return _compile_segment(predicate, workspace_id=workspace_id, now=now, custom=custom)
     if isinstance(predicate, HasTag):
         return exists(
             select(ContactTag.contact_id)
@@ -458,13 +482,7 @@ def compile_sql(
         # "not_exists" holds (as in evaluate).
         return true() if predicate.op == "not_exists" else false()
     if isinstance(predicate, EventCount):
-        conditions = [ContactEvent.contact_id == Contact.id, ContactEvent.name == predicate.event]
-        if (since := window_start(now, predicate.within_days)) is not None:
-            conditions.append(ContactEvent.occurred_at >= since)
-        counted = (
-            select(func.count()).select_from(ContactEvent).where(*conditions).scalar_subquery()
-        )
-        return _sql_compare(predicate.op, counted, predicate.count)
+        return _compile_event_count(predicate, now)
     kind = field_type(predicate.field, custom)
     value = _sql_value(kind, predicate.field)
     if predicate.op == "exists":
@@ -476,6 +494,24 @@ def compile_sql(
     right = _python_value(kind, predicate.value)
     # "x IS NOT NULL AND x op v" is false (not unknown) for a missing value: two-valued logic.
     return and_(value.is_not(None), _sql_compare(predicate.op, value, right))
+
+
+def _compile_event_count(predicate: EventCount, now: datetime) -> ColumnElement[bool]:
+    conditions = [ContactEvent.contact_id == Contact.id, ContactEvent.name == predicate.event]
+    if (since := window_start(now, predicate.within_days)) is not None:
+        conditions.append(ContactEvent.occurred_at >= since)
+    counted = select(func.count()).select_from(ContactEvent).where(*conditions).scalar_subquery()
+    return _sql_compare(predicate.op, counted, predicate.count)
+
+
+def _compile_segment(
+    predicate: InSegment, *, workspace_id: int, now: datetime, custom: Mapping[str, str]
+) -> ColumnElement[bool]:
+    """A saved segment's conditions; a reference without them matches nobody (as in
+    evaluate)."""
+    if predicate.predicate is None:
+        return false()
+    return compile_sql(predicate.predicate, workspace_id=workspace_id, now=now, custom=custom)
 
 
 def decode_predicate(raw: Any) -> Predicate:

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
+from app.db import keyset
 from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.contacts.events import (
@@ -336,7 +337,7 @@ async def list_contacts(
 ) -> list[Contact]:
     stmt = select(Contact).where(Contact.workspace_id == workspace_id, Contact.deleted_at.is_(None))
     if after is not None:
-        stmt = stmt.where(Contact.id > after)
+        stmt = stmt.where(keyset.after(Contact.id, after))
     if tag:
         stmt = stmt.where(
             Contact.id.in_(

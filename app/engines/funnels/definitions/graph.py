@@ -50,6 +50,10 @@ class _Message(_Effect, kw_only=True):
     marketing funnel): as if its funnel were marked transactional — no unsubscribe headers,
     sent despite marketing opt-outs (never after a bounce or a complaint), not counted by the
     frequency cap."""
+    best_hour: bool = False
+    """Send at the contact's best hour, learnt from when they opened and clicked before (the
+    step's own time when there is too little history); quiet hours still apply (see
+    :mod:`app.engines.funnels.sendtime`)."""
 
 
 class SendEmail(_Message, tag="send_email"):
@@ -191,8 +195,30 @@ class SplitBranch(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_on
     next: str | None = None
 
 
+class Experiment(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """A split declared an experiment: what converting means, how much evidence a verdict needs
+    and whether the verdict routes new entrants (see :mod:`app.engines.funnels.experiments`)."""
+
+    goal_node: str | None = None
+    """A goal node of the graph: a run that reaches it after the split converted."""
+    goal_event: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] | None = None
+    """Or a contact event (``purchase``): the contact converted when it occurs after the split,
+    within ``window_days``."""
+    value_property: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] | None = None
+    """With ``goal_event``: the event's numeric property counted as revenue (``amount_minor``)."""
+    value_minor: Annotated[int, msgspec.Meta(ge=0)] = 0
+    """With ``goal_node``: what one conversion is worth, in minor units."""
+    window_days: Annotated[int, msgspec.Meta(ge=1, le=365)] = 30
+    min_sample: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
+    """Entrants every branch needs before any verdict is given."""
+    confidence: Annotated[float, msgspec.Meta(ge=0.5, le=0.999)] = 0.95
+    auto_winner: bool = False
+    """After a verdict, route new entrants to the winning branch (recorded, reversible)."""
+
+
 class Split(_Node, tag="split"):
     branches: list[SplitBranch] = msgspec.field(default_factory=list)
+    experiment: Experiment | None = None
 
 
 class Join(_Linear, tag="join"):
@@ -408,6 +434,18 @@ class FunnelSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw
     when_capped: Literal["wait", "skip"] = "wait"
     """What a message of this funnel does when the workspace's frequency cap is reached for its
     contact: wait for the next allowed time (their next day or week), or be skipped."""
+    holdout: Holdout | None = None
+    """Keep a random control share of entrants out of the funnel (see :class:`Holdout`)."""
+
+
+class Holdout(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """A random control share of the funnel's entrants who get nothing: their run is recorded
+    and ended at the door, so the report can measure the funnel's lift against them."""
+
+    percent: Annotated[float, msgspec.Meta(gt=0, le=50)] = 10
+    goal_event: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    """The contact event that counts as converting, for both groups alike."""
+    window_days: Annotated[int, msgspec.Meta(ge=1, le=365)] = 30
 
 
 class Definition(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

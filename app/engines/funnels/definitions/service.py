@@ -12,9 +12,11 @@ from typing import Any
 import msgspec
 from sqlalchemy import func, select
 
+from app.db import keyset
 from app.db.session import ReadSession, WriteSession
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.memberships import names_of
+from app.engines.funnels.contacts.saved_segments import bind
 from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.graph import (
     Definition,
@@ -40,6 +42,7 @@ from app.engines.funnels.models import (
 from app.engines.funnels.outside.config import push_token_field
 from app.engines.funnels.plugin import EXECUTORS
 from app.errors import ValidationFailed
+from app.platform import audit
 
 
 def parse_definition(raw: Any) -> Definition:
@@ -93,7 +96,7 @@ async def create_funnel(
     funnel = Funnel(
         workspace_id=workspace_id,
         name=name.strip(),
-        draft=encode_definition(definition),
+        draft=await bind(session, workspace_id, encode_definition(definition)),
         active=True,
         created_at=now,
         updated_at=now,
@@ -129,12 +132,31 @@ async def update_funnel(
             raise ValidationFailed.field("name", "must not be empty")
         funnel.name = name.strip()
     if definition is not None:
-        funnel.draft = encode_definition(definition)
+        # Saved segments the triggers and conditions refer to carry their conditions.
+        funnel.draft = await bind(session, workspace_id, encode_definition(definition))
+    switched = active is not None and active != funnel.active
     if active is not None:
         funnel.active = active
     funnel.updated_at = now
     await session.flush()
+    if switched:
+        action = "funnel.activated" if funnel.active else "funnel.paused"
+        await _audit(session, action, funnel, now, after={"active": funnel.active})
     return funnel
+
+
+async def _audit(
+    session: WriteSession, action: str, funnel: Funnel, now: datetime, after: dict[str, object]
+) -> None:
+    await audit.record(
+        session,
+        action=action,
+        object_type="funnel",
+        object_id=funnel.id,
+        workspace_id=funnel.workspace_id,
+        after={"name": funnel.name, **after},
+        now=now,
+    )
 
 
 async def publish(
@@ -171,6 +193,7 @@ async def publish(
     funnel.updated_at = now
     await session.flush()
     await record_baselines(session, funnel, version, now)
+    await _audit(session, "funnel.published", funnel, now, after={"version": number})
     return version
 
 
@@ -244,7 +267,7 @@ async def list_runs(
     if status:
         stmt = stmt.where(Run.status == status)
     if after is not None:
-        stmt = stmt.where(Run.id > after)
+        stmt = stmt.where(keyset.after(Run.id, after))
     return list(await session.scalars(stmt.order_by(Run.id).limit(limit)))
 
 

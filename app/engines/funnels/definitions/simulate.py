@@ -113,6 +113,32 @@ async def simulate(
         return done.result
 
 
+async def walk_in(
+    session: WriteSession,
+    workspace_id: int,
+    *,
+    funnel_id: int,
+    contact_id: int,
+    start: datetime,
+    mail_domain: str = "localhost",
+    horizon_days: int = 400,
+    max_steps: int = 500,
+) -> Simulation:
+    """The draft's simulation inside the caller's transaction, which must roll back what the
+    walk wrote (a savepoint; see :mod:`app.engines.funnels.drafting.samples`)."""
+    return await _walk(
+        session,
+        workspace_id,
+        funnel_id=funnel_id,
+        contact_id=contact_id,
+        source="draft",
+        start=start,
+        mail_domain=mail_domain,
+        horizon=start + timedelta(days=horizon_days),
+        max_steps=max_steps,
+    )
+
+
 async def _walk(
     session: WriteSession,
     workspace_id: int,

@@ -63,6 +63,7 @@ from app.engines.funnels.definitions.graph import (
     edges,
     kind_of,
 )
+from app.engines.funnels.experiments import rules as experiment_rules
 from app.engines.funnels.runs.context import CONTEXT_ROOTS, path_problem, split_path
 from app.scheduling.zones import is_known_zone
 
@@ -125,6 +126,10 @@ def validate(definition: Definition, known: KnownNames) -> list[Problem]:
     out += _triggers(definition, known)
     out += _trigger_filters(definition)
     out += _settings(definition)
+    out += [
+        Problem(experiment_rules.RULE, f"experiment_{field}", message, node_id)
+        for node_id, field, message in experiment_rules.experiment_problems(definition)
+    ]
     if definition.entry_predicate is not None:
         out += [
             Problem("FN-26", "predicate", f"entry predicate: {msg}")

@@ -15,7 +15,7 @@ from app.clock import Clock
 from app.engines.funnels.outside.config import HttpOptions, Provider, SmsOptions
 from app.integrations.ai import ChatClient
 from app.integrations.booking import BookingClient
-from app.integrations.http_guard import NO_RETRY, AddressGuard, GuardedHttp
+from app.integrations.http_guard import NO_RETRY, AddressGuard, ClientOptions, GuardedHttp
 from app.integrations.letter import JsonLetterClient
 from app.integrations.payments import PaymentsClient
 from app.integrations.push import JsonPushClient
@@ -35,9 +35,13 @@ class ProviderClients:
     fingerprint) and one guarded HTTP client per distinct ``http_request`` limit, all going
     through the process's address guard and measuring on its clock."""
 
-    def __init__(self, clock: Clock, guard: AddressGuard) -> None:
+    def __init__(
+        self, clock: Clock, guard: AddressGuard, options: ClientOptions | None = None
+    ) -> None:
         self.clock = clock
         self.guard = guard
+        self.options = options or ClientOptions()
+        """The operator's outbound settings (``OUTBOUND_HTTP_TIMEOUT``) for every provider."""
         self._built: dict[str, Any] = {}
 
     def _once(self, key: str, build: Callable[[], C]) -> C:
@@ -64,6 +68,7 @@ class ProviderClients:
                     policy=NO_RETRY,
                     clock=self.clock,
                     guard=self.guard,
+                    timeout=self.options.timeout_seconds,
                 ),
             )
         return self._for(
@@ -75,6 +80,7 @@ class ProviderClients:
                 policy=NO_RETRY,
                 clock=self.clock,
                 guard=self.guard,
+                timeout=self.options.timeout_seconds,
             ),
         )
 
@@ -87,6 +93,7 @@ class ProviderClients:
                 policy=NO_RETRY,
                 clock=self.clock,
                 guard=self.guard,
+                timeout=self.options.timeout_seconds,
             ),
         )
 
@@ -99,6 +106,7 @@ class ProviderClients:
                 policy=NO_RETRY,
                 clock=self.clock,
                 guard=self.guard,
+                timeout=self.options.timeout_seconds,
             ),
         )
 
@@ -111,6 +119,7 @@ class ProviderClients:
                 policy=NO_RETRY,
                 clock=self.clock,
                 guard=self.guard,
+                timeout=self.options.timeout_seconds,
             ),
         )
 
@@ -123,6 +132,7 @@ class ProviderClients:
                 policy=NO_RETRY,
                 clock=self.clock,
                 guard=self.guard,
+                timeout=self.options.timeout_seconds,
             ),
         )
 
@@ -135,6 +145,7 @@ class ProviderClients:
                 policy=NO_RETRY,
                 clock=self.clock,
                 guard=self.guard,
+                timeout=self.options.timeout_seconds,
             ),
         )
 

@@ -193,7 +193,7 @@ async def configure(
     return row
 
 
-async def remove(session: WriteSession, *, workspace_id: int, kind: str) -> None:
+async def remove(session: WriteSession, *, workspace_id: int, kind: str, now: datetime) -> None:
     result = await session.execute(
         delete(ProviderConfig).where(
             ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == kind
@@ -202,7 +202,7 @@ async def remove(session: WriteSession, *, workspace_id: int, kind: str) -> None
     if not row_count(result):
         raise NotFound(f"no {kind} provider is configured")
     if secret_name(kind) in await secret_names(session, workspace_id):
-        await delete_secret(session, workspace_id=workspace_id, name=secret_name(kind))
+        await delete_secret(session, workspace_id=workspace_id, name=secret_name(kind), now=now)
 
 
 async def list_configs(

@@ -80,6 +80,7 @@ from app.engines.funnels.runs.nodes.base import (
     Outcome,
     Sleep,
 )
+from app.engines.funnels.sendtime import plan as send_time
 from app.integrations.ai import Creative, cache_key
 
 POLL = timedelta(minutes=10)
@@ -87,11 +88,13 @@ POLL = timedelta(minutes=10)
 gave up on a transient failure, or the wake-up met the run while it was leased)."""
 
 
-def _held(
+async def _held(
     ctx: NodeContext, node: SendSms | SendPush | SendLetter, payload: Sms | Push | Letter
-) -> tuple[str, str]:
-    """Emit a message effect, held for quiet hours; its key and the step's decision."""
-    release_iso, release = not_before(ctx)
+) -> tuple[str, str, dict[str, Any]]:
+    """Emit a message effect, at the contact's best hour if the step asks for it and held for
+    quiet hours; its key, the step's decision and what the step records about its send time."""
+    planned = await send_time.plan(ctx, node.best_hour)
+    _, release = not_before(ctx, planned.at if planned else None)
     settings = ctx.graph.definition.settings
     # The frequency cap at send time: transactional messages are not counted; the others wait
     # or are skipped as the funnel says.
@@ -102,8 +105,8 @@ def _held(
         quiet_hours=quiet_hours(ctx),
     )
     key = ctx.emit(Effect(payload=payload, not_before=release))
-    decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
-    return key, decision
+    recorded = {"send_time": planned.record} if planned is not None else {}
+    return key, send_time.decision(ctx.now, release, planned), recorded
 
 
 def _lacking(
@@ -134,8 +137,8 @@ async def run_send_sms(ctx: NodeContext, node: SendSms) -> Outcome:
         return failed
     text = render(node.text, variables(ctx.contact, ctx.run.context))
     # The phone is set: _lacking refused a contact without one.
-    key, decision = _held(ctx, node, Sms(to=ctx.contact.phone or "", text=text))
-    return Next(node.next, decision, {"effect": key, "text": text})
+    key, decision, recorded = await _held(ctx, node, Sms(to=ctx.contact.phone or "", text=text))
+    return Next(node.next, decision, {"effect": key, "text": text, **recorded})
 
 
 async def run_send_push(ctx: NodeContext, node: SendPush) -> Outcome:
@@ -144,8 +147,8 @@ async def run_send_push(ctx: NodeContext, node: SendPush) -> Outcome:
         return failed
     values = variables(ctx.contact, ctx.run.context)
     title, body = render(node.title, values), render(node.body, values)
-    key, decision = _held(ctx, node, Push(title=title, body=body))
-    return Next(node.next, decision, {"effect": key, "title": title, "body": body})
+    key, decision, recorded = await _held(ctx, node, Push(title=title, body=body))
+    return Next(node.next, decision, {"effect": key, "title": title, "body": body, **recorded})
 
 
 async def run_send_letter(ctx: NodeContext, node: SendLetter) -> Outcome:
@@ -153,8 +156,8 @@ async def run_send_letter(ctx: NodeContext, node: SendLetter) -> Outcome:
         return failed
     values = variables(ctx.contact, ctx.run.context)
     content = render(node.body or node.template, values)
-    key, decision = _held(ctx, node, Letter(content=content))
-    return Next(node.next, decision, {"effect": key})
+    key, decision, recorded = await _held(ctx, node, Letter(content=content))
+    return Next(node.next, decision, {"effect": key, **recorded})
 
 
 async def run_notify_team(ctx: NodeContext, node: NotifyTeam) -> Outcome:

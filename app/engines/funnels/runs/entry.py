@@ -19,6 +19,8 @@ from sqlalchemy import delete, select
 from app.db.dialect import insert
 from app.db.session import WriteSession
 from app.engines.funnels.definitions.graph import graph_for_version
+from app.engines.funnels.experiments.assign import held_out
+from app.engines.funnels.experiments.holdout import hold_back
 from app.engines.funnels.models import RUN_ACTIVE, Funnel, FunnelVersion, Run
 from app.engines.funnels.runs import entry_gate
 
@@ -66,23 +68,27 @@ async def _start(
         days = graph.definition.settings.reentry_days
         if version.reentry and days is not None:
             limited[version.funnel_id] = max(days, limited.get(version.funnel_id, 0))
-        rows.append(
-            {
-                "workspace_id": version.workspace_id,
-                "funnel_id": version.funnel_id,
-                "version_id": version.id,
-                "contact_id": contact_id,
-                "reentry": version.reentry,
-                "status": RUN_ACTIVE,
-                "current_node": graph.entry,
-                "wake_at": now,
-                "context": context,
-                "step_count": 0,
-                "failures": 0,
-                "entered_at": now,
-                "updated_at": now,
-            }
-        )
+        row = {
+            "workspace_id": version.workspace_id,
+            "funnel_id": version.funnel_id,
+            "version_id": version.id,
+            "contact_id": contact_id,
+            "reentry": version.reentry,
+            "status": RUN_ACTIVE,
+            "current_node": graph.entry,
+            "wake_at": now,
+            "context": context,
+            "step_count": 0,
+            "failures": 0,
+            "entered_at": now,
+            "updated_at": now,
+            "ended_at": None,
+            "exit_reason": None,
+        }
+        holdout = graph.definition.settings.holdout
+        if holdout is not None and held_out(version.funnel_id, contact_id, holdout.percent):
+            hold_back(row, now)
+        rows.append(row)
     if limited:
         rows = await _without_recent_entries(session, rows, limited, now)
     if not rows:

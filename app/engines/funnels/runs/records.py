@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import msgspec
-from sqlalchemy import distinct, func, select
+from sqlalchemy import distinct, func, or_, select
 
 from app.db.session import ReadSession
 from app.engines.funnels.models import (
@@ -207,7 +207,12 @@ async def _count_current(session: ReadSession, funnel_id: int, tally: _Tally) ->
     """Runs waiting at each node, and those that ended early there."""
     for version_id, node_id, status, n in await session.execute(
         select(Run.version_id, Run.current_node, Run.status, func.count())
-        .where(Run.funnel_id == funnel_id, Run.status.in_([RUN_ACTIVE, *ENDED_EARLY]))
+        .where(
+            Run.funnel_id == funnel_id,
+            Run.status.in_([RUN_ACTIVE, *ENDED_EARLY]),
+            # A held-out contact never walked the funnel: counted by the experiment report.
+            or_(Run.exit_reason.is_(None), Run.exit_reason != "holdout"),
+        )
         .group_by(Run.version_id, Run.current_node, Run.status)
     ):
         report = tally.at(version_id, node_id)

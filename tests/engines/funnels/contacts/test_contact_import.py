@@ -297,10 +297,15 @@ async def test_the_dashboard_starts_an_import_and_shows_its_progress(
     assert form.status_code == 200
     token = csrf_from(form.text)
     csv_text = "email,first_name\nu1@x.test,U1\nbroken,U2\nu3@x.test,U3\nu4@x.test,U4\n"
-    started = await client.post(
+    mapping = await client.post(
         "/ui/funnels/contacts/import",
         data={"_csrf_token": token},
         files={"file": ("people.csv", csv_text.encode(), "text/csv")},
+    )
+    assert mapping.status_code == 200, mapping.text
+    started = await client.post(
+        "/ui/funnels/contacts/import/mapped",
+        data={"_csrf_token": token, "csv": csv_text, "map_0": "email", "map_1": "first_name"},
     )
     assert started.status_code == 303, started.text
     job_page = started.headers["location"]
@@ -318,12 +323,11 @@ async def test_the_dashboard_starts_an_import_and_shows_its_progress(
     assert '<td data-counter="created">3</td>' in ended.text
 
     refused = await client.post(
-        "/ui/funnels/contacts/import",
-        data={"_csrf_token": token, "csv": "name\nx\n"},
-        files={"file": ("empty.csv", b"", "text/csv")},
+        "/ui/funnels/contacts/import/mapped",
+        data={"_csrf_token": token, "csv": "name\nx\n", "map_0": ""},
     )
     assert refused.status_code == 422
-    assert "unknown columns" in refused.text
+    assert "needs an &#39;email&#39; column" in refused.text
 
 
 async def test_manual_entry_of_many_contacts_is_bounded_and_batched(

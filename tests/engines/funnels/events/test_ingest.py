@@ -77,7 +77,7 @@ async def test_fn13_a_rotated_ingest_token_works_until_its_cache_entry_expires(
     first = await client.post("/hooks/funnels/events", json=api_event("evt-1"), headers=headers)
     assert first.status_code == 202, first.text
     async with runtime.db.write() as uow:
-        await rotate_ingest_token(uow.session, tenant.workspace_id)
+        await rotate_ingest_token(uow.session, tenant.workspace_id, now=clock.now())
     clock.advance(seconds=CACHE_SECONDS - 1)
     cached = await client.post("/hooks/funnels/events", json=api_event("evt-2"), headers=headers)
     assert cached.status_code == 202, cached.text

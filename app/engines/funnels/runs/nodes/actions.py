@@ -10,7 +10,7 @@ time zone (FN-20).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, select, update
 from sqlalchemy.orm.attributes import set_committed_value
@@ -49,6 +49,7 @@ from app.engines.funnels.runs.due import quiet_release
 from app.engines.funnels.runs.effect_failures import cannot_go_out
 from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.runs.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
+from app.engines.funnels.sendtime import plan as send_time
 from app.scheduling.zones import zone_or_utc
 
 
@@ -60,15 +61,15 @@ def quiet_hours(ctx: NodeContext) -> tuple[int, int] | None:
     return ctx.funnel_quiet
 
 
-def not_before(ctx: NodeContext) -> tuple[str, datetime]:
-    """When a message may go out: now, or the end of the quiet hours in force (the deliverer's
-    consent gate checks them again at send time)."""
+def not_before(ctx: NodeContext, start: datetime | None = None) -> tuple[str, datetime]:
+    """When a message may go out: ``start`` (default now; later for a best-hour send), or the
+    end of the quiet hours in force then (the deliverer's consent gate checks them again at
+    send time)."""
+    at = start or ctx.now
     hours = quiet_hours(ctx)
     if hours is None:
-        return ctx.now.isoformat(), ctx.now
-    release = quiet_release(
-        ctx.now, zone_or_utc(ctx.contact.timezone), int(hours[0]), int(hours[1])
-    )
+        return at.isoformat(), at
+    release = quiet_release(at, zone_or_utc(ctx.contact.timezone), int(hours[0]), int(hours[1]))
     return release.isoformat(), release
 
 
@@ -83,7 +84,8 @@ async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
         return cannot_go_out(node, "email", "the contact has no e-mail address")
     values = variables(contact, ctx.run.context)
     key = ctx.effect_key()
-    release_iso, release = not_before(ctx)
+    planned = await send_time.plan(ctx, node.best_hour)
+    _, release = not_before(ctx, planned.at if planned else None)
     settings = ctx.graph.definition.settings
     payload = Email(
         to=[contact.email],
@@ -97,12 +99,14 @@ async def run_send_email(ctx: NodeContext, node: SendEmail) -> Outcome:
         quiet_hours=quiet_hours(ctx),
     )
     ctx.emit(Effect(payload=payload, not_before=release))
-    decision = "queued" if release == ctx.now else f"held for quiet hours until {release_iso}"
-    return Next(
-        node.next,
-        decision,
-        {"effect": key, "message_id": payload.message_id, "subject": payload.subject},
-    )
+    output: dict[str, Any] = {
+        "effect": key,
+        "message_id": payload.message_id,
+        "subject": payload.subject,
+    }
+    if planned is not None:
+        output["send_time"] = planned.record
+    return Next(node.next, send_time.decision(ctx.now, release, planned), output)
 
 
 async def run_notify_team(ctx: NodeContext, node: NotifyTeam) -> Outcome:

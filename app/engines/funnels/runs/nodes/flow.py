@@ -21,6 +21,7 @@ from app.engines.funnels.definitions.graph import (
     Throttle,
     Wait,
 )
+from app.engines.funnels.experiments.routing import experiment_choice
 from app.engines.funnels.models import RUN_COMPLETED, ThrottleWindow
 from app.engines.funnels.runs.due import duration_end, field_date_at, next_weekday_at
 from app.engines.funnels.runs.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep
@@ -107,11 +108,18 @@ async def run_split(ctx: NodeContext, node: Split) -> Outcome:
     """FN-16: the chosen branch is stored in the run's context and reused on later passes."""
     splits: dict[str, Any] = ctx.run.context.setdefault("splits", {})
     name = splits.get(node.id)
+    output: dict[str, Any] = {}
     if name not in {b.name for b in node.branches}:
-        name = split_choice(ctx.run.id, node)
+        if node.experiment is not None:
+            # An experiment assigns per contact (re-entry keeps the branch) or to its winner.
+            name, output["assignment"] = await experiment_choice(
+                ctx.session, ctx.run.funnel_id, node, ctx.run.contact_id
+            )
+        else:
+            name = split_choice(ctx.run.id, node)
         splits[node.id] = name
     branch = next(b for b in node.branches if b.name == name)
-    return Next(branch.next, f"branch {name}", {"branch": name})
+    return Next(branch.next, f"branch {name}", {"branch": name, **output})
 
 
 async def run_join(ctx: NodeContext, node: Join) -> Outcome:
