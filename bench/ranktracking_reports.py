@@ -39,8 +39,18 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.clock import ManualClock
 from app.db.migrate import upgrade
+from app.engines.ranktracking.explain import snapshot
+from app.engines.ranktracking.explain.discovery import discover
+from app.engines.ranktracking.explain.features import feature_history
+from app.engines.ranktracking.explain.movements import keyword_movements, schedule_auto_notes
+from app.engines.ranktracking.explain_models import SerpSnapshot
 from app.engines.ranktracking.models import Request, Result, Run, Schedule
-from app.engines.ranktracking.reports.charts import CHART_POINTS, keyword_chart, schedule_charts
+from app.engines.ranktracking.reports.charts import (
+    AUTO_NOTE_REQUESTS,
+    CHART_POINTS,
+    keyword_chart,
+    schedule_charts,
+)
 from app.engines.ranktracking.reports.measurements import measured_runs
 from app.engines.ranktracking.reports.positions import TableQuery, positions_page
 from app.engines.ranktracking.reports.rivals import competitor_figures, who_gained
@@ -180,6 +190,49 @@ async def seed(runtime: Any, keywords: int, runs: int) -> int:
         return int(schedule.id)
 
 
+async def seed_pages(runtime: Any, schedule_id: int, requests: int) -> int:
+    """A stored results page for every result of the last ``requests`` measurements: 100
+    organic results (the tracked domain at its position), a feature or two with their owners."""
+    rng = random.Random(11)
+    pool = [f"site{n}.com" for n in range(400)]
+    async with runtime.db.write() as uow:
+        s = uow.session
+        last = (
+            select(Run.request_id)
+            .where(Run.schedule_id == schedule_id)
+            .order_by(Run.request_id.desc())
+            .limit(2 * requests)
+        )
+        found = await s.execute(
+            select(Result.id, Result.position, Result.fetched_at).where(
+                Result.run_id.in_(select(Run.id).where(Run.request_id.in_(last)))
+            )
+        )
+        rows = []
+        for result_id, position, at in found.all():
+            domains = rng.sample(pool, 100)
+            if position is not None:
+                domains[position - 1] = "example.com"
+            page = snapshot.Snapshot(
+                o=[
+                    (d, f"/{rng.choice(('shop', 'blog', 'guide'))}/{rng.randint(1, 99999)}")
+                    for d in domains
+                ],
+                f=[("people_also_ask", 3, domains[3:5]), ("ai_overview", 1, domains[:3])],
+                a=[(d, f"/{rng.randint(1, 9999)}") for d in domains[:3]],
+            )
+            rows.append(
+                {
+                    "result_id": result_id,
+                    "schedule_id": schedule_id,
+                    "body": snapshot.encode(page),
+                    "created_at": at,
+                }
+            )
+        await s.execute(insert(SerpSnapshot), rows)
+        return len(rows)
+
+
 def render_table(env: jinja2.Environment, schedule: Schedule, table: Any) -> str:
     return env.get_template("ranktracking/_positions.html").render(
         schedule=schedule,
@@ -227,6 +280,7 @@ async def main() -> None:
         runtime = assemble(settings, ManualClock(START))
         seeded = time.perf_counter()
         schedule_id = await seed(runtime, args.keywords, args.runs)
+        pages = await seed_pages(runtime, schedule_id, 13)
         seeded = time.perf_counter() - seeded
         if args.url:
             # A table in service has been vacuumed and analysed by autovacuum: without this the
@@ -266,6 +320,25 @@ async def main() -> None:
                 await competitor_figures(session, columns, list(schedule.competitors or []))
                 await who_gained(session, schedule)
 
+            async def auto_notes() -> None:
+                columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
+                await schedule_auto_notes(session, schedule_id, columns[-AUTO_NOTE_REQUESTS:])
+
+            async def discovered() -> None:
+                found = await discover(session, schedule)
+                assert found.pages == args.keywords * 2
+
+            async def explained() -> None:
+                await keyword_movements(session, schedule, "keyword 1")
+                await feature_history(session, schedule, "keyword 1")
+
+            async def plain_pages() -> None:
+                rows = await session.execute(
+                    text("SELECT result_id, body FROM rt_snapshots WHERE schedule_id = :s"),
+                    {"s": schedule_id},
+                )
+                assert len(rows.all()) == pages
+
             async def plain_window() -> None:
                 rows = await session.execute(
                     text(
@@ -294,6 +367,14 @@ async def main() -> None:
                 "chart data (schedule charts + one keyword)": await timed(args.repeat, charts),
                 "competitors' figures over the runs, and who gained": await timed(
                     args.repeat, rivals
+                ),
+                "of it: automatic chart notes over the last 13 runs": await timed(
+                    args.repeat, auto_notes
+                ),
+                "competitors found on the latest 1,000 pages": await timed(args.repeat, discovered),
+                "keyword page's movements and feature history": await timed(args.repeat, explained),
+                "baseline: plain SELECT of every stored page": await timed(
+                    args.repeat, plain_pages
                 ),
                 "baseline: plain SELECT of the table's rows": await timed(
                     args.repeat, plain_window

@@ -3,13 +3,15 @@
 It speaks the provider's shapes: ``POST …/task_post`` with a JSON array of at most 100 tasks,
 ``GET …/tasks_ready`` and ``GET …/task_get/regular/{id}`` for Google organic SERPs under
 ``/v3/serp/google/organic``, and the same trio (``task_get/{id}``) for Google Ads search volume under
-``/v3/keywords_data/google_ads/search_volume``; HTTP basic authentication; the envelope
+``/v3/keywords_data/google_ads/search_volume``, and ``task_post`` / ``task_get/advanced/{id}`` for
+Google Maps under ``/v3/serp/google/maps`` (:mod:`~app.sandbox.serp_maps`); HTTP basic authentication; the envelope
 ``{status_code, status_message, cost, tasks_count, tasks_error, tasks: [...]}`` with the outcome in
 ``status_code`` and HTTP 200 for almost everything.
 
 Results are deterministic: each (keyword, device, location, language) has a stable ranking of 100
 organic results drawn from ``seed``, with ads, a featured snippet and "people also ask" blocks on some
-pages; ``depth`` is honoured (a domain ranked 37th is absent from a depth-10 page). Tests program, per
+pages (a keyword scripted with ``features`` gets exactly those, in the provider's advanced shapes:
+an ``ai_overview`` with its ``references``, a ``local_pack``, ``video`` elements, …); ``depth`` is honoured (a domain ranked 37th is absent from a depth-10 page). Tests program, per
 keyword: a domain's position (or its absence from the top 100), an explicit no-data answer
 (``40102`` / null volume), a number of polls the task stays in queue (``40602``), a truncated page
 (partial result), a keyword left out of a keyword-data answer, or a task error. Envelope faults (rate
@@ -29,6 +31,7 @@ import math
 import random
 import re
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +52,15 @@ from app.sandbox.base import (
     fault_response,
     simulator_app,
     start_simulator,
+)
+from app.sandbox.serp_locations import LOCATIONS_PATH, SimulatedLocations
+from app.sandbox.serp_maps import (
+    MAPS_PREFIX,
+    MAPS_RESULTS,
+    MapsPlacement,
+    maps_items,
+    maps_page,
+    validate_maps,
 )
 
 SERP_PREFIX: Final = "/v3/serp/google/organic"
@@ -97,7 +109,13 @@ class SerpPrices:
     serp_page_standard: Decimal = Decimal("0.0006")
     serp_page_priority: Decimal = Decimal("0.0012")
     extra_page_factor: Decimal = Decimal("0.75")
-    keyword_data_task: Decimal = Decimal("0.075")
+    keyword_data_task: Decimal = Decimal("0.05")
+    maps_standard: Decimal = Decimal("0.0006")
+    """A Google Maps task (its product page: "$0.0006 per Maps SERP in Standard queue")."""
+    maps_priority: Decimal = Decimal("0.0012")
+
+    def maps(self, priority: int) -> Decimal:
+        return self.maps_priority if priority == 2 else self.maps_standard
 
     def serp(self, depth: int, priority: int) -> Decimal:
         page = self.serp_page_priority if priority == 2 else self.serp_page_standard
@@ -122,16 +140,21 @@ class KeywordScript:
     task_error: int | None = None
     """The task fails with this code at ``task_get`` (``50000``, ``40501``, …)."""
     features: list[str] | None = None
-    """SERP: exactly these feature items on the page instead of the seeded ones. As the provider
-    names them: ``featured_snippet`` (taken from the first organic result, with its domain and
-    URL), ``local_pack`` (the second organic result's domain), ``people_also_ask``, ``images``,
-    ``video``, ``ai_overview`` (items without a domain)."""
+    """SERP: exactly these feature items on the page instead of the seeded ones, in the shapes
+    of the provider's advanced results: ``featured_snippet`` (the first organic result's domain
+    and URL), ``local_pack`` (three entries, the first with the second organic result's domain),
+    ``people_also_ask`` (questions whose ``expanded_element`` answers link to organic results 4
+    and 5), ``video`` (``video_element`` items on youtube.com), ``ai_overview`` (an item without
+    a domain whose ``references`` cite :attr:`ai_references`), or any other type (an item
+    without a domain: ``images``, ``top_stories``, …)."""
+    ai_references: list[str] | None = None
+    """The domains an ``ai_overview`` cites, in order; by default organic results 1, 3 and 5."""
 
 
 @dataclass
 class _Task:
     id: str
-    endpoint: str  # "serp" | "keywords"
+    endpoint: str  # "serp" | "maps" | "keywords"
     data: dict[str, Any]
     cost: Decimal
     posted_at: datetime
@@ -172,6 +195,12 @@ class SerpSimulator(HttpSimulator):
     """When each answered ``tasks_ready`` call was made (on :attr:`clock`), per endpoint."""
     rate_limited: int
     """``tasks_ready`` calls refused for the rate limit."""
+    call_times: deque[datetime]
+    """When each call of the last minute was answered (the general limit's window)."""
+    general_refused: int
+    """Calls refused for the general per-minute limit."""
+    max_calls_in_a_minute: int
+    """The most answered calls seen within 60 s."""
     funds: Decimal | None
     total_cost: Decimal
     deliveries: list[tuple[str, int | str]]
@@ -181,6 +210,9 @@ class SerpSimulator(HttpSimulator):
     _scripts: dict[str, KeywordScript]
     _placements: dict[tuple[str, str | None], dict[str, int | None]]
     _pages: dict[tuple[str, str], str]
+    _maps_placements: dict[str, dict[str, MapsPlacement]]
+    locations: SimulatedLocations
+    """The locations list it serves (tests drop or add some)."""
 
     def __init__(
         self,
@@ -193,18 +225,28 @@ class SerpSimulator(HttpSimulator):
         funds: Decimal | None = None,
         clock: Clock | None = None,
         tasks_ready_per_minute: int | None = 20,
+        calls_per_minute: int | None = 2000,
+        ready_until_collected: bool = False,
     ) -> None:
         self.seed = seed
         self._starting_funds = funds
         self.tasks_ready_per_minute = tasks_ready_per_minute
         """The provider's limit of ``tasks_ready`` calls per minute and endpoint (about 20);
         a call over it is answered ``40202`` "Rate limit per minute exceeded". None: no limit."""
+        self.calls_per_minute = calls_per_minute
+        """The account's general limit: answered calls of any kind within 60 s (2,000 in the
+        provider's help centre); a call over it is answered ``40202``. None: no limit."""
+        self.ready_until_collected = ready_until_collected
+        """``tasks_ready`` as its reference page words it: "completed tasks, which haven't been
+        collected yet" — a task stays listed until ``task_get`` collects it. False: each task is
+        listed once."""
         self.login = login
         self.password = password
         self.ready_after_polls = ready_after_polls
         self.prices = prices or SerpPrices()
         self.clock: Clock = clock or SystemClock()
         self._built = (self.tasks_ready_per_minute, ready_after_polls, self.prices, self.clock)
+        self._built_limits = (calls_per_minute, ready_until_collected)
         self.state = SandboxState()
         # Re-entrant: answering a task (under the lock) reads the placements (under the lock).
         self._lock = threading.RLock()
@@ -221,6 +263,10 @@ class SerpSimulator(HttpSimulator):
             # simulator may be served from another thread's loop.
             for delivery in list(self._background):
                 delivery.get_loop().call_soon_threadsafe(delivery.cancel)
+            self.calls_per_minute, self.ready_until_collected = self._built_limits
+            self.call_times = deque()
+            self.general_refused = 0
+            self.max_calls_in_a_minute = 0
             self.funds = self._starting_funds
             self.ready_calls = {"serp": [], "keywords": []}
             self.rate_limited = 0
@@ -231,9 +277,26 @@ class SerpSimulator(HttpSimulator):
             self._scripts = {}
             self._placements = {}
             self._pages = {}
+            self._maps_placements = {}
+            self.locations = SimulatedLocations()
 
     def create_app(self) -> Litestar:
         return self.app
+
+    def admit_call(self) -> bool:
+        """Count one call against the general per-minute limit; False when it is over it (the
+        call is then refused and not counted as answered)."""
+        now = self.clock.now()
+        with self._lock:
+            times = self.call_times
+            while times and (now - times[0]).total_seconds() >= 60:
+                times.popleft()
+            if self.calls_per_minute is not None and len(times) >= self.calls_per_minute:
+                self.general_refused += 1
+                return False
+            times.append(now)
+            self.max_calls_in_a_minute = max(self.max_calls_in_a_minute, len(times))
+            return True
 
     def max_ready_calls_per_minute(self, endpoint: str = "serp") -> int:
         """The most answered ``tasks_ready`` calls within any 60 s (for tests and benchmarks)."""
@@ -265,6 +328,25 @@ class SerpSimulator(HttpSimulator):
             self._placements.setdefault((_norm(keyword), device), {})[domain.lower()] = position
             if path is not None:
                 self._pages[(_norm(keyword), domain.lower())] = path.lstrip("/")
+
+    def place_business(
+        self,
+        keyword: str,
+        title: str,
+        position: int | None,
+        *,
+        place_id: str,
+        cid: str,
+        domain: str | None = None,
+    ) -> None:
+        """Put a business on the Google Maps pages of ``keyword`` (every location) at
+        ``position`` (1–20), or nowhere (``None``)."""
+        if position is not None and not 1 <= position <= MAPS_RESULTS:
+            raise ValueError(f"position must be 1..{MAPS_RESULTS} or None")
+        with self._lock:
+            self._maps_placements.setdefault(_norm(keyword), {})[place_id] = MapsPlacement(
+                title, position, place_id, cid, domain
+            )
 
     def script(self, keyword: str, **behaviour: Any) -> KeywordScript:
         """Program how ``keyword`` is answered; see :class:`KeywordScript` for the options."""
@@ -342,12 +424,8 @@ class SerpSimulator(HttpSimulator):
         paa_after: int | None = None
         if script.features is not None:
             for kind in script.features:
-                owner = {"featured_snippet": 0, "local_pack": 1}.get(kind)
-                if owner is not None and organic_count > owner:
-                    site = ranking[owner]
-                    add(kind, 1, domain=site, url=f"https://{site}/{slug}", title=keyword)
-                elif owner is None:
-                    add(kind, 1, domain=None, url=None, title=None)
+                for rank, extra in _scripted_feature(kind, keyword, ranking, organic_count, script):
+                    add(kind, rank, **extra)
         else:
             for n in range(features.choice((0, 0, 1, 2))):
                 ad = f"{features.choice(_WORDS)}-ads{n}.com"
@@ -367,7 +445,14 @@ class SerpSimulator(HttpSimulator):
                 description=f"Everything about {keyword}.",
             )
             if rank == paa_after:
-                add("people_also_ask", 1, domain=None, url=None, title=None)
+                add(
+                    "people_also_ask",
+                    1,
+                    domain=None,
+                    url=None,
+                    title=None,
+                    items=_questions(keyword, ranking),
+                )
         return items
 
     def _volume_row(
@@ -428,9 +513,7 @@ class SerpSimulator(HttpSimulator):
         if len(raw) > MAX_TASKS:
             return _envelope([], status_code=40006), []
         now = self.clock.now()
-        checked = [
-            _validate_serp(item) if endpoint == "serp" else _validate_keywords(item) for item in raw
-        ]
+        checked = [_validate(endpoint, item) for item in raw]
         cost = sum(
             (self._price(endpoint, data) for data, error in checked if error is None), Decimal(0)
         )
@@ -479,7 +562,9 @@ class SerpSimulator(HttpSimulator):
                 return _envelope([], status_code=40202), []
             calls.append(now)
             mine = [t for t in self._tasks.values() if t.endpoint == endpoint and not t.collected]
-            ready = [t for t in mine if t.ready and not t.listed][:1000]
+            ready = [t for t in mine if t.ready and (self.ready_until_collected or not t.listed)][
+                :1000
+            ]
             for listed in ready:
                 listed.listed = True
             # Tasks not listed by this poll move one poll closer to being ready.
@@ -510,6 +595,8 @@ class SerpSimulator(HttpSimulator):
         echo = {**_api_data(task.endpoint, "task_get"), **task.data}
         if not task.ready:
             return _task(task.id, task.queue_code, echo, cost=task.cost)
+        if task.endpoint == "maps":
+            return self._maps_answer(task, echo)
         if task.endpoint == "serp":
             script = self._scripts.get(_norm(task.data["keyword"])) or KeywordScript()
             if script.task_error is not None:
@@ -545,6 +632,18 @@ class SerpSimulator(HttpSimulator):
         ]
         return _task(task.id, 20000, echo, cost=task.cost, result=rows)
 
+    def _maps_answer(self, task: _Task, echo: dict[str, Any]) -> dict[str, Any]:
+        keyword = _norm(task.data["keyword"])
+        script = self._scripts.get(keyword) or KeywordScript()
+        if script.task_error is not None:
+            return _task(task.id, script.task_error, echo, cost=task.cost)
+        if script.no_data:
+            return _task(task.id, 40102, echo, cost=task.cost)
+        placements = list(self._maps_placements.get(keyword, {}).values())
+        items = maps_items(self.seed, task.data, keyword, placements)
+        page = maps_page(task.data, items, _provider_time(task.posted_at))
+        return _task(task.id, 20000, echo, cost=task.cost, result=[page])
+
     def _poll(self, tasks: Any) -> list[_Task]:
         became_ready: list[_Task] = []
         for task in tasks:
@@ -556,7 +655,7 @@ class SerpSimulator(HttpSimulator):
 
     def _queueing(self, endpoint: str, data: dict[str, Any]) -> tuple[int, int]:
         """(polls answered "in queue", the code they carry) for a new task."""
-        keywords = [data["keyword"]] if endpoint == "serp" else data["keywords"]
+        keywords = data["keywords"] if endpoint == "keywords" else [data["keyword"]]
         scripts = [s for k in keywords if (s := self._scripts.get(_norm(k))) is not None]
         polls = max([self.ready_after_polls, *(s.queue_polls for s in scripts)])
         code = next((s.queue_code for s in scripts if s.queue_polls), 40602)
@@ -565,6 +664,8 @@ class SerpSimulator(HttpSimulator):
     def _price(self, endpoint: str, data: dict[str, Any]) -> Decimal:
         if endpoint == "serp":
             return self.prices.serp(int(data["depth"]), int(data["priority"]))
+        if endpoint == "maps":
+            return self.prices.maps(int(data["priority"]))
         return self.prices.keyword_data_task
 
     # -- postback / pingback ---------------------------------------------------------------------
@@ -653,6 +754,14 @@ def _validate_common(item: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         ):
             return data, f"Invalid Field: '{key}'."
     return data, None
+
+
+def _validate(endpoint: str, item: Any) -> tuple[dict[str, Any], str | None]:
+    if endpoint == "serp":
+        return _validate_serp(item)
+    if endpoint == "maps":
+        return validate_maps(item, LANGUAGES)
+    return _validate_keywords(item)
 
 
 def _validate_serp(item: Any) -> tuple[dict[str, Any], str | None]:
@@ -748,11 +857,15 @@ def _task(
 def _api_data(endpoint: str, function: str) -> dict[str, Any]:
     if endpoint == "serp":
         return {"api": "serp", "function": function, "se": "google", "se_type": "organic"}
+    if endpoint == "maps":
+        return {"api": "serp", "function": function, "se": "google", "se_type": "maps"}
     return {"api": "keywords_data", "function": function, "se": "google_ads"}
 
 
 def _path(data: dict[str, Any]) -> list[str]:
-    prefix = SERP_PREFIX if data.get("api") == "serp" else KEYWORDS_PREFIX
+    prefix = KEYWORDS_PREFIX
+    if data.get("api") == "serp":
+        prefix = MAPS_PREFIX if data.get("se_type") == "maps" else SERP_PREFIX
     return [*prefix.strip("/").split("/"), str(data.get("function", ""))]
 
 
@@ -776,6 +889,131 @@ def _ready_entry(task: _Task) -> dict[str, Any]:
         "date_posted": posted,
         "tag": task.tag,
         "endpoint": f"{KEYWORDS_PREFIX}/task_get/{task.id}",
+    }
+
+
+def _scripted_feature(
+    kind: str, keyword: str, ranking: list[str], organic_count: int, script: KeywordScript
+) -> list[tuple[int, dict[str, Any]]]:
+    """The items of one programmed feature: (rank_group, fields) each."""
+    slug = _slug(keyword)
+    bare: dict[str, Any] = {"domain": None, "url": None, "title": None}
+    if kind == "featured_snippet":
+        if not organic_count:
+            return []
+        site = ranking[0]
+        return [
+            (
+                1,
+                {
+                    "domain": site,
+                    "url": f"https://{site}/{slug}",
+                    "title": keyword,
+                    "featured_title": keyword.title(),
+                    "description": f"A short answer about {keyword}.",
+                },
+            )
+        ]
+    if kind == "local_pack":
+        if organic_count <= 1:
+            return []
+        return list(enumerate(_local_pack(keyword, ranking[1]), start=1))
+    if kind == "people_also_ask":
+        return [(1, {**bare, "items": _questions(keyword, ranking)})]
+    if kind == "video":
+        return [(1, {**bare, "items": _videos(keyword)})]
+    if kind == "ai_overview":
+        cited = script.ai_references or [ranking[i] for i in (0, 2, 4)]
+        return [(1, {**bare, **_ai_overview(keyword, cited)})]
+    return [(1, bare)]
+
+
+def _local_pack(keyword: str, site: str) -> list[dict[str, Any]]:
+    """Three ``local_pack`` entries: the given site's business, then two without a website."""
+    slug = _slug(keyword)
+    entries: list[dict[str, Any]] = [
+        {"domain": site, "url": f"https://{site}/", "title": f"{site.split('.')[0].title()}"}
+    ]
+    for n in (2, 3):
+        entries.append({"domain": None, "url": None, "title": f"{slug.title()} place {n}"})
+    for n, entry in enumerate(entries, start=1):
+        digest = hashlib.sha256(f"{keyword}|{n}".encode()).hexdigest()
+        entry.update(
+            description=f"{keyword.title()} nearby",
+            phone=None,
+            is_paid=False,
+            rating={"rating_type": "Max5", "value": 4.0 + n / 10, "votes_count": 10 * n},
+            cid=str(int(digest[:15], 16)),
+        )
+    return entries
+
+
+def _questions(keyword: str, ranking: list[str]) -> list[dict[str, Any]]:
+    """``people_also_ask_element`` items, each answered by an organic result's page."""
+    out = []
+    for n, site in enumerate(ranking[3:5], start=1):
+        question = f"What is the best {keyword} #{n}?"
+        out.append(
+            {
+                "type": "people_also_ask_element",
+                "title": question,
+                "seed_question": None,
+                "xpath": None,
+                "expanded_element": [
+                    {
+                        "type": "people_also_ask_expanded_element",
+                        "featured_title": None,
+                        "url": f"https://{site}/{_slug(keyword)}-faq",
+                        "domain": site,
+                        "title": question,
+                        "description": f"An answer about {keyword}.",
+                    }
+                ],
+            }
+        )
+    return out
+
+
+def _videos(keyword: str) -> list[dict[str, Any]]:
+    digest = hashlib.sha256(keyword.encode()).hexdigest()
+    return [
+        {
+            "type": "video_element",
+            "source": "YouTube",
+            "title": f"{keyword.title()} – video {n}",
+            "timestamp": None,
+            "url": f"https://www.youtube.com/watch?v={digest[n * 11 : n * 11 + 11]}",
+        }
+        for n in range(3)
+    ]
+
+
+def _ai_overview(keyword: str, cited: list[str]) -> dict[str, Any]:
+    """An ``ai_overview`` item's body: its text element and its ``references``."""
+    slug = _slug(keyword)
+    references = [
+        {
+            "type": "ai_overview_reference",
+            "source": site.split(".")[0].title(),
+            "domain": site,
+            "url": f"https://{site}/{slug}",
+            "title": f"{keyword.title()} guide",
+            "text": f"What {site} says about {keyword}.",
+        }
+        for site in cited
+    ]
+    return {
+        "position": "left",
+        "asynchronous_ai_overview": False,
+        "items": [
+            {
+                "type": "ai_overview_element",
+                "title": None,
+                "text": f"{keyword.title()}: an overview.",
+                "references": None,
+            }
+        ],
+        "references": references,
     }
 
 
@@ -815,6 +1053,8 @@ async def _answer(
         return await fault_response(fault)
     if not sim.authorised(request.headers.get("authorization", "")):
         return _json(_envelope([], status_code=40100), status=401)
+    if not sim.admit_call():
+        return _json(_envelope([], status_code=40202))
     return await run()
 
 
@@ -864,6 +1104,35 @@ def _getter(sim: SerpSimulator, endpoint: str, kind: str) -> Any:
     return handler
 
 
+def _locations_answer(
+    sim: SerpSimulator, request: Request[Any, Any, Any], country: str | None
+) -> Awaitable[Response[Any]]:
+    """The free ``locations`` list, whole or of one country (``…/locations/fr``)."""
+
+    async def run() -> Response[Any]:
+        with sim._lock:
+            result = sim.locations.result(country)
+        data = {"api": "serp", "function": "locations", "se": "google"}
+        task = _task(_task_id(sim.seed, 0, sim.clock.now()), 20000, data, result=result)
+        task["path"] = [*LOCATIONS_PATH.strip("/").split("/"), *([country] if country else [])]
+        return _json(_envelope([task]))
+
+    return _answer(sim, request, "serp.locations", run)
+
+
+def _locations_handlers(sim: SerpSimulator) -> list[Any]:
+    async def every(request: Request[Any, Any, Any]) -> Response[Any]:
+        return await _locations_answer(sim, request, None)
+
+    async def of_country(request: Request[Any, Any, Any], country: FromPath[str]) -> Response[Any]:
+        return await _locations_answer(sim, request, country)
+
+    return [
+        get(LOCATIONS_PATH, name="serp_locations")(every),
+        get(f"{LOCATIONS_PATH}/{{country:str}}", name="serp_country_locations")(of_country),
+    ]
+
+
 def create_serp_app(sim: SerpSimulator) -> Litestar:
     """The simulator's routes; each call is counted under its kind before anything else."""
     handlers = [
@@ -885,6 +1154,13 @@ def create_serp_app(sim: SerpSimulator) -> Litestar:
         get(f"{KEYWORDS_PREFIX}/task_get/{{task_id:str}}", name="keywords_get")(
             _getter(sim, "keywords", "keywords.task_get")
         ),
+        post(f"{MAPS_PREFIX}/task_post", name="maps_post", status_code=200)(
+            _poster(sim, "maps", "maps.task_post")
+        ),
+        get(f"{MAPS_PREFIX}/task_get/advanced/{{task_id:str}}", name="maps_get")(
+            _getter(sim, "maps", "maps.task_get")
+        ),
+        *_locations_handlers(sim),
     ]
     return simulator_app(handlers)
 

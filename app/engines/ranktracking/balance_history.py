@@ -31,13 +31,17 @@ class BalanceSeries(Schema):
 
 
 class BalanceChart(Schema):
-    """The shape the dashboard's chart helper (``static/charts.js``) draws."""
+    """A time series of the balance page's chart."""
 
     x: list[int]
     """Unix seconds of each day's start (UTC), oldest first; its value is the day's closing
     balance."""
     series: list[BalanceSeries]
     y_label: str
+    title: str = "Available balance"
+    inverted: bool = False
+    """Drawn by the position charts' helper (``static/rt_charts.js``), which gives a single day a
+    span of days on its time axis rather than an automatic range of years."""
 
 
 def _end_of(day: date) -> datetime:

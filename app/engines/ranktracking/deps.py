@@ -15,7 +15,9 @@ from typing import Protocol
 from app.clock import Clock
 from app.db.session import Database
 from app.integrations.http_guard import GuardedHttp
+from app.integrations.search_console import SearchConsoleClient
 from app.integrations.serp import SerpClient
+from app.integrations.sheets import TokenMinter
 from app.platform.crypto import SecretBox
 from app.scheduling.queue import JobQueue
 from app.scheduling.resources import Resources
@@ -40,6 +42,10 @@ class RankTrackingDeps:
     """The provider client (one HTTP connection pool for the process)."""
     alert_http: GuardedHttp
     """The client of alert webhooks (the address guard applies; it holds no credentials)."""
+    search_console: SearchConsoleClient
+    """The Search Console client, for keywords imported from a property (RT-68)."""
+    google_tokens: TokenMinter
+    """Mints the workspace service account's Google tokens (the Sheets key's flow and cache)."""
 
     @classmethod
     def of(cls, owner: HasResources) -> RankTrackingDeps:
@@ -49,3 +55,5 @@ class RankTrackingDeps:
     async def aclose(self) -> None:
         await self.serp.aclose()
         await self.alert_http.aclose()
+        await self.search_console.aclose()
+        await self.google_tokens.aclose()

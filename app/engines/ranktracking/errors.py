@@ -48,6 +48,26 @@ class PostbackUnreadable(DomainError):
     code = "postback_unreadable"
 
 
+class SearchConsoleNotConfigured(Conflict):
+    """The workspace has no service-account key to read Search Console with (RT-68)."""
+
+    code = "search_console_not_configured"
+
+
+class SearchConsoleRefused(ValidationFailed):
+    """Google refused the workspace's service account (its key, or its access to the property):
+    the workspace must fix the key or share the property; nothing on Google's side is failing."""
+
+    code = "search_console_refused"
+
+
+class SearchConsoleUnavailable(DomainError):
+    """The Search Console API failed, timed out or answered something unreadable."""
+
+    status = 502
+    code = "search_console_unavailable"
+
+
 __all__ = [
     "DuplicateSchedule",
     "ListNotFound",
@@ -57,5 +77,8 @@ __all__ = [
     "ScheduleLimitReached",
     "ScheduleNotFound",
     "ScheduleStateConflict",
+    "SearchConsoleNotConfigured",
+    "SearchConsoleRefused",
+    "SearchConsoleUnavailable",
     "ValidationFailed",
 ]

@@ -22,6 +22,7 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, case, func, insert, select, union_all, update
 from sqlalchemy.orm.attributes import set_committed_value
 
+from app.db import keyset
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking.amounts import exact_eur
@@ -443,6 +444,6 @@ async def entries(
 ) -> list[LedgerEntry]:
     stmt = select(LedgerEntry).where(LedgerEntry.organisation_id == organisation_id)
     if before_id is not None:
-        stmt = stmt.where(LedgerEntry.id < before_id)
+        stmt = stmt.where(keyset.before(LedgerEntry.id, before_id))
     rows = await session.execute(stmt.order_by(LedgerEntry.id.desc()).limit(limit))
     return list(rows.scalars())

@@ -516,3 +516,8 @@ class ReportDelivery(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+from app.engines.ranktracking.explain_models import Annotation, SerpSnapshot  # noqa: E402, F401 - tables
+from app.engines.ranktracking.location_models import ProviderLocation  # noqa: E402, F401 - a table
+from app.engines.ranktracking.tag_models import KeywordTag  # noqa: E402, F401 - a table

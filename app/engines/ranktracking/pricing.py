@@ -63,6 +63,9 @@ class PriceList:
     packages_usd: dict[str, Decimal]
     """What each package adds to a keyword-data task."""
     eur_per_usd: Decimal
+    maps_task_usd: Decimal = Decimal("0.0006")
+    """One Google Maps search, standard queue."""
+    maps_task_priority_usd: Decimal = Decimal("0.0012")
 
     @classmethod
     def from_settings(cls, s: RankTrackingSettings) -> PriceList:
@@ -78,6 +81,8 @@ class PriceList:
                 "trends": s.price_kd_trends_usd,
             },
             eur_per_usd=s.eur_per_usd,
+            maps_task_usd=s.price_maps_task_usd,
+            maps_task_priority_usd=s.price_maps_task_priority_usd,
         )
 
     def serp_unit_usd(self, *, depth: int, queue: str, device: str) -> Decimal:
@@ -111,6 +116,16 @@ class PriceList:
             return 0
         tasks = math.ceil(count / KEYWORDS_PER_DATA_TASK)
         return micros_up(self.keyword_data_unit(packages) * tasks)
+
+    def maps_task_usd_of(self, queue: str) -> Decimal:
+        """USD the provider bills for one Google Maps search on ``queue``."""
+        return self.maps_task_priority_usd if queue == PRIORITY else self.maps_task_usd
+
+    def maps_micros(self, count: int, *, queue: str) -> int:
+        """``count`` Google Maps searches (a geo-grid's cells), rounded up once for the whole."""
+        if count <= 0:
+            return 0
+        return micros_up(self.maps_task_usd_of(queue) * self.eur_per_usd * count)
 
     def provider_micros(self, usd: Decimal) -> int:
         return usd_to_micros(usd, self.eur_per_usd)

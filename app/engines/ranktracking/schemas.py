@@ -42,7 +42,7 @@ class KeywordsIn(Schema):
     keywords: KeywordInput
 
 
-class ImportIn(Schema):
+class KeywordImportIn(Schema):
     text: Annotated[str, msgspec.Meta(max_length=500_000)]
     format: Literal["text", "csv"] = "text"
 
@@ -81,12 +81,13 @@ class LocationOut(Schema):
     location_name: str
     country_iso_code: str
     location_type: str
+    parent_code: int | None = None
 
 
 # -- schedules -------------------------------------------------------------------------------------
 
 
-class ScheduleIn(Schema):
+class RankScheduleIn(Schema):
     """A new schedule. Exactly one of ``list_id`` (list-linked) and ``keywords`` (direct
     selection, SERP only) is given."""
 
@@ -158,7 +159,7 @@ class EstimatePart(Schema):
     micros: int
 
 
-class RunOut(Schema):
+class RankRunOut(Schema):
     id: int
     request_id: int
     schedule_id: int
@@ -181,6 +182,8 @@ class RunOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    location_code: int | None = None
+    """The location this run measured (the schedule's at the time)."""
 
 
 class LaunchOut(Schema):
@@ -191,7 +194,7 @@ class LaunchOut(Schema):
     code: str | None
     message: str
     request_id: int | None
-    runs: list[RunOut]
+    runs: list[RankRunOut]
 
 
 class GroupOut(Schema):
@@ -208,7 +211,7 @@ class GroupOut(Schema):
     no_data: int
     missing: int | None
     settled_micros: int | None
-    runs: list[RunOut]
+    runs: list[RankRunOut]
 
 
 class ScheduleOut(Schema):
@@ -221,11 +224,18 @@ class ScheduleOut(Schema):
     keywords: list[str] | None
     depth: Depth | None
     location_code: int | None
+    location_name: str | None
+    """The provider's name of ``location_code`` (RT-63)."""
+    location_warning: str | None
+    """Set when the provider no longer lists the location: the schedule still runs with it."""
     language_code: str | None
     domain: str | None
     devices: list[str]
     packages: list[str]
-    monthly_cap_cents: int | None
+    monthly_cap_micros: int | None
+    """The monthly cap in micro-euros (it is set in whole cents, as ``monthly_cap_eur``)."""
+    monthly_cap_eur: str | None
+    """The same cap for display, e.g. ``"12.50"``."""
     status: str
     next_due_at: datetime | None
     next_run: str
@@ -336,3 +346,103 @@ class LedgerPage(Schema):
 class ActivityPage(Schema):
     items: list[ActivityOut]
     next_cursor: str | None
+
+
+# -- tags and Search Console ----------------------------------------------------------------------
+
+TagInput = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+"""A tag as typed (normalised to at most 50 characters by the tag rules)."""
+
+
+class TagKeywordsIn(Schema):
+    """Put ``tag`` on (or take it off) these keywords of the schedule."""
+
+    tag: TagInput
+    keywords: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=700)]],
+        msgspec.Meta(min_length=1, max_length=1000),
+    ]
+
+
+class TagOut(Schema):
+    tag: str
+    keyword_count: int
+
+
+class TagChangeOut(Schema):
+    """What a tag change did: ``changed`` keywords gained (or lost) the tag; the others already
+    had it (or did not)."""
+
+    tag: str
+    changed: list[str]
+    unchanged: list[str]
+    keyword_count: int
+    """How many of the schedule's keywords carry the tag now."""
+
+
+class KeywordTagsOut(Schema):
+    """Every tag of the schedule with its keywords, and each tagged keyword's tags."""
+
+    tags: list[TagOut]
+    keywords: dict[str, list[str]]
+
+
+SiteUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
+IsoDate = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+
+
+class SearchConsolePropertyOut(Schema):
+    site_url: str
+    permission_level: str
+
+
+class SearchConsolePreviewIn(Schema):
+    """A property and a date range (inclusive, Google's days); ``data_state`` ``all`` includes
+    the fresh days Google still completes."""
+
+    site_url: SiteUrl
+    start_date: IsoDate
+    end_date: IsoDate
+    data_state: Literal["final", "all"] = "final"
+
+
+class SearchConsoleQueryOut(Schema):
+    keyword: str
+    """The query, normalised like every keyword."""
+    clicks: int
+    impressions: int
+    ctr: float
+    """Clicks per impression, as a fraction."""
+    position: float
+    """Google's average position over the range (1 the top)."""
+    tracked: bool
+    """The schedule already measures this keyword."""
+
+
+class SearchConsolePreviewOut(Schema):
+    site_url: str
+    start_date: str
+    end_date: str
+    queries: list[SearchConsoleQueryOut]
+    truncated: bool
+    """More queries exist than the preview reads (the most clicked are shown)."""
+
+
+class SearchConsoleAddIn(Schema):
+    """The chosen queries to add to the schedule's keywords, optionally tagged."""
+
+    keywords: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=700)]],
+        msgspec.Meta(min_length=1, max_length=5000),
+    ]
+    tag: TagInput | None = None
+
+
+class SearchConsoleAddOut(Schema):
+    added: list[str]
+    skipped_existing: list[str]
+    skipped_duplicates: list[str]
+    invalid: list[str]
+    keyword_count: int
+    """The schedule's keywords after the addition."""
+    tag: str | None = None

@@ -26,6 +26,13 @@ from app.integrations.serp.errors import (
     RateLimited,
     TransientProviderError,
 )
+from app.integrations.serp.maps import (
+    MAPS_PATH,
+    MapsListing,
+    MapsTask,
+    MapsTaskResult,
+    maps_coordinate,
+)
 from app.integrations.serp.structs import (
     KeywordDataResult,
     KeywordDataTask,
@@ -34,12 +41,14 @@ from app.integrations.serp.structs import (
     PostedTask,
     ReadyTask,
     SerpItem,
+    SerpSource,
     SerpTask,
     SerpTaskResult,
 )
 
 __all__ = [
     "KEYWORD_DATA_PATH",
+    "MAPS_PATH",
     "MAX_KEYWORDS_PER_TASK",
     "MAX_TASKS_PER_POST",
     "SERP_PATH",
@@ -48,6 +57,9 @@ __all__ = [
     "KeywordDataResult",
     "KeywordDataTask",
     "KeywordVolume",
+    "MapsListing",
+    "MapsTask",
+    "MapsTaskResult",
     "MonthlySearch",
     "PaymentRequired",
     "PostedTask",
@@ -56,10 +68,12 @@ __all__ = [
     "ReadyTask",
     "SerpClient",
     "SerpItem",
+    "SerpSource",
     "SerpTask",
     "SerpTaskResult",
     "TaskState",
     "TransientProviderError",
     "is_transient",
+    "maps_coordinate",
     "task_state",
 ]

@@ -38,6 +38,17 @@ from app.integrations.serp.errors import (
     RateLimited,
     TransientProviderError,
 )
+from app.integrations.serp.locations import LOCATIONS_PATH, LocationEntry
+from app.integrations.serp.maps import (
+    MAPS_PATH,
+    MAX_MAPS_DEPTH,
+    MapsTask,
+    MapsTaskResult,
+    WireMapsResult,
+    maps_body,
+    maps_result,
+)
+from app.integrations.serp.pacing import Pacer, Unpaced
 from app.integrations.serp.results import keyword_data_result, serp_result
 from app.integrations.serp.structs import (
     KeywordDataResult,
@@ -85,6 +96,8 @@ class SerpClient:
         backoff_seconds, max_backoff_seconds: the wait before retry *n* is
             ``min(backoff_seconds * 2**n, max_backoff_seconds)``, or the provider's ``Retry-After``.
         sleep: waits between retries (a test passes one that records the schedule).
+        pacer: gives every request (retries included) its slot under the account's general
+            rate limit (:mod:`~.pacing`); none: unpaced.
     """
 
     def __init__(
@@ -99,7 +112,9 @@ class SerpClient:
         backoff_seconds: float = 1.0,
         max_backoff_seconds: float = 60.0,
         sleep: Sleep = asyncio.sleep,
+        pacer: Pacer | None = None,
     ) -> None:
+        self._pacer: Pacer = pacer or Unpaced()
         self._base_url = base_url.rstrip("/")
         self._auth = httpx.BasicAuth(login, password)
         self._owns_http = http is None
@@ -134,6 +149,9 @@ class SerpClient:
     async def aclose(self) -> None:
         if self._owns_http:
             await self._http.aclose()
+        close = getattr(self._pacer, "aclose", None)
+        if close is not None:
+            await close()
 
     async def __aenter__(self) -> SerpClient:
         return self
@@ -160,6 +178,22 @@ class SerpClient:
         task = _single(await self._call("GET", endpoint, WireSerpResult), endpoint)
         return serp_result(task, task_id)
 
+    # -- Google Maps -----------------------------------------------------------------------------
+
+    async def post_maps_tasks(self, tasks: Sequence[MapsTask]) -> list[PostedTask]:
+        """Queue Google Maps searches, 100 per call; one :class:`PostedTask` per task, in order."""
+        for task in tasks:
+            if not 1 <= task.depth <= MAX_MAPS_DEPTH:
+                raise ValueError(f"a Maps task's depth is 1..{MAX_MAPS_DEPTH}, got {task.depth}")
+            if (task.location_coordinate is None) == (task.location_code is None):
+                raise ValueError("a Maps task has a location_coordinate or a location_code")
+        return await self._post_chunks(f"{MAPS_PATH}/task_post", [maps_body(t) for t in tasks])
+
+    async def get_maps_task(self, task_id: str) -> MapsTaskResult:
+        endpoint = f"{MAPS_PATH}/task_get/advanced/{quote(task_id, safe='')}"
+        task = _single(await self._call("GET", endpoint, WireMapsResult), endpoint)
+        return maps_result(task, task_id)
+
     # -- keyword data ----------------------------------------------------------------------------
 
     async def post_keyword_data_tasks(self, tasks: Sequence[KeywordDataTask]) -> list[PostedTask]:
@@ -181,6 +215,25 @@ class SerpClient:
         endpoint = f"{KEYWORD_DATA_PATH}/task_get/{quote(task_id, safe='')}"
         task = _single(await self._call("GET", endpoint, WireKeyword), endpoint)
         return keyword_data_result(task, task_id)
+
+    # -- locations -------------------------------------------------------------------------------
+
+    async def serp_locations(
+        self, country_iso: str | None = None, *, retry: bool = True
+    ) -> list[LocationEntry]:
+        """Every location the provider can search from, or one country's (ISO code, ``fr``).
+        ``retry=False``: one attempt, for a caller that a person is waiting on."""
+        endpoint = LOCATIONS_PATH
+        if country_iso:
+            endpoint += "/" + quote(country_iso.lower(), safe="")
+        if retry:
+            envelope = await self._call("GET", endpoint, LocationEntry)
+        else:
+            envelope = await self._once("GET", endpoint, LocationEntry, None)
+        task = _single(envelope, endpoint)
+        if task.status_code != codes.OK:
+            raise _error_for(task.status_code, task.status_message, endpoint, None)
+        return list(task.result or [])
 
     # -- shared ----------------------------------------------------------------------------------
 
@@ -242,6 +295,7 @@ class SerpClient:
         self, method: str, endpoint: str, result_type: type[R], json: Any
     ) -> Envelope[R]:
         content = None if json is None else msgspec.json.encode(json)
+        await self._pacer.acquire()
         try:
             response = await self._http.request(
                 method,

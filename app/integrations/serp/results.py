@@ -7,6 +7,7 @@ provider's postbacks, which carry the same envelope.
 from __future__ import annotations
 
 from decimal import Decimal
+from urllib.parse import urlsplit
 
 from app.integrations.serp.codes import task_state
 from app.integrations.serp.structs import (
@@ -14,9 +15,16 @@ from app.integrations.serp.structs import (
     KeywordVolume,
     MonthlySearch,
     SerpItem,
+    SerpSource,
     SerpTaskResult,
 )
-from app.integrations.serp.wire import WireKeyword, WireSerpResult, WireTask
+from app.integrations.serp.wire import (
+    WireKeyword,
+    WireReference,
+    WireSerpItem,
+    WireSerpResult,
+    WireTask,
+)
 
 
 def serp_result(task: WireTask[WireSerpResult], task_id: str = "") -> SerpTaskResult:
@@ -36,6 +44,7 @@ def serp_result(task: WireTask[WireSerpResult], task_id: str = "") -> SerpTaskRe
                 domain=item.domain,
                 url=item.url,
                 title=item.title,
+                sources=_sources(item),
             )
             for item in ((page.items or []) if page else [])
         ],
@@ -70,3 +79,34 @@ def _volume(row: WireKeyword) -> KeywordVolume:
         ],
         competition_index=row.competition_index,
     )
+
+
+def _sources(item: WireSerpItem) -> tuple[SerpSource, ...]:
+    """The pages an item cites or is made of: an AI Overview's ``references`` (on the item, or
+    on its elements when the provider nests them), a carousel's elements, the answers of "people
+    also ask" (``expanded_element``). A reference's domain is taken from its URL when absent."""
+    found: list[WireReference] = list(item.references or [])
+    for element in item.items or []:
+        found.extend(element.references or [])
+        found.extend(element.expanded_element or [])
+        if element.url:
+            found.append(WireReference(domain=element.domain, url=element.url, title=element.title))
+    out: list[SerpSource] = []
+    seen: set[str] = set()
+    for ref in found:
+        domain = ref.domain or _host(ref.url)
+        key = ref.url or domain or ""
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        out.append(
+            SerpSource(domain=domain.lower() if domain else None, url=ref.url, title=ref.title)
+        )
+    return tuple(out)
+
+
+def _host(url: str | None) -> str | None:
+    if not url:
+        return None
+    host = urlsplit(url).hostname
+    return host.removeprefix("www.") if host else None

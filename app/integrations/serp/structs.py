@@ -67,6 +67,15 @@ class ReadyTask(msgspec.Struct, frozen=True):
     tag: str
 
 
+class SerpSource(msgspec.Struct, frozen=True):
+    """A page an item cites or is made of: an AI Overview reference, a video of a video
+    carousel, the answer page of a "people also ask" question."""
+
+    domain: str | None
+    url: str | None
+    title: str | None = None
+
+
 class SerpItem(msgspec.Struct, frozen=True):
     """One element of a results page: an organic result, an ad, a featured snippet, …
 
@@ -80,6 +89,18 @@ class SerpItem(msgspec.Struct, frozen=True):
     domain: str | None
     url: str | None
     title: str | None
+    sources: tuple[SerpSource, ...] = ()
+    """What the item cites or is made of (an AI Overview's ``references``, a video carousel's
+    videos, …), in the page's order; empty for a plain result."""
+
+    def domains(self) -> list[str]:
+        """Every domain the item links to: its own, then its sources' (lower-case, de-duplicated,
+        in order)."""
+        out: list[str] = []
+        for host in (self.domain, *(s.domain for s in self.sources)):
+            if host and host.lower() not in out:
+                out.append(host.lower())
+        return out
 
 
 class SerpTaskResult(msgspec.Struct, frozen=True):

@@ -53,6 +53,31 @@ class WireReady(msgspec.Struct):
     tag: str | None = None
 
 
+class WireReference(msgspec.Struct):
+    """A page an item cites or is made of: an ``ai_overview_reference`` (``source``, ``domain``,
+    ``url``, ``title``), a ``video_element`` (``source``, ``url``, ``title``), a
+    ``people_also_ask_expanded_element`` (``domain``, ``url``, ``title``)."""
+
+    type: str | None = None
+    source: str | None = None
+    domain: str | None = None
+    url: str | None = None
+    title: str | None = None
+
+
+class WireElement(msgspec.Struct):
+    """A nested element of an item (``video_element``, ``people_also_ask_element``,
+    ``ai_overview_element``); only what names a page is read."""
+
+    type: str | None = None
+    source: str | None = None
+    domain: str | None = None
+    url: str | None = None
+    title: str | None = None
+    references: list[WireReference] | None = None
+    expanded_element: list[WireReference] | None = None
+
+
 class WireSerpItem(msgspec.Struct):
     type: str
     rank_group: int
@@ -60,6 +85,10 @@ class WireSerpItem(msgspec.Struct):
     domain: str | None = None
     url: str | None = None
     title: str | None = None
+    references: list[WireReference] | None = None
+    """``ai_overview``: the sources the AI Overview cites."""
+    items: list[WireElement] | None = None
+    """``video``, ``people_also_ask``, ``ai_overview``, …: the item's own elements."""
 
 
 class WireSerpResult(msgspec.Struct):

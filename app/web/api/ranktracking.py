@@ -18,7 +18,7 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 from app.clock import Clock
 from app.db.session import UnitOfWork
 from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import locations, money
+from app.engines.ranktracking import location_sync, locations, money
 from app.engines.ranktracking.claim.handoff import PendingLaunch
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.errors import RunNotFound
@@ -43,8 +43,8 @@ from app.engines.ranktracking.schemas import (
     BulkAddOut,
     CreatedOut,
     EstimateOut,
-    ImportIn,
     KeywordHistoryOut,
+    KeywordImportIn,
     KeywordsIn,
     LaunchOut,
     LedgerPage,
@@ -56,11 +56,11 @@ from app.engines.ranktracking.schemas import (
     LocationOut,
     LogOut,
     QueueName,
+    RankScheduleIn,
     RemovedOut,
     ResultOut,
     RunNowIn,
     ScheduleEdit,
-    ScheduleIn,
     ScheduleOut,
     SelectionIn,
     TopUpIn,
@@ -75,7 +75,7 @@ from app.web.auth import (
     CurrentRuntime,
     require_organisation_manager,
 )
-from app.web.deps import CurrentClock, CurrentSettings, Queue, Reads, Writes
+from app.web.deps import CurrentClock, CurrentSettings, Cursor, Queue, Reads, Writes
 
 # -- keyword lists ----------------------------------------------------------------------------------
 
@@ -157,7 +157,7 @@ async def import_keywords(
     once: Once,
     clock: CurrentClock,
     list_id: RowId,
-    data: JSONBody[ImportIn],
+    data: JSONBody[KeywordImportIn],
 ) -> Response[BulkAddOut]:
     """One keyword a line (``text``) or the first column of a CSV (``csv``)."""
 
@@ -177,7 +177,7 @@ async def import_keywords_in_background(
     clock: CurrentClock,
     job_queue: Queue,
     list_id: RowId,
-    data: JSONBody[ImportIn],
+    data: JSONBody[KeywordImportIn],
 ) -> Response[BulkJobOut]:
     """The same import as a background job, in bounded chunks: answers 202 with the job; poll
     its ``url`` for progress and the per-entry report. The list, an empty import and one larger
@@ -208,22 +208,29 @@ LOCATIONS_MAX = 100
 @get("/locations")
 async def search_locations(
     principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
     q: Annotated[str, QueryParameter(max_length=200, description="Part of a name.")] = "",
     limit: Annotated[
         int, QueryParameter(schema_extra={"minimum": 1, "maximum": LOCATIONS_MAX})
     ] = 20,
 ) -> list[LocationOut]:
-    """The provider's locations whose name matches ``q`` (countries first); a schedule's
-    ``location_code`` must be one of them."""
+    """The provider's locations whose name matches ``q``, case and accents ignored (countries
+    first); a schedule's ``location_code`` must be one of them. The first search syncs the
+    provider's list (RT-60)."""
     checked_limit(limit, LOCATIONS_MAX)
+    deps = RankTrackingDeps.of(runtime)
+    await location_sync.ensure_synced(deps)
+    async with deps.db.read() as session:
+        found = await locations.search(session, q, limit=limit)
     return [
         LocationOut(
             location_code=loc.code,
             location_name=loc.name,
             country_iso_code=loc.country_iso,
             location_type=loc.kind,
+            parent_code=loc.parent,
         )
-        for loc in locations.search(q, limit=limit)
+        for loc in found
     ]
 
 
@@ -246,11 +253,13 @@ async def create_schedule(
     request: Request[Any, Any, Any],
     principal: CurrentPrincipal,
     runtime: CurrentRuntime,
-    data: JSONBody[ScheduleIn],
+    data: JSONBody[RankScheduleIn],
 ) -> Response[CreatedOut]:
     """Save the schedule and request its baseline; the response says what the baseline did."""
 
     pending: list[PendingLaunch] = []
+    # First use of a code only the provider's full list knows: sync it before the transaction.
+    await location_sync.ensure_known(RankTrackingDeps.of(runtime), data.location_code)
 
     async def action(uow: UnitOfWork) -> CreatedOut:
         schedule, launch = await creation.create_with_baseline_in(
@@ -280,7 +289,7 @@ async def estimate_new(
     principal: CurrentPrincipal,
     session: Reads,
     settings: CurrentSettings,
-    data: JSONBody[ScheduleIn],
+    data: JSONBody[RankScheduleIn],
 ) -> EstimateOut:
     """The admission estimate of a schedule not yet created (the wizard's live figure)."""
     return await estimates.estimate_new(session, settings.ranktracking, principal, data)
@@ -398,7 +407,7 @@ async def end_schedule(
 @get("/schedules/{schedule_id:int}/mobile-draft")
 async def mobile_draft(
     principal: CurrentPrincipal, session: Reads, schedule_id: RowId
-) -> ScheduleIn:
+) -> RankScheduleIn:
     """A new mobile schedule pre-filled from this one, to POST to ``/schedules`` (RT-17)."""
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return drafts.mobile_draft(schedule)
@@ -409,7 +418,7 @@ async def get_log(
     principal: CurrentPrincipal,
     session: Reads,
     schedule_id: RowId,
-    cursor: FromQuery[str | None] = None,
+    cursor: Cursor = None,
 ) -> LogOut:
     await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
@@ -477,7 +486,7 @@ async def top_up(
 
 @get("/ledger")
 async def get_ledger(
-    principal: CurrentPrincipal, session: Reads, cursor: FromQuery[str | None] = None
+    principal: CurrentPrincipal, session: Reads, cursor: Cursor = None
 ) -> LedgerPage:
     return await money.ledger_page(session, principal.organisation_id, cursor)
 
@@ -486,7 +495,7 @@ async def get_ledger(
 async def get_activity(
     principal: CurrentPrincipal,
     session: Reads,
-    cursor: FromQuery[str | None] = None,
+    cursor: Cursor = None,
     schedule_id: FromQuery[int | None] = None,
 ) -> ActivityPage:
     return await money.activity_page(

@@ -11,13 +11,17 @@ from typing import Annotated, Any
 from litestar import Response, get, put
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
+from app.engines.ranktracking import locations
 from app.engines.ranktracking.balance_history import DAYS, BalanceChart, balance_history
 from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import (
     DEFAULT_COLUMNS,
     DEFAULT_LIMIT,
+    MAX_COLUMNS,
     MAX_LIMIT,
+    SORT_KEYS,
+    TOP_BANDS,
     TableQuery,
     positions_page,
 )
@@ -37,22 +41,49 @@ from app.engines.ranktracking.reports.summary import (
 )
 from app.engines.ranktracking.reports.targets import set_targets
 from app.engines.ranktracking.schedules import lookup
-from app.web.api import ranktracking_alerts
+from app.web.api import ranktracking_alerts, ranktracking_explain, ranktracking_keywords
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal
 from app.web.deps import CurrentClock, Paging, Reads, Writes, paging
 
-Device = Annotated[str | None, QueryParameter(description="``desktop`` or ``mobile``.")]
+# The values TableQuery.check() accepts, stated in the document (it answers 422 otherwise).
+Device = Annotated[
+    str | None,
+    QueryParameter(
+        description="``desktop`` or ``mobile``.", schema_extra={"enum": ["desktop", "mobile"]}
+    ),
+]
 Moved = Annotated[
     int | None,
-    QueryParameter(description="Rows that moved by at least this many places (new/lost count)."),
+    QueryParameter(
+        description="Rows that moved by at least this many places (new/lost count).",
+        schema_extra={"minimum": 1, "maximum": 100},
+    ),
 ]
-Top = Annotated[int | None, QueryParameter(description="3, 10 or 100.")]
+Top = Annotated[
+    int | None, QueryParameter(description="3, 10 or 100.", schema_extra={"enum": list(TOP_BANDS)})
+]
 Features = Annotated[
     str | None,
     QueryParameter(
         description="``owned``: a SERP feature of the tracked domain on the latest page; "
-        "``winnable``: a feature it does not own while it ranks in the top 10."
+        "``winnable``: a feature it does not own while it ranks in the top 10.",
+        schema_extra={"enum": ["owned", "winnable"]},
+    ),
+]
+Tag = Annotated[
+    str | None,
+    QueryParameter(
+        description="Only keywords carrying this tag (the figures above follow it).",
+        max_length=100,
+    ),
+]
+Sort = Annotated[str, QueryParameter(schema_extra={"enum": list(SORT_KEYS)})]
+Order = Annotated[str, QueryParameter(schema_extra={"enum": ["asc", "desc"]})]
+Columns = Annotated[
+    int,
+    QueryParameter(
+        description="Measured runs shown.", schema_extra={"minimum": 1, "maximum": MAX_COLUMNS}
     ),
 ]
 
@@ -70,6 +101,7 @@ def table_query(
     q: str | None,
     features: str | None = None,
     url_issues: bool = False,
+    tag: str | None = None,
 ) -> TableQuery:
     return TableQuery(
         device=device or None,
@@ -84,6 +116,7 @@ def table_query(
         search=" ".join(q.split()).casefold() if q else None,
         features=features or None,
         url_issues=url_issues,
+        tag=tag or None,
     )
 
 
@@ -100,12 +133,13 @@ async def get_positions(
     moved: Moved = None,
     in_top: Top = None,
     out_of_top: Top = None,
-    sort: FromQuery[str] = "keyword",
-    order: FromQuery[str] = "asc",
-    columns: FromQuery[int] = DEFAULT_COLUMNS,
+    sort: Sort = "keyword",
+    order: Order = "asc",
+    columns: Columns = DEFAULT_COLUMNS,
     q: FromQuery[str | None] = None,
     features: Features = None,
     url_issues: FromQuery[bool] = False,
+    tag: Tag = None,
 ) -> PositionsPage:
     """Keywords × the schedule's recent measured runs, one row per keyword and device, with the
     competitors' positions and the SERP features of the latest page."""
@@ -122,6 +156,7 @@ async def get_positions(
         q,
         features,
         url_issues,
+        tag,
     )
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await positions_page(session, schedule, query)
@@ -132,11 +167,12 @@ async def get_positions(
     dependencies={"paging": paging(default=SUMMARY_PAGE, maximum=MAX_SUMMARY_PAGE)},
 )
 async def get_summary(
-    principal: CurrentPrincipal, session: Reads, schedule_id: RowId, paging: Paging
+    principal: CurrentPrincipal, session: Reads, schedule_id: RowId, paging: Paging, tag: Tag = None
 ) -> SummaryPage:
-    """Average position and visibility of each measured run, newest request first."""
+    """Average position and visibility of each measured run, newest request first; with a
+    ``tag``, over the keywords carrying it."""
     await lookup.get_schedule(session, principal.workspace_id, schedule_id)
-    return await summary_page(session, schedule_id, paging.cursor, paging.limit)
+    return await summary_page(session, schedule_id, paging.cursor, paging.limit, tag=tag or None)
 
 
 def csv_response(text: str, filename: str) -> Response[str]:
@@ -150,34 +186,54 @@ def csv_response(text: str, filename: str) -> Response[str]:
 @get("/schedules/{schedule_id:int}/positions.csv", media_type="text/csv")
 async def get_positions_csv(
     principal: CurrentPrincipal,
-    session: Reads,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: RowId,
     device: Device = None,
     moved: Moved = None,
     in_top: Top = None,
     out_of_top: Top = None,
-    sort: FromQuery[str] = "keyword",
-    order: FromQuery[str] = "asc",
-    columns: FromQuery[int] = DEFAULT_COLUMNS,
+    sort: Sort = "keyword",
+    order: Order = "asc",
+    columns: Columns = DEFAULT_COLUMNS,
     q: FromQuery[str | None] = None,
     features: Features = None,
+    tag: Tag = None,
 ) -> Response[str]:
     """The positions table as CSV: every matching row; formula-like text cells neutralised."""
     query = table_query(
-        device, moved, in_top, out_of_top, sort, order, columns, None, DEFAULT_LIMIT, q, features
+        device,
+        moved,
+        in_top,
+        out_of_top,
+        sort,
+        order,
+        columns,
+        None,
+        DEFAULT_LIMIT,
+        q,
+        features,
+        tag=tag,
     )
+    session = uow.session
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     page = await export.all_positions(session, schedule, query)
-    return csv_response(export.positions_csv(page), f"positions-{schedule_id}.csv")
+    await export.record_export(
+        session, schedule_id, principal.workspace_id, "positions", clock.now()
+    )
+    location = await locations.get(session, schedule.location_code or 0)
+    return csv_response(export.positions_csv(page, location), f"positions-{schedule_id}.csv")
 
 
 @get("/schedules/{schedule_id:int}/log.csv", media_type="text/csv")
 async def get_log_csv(
-    principal: CurrentPrincipal, session: Reads, schedule_id: RowId
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: RowId
 ) -> Response[str]:
     """Every child run of the schedule's log as CSV, newest request first."""
+    session = uow.session
     await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     text = await export.log_csv(session, schedule_id)
+    await export.record_export(session, schedule_id, principal.workspace_id, "log", clock.now())
     return csv_response(text, f"log-{schedule_id}.csv")
 
 
@@ -243,4 +299,6 @@ HANDLERS: list[Any] = [
     put_competitors,
     get_competitors_summary,
     *ranktracking_alerts.HANDLERS,
+    *ranktracking_explain.HANDLERS,
+    *ranktracking_keywords.HANDLERS,
 ]

@@ -21,14 +21,20 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.models import KeywordList, Schedule
 from app.engines.ranktracking.schedules.creation import create
-from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.schemas import RankScheduleIn
 from app.engines.ranktracking.work.poller import poll_ready
 from app.engines.ranktracking.work.runs import post_impl
+from app.integrations.search_console import SearchConsoleClient
 from app.integrations.serp import SerpClient
+from app.integrations.sheets import TokenMinter
+from app.integrations.sheets.service_account import SERVICE_ACCOUNT_SECRET
+from app.platform import service
 from app.platform.service import Principal
 from app.runtime import Runtime
 from app.sandbox.base import simulator_in_loop
+from app.sandbox.search_console import SearchConsoleSandbox
 from app.sandbox.serp import SerpSimulator
+from app.sandbox.sheets import SheetsSandbox
 from app.sandbox.smtp import SmtpSink
 from app.wiring import ranktracking_deps
 from tests.factories import Tenant
@@ -53,6 +59,64 @@ def sim(served_sim: SerpSimulator, runtime: Runtime) -> SerpSimulator:
     client = SerpClient(served_sim.url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
     runtime.resources.provide(RankTrackingDeps, lambda: ranktracking_deps(runtime, serp=client))
     return served_sim
+
+
+@pytest.fixture(scope="module")
+async def served_gsc() -> AsyncIterator[SearchConsoleSandbox]:
+    """Google's token endpoint and the Search Console API on loopback, one per module."""
+    google = SheetsSandbox(api_keys=set(), bearer_tokens=set())  # only minted tokens pass
+    console = SearchConsoleSandbox(google=google)
+    async with simulator_in_loop(google), simulator_in_loop(console):
+        yield console
+
+
+GSC_PAGE_ROWS = 1000
+"""Google's default page: a preview of more queries pages with ``startRow``."""
+GSC_TIMEOUT_SECONDS = 0.5
+
+
+async def _no_wait(_: float) -> None:
+    return None
+
+
+@pytest.fixture
+def gsc(
+    served_gsc: SearchConsoleSandbox, sim: SerpSimulator, runtime: Runtime
+) -> SearchConsoleSandbox:
+    """The Search Console simulator and its token endpoint, fresh; the runtime's position
+    tracking reads them with the production client and minter (only the base URLs differ; the
+    client's retries do not wait, and it gives up on a page after half a second)."""
+    served_gsc.reset()
+    served_gsc.google.reset()
+    serp = SerpClient(sim.url, "acme", "acme-secret", retries=0, backoff_seconds=0.0)
+    runtime.resources.provide(
+        RankTrackingDeps,
+        lambda: dataclasses.replace(
+            ranktracking_deps(runtime, serp=serp),
+            search_console=SearchConsoleClient(
+                served_gsc.url,
+                timeout_seconds=GSC_TIMEOUT_SECONDS,
+                retry_delays=(0.0,),
+                sleep=_no_wait,
+                page_rows=GSC_PAGE_ROWS,
+            ),
+            google_tokens=TokenMinter(f"{served_gsc.google.url}/token", now=runtime.clock.now),
+        ),
+    )
+    return served_gsc
+
+
+async def store_google_key(runtime: Runtime, tenant: Tenant, key_json: str) -> None:
+    """The workspace's service-account key, stored as the Sheets integration stores it."""
+    async with runtime.db.write() as uow:
+        await service.set_secret(
+            uow.session,
+            runtime.secrets,
+            workspace_id=tenant.workspace_id,
+            name=SERVICE_ACCOUNT_SECRET,
+            value=key_json,
+            now=runtime.clock.now(),
+        )
 
 
 @pytest.fixture
@@ -87,7 +151,7 @@ KEYWORD_DATA: dict[str, Any] = {
 """The overrides of :func:`serp_in` that make a keyword-data schedule (search volume, monthly)."""
 
 
-def serp_in(**overrides: Any) -> ScheduleIn:
+def serp_in(**overrides: Any) -> RankScheduleIn:
     values: dict[str, Any] = {
         "name": "Positions",
         "data_type": "serp",
@@ -101,7 +165,7 @@ def serp_in(**overrides: Any) -> ScheduleIn:
     values.update(overrides)
     if "list_id" not in values and "keywords" not in values:
         values["keywords"] = ["red shoes", "blue shoes"]
-    return ScheduleIn(**values)
+    return RankScheduleIn(**values)
 
 
 async def make_list(
@@ -219,3 +283,40 @@ async def seeded_schedule(
         await measure(runtime, sim, schedule.id, plan)
         runtime.clock.advance(days=7)  # type: ignore[attr-defined]
     return schedule
+
+
+# -- two measurements that move, for the explanations -------------------------------------------
+
+RIVAL = "rival.com"
+
+
+async def explained_schedule(runtime: Runtime, tenant: Tenant, sim: SerpSimulator) -> Schedule:
+    """Two daily measurements (desktop, top 100) of "red shoes" and "blue shoes". Run 1: the site
+    3rd on /red-shoes, the rival 8th, a featured snippet. Run 2: the rival 2nd, the site 5th on
+    another page, an AI Overview citing the rival, a local pack and videos; on "blue shoes" the
+    rival passes the site (4th) from 6th to 1st."""
+    await fund(runtime, tenant, 10_000)
+    schedule = await make_schedule(runtime, tenant, depth="top100")
+    sim.place("red shoes", DOMAIN, 3, path="/red-shoes")
+    sim.place("red shoes", RIVAL, 8)
+    sim.place("blue shoes", DOMAIN, 4)
+    sim.place("blue shoes", RIVAL, 6)
+    sim.script("red shoes", features=["featured_snippet"])
+    await measure_once(runtime, schedule.id)
+    sim.place("red shoes", DOMAIN, 5, path="/shoes-sale")
+    sim.place("red shoes", RIVAL, 2)
+    sim.place("blue shoes", RIVAL, 1)
+    sim.script(
+        "red shoes",
+        features=["ai_overview", "local_pack", "video"],
+        ai_references=[RIVAL, "wiki-shoes.org"],
+    )
+    await measure_once(runtime, schedule.id)
+    return schedule
+
+
+async def measure_once(runtime: Runtime, schedule_id: int) -> None:
+    """One manual request collected, then a day later."""
+    for run_id in await launch(runtime, schedule_id):
+        await collect(runtime, run_id)
+    runtime.clock.advance(days=1)  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import pytest
 from app.engines.ranktracking import locations
 from app.engines.ranktracking.schedules.rules import PROVIDER_LANGUAGES
 from app.runtime import Runtime
-from app.sandbox.serp import LANGUAGES
+from app.sandbox.serp import LANGUAGES, SerpSimulator
 from tests.conftest import auth
 from tests.factories import Tenant
 
@@ -36,7 +36,7 @@ def _body(**overrides: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("code", [2147483648, 2**63, 12345678901234567890, 9999, 2643, 0, -5])
 async def test_out_of_range_and_unknown_location_codes_are_422(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient, code: int
+    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient, sim: SerpSimulator, code: int
 ) -> None:
     """2147483648 (one past the 32-bit column), 2^63, a 20-digit code, a code that names no
     location, Russia (2643: the provider serves no location there any more), zero, negative."""
@@ -106,7 +106,7 @@ async def test_other_integers_are_bounded(
 
 
 async def test_locations_are_searchable_by_name(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient
+    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient, sim: SerpSimulator
 ) -> None:
     answer = await client.get(BASE + "/locations", params={"q": "germ"}, headers=auth(tenant))
     assert answer.status_code == 200
@@ -115,6 +115,7 @@ async def test_locations_are_searchable_by_name(
         "location_name": "Germany",
         "country_iso_code": "DE",
         "location_type": "Country",
+        "parent_code": None,
     }
     names = [
         r["location_name"]
@@ -129,12 +130,12 @@ async def test_locations_are_searchable_by_name(
 
 
 def test_the_location_table_has_every_country_by_the_providers_rule() -> None:
-    countries = [loc for loc in locations.all_locations() if loc.kind == "Country"]
+    countries = locations.countries()
     assert len(countries) >= 240
-    assert locations.get(2840).name == "United States"  # type: ignore[union-attr]
-    assert locations.get(2276).name == "Germany"  # type: ignore[union-attr]
-    assert locations.get(2826).name == "United Kingdom"  # type: ignore[union-attr]
-    assert locations.get(2643) is None  # Russia: not served
+    assert locations.shipped(2840).name == "United States"  # type: ignore[union-attr]
+    assert locations.shipped(2276).name == "Germany"  # type: ignore[union-attr]
+    assert locations.shipped(2826).name == "United Kingdom"  # type: ignore[union-attr]
+    assert locations.shipped(2643) is None  # Russia: not served
     assert len({loc.country_iso for loc in countries}) == len(countries)
 
 

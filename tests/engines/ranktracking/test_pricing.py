@@ -82,14 +82,16 @@ def test_rt37_keyword_data_is_billed_per_task_of_up_to_1000_keywords() -> None:
             packages=packages,
         ).total_micros
 
-    assert kd(1, ["volume"]) == 75_000 == micros_up(SerpPrices().keyword_data_task)
-    assert kd(500, ["volume"]) == 75_000
+    # RT-53: the standard method's price per task, as the provider's pricing page and the
+    # simulator bill it (not the live method's).
+    assert kd(1, ["volume"]) == 50_000 == micros_up(SerpPrices().keyword_data_task)
+    assert kd(500, ["volume"]) == 50_000
     # One provider task returns volume, CPC, competition and monthly searches together.
-    assert kd(500, ["volume", "cpc", "trends"]) == 75_000
-    assert kd(1001, ["cpc"]) == 150_000
-    assert kd(100, ["volume"], PRICES) == 64_500
+    assert kd(500, ["volume", "cpc", "trends"]) == 50_000
+    assert kd(1001, ["cpc"]) == 100_000
+    assert kd(100, ["volume"], PRICES) == 43_000
     priced = PriceList.from_settings(RankTrackingSettings(price_kd_trends_usd=Decimal("0.01")))
-    assert kd(100, ["volume", "trends"], priced) == micros_up(Decimal("0.085") * Decimal("0.86"))
+    assert kd(100, ["volume", "trends"], priced) == micros_up(Decimal("0.06") * Decimal("0.86"))
 
 
 def test_rt19_only_displays_and_the_monthly_estimate_round_to_the_cent() -> None:

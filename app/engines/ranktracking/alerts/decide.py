@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.engines.ranktracking.wording import counted
+
 
 @dataclass(frozen=True, slots=True)
 class Movement:
@@ -60,12 +62,22 @@ def matching(
     )
 
 
-def describe(kind: str, threshold: int) -> str:
+def describe(kind: str, threshold: int, count: int = 1) -> str:
+    """The rule as a verb phrase agreeing with ``count`` keywords: "enters the top 3" for one,
+    "enter the top 3" for several."""
+    one = count == 1
     if kind == "enters_top":
-        return f"enters the top {threshold}"
+        return f"{'enters' if one else 'enter'} the top {threshold}"
     if kind == "leaves_top":
-        return f"leaves the top {threshold}"
-    return f"moves by {threshold} place{'s' if threshold != 1 else ''} or more"
+        return f"{'leaves' if one else 'leave'} the top {threshold}"
+    return (
+        f"{'moves' if one else 'move'} by {threshold} place{'s' if threshold != 1 else ''} or more"
+    )
+
+
+def keywords(count: int) -> str:
+    """``1 keyword``, ``2 keywords``."""
+    return counted(count, "keyword")
 
 
 def line(movement: Movement) -> str:

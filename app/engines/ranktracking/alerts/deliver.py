@@ -16,8 +16,9 @@ from __future__ import annotations
 import msgspec
 from sqlalchemy import BigInteger, select, update
 
+from app.engines.ranktracking import locations
 from app.engines.ranktracking.alerts.attempts import send_and_settle
-from app.engines.ranktracking.alerts.decide import Movement, describe, line
+from app.engines.ranktracking.alerts.decide import Movement, describe, keywords, line
 from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
@@ -30,6 +31,7 @@ from app.engines.ranktracking.models import (
     Schedule,
 )
 from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.wording import counted
 from app.integrations.http_guard import (
     HttpRequest,
     OutboundError,
@@ -74,6 +76,7 @@ def webhook_body(
     schedule: Schedule,
     request: Request,
     link: str,
+    location: str | None = None,
 ) -> bytes:
     return msgspec.json.encode(
         {
@@ -85,7 +88,13 @@ def webhook_body(
                 "kind": rule.kind,
                 "threshold": rule.threshold,
             },
-            "schedule": {"id": schedule.id, "name": schedule.name, "domain": schedule.domain},
+            "schedule": {
+                "id": schedule.id,
+                "name": schedule.name,
+                "domain": schedule.domain,
+                "location_code": schedule.location_code,
+                "location_name": location,
+            },
             "request_id": request.id,
             "measured_at": request.created_at.isoformat(),
             "matches": delivery.matches,
@@ -95,16 +104,22 @@ def webhook_body(
 
 
 def email_of(
-    delivery: AlertDelivery, rule: AlertRule, schedule: Schedule, link: str
+    delivery: AlertDelivery,
+    rule: AlertRule,
+    schedule: Schedule,
+    link: str,
+    location: str | None = None,
 ) -> OutgoingEmail:
     moves = [Movement(**m) for m in delivery.matches]
-    what = describe(rule.kind, rule.threshold)
+    what = describe(rule.kind, rule.threshold, len(moves))
     return OutgoingEmail(
         to=list(rule.recipients or []),
-        subject=f"{schedule.name}: {len(moves)} keyword(s) {what}",
+        subject=f"{schedule.name}: {keywords(len(moves))} {what}",
         text=(
-            f'Alert "{rule.name}" of the schedule "{schedule.name}" ({schedule.domain}): '
-            f"{len(moves)} keyword(s) {what} in the latest measurement.\n\n"
+            f'Alert "{rule.name}" of the schedule "{schedule.name}" ({schedule.domain}'
+            + (f", {location}" if location else "")
+            + "): "
+            f"{keywords(len(moves))} {what} in the latest measurement.\n\n"
             + "\n".join(line(m) for m in moves)
             + f"\n\nPositions and charts: {link}\n"
         ),
@@ -119,6 +134,7 @@ async def _send(deps: RankTrackingDeps, delivery: AlertDelivery, rule: AlertRule
     async with deps.db.read() as session:
         schedule = await session.get(Schedule, delivery.schedule_id)
         request = await session.get(Request, delivery.request_id)
+        location = await locations.name_of(session, schedule.location_code if schedule else None)
         allow_private = bool(
             await session.scalar(
                 select(Workspace.allow_private_http).where(Workspace.id == delivery.workspace_id)
@@ -128,16 +144,16 @@ async def _send(deps: RankTrackingDeps, delivery: AlertDelivery, rule: AlertRule
     assert request is not None
     link = schedule_page_url(deps, schedule.id)
     if rule.channel == "email":
-        email = email_of(delivery, rule, schedule, link)
+        email = email_of(delivery, rule, schedule, link, location)
         await MailSender(deps.settings.mail).send(email)
-        return f"by e-mail to {len(email.to)} recipient(s)"
+        return f"by e-mail to {counted(len(email.to), 'recipient')}"
     if rule.url is None or rule.sealed_secret is None:
         raise Unsendable("the webhook has no URL or signing secret")
     try:
         secret = deps.secrets.decrypt(rule.sealed_secret.encode())
     except SecretBoxError as exc:
         raise Unsendable(str(exc)) from exc
-    body = webhook_body(delivery, rule, schedule, request, link)
+    body = webhook_body(delivery, rule, schedule, request, link, location)
     timestamp = int(deps.clock.now().timestamp())
     result = await deps.alert_http.request(
         HttpRequest(
@@ -174,7 +190,7 @@ async def _settle(
         if state == DELIVERY_PENDING:
             return
         what = f'alert "{rule.name}" ({describe(rule.kind, rule.threshold)}, '
-        what += f"{len(delivery.matches)} keyword(s), request {delivery.request_id})"
+        what += f"{keywords(len(delivery.matches))}, request {delivery.request_id})"
         activity.record(
             uow.session,
             workspace_id=delivery.workspace_id,

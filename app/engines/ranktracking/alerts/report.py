@@ -12,16 +12,18 @@ one by one; the next sweep sends the latest finished period.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select, update
 
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking import locations
 from app.engines.ranktracking.alerts.attempts import send_and_settle
 from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
+from app.engines.ranktracking.alerts.report_html import report_html
 from app.engines.ranktracking.alerts.rules import checked_recipients
 from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
 from app.engines.ranktracking.deps import RankTrackingDeps
@@ -39,9 +41,11 @@ from app.engines.ranktracking.reports.measurements import Column, measured_runs
 from app.engines.ranktracking.reports.positions import build_rows
 from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
 from app.engines.ranktracking.reports.summary import run_summaries
+from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import recipients as owner_recipients
 from app.errors import ValidationFailed
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError, TransientMailError
+from app.platform.models import Workspace
 from app.scheduling.claim import Claim
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 from app.scheduling.sweeper import Every, Sweep, tick_key
@@ -51,6 +55,8 @@ REPORT_FAILED = "report_failed"
 MOVERS = 5
 """Biggest gains and biggest losses listed in a report."""
 CLAIM_BATCH = 100
+TREND_POINTS = 200
+"""Measurements charted at most (a daily schedule's month holds about 31)."""
 
 CLAIM = Claim(
     table=ReportSetting.__table__,  # type: ignore[arg-type]
@@ -189,6 +195,8 @@ class ReportContent:
     losses: list[PositionRow]
     entered: list[PositionRow]
     dropped: list[PositionRow]
+    trend: list[RunSummaryOut] = field(default_factory=list)
+    """Every measurement of the period (after the one before it), for the report's charts."""
 
 
 async def compose(
@@ -207,6 +215,7 @@ async def compose(
     before = {s.device: s for s in await run_summaries(session, [baseline])} if baseline else {}
     rows = await build_rows(session, schedule, [latest], baseline)
     moved = [r for r in rows if r.delta]
+    charted = ([earlier[-1]] if earlier else []) + within[-TREND_POINTS:]
     return ReportContent(
         latest=latest,
         baseline=baseline,
@@ -220,6 +229,7 @@ async def compose(
         ],
         entered=[r for r in rows if r.change == "new"],
         dropped=[r for r in rows if r.change == "lost"],
+        trend=await run_summaries(session, charted),
     )
 
 
@@ -228,10 +238,16 @@ def _figure(value: float | None, unit: str = "") -> str:
 
 
 def report_text(
-    schedule: Schedule, period: str, start: datetime, content: ReportContent, link: str
+    schedule: Schedule,
+    period: str,
+    start: datetime,
+    content: ReportContent,
+    link: str,
+    location: str | None = None,
 ) -> str:
+    where = f"{schedule.domain}, {location}" if location else schedule.domain
     lines = [
-        f'Position report for "{schedule.name}" ({schedule.domain}), {label(period, start)} (UTC).',
+        f'Position report for "{schedule.name}" ({where}), {label(period, start)} (UTC).',
         "",
     ]
     if content.latest is None:
@@ -313,20 +329,29 @@ async def send_report_impl(
         to = list(setting.recipients or []) if setting else []
         to = to or await owner_recipients(session, schedule)
         content = await compose(session, schedule, delivery.period_start, delivery.period_end)
+        location = await locations.name_of(session, schedule.location_code)
+        workspace = await session.scalar(
+            select(Workspace.name).where(Workspace.id == schedule.workspace_id)
+        )
     if not to:
         await _settle(deps, delivery, schedule, state=DELIVERY_FAILED, note="no recipient")
         return DELIVERY_FAILED
     link = schedule_page_url(deps, schedule.id)
+    html = report_html(
+        schedule, delivery.period, delivery.period_start, content, link, location, workspace
+    )
     email = OutgoingEmail(
         to=to,
         subject=f"Position report: {schedule.name}, {label(delivery.period, delivery.period_start)}",
-        text=report_text(schedule, delivery.period, delivery.period_start, content, link),
+        text=report_text(schedule, delivery.period, delivery.period_start, content, link, location),
+        html=html.page,
+        inline_images=html.images,
         message_id=f"rt-report-{schedule.id}-{delivery.period_start:%Y%m%d}@sweepline",
     )
 
     async def send() -> str:
         await MailSender(deps.settings.mail).send(email)
-        return f"sent to {len(to)} recipient(s)"
+        return f"sent to {counted(len(to), 'recipient')}"
 
     return await send_and_settle(
         send,

@@ -43,8 +43,10 @@ from app.engines.ranktracking.models import (
 )
 from app.engines.ranktracking.pricing import STANDARD, PriceList, quote
 from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import queue_pause_notice
 from app.scheduling.claim import Claim
+from app.scheduling.sweeper import HOURLY_AT_20
 
 RECURRING = "recurring"
 MANUAL = "manual"
@@ -243,14 +245,23 @@ def _advance(schedule: Schedule, trigger: str, *, admitted: bool, now: datetime)
     schedule.updated_at = now
 
 
+def retry_slot(after: datetime) -> datetime:
+    """The dispatch sweep's first slot (:20 UTC) at least :data:`RETRY_AFTER` after ``after``."""
+    return HOURLY_AT_20.next_tick(after + RETRY_AFTER - timedelta(microseconds=1))
+
+
 def schedule_retry(schedule: Schedule, now: datetime, *, tick: datetime | None = None) -> None:
     """RT-31: retry in one hour; the schedule shows "retrying" until a request goes out.
 
     The hour counts from the sweep's nominal tick when there is one (``tick``, e.g. 09:20:00), not
     from the moment the sweep happened to start (09:20:00.35): the next sweep takes what is due
     by its own nominal time, 10:20:00, and a retry computed from the wall clock would miss it by
-    the start-up delay and wait a second hour."""
-    schedule.next_due_at = (tick or now) + RETRY_AFTER
+    the start-up delay and wait a second hour.
+
+    A retry outside the sweep (a manual request whose hand-off failed at 09:32) is due at the
+    sweep's next slot at least an hour away (11:20), not at 10:32, which only the 11:20 sweep
+    would take anyway while the schedule showed a time nothing happens at (RT-52)."""
+    schedule.next_due_at = retry_slot(tick or now)
     schedule.retrying = True
     schedule.updated_at = now
 
@@ -567,7 +578,7 @@ async def _reserve(
             for run, m in zip(entry.runs, entry.amounts, strict=True)
         ]
         entry.launch.run_ids = [r.id for r in entry.runs]
-        entry.launch.message = f"{len(entry.runs)} child run(s) sent"
+        entry.launch.message = f"{counted(len(entry.runs), 'child run')} sent"
     await ledger.reserve_many(session, batch.balances, holds, now)
     await session.flush()
 

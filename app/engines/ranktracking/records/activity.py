@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from app.db import keyset
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking.models import Activity, Run, Schedule
 
@@ -100,7 +101,7 @@ async def feed(
     """Newest first; fetches ``limit`` rows (callers ask for one more to know if there is more)."""
     stmt = select(Activity).where(Activity.workspace_id == workspace_id)
     if before_id is not None:
-        stmt = stmt.where(Activity.id < before_id)
+        stmt = stmt.where(keyset.before(Activity.id, before_id))
     if schedule_id is not None:
         stmt = stmt.where(Activity.schedule_id == schedule_id)
     rows = await session.execute(stmt.order_by(Activity.id.desc()).limit(limit))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from app.db import keyset
 from app.db.session import ReadSession
 from app.engines.ranktracking.models import (
     ACTIVE_RUN_STATUSES,
@@ -16,7 +17,7 @@ from app.engines.ranktracking.models import (
     Request,
     Run,
 )
-from app.engines.ranktracking.schemas import GroupOut, HealthPoint, LogOut, RunOut
+from app.engines.ranktracking.schemas import GroupOut, HealthPoint, LogOut, RankRunOut
 
 PAGE_SIZE = 50
 HEALTH_ROWS = 12
@@ -29,10 +30,10 @@ def shown_status(run: Run) -> str:
     return run.status
 
 
-def run_out(run: Run) -> RunOut:
+def run_out(run: Run) -> RankRunOut:
     active = run.status in ACTIVE_RUN_STATUSES
     remainder = max(0, run.requested - run.retrieved - run.no_data)
-    return RunOut(
+    return RankRunOut(
         id=run.id,
         request_id=run.request_id,
         schedule_id=run.schedule_id,
@@ -53,6 +54,7 @@ def run_out(run: Run) -> RunOut:
         created_at=run.created_at,
         started_at=run.started_at,
         finished_at=run.finished_at,
+        location_code=run.location_code,
     )
 
 
@@ -99,7 +101,7 @@ async def groups(
 ) -> list[GroupOut]:
     stmt = select(Request).where(Request.schedule_id == schedule_id)
     if before_id is not None:
-        stmt = stmt.where(Request.id < before_id)
+        stmt = stmt.where(keyset.before(Request.id, before_id))
     requests = list(
         (await session.execute(stmt.order_by(Request.id.desc()).limit(limit))).scalars()
     )

@@ -8,6 +8,8 @@ from datetime import datetime
 from sqlalchemy import select
 
 from app.db.session import ReadSession
+from app.engines.ranktracking import locations
+from app.engines.ranktracking.amounts import cents_to_micros, eur_down
 from app.engines.ranktracking.claim.admission import Launch
 from app.engines.ranktracking.models import ACTIVE, Run, Schedule
 from app.engines.ranktracking.records.log import last_group, run_out
@@ -25,7 +27,17 @@ def next_run_label(schedule: Schedule, now: datetime) -> str:
     return "scheduled"
 
 
+def dropped_warning(location: locations.Location) -> str:
+    return (
+        f"the provider no longer lists {location.name} ({location.code}); this schedule keeps "
+        "running with it, but its results may stop: choose another location"
+    )
+
+
 async def schedule_out(session: ReadSession, schedule: Schedule, now: datetime) -> ScheduleOut:
+    location = await locations.get(session, schedule.location_code or 0)
+    cap = schedule.monthly_cap_cents
+    cap_micros = cents_to_micros(cap) if cap is not None else None
     return ScheduleOut(
         id=schedule.id,
         name=schedule.name,
@@ -36,11 +48,14 @@ async def schedule_out(session: ReadSession, schedule: Schedule, now: datetime) 
         keywords=list(schedule.keywords) if schedule.keywords is not None else None,
         depth=DEPTH_NAMES.get(schedule.depth) if schedule.depth else None,  # type: ignore[arg-type]
         location_code=schedule.location_code,
+        location_name=location.name if location else None,
+        location_warning=dropped_warning(location) if location and location.dropped else None,
         language_code=schedule.language_code,
         domain=schedule.domain,
         devices=schedule.device_list,
         packages=list(schedule.packages or []),
-        monthly_cap_cents=schedule.monthly_cap_cents,
+        monthly_cap_micros=cap_micros,
+        monthly_cap_eur=eur_down(cap_micros) if cap_micros is not None else None,
         status=schedule.status,
         next_due_at=schedule.next_due_at if schedule.status == ACTIVE else None,
         next_run=next_run_label(schedule, now),

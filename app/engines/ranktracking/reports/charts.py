@@ -8,13 +8,20 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.db.session import ReadSession
+from app.engines.ranktracking.explain import annotations as user_notes
+from app.engines.ranktracking.explain.measured import measurements_in
+from app.engines.ranktracking.explain.movements import auto_notes, schedule_auto_notes
+from app.engines.ranktracking.explain.schemas import ChartNote
 from app.engines.ranktracking.models import Result, Schedule
 from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, Column, measured_runs
 from app.engines.ranktracking.reports.rivals import competitor_figures
 from app.engines.ranktracking.reports.summary import run_summaries
+from app.engines.ranktracking.tags import tagged_keywords
 from app.schemas import Schema
 
 CHART_POINTS = 104
+AUTO_NOTE_REQUESTS = 13
+"""Measurements whose page changes are noted on the schedule's charts (every keyword is read)."""
 
 
 class SeriesOut(Schema):
@@ -30,6 +37,8 @@ class ChartOut(Schema):
     y_label: str
     inverted: bool
     """Position charts: 1 at the top."""
+    notes: list[ChartNote] = []
+    """Annotations on the time axis: people's, and what changed on the results pages."""
 
 
 def _devices(columns: list[Column]) -> list[str]:
@@ -73,24 +82,38 @@ async def keyword_chart(
             ]
             if any(v is not None for v in values):
                 series.append(SeriesOut(label=f"{domain} ({device})", values=values))
+    by_device = await measurements_in(session, schedule_id, columns, [keyword], with_pages=False)
+    notes = user_notes.as_notes(await user_notes.list_for(session, schedule_id, keyword))
+    notes += auto_notes(by_device, devices=len(devices))
     return ChartOut(
         title=f"Position of “{keyword}”",
         x=_x(columns),
         series=series,
         y_label="position",
         inverted=True,
+        notes=sorted(notes, key=lambda n: n.x),
     )
 
 
-async def schedule_charts(session: ReadSession, schedule_id: int) -> list[ChartOut]:
+async def schedule_charts(
+    session: ReadSession, schedule_id: int, *, tag: str | None = None
+) -> list[ChartOut]:
     """Visibility and average position over time, one series per device, and beside them each
-    competitor's (``domain (device)``), read from the same pages."""
+    competitor's (``domain (device)``), read from the same pages. With a ``tag`` (normalised),
+    the figures of the keywords carrying it only (RT-71), without the competitors' (theirs are
+    over every keyword)."""
     columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
-    summaries = {(s.request_id, s.device): s for s in await run_summaries(session, columns)}
+    keywords = tagged_keywords(schedule_id, tag) if tag is not None else None
+    summaries = {
+        (s.request_id, s.device): s
+        for s in await run_summaries(session, columns, keywords=keywords)
+    }
     devices = _devices(columns)
     domains = list(
         await session.scalar(select(Schedule.competitors).where(Schedule.id == schedule_id)) or []
     )
+    if tag is not None:
+        domains = []
     rivals = await competitor_figures(session, columns, domains)
 
     def series(figure: str) -> list[SeriesOut]:
@@ -114,13 +137,27 @@ async def schedule_charts(session: ReadSession, schedule_id: int) -> list[ChartO
         return out
 
     x = _x(columns)
+    # The schedule's charts carry its schedule-wide notes; a keyword's note stays on its chart.
+    every = await user_notes.list_for(session, schedule_id)
+    notes = user_notes.as_notes([a for a in every if a.keyword is None])
+    notes += await schedule_auto_notes(session, schedule_id, columns[-AUTO_NOTE_REQUESTS:])
+    notes.sort(key=lambda n: n.x)
+    suffix = f" of the keywords tagged “{tag}”" if tag is not None else ""
     return [
-        ChartOut(title="Visibility", x=x, series=series("visibility"), y_label="%", inverted=False),
         ChartOut(
-            title="Average position",
+            title="Visibility" + suffix,
+            x=x,
+            series=series("visibility"),
+            y_label="%",
+            inverted=False,
+            notes=notes,
+        ),
+        ChartOut(
+            title="Average position" + suffix,
             x=x,
             series=series("average_position"),
             y_label="position",
             inverted=True,
+            notes=notes,
         ),
     ]

@@ -12,15 +12,18 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 import msgspec
 
-from app.db.session import ReadSession
+from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking import locations
 from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.records.log import groups
 from app.engines.ranktracking.reports.positions import MAX_LIMIT, TableQuery, positions_page
 from app.engines.ranktracking.reports.schemas import PositionRow, PositionsPage
+from app.platform import audit
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 Cell = str | int | float | None
@@ -59,14 +62,19 @@ def replace_items(page: PositionsPage, items: list[PositionRow]) -> PositionsPag
     return msgspec.structs.replace(page, items=items, next_cursor=None)
 
 
-def positions_csv(page: PositionsPage) -> str:
-    """The table as shown: one row per keyword and device, one column per measured run (its
-    date), then the latest position, change, places gained, best, URL, search volume, each
-    competitor's position and the page's features (and those the domain owns)."""
+def positions_csv(page: PositionsPage, location: locations.Location | None = None) -> str:
+    """The table as shown: one row per keyword and device with the schedule's location (code and
+    the provider's name, RT-63), one column per measured run (its date), then the latest position,
+    change, places gained, best, URL, search volume, each competitor's position and the page's
+    features (and those the domain owns)."""
     dates = [c.measured_at.strftime("%Y-%m-%d %H:%M") for c in page.columns]
+    code = location.code if location else None
+    name = location.name if location else None
     header = [
         "keyword",
         "device",
+        "location_code",
+        "location_name",
         *dates,
         "position",
         "change",
@@ -84,6 +92,8 @@ def positions_csv(page: PositionsPage) -> str:
             [
                 r.keyword,
                 r.device,
+                code,
+                name,
                 *(c.position if c.state == "retrieved" else c.state for c in r.cells),
                 r.position,
                 r.change,
@@ -107,6 +117,8 @@ LOG_HEADER = [
     "created_at",
     "run",
     "device",
+    "location_code",
+    "location_name",
     "status",
     "requested",
     "retrieved",
@@ -126,6 +138,9 @@ async def log_csv(session: ReadSession, schedule_id: int) -> str:
     before: int | None = None
     while True:
         batch = await groups(session, schedule_id, limit=LOG_BATCH, before_id=before)
+        names = await locations.named(
+            session, (r.location_code for g in batch for r in g.runs or [])
+        )
         for g in batch:
             for r in g.runs or []:
                 rows.append(
@@ -136,6 +151,8 @@ async def log_csv(session: ReadSession, schedule_id: int) -> str:
                         g.created_at.isoformat(),
                         r.id,
                         r.device or "keyword_data",
+                        r.location_code,
+                        names[r.location_code].name if r.location_code in names else None,
                         r.shown_status,
                         r.requested,
                         r.retrieved,
@@ -150,3 +167,17 @@ async def log_csv(session: ReadSession, schedule_id: int) -> str:
         if len(batch) < LOG_BATCH:
             return csv_text(LOG_HEADER, rows)
         before = batch[-1].request_id
+
+
+async def record_export(
+    session: WriteSession, schedule_id: int, workspace_id: int, what: str, now: datetime
+) -> None:
+    """Leave the download in the organisation's audit log (``positions`` or ``log``)."""
+    await audit.record(
+        session,
+        action=f"rank_schedule.{what}_exported",
+        object_type="rank_schedule",
+        object_id=schedule_id,
+        workspace_id=workspace_id,
+        now=now,
+    )

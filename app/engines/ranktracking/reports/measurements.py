@@ -12,6 +12,7 @@ from datetime import datetime
 
 from sqlalchemy import Select, or_, select
 
+from app.db import keyset
 from app.db.session import ReadSession
 from app.engines.ranktracking.models import CANCELLED, TERMINAL_RUN_STATUSES, Request, Run
 
@@ -62,7 +63,7 @@ async def measured_runs(
         .order_by(Run.request_id.desc(), Run.id)
     )
     if before_request is not None:
-        query = query.where(Run.request_id < before_request)
+        query = query.where(keyset.before(Run.request_id, before_request))
     columns: dict[int, Column] = {}
     for run_id, request_id, device, created_at in (await session.execute(query)).all():
         column = columns.get(request_id)

@@ -20,6 +20,7 @@ from app.db.session import ReadSession
 from app.engines.ranktracking.models import RETRIEVED, Result
 from app.engines.ranktracking.reports.measurements import run_set
 from app.engines.ranktracking.reports.window import Window
+from app.engines.ranktracking.tags import tagged_keywords
 
 SQL_SORTS = ("keyword", "device", "position", "change", "best", "url")
 """Sort keys the database orders by; ``volume`` comes from another schedule's keyword data and
@@ -35,6 +36,8 @@ class Filters:
     in_top: int | None = None
     out_of_top: int | None = None
     search: str | None = None
+    tag: str | None = None
+    """Only keywords carrying this (normalised) tag (RT-71)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,7 @@ class _Statement:
     whether a shown run measured the row) joined to the latest and the previous measurement."""
 
     def __init__(self, schedule_id: int, window: Window) -> None:
+        self.schedule_id = schedule_id
         shown = case((Result.run_id.in_(run_set(window.shown_runs())), 1), else_=0)
         # Only a retrieved result ever holds a position, so the best needs no state filter: the
         # pass can be answered from the index ix_rt_results_keys alone.
@@ -129,6 +133,8 @@ class _Statement:
             )
         if f.search:
             out.append(position(h.keyword, f.search.casefold()) > 0)
+        if f.tag is not None:
+            out.append(h.keyword.in_(tagged_keywords(self.schedule_id, f.tag)))
         return out
 
     def order_by(self, sort: str, order: str) -> list[Any]:

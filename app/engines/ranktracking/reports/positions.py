@@ -21,6 +21,7 @@ from app.engines.ranktracking.reports.schemas import ColumnOut, PositionRow, Pos
 from app.engines.ranktracking.reports.summary import run_summaries
 from app.engines.ranktracking.reports.volume import search_volumes
 from app.engines.ranktracking.reports.window import Window, table_window
+from app.engines.ranktracking.tags import checked_tag, tagged_keywords
 from app.errors import ValidationFailed
 from app.pagination import checked_limit, cursor_number
 
@@ -52,9 +53,13 @@ class TableQuery:
     domain could win (on the page, not the domain's, while it ranks in the top 10)."""
     url_issues: bool = False
     """Only rows flagged ``other_url`` or ``alternating``."""
+    tag: str | None = None
+    """Only keywords carrying this tag (RT-71); the figures above the table follow it."""
 
     def check(self) -> int:
         """The validated offset of the page."""
+        if self.tag is not None:
+            checked_tag(self.tag)
         if self.device is not None and self.device not in ("desktop", "mobile"):
             raise ValidationFailed.field("device", "desktop or mobile")
         if self.moved is not None and not 1 <= self.moved <= 100:
@@ -109,8 +114,14 @@ async def positions_page(session: ReadSession, schedule: Schedule, q: TableQuery
     offset = q.check()
     window = await table_window(session, schedule, q.columns)
     volumes = await search_volumes(session, schedule)
+    tag = checked_tag(q.tag) if q.tag is not None else None
     filters = Filters(
-        device=q.device, moved=q.moved, in_top=q.in_top, out_of_top=q.out_of_top, search=q.search
+        device=q.device,
+        moved=q.moved,
+        in_top=q.in_top,
+        out_of_top=q.out_of_top,
+        search=q.search,
+        tag=tag,
     )
     built_filters = q.features is not None or q.url_issues
     if q.sort in SQL_SORTS and not built_filters:
@@ -155,7 +166,11 @@ async def positions_page(session: ReadSession, schedule: Schedule, q: TableQuery
             ColumnOut(request_id=c.request_id, measured_at=c.measured_at, runs=dict(c.runs))
             for c in window.columns
         ],
-        summaries=await run_summaries(session, window.columns),
+        summaries=await run_summaries(
+            session,
+            window.columns,
+            keywords=tagged_keywords(schedule.id, tag) if tag is not None else None,
+        ),
         items=items,
         total=total,
         next_cursor=str(offset + q.limit) if offset + q.limit < total else None,

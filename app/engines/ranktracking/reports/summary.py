@@ -3,7 +3,7 @@ visibility score (formula in :mod:`.visibility`), aggregated in the database."""
 
 from __future__ import annotations
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, case, func, select
 
 from app.db.session import ReadSession
 from app.engines.ranktracking.models import RETRIEVED, Result
@@ -15,6 +15,7 @@ from app.engines.ranktracking.reports.measurements import (
 )
 from app.engines.ranktracking.reports.schemas import RunSummaryOut, SummaryPage
 from app.engines.ranktracking.reports.visibility import CTR_BY_POSITION
+from app.engines.ranktracking.tags import checked_tag, tagged_keywords
 from app.pagination import checked_limit, cursor_number
 
 _retrieved = Result.state == RETRIEVED
@@ -25,8 +26,11 @@ _ctr = case(
 )
 
 
-async def run_summaries(session: ReadSession, columns: list[Column]) -> list[RunSummaryOut]:
-    """One summary per SERP child run of ``columns``, in column order then desktop before mobile."""
+async def run_summaries(
+    session: ReadSession, columns: list[Column], *, keywords: Select[str] | None = None
+) -> list[RunSummaryOut]:
+    """One summary per SERP child run of ``columns``, in column order then desktop before mobile;
+    over the ``keywords`` the statement selects only, when given (a tag's, RT-71)."""
     where = {
         run_id: (column, device)
         for column in columns
@@ -45,7 +49,10 @@ async def run_summaries(session: ReadSession, columns: list[Column]) -> list[Run
             func.avg(Result.position).filter(_ranked),
             func.sum(_ctr).filter(_retrieved),
         )
-        .where(Result.run_id.in_(run_set(list(where))))
+        .where(
+            Result.run_id.in_(run_set(list(where))),
+            *([Result.keyword.in_(keywords)] if keywords is not None else []),
+        )
         .group_by(Result.run_id)
     )
     figures = {r[0]: r[1:] for r in rows.all()}
@@ -77,18 +84,25 @@ SUMMARY_PAGE, MAX_SUMMARY_PAGE = 52, 200
 
 
 async def summary_page(
-    session: ReadSession, schedule_id: int, cursor: str | None, limit: int = SUMMARY_PAGE
+    session: ReadSession,
+    schedule_id: int,
+    cursor: str | None,
+    limit: int = SUMMARY_PAGE,
+    *,
+    tag: str | None = None,
 ) -> SummaryPage:
     """The per-run figures of the schedule's measured requests, newest first, ``limit`` requests
-    a page; ``next_cursor`` is the oldest request id of the page."""
+    a page; ``next_cursor`` is the oldest request id of the page. With a ``tag``, the figures
+    are those of the keywords carrying it (RT-71)."""
     checked_limit(limit, MAX_SUMMARY_PAGE)
+    keywords = tagged_keywords(schedule_id, checked_tag(tag)) if tag is not None else None
     before = cursor_number(cursor)
     columns = await measured_runs(
         session, schedule_id, before_request=before, limit_requests=limit + 1
     )
     more = len(columns) > limit
     columns = columns[-limit:]
-    items = await run_summaries(session, columns)
+    items = await run_summaries(session, columns, keywords=keywords)
     items.sort(key=lambda s: (-s.request_id, s.device))
     return SummaryPage(
         items=items, next_cursor=str(columns[0].request_id) if more and columns else None

@@ -5,15 +5,24 @@ checked against the per-run limit (RT-5)."""
 from __future__ import annotations
 
 from app.db.session import ReadSession
+from app.engines.ranktracking import locations
+from app.engines.ranktracking.errors import ValidationFailed
 from app.engines.ranktracking.lists import get_list
 from app.engines.ranktracking.members import list_size
 from app.engines.ranktracking.models import Schedule
-from app.engines.ranktracking.schedules.rules import Config, over_run_limit, validated
-from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.schedules.rules import (
+    Config,
+    over_run_limit,
+    unknown_location_message,
+    validated,
+)
+from app.engines.ranktracking.schemas import RankScheduleIn
 from app.settings import RankTrackingSettings
 
 
-def config_of(data: ScheduleIn, rt: RankTrackingSettings, *, require_name: bool = True) -> Config:
+def config_of(
+    data: RankScheduleIn, rt: RankTrackingSettings, *, require_name: bool = True
+) -> Config:
     return validated(
         name=data.name,
         data_type=data.data_type,
@@ -60,3 +69,24 @@ async def checked_keyword_count(
     if size > rt.max_run_keywords:
         raise over_run_limit(size, rt.max_run_keywords)
     return size
+
+
+async def checked_location(
+    session: ReadSession, location_code: int | None, *, kept: int | None = None
+) -> None:
+    """RT-60: a schedule names a location the provider lists now (any synced code: country,
+    region, city, postal code…). A dropped one is refused for a new choice; a schedule that
+    already uses it (``kept``, its code before an edit) keeps it."""
+    if location_code is None or location_code == kept:
+        return
+    location = await locations.get(session, location_code)
+    if location is None:
+        raise ValidationFailed.field(
+            "location_code", unknown_location_message(location_code), code="unknown_location"
+        )
+    if location.dropped:
+        raise ValidationFailed.field(
+            "location_code",
+            f"{location_code} ({location.name}) is no longer offered by the provider",
+            code="dropped_location",
+        )

@@ -13,17 +13,22 @@ from app.engines.ranktracking.claim.handoff import PendingLaunch, admit_and_send
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.due import first_due
 from app.engines.ranktracking.errors import ScheduleLimitReached
+from app.engines.ranktracking.location_sync import ensure_known
 from app.engines.ranktracking.models import ACTIVE, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.engines.ranktracking.records import activity
-from app.engines.ranktracking.schedules.config import checked_keyword_count, config_of
+from app.engines.ranktracking.schedules.config import (
+    checked_keyword_count,
+    checked_location,
+    config_of,
+)
 from app.engines.ranktracking.schedules.duplicates import (
     flush_refusing_duplicates,
     refuse_duplicate,
 )
 from app.engines.ranktracking.schedules.lookup import get_schedule, live_count
 from app.engines.ranktracking.schedules.rules import dedup_key
-from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.schemas import RankScheduleIn
 from app.platform.models import Workspace
 from app.platform.service import Principal
 from app.settings import RankTrackingSettings
@@ -33,11 +38,12 @@ async def create(
     session: WriteSession,
     rt: RankTrackingSettings,
     principal: Principal,
-    data: ScheduleIn,
+    data: RankScheduleIn,
     now: datetime,
 ) -> Schedule:
     """Save a schedule (RT-1 to RT-17 rules). The caller then requests the baseline."""
     config = config_of(data, rt)
+    await checked_location(session, config.location_code)
     # Serialise creations per workspace so two at once cannot both pass the limit.
     await session.execute(
         select(Workspace.id).where(Workspace.id == principal.workspace_id).with_for_update()
@@ -89,10 +95,11 @@ async def create(
 
 
 async def create_and_baseline(
-    deps: RankTrackingDeps, principal: Principal, data: ScheduleIn
+    deps: RankTrackingDeps, principal: Principal, data: RankScheduleIn
 ) -> tuple[Schedule, Launch]:
     """RT-27: save the schedule, then request its first baseline through admission. Creation
     stands even when the baseline is skipped or fails; the outcome is returned explicitly."""
+    await ensure_known(deps, data.location_code)
     now = deps.clock.now()
     async with deps.db.write() as uow:
         schedule = await create(uow.session, deps.settings.ranktracking, principal, data, now)
@@ -103,7 +110,7 @@ async def create_and_baseline(
 
 
 async def create_with_baseline_in(
-    uow: UnitOfWork, deps: RankTrackingDeps, principal: Principal, data: ScheduleIn
+    uow: UnitOfWork, deps: RankTrackingDeps, principal: Principal, data: RankScheduleIn
 ) -> tuple[Schedule, PendingLaunch]:
     """RT-27 in one unit of work (the API's retryable creation): the schedule and its baseline
     request commit together, so a retry with the same ``Idempotency-Key`` finds both or neither.

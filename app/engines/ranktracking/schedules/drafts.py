@@ -6,15 +6,15 @@ from decimal import Decimal
 
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.schedules.rules import DEPTH_NAMES
-from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.schemas import RankScheduleIn
 from app.errors import ValidationFailed
 
 
-def mobile_draft(schedule: Schedule) -> ScheduleIn:
+def mobile_draft(schedule: Schedule) -> RankScheduleIn:
     """RT-17: a new mobile SERP schedule pre-filled from ``schedule`` (the source is untouched)."""
     if schedule.data_type != "serp":
         raise ValidationFailed.field("data_type", "only SERP schedules have devices")
-    return ScheduleIn(
+    return RankScheduleIn(
         name=f"{schedule.name} (mobile)",
         data_type="serp",
         frequency=schedule.frequency,  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from app.engines.ranktracking.due import first_due
 from app.engines.ranktracking.errors import ScheduleStateConflict
 from app.engines.ranktracking.models import ARCHIVED, Schedule
 from app.engines.ranktracking.records import activity
-from app.engines.ranktracking.schedules.config import config_from_schedule
+from app.engines.ranktracking.schedules.config import checked_location, config_from_schedule
 from app.engines.ranktracking.schedules.duplicates import (
     flush_refusing_duplicates,
     refuse_duplicate,
@@ -70,6 +70,7 @@ async def edit(
         monthly_cap_eur=None,
         max_selection=rt.max_selection_keywords,
     )
+    await checked_location(session, new.location_code, kept=current.location_code)
     key = dedup_key(new)
     if key != schedule.dedup_key:
         await refuse_duplicate(session, schedule.workspace_id, key, schedule.id)

@@ -20,11 +20,12 @@ from app.engines.ranktracking.pricing import (
 )
 from app.engines.ranktracking.schedules.config import (
     checked_keyword_count,
+    checked_location,
     config_from_schedule,
     config_of,
 )
 from app.engines.ranktracking.schedules.rules import Config, check_queue, over_run_limit
-from app.engines.ranktracking.schemas import EstimateOut, EstimatePart, ScheduleIn
+from app.engines.ranktracking.schemas import EstimateOut, EstimatePart, RankScheduleIn
 from app.platform.service import Principal
 from app.settings import RankTrackingSettings
 
@@ -80,9 +81,10 @@ async def estimate(
 
 
 async def estimate_new(
-    session: ReadSession, rt: RankTrackingSettings, principal: Principal, data: ScheduleIn
+    session: ReadSession, rt: RankTrackingSettings, principal: Principal, data: RankScheduleIn
 ) -> EstimateOut:
     config = config_of(data, rt, require_name=False)
+    await checked_location(session, config.location_code)
     count = await checked_keyword_count(session, principal.workspace_id, config, rt)
     return await estimate(
         session, rt, organisation_id=principal.organisation_id, config=config, keyword_count=count

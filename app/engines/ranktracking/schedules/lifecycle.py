@@ -21,6 +21,8 @@ from app.engines.ranktracking.models import (
     Schedule,
 )
 from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.wording import counted
+from app.platform import audit
 
 
 async def close_active_runs(
@@ -57,10 +59,28 @@ async def pause(session: WriteSession, schedule: Schedule, now: datetime) -> Sch
         raise ScheduleStateConflict("an ended schedule cannot be paused")
     if schedule.status == PAUSED_USER:
         return schedule
+    before = schedule.status
     schedule.status = PAUSED_USER
     schedule.updated_at = now
     await _cancel_runs_and_record(session, schedule, "paused", activity.SCHEDULE_PAUSED, now)
+    await _audit(session, "rank_schedule.paused", schedule, before, now)
     return schedule
+
+
+async def _audit(
+    session: WriteSession, action: str, schedule: Schedule, before: str, now: datetime
+) -> None:
+    await audit.record(
+        session,
+        action=action,
+        object_type="rank_schedule",
+        object_id=schedule.id,
+        workspace_id=schedule.workspace_id,
+        organisation_id=schedule.organisation_id,
+        before={"status": before},
+        after={"status": schedule.status},
+        now=now,
+    )
 
 
 async def _cancel_runs_and_record(
@@ -75,7 +95,7 @@ async def _cancel_runs_and_record(
         session,
         schedule,
         kind=kind,
-        change=verb + (f"; {closed} active run(s) cancelled" if closed else ""),
+        change=verb + (f"; {counted(closed, 'active run')} cancelled" if closed else ""),
         now=now,
     )
 
@@ -86,6 +106,7 @@ async def resume(session: WriteSession, schedule: Schedule, now: datetime) -> Sc
         raise ScheduleStateConflict("an ended schedule cannot be resumed")
     if schedule.status == ACTIVE:
         return schedule
+    before = schedule.status
     schedule.status = ACTIVE
     schedule.consecutive_failures = 0
     schedule.consecutive_blocks = 0
@@ -100,6 +121,7 @@ async def resume(session: WriteSession, schedule: Schedule, now: datetime) -> Sc
         change="resumed; due at the next hourly sweep",
         now=now,
     )
+    await _audit(session, "rank_schedule.resumed", schedule, before, now)
     return schedule
 
 
@@ -107,8 +129,10 @@ async def end(session: WriteSession, schedule: Schedule, now: datetime) -> Sched
     """RT-29: archived for good; active runs closed, reservations released, history kept."""
     if schedule.status == ARCHIVED:
         raise ScheduleStateConflict("the schedule has already ended")
+    before = schedule.status
     schedule.status = ARCHIVED
     schedule.archived_at = now
     schedule.updated_at = now
     await _cancel_runs_and_record(session, schedule, "ended", activity.SCHEDULE_ENDED, now)
+    await _audit(session, "rank_schedule.ended", schedule, before, now)
     return schedule

@@ -197,15 +197,19 @@ def _check_keyword_data(
 
 
 def _check_location(errors: FieldErrors, location_code: int | None) -> None:
+    """The code's shape; whether the provider lists it is read from the table
+    (:func:`~app.engines.ranktracking.schedules.config.checked_location`)."""
     if location_code is None or location_code <= 0:
         errors.add("location_code", "must be a positive location code")
-    elif location_code > locations.MAX_LOCATION_CODE or locations.get(location_code) is None:
-        errors.add(
-            "location_code",
-            f"{location_code} is not one of the provider's locations "
-            "(search them with GET /api/v1/ranktracking/locations?q=...)",
-            "unknown_location",
-        )
+    elif location_code > locations.MAX_LOCATION_CODE:
+        errors.add("location_code", unknown_location_message(location_code), "unknown_location")
+
+
+def unknown_location_message(location_code: int) -> str:
+    return (
+        f"{location_code} is not one of the provider's locations "
+        "(search them with GET /api/v1/ranktracking/locations?q=...)"
+    )
 
 
 def validated(

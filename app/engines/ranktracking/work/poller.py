@@ -7,8 +7,11 @@ runs' entries lost them, and 30 runs polling every 30 s passed the limit. Instea
 10 seconds (one tick at a time across processes) does, per endpoint with work outstanding:
 
 1. ``tasks_ready`` while the per-minute budget allows (``RT_TASKS_READY_PER_MINUTE``, counted in
-   the database so that every process shares it) and the last page was full; every listed task is
-   marked ``ready_at`` on its result rows at once, so a crash after the call loses nothing;
+   the database so that every process shares it, each call stamped when it was made) and the last
+   page was full of tasks not marked before; every listed task is marked ``ready_at`` on its
+   result rows at once, so a crash after the call loses nothing. The listed tasks are collected
+   before the next listing: the provider's reference describes ``tasks_ready`` as the completed
+   tasks "which haven't been collected yet", so asking again first could return the same page;
 2. ``task_get`` once per marked task, routed to its child run by task id (the ``tag`` carries the
    run id too); an unreadable or failed answer is retried on the next tick — the call is free —
    and only after ``RT_FETCH_ATTEMPTS`` does the keyword count as failed;
@@ -79,8 +82,9 @@ async def _has_pending(deps: RankTrackingDeps, data_type: str) -> bool:
         return found is not None
 
 
-async def _take_budget(deps: RankTrackingDeps, endpoint: str, now: datetime) -> bool:
-    """Record one ``tasks_ready`` call at ``now`` if the per-minute budget allows it."""
+async def _take_budget(deps: RankTrackingDeps, endpoint: str, now: datetime) -> str | None:
+    """Reserve one ``tasks_ready`` call at ``now`` if the per-minute budget allows it; the stamp
+    to move to the moment of the call (:func:`_stamp_at_call`), or None."""
     limit = max(1, deps.settings.ranktracking.tasks_ready_per_minute)
     async with deps.db.write() as uow:
         state = await uow.session.get(PollerState, endpoint, with_for_update=True)
@@ -89,47 +93,84 @@ async def _take_budget(deps: RankTrackingDeps, endpoint: str, now: datetime) -> 
             uow.session.add(state)
         recent = [c for c in state.calls if now - datetime.fromisoformat(c) < WINDOW]
         if len(recent) >= limit:
-            return False
-        state.calls = [*recent, now.isoformat()]
+            return None
+        stamp = now.isoformat()
+        state.calls = [*recent, stamp]
         state.updated_at = now
-        return True
+        return stamp
+
+
+async def _stamp_at_call(deps: RankTrackingDeps, endpoint: str, stamp: str, at: datetime) -> None:
+    """Move a reserved stamp to when the call was answered (RT-50). The call may have waited for
+    its pacing slot after the reservation; the provider counts it when it arrives, which is no
+    later than its answer, so the window counted here never holds fewer calls than the
+    provider's."""
+    async with deps.db.write() as uow:
+        state = await uow.session.get(PollerState, endpoint, with_for_update=True)
+        if state is None:
+            return
+        calls = list(state.calls)
+        moved = at.isoformat()
+        if stamp in calls:
+            calls[calls.index(stamp)] = moved
+        else:
+            calls.append(moved)
+        state.calls = calls
+        state.updated_at = at
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    listed: int
+    new: int
+    """Pending result rows this listing marked ready for the first time."""
+
+    @property
+    def worth_another(self) -> bool:
+        """A full page with tasks not seen before: more may wait behind it. A page of tasks
+        already marked (a provider that keeps listing tasks until they are collected, or lists
+        them late) is not asked for again (RT-49)."""
+        return self.listed >= READY_PAGE and self.new > 0
 
 
 async def _list_ready(
     deps: RankTrackingDeps, client: SerpClient, data_type: str, report: PollReport
-) -> None:
+) -> _Listing | None:
+    """One ``tasks_ready`` call within the budget, its tasks marked ready; None when the budget
+    is spent or the call failed."""
     endpoint = ENDPOINTS[data_type]
-    while True:
-        if not await _take_budget(deps, endpoint, deps.clock.now()):
-            report.budget_exhausted.append(endpoint)
-            return
-        try:
-            listed = await (
-                client.serp_tasks_ready()
-                if data_type == "serp"
-                else client.keyword_data_tasks_ready()
-            )
-        except ProviderError as exc:
-            log.warning("tasks_ready (%s) failed: %s", endpoint, exc)
-            return
-        report.ready_calls += 1
-        report.listed += len(listed)
-        ids = [t.task_id for t in listed if t.task_id]
-        now = deps.clock.now()
-        async with deps.db.write() as uow:
-            for start in range(0, len(ids), 500):
-                await uow.session.execute(
-                    update(Result)
-                    .where(
-                        Result.task_id.in_(ids[start : start + 500]),
-                        Result.state == PENDING,
-                        Result.ready_at.is_(None),
-                    )
-                    .values(ready_at=now)
-                    .execution_options(synchronize_session=False)
+    stamp = await _take_budget(deps, endpoint, deps.clock.now())
+    if stamp is None:
+        report.budget_exhausted.append(endpoint)
+        return None
+    try:
+        listed = await (
+            client.serp_tasks_ready() if data_type == "serp" else client.keyword_data_tasks_ready()
+        )
+    except ProviderError as exc:
+        log.warning("tasks_ready (%s) failed: %s", endpoint, exc)
+        await _stamp_at_call(deps, endpoint, stamp, deps.clock.now())
+        return None
+    now = deps.clock.now()
+    await _stamp_at_call(deps, endpoint, stamp, now)
+    report.ready_calls += 1
+    report.listed += len(listed)
+    ids = sorted({t.task_id for t in listed if t.task_id})
+    new = 0
+    async with deps.db.write() as uow:
+        for start in range(0, len(ids), 500):
+            marked = await uow.session.execute(
+                update(Result)
+                .where(
+                    Result.task_id.in_(ids[start : start + 500]),
+                    Result.state == PENDING,
+                    Result.ready_at.is_(None),
                 )
-        if len(listed) < READY_PAGE:
-            return
+                .values(ready_at=now)
+                .execution_options(synchronize_session=False)
+            )
+            new += int(getattr(marked, "rowcount", 0) or 0)
+    return _Listing(listed=len(listed), new=new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,14 +316,19 @@ async def poll_ready(deps: RankTrackingDeps, client: SerpClient) -> PollReport:
     for data_type in ENDPOINTS:
         if not await _has_pending(deps, data_type):
             continue
-        await _list_ready(deps, client, data_type, report)
+        # List, collect what was listed, list again only while the last page was full of tasks
+        # not seen before: a provider that keeps listing uncollected tasks shows the same page
+        # until they are collected, so asking again first would spend the budget on it.
+        listing = await _list_ready(deps, client, data_type, report)
         while True:
             tasks = await _due_fetches(deps, data_type, deps.clock.now())
-            if not tasks:
+            if tasks:
+                await _fetch_all(deps, client, tasks, report)
+            if len(tasks) >= FETCHES_PER_TICK:
+                continue
+            if listing is None or not listing.worth_another:
                 break
-            await _fetch_all(deps, client, tasks, report)
-            if len(tasks) < FETCHES_PER_TICK:
-                break
+            listing = await _list_ready(deps, client, data_type, report)
     await _close_stuck(deps, deps.clock.now(), report)
     return report
 

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import func, select, update
 
-from app.db.dialect import row_count
 from app.db.session import UnitOfWork, WriteSession
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.alerts.evaluate import queue_evaluation
 from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.deps import RankTrackingDeps
+from app.engines.ranktracking.explain import snapshot
+from app.engines.ranktracking.explain_models import SerpSnapshot
 from app.engines.ranktracking.models import (
     DISPATCHING,
     FAILED,
@@ -222,6 +223,8 @@ class Outcome:
     absent from the mapping stay pending."""
 
     per_keyword: dict[str, tuple[str, dict[str, Any]]]
+    snapshots: dict[str, bytes] = field(default_factory=dict)
+    """Keyword → its results page, encoded (:mod:`..explain.snapshot`), stored beside the result."""
 
 
 def outcome_of(
@@ -245,7 +248,8 @@ def _serp_outcome(
     item = result.find(domain) if domain else None
     position = item.rank_group if item is not None and item.rank_group > 0 else None
     return Outcome(
-        {
+        snapshots={keyword: snapshot.encode(snapshot.of_result(result))},
+        per_keyword={
             keyword: (
                 RETRIEVED,
                 {
@@ -257,7 +261,7 @@ def _serp_outcome(
                     "competitors": competitor_positions(result, competitors) or None,
                 },
             )
-        }
+        },
     )
 
 
@@ -336,8 +340,9 @@ async def apply_outcomes(
     if run is None or run.status != RUNNING:
         return 0
     written = 0
+    keep_pages = deps.settings.ranktracking.snapshot_retention_days > 0
     for outcome in outcomes:
-        written += await _store(uow.session, run, outcome, now)
+        written += await _store(uow.session, run, outcome, now, keep_pages=keep_pages)
     if written:
         run.retrieved = await _count(uow.session, run.id, RETRIEVED)
         run.no_data = await _count(uow.session, run.id, NO_DATA)
@@ -347,20 +352,59 @@ async def apply_outcomes(
     return written
 
 
-async def _store(session: WriteSession, run: Run, outcome: Outcome, now: datetime) -> int:
+async def _store(
+    session: WriteSession, run: Run, outcome: Outcome, now: datetime, *, keep_pages: bool
+) -> int:
     written = 0
     for keyword, (state, values) in outcome.per_keyword.items():
         result = await session.execute(
             update(Result)
             .where(Result.run_id == run.id, Result.keyword == keyword, Result.state == PENDING)
             .values(state=state, fetched_at=now, **values)
+            .returning(Result.id)
             .execution_options(synchronize_session=False)
         )
-        written += row_count(result)
+        stored = result.scalars().all()
+        written += len(stored)
+        page = outcome.snapshots.get(keyword)
+        if stored and page is not None and keep_pages:
+            # Written with the result, once: a repeated answer updates no row and adds none.
+            session.add(
+                SerpSnapshot(
+                    result_id=stored[0], schedule_id=run.schedule_id, body=page, created_at=now
+                )
+            )
     return written
 
 
 # -- ending ----------------------------------------------------------------------------------------
+
+
+async def _unit_price(
+    session: WriteSession, run: Run, prices: PriceList
+) -> provider_gap.UnitPrice | None:
+    """The provider's cost per task it created for ``run``, beside the price list's (RT-53)."""
+    if run.provider_cost is None:
+        return None
+    units = int(
+        await session.scalar(
+            select(func.count(func.distinct(Result.task_id))).where(
+                Result.run_id == run.id, Result.task_id.is_not(None), Result.task_id != ""
+            )
+        )
+        or 0
+    )
+    if units <= 0:
+        return None
+    if run.data_type == "serp":
+        listed = prices.serp_unit_usd(
+            depth=run.depth or 10, queue=run.queue, device=run.device or "desktop"
+        )
+    else:
+        listed = prices.keyword_data_task_usd(list(run.packages or []))
+    return provider_gap.UnitPrice(
+        units=units, provider_usd=run.provider_cost / units, list_usd=listed
+    )
 
 
 async def finalize(uow: UnitOfWork, deps: RankTrackingDeps, run: Run, now: datetime) -> None:
@@ -420,7 +464,14 @@ async def finalize(uow: UnitOfWork, deps: RankTrackingDeps, run: Run, now: datet
         ),
     )
     if settled is not None:
-        provider_gap.record(session, run, settled, now)
+        provider_gap.record(
+            session,
+            run,
+            settled,
+            now,
+            unit=await _unit_price(session, run, prices),
+            tolerance_percent=deps.settings.ranktracking.cost_tolerance_percent,
+        )
         activity.record_run_outcome(
             session,
             run,

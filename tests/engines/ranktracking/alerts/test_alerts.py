@@ -107,14 +107,15 @@ async def test_an_email_alert_fires_once_per_run_at_a_real_smtp_server(
     assert len(messages) == 2
     assert all(m.to == ["seo@example.com"] for m in messages)
     assert sorted(m.subject for m in messages) == [
-        "Positions: 1 keyword(s) enters the top 3",
-        "Positions: 2 keyword(s) enters the top 3",
+        "Positions: 1 keyword enters the top 3",
+        "Positions: 2 keywords enter the top 3",
     ]
     bodies = " ".join(m.body for m in messages)
     assert "red shoes (desktop): 5 → 2" in bodies  # the second run
     assert "red shoes (mobile): 6 → 1" in bodies  # the third, with
     assert "green shoes (mobile): – → 2" in bodies  # beyond the depth before
     assert f"/ui/ranktracking/schedules/{schedule_id}" in bodies
+    assert "acme-shop.com, United States)" in bodies  # RT-63: the location by name
     assert sorted(d.request_id for d in await _deliveries(runtime)) == [second, third]
 
     # Evaluating again, or running a delivery again, sends nothing twice.
@@ -221,6 +222,10 @@ async def test_a_signed_webhook_alert_is_sent_once_even_after_a_crash_mid_way(
     payload = httpx.Response(200, content=body).json()
     assert payload["event"] == "ranktracking.alert"
     assert payload["rule"]["kind"] == "moves"
+    assert (payload["schedule"]["location_code"], payload["schedule"]["location_name"]) == (
+        2840,
+        "United States",
+    )  # RT-63
     assert payload["matches"] == [
         {"keyword": "red shoes", "device": "mobile", "previous": 6, "current": 1}
     ]

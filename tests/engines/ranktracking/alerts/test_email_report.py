@@ -104,6 +104,7 @@ async def test_a_weekly_report_is_sent_once_per_period(
     assert message.subject == "Position report: Shoes, week of 2026-03-02 to 2026-03-08"
     body = message.body.replace("\r\n", "\n")
     assert "Summary of the latest measurement (2026-03-04):" in body
+    assert ", United States), week of" in body  # RT-63: the location by name
     assert "desktop: average position 4.67 (was 4.00)" in body
     assert "Biggest gains:\n  red shoes (desktop): 5 → 2" in body
     assert "Dropped out of the ranking:" in body

@@ -155,7 +155,8 @@ async def test_rt32_batch_outcomes_match_single_admissions(
         row = await session.get(Schedule, busy.id)
         assert row is not None
         assert row.retrying
-        assert row.next_due_at == runtime.clock.now() + timedelta(hours=1)
+        # RT-52: the dispatch sweep's next :20 slot at least an hour away (09:00 → 10:20).
+        assert row.next_due_at == runtime.clock.now() + timedelta(hours=1, minutes=20)
 
 
 @pytest.mark.postgres

@@ -58,7 +58,7 @@ async def test_positions_csv_follows_the_table_and_neutralises(
     assert f"positions-{schedule.id}.csv" in r.headers["content-disposition"]
     rows = parse(r.text)
     header = rows[0]
-    assert header[:2] == ["keyword", "device"]
+    assert header[:4] == ["keyword", "device", "location_code", "location_name"]
     assert header[-8:] == [
         "position",
         "change",
@@ -69,15 +69,16 @@ async def test_positions_csv_follows_the_table_and_neutralises(
         "features",
         "owned_features",
     ]
-    assert len(header) == 2 + 3 + 8  # three measured runs, dated
-    assert all(len(h) == 16 and h[4] == "-" for h in header[2:5])
+    assert len(header) == 4 + 3 + 8  # three measured runs, dated
+    assert all(len(h) == 16 and h[4] == "-" for h in header[4:7])
     body = {(row[0], row[1]): row for row in rows[1:]}
     assert len(body) == 6
     red_desktop = body[("red shoes", "desktop")]
-    assert red_desktop[2:5] == ["5", "2", "4"]
-    assert red_desktop[5:9] == ["4", "down", "-2", "2"]  # a negative number is not neutralised
-    assert DOMAIN in red_desktop[9]
-    assert body[("green shoes", "desktop")][5:9] == ["", "lost", "", "3"]
+    assert red_desktop[2:4] == ["2840", "United States"]  # RT-63: the location's name
+    assert red_desktop[4:7] == ["5", "2", "4"]
+    assert red_desktop[7:11] == ["4", "down", "-2", "2"]  # a negative number is not neutralised
+    assert DOMAIN in red_desktop[11]
+    assert body[("green shoes", "desktop")][7:11] == ["", "lost", "", "3"]
 
     r = await client.get(
         f"{BASE}/schedules/{schedule.id}/positions.csv",
@@ -97,7 +98,7 @@ async def test_positions_csv_follows_the_table_and_neutralises(
     keywords = sorted(row[0] for row in parse(r.text)[1:])
     assert keywords == sorted(["'=hyperlink(x)", "'+sum(1)", "'-1+1", "'@cmd", "plain"])
     row = next(r for r in parse(r.text)[1:] if r[0] == "'=hyperlink(x)")
-    assert (row[2], row[3], row[4]) == ("2", "2", "new")
+    assert (row[4], row[5], row[6]) == ("2", "2", "new")
 
 
 async def test_log_csv_has_every_child_run(
@@ -107,13 +108,24 @@ async def test_log_csv_has_every_child_run(
     r = await client.get(f"{BASE}/schedules/{schedule.id}/log.csv", headers=auth(tenant))
     assert r.status_code == 200, r.text
     rows = parse(r.text)
-    assert rows[0][:7] == ["request", "trigger", "queue", "created_at", "run", "device", "status"]
+    assert rows[0][:9] == [
+        "request",
+        "trigger",
+        "queue",
+        "created_at",
+        "run",
+        "device",
+        "location_code",
+        "location_name",
+        "status",
+    ]
     assert len(rows) == 1 + 3 * 2
     assert {row[5] for row in rows[1:]} == {"desktop", "mobile"}
-    assert {row[6] for row in rows[1:]} == {"succeeded"}
+    assert {(row[6], row[7]) for row in rows[1:]} == {("2840", "United States")}  # RT-63
+    assert {row[8] for row in rows[1:]} == {"succeeded"}
     assert [int(row[0]) for row in rows[1:]] == sorted(
         (int(row[0]) for row in rows[1:]), reverse=True
     )
-    assert all(row[7:10] == ["3", "3", "0"] for row in rows[1:])
+    assert all(row[9:12] == ["3", "3", "0"] for row in rows[1:])
     r = await client.get(f"{BASE}/schedules/{schedule.id}/log.csv")
     assert r.status_code == 401

@@ -95,7 +95,7 @@ async def test_pause_resume_and_end_record_the_runs_they_cancelled(
     await launch(runtime, schedule.id)
     expected = []
     for operation, kind, said in (
-        (pause, "schedule_paused", '"Shoes" paused; 2 active run(s) cancelled'),
+        (pause, "schedule_paused", '"Shoes" paused; 2 active runs cancelled'),
         (resume, "schedule_resumed", '"Shoes" resumed; due at the next hourly sweep'),
         (pause, "schedule_paused", '"Shoes" paused'),
         (end, "schedule_ended", '"Shoes" ended'),
@@ -125,6 +125,6 @@ async def test_ending_records_the_runs_it_cancelled(
         tenant,
         schedule.id,
         "schedule_ended",
-        '"Shoes" ended; 1 active run(s) cancelled',
+        '"Shoes" ended; 1 active run cancelled',
         clock.now(),
     )

@@ -66,7 +66,7 @@ async def test_rt37_provider_cost_above_the_reservation_is_reconciled_settlement
 ) -> None:
     """The provider raised its price tenfold: the run is charged exactly its reservation (never
     more, RT-37), the balance stays positive, and the gap is a ``reconcile`` ledger entry, a feed
-    row, a metric sample and a line on the balance page."""
+    row naming the unit-price drift (RT-53), a metric sample and a line on the balance page."""
     sim.prices = SerpPrices(serp_page_standard=Decimal("0.006"))
     sim.place("red shoes", DOMAIN, 3)
     sim.place("blue shoes", DOMAIN, 8)
@@ -97,8 +97,10 @@ async def test_rt37_provider_cost_above_the_reservation_is_reconciled_settlement
         ).scalar_one()
         balance = await session.get(Balance, tenant.organisation_id)
     assert feed.run_id == run.id
-    assert feed.code == "provider_cost_above_charge"
-    assert "above the reservation" in feed.message
+    # RT-53: the alarm names the unit prices, the drift and what it means.
+    assert feed.code == "provider_price_above_list"
+    assert "0.006 USD per check (2 billed" in feed.message
+    assert "900.0% above" in feed.message
     assert balance is not None
     assert balance.available_micros >= 0
 
@@ -107,7 +109,7 @@ async def test_rt37_provider_cost_above_the_reservation_is_reconciled_settlement
     await sign_in(client, tenant.email, tenant.password)
     page = await client.get("/ui/ranktracking/balance")
     assert page.status_code == 200
-    assert "Provider cost above our charge: <strong>1</strong> settlement(s)" in page.text
+    assert "Provider cost above our charge: <strong>1</strong> settlement" in page.text
     assert "0.009288 EUR" in page.text
 
 

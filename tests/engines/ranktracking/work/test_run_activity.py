@@ -59,9 +59,11 @@ async def test_a_settled_run_and_its_provider_cost_above_the_reservation(
     assert await _run_entries(runtime, tenant, schedule.id, run_id, clock.now()) == [
         (
             "reconciliation",
-            "provider_cost_above_charge",
-            f"run {run_id} (desktop): the provider billed 0.012000 USD (0.010320 EUR), above the "
-            "reservation; charged 0.001032 EUR, gap 0.009288 EUR recorded for reconciliation",
+            "provider_price_above_list",
+            f"run {run_id} (desktop): the provider billed 0.006 USD per check (2 billed, "
+            "0.012000 USD), the price list 0.0006 USD: 900.0% above (tolerance 2%); the price "
+            "list is behind: the difference is not charged. Check the provider's prices and "
+            "RT_EUR_PER_USD. Charged 0.001032 EUR",
         ),
         (
             "run_settled",

@@ -1,0 +1,191 @@
+"""The HTML alternative of the e-mail report: the same figures as the text, with the period's
+average position and visibility drawn as PNG charts sent inline (``cid:`` images), so mail
+clients show them without loading anything from the network.
+
+Everything interpolated is escaped: keywords, names and domains are customer input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from typing import TYPE_CHECKING
+
+from app.engines.ranktracking.alerts.periods import label
+from app.engines.ranktracking.reports.png_chart import Colour, Series, line_chart
+from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
+from app.integrations.mail import InlineImage
+
+if TYPE_CHECKING:  # the report module imports this one
+    from app.engines.ranktracking.alerts.report import ReportContent
+    from app.engines.ranktracking.models import Schedule
+
+DEVICE_COLOURS: dict[str, Colour] = {"desktop": (37, 99, 235), "mobile": (234, 88, 12)}
+OTHER_COLOUR: Colour = (90, 90, 90)
+POSITION_CHART = "rt-chart-position@sweepline"
+VISIBILITY_CHART = "rt-chart-visibility@sweepline"
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlReport:
+    page: str
+    images: list[InlineImage]
+
+
+def _hex(colour: Colour) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*colour)
+
+
+def _figure(value: float | None, unit: str = "") -> str:
+    return "—" if value is None else f"{value:.2f}{unit}"
+
+
+def _by_device(
+    trend: Sequence[RunSummaryOut], pick: str
+) -> tuple[list[datetime], dict[str, list[float | None]]]:
+    """The measurements in order and, per device, its figure at each (``None`` when absent)."""
+    requests: list[int] = []
+    dates: list[datetime] = []
+    for s in trend:
+        if s.request_id not in requests:
+            requests.append(s.request_id)
+            dates.append(s.measured_at)
+    lines: dict[str, list[float | None]] = {}
+    for s in trend:
+        values = lines.setdefault(s.device, [None] * len(requests))
+        values[requests.index(s.request_id)] = getattr(s, pick)
+    return dates, lines
+
+
+def _chart(
+    trend: Sequence[RunSummaryOut], pick: str, cid: str, title: str, *, inverted: bool, unit: str
+) -> tuple[str, InlineImage] | None:
+    dates, lines = _by_device(trend, pick)
+    values = [v for line in lines.values() for v in line if v is not None]
+    if not values:
+        return None
+    low, high = (min(values), max(values)) if inverted else (0.0, max(max(values), 1.0))
+    if inverted:
+        low, high = max(1.0, low - 1), high + 1
+    png = line_chart(
+        [
+            Series(DEVICE_COLOURS.get(device, OTHER_COLOUR), line)
+            for device, line in sorted(lines.items())
+        ],
+        low=low,
+        high=high,
+        inverted=inverted,
+    )
+    legend = " ".join(
+        f'<span style="color:{_hex(DEVICE_COLOURS.get(d, OTHER_COLOUR))}">&#9632;</span> {escape(d)}'
+        for d in sorted(lines)
+    )
+    scale = (
+        f"best at top: {low:.0f} to {high:.0f}"
+        if inverted
+        else f"0 to {high:.0f}{unit} from bottom"
+    )
+    alt = f"{title} from {dates[0]:%Y-%m-%d} to {dates[-1]:%Y-%m-%d}"
+    block = (
+        f'<h3 style="margin:16px 0 4px">{escape(title)}</h3>'
+        f'<img src="cid:{cid}" alt="{escape(alt)}" width="560" height="220" '
+        'style="max-width:100%;height:auto;border:1px solid #e2e6ec">'
+        f'<p style="margin:4px 0;color:#555;font-size:13px">{legend} · {escape(scale)} · '
+        f"{dates[0]:%Y-%m-%d} → {dates[-1]:%Y-%m-%d}</p>"
+    )
+    return block, InlineImage(content_id=cid, subtype="png", data=png)
+
+
+def _movers(title: str, rows: Sequence[PositionRow]) -> str:
+    if not rows:
+        return ""
+    items = "".join(
+        f"<tr><td>{escape(r.keyword)}</td><td>{escape(r.device)}</td>"
+        f"<td>{r.previous if r.previous is not None else '–'} → "
+        f"{r.position if r.position is not None else '–'}</td></tr>"
+        for r in rows
+    )
+    return (
+        f'<h3 style="margin:16px 0 4px">{escape(title)}</h3>'
+        f'<table cellpadding="4" style="border-collapse:collapse">{items}</table>'
+    )
+
+
+def report_html(
+    schedule: Schedule,
+    period: str,
+    start: datetime,
+    content: ReportContent,
+    link: str,
+    location: str | None,
+    workspace: str | None,
+) -> HtmlReport:
+    where = ", ".join(part for part in (schedule.domain, location) if part)
+    parts = [
+        '<!doctype html><html><body style="font-family:Arial,sans-serif;color:#1f2328;'
+        'max-width:600px;margin:0 auto;padding:12px">',
+        f'<p style="color:#555;margin:0">{escape(workspace or "")}</p>',
+        f'<h2 style="margin:4px 0">Position report: {escape(schedule.name)}</h2>',
+        f"<p>{escape(where)} · {escape(label(period, start))} (UTC)</p>",
+    ]
+    images: list[InlineImage] = []
+    if content.latest is None:
+        parts.append("<p>No measurement in this period.</p>")
+    else:
+        rows = "".join(
+            f"<tr><td>{escape(s.device)}</td>"
+            f"<td>{_figure(s.average_position)}"
+            + (
+                f" (was {_figure(content.before[s.device].average_position)})"
+                if s.device in content.before
+                else ""
+            )
+            + f"</td><td>{_figure(s.visibility, ' %')}"
+            + (
+                f" (was {_figure(content.before[s.device].visibility, ' %')})"
+                if s.device in content.before
+                else ""
+            )
+            + f"</td><td>{s.ranked} of {s.measured}</td></tr>"
+            for s in content.summaries
+        )
+        parts.append(
+            f"<p>Latest measurement: {content.latest.measured_at:%Y-%m-%d}</p>"
+            '<table cellpadding="4" style="border-collapse:collapse">'
+            "<tr><th align=left>Device</th><th align=left>Average position</th>"
+            "<th align=left>Visibility</th><th align=left>Ranked</th></tr>"
+            f"{rows}</table>"
+        )
+        for made in (
+            _chart(
+                content.trend,
+                "average_position",
+                POSITION_CHART,
+                "Average position",
+                inverted=True,
+                unit="",
+            ),
+            _chart(
+                content.trend,
+                "visibility",
+                VISIBILITY_CHART,
+                "Visibility",
+                inverted=False,
+                unit=" %",
+            ),
+        ):
+            if made is not None:
+                parts.append(made[0])
+                images.append(made[1])
+        parts += [
+            _movers("Biggest gains", content.gains),
+            _movers("Biggest losses", content.losses),
+            _movers("Entered the ranking", content.entered),
+            _movers("Dropped out of the ranking", content.dropped),
+        ]
+        if not (content.gains or content.losses or content.entered or content.dropped):
+            parts.append("<p>No keyword moved.</p>")
+    parts.append(f'<p><a href="{escape(link)}">Positions and charts</a></p></body></html>')
+    return HtmlReport(page="".join(parts), images=images)

@@ -1,0 +1,1 @@
+"""Local search: where a business ranks on Google Maps."""
