@@ -41,9 +41,10 @@ async def test_accounts_rule_editor_rules_list_and_batch_log(
 
     # Ad accounts: token, discovery (inactive), activation.
     await page.goto(f"{live_url}/ui/adrules/accounts")
+    await page.click("#paste-token summary")
     await page.fill("input[name=token]", TOKEN)
     await page.click("#save-token")
-    await page.wait_for_selector("text=A token is set.")
+    await page.wait_for_selector("text=A pasted token is set")
     assert TOKEN not in await page.content()
     await page.click("#discover")
     await page.wait_for_selector("#message")
@@ -64,9 +65,9 @@ async def test_accounts_rule_editor_rules_list_and_batch_log(
     await page.fill("#tasks_json", BAD_TASKS)
     await page.click("#save-rule")
     await page.wait_for_selector("#form-errors")
-    assert (
-        "tasks[0].action.max" in await page.locator(".field-error[data-field=tasks]").inner_text()
-    )
+    task_errors = await page.locator(".field-error[data-field=tasks]").inner_text()
+    assert "Never above (task 1)" in task_errors  # the label, never the path (PL-16)
+    assert "[" not in task_errors
     assert await page.locator(".field-error[data-field=week]").count() == 1
     assert await page.locator(".field-error[data-field=end_date]").count() == 1
     # What the person typed is kept.

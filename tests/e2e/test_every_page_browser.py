@@ -374,6 +374,7 @@ async def test_the_page_list_really_finds_the_dashboard(demo: Demo) -> None:
     assert "/" in paths
     assert "/login" in paths
     assert "/ui/adrules/rules/{rule_id:int}" in paths
+    assert "/ui/organisation/audit" in paths  # the audit log, for the demo's owner
     assert len(paths) > SHARDS
 
 

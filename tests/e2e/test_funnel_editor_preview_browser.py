@@ -124,22 +124,18 @@ async def test_the_canvas_shows_each_steps_report_figures_once_runs_exist(
     await page.goto(f"{live_url}/ui/funnels/{funnel_id}")
     await page.wait_for_selector("#fe-editor:not([hidden])")
     hello = box(page, "hello")
-    assert (
-        await hello.locator('[data-counts="people"]').text_content() == "3 in · 0 waiting · 0 out"
-    )
+    assert await hello.locator('[data-counts="people"]').text_content() == "3 in · 3 moved on"
     assert (
         await hello.locator('[data-counts="messages"]').text_content()
         == "3 sent · 0 opened · 0 clicked"
     )
     wait = box(page, "w")
-    assert await wait.locator('[data-counts="people"]').text_content() == "3 in · 3 waiting · 0 out"
+    assert await wait.locator('[data-counts="people"]').text_content() == "3 in · 3 waiting"
     assert await wait.locator('[data-counts="messages"]').count() == 0
     assert await hello.locator("title").filter(has_text="Version 1: 3 entered").count() == 1
     # A message step nobody reached yet has sent nothing; a step only the draft has shows nothing.
     later = box(page, "later")
-    assert (
-        await later.locator('[data-counts="people"]').text_content() == "0 in · 0 waiting · 0 out"
-    )
+    assert await later.locator('[data-counts="people"]').text_content() == "0 in"
     assert (
         await later.locator('[data-counts="messages"]').text_content()
         == "0 sent · 0 opened · 0 clicked"
@@ -152,6 +148,20 @@ async def test_the_canvas_shows_each_steps_report_figures_once_runs_exist(
     row = page.locator('#report-table tr[data-node="hello"] td')
     assert [await row.nth(i).inner_text() for i in (2, 3, 4)] == ["3", "0", "0"]
     assert (await row.nth(6).inner_text()).startswith("3")
+    # The runs table names each contact by e-mail (FN-81), not by id.
+    runs = await page.locator("#runs").inner_text()
+    assert {"ann@example.com", "bob@example.com", "cat@example.com"} <= set(runs.split())
+
+    # Three days on, the runs went through the last step: it says they finished there (FN-81).
+    runtime.clock.advance(days=3, seconds=1)
+    await engine.drive()
+    await page.goto(f"{live_url}/ui/funnels/{funnel_id}")
+    await page.wait_for_selector("#fe-editor:not([hidden])")
+    later = box(page, "later")
+    assert await later.locator('[data-counts="people"]').text_content() == "3 in · 3 finished"
+    assert await box(page, "w").locator('[data-counts="people"]').text_content() == (
+        "3 in · 3 moved on"
+    )
     assert errors == []
 
 

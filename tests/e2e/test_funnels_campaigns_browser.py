@@ -79,6 +79,7 @@ async def test_campaign_create_schedule_progress_counters(
     await form.locator("button[type=submit]").click()
     await page.wait_for_selector("#schedule")
     assert await page.locator("#status").inner_text() == "draft"
+    await page.check("#confirm-send")
     await page.click("#schedule button[type=submit]")  # send now
     await page.wait_for_selector("#status:text('scheduled')")
     campaign_id = int(page.url.rsplit("/", 1)[1])

@@ -68,7 +68,7 @@ async def test_wizard_baseline_log_results_and_balance(
     )  # 2 × 2 × 0.000516 EUR, shown rounded up
     await page.click("#rt-wizard button[type=submit]")
     await page.wait_for_selector("#rt-notice")
-    assert "Baseline: 2 child run(s) launched" in await page.locator("#rt-notice").inner_text()
+    assert "Baseline: 2 child runs launched" in await page.locator("#rt-notice").inner_text()
     groups = page.locator("#rt-log tbody.rt-group")
     assert await groups.count() == 1
     assert await groups.first.locator("tr").count() == 2  # the two-device group
@@ -87,11 +87,13 @@ async def test_wizard_baseline_log_results_and_balance(
     await page.reload()
     assert (await groups.first.inner_text()).count("succeeded") == 2
     assert await page.locator("#rt-health rect.bar.succeeded").count() == 1
-    positions = await page.locator("#rt-results td.rt-position").all_inner_texts()
-    assert [p.strip() for p in positions] == ["not in top10", "not in top10", "3", "3"]
+    # The latest results are the paged positions table (no second list of them below it).
+    assert await page.locator("#rt-results").count() == 0
+    positions = await page.locator("#rt-positions-table td.rt-latest").all_inner_texts()
+    assert [p.strip() for p in positions] == ["not in top 10", "not in top 10", "3", "3"]
 
     # Position over time for one keyword.
-    await page.click("#rt-results a:text('trail shoes')")
+    await page.locator("#rt-positions-table a:text('trail shoes')").first.click()
     await page.wait_for_function("document.getElementById('rt-history').uplot !== undefined")
     labels = await page.evaluate(
         "document.getElementById('rt-history').uplot.series.slice(1).map((s) => s.label)"

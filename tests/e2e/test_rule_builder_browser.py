@@ -1,7 +1,8 @@
 """The ad-rule builder in a real browser, with no JSON typed: a template opened in the builder, its
 thresholds changed in condition rows, saved, previewed on an account, switched on, and its first
 run read in the rule log. Also the builder's own parts: conditions added and removed with AND/OR,
-action fields per type with the live name preview, the weekly grid, errors pinned on fields."""
+action fields per type with the live name preview, the weekly grid, errors pinned on fields and
+worded for people (PL-16)."""
 
 from __future__ import annotations
 
@@ -161,6 +162,8 @@ async def test_builder_rows_actions_preview_grid_and_pinned_errors(
     await page.wait_for_selector("#form-errors")
     pinned = page.locator('.field-error[data-error-for="tasks[0].action.max"]')
     await expect(pinned).to_be_visible()
+    # Said with the field's label, never its path (PL-16).
+    await expect(pinned).to_have_text("Never above (task 1): a budget increase needs a maximum")
     # Nothing typed was lost: the rows, the grid and the JSON tab show the same rule.
     await expect(task.locator(".condition")).to_have_count(2)
     assert await task.locator('[data-path="tasks[0].conditions[1].value"]').input_value() == "2.5"
@@ -180,3 +183,32 @@ async def test_builder_rows_actions_preview_grid_and_pinned_errors(
     shown = json.loads(await page.input_value("#tasks_json"))
     assert shown[0]["action"]["max"] == "300"
     assert shown[0]["group"] == "or"
+
+
+async def test_ar40_bid_actions_are_offered_at_ad_set_level_with_their_fields(
+    signed_in_page: Any, live_url: str, runtime: Runtime, tenant: Tenant, world: GraphWorld
+) -> None:
+    page = signed_in_page
+    await _shop(runtime, tenant, world)
+    await page.goto(f"{live_url}/ui/adrules/rules/new")
+    task = page.locator("fieldset.task").first
+    action = task.locator('[data-path="tasks[0].action.type"]')
+    # Campaigns have no bid of their own: no bid action is offered at campaign level.
+    assert await action.locator('option[value="increase_bid"]').count() == 0
+    await page.select_option("#rule-level", "adset")
+    action = page.locator("fieldset.task").first.locator('[data-path="tasks[0].action.type"]')
+    await action.select_option("increase_bid")
+    task = page.locator("fieldset.task").first
+    await task.locator('[data-path="tasks[0].action.amount"]').fill("10")
+    await task.locator('[data-path="tasks[0].action.max"]').fill("30")
+    await task.locator('[data-path="tasks[0].action.strategy"]').select_option("cost_cap")
+    await page.select_option("#attribution-click", "7d_click")
+    await page.click("#tab-json")
+    shown = json.loads(await page.input_value("#tasks_json"))
+    assert shown[0]["action"] == {
+        "type": "increase_bid",
+        "by": "percent",
+        "amount": "10",
+        "max": "30",
+        "strategy": "cost_cap",
+    }

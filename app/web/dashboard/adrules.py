@@ -1,5 +1,6 @@
 """Ad rules dashboard pages: rules (status, next run, last batch), the rule editor with validation
-messages beside the fields, ad accounts (token, discovery, activation) and the batch log.
+messages beside the fields and the batch log; ad accounts and the Meta connection are in
+:mod:`.adrules_accounts`.
 
 The editor posts a plain form; it is turned into the same :class:`RuleIn` the JSON API takes and goes
 through the same services, so a rule is valid in one place or in neither.
@@ -31,8 +32,8 @@ from app.engines.adrules.catalogue import (
     RULE_STATUSES,
     WEEKDAYS,
 )
+from app.engines.adrules.connection import service as connection_service
 from app.engines.adrules.documents import load_prefilters, load_schedule
-from app.engines.adrules.errors import MetaTokenMissing, MetaUnavailable
 from app.engines.adrules.schemas import RuleIn, TimetableSchedule
 from app.engines.adrules.templates import FromTemplateIn, get_template
 from app.engines.adrules.validation import check_rule
@@ -41,13 +42,14 @@ from app.integrations.http_guard import AddressGuard
 from app.platform.crypto import SecretBox
 from app.platform.service import Principal
 from app.web.api import adrules_stop as stop_api
-from app.web.api.adrules import discover
 from app.web.api.adrules import run_rule_now as run_now_service
 from app.web.api.adrules_stop import StopIn
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
-from app.web.dashboard import adrules_log
+from app.web.auth import CurrentPrincipal, CurrentRuntime
+from app.web.dashboard import adrules_accounts, adrules_backtest, adrules_log
+from app.web.dashboard.adrules_labels import RULE_LABELS
 from app.web.dashboard.common import page
 from app.web.deps import CurrentClock, CurrentSettings, Guard, Reads, Secrets, Writes
+from app.web.plain_errors import plain_error, split_path
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -105,14 +107,14 @@ def form_to_rule(form: FormMultiDict) -> tuple[dict[str, Any], dict[str, str]]:
         schedule["week"] = {day: _csv(form.get(f"week_{day}", "")) for day in WEEKDAYS}
     else:
         schedule["minutes"] = _number(form.get("minutes", "60") or "60")
-    for key in ("start_date", "end_date"):
+    for key in ("start_date", "end_date", "timezone"):
         if form.get(key, "").strip():
             schedule[key] = form.get(key, "").strip()
     tasks: Any = []
     try:
         tasks = msgspec.json.decode(form.get("tasks_json", "") or "[]")
     except msgspec.DecodeError as exc:
-        errors["tasks"] = f"not valid JSON: {exc}"
+        errors["tasks"] = f"is not valid JSON ({exc})"
     account_ids = form.getall("account_ids") if "account_ids" in form else []
     document = {
         "name": form.get("name", ""),
@@ -122,8 +124,33 @@ def form_to_rule(form: FormMultiDict) -> tuple[dict[str, Any], dict[str, str]]:
         "prefilters": prefilters,
         "schedule": schedule,
         "tasks": tasks,
+        "attribution_windows": _windows_from_form(form),
     }
+    if form.get("approval_required"):
+        # Changes wait for a member's approval within the window (AR-28).
+        document["approval"] = {
+            "required": True,
+            "window_hours": _number(form.get("approval_window_hours", "24") or "24"),
+        }
     return document, errors
+
+
+def _windows_from_form(form: FormMultiDict) -> list[str] | None:
+    """The attribution windows the form chose (spec AR-41): a click window and the view ones
+    ticked; none at all means each ad set's own setting."""
+    click = form.get("attribution_click", "").strip()
+    windows = ([click] if click else []) + (
+        form.getall("attribution_views") if "attribution_views" in form else []
+    )
+    return windows or None
+
+
+def _attribution_values(windows: list[str] | None) -> dict[str, Any]:
+    chosen = windows or []
+    return {
+        "attribution_click": next((w for w in chosen if w.endswith("_click")), ""),
+        "attribution_views": [w for w in chosen if not w.endswith("_click")],
+    }
 
 
 def _field_errors(exc: ValidationFailed) -> dict[str, str]:
@@ -149,9 +176,19 @@ def errors_by_input(errors: dict[str, str]) -> dict[str, list[str]]:
             key = path.split(".")[1].split("[")[0]
         else:
             key = path.split(".")[0].split("[")[0] or "form"
-        label = message if key == path else f"{path}: {message}"
-        grouped.setdefault(key, []).append(label)
+        grouped.setdefault(key, []).append(message)
     return grouped
+
+
+def shown_errors(errors: dict[str, str]) -> dict[str, str]:
+    """The errors as the editor shows them, keyed by the field's path (a key msgspec names in
+    its message folded in, so the builder pins it on that input) and said by the one policy:
+    the field's label and what it allows."""
+    shown: dict[str, str] = {}
+    for path, message in errors.items():
+        field, _ = split_path(path, message)
+        shown.setdefault(field, plain_error(path, message, RULE_LABELS))
+    return shown
 
 
 def parse_rule(document: dict[str, Any]) -> RuleIn:
@@ -161,7 +198,7 @@ def parse_rule(document: dict[str, Any]) -> RuleIn:
     except msgspec.ValidationError as exc:
         message = str(exc)
         match = _AT_PATH.search(message)
-        field = match.group(1) if match else "form"
+        field = match.group(1) if match else ""
         raise ValidationFailed.field(field, _AT_PATH.sub("", message)) from None
 
 
@@ -176,6 +213,7 @@ async def _editor(
     view: rule_service.RuleView | None = None,
 ) -> Template:
     accounts = await account_service.list_accounts(session, principal.workspace_id)
+    shown = shown_errors(errors)
     template = page(
         request,
         "adrules/rule_edit.html",
@@ -183,8 +221,8 @@ async def _editor(
         rule_id=rule_id,
         view=view,
         values=values,
-        errors=errors_by_input(errors),
-        task_errors={k: v for k, v in errors.items() if k.startswith("tasks")},
+        errors=errors_by_input(shown),
+        task_errors={k: v for k, v in shown.items() if k.startswith("tasks")},
         catalogue=builder_catalogue(),
         accounts=accounts,
         statuses=RULE_STATUSES,
@@ -227,7 +265,10 @@ def _values_from_view(view: rule_service.RuleView) -> dict[str, Any]:
         "week": week,
         "start_date": str(schedule.start_date or ""),
         "end_date": str(schedule.end_date or ""),
+        "timezone": schedule.timezone or "",
         "tasks_json": _pretty(tasks),
+        **_attribution_values(rule.attribution_windows),
+        **_approval_values(rule.approval),
     }
 
 
@@ -254,8 +295,17 @@ def _values_from_rule_in(rule: RuleIn) -> dict[str, Any]:
         "week": week,
         "start_date": str(schedule.start_date or ""),
         "end_date": str(schedule.end_date or ""),
+        "timezone": schedule.timezone or "",
         "tasks_json": _pretty(msgspec.to_builtins(rule.tasks)),
+        **_attribution_values(rule.attribution_windows),
+        **_approval_values(msgspec.to_builtins(rule.approval) if rule.approval else None),
     }
+
+
+def _approval_values(approval: dict[str, Any] | None) -> dict[str, Any]:
+    required = bool(approval and approval.get("required", True))
+    hours = (approval or {}).get("window_hours", 24)
+    return {"approval_required": required, "approval_window_hours": hours}
 
 
 def builder_catalogue() -> dict[str, Any]:
@@ -264,7 +314,9 @@ def builder_catalogue() -> dict[str, Any]:
         "metrics": list(METRICS),
         "periods": list(PERIODS),
         "operators": OPERATOR_SYMBOLS,
-        "cooldowns": COOLDOWN_LABELS,
+        # Pairs, not a mapping: ``tojson`` sorts a mapping's keys, which put "12 hours" before
+        # "15 minutes"; the list keeps the catalogue's order, shortest first.
+        "cooldowns": [[key, label] for key, label in COOLDOWN_LABELS.items()],
         "weekdays": list(WEEKDAYS),
     }
 
@@ -284,7 +336,14 @@ def _values_from_form(form: FormMultiDict) -> dict[str, Any]:
         "week": {d: form.get(f"week_{d}", "") for d in WEEKDAYS},
         "start_date": form.get("start_date", ""),
         "end_date": form.get("end_date", ""),
+        "timezone": form.get("timezone", ""),
         "tasks_json": form.get("tasks_json", ""),
+        "attribution_click": form.get("attribution_click", ""),
+        "attribution_views": form.getall("attribution_views")
+        if "attribution_views" in form
+        else [],
+        "approval_required": bool(form.get("approval_required")),
+        "approval_window_hours": form.get("approval_window_hours", "24"),
     }
 
 
@@ -293,10 +352,16 @@ def _values_from_form(form: FormMultiDict) -> dict[str, Any]:
 
 @get("/ui/adrules")
 async def rules_page(
-    request: AnyRequest, principal: CurrentPrincipal, session: Reads, settings: CurrentSettings
+    request: AnyRequest,
+    principal: CurrentPrincipal,
+    session: Reads,
+    settings: CurrentSettings,
+    clock: CurrentClock,
 ) -> Template:
     views = await rule_service.list_rules(session, workspace_id=principal.workspace_id, limit=200)
     has_token = await account_service.has_token(session, principal.workspace_id)
+    now = clock.now()
+    connection = await connection_service.connection_view(session, principal.workspace_id, now=now)
     stop = await stops.stop_state(session, principal.workspace_id, settings.sweepers.stop_all)
     return page(
         request,
@@ -304,6 +369,8 @@ async def rules_page(
         principal,
         views=views[:200],
         has_token=has_token,
+        connection=connection,
+        now=now,
         stop=stop,
     )
 
@@ -471,109 +538,6 @@ async def update_rule(
     return await _save(request, principal, uow, (secrets, guard, clock), rule_id)
 
 
-# -- ad accounts ----------------------------------------------------------------------------------
-
-
-async def _accounts_page(
-    request: AnyRequest,
-    principal: Principal,
-    session: ReadSession,
-    *,
-    message: str = "",
-    error: str = "",
-) -> Template:
-    accounts = await account_service.list_accounts(session, principal.workspace_id)
-    has_token = await account_service.has_token(session, principal.workspace_id)
-    template = page(
-        request,
-        "adrules/accounts.html",
-        principal,
-        accounts=accounts,
-        has_token=has_token,
-        message=message,
-        error=error,
-    )
-    if error:
-        template.status_code = 422 if "token" in error.lower() else 502
-    return template
-
-
-@get("/ui/adrules/accounts")
-async def accounts_page(
-    request: AnyRequest, principal: CurrentPrincipal, session: Reads
-) -> Template:
-    return await _accounts_page(request, principal, session)
-
-
-@post("/ui/adrules/meta-token")
-async def save_token(
-    request: AnyRequest,
-    principal: CurrentPrincipal,
-    uow: Writes,
-    clock: CurrentClock,
-    secrets: Secrets,
-) -> Template | Redirect:
-    require_admin(principal)
-    token = str((await request.form()).get("token", "")).strip()
-    if len(token) < 10:
-        return await _accounts_page(
-            request, principal, uow.session, error="The access token looks too short."
-        )
-    await account_service.store_token(
-        uow.session,
-        secrets,
-        workspace_id=principal.workspace_id,
-        token=token,
-        now=clock.now(),
-    )
-    return Redirect("/ui/adrules/accounts")
-
-
-@post("/ui/adrules/accounts/discover")
-async def discover_accounts(
-    request: AnyRequest, principal: CurrentPrincipal, runtime: CurrentRuntime, session: Reads
-) -> Template:
-    """Meta is asked outside any write transaction; what it reports is stored by ``discover``'s
-    own unit of work, committed before the page reads it (the read session's transaction starts
-    at its first query, after that)."""
-    require_admin(principal)
-    try:
-        found = await discover(runtime, principal.workspace_id)
-    except (MetaTokenMissing, MetaUnavailable) as exc:
-        return await _accounts_page(request, principal, session, error=exc.message)
-    return await _accounts_page(
-        request, principal, session, message=f"Meta reports {len(found)} ad account(s)."
-    )
-
-
-async def _toggle(
-    principal: Principal, uow: UnitOfWork, clock: Clock, account_id: int, active: bool
-) -> Redirect:
-    require_admin(principal)
-    await account_service.set_active(
-        uow.session,
-        workspace_id=principal.workspace_id,
-        account_id=account_id,
-        active=active,
-        now=clock.now(),
-    )
-    return Redirect("/ui/adrules/accounts")
-
-
-@post("/ui/adrules/accounts/{account_id:int}/activate")
-async def activate_account(
-    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, account_id: FromPath[int]
-) -> Redirect:
-    return await _toggle(principal, uow, clock, account_id, True)
-
-
-@post("/ui/adrules/accounts/{account_id:int}/deactivate")
-async def deactivate_account(
-    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, account_id: FromPath[int]
-) -> Redirect:
-    return await _toggle(principal, uow, clock, account_id, False)
-
-
 # -- batch log ------------------------------------------------------------------------------------
 
 
@@ -597,13 +561,10 @@ ROUTES: list[Any] = [
     edit_rule_page,
     create_rule,
     update_rule,
-    accounts_page,
-    save_token,
-    discover_accounts,
-    activate_account,
-    deactivate_account,
     batches_page,
+    *adrules_accounts.ROUTES,
     *adrules_log.ROUTES,
+    *adrules_backtest.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
 (:mod:`app.web.deps`)."""

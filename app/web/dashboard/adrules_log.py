@@ -17,12 +17,18 @@ from app.db.session import ReadSession
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import records as record_service
 from app.engines.adrules import rules as rule_service
+from app.engines.adrules.approvals import decide
+from app.engines.adrules.approvals.queries import run_proposals
+from app.engines.adrules.notify_models import PROPOSAL_PENDING
 from app.engines.adrules.templates import TEMPLATES, FromTemplateIn, create_from_template
 from app.engines.adrules.work.preview import preview_rule
 from app.errors import DomainError
+from app.pagination import Paging as PageRequest
 from app.pagination import page_of
+from app.platform.audit.origin import actor_of
 from app.platform.service import Principal
 from app.web.api.adrules_runs import load_records_page, preview_deps
+from app.web.api.common import principal_tag
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard import adrules_charts as charts
 from app.web.dashboard.common import page
@@ -34,6 +40,29 @@ NAV: list[tuple[str, str]] = [(LOG, "Rule log")]
 """(href, label) links these pages add to the navigation bar."""
 
 
+async def _runs(
+    session: ReadSession, principal: Principal, rule_id: int | None, paging: PageRequest
+) -> dict[str, Any]:
+    """What the log's runs part shows: a page of batches and their run-history chart."""
+    rows = await record_service.list_batches(
+        session,
+        principal.workspace_id,
+        rule_id=rule_id,
+        before_id=paging.after,
+        limit=paging.limit,
+    )
+    batches = page_of(rows, paging.limit, lambda row: row.batch.id)
+    return {
+        "batches": batches.items,
+        "rule_id": rule_id,
+        "limit": paging.limit,
+        "next_cursor": batches.next_cursor,
+        "history_chart": charts.run_history([r.batch for r in batches.items]),
+        # Only the newest page refreshes itself: an older one would be replaced by the newest.
+        "live": paging.after is None,
+    }
+
+
 @get(LOG)
 async def log_list(
     request: Request[Any, Any, Any],
@@ -42,28 +71,34 @@ async def log_list(
     paging: Paging,
     rule_id: FromQuery[int | None] = None,
 ) -> Template:
-    rows = await record_service.list_batches(
-        session,
-        principal.workspace_id,
-        rule_id=rule_id,
-        before_id=paging.after,
-        limit=paging.limit,
-    )
     budget_chart = (
         await charts.rule_budget_chart(session, principal.workspace_id, rule_id)
         if rule_id is not None
         else None
     )
-    batches = page_of(rows, paging.limit, lambda row: row.batch.id)
     return page(
         request,
         "adrules/log_list.html",
         principal,
-        batches=batches.items,
-        rule_id=rule_id,
-        next_cursor=batches.next_cursor,
-        history_chart=charts.run_history([r.batch for r in batches.items]),
         budget_chart=budget_chart,
+        **await _runs(session, principal, rule_id, paging),
+    )
+
+
+@get(f"{LOG}/partials/runs")
+async def log_runs_partial(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    paging: Paging,
+    rule_id: FromQuery[int | None] = None,
+) -> Template:
+    """The log's runs, refreshed in place while the newest page is open (AR-47)."""
+    return page(
+        request,
+        "adrules/_log_runs.html",
+        principal,
+        **await _runs(session, principal, rule_id, paging),
     )
 
 
@@ -81,6 +116,7 @@ async def log_detail(
     )
     summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
     budget_chart = await charts.batch_budget_chart(session, summary.batch)
+    proposals = await run_proposals(session, principal.workspace_id, summary.batch.batch_id)
     by_task: dict[tuple[int, str], list[Any]] = defaultdict(list)
     for record in records.items:
         by_task[(record.task_id, record.task_name)].append(record)
@@ -94,7 +130,40 @@ async def log_detail(
         next_cursor=records.next_cursor,
         show_steps=principal.is_admin,
         budget_chart=budget_chart,
+        pending=[p for p in proposals if p.status == PROPOSAL_PENDING],
+        decided_proposals=[p for p in proposals if p.status != PROPOSAL_PENDING],
     )
+
+
+async def _decide_run(
+    runtime: Any, principal: Principal, batch_record_id: int, *, approve: bool
+) -> Redirect:
+    """The batch page's buttons: approve (carried out at once) or reject every pending change."""
+    async with runtime.db.read() as session:
+        summary = await record_service.get_batch(session, principal.workspace_id, batch_record_id)
+    call: Any = decide.approve if approve else decide.reject
+    await call(
+        preview_deps(runtime),
+        workspace_id=principal.workspace_id,
+        batch_id=summary.batch.batch_id,
+        decided_by=principal_tag(principal),
+        actor=actor_of(principal),
+    )
+    return Redirect(f"{LOG}/{batch_record_id}")
+
+
+@post(f"{LOG}/{{batch_record_id:int}}/approve")
+async def approve_run(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, batch_record_id: FromPath[int]
+) -> Redirect:
+    return await _decide_run(runtime, principal, batch_record_id, approve=True)
+
+
+@post(f"{LOG}/{{batch_record_id:int}}/reject")
+async def reject_run(
+    principal: CurrentPrincipal, runtime: CurrentRuntime, batch_record_id: FromPath[int]
+) -> Redirect:
+    return await _decide_run(runtime, principal, batch_record_id, approve=False)
 
 
 @get("/ui/adrules/rules/{rule_id:int}/preview")
@@ -199,6 +268,15 @@ async def create_from_template_form(
     return Redirect(f"/ui/adrules/rules/{rule.id}/preview")
 
 
-ROUTES: list[Any] = [log_list, log_detail, preview_page, templates_page, create_from_template_form]
+ROUTES: list[Any] = [
+    log_list,
+    log_runs_partial,
+    log_detail,
+    approve_run,
+    reject_run,
+    preview_page,
+    templates_page,
+    create_from_template_form,
+]
 """Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
 (:mod:`app.web.deps`)."""

@@ -9,24 +9,30 @@ The count answers from the same SQL compilation of the predicate as the API's se
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 from urllib.parse import quote
 
 import msgspec
 from litestar import Request, get, post
-from litestar.params import JSONBody, URLEncodedBody
+from litestar.params import FromPath, FromQuery, JSONBody, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.funnels import reads
+from app.engines.funnels.contacts import saved_segments
 from app.engines.funnels.contacts.fields import define_field, field_types
 from app.engines.funnels.contacts.memberships import ensure_names
+from app.engines.funnels.contacts.saved_segment_models import SavedSegment
+from app.engines.funnels.contacts.saved_segments import SegmentInUse, list_segments
 from app.engines.funnels.contacts.segments import FIELD_TYPES, STANDARD_FIELDS, decode_predicate
 from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.engines.funnels.models import ContactList, Tag
 from app.errors import DomainError
 from app.platform.service import Principal
-from app.web.auth import CurrentPrincipal
+from app.web.auth import CurrentPrincipal, require_admin
 from app.web.dashboard.common import error_message, page
 from app.web.deps import CurrentClock, Reads, Writes
 
@@ -49,7 +55,7 @@ _OPS = {
 }
 
 
-def describe(predicate: Any, *, top: bool = True) -> str:
+def describe(predicate: Any, *, top: bool = True, names: Mapping[int, str] | None = None) -> str:
     """A predicate (as stored JSON) in words, for pages that show an audience or a segment
     (``has tag vip or email contains carol``); ``None`` is everyone with an e-mail address."""
     if predicate is None:
@@ -58,11 +64,15 @@ def describe(predicate: Any, *, top: bool = True) -> str:
         return str(predicate)
     kind = predicate.get("kind")
     if kind in ("all", "any"):
-        parts = [describe(p, top=False) for p in predicate.get("predicates") or []]
+        parts = [describe(p, top=False, names=names) for p in predicate.get("predicates") or []]
         joined = (" and " if kind == "all" else " or ").join(parts) or "everyone"
         return joined if top or len(parts) < 2 else f"({joined})"
     if kind == "not":
-        return f"not {describe(predicate.get('predicate'), top=False)}"
+        return f"not {describe(predicate.get('predicate'), top=False, names=names)}"
+    if kind == "segment":
+        ref = predicate.get("segment_id")
+        name = (names or {}).get(ref) if isinstance(ref, int) else None
+        return f"in saved segment {name!r}" if name else f"in saved segment {ref}"
     if kind == "has_tag":
         return f"has tag {predicate.get('tag')}"
     if kind == "in_list":
@@ -87,20 +97,141 @@ async def builder_options(session: ReadSession, workspace_id: int) -> dict[str, 
         + [{"name": k, "type": t} for k, t in sorted(custom.items())],
         "tags": await reads.tag_names(session, workspace_id),
         "lists": await reads.list_names(session, workspace_id),
+        "segments": [
+            {"id": s.id, "name": s.name} for s in await list_segments(session, workspace_id)
+        ],
     }
+
+
+@dataclass(frozen=True, slots=True)
+class SavedRow:
+    segment: SavedSegment
+    count: int
+    history: list[tuple[date, int]]
+    used_by: list[str]
+
+
+async def _saved_rows(session: ReadSession, workspace_id: int, now: datetime) -> list[SavedRow]:
+    return [
+        SavedRow(
+            s,
+            await saved_segments.live_count(session, s, now),
+            (await saved_segments.history(session, s.id))[-14:],
+            await saved_segments.users_of(session, workspace_id, s.id),
+        )
+        for s in await saved_segments.list_segments(session, workspace_id)
+    ]
+
+
+async def _segments(
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    session: ReadSession,
+    now: datetime,
+    **extra: Any,
+) -> Template:
+    options = await builder_options(session, principal.workspace_id)
+    form = extra.get("form") or {}
+    tpl = page(
+        request,
+        "funnels/segments.html",
+        principal,
+        builder={
+            **options,
+            "count_url": f"{SEGMENTS}/count",
+            "initial": _json_object(form.get("predicate")),
+        },
+        saved=await _saved_rows(session, principal.workspace_id, now),
+        describe=describe,
+        **extra,
+    )
+    if extra.get("error"):
+        tpl.status_code = extra.get("status", 422)
+    return tpl
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 @get(SEGMENTS)
 async def segments_page(
-    request: Request[Any, Any, Any], principal: CurrentPrincipal, session: Reads
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    clock: CurrentClock,
+    notice: FromQuery[str | None] = None,
 ) -> Template:
-    options = await builder_options(session, principal.workspace_id)
-    return page(
-        request,
-        "funnels/segments.html",
-        principal,
-        builder={**options, "count_url": f"{SEGMENTS}/count"},
-    )
+    return await _segments(request, principal, session, clock.now(), notice=notice)
+
+
+class SaveForm(msgspec.Struct, kw_only=True):
+    name: str = ""
+    description: str = ""
+    predicate: str = ""
+
+
+SAVE_LABELS = {"name": "Name", "description": "Description", "predicate": "Conditions"}
+
+
+@post(f"{SEGMENTS}/saved")
+async def save_segment_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    data: URLEncodedBody[SaveForm],
+) -> Template | Redirect:
+    """Save the builder's conditions under a name (FN-73)."""
+    require_admin(principal)
+    now = clock.now()
+    form = {"name": data.name, "description": data.description, "predicate": data.predicate}
+    predicate = _json_object(data.predicate)
+    try:
+        async with uow.attempt():
+            segment = await saved_segments.create_segment(
+                uow.session,
+                principal.workspace_id,
+                saved_segments.SegmentData(data.name, data.description, predicate),
+                now,
+            )
+    except DomainError as exc:
+        return await _segments(
+            request,
+            principal,
+            uow.session,
+            now,
+            error=error_message(exc, SAVE_LABELS),
+            form=form,
+        )
+    return Redirect(f"{SEGMENTS}?notice={quote(f'Saved segment {segment.name}')}#saved")
+
+
+@post(f"{SEGMENTS}/saved/{{segment_id:int}}/delete")
+async def delete_segment_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    segment_id: FromPath[int],
+) -> Template | Redirect:
+    """Delete a saved segment; refused while a campaign or a funnel uses it, naming them (FN-75)."""
+    require_admin(principal)
+    now = clock.now()
+    try:
+        async with uow.attempt():
+            await saved_segments.delete_segment(
+                uow.session, principal.workspace_id, segment_id, now
+            )
+    except SegmentInUse as exc:
+        return await _segments(
+            request, principal, uow.session, now, error=f"Not deleted: {exc.message}", status=409
+        )
+    return Redirect(f"{SEGMENTS}?notice=Segment+deleted#saved")
 
 
 class CountIn(msgspec.Struct):
@@ -245,6 +376,8 @@ async def add_field_page(
 
 ROUTES: list[Any] = [
     segments_page,
+    save_segment_page,
+    delete_segment_page,
     count_segment,
     labels_page,
     add_tag_page,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from typing import Any
 
 from litestar import Request
@@ -12,8 +10,7 @@ from litestar.response import Template
 from app.errors import DomainError
 from app.platform.service import Principal
 from app.runtime import Runtime
-
-_TOP_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+from app.web.plain_errors import Labels, plain_error, sentence
 
 
 def page(
@@ -36,12 +33,13 @@ def page(
     )
 
 
-def error_messages(exc: DomainError, labels: Mapping[str, str]) -> list[str]:
+def error_messages(exc: DomainError, labels: Labels) -> list[str]:
     """The error as a person reads it: each field named by its label on the form, not by the
     request path the service reports (``fields[0].key`` becomes ``Fields``).
 
-    ``labels`` maps a field's path (``fields.company``) or its top-level name to the form's label;
-    unlisted names are spelled out.
+    ``labels`` maps a field's path (``fields.company``, indices left out) or its top-level name
+    to the form's label; unlisted names are spelled out. The wording is the one policy of
+    ``app.web.plain_errors``.
     """
     if not exc.details:
         return [exc.message]
@@ -51,15 +49,9 @@ def error_messages(exc: DomainError, labels: Mapping[str, str]) -> list[str]:
             continue
         text = str(detail.get("message") or exc.message)
         field = str(detail.get("field") or "")
-        top = _TOP_FIELD.match(field)
-        if top is None:
-            messages.append(text)
-            continue
-        name = top.group(0)
-        label = labels.get(field) or labels.get(name) or name.replace("_", " ").capitalize()
-        messages.append(f"{label}: {text}")
+        messages.append(plain_error(field, text, labels) if field else sentence(text))
     return messages or [exc.message]
 
 
-def error_message(exc: DomainError, labels: Mapping[str, str]) -> str:
+def error_message(exc: DomainError, labels: Labels) -> str:
     return " ".join(error_messages(exc, labels))

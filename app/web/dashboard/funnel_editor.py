@@ -24,7 +24,8 @@ from litestar.response import Template
 
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.memberships import names_of
-from app.engines.funnels.contacts.segments import STANDARD_FIELDS
+from app.engines.funnels.contacts.saved_segments import list_segments
+from app.engines.funnels.contacts.segments import FIELD_TYPES
 from app.engines.funnels.contacts.store import get_contact, list_contacts
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import (
@@ -40,6 +41,7 @@ from app.errors import DomainError
 from app.schemas import Key
 from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import page
+from app.web.dashboard.funnel_editor_names import field_choices
 from app.web.deps import CurrentSettings, Reads
 
 PREFIX = "/ui/funnels"
@@ -75,15 +77,21 @@ KIND_LABELS: dict[str, str] = {
 # datefield, funnel, optfunnel, strings (comma-separated), headers (one "Name: value" a line),
 # value (text, number, true/false), datetime, predicate, optpredicate, branches.
 _MESSAGE = "textarea"
+_BEST_HOUR = (
+    "best_hour",
+    "Send at the contact's best hour (from their past opens and clicks)",
+    "bool",
+)
 FORMS: dict[str, list[tuple[str, str, str]]] = {
     "send_email": [
         ("subject", "Subject", "text"),
         ("body", "Body", _MESSAGE),
         ("html", "HTML body (optional)", _MESSAGE),
+        _BEST_HOUR,
     ],
-    "send_sms": [("text", "Text", _MESSAGE)],
-    "send_push": [("title", "Title", "text"), ("body", "Body", _MESSAGE)],
-    "send_letter": [("body", "Body", _MESSAGE), ("template", "Template", "text")],
+    "send_sms": [("text", "Text", _MESSAGE), _BEST_HOUR],
+    "send_push": [("title", "Title", "text"), ("body", "Body", _MESSAGE), _BEST_HOUR],
+    "send_letter": [("body", "Body", _MESSAGE), ("template", "Template", "text"), _BEST_HOUR],
     "notify_team": [
         ("to", "Recipients (comma-separated addresses)", "strings"),
         ("subject", "Subject", "text"),
@@ -134,7 +142,7 @@ FORMS: dict[str, list[tuple[str, str, str]]] = {
         ("event_filter", "Only when that event's properties match", "opteventpredicate"),
     ],
     "condition": [("predicate", "Contacts who match", "predicate")],
-    "split": [("branches", "Branches", "branches")],
+    "split": [("branches", "Branches", "branches"), ("experiment", "Experiment", "experiment")],
     "join": [],
     "goal": [("predicate", "Contacts who match jump here (optional)", "optpredicate")],
     "throttle": [
@@ -401,9 +409,13 @@ async def editor_data(
         "trigger_required": TRIGGER_REQUIRED,
         "tags": sorted(await names_of(session, Tag, workspace_id)),
         "lists": sorted(await names_of(session, ContactList, workspace_id)),
-        "fields": [{"name": name, "type": kind} for name, kind in sorted(STANDARD_FIELDS.items())]
-        + [{"name": name, "type": kind} for name, kind in sorted(custom.items())],
+        "fields": field_choices(custom),
+        "field_types": list(FIELD_TYPES),
+        "names_url": f"{PREFIX}/{funnel_id}/names",
         "funnels": [{"id": f.id, "name": f.name} for f in funnels],
+        "segments": [
+            {"id": s.id, "name": s.name} for s in await list_segments(session, workspace_id)
+        ],
         "problems": problems,
     }
 

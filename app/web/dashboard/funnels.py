@@ -26,13 +26,21 @@ from app.engines.funnels.consent import gate
 from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.definitions.graph import Definition
 from app.engines.funnels.deps import FunnelsDeps
+from app.engines.funnels.drafting.service import record_of
 from app.engines.funnels.models import FunnelVersion
 from app.engines.funnels.runs import records
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError
 from app.platform.service import Principal
 from app.web.auth import CurrentPrincipal, CurrentRuntime
-from app.web.dashboard import audiences, contacts_ui, funnel_diff, funnel_editor
+from app.web.dashboard import (
+    audiences,
+    contacts_ui,
+    funnel_diff,
+    funnel_editor,
+    funnel_editor_names,
+    funnel_experiments_ui,
+)
 from app.web.dashboard.common import page
 from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
 
@@ -102,7 +110,11 @@ async def _editor(
     funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
     versions = await service.versions(session, principal.workspace_id, funnel_id)
     runs = await service.list_runs(session, principal.workspace_id, funnel_id, after=None, limit=50)
+    emails = await reads.contact_emails(
+        session, principal.workspace_id, (r.contact_id for r in runs)
+    )
     report = await records.funnel_report(session, funnel_id)
+    daily = await funnel_experiments_ui.daily_chart(request, session, funnel_id)
     if problems is None and error is None:
         problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
     else:
@@ -131,9 +143,12 @@ async def _editor(
         report=report,
         latest=report.versions[-1] if report.versions else None,
         chart=_chart(report),
+        daily_chart=daily,
         versions=versions,
         runs=runs,
+        emails=emails,
         editor=data,
+        ai_draft=await record_of(session, principal.workspace_id, funnel_id),
     )
 
 
@@ -342,7 +357,10 @@ async def runs_partial(
     """The editor's runs table, refreshed in place while a run is active."""
     funnel = await service.get_funnel(session, principal.workspace_id, funnel_id)
     runs = await service.list_runs(session, principal.workspace_id, funnel_id, after=None, limit=50)
-    return page(request, "funnels/_runs.html", principal, funnel=funnel, runs=runs)
+    emails = await reads.contact_emails(
+        session, principal.workspace_id, (r.contact_id for r in runs)
+    )
+    return page(request, "funnels/_runs.html", principal, funnel=funnel, runs=runs, emails=emails)
 
 
 @get(f"{PREFIX}/{{funnel_id:int}}/versions/{{number:int}}")
@@ -425,6 +443,7 @@ ROUTES: list[Any] = [
     contacts_page,
     timeline_page,
     *funnel_editor.ROUTES,
+    *funnel_editor_names.ROUTES,
     *audiences.ROUTES,
     *funnel_diff.ROUTES,
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from litestar import Request, get, post
 from litestar.enums import RequestEncodingType
@@ -15,7 +16,9 @@ from litestar.response import Redirect, Template
 from app.clock import Clock
 from app.db.session import ReadSession
 from app.engines.funnels import reads
+from app.engines.funnels.campaigns import review, trial
 from app.engines.funnels.campaigns.audience import AUDIENCE
+from app.engines.funnels.campaigns.models import DRAFT, SCHEDULED, Campaign
 from app.engines.funnels.campaigns.service import (
     CampaignData,
     cancel_campaign,
@@ -25,14 +28,19 @@ from app.engines.funnels.campaigns.service import (
     list_campaigns,
     progress,
     schedule_campaign,
+    update_campaign,
 )
+from app.engines.funnels.consent import gate
+from app.engines.funnels.contacts.saved_segments import list_segments
 from app.engines.funnels.contacts.store import find_by_email
 from app.engines.funnels.definitions.service import get_funnel
 from app.engines.funnels.definitions.simulate import simulate
+from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.forms import FormField, create_form, embed_code, list_forms
 from app.engines.funnels.events.site_snippet import snippet_tag
 from app.engines.funnels.events.tracking import site_key
-from app.errors import DomainError
+from app.errors import DomainError, ValidationFailed
+from app.integrations.mail import MailError
 from app.platform.crypto import SecretBox
 from app.platform.service import Principal, get_workspace, webhook_secret
 from app.settings import Settings
@@ -57,7 +65,11 @@ FORM_LABELS = {
 CAMPAIGN_LABELS = {
     "name": "Name",
     "subject": "Subject",
+    "preheader": "Preheader",
     "body": "Text",
+    "to": "Send a test to",
+    "contact_id": "Preview as",
+    "confirm": "Confirm",
     "html": "HTML",
     "audience": "Audience",
     "rate_per_minute": "Messages per minute",
@@ -175,10 +187,12 @@ async def campaigns_page(
     principal: CurrentPrincipal,
     session: Reads,
     segment: FromQuery[str | None] = None,
+    saved_segment: FromQuery[int | None] = None,
 ) -> Template:
-    """Campaigns; ``segment`` (predicate JSON, from the segment builder) fills the new
-    campaign's audience."""
-    return await _campaigns(request, principal, session, segment=segment)
+    """Campaigns; ``segment`` (predicate JSON, from the segment builder) or ``saved_segment``
+    (a saved segment's id) fills the new campaign's audience."""
+    form = {"saved_segment": str(saved_segment)} if saved_segment else None
+    return await _campaigns(request, principal, session, segment=segment, form=form)
 
 
 def _predicate_json(text: str | None) -> dict[str, Any] | None:
@@ -207,12 +221,14 @@ async def _campaigns(
         "count_url": f"{audiences.SEGMENTS}/count",
         "initial": _predicate_json(form.get("audience_predicate") or segment),
     }
+    extra["form"] = form
     tpl = page(
         request,
         "funnels_campaigns/campaigns.html",
         principal,
         campaigns=listed,
         builder=builder,
+        segments=options["segments"],
         **extra,
     )
     if extra.get("error"):
@@ -229,43 +245,130 @@ async def create_campaign_page(
     data: Form,
 ) -> Template | Redirect:
     require_admin(principal)
-    audience: dict[str, Any] | None = None
-    tag = data.get("audience_tag", "").strip()
-    if tag:
-        audience = {"kind": "has_tag", "tag": tag}
-    built = data.get("audience_predicate", "").strip()
-    if built:
-        rows = _predicate_json(built)
-        if rows is None:
-            return await _campaigns(
-                request, principal, uow.session, error="Audience: not a segment", form=data
-            )
-        audience = rows if audience is None else {"kind": "all", "predicates": [audience, rows]}
     try:
-        rate = int(data.get("rate_per_minute", "600") or 600)
+        campaign_data = _campaign_data(data)
         async with uow.attempt():
             campaign = await create_campaign(
-                uow.session,
-                principal.workspace_id,
-                CampaignData(
-                    name=data.get("name", ""),
-                    subject=data.get("subject", ""),
-                    body=data.get("body", ""),
-                    html=data.get("html") or None,
-                    audience=audience,
-                    rate_per_minute=rate,
-                ),
-                clock.now(),
+                uow.session, principal.workspace_id, campaign_data, clock.now()
             )
-    except ValueError:
-        return await _campaigns(
-            request, principal, uow.session, error="Messages per minute: a whole number", form=data
-        )
     except DomainError as exc:
         return await _campaigns(
             request, principal, uow.session, error=error_message(exc, CAMPAIGN_LABELS), form=data
         )
     return Redirect(f"{CAMPAIGNS}/{campaign.id}")
+
+
+def _audience(data: dict[str, str]) -> dict[str, Any] | None:
+    """The audience a form describes: a saved segment, conditions built in the rows, a tag; all
+    of them when several are given (none: everyone with an e-mail address)."""
+    parts: list[dict[str, Any]] = []
+    saved = data.get("saved_segment", "").strip()
+    if saved:
+        try:
+            parts.append({"kind": "segment", "segment_id": int(saved)})
+        except ValueError:
+            raise ValidationFailed.field(
+                "audience", "choose a saved segment from the list"
+            ) from None
+    built = data.get("audience_predicate", "").strip()
+    if built:
+        rows = _predicate_json(built)
+        if rows is None:
+            raise ValidationFailed.field("audience", "not a segment")
+        parts.append(rows)
+    tag = data.get("audience_tag", "").strip()
+    if tag:
+        parts.append({"kind": "has_tag", "tag": tag})
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"kind": "all", "predicates": parts}
+
+
+def _campaign_data(data: dict[str, str]) -> CampaignData:
+    try:
+        rate = int(data.get("rate_per_minute", "600") or 600)
+    except ValueError:
+        raise ValidationFailed.field("rate_per_minute", "a whole number") from None
+    return CampaignData(
+        name=data.get("name", ""),
+        subject=data.get("subject", ""),
+        preheader=data.get("preheader", ""),
+        body=data.get("body", ""),
+        html=data.get("html") or None,
+        audience=_audience(data),
+        rate_per_minute=rate,
+    )
+
+
+def _editable(campaign: Campaign) -> bool:
+    return campaign.status in (DRAFT, SCHEDULED) and campaign.materialised_at is None
+
+
+def _split_audience(audience: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+    """The form's view of a stored audience: the saved segment it starts with, and the rest."""
+    if audience is None:
+        return "", None
+    if audience.get("kind") == "segment":
+        return str(audience.get("segment_id", "")), None
+    items = audience.get("predicates") or []
+    if audience.get("kind") == "all" and items and items[0].get("kind") == "segment":
+        rest = items[1:]
+        other = (
+            None if not rest else rest[0] if len(rest) == 1 else {"kind": "all", "predicates": rest}
+        )
+        return str(items[0].get("segment_id", "")), other
+    return "", audience
+
+
+async def _composer(
+    session: ReadSession,
+    principal: Principal,
+    campaign: Campaign,
+    *,
+    settings: Settings,
+    secrets: SecretBox,
+    now: datetime,
+    preview_email: str | None,
+) -> dict[str, Any]:
+    """What the composer shows of an editable campaign: its form, the preview for a chosen
+    contact, the review (audience after suppressions and the cap)."""
+    ws = principal.workspace_id
+    options = await audiences.builder_options(session, ws)
+    saved, rest = _split_audience(campaign.audience)
+    contact = await find_by_email(session, ws, preview_email) if preview_email else None
+    preview_error = (
+        f"No contact with e-mail {preview_email}" if preview_email and contact is None else None
+    )
+    shown = await trial.preview(
+        session,
+        campaign,
+        contact_id=contact.id if contact is not None else None,
+        base_url=settings.web.public_url,
+        domain=settings.mail.from_address.rpartition("@")[2] or "localhost",
+    )
+    return {
+        "edit_form": {
+            "name": campaign.name,
+            "subject": campaign.subject,
+            "preheader": campaign.preheader or "",
+            "body": campaign.body,
+            "html": campaign.html or "",
+            "rate_per_minute": str(campaign.rate_per_minute),
+            "saved_segment": saved,
+        },
+        "builder": {
+            **options,
+            "count_url": f"{audiences.SEGMENTS}/count",
+            "initial": rest,
+        },
+        "segments": options["segments"],
+        "preview": shown,
+        "preview_email": preview_email or "",
+        "preview_error": preview_error,
+        "review": await review.review(
+            session, campaign, address_key=gate.address_key(secrets), now=now
+        ),
+    }
 
 
 async def _detail(
@@ -275,9 +378,25 @@ async def _detail(
     clock: Clock,
     campaign_id: int,
     template: str,
+    *,
+    settings: Settings | None = None,
+    secrets: SecretBox | None = None,
+    preview_email: str | None = None,
     **extra: Any,
 ) -> Template:
     campaign = await get_campaign(session, principal.workspace_id, campaign_id)
+    names = {s.id: s.name for s in await list_segments(session, principal.workspace_id)}
+    if settings is not None and secrets is not None and _editable(campaign):
+        composer = await _composer(
+            session,
+            principal,
+            campaign,
+            settings=settings,
+            secrets=secrets,
+            now=clock.now(),
+            preview_email=preview_email,
+        )
+        extra = {**composer, **extra}
     counts = await counters(session, campaign_id)
     delivery = await activity.campaign_delivery(session, campaign, clock.now())
     snapshot = (
@@ -298,7 +417,8 @@ async def _detail(
         campaign=campaign,
         counts=counts,
         delivery=delivery,
-        describe_audience=audiences.describe,
+        describe_audience=lambda p: audiences.describe(p, names=names),
+        editable=_editable(campaign),
         share=progress(counts),
         snapshot=snapshot,
         **extra,
@@ -324,11 +444,159 @@ async def campaign_page(
     principal: CurrentPrincipal,
     session: Reads,
     clock: CurrentClock,
+    settings: CurrentSettings,
+    secrets: Secrets,
     campaign_id: FromPath[int],
+    preview: FromQuery[str | None] = None,
+    notice: FromQuery[str | None] = None,
+) -> Template:
+    """A campaign: the composer while it can be edited (audience, message, preview as a chosen
+    contact at desktop and phone width, test send, review and confirm), then its progress."""
+    return await _detail(
+        request,
+        principal,
+        session,
+        clock,
+        campaign_id,
+        "funnels_campaigns/campaign.html",
+        settings=settings,
+        secrets=secrets,
+        preview_email=(preview or "").strip() or None,
+        notice=notice,
+    )
+
+
+async def _composer_error(
+    request: Request[Any, Any, Any],
+    principal: Principal,
+    session: ReadSession,
+    clock: Clock,
+    settings: Settings,
+    secrets: SecretBox,
+    campaign_id: int,
+    **extra: Any,
 ) -> Template:
     return await _detail(
-        request, principal, session, clock, campaign_id, "funnels_campaigns/campaign.html"
+        request,
+        principal,
+        session,
+        clock,
+        campaign_id,
+        "funnels_campaigns/campaign.html",
+        settings=settings,
+        secrets=secrets,
+        **extra,
     )
+
+
+@post(f"{CAMPAIGNS}/{{campaign_id:int}}/edit")
+async def edit_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    settings: CurrentSettings,
+    secrets: Secrets,
+    campaign_id: FromPath[int],
+    data: Form,
+) -> Template | Redirect:
+    """Save the audience and the message; refused once the campaign has started (FN-76)."""
+    require_admin(principal)
+    try:
+        campaign_data = _campaign_data(data)
+        async with uow.attempt():
+            await update_campaign(
+                uow.session, principal.workspace_id, campaign_id, campaign_data, clock.now()
+            )
+    except DomainError as exc:
+        if exc.status == 404:
+            raise
+        return await _composer_error(
+            request,
+            principal,
+            uow.session,
+            clock,
+            settings,
+            secrets,
+            campaign_id,
+            error=error_message(exc, CAMPAIGN_LABELS),
+            edit_error=True,
+        )
+    return Redirect(f"{CAMPAIGNS}/{campaign_id}?notice=Saved#message")
+
+
+@post(f"{CAMPAIGNS}/{{campaign_id:int}}/test-send")
+async def test_send_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    runtime: CurrentRuntime,
+    session: Reads,
+    clock: CurrentClock,
+    settings: CurrentSettings,
+    secrets: Secrets,
+    campaign_id: FromPath[int],
+    data: Form,
+) -> Template | Redirect:
+    """Send the campaign to a few addresses as a test, through the mail server, counted
+    nowhere (the API's ``POST /api/v1/funnels/campaigns/{id}/test-send``)."""
+    require_admin(principal)
+    to = [a for a in data.get("to", "").replace(";", ",").split(",") if a.strip()]
+    preview_email = data.get("preview", "").strip() or None
+    try:
+        # Its own read, closed before the mail server is called: no connection waits on it.
+        async with runtime.db.read() as reading:
+            campaign = await get_campaign(reading, principal.workspace_id, campaign_id)
+            contact = (
+                await find_by_email(reading, principal.workspace_id, preview_email)
+                if preview_email
+                else None
+            )
+            emails = await trial.test_messages(
+                reading,
+                campaign,
+                to=to,
+                contact_id=contact.id if contact is not None else None,
+                base_url=settings.web.public_url,
+                domain=settings.mail.from_address.rpartition("@")[2] or "localhost",
+                address_key=gate.address_key(runtime.secrets),
+                now=runtime.clock.now(),
+            )
+        transport = runtime.resources.require(FunnelsDeps).trial_mail
+        for email in emails:
+            await transport.send(email)
+        async with runtime.db.write() as uow:
+            await trial.record_test(uow.session, campaign, len(emails), runtime.clock.now())
+    except DomainError as exc:
+        if exc.status == 404:
+            raise
+        return await _composer_error(
+            request,
+            principal,
+            session,
+            clock,
+            settings,
+            secrets,
+            campaign_id,
+            test_error=f"Test not sent: {error_message(exc, CAMPAIGN_LABELS)}",
+            test_to=data.get("to", ""),
+            preview_email=preview_email,
+        )
+    except MailError as exc:
+        return await _composer_error(
+            request,
+            principal,
+            session,
+            clock,
+            settings,
+            secrets,
+            campaign_id,
+            test_error=f"Test not sent: the mail server answered {exc}",
+            test_to=data.get("to", ""),
+            preview_email=preview_email,
+        )
+    said = f"Test sent to {', '.join(e.to[0] for e in emails)}: {emails[0].subject}"
+    query = f"notice={quote(said)}" + (f"&preview={quote(preview_email)}" if preview_email else "")
+    return Redirect(f"{CAMPAIGNS}/{campaign_id}?{query}#test")
 
 
 @get(f"{CAMPAIGNS}/{{campaign_id:int}}/progress")
@@ -350,35 +618,40 @@ async def schedule_page(
     principal: CurrentPrincipal,
     uow: Writes,
     clock: CurrentClock,
+    settings: CurrentSettings,
+    secrets: Secrets,
     campaign_id: FromPath[int],
     data: Form,
 ) -> Template | Redirect:
+    """Send now or at a time, once the person confirmed the review (FN-76)."""
     require_admin(principal)
     now = clock.now()
     raw = data.get("send_at", "").strip()
+    problem = None
+    if data.get("confirm") != "yes":
+        problem = "Confirm: tick the box to confirm who gets this campaign"
     try:
         send_at = datetime.fromisoformat(raw).replace(tzinfo=UTC) if raw else now
     except ValueError:
-        return await _detail(
-            request,
-            principal,
-            uow.session,
-            clock,
-            campaign_id,
-            "funnels_campaigns/campaign.html",
-            error="Send at: a date and time (UTC)",
+        problem, send_at = "Send at: a date and time (UTC)", now
+    if problem is not None:
+        return await _composer_error(
+            request, principal, uow.session, clock, settings, secrets, campaign_id, error=problem
         )
     try:
         async with uow.attempt():
             await schedule_campaign(uow.session, principal.workspace_id, campaign_id, send_at, now)
     except DomainError as exc:
-        return await _detail(
+        if exc.status == 404:
+            raise
+        return await _composer_error(
             request,
             principal,
             uow.session,
             clock,
+            settings,
+            secrets,
             campaign_id,
-            "funnels_campaigns/campaign.html",
             error=error_message(exc, CAMPAIGN_LABELS),
         )
     return Redirect(f"{CAMPAIGNS}/{campaign_id}")
@@ -450,6 +723,8 @@ ROUTES: list[Any] = [
     create_campaign_page,
     campaign_page,
     campaign_progress,
+    edit_page,
+    test_send_page,
     schedule_page,
     cancel_page,
     simulate_page,

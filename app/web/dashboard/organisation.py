@@ -30,8 +30,10 @@ from app.web.auth import (
     SESSION_COOKIE,
     CurrentPrincipal,
     CurrentRuntime,
+    get_runtime,
     require_organisation_manager,
 )
+from app.web.dashboard import sign_in_steps
 from app.web.dashboard.common import page
 from app.web.deps import CurrentClock, CurrentSettings, Reads, Secrets, Writes
 
@@ -69,9 +71,19 @@ class RoleForm(msgspec.Struct):
 
 
 async def _signed_in(
-    uow: UnitOfWork, clock: Clock, settings: Settings, user: User, password: str, target: str
+    request: Request[Any, Any, Any],
+    uow: UnitOfWork,
+    clock: Clock,
+    settings: Settings,
+    user: User,
+    password: str,
+    target: str,
 ) -> Response[Any]:
-    """Open a session for ``user`` and send the browser to ``target`` with its cookie."""
+    """Open a session for ``user`` and send the browser to ``target`` with its cookie — or first
+    to enrolment, when the organisation requires a second factor of them."""
+    second = await sign_in_steps.second_step(uow.session, get_runtime(request), user, target)
+    if second is not None:
+        return second
     token = await service.open_session(uow.session, user=user, password=password, now=clock.now())
     redirect = Redirect(target if token else "/login")
     if token:
@@ -150,7 +162,7 @@ async def complete_setup(
     except DomainError as exc:
         return _setup_page(request, kept, _form_error(exc), status=exc.status)
     log.info("first-run setup: %s owns organisation %r", owner.user.email, data.organisation)
-    return await _signed_in(uow, clock, settings, owner.user, data.password, "/")
+    return await _signed_in(request, uow, clock, settings, owner.user, data.password, "/")
 
 
 # -- accepting an invitation -------------------------------------------------------------------
@@ -207,7 +219,7 @@ async def accept_invitation(
         return await _accept_page(
             request, uow.session, clock, token, _form_error(exc), data.name, exc.status
         )
-    return await _signed_in(uow, clock, settings, user, data.password, "/")
+    return await _signed_in(request, uow, clock, settings, user, data.password, "/")
 
 
 # -- the organisation page ---------------------------------------------------------------------
@@ -305,6 +317,7 @@ async def rename_workspace(
                 organisation_id=principal.organisation_id,
                 workspace_id=workspace_id,
                 name=data.name,
+                now=clock.now(),
             )
     except DomainError as exc:
         if exc.status == 404:
@@ -432,6 +445,7 @@ async def set_role(
                 actor_role=principal.org_role or "",
                 user_id=user_id,
                 role=data.role,
+                now=clock.now(),
             )
     except DomainError as exc:
         if exc.status == 404:
@@ -466,6 +480,7 @@ async def remove_person(
                 actor_id=principal.user_id,
                 actor_role=principal.org_role or "",
                 user_id=user_id,
+                now=clock.now(),
             )
     except DomainError as exc:
         if exc.status == 404:

@@ -37,7 +37,8 @@ from app.engines.ranktracking.schedules import (
     manual_runs,
 )
 from app.engines.ranktracking.schedules.rules import PROVIDER_LANGUAGES
-from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.schemas import RankScheduleIn
+from app.engines.ranktracking.wording import counted
 from app.errors import DomainError
 from app.pagination import cursor_number
 from app.platform.service import Principal
@@ -47,6 +48,9 @@ from app.web.auth import (
     require_organisation_manager,
 )
 from app.web.dashboard import ranktracking_alerts as alerts_ui
+from app.web.dashboard import ranktracking_explain as explain_ui
+from app.web.dashboard import ranktracking_live as live_ui
+from app.web.dashboard import ranktracking_locations as locations_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
 from app.web.dashboard.common import error_messages, page
 from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
@@ -106,13 +110,13 @@ def _decimal(value: str) -> Decimal | None:
         return Decimal("NaN")
 
 
-def schedule_in(form: ScheduleForm) -> ScheduleIn:
+def schedule_in(form: ScheduleForm) -> RankScheduleIn:
     """The wizard's form as the API's request struct (the services check every rule)."""
     serp = form.data_type == "serp"
     devices: list[Any] = [d for d in ("desktop", "mobile") if getattr(form, f"device_{d}")]
     packages: list[Any] = [p for p in ("volume", "cpc", "trends") if getattr(form, f"package_{p}")]
     use_list = form.source == "list"
-    return ScheduleIn(
+    return RankScheduleIn(
         name=form.name,
         data_type=form.data_type if form.data_type in ("serp", "keyword_data") else "serp",  # type: ignore[arg-type]
         frequency=form.frequency  # type: ignore[arg-type]
@@ -130,6 +134,15 @@ def schedule_in(form: ScheduleForm) -> ScheduleIn:
     )
 
 
+async def located(session: ReadSession, form: ScheduleForm) -> ScheduleForm:
+    """The form with its location as a code: a name typed instead of picking from the list is
+    resolved, or a clear error on the field says there is none or which ones it could be."""
+    if form.data_type != "serp":
+        return form
+    code = await locations.resolve(session, form.location_code)
+    return msgspec.structs.replace(form, location_code=str(code))
+
+
 # The wizard's and list form's labels, so an error names the field a person sees.
 FIELD_LABELS = {
     "name": "Name",
@@ -138,7 +151,7 @@ FIELD_LABELS = {
     "list_id": "Keyword list",
     "keywords": "Keywords",
     "depth": "Depth",
-    "location_code": "Location code",
+    "location_code": "Location",
     "language_code": "Language",
     "domain": "Site",
     "devices": "Devices",
@@ -201,8 +214,9 @@ async def _wizard(
         form=form,
         lists=keyword_lists,
         errors=errors or [],
-        # Searchable by name in the browser: each option's label is the provider's name.
-        locations=locations.all_locations(),
+        # The countries to start with; typing asks /ui/ranktracking/partials/locations for the rest.
+        locations=locations.countries(),
+        location_name=await locations.name_of(session, _int(form.location_code)),
         languages=sorted(PROVIDER_LANGUAGES),
     )
 
@@ -249,7 +263,7 @@ async def live_estimate(
     errors: list[str] = []
     try:
         estimate = await estimates.estimate_new(
-            session, settings.ranktracking, principal, schedule_in(data)
+            session, settings.ranktracking, principal, schedule_in(await located(session, data))
         )
     except DomainError as exc:
         errors = _error_text(exc)
@@ -266,19 +280,24 @@ async def create_schedule(
 ) -> Template | Redirect:
     # The engine's deps: creating a schedule commits it before its baseline is launched.
     try:
+        form = await located(session, data)
         schedule, launch = await creation.create_and_baseline(
-            RankTrackingDeps.of(runtime), principal, schedule_in(data)
+            RankTrackingDeps.of(runtime), principal, schedule_in(form)
         )
     except DomainError as exc:
         tpl = await _wizard(request, principal, session, data, _error_text(exc))
         tpl.status_code = 422
         return tpl
     outcome = (
-        f"Baseline: {launch.launched} child run(s) launched"
+        f"Baseline: {counted(launch.launched, 'child run')} launched"
         if launch.launched
         else f"Baseline not launched ({launch.code}): {launch.message}"
     )
     return Redirect(f"{PREFIX}/schedules/{schedule.id}?notice={quote(outcome)}")
+
+
+LATEST_ROWS = 100
+"""Keyword-data results shown on the schedule page (the rest: the results API)."""
 
 
 @get(f"{PREFIX}/schedules/{{schedule_id:int}}")
@@ -318,7 +337,8 @@ async def schedule_page(
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     out = await schedule_out(session, schedule, now)
     log = await schedule_log(session, schedule_id, before_id=cursor_number(cursor))
-    results = await latest_results(session, schedule_id)
+    # A SERP schedule's latest results are the paged table; keyword data has no table.
+    results = await latest_results(session, schedule_id) if schedule.data_type != "serp" else []
     try:
         table = await positions_page(session, schedule, tparams.query())
     except DomainError as exc:
@@ -331,6 +351,7 @@ async def schedule_page(
         session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
     )
     extras = await alerts_ui.schedule_extras(session, schedule)
+    discovered = await explain_ui.schedule_discovery(session, schedule)
     return page(
         request,
         "ranktracking/schedule.html",
@@ -338,7 +359,10 @@ async def schedule_page(
         schedule=out,
         target_urls=dict(schedule.target_urls or {}),
         log=log,
-        results=results,
+        live=cursor is None,
+        results=results[:LATEST_ROWS],
+        results_total=len(results),
+        discovered=discovered,
         feed=feed.items,
         notice=notice,
         table=table,
@@ -365,7 +389,7 @@ async def run_now(
             RankTrackingDeps.of(runtime), principal, schedule_id, queue
         )
         text = (
-            f"{launch.launched} child run(s) launched"
+            f"{counted(launch.launched, 'child run')} launched"
             if launch.launched
             else f"Nothing launched ({launch.code}): {launch.message}"
         )
@@ -409,6 +433,7 @@ async def keyword_page(
     session: Reads,
     schedule_id: FromPath[int],
     keyword: FromQuery[str],
+    notice: FromQuery[str | None] = None,
 ) -> Template:
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     history = await keyword_history(session, schedule_id, normalise(keyword))
@@ -420,9 +445,12 @@ async def keyword_page(
         "ranktracking/keyword.html",
         principal,
         schedule=schedule,
+        location_name=await locations.name_of(session, schedule.location_code),
         history=history,
         depth=schedule.depth or 100,
         chart=msgspec.to_builtins(chart),
+        notice=notice,
+        **await explain_ui.keyword_extras(session, schedule, normalise(keyword)),
     )
 
 
@@ -584,6 +612,9 @@ ROUTES: list[Any] = [
     top_up,
     *reports_ui.ROUTES,
     *alerts_ui.ROUTES,
+    *explain_ui.ROUTES,
+    *locations_ui.ROUTES,
+    *live_ui.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
 (:mod:`app.web.deps`)."""

@@ -14,16 +14,18 @@ from litestar import Response, get, post
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 from litestar.response import Redirect
 
+from app.engines.ranktracking import locations
 from app.engines.ranktracking.reports import export
 from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.reports.positions import DEFAULT_COLUMNS, TableQuery
 from app.engines.ranktracking.reports.schemas import PositionsPage
 from app.engines.ranktracking.reports.targets import set_targets
 from app.engines.ranktracking.schedules import lookup
+from app.engines.ranktracking.wording import counted
 from app.errors import DomainError
 from app.web.api.ranktracking_reports import csv_response
 from app.web.auth import CurrentPrincipal
-from app.web.deps import CurrentClock, Reads, Writes
+from app.web.deps import CurrentClock, Writes
 
 PREFIX = "/ui/ranktracking/schedules/{schedule_id:int}"
 
@@ -118,7 +120,8 @@ def summary_rows(table: PositionsPage) -> list[dict[str, Any]]:
 @get(f"{PREFIX}/positions.csv")
 async def positions_csv(
     principal: CurrentPrincipal,
-    session: Reads,
+    uow: Writes,
+    clock: CurrentClock,
     schedule_id: FromPath[int],
     device: FromQuery[str] = "",
     moved: FromQuery[str] = "",
@@ -142,17 +145,24 @@ async def positions_csv(
         features=features,
         url_issues=url_issues,
     )
+    session = uow.session
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     table = await export.all_positions(session, schedule, params.query())
-    return csv_response(export.positions_csv(table), f"positions-{schedule_id}.csv")
+    await export.record_export(
+        session, schedule_id, principal.workspace_id, "positions", clock.now()
+    )
+    location = await locations.get(session, schedule.location_code or 0)
+    return csv_response(export.positions_csv(table, location), f"positions-{schedule_id}.csv")
 
 
 @get(f"{PREFIX}/log.csv")
 async def log_csv(
-    principal: CurrentPrincipal, session: Reads, schedule_id: FromPath[int]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, schedule_id: FromPath[int]
 ) -> Response[str]:
+    session = uow.session
     await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     text = await export.log_csv(session, schedule_id)
+    await export.record_export(session, schedule_id, principal.workspace_id, "log", clock.now())
     return csv_response(text, f"log-{schedule_id}.csv")
 
 
@@ -212,7 +222,7 @@ async def targets_form(
             targets = await set_targets(
                 uow.session, schedule, parse_targets(data.targets), clock.now()
             )
-        text = f"Target URLs set for {len(targets)} keyword(s)"
+        text = f"Target URLs set for {counted(len(targets), 'keyword')}"
     except DomainError as exc:
         text = exc.message
     return Redirect(f"/ui/ranktracking/schedules/{schedule_id}?notice={quote(text)}")

@@ -142,10 +142,12 @@ async def set_secret_page(
 
 @post(f"{SECRETS}/{{name:str}}/delete")
 async def delete_secret_page(
-    principal: CurrentPrincipal, uow: Writes, name: FromPath[str]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, name: FromPath[str]
 ) -> Redirect:
     require_admin(principal)
-    await service.delete_secret(uow.session, workspace_id=principal.workspace_id, name=name)
+    await service.delete_secret(
+        uow.session, workspace_id=principal.workspace_id, name=name, now=clock.now()
+    )
     return Redirect(f"{SECRETS}?notice={quote(f'Secret {name} deleted')}")
 
 
@@ -298,10 +300,12 @@ async def configure_provider_page(
 
 @post(f"{PROVIDERS}/{{kind:str}}/remove")
 async def remove_provider_page(
-    principal: CurrentPrincipal, uow: Writes, kind: FromPath[str]
+    principal: CurrentPrincipal, uow: Writes, clock: CurrentClock, kind: FromPath[str]
 ) -> Redirect:
     require_admin(principal)
-    await providers.remove(uow.session, workspace_id=principal.workspace_id, kind=kind)
+    await providers.remove(
+        uow.session, workspace_id=principal.workspace_id, kind=kind, now=clock.now()
+    )
     label = KIND_LABELS.get(kind, kind)
     return Redirect(f"{PROVIDERS}?notice={quote(f'{label}: provider removed')}")
 

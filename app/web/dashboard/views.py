@@ -4,7 +4,6 @@ keys, ingest token, signing secret, members)."""
 
 from __future__ import annotations
 
-import math
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,12 @@ from litestar.response import Redirect, Template
 
 from app.clock import Clock
 from app.db.session import ReadSession
-from app.platform import service, setup
+from app.engines.adrules import rules as adrules_rules
+from app.errors import ValidationFailed
+from app.platform import service, setup, workspace_zone
 from app.platform.models import API_KEY_SCOPES
 from app.platform.operators import is_instance_operator
 from app.platform.service import Principal
-from app.platform.throttle import SignInThrottle
 from app.runtime import Runtime
 from app.scheduling.queue import JobQueue, QueueStats
 from app.scheduling.unavailable import QueueUnavailable
@@ -34,8 +34,7 @@ from app.web.auth import (
     require_organisation_manager,
     session_principal,
 )
-from app.web.client_address import Networks, client_address, parse_networks
-from app.web.dashboard import activity, getting_started, settings_ui
+from app.web.dashboard import activity, getting_started, settings_ui, sign_in_steps
 from app.web.dashboard.common import page
 from app.web.deps import CurrentClock, Queue, Reads, Secrets, Writes
 from app.web.ops import sweeper_overview
@@ -55,6 +54,10 @@ class SwitchForm(msgspec.Struct):
     workspace_id: int
 
 
+class ZoneForm(msgspec.Struct):
+    timezone: str = ""
+
+
 class ApiKeyForm(msgspec.Struct):
     name: str = ""
     scope: str = "write"
@@ -67,24 +70,6 @@ def _safe_next(target: str) -> str:
     if target.startswith("/") and not target.startswith(("//", "/\\")):
         return target
     return "/"
-
-
-def _sign_in_throttle(runtime: Runtime) -> SignInThrottle:
-    security = runtime.settings.security
-    return runtime.resources.get(
-        "platform.sign_in_throttle",
-        lambda: SignInThrottle(
-            max_failures=security.sign_in_max_failures,
-            max_failures_per_address=security.sign_in_max_failures_per_address,
-            window=timedelta(seconds=security.sign_in_window_seconds),
-        ),
-    )
-
-
-def _trusted_proxies(runtime: Runtime) -> Networks:
-    return runtime.resources.get(
-        "web.trusted_proxies", lambda: parse_networks(runtime.settings.web.trusted_proxies)
-    )
 
 
 def _login_error(
@@ -121,18 +106,25 @@ async def login(
     # Two transactions of its own: the password is verified on a read session (argon2 must not
     # hold SQLite's write lock), and only a person who passed gets a session written.
     runtime = get_runtime(request)
-    throttle = _sign_in_throttle(runtime)
-    address = client_address(request, _trusted_proxies(runtime))
+    throttle = sign_in_steps.sign_in_throttle(runtime)
+    address = sign_in_steps.caller_address(request, runtime)
     now = runtime.clock.now()
     # Counted before the password is verified: concurrent guesses cannot all pass the check.
     if (wait := throttle.attempt(data.email, address, now)) is not None:
-        minutes = max(1, math.ceil(wait.total_seconds() / 60))
-        return _login_error(
-            request, data, 429, f"Too many failed sign-ins. Try again in {minutes} min."
-        )
+        if throttle.newly_tripped(data.email, address, now):
+            async with runtime.db.write() as uow:
+                await service.record_sign_in_burst(uow.session, email=data.email, now=now)
+        return _login_error(request, data, 429, sign_in_steps.too_many(wait))
     token = None
     async with runtime.db.read() as session:
         user = await service.authenticate(session, email=data.email, password=data.password)
+        second = None
+        if user is not None:
+            second = await sign_in_steps.second_step(session, runtime, user, _safe_next(data.next))
+    if second is not None:
+        # The attempt stays counted until the second step passes: a known password does not
+        # buy fresh guesses at the code.
+        return second
     if user is not None:
         async with runtime.db.write() as uow:
             token = await service.open_session(
@@ -142,22 +134,15 @@ async def login(
         return _login_error(request, data, 401, "Wrong e-mail or password.")
     throttle.succeeded(data.email, address)
     redirect = Redirect(_safe_next(data.next))
-    redirect.set_cookie(
-        SESSION_COOKIE,
-        token,
-        httponly=True,
-        samesite="lax",
-        secure=runtime.settings.web.secure_cookies,
-        max_age=int(service.SESSION_LIFETIME.total_seconds()),
-    )
+    sign_in_steps.set_session_cookie(redirect, runtime, token)
     return redirect
 
 
 @post("/logout")
-async def logout(request: Request[Any, Any, Any], uow: Writes) -> Redirect:
+async def logout(request: Request[Any, Any, Any], uow: Writes, clock: CurrentClock) -> Redirect:
     token = request.cookies.get(SESSION_COOKIE)
     if token:
-        await service.sign_out(uow.session, token)
+        await service.sign_out(uow.session, token, now=clock.now())
     redirect = Redirect("/login")
     redirect.delete_cookie(SESSION_COOKIE)
     return redirect
@@ -276,6 +261,9 @@ async def _workspace_page(
         "now": clock.now(),
         "key_error": None,
         "key_name": "",
+        "zone_error": None,
+        "zone_value": workspace.timezone,
+        "zones": sorted(workspace_zone.iana_zones()),
         **extra,
     }
     tpl = page(request, "platform/workspace.html", principal, **context)
@@ -366,7 +354,7 @@ async def rotate_ingest_token(
 ) -> Template:
     """Issue a new ingest token and show it once; the previous token stops working."""
     require_admin(principal)
-    token = await service.rotate_ingest_token(uow.session, principal.workspace_id)
+    token = await service.rotate_ingest_token(uow.session, principal.workspace_id, now=clock.now())
     return await _workspace_page(request, principal, uow.session, clock, new_ingest_token=token)
 
 
@@ -381,7 +369,9 @@ async def rotate_signing_secret(
     """Issue a new webhook signing secret and show it once; signatures made with the previous
     secret stop verifying at once."""
     require_admin(principal)
-    secret = await service.rotate_webhook_secret(uow.session, secrets, principal.workspace_id)
+    secret = await service.rotate_webhook_secret(
+        uow.session, secrets, principal.workspace_id, now=clock.now()
+    )
     return await _workspace_page(request, principal, uow.session, clock, new_signing_secret=secret)
 
 
@@ -396,6 +386,42 @@ async def favicon() -> Response[bytes]:
     )
 
 
+@post(f"{WORKSPACE_PAGE}/timezone")
+async def set_workspace_timezone(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    data: URLEncodedBody[ZoneForm],
+) -> Template | Redirect:
+    """Set the workspace's time zone (workspace admins), as ``PATCH /api/v1/workspace`` does."""
+    require_admin(principal)
+    try:
+        async with uow.attempt():
+            ws = await workspace_zone.set_workspace_timezone(
+                uow.session,
+                organisation_id=principal.organisation_id,
+                workspace_id=principal.workspace_id,
+                timezone=data.timezone[:64],
+                now=clock.now(),
+            )
+            await adrules_rules.workspace_zone_changed(
+                uow.session, workspace_id=ws.id, timezone=ws.timezone, now=clock.now()
+            )
+    except ValidationFailed as exc:
+        message = exc.details[0]["message"] if exc.details else exc.message
+        return await _workspace_page(
+            request,
+            principal,
+            uow.session,
+            clock,
+            status_code=422,
+            zone_error=message,
+            zone_value=data.timezone[:64],
+        )
+    return Redirect(f"{WORKSPACE_PAGE}#timezone")
+
+
 PUBLIC_ROUTES = [login_page, login, logout, favicon]
 ROUTES = [
     home,
@@ -408,5 +434,6 @@ ROUTES = [
     revoke_api_key,
     rotate_ingest_token,
     rotate_signing_secret,
+    set_workspace_timezone,
     *settings_ui.ROUTES,
 ]

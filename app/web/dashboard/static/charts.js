@@ -7,7 +7,10 @@
 // A series may also carry "dash" (a line dash pattern, e.g. [6, 4]) and "span_gaps" (draw the line
 // across missing values: a series sampled only at some of the x values).
 //
-// Hourly or daily x values are labelled in UTC; a missing value (null) is a gap. Charts inside
+// Times are labelled in UTC, each tick as precisely as the ticks' spacing needs (dates, hours,
+// minutes, seconds), so no two ticks read the same; a missing value (null) is a gap. The time axis
+// spans the data (a single time gets an hour either side), never uPlot's automatic range, which
+// for one x runs years ahead and squeezes every point against the left edge. Charts inside
 // content htmx swaps in are drawn again, and every chart follows its box's width.
 (function () {
   "use strict";
@@ -20,17 +23,53 @@
     return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()) +
       " " + pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + " UTC";
   }
-  function tick(ts, span) {
+  var HOUR = 3600, DAY = 86400;
+
+  // A tick at one of four precisions: 0 the date, 1 the hour and minute, 2 the seconds too;
+  // the date is kept before the time while the axis spans more than a day.
+  function tick(ts, precision, withDate) {
     var d = new Date(ts * 1000);
     var date = pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate());
-    return span > 3 * 86400 ? date : date + " " + pad(d.getUTCHours()) + "h";
+    if (precision === 0) return date;
+    var time = pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes());
+    if (precision === 2) time += ":" + pad(d.getUTCSeconds());
+    return withDate ? date + " " + time : time;
+  }
+
+  // The labels of the ticks uPlot chose: the coarsest precision their spacing allows, made finer
+  // until no two labels are the same.
+  function ticks(splits, range) {
+    var step = splits.length > 1 ? splits[1] - splits[0] : range;
+    var precision = step >= DAY ? 0 : (step >= 60 ? 1 : 2);
+    var withDate = range > DAY;
+    for (;;) {
+      var labels = splits.map(function (s) { return tick(s, precision, withDate); });
+      var distinct = labels.filter(function (l, i) { return labels.indexOf(l) === i; });
+      if (distinct.length === labels.length || (precision === 2 && withDate)) return labels;
+      if (precision < 2) precision += 1;
+      else withDate = true;
+    }
+  }
+
+  // The x range from the data itself: a single time (a first run) gets an hour either side,
+  // anything else a small margin, wide enough for half a bar at each end.
+  function xRange(xs, bars) {
+    var min = xs[0], max = xs[xs.length - 1];
+    if (min == null || max == null) return [0, HOUR];
+    if (max - min < HOUR) {
+      var mid = (min + max) / 2;
+      return [mid - HOUR, mid + HOUR];
+    }
+    var gap = max - min;
+    for (var i = 1; i < xs.length; i++) gap = Math.min(gap, xs[i] - xs[i - 1] || gap);
+    var margin = Math.max((max - min) * 0.03, bars ? gap / 2 : 0);
+    return [min - margin, max + margin];
   }
 
   function draw(el) {
     var spec;
     try { spec = JSON.parse(el.getAttribute("data-chart")); } catch (e) { return; }
     if (typeof window.uPlot !== "function" || !spec.x) return;
-    var span = spec.x.length > 1 ? spec.x[spec.x.length - 1] - spec.x[0] : 3600;
     var bars = spec.bars && window.uPlot.paths && window.uPlot.paths.bars
       ? window.uPlot.paths.bars({ size: [0.8, 40] }) : null;
     var series = [{ label: "time", value: function (u, v) { return v == null ? "—" : stamp(v); } }];
@@ -54,9 +93,17 @@
       width: Math.max(260, el.clientWidth || 600),
       height: HEIGHT,
       series: series,
-      scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(1, Math.ceil((max || 0) * 1.1))]; } } },
+      scales: {
+        x: { time: true, range: function () { return xRange(spec.x, !!bars); } },
+        y: { range: function (u, min, max) { return [0, Math.max(1, Math.ceil((max || 0) * 1.1))]; } }
+      },
       axes: [
-        { values: function (u, splits) { return splits.map(function (s) { return tick(s, span); }); }, space: 70 },
+        {
+          values: function (u, splits) {
+            return ticks(splits, u.scales.x.max - u.scales.x.min);
+          },
+          space: 90
+        },
         { label: spec.y_label || "", size: 50 }
       ],
       legend: { show: true }

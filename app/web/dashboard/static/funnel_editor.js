@@ -252,10 +252,19 @@
     // A step only the draft has (not in the latest version) has no figures yet.
     var c = D.counts && D.counts.nodes[n.id];
     if (!c) return;
+    // What happened to the people who came in: still waiting here, through (on to the next step,
+    // or finished where the step leads nowhere), ended early. "1 in · 0 waiting · 0 out" for a
+    // run that went through said nothing of where it went.
+    var through = Math.max(0, c.entered - c.waiting - c.exited);
+    var leads = ports(n).some(function (port) { return target(n, port); });
+    var parts = [c.entered + " in"];
+    if (c.waiting) parts.push(c.waiting + " waiting");
+    if (through) parts.push(through + (leads ? " moved on" : " finished"));
+    if (c.exited) parts.push(c.exited + " ended early");
     var people = s("text", { x: 10, y: 62, "class": "fe-counts", "data-counts": "people" });
-    people.textContent = c.entered + " in · " + c.waiting + " waiting · " + c.exited + " out";
+    people.textContent = parts.join(" · ");
     g.appendChild(people);
-    var words = "Version " + D.counts.version + ": " + c.entered + " entered, " + c.waiting + " waiting, " + c.exited + " ended early";
+    var words = "Version " + D.counts.version + ": " + c.entered + " entered, " + c.waiting + " waiting, " + through + (leads ? " moved on" : " finished") + ", " + c.exited + " ended early";
     if (c.sent !== undefined) {
       var mail = s("text", { x: 10, y: 80, "class": "fe-counts", "data-counts": "messages" });
       mail.textContent = c.sent + " sent · " + c.opened + " opened · " + c.clicked + " clicked";
@@ -548,7 +557,8 @@
       }
       wrapP.appendChild(holder);
       window.SweeplinePredicate.render(holder, value || { kind: "all", predicates: [] }, {
-        fields: D.fields, tags: D.tags, lists: D.lists, context: obj.kind === "condition"
+        fields: D.fields, tags: D.tags, lists: D.lists, segments: D.segments || [],
+        context: obj.kind === "condition"
       }, function (p) { obj[key] = p; changed(); });
       if (value === undefined) obj[key] = { kind: "all", predicates: [] };
       return wrapP;
@@ -556,12 +566,106 @@
     if (type === "branches") {
       return branchesEditor(obj, onStructure);
     }
+    if (type === "experiment") {
+      return experimentEditor(obj, onStructure);
+    }
     // text, tag, list, field, datefield, datetime
     var listId = { tag: "pb-tags", list: "pb-lists", field: "fe-fields", datefield: "fe-datefields" }[type];
     input = el("input", { type: "text", list: listId || null });
     input.value = value === undefined || value === null ? "" : String(value);
     input.addEventListener("input", function () { set(input.value.trim() === "" ? undefined : input.value.trim()); });
-    return field(label, input);
+    wrap = field(label, input);
+    if (NEW_NAMES[type]) wrap.appendChild(createOffer(type, input, wrap));
+    return wrap;
+  }
+
+  // -- names created in place --------------------------------------------------------------------
+  // A step naming a tag, list or field the workspace does not have yet offers to create it here,
+  // through the same service as the Tags, lists and fields page: a new name no longer blocks
+  // publishing, and nobody leaves the editor (and its unsaved graph) to make one.
+
+  var NEW_NAMES = {
+    tag: { kind: "tag", words: "tag" },
+    list: { kind: "list", words: "list" },
+    field: { kind: "field", words: "field" },
+    datefield: { kind: "field", words: "date field", type: "date" }
+  };
+  var NAME_LIMITS = { tag: 100, list: 100, field: 64 };
+
+  function known(kind, name) {
+    if (kind === "tag") return D.tags.indexOf(name) >= 0;
+    if (kind === "list") return D.lists.indexOf(name) >= 0;
+    return D.fields.some(function (f) { return f.name === name; });
+  }
+
+  function refreshNames() {
+    var lists = {
+      "pb-tags": D.tags,
+      "pb-lists": D.lists,
+      "fe-fields": D.fields.map(function (f) { return f.name; }),
+      "fe-datefields": D.fields.filter(function (f) { return f.type === "date"; }).map(function (f) { return f.name; })
+    };
+    Object.keys(lists).forEach(function (id) {
+      var dl = document.getElementById(id);
+      if (!dl) return;
+      dl.textContent = "";
+      lists[id].forEach(function (n) { dl.appendChild(el("option", { value: n })); });
+    });
+  }
+
+  function createOffer(type, input, wrap) {
+    var spec = NEW_NAMES[type];
+    var box = el("div", { "class": "fe-create" });
+    var typeSel = null;
+    if (spec.kind === "field" && !spec.type) {
+      typeSel = optionsSelect(D.field_types.map(function (t) { return [t, t]; }), "text");
+      box.appendChild(field("Type of the new field", typeSel));
+    }
+    var button = el("button", { type: "button", "class": "secondary fe-create-name", "data-kind": spec.kind });
+    box.appendChild(button);
+    function refresh() {
+      var name = input.value.trim();
+      box.hidden = name === "" || known(spec.kind, name);
+      button.textContent = "Create " + spec.words + " \u201c" + name + "\u201d";
+    }
+    button.addEventListener("click", function () {
+      var name = input.value.trim();
+      var what = spec.words.charAt(0).toUpperCase() + spec.words.slice(1);
+      if (name.length > NAME_LIMITS[spec.kind]) {
+        fieldError(wrap, what + " name: at most " + NAME_LIMITS[spec.kind] + " characters.");
+        return;
+      }
+      button.disabled = true;
+      fetch(D.names_url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json", "x-csrf-token": csrf() },
+        credentials: "same-origin",
+        body: JSON.stringify({ kind: spec.kind, name: name, type: spec.type || (typeSel ? typeSel.value : "text") })
+      }).then(function (r) {
+        return r.json().then(function (body) { return { ok: r.ok, body: body || {} }; },
+          function () { return { ok: false, body: {} }; });
+      }).then(function (res) {
+        button.disabled = false;
+        if (!res.ok) {
+          fieldError(wrap, res.body.message || what + " not created: try again.");
+          return;
+        }
+        fieldError(wrap, null);
+        if (spec.kind === "tag") D.tags = res.body.names;
+        else if (spec.kind === "list") D.lists = res.body.names;
+        else D.fields = res.body.fields;
+        refreshNames();
+        refresh();
+        say(what + " \u201c" + name + "\u201d created");
+        scheduleCheck();
+      }).catch(function () {
+        button.disabled = false;
+        fieldError(wrap, what + " not created: the server could not be reached.");
+      });
+    });
+    input.addEventListener("input", refresh);
+    refresh();
+    return box;
   }
 
   // An optional filter on the event's properties (a trigger's "filter", a wait's "event_filter").
@@ -584,6 +688,41 @@
     window.SweeplinePredicate.render(holder, obj[key], { fields: [], tags: [], lists: [], event: true },
       function (p) { obj[key] = p; changed(); });
     return wrapE;
+  }
+
+  // A split run as an experiment (docs/funnel-experiments.md): its goal, the evidence a verdict
+  // needs and whether the verdict routes new entrants by itself.
+  function experimentEditor(node, onStructure) {
+    var box = el("fieldset", { "class": "fe-field fe-experiment" }, [el("legend", { text: "Experiment" })]);
+    var on = el("input", { type: "checkbox", id: "fe-f-" + (++uid) });
+    on.checked = !!node.experiment;
+    on.addEventListener("change", function () {
+      if (on.checked) {
+        var goal = model.nodes.filter(function (n) { return n.kind === "goal"; })[0];
+        node.experiment = goal ? { goal_node: goal.id } : {};
+      } else {
+        delete node.experiment;
+      }
+      changed(); onStructure();
+    });
+    box.appendChild(el("div", { "class": "fe-field" }, [on, el("label", { "for": on.id, "class": "inline-check", text: " Judge the branches: report a winner" })]));
+    var exp = node.experiment;
+    if (!exp) return box;
+    var goals = model.nodes.filter(function (n) { return n.kind === "goal"; }).map(function (n) { return n.id; });
+    box.appendChild(control(exp, "goal_node", "Converted when they reach the goal", "optselect:" + goals.join("|"), onStructure));
+    box.appendChild(control(exp, "goal_event", "Or when this event happens (e.g. purchase)", "text", onStructure));
+    box.appendChild(control(exp, "value_property", "The event's value property (revenue, optional)", "text", onStructure));
+    box.appendChild(control(exp, "value_minor", "Or a fixed value per conversion, in cents", "optint", onStructure));
+    box.appendChild(control(exp, "window_days", "Counted within days of the split (default 30)", "optint", onStructure));
+    box.appendChild(control(exp, "min_sample", "People every branch needs before a verdict (default 100)", "optint", onStructure));
+    var confidence = optionsSelect([["", "95 % (default)"], ["0.9", "90 %"], ["0.95", "95 %"], ["0.99", "99 %"]], exp.confidence === undefined ? "" : String(exp.confidence));
+    confidence.addEventListener("change", function () {
+      if (confidence.value === "") delete exp.confidence; else exp.confidence = parseFloat(confidence.value);
+      changed();
+    });
+    box.appendChild(field("Confidence", confidence));
+    box.appendChild(control(exp, "auto_winner", "After the verdict, send new entrants to the winner", "bool", onStructure));
+    return box;
   }
 
   function branchesEditor(node, onStructure) {

@@ -2,10 +2,12 @@
 // inside a funnel's condition, values the run produced), grouped with "all" / "any", each row or
 // group negatable. Used by the funnel editor and the segment builder; it reads and writes the same
 // predicate JSON the API takes (kinds field, has_tag, in_list, event_count, context, event, all,
-// any, not). With options.event it builds an event filter: rows on the event's properties only.
+// any, not, segment). With options.event it builds an event filter: rows on the event's properties
+// only. A "Saved segment" row refers to a segment by id (the server fills in its conditions).
 //
 //   SweeplinePredicate.render(container, predicate, options, onChange)
-//   options: {fields: [{name, type}], tags: [..], lists: [..], context: bool, event: bool}
+//   options: {fields: [{name, type}], tags: [..], lists: [..], segments: [{id, name}],
+//             context: bool, event: bool}
 (function () {
   "use strict";
 
@@ -100,13 +102,14 @@
     if (kind === "has_tag") return { kind: "has_tag", tag: options.tags[0] || "" };
     if (kind === "in_list") return { kind: "in_list", list: options.lists[0] || "" };
     if (kind === "event_count") return { kind: "event_count", event: "", op: "gte", count: 1 };
+    if (kind === "segment") return { kind: "segment", segment_id: options.segments.length ? options.segments[0].id : 0 };
     return { kind: "context", path: "", op: "eq", value: "" };
   }
 
   function render(container, predicate, options, onChange) {
     options = {
       fields: options.fields || [], tags: options.tags || [], lists: options.lists || [],
-      context: !!options.context, event: !!options.event
+      segments: options.segments || [], context: !!options.context, event: !!options.event
     };
     datalist("pb-tags", options.tags);
     datalist("pb-lists", options.lists);
@@ -138,6 +141,7 @@
       var p = leaf.p;
       var row = el("div", { "class": "pb-row" });
       var kinds = options.event ? EVENT_KINDS : KINDS.filter(function (k) { return k[0] !== "context" || options.context || p.kind === "context"; });
+      if (!options.event && (options.segments.length || p.kind === "segment")) kinds = kinds.concat([["segment", "Is in saved segment"]]);
       if (kinds.every(function (k) { return k[0] !== p.kind; })) kinds = kinds.concat([[p.kind, p.kind]]);
       var kind = select(kinds, p.kind);
       kind.addEventListener("change", function () { leaf.p = blankLeaf(kind.value, options); changed(); redraw(); });
@@ -175,6 +179,16 @@
         input.value = p[key] || "";
         input.addEventListener("input", function () { p[key] = input.value.trim(); changed(); });
         row.appendChild(labelled(key === "tag" ? "Tag" : "List", input));
+      } else if (p.kind === "segment") {
+        var segs = options.segments.map(function (sg) { return [sg.id, sg.name]; });
+        if (segs.every(function (sg) { return String(sg[0]) !== String(p.segment_id); })) segs.push([p.segment_id, "segment " + p.segment_id]);
+        var ssel = select(segs, p.segment_id);
+        ssel.addEventListener("change", function () {
+          p.segment_id = parseInt(ssel.value, 10);
+          delete p.predicate;  // the server fills in the chosen segment's conditions
+          changed();
+        });
+        row.appendChild(labelled("Segment", ssel));
       } else if (p.kind === "event_count") {
         var ev = el("input", { type: "text" });
         ev.value = p.event || "";

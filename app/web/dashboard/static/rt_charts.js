@@ -19,7 +19,11 @@
   }
 
   function xRange(u, min, max) {
-    // A single measurement (or several on one day) still gets a readable span of dates.
+    // A single measurement (or several on one day) still gets a readable span of dates. The
+    // bounds are read from the data itself: with a single x, uPlot passes an automatic range of
+    // years here.
+    var xs = u.data && u.data[0];
+    if (xs && xs.length) { min = xs[0]; max = xs[xs.length - 1]; }
     if (min == null || max == null) { return [0, DAY]; }
     return max - min < DAY ? [min - DAY, max + DAY] : [min - DAY / 2, max + DAY / 2];
   }
@@ -32,6 +36,27 @@
     };
   }
 
+  // Notes on the time axis: a dotted vertical line per note inside the plotted range (purple:
+  // a person's note; grey: a change found on the results page). Their text is listed below.
+  function drawNotes(u, notes) {
+    var ctx = u.ctx, box = u.bbox, drawn = 0;
+    ctx.save();
+    ctx.setLineDash([3, 4]);
+    ctx.lineWidth = 1.5;
+    notes.forEach(function (n) {
+      var x = Math.round(u.valToPos(n.x, "x", true));
+      if (x < box.left || x > box.left + box.width) { return; }
+      ctx.strokeStyle = n.kind === "user" ? "#7a3fc2" : "#8a8f9c";
+      ctx.beginPath();
+      ctx.moveTo(x, box.top);
+      ctx.lineTo(x, box.top + box.height);
+      ctx.stroke();
+      drawn += 1;
+    });
+    ctx.restore();
+    u.root.parentNode.setAttribute("data-notes-drawn", String(drawn));
+  }
+
   function draw(el) {
     var spec;
     try { spec = JSON.parse(el.getAttribute("data-chart")); } catch (e) { return; }
@@ -39,9 +64,10 @@
     var series = [{ label: "measured", value: function (u, v) { return v == null ? "—" : stamp(v); } }];
     spec.series.forEach(function (s, i) {
       data.push(s.values);
-      var colour = COLOURS[s.label] || FALLBACK[i % FALLBACK.length];
-      // A competitor ("domain (device)") is dashed beside the tracked domain's solid lines.
-      var competitor = s.label.indexOf(" (") > 0;
+      var colour = s.color || COLOURS[s.label] || FALLBACK[i % FALLBACK.length];
+      // A competitor ("domain (device)") is dashed beside the tracked domain's solid lines; a
+      // series with its own colour (the balance) is not a competitor.
+      var competitor = !s.color && s.label.indexOf(" (") > 0;
       series.push({
         label: s.label,
         stroke: colour,
@@ -69,7 +95,8 @@
         },
         { label: spec.y_label }
       ],
-      legend: { show: true }
+      legend: { show: true },
+      hooks: { draw: [function (u) { drawNotes(u, spec.notes || []); }] }
     };
     el.textContent = "";
     el.uplot = new uPlot(opts, data, el);

@@ -24,6 +24,9 @@
     notify_email: { label: "Send an e-mail", fields: ["recipients", "subject"] },
     notify_webhook: { label: "Call a webhook", fields: ["url", "secret"] },
     log_only: { label: "Only record it in the log", fields: [] },
+    increase_bid: { label: "Raise the bid cap or cost cap", fields: ["by", "amount", "max", "strategy"] },
+    decrease_bid: { label: "Lower the bid cap or cost cap", fields: ["by", "amount", "min", "strategy"] },
+    set_bid: { label: "Set the bid cap or cost cap", fields: ["amount", "strategy"] },
   };
   var ACTION_LABELS = {
     by: "Change by",
@@ -37,7 +40,11 @@
     subject: "Subject ({name}, {rule}, {date})",
     url: "Webhook URL",
     secret: "Signing secret (write-only)",
+    strategy: "Ad sets bidding with",
+    "increase_bid.max": "Never above (bid)",
+    "decrease_bid.min": "Never below (bid)",
   };
+  var BID_TARGETS = { any: "a bid cap or a cost cap", bid_cap: "a bid cap only", cost_cap: "a cost cap only" };
   var SAMPLE_NAME = "Summer sale — DE";
   var SAMPLE_ID = "120000000001";
 
@@ -100,10 +107,12 @@
     return withErrors(el("label", {}, [document.createTextNode(text + " "), control]), control, path);
   }
 
+  // options: a mapping of value to label, or a list of [value, label] pairs shown in its order.
   function select(options, value) {
     var node = el("select");
-    Object.keys(options).forEach(function (key) {
-      node.appendChild(el("option", { value: key, selected: key === value, text: options[key] }));
+    var pairs = Array.isArray(options) ? options : Object.keys(options).map(function (key) { return [key, options[key]]; });
+    pairs.forEach(function (pair) {
+      node.appendChild(el("option", { value: pair[0], selected: pair[0] === value, text: pair[1] }));
     });
     return node;
   }
@@ -217,6 +226,7 @@
 
   var LEVEL_NOUNS = { campaign: "campaign", adset: "ad set", ad: "ad" };
   var BUDGET_ACTIONS = ["increase_budget", "decrease_budget", "set_budget"];
+  var BID_ACTIONS = ["increase_bid", "decrease_bid", "set_bid"];
 
   function level() {
     var chosen = document.getElementById("rule-level");
@@ -229,6 +239,8 @@
     var noun = LEVEL_NOUNS[level()];
     return Object.keys(ACTIONS).reduce(function (o, k) {
       if (level() === "ad" && BUDGET_ACTIONS.indexOf(k) >= 0 && k !== current) return o;
+      // Bids and cost caps live on ad sets (Meta's bid_amount).
+      if (level() !== "adset" && BID_ACTIONS.indexOf(k) >= 0 && k !== current) return o;
       o[k] = ACTIONS[k].label.replace("the campaign", "the " + noun).replace("the daily budget", "the budget");
       return o;
     }, {});
@@ -240,7 +252,7 @@
     var type = select(actionChoices(a.type), a.type);
     box.appendChild(field("Action", type, path + ".type", function (v) {
       task.action = { type: v };
-      if (v === "increase_budget" || v === "decrease_budget") task.action.by = "percent";
+      if (v === "increase_budget" || v === "decrease_budget" || v === "increase_bid" || v === "decrease_bid") task.action.by = "percent";
       render();
     }));
     var preview = null;
@@ -253,9 +265,10 @@
       if (key === "by") control = select({ percent: "percent", amount: "amount (account currency)" }, a.by || "percent");
       else if (key === "recipients") control = input((a.recipients || []).join(", "), { type: "text", autocomplete: "off" });
       else if (key === "secret") control = input("", { type: "password", autocomplete: "new-password", placeholder: a.has_secret ? "kept (type to replace)" : "" });
+      else if (key === "strategy") control = select(BID_TARGETS, a.strategy || "any");
       else if (key === "amount" || key === "max" || key === "min") control = input(a[key], { inputmode: "decimal" });
       else control = input(a[key]);
-      box.appendChild(field(ACTION_LABELS[key], control, path + "." + key, function (v) {
+      box.appendChild(field(ACTION_LABELS[a.type + "." + key] || ACTION_LABELS[key], control, path + "." + key, function (v) {
         if (key === "recipients") a.recipients = v.split(",").map(function (r) { return r.trim(); }).filter(Boolean);
         else setOrDrop(a, key, v);
         refreshPreview();
