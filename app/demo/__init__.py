@@ -31,6 +31,7 @@ from app.demo.parts import DemoPart, DemoWorkspace, SandboxHandle
 from app.platform import service
 from app.platform.models import Membership, User
 from app.runtime import Runtime
+from app.sandbox.meta.oauth import SIM_APP_ID, SIM_APP_SECRET
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,15 @@ def settings_for_sandboxes(settings: Settings, urls: Mapping[str, str]) -> Setti
     """Point the process-wide integrations at the simulators that run (and only those)."""
     integrations = settings.integrations
     if "meta" in urls:
-        integrations = dataclasses.replace(integrations, meta_graph_url=urls["meta"])
+        # The simulator also plays Facebook Login for its own app: "Connect with Facebook" works
+        # offline, and pasted tokens are checked against it.
+        integrations = dataclasses.replace(
+            integrations,
+            meta_graph_url=urls["meta"],
+            meta_dialog_url=urls["meta"],
+            meta_app_id=SIM_APP_ID,
+            meta_app_secret=SIM_APP_SECRET,
+        )
     if "sheets" in urls:
         integrations = dataclasses.replace(integrations, sheets_url=urls["sheets"])
     if "serp" in urls:

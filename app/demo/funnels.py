@@ -21,6 +21,7 @@ from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts.csv_import import start_import
 from app.engines.funnels.contacts.fields import define_field
 from app.engines.funnels.contacts.memberships import ensure_names
+from app.engines.funnels.contacts.saved_segments import SegmentData, create_segment
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition
 from app.engines.funnels.events.forms import FormField, create_form
@@ -72,6 +73,12 @@ SIGNUP_FIELDS = [
     FormField("first_name", "First name", required=True),
     FormField("company", "Company"),
 ]
+
+VIP_READERS = SegmentData(
+    name="VIP readers",
+    description="Readers tagged vip: for invitations before everyone else",
+    predicate={"kind": "has_tag", "tag": "vip"},
+)
 
 LONDON = CampaignData(
     name="London meetup invitation",
@@ -140,6 +147,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             success_message="Thanks! Your welcome e-mail is on its way.",
         )
         await create_campaign(s, ws, LONDON, now)
+        await create_segment(s, ws, VIP_READERS, now)
     async with runtime.db.write() as uow:
         await start_import(
             uow,

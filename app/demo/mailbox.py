@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-import httpx
 from litestar import Request, get, post
 from litestar.exceptions import NotFoundException
 from litestar.response import Redirect, Template
@@ -16,6 +15,7 @@ from litestar.response import Redirect, Template
 from app.demo import demo_workspace_id
 from app.demo.mail_reports import KINDS, PROVIDERS, send_report
 from app.errors import ValidationFailed
+from app.integrations.http_guard import ClientOptions, outbound_client
 from app.sandbox.smtp import SmtpSink
 from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.dashboard.common import page
@@ -55,7 +55,11 @@ async def report_message(
     if not found:
         raise NotFoundException("No such message in the mailbox")
     # Over HTTP to this very app, as the provider would post it.
-    async with httpx.AsyncClient(base_url=str(request.base_url), timeout=10.0) as client:
+    async with outbound_client(
+        provider="demo-mailbox",
+        options=ClientOptions(timeout_seconds=10.0),
+        base_url=str(request.base_url),
+    ) as client:
         answer = await send_report(client, principal.workspace_id, provider, kind, found[-1])
     said = f"{provider} reported {kind}: HTTP {answer['status']}, stored {answer.get('stored')}"
     return Redirect("/ui/funnels/mailbox?" + urlencode({"reported": said}))

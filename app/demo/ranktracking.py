@@ -15,7 +15,7 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.schedules.creation import create_and_baseline
 from app.engines.ranktracking.schedules.lookup import lock_schedule
-from app.engines.ranktracking.schemas import ScheduleIn
+from app.engines.ranktracking.schemas import RankScheduleIn
 from app.integrations.http_guard import shared_guard
 from app.platform.service import Principal
 from app.sandbox.base import start_simulator
@@ -76,7 +76,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
     serp, _ = await create_and_baseline(
         RankTrackingDeps.of(runtime),
         principal,
-        ScheduleIn(
+        RankScheduleIn(
             name="Outdoor gear — daily positions",
             data_type="serp",
             frequency="daily",
@@ -93,7 +93,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
     await create_and_baseline(
         RankTrackingDeps.of(runtime),
         principal,
-        ScheduleIn(
+        RankScheduleIn(
             name="Outdoor gear — monthly volumes",
             data_type="keyword_data",
             frequency="monthly",

@@ -10,7 +10,8 @@ be injected through :class:`~app.sandbox.base.SandboxState`.
 It is also Google's OAuth token endpoint for service accounts: ``POST /token`` with
 ``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`` and an RS256-signed ``assertion``, checked
 against the public key of an account made with :meth:`SheetsSandbox.new_service_account` (counted
-as ``token``); the bearer token it answers is then accepted by ``values.get``.
+as ``token``); the bearer token it answers is then accepted by ``values.get`` (and, for the
+Search Console scope, by the Search Console simulator).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ _encoder = msgspec.json.Encoder(decimal_format="number")
 _MINTED = "ya29.sandbox-"
 """The prefix of the bearer tokens the token endpoint mints."""
 _CELL = re.compile(r"^([A-Za-z]{1,3})(\d*)$")
+_SCOPED_APIS = ("spreadsheets", "webmasters")
+"""The Google APIs whose scopes the token endpoint grants: Sheets, and Search Console (served by
+:mod:`app.sandbox.search_console`, which checks its tokens here)."""
 
 
 @dataclass
@@ -60,6 +64,8 @@ class SheetsSandbox(HttpSimulator):
     bearer_tokens: set[str] = field(default_factory=lambda: {"sandbox-sheets-token"})
     service_accounts: dict[str, rsa.RSAPublicKey] = field(default_factory=dict)
     """Public keys of the service accounts the token endpoint knows, by ``client_email``."""
+    token_scopes: dict[str, str] = field(default_factory=dict)
+    """The scope each minted token was granted (Search Console accepts only its own)."""
     token_lifetime_seconds: int = 3600
     minted: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -69,6 +75,7 @@ class SheetsSandbox(HttpSimulator):
             self.spreadsheets.clear()
             self.service_accounts.clear()
             self.bearer_tokens -= {t for t in self.bearer_tokens if t.startswith(_MINTED)}
+            self.token_scopes.clear()
             self.minted = 0
 
     def create_app(self) -> Litestar:
@@ -121,12 +128,14 @@ class SheetsSandbox(HttpSimulator):
         lifetime = int(claims.get("exp", 0)) - int(claims.get("iat", 0))
         if not 0 < lifetime <= 3600:
             return 400, _oauth_error("invalid_grant", "Invalid JWT: exp and iat are out of range.")
-        if "spreadsheets" not in str(claims.get("scope", "")):
-            return 400, _oauth_error("invalid_scope", "The scope does not reach Google Sheets.")
+        scope = str(claims.get("scope", ""))
+        if not any(api in scope for api in _SCOPED_APIS):
+            return 400, _oauth_error("invalid_scope", "The scope reaches no API of this server.")
         with self._lock:
             self.minted += 1
             token = f"{_MINTED}{self.minted}"
             self.bearer_tokens.add(token)
+            self.token_scopes[token] = scope
         return 200, {
             "access_token": token,
             "expires_in": self.token_lifetime_seconds,
