@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar
 
 import httpx
 
+from app.integrations.http_guard import log_redaction
 from app.integrations.http_guard.address_guard import AddressGuard
 from app.integrations.http_guard.tracing import TracedClient
 from app.integrations.http_guard.user_agent import USER_AGENT
@@ -82,6 +83,7 @@ def outbound_client(
         transport: Tests of a client alone may pass an ``httpx.MockTransport``; it replaces the
             guard's transport, so never pass both outside tests.
     """
+    log_redaction.install()
     options = options or ClientOptions()
     limits = httpx.Limits(
         max_connections=options.max_connections,
