@@ -23,6 +23,7 @@ from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking.balance_history import balance_history
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.keywords import normalise, parse_import
+from app.engines.ranktracking.models import ARCHIVED
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results
 from app.engines.ranktracking.records.schedules import schedule_out
@@ -380,7 +381,7 @@ async def schedule_page(
         charts=[msgspec.to_builtins(c) for c in charts],
         tag_charts=[msgspec.to_builtins(c) for c in by_tag],
         tags=schedule_tags,
-        editable=schedule.status != "archived",
+        editable=schedule.status != ARCHIVED,
         tparams=tparams,
         table_errors=table_errors,
         bands=reports_ui.BANDS,
