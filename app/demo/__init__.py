@@ -46,6 +46,7 @@ OVERRIDES: dict[str, tuple[str, ...]] = {
     "meta": ("META_GRAPH_URL",),
     "sheets": ("SHEETS_URL",),
     "serp": ("SERP_URL",),
+    "search_console": ("SEARCH_CONSOLE_URL", "ADRULES_GOOGLE_TOKEN_URL"),
     "smtp": ("SMTP_HOST", "SMTP_PORT"),
 }
 
@@ -97,6 +98,11 @@ def settings_for_sandboxes(settings: Settings, urls: Mapping[str, str]) -> Setti
             serp_login="demo",
             serp_password="demo",  # noqa: S106
         )
+    adrules = settings.adrules
+    if "search_console" in urls:
+        # One loopback server is the Search Console API and Google's token endpoint.
+        integrations = dataclasses.replace(integrations, search_console_url=urls["search_console"])
+        adrules = dataclasses.replace(adrules, google_token_url=f"{urls['search_console']}/token")
     if urls:
         # The simulators listen on loopback: the demo is the operator that lets its workspace's
         # provider URLs reach them.
@@ -107,7 +113,7 @@ def settings_for_sandboxes(settings: Settings, urls: Mapping[str, str]) -> Setti
         mail = dataclasses.replace(
             mail, smtp_host=parts.hostname or "127.0.0.1", smtp_port=parts.port or 25
         )
-    return dataclasses.replace(settings, integrations=integrations, mail=mail)
+    return dataclasses.replace(settings, integrations=integrations, mail=mail, adrules=adrules)
 
 
 def banner(settings: Settings, credentials: DemoCredentials, urls: Mapping[str, str]) -> str:
@@ -139,11 +145,16 @@ async def ensure_demo(runtime: Runtime, urls: Mapping[str, str]) -> DemoCredenti
                 .limit(1)
             )
         ).first()
-        if row is not None:
-            stored = await service.get_secret(
+        stored = (
+            await service.get_secret(
                 session, runtime.secrets, workspace_id=row[0], name=PASSWORD_SECRET
             )
-            return DemoCredentials(email, stored or "(set before this version; reset it)", False)
+            if row is not None
+            else None
+        )
+    if row is not None:
+        await _on_start(runtime, row[0], urls)
+        return DemoCredentials(email, stored or "(set before this version; reset it)", False)
     password = secrets.token_urlsafe(12)
     now = runtime.clock.now()
     async with runtime.db.write() as uow:
@@ -184,7 +195,14 @@ async def ensure_demo(runtime: Runtime, urls: Mapping[str, str]) -> DemoCredenti
     )
     for part in PARTS:
         await part.seed(runtime, demo)
+    await _on_start(runtime, demo.workspace_id, urls)
     return DemoCredentials(email, password, True)
+
+
+async def _on_start(runtime: Runtime, workspace_id: int, urls: Mapping[str, str]) -> None:
+    for part in PARTS:
+        if part.on_start is not None:
+            await part.on_start(runtime, workspace_id, dict(urls))
 
 
 async def demo_workspace_id(runtime: Runtime) -> int | None:

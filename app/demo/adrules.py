@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from app.demo import search_console
 from app.demo.parts import DemoPart, DemoWorkspace
 from app.engines.adrules import accounts, rules
 from app.engines.adrules.schemas import RuleIn
@@ -27,7 +28,6 @@ from app.sandbox.meta.demo import (
     DEMO_STORE,
     DEMO_TOKEN,
     start_demo_sandbox,
-    start_demo_sheets_sandbox,
 )
 
 DEMO_RULE = {
@@ -187,7 +187,8 @@ PART = DemoPart(
     seed=seed_demo,
     sandboxes={
         "meta": start_demo_sandbox,
-        "sheets": start_demo_sheets_sandbox,
+        # Started by the Search Console demo, which shares its Google token endpoint.
+        "sheets": search_console.start_sheets_sandbox,
         "chat": start_chat_sandbox,
     },
 )

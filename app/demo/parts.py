@@ -30,6 +30,9 @@ class SandboxHandle(Protocol):
 
 
 SeedDemo = Callable[["Runtime", DemoWorkspace], Awaitable[None]]
+OnStart = Callable[["Runtime", int, dict[str, str]], Awaitable[None]]
+"""Run at every start once the demo exists: the runtime, the demo workspace's id and the running
+simulators' base URLs by name."""
 StartSandbox = Callable[[], SandboxHandle]
 
 
@@ -42,3 +45,6 @@ class DemoPart:
     """Loopback simulators the demo starts, by name. ``meta``, ``sheets``, ``serp`` and ``smtp``
     (url ``smtp://host:port``) replace the matching settings unless the user set them; any other
     name is only passed to ``seed`` in :attr:`DemoWorkspace.sandbox_urls`."""
+    on_start: OnStart | None = None
+    """Reconciles the stored demo data with the simulators of this start (a simulator forgets
+    what an earlier process told it, such as the credentials it issued)."""

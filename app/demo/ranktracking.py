@@ -1,13 +1,15 @@
-"""Demo data: a keyword list, two schedules (a two-device SERP one, with an e-mail alert and a weekly
-report, and a keyword-data one), a funded balance, and the provider simulator, so a person sees
-runs go from dispatching to succeeded."""
+"""Demo data: a keyword list, two schedules (a two-device SERP one, with an e-mail alert, a weekly
+report and tagged keywords, and a keyword-data one), a funded balance, the provider simulator, so
+a person sees runs go from dispatching to succeeded, and a Search Console property to import more
+keywords from (:mod:`app.demo.search_console`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.demo import search_console
 from app.demo.parts import DemoPart
-from app.engines.ranktracking import ledger
+from app.engines.ranktracking import ledger, tags
 from app.engines.ranktracking.alerts.report import put_settings
 from app.engines.ranktracking.alerts.rules import create_rule
 from app.engines.ranktracking.alerts.schemas import AlertRuleIn, ReportSettingsIn
@@ -38,6 +40,12 @@ DEMO_KEYWORDS = [
 ]
 # Where the demo site ranks, so the results page has something to show (None: beyond the top 100).
 DEMO_POSITIONS = [3, 7, 12, 1, None, 45, 9, 28]
+DEMO_TAGS = {
+    "footwear": ["trail running shoes", "waterproof hiking boots"],
+    "camping": ["ultralight tent", "down sleeping bag"],
+}
+"""Tags on the daily schedule's keywords: its positions table filters by them, its charts
+compare them."""
 
 
 def start_serp_sandbox() -> SandboxHandle:
@@ -90,6 +98,10 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
         ),
     )
     await _seed_alerts(runtime, demo, serp.id)
+    async with runtime.db.write() as uow:
+        schedule = await lock_schedule(uow.session, demo.workspace_id, serp.id)
+        for tag, keywords in DEMO_TAGS.items():
+            await tags.add_tag(uow.session, schedule, tag, keywords, runtime.clock.now())
     await create_and_baseline(
         RankTrackingDeps.of(runtime),
         principal,
@@ -126,4 +138,9 @@ async def _seed_alerts(runtime: Runtime, demo: DemoWorkspace, schedule_id: int) 
         await put_settings(uow.session, schedule, ReportSettingsIn(period="weekly"), now)
 
 
-PART = DemoPart(name="ranktracking", seed=seed_demo, sandboxes={"serp": start_serp_sandbox})
+PART = DemoPart(
+    name="ranktracking",
+    seed=seed_demo,
+    sandboxes={"serp": start_serp_sandbox, search_console.SANDBOX: search_console.start_sandbox},
+    on_start=search_console.on_start,
+)

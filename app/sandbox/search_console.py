@@ -43,7 +43,7 @@ from app.sandbox.base import (
     simulator_app,
     start_simulator,
 )
-from app.sandbox.sheets import SheetsSandbox
+from app.sandbox.sheets import SheetsSandbox, token_route
 
 DEFAULT_ROW_LIMIT = 1000
 MAX_ROW_LIMIT = 25_000
@@ -181,7 +181,13 @@ def _invalid_body(body: Any) -> str | None:
     return None
 
 
-def create_search_console_app(sandbox: SearchConsoleSandbox) -> Litestar:
+def create_search_console_app(
+    sandbox: SearchConsoleSandbox, *, token_endpoint: bool = False
+) -> Litestar:
+    """The simulator's app; with ``token_endpoint``, Google's token endpoint of
+    ``sandbox.google`` is served on the same port (``POST /token``), so one server is all the
+    demo points its Google settings at."""
+
     @get("/webmasters/v3/sites")
     async def sites_list(request: Request[Any, Any, Any]) -> Response[Any]:
         fault = sandbox.state.hit("sites.list")
@@ -233,11 +239,18 @@ def create_search_console_app(sandbox: SearchConsoleSandbox) -> Litestar:
             out["rows"] = page
         return Response(_encoder.encode(out), media_type=MediaType.JSON)
 
-    return simulator_app([sites_list, searchanalytics_query])
+    extra = [token_route(sandbox.google)] if token_endpoint else []
+    return simulator_app([sites_list, searchanalytics_query, *extra])
 
 
 def start_search_console_sandbox(
-    sandbox: SearchConsoleSandbox | None = None,
+    sandbox: SearchConsoleSandbox | None = None, *, token_endpoint: bool = False
 ) -> ThreadedServer:
-    """Run the simulator on a free loopback port in its own thread (demo, benchmarks)."""
-    return start_simulator(sandbox or SearchConsoleSandbox())
+    """Run the simulator on a free loopback port in its own thread (demo, benchmarks); with
+    ``token_endpoint``, Google's token endpoint answers on the same port."""
+    sandbox = sandbox or SearchConsoleSandbox()
+    if not token_endpoint:
+        return start_simulator(sandbox)
+    server = ThreadedServer(create_search_console_app(sandbox, token_endpoint=True))
+    sandbox.url = sandbox.google.url = server.url
+    return server.start()

@@ -102,6 +102,16 @@ class SheetsSandbox(HttpSimulator):
             }
         )
 
+    def add_service_account(self, key_json: str) -> None:
+        """Know the service account of a JSON key issued earlier (by another run of the
+        simulator): its tokens are minted again."""
+        key = json.loads(key_json)
+        private = serialization.load_pem_private_key(key["private_key"].encode(), password=None)
+        if not isinstance(private, rsa.RSAPrivateKey):
+            raise ValueError("not an RSA service-account key")
+        with self._lock:
+            self.service_accounts[str(key["client_email"])] = private.public_key()
+
     def exchange(self, assertion: str, audience: str) -> tuple[int, dict[str, Any]]:
         """Check a signed JWT as Google does and answer a bearer token (or an OAuth error)."""
         try:
@@ -276,6 +286,13 @@ def create_sheets_app(sandbox: SheetsSandbox) -> Litestar:
             body["values"] = values
         return Response(_encoder.encode(body), media_type=MediaType.JSON)
 
+    return simulator_app([values_get, token_route(sandbox)])
+
+
+def token_route(sandbox: SheetsSandbox) -> Any:
+    """Google's OAuth token endpoint (``POST /token``) of ``sandbox``, as a route another
+    simulator can serve beside its own (the demo's Search Console server)."""
+
     @post("/token", status_code=200)
     async def token(request: Request[Any, Any, Any]) -> Response[Any]:
         fault = sandbox.state.hit("token")
@@ -289,7 +306,7 @@ def create_sheets_app(sandbox: SheetsSandbox) -> Litestar:
             status, body = sandbox.exchange(str(form.get("assertion", "")), audience)
         return Response(_encoder.encode(body), status_code=status, media_type=MediaType.JSON)
 
-    return simulator_app([values_get, token])
+    return token
 
 
 def start_sheets_sandbox(sandbox: SheetsSandbox | None = None) -> ThreadedServer:

@@ -404,6 +404,8 @@ class SearchConsolePreviewIn(Schema):
     start_date: IsoDate
     end_date: IsoDate
     data_state: Literal["final", "all"] = "final"
+    min_impressions: Annotated[int, msgspec.Meta(ge=0, le=1_000_000_000)] = 0
+    """Only queries shown at least this often over the range (summed over their spellings)."""
 
 
 class SearchConsoleQueryOut(Schema):

@@ -136,7 +136,8 @@ async def preview(
 ) -> SearchConsolePreviewOut:
     """The property's most-clicked queries over the range, as keywords, each marked ``tracked``
     when the schedule measures it already. Queries that normalise to the same keyword are one
-    row: clicks and impressions summed, the position averaged by impressions."""
+    row: clicks and impressions summed, the position averaged by impressions; rows with fewer
+    than ``min_impressions`` impressions are left out."""
     start, end = checked_range(data, now.date())
     credentials = await _credentials(session, google, schedule.workspace_id)
     try:
@@ -171,6 +172,7 @@ async def preview(
             tracked=keyword in members,
         )
         for keyword, m in merged.items()
+        if m.impressions >= data.min_impressions
     ]
     queries.sort(key=lambda q: (-q.clicks, -q.impressions, q.keyword))
     return SearchConsolePreviewOut(

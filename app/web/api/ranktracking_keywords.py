@@ -29,7 +29,8 @@ from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
 
 
-def _google(runtime: Any) -> search_console.Google:
+def google_of(runtime: Any) -> search_console.Google:
+    """The process's Search Console client, token minter and secrets, as the service takes them."""
     deps = RankTrackingDeps.of(runtime)
     return search_console.Google(deps.search_console, deps.google_tokens, deps.secrets)
 
@@ -39,7 +40,7 @@ async def get_search_console_properties(
     principal: CurrentPrincipal, runtime: CurrentRuntime, session: Reads
 ) -> list[SearchConsolePropertyOut]:
     """The Search Console properties the workspace's service account can read."""
-    return await search_console.properties(session, _google(runtime), principal.workspace_id)
+    return await search_console.properties(session, google_of(runtime), principal.workspace_id)
 
 
 @post("/schedules/{schedule_id:int}/search-console/preview", status_code=200)
@@ -56,7 +57,7 @@ async def preview_search_console(
     average position, each marked when the schedule tracks it already. Writes nothing."""
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)
     return await search_console.preview(
-        session, _google(runtime), schedule, data, settings.ranktracking, clock.now()
+        session, google_of(runtime), schedule, data, settings.ranktracking, clock.now()
     )
 
 

@@ -18,15 +18,16 @@ from litestar.params import FromPath, FromQuery, QueryParameter, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.db.session import ReadSession
-from app.engines.ranktracking import amounts, locations, money
+from app.engines.ranktracking import amounts, locations, money, tags
 from app.engines.ranktracking import lists as list_service
 from app.engines.ranktracking.balance_history import balance_history
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.keywords import normalise, parse_import
+from app.engines.ranktracking.models import ARCHIVED
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results
 from app.engines.ranktracking.records.schedules import schedule_out
-from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts
+from app.engines.ranktracking.reports.charts import keyword_chart, schedule_charts, tag_charts
 from app.engines.ranktracking.reports.positions import TableQuery, positions_page
 from app.engines.ranktracking.schedules import (
     creation,
@@ -49,6 +50,7 @@ from app.web.auth import (
 )
 from app.web.dashboard import ranktracking_alerts as alerts_ui
 from app.web.dashboard import ranktracking_explain as explain_ui
+from app.web.dashboard import ranktracking_keywords as keywords_ui
 from app.web.dashboard import ranktracking_live as live_ui
 from app.web.dashboard import ranktracking_locations as locations_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
@@ -167,6 +169,7 @@ FIELD_LABELS = {
     "features": "SERP features",
     "domains": "Competitors",
     "targets": "Target URLs",
+    "tag": "Tag",
 }
 
 
@@ -318,12 +321,14 @@ async def schedule_page(
     columns: FromQuery[str] = "",
     features: FromQuery[str] = "",
     url_issues: FromQuery[str] = "",
+    tag: FromQuery[str] = "",
     page_at: Annotated[str, QueryParameter(name="page")] = "",
 ) -> Template:
     now = clock.now()
     tparams = reports_ui.TableParams(
         features=features,
         url_issues=url_issues,
+        tag=tag,
         device=device,
         moved=moved,
         band=band,
@@ -346,7 +351,14 @@ async def schedule_page(
         table_errors = _error_text(exc)
         tparams = reports_ui.TableParams()
         table = await positions_page(session, schedule, TableQuery(limit=reports_ui.PAGE_ROWS))
-    charts = await schedule_charts(session, schedule_id) if schedule.data_type == "serp" else []
+    schedule_tags = await tags.schedule_tags(session, schedule_id)
+    charts, by_tag = [], []
+    if schedule.data_type == "serp":
+        # With a tag chosen, the trends follow the table: that tag's keywords only (RT-71).
+        shown_tag = tags.checked_tag(tparams.tag) if tparams.tag else None
+        charts = await schedule_charts(session, schedule_id, tag=shown_tag)
+        if schedule_tags.tags:
+            by_tag = await tag_charts(session, schedule_id, [t.tag for t in schedule_tags.tags])
     feed = await money.activity_page(
         session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
     )
@@ -367,6 +379,9 @@ async def schedule_page(
         notice=notice,
         table=table,
         charts=[msgspec.to_builtins(c) for c in charts],
+        tag_charts=[msgspec.to_builtins(c) for c in by_tag],
+        tags=schedule_tags,
+        editable=schedule.status != ARCHIVED,
         tparams=tparams,
         table_errors=table_errors,
         bands=reports_ui.BANDS,
@@ -613,6 +628,7 @@ ROUTES: list[Any] = [
     *reports_ui.ROUTES,
     *alerts_ui.ROUTES,
     *explain_ui.ROUTES,
+    *keywords_ui.ROUTES,
     *locations_ui.ROUTES,
     *live_ui.ROUTES,
 ]

@@ -60,6 +60,7 @@ class TableParams:
     page: str = ""
     features: str = ""
     url_issues: str = ""
+    tag: str = ""
 
     def query(self) -> TableQuery:
         in_top = out_of_top = None
@@ -81,6 +82,7 @@ class TableParams:
             search=" ".join(self.q.split()).casefold() or None,
             features=self.features or None,
             url_issues=bool(self.url_issues),
+            tag=self.tag or None,
         )
 
     def values(self) -> dict[str, str]:
@@ -132,6 +134,7 @@ async def positions_csv(
     columns: FromQuery[str] = "",
     features: FromQuery[str] = "",
     url_issues: FromQuery[str] = "",
+    tag: FromQuery[str] = "",
 ) -> Response[str]:
     """The table the page shows (its filters and sort), every row, as CSV."""
     params = TableParams(
@@ -144,6 +147,7 @@ async def positions_csv(
         columns=columns,
         features=features,
         url_issues=url_issues,
+        tag=tag,
     )
     session = uow.session
     schedule = await lookup.get_schedule(session, principal.workspace_id, schedule_id)

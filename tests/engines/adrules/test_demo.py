@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
+from app.demo import search_console
 from app.demo.adrules import PART, seed_demo
 from app.demo.parts import DemoWorkspace
 from app.engines.adrules.claim.dispatch import dispatch_due
@@ -78,7 +79,7 @@ async def test_demo_seeds_accounts_token_and_a_draft_rule_that_dispatches_when_a
 async def test_demo_seeds_a_sheet_the_rule_reads_as_a_custom_metric(runtime: Runtime) -> None:
     """The demo starts the Sheets simulator with the campaign plan, stores its API key for the
     workspace, and the draft rule has a task reading the plan's priority column."""
-    assert PART.sandboxes["sheets"] is start_demo_sheets_sandbox
+    assert PART.sandboxes["sheets"] is search_console.start_sheets_sandbox
     meta, sheets = start_demo_sandbox(), start_demo_sheets_sandbox()
     try:
         ws = await create_workspace(runtime, name="Demo", timezone="Europe/Berlin")

@@ -1,7 +1,8 @@
 """Chart series: one x per measured request (desktop and mobile of a request share it), one value
 per device and measurement, ``None`` where the run measured nothing for it — a gap in the line.
 
-Per keyword: the position over time. Per schedule: visibility and average position over time."""
+Per keyword: the position over time. Per schedule: visibility and average position over time,
+over every keyword, one tag's, or each tag side by side."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from app.engines.ranktracking.explain.schemas import ChartNote
 from app.engines.ranktracking.models import Result, Schedule
 from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, Column, measured_runs
 from app.engines.ranktracking.reports.rivals import competitor_figures
+from app.engines.ranktracking.reports.schemas import RunSummaryOut
 from app.engines.ranktracking.reports.summary import run_summaries
 from app.engines.ranktracking.tags import tagged_keywords
 from app.schemas import Schema
@@ -159,5 +161,55 @@ async def schedule_charts(
             y_label="position",
             inverted=True,
             notes=notes,
+        ),
+    ]
+
+
+TAG_CHART_TAGS = 8
+"""Tags drawn side by side on the per-tag charts (more lines would be unreadable)."""
+
+
+async def tag_charts(session: ReadSession, schedule_id: int, tags: list[str]) -> list[ChartOut]:
+    """Visibility and average position over time with one line per tag (and device), each over
+    the keywords carrying that tag (RT-71): the groups compared on one time axis. ``tags`` are
+    normalised; the first :data:`TAG_CHART_TAGS` are drawn."""
+    columns = await measured_runs(session, schedule_id, limit_requests=CHART_POINTS)
+    devices = _devices(columns)
+    chosen = tags[:TAG_CHART_TAGS]
+    by_tag: dict[str, dict[tuple[int, str], RunSummaryOut]] = {}
+    for tag in chosen:
+        summaries = await run_summaries(
+            session, columns, keywords=tagged_keywords(schedule_id, tag)
+        )
+        by_tag[tag] = {(s.request_id, s.device): s for s in summaries}
+
+    def series(figure: str) -> list[SeriesOut]:
+        out = []
+        for tag in chosen:
+            for device in devices:
+                values: list[float | None] = [
+                    getattr(s, figure) if (s := by_tag[tag].get((c.request_id, device))) else None
+                    for c in columns
+                ]
+                # Not "tag (device)": the charts draw that label dashed, as a competitor.
+                label = tag if len(devices) == 1 else f"{tag} · {device}"
+                out.append(SeriesOut(label=label, values=values))
+        return out
+
+    x = _x(columns)
+    return [
+        ChartOut(
+            title="Visibility by tag",
+            x=x,
+            series=series("visibility"),
+            y_label="%",
+            inverted=False,
+        ),
+        ChartOut(
+            title="Average position by tag",
+            x=x,
+            series=series("average_position"),
+            y_label="position",
+            inverted=True,
         ),
     ]
