@@ -91,9 +91,6 @@ KEYWORD_DATA_PATH: Final = "/v3/keywords_data/google_ads/search_volume"
 MAX_TASKS_PER_POST: Final = 100
 MAX_KEYWORDS_PER_TASK: Final = 1000
 
-# Transport failures raised before the request left this machine: sending it again cannot
-# duplicate anything. Any other transport failure may have happened after the provider got it.
-
 
 class SerpClient:
     """Client of the provider's queued SERP and keyword-data endpoints.
@@ -323,6 +320,7 @@ class SerpClient:
             if not failure.transient:
                 raise ProviderError(f"{method} {endpoint}: {failure.reason}") from None
             if not failure.sent:
+                # Failed before the request left this machine: sending it again duplicates nothing.
                 raise TransientProviderError(
                     f"{method} {endpoint}: provider unreachable ({type(exc).__name__})"
                 ) from None
