@@ -17,6 +17,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from importlib.metadata import PackageNotFoundError, version
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -36,6 +37,14 @@ DEFAULT_HTTP_KEEP_ALIVE_SECONDS = 75
 proxy or load balancer commonly keeps its upstream connections idle (60 s): a server closing
 first races the client's next request on that connection, which then hears a reset (a 502 behind
 a proxy). uvicorn's own default is 5 s."""
+
+try:
+    _VERSION = version("sweepline")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    _VERSION = "0"
+
+DEFAULT_USER_AGENT = f"Sweepline/{_VERSION}"
+"""The ``User-Agent`` of outbound requests unless ``OUTBOUND_USER_AGENT`` says otherwise."""
 
 MAX_HTTP_KEEP_ALIVE_SECONDS = 3600  # an hour: anything longer is a typo, not a proxy's timeout
 
@@ -387,6 +396,16 @@ class IntegrationSettings:
     """Let URLs that users and workspaces set (provider base URLs, webhooks, ``http_request``)
     reach private, loopback and link-local addresses. Off in production; the tests and the demo
     turn it on for their loopback simulators. Cloud metadata addresses stay refused."""
+    user_agent: str = env("OUTBOUND_USER_AGENT", DEFAULT_USER_AGENT)
+    """``User-Agent`` of every outbound request (providers ask for one that names the caller,
+    and a receiver can tell the product's calls apart by it)."""
+
+    def __post_init__(self) -> None:
+        agent = self.user_agent
+        if not agent.strip() or not agent.isprintable() or not agent.isascii():
+            raise SettingsError(
+                f"OUTBOUND_USER_AGENT must be printable ASCII on one line, not {agent!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

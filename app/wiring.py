@@ -96,6 +96,7 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
         integrations.meta_graph_url,
         integrations.meta_graph_version,
         timeout_seconds=timeout,
+        user_agent=integrations.user_agent,
         # The dispatch tick's calls (hanging ones included) and the worker's beside them.
         max_connections=FETCH_OUTSTANDING + 64,
     )
@@ -108,17 +109,24 @@ def adrules_deps(runtime: Runtime) -> AdRulesDeps:
         graph=graph,
         login=meta_login(settings, graph),
         sheets=SheetsClient(
-            integrations.sheets_url, timeout_seconds=timeout, sleep=runtime.clock.sleep
+            integrations.sheets_url,
+            timeout_seconds=timeout,
+            user_agent=integrations.user_agent,
+            sleep=runtime.clock.sleep,
         ),
         sheet_cache=SheetCache(),
         job=RUN_ACCOUNT,
         token_minter=TokenMinter(
-            adrules.google_token_url, now=runtime.clock.now, timeout_seconds=timeout
+            adrules.google_token_url,
+            now=runtime.clock.now,
+            timeout_seconds=timeout,
+            user_agent=integrations.user_agent,
         ),
         mail=MailSender(settings.mail),
         webhook_http=GuardedHttp(
             guard=shared_guard(runtime.resources, integrations),
             timeout=adrules.webhook_timeout_seconds,
+            user_agent=integrations.user_agent,
             policy=RetryPolicy(attempts=2, backoff_seconds=1.0),
             clock=runtime.clock,
         ),
@@ -159,12 +167,14 @@ def ranktracking_deps(runtime: Runtime, *, serp: SerpClient | None = None) -> Ra
         alert_http=GuardedHttp(
             guard=shared_guard(runtime.resources, runtime.settings.integrations),
             timeout=runtime.settings.integrations.http_timeout_seconds,
+            user_agent=runtime.settings.integrations.user_agent,
             policy=NO_RETRY,
             clock=runtime.clock,
         ),
         search_console=SearchConsoleClient(
             runtime.settings.integrations.search_console_url,
             timeout_seconds=runtime.settings.integrations.http_timeout_seconds,
+            user_agent=runtime.settings.integrations.user_agent,
             sleep=runtime.clock.sleep,
         ),
         # The operator's one Google token endpoint (also the ad rules' Sheets reads).
@@ -172,6 +182,7 @@ def ranktracking_deps(runtime: Runtime, *, serp: SerpClient | None = None) -> Ra
             runtime.settings.adrules.google_token_url,
             now=runtime.clock.now,
             timeout_seconds=runtime.settings.integrations.http_timeout_seconds,
+            user_agent=runtime.settings.integrations.user_agent,
         ),
     )
 
@@ -221,7 +232,11 @@ def funnels_deps(runtime: Runtime) -> FunnelsDeps:
         ),
         channels=channels,
         trial_mail=MailSender(settings.mail),
-        sns=SnsVerifier(url_pattern=settings.mail.sns_url_pattern, clock=runtime.clock),
+        sns=SnsVerifier(
+            url_pattern=settings.mail.sns_url_pattern,
+            user_agent=settings.integrations.user_agent,
+            clock=runtime.clock,
+        ),
         event_writer=EventWriter(
             runtime.db,
             window_seconds=settings.funnels.ingest_window_ms / 1000,

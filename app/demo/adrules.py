@@ -136,7 +136,11 @@ def careful_rule(chat_url: str) -> dict[str, Any]:
 
 async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
     url = demo.sandbox_urls.get("meta") or runtime.settings.integrations.meta_graph_url
-    graph = GraphClient(url, runtime.settings.integrations.meta_graph_version)
+    graph = GraphClient(
+        url,
+        runtime.settings.integrations.meta_graph_version,
+        user_agent=runtime.settings.integrations.user_agent,
+    )
     try:
         found = await MetaReader(graph, DEMO_TOKEN).ad_accounts()
     finally:

@@ -62,7 +62,7 @@ async def test_4xx_is_transient_then_succeeds(sink: SmtpSink) -> None:
     sender = sender_for(sink)
     with pytest.raises(TransientMailError) as info:
         await sender.send(email())
-    assert info.value.code == 451
+    assert info.value.status == 451
     assert sink.messages == []
     await sender.send(email())
     assert len(sink.messages) == 1
@@ -72,7 +72,7 @@ async def test_5xx_is_permanent(sink: SmtpSink) -> None:
     sink.inject_failure(code=554, times=1)
     with pytest.raises(PermanentMailError) as info:
         await sender_for(sink).send(email())
-    assert info.value.code == 554
+    assert info.value.status == 554
 
 
 async def test_connection_refused_is_transient() -> None:

@@ -24,6 +24,7 @@ from app.integrations.http_guard import (
     RetryPolicy,
     decode,
 )
+from app.integrations.http_guard.user_agent import USER_AGENT
 
 PROVIDER = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com"
@@ -54,6 +55,7 @@ class ChatClient:
         api_key: str,
         base_url: str = DEFAULT_BASE_URL,
         timeout: float = 60.0,
+        user_agent: str = USER_AGENT,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
         guard: AddressGuard | None = None,
@@ -64,6 +66,7 @@ class ChatClient:
             base_url=base_url,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
+            user_agent=user_agent,
             policy=policy,
             permanent_codes=frozenset({"insufficient_quota"}),
             clock=clock,

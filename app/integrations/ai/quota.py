@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import msgspec
 
 from app.integrations.ai.structs import ChatMessage
-from app.integrations.http_guard import NOT_SENT, OutboundError
+from app.integrations.http_guard import NOT_SENT, OutboundError, is_client_error
 
 DEFAULT_COMPLETION_TOKENS = 1024
 """Assumed length of an answer whose ``max_tokens`` is not set."""
@@ -64,6 +64,6 @@ def may_have_been_billed(error: BaseException) -> bool:
     if isinstance(error, OutboundError):
         if error.code == NOT_SENT:
             return False
-        if error.status is not None and 400 <= error.status < 500:
+        if error.status is not None and is_client_error(error.status):
             return False
     return True

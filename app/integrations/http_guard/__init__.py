@@ -6,8 +6,9 @@
 * :class:`OutboundError` — the root of every integration's errors; ``transient`` says whether
   the same request may succeed later (:class:`TransientError`: 5xx, 408/425/429, timeouts, dropped
   connections, with ``retry_after`` when the provider said) or never (:class:`PermanentError`:
-  other 4xx, refused targets, :class:`InvalidResponse`). :func:`is_transient_status` is the one
-  status classification.
+  other 4xx, refused targets, :class:`InvalidResponse`). :mod:`~app.integrations.http_guard.classify`
+  is the one classification of statuses and failures (:func:`is_transient_status`,
+  :func:`classify_exception`, :func:`is_transient_smtp_reply`); no client compares statuses itself.
 * :class:`RetryPolicy` — the one retry loop (:meth:`RetryPolicy.run`) with an injected sleep;
   ``RetryPolicy(schedule=AD_RULES_SCHEDULE)`` is the ad rules' 1 s / 2 s rule, :data:`NO_RETRY`
   leaves retries to an outbox.
@@ -36,6 +37,16 @@ The ``http_request`` action::
 
 from app.integrations.http_guard.address_guard import AddressGuard, GuardedTransport, parse_url
 from app.integrations.http_guard.addresses import refusal_reason
+from app.integrations.http_guard.classify import (
+    Failure,
+    classify_exception,
+    gateway_gave_up,
+    is_client_error,
+    is_rate_limited,
+    is_server_error,
+    is_transient_smtp_reply,
+    is_transient_status,
+)
 from app.integrations.http_guard.client import (
     GUARD_RESOURCE,
     ClientOptions,
@@ -52,12 +63,7 @@ from app.integrations.http_guard.errors import (
     TransientError,
 )
 from app.integrations.http_guard.guard import GuardedHttp, HttpRequest, HttpResult
-from app.integrations.http_guard.provider import (
-    NOT_SENT,
-    ProviderHttp,
-    decode,
-    is_transient_status,
-)
+from app.integrations.http_guard.provider import NOT_SENT, ProviderHttp, decode
 from app.integrations.http_guard.resolver import Resolver, StaticResolver, SystemResolver
 from app.integrations.http_guard.retry import AD_RULES_SCHEDULE, NO_RETRY, RetryLog, RetryPolicy
 
@@ -68,6 +74,7 @@ __all__ = [
     "NO_RETRY",
     "AddressGuard",
     "ClientOptions",
+    "Failure",
     "GuardedHttp",
     "GuardedTransport",
     "HttpRequest",
@@ -85,7 +92,13 @@ __all__ = [
     "TargetRefused",
     "TransientError",
     "address_guard",
+    "classify_exception",
     "decode",
+    "gateway_gave_up",
+    "is_client_error",
+    "is_rate_limited",
+    "is_server_error",
+    "is_transient_smtp_reply",
     "is_transient_status",
     "outbound_client",
     "parse_url",

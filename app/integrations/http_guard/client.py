@@ -1,7 +1,7 @@
 """The one factory of ``httpx.AsyncClient`` s for outside APIs.
 
-Every client gets the same defaults: a timeout, bounded connection limits, the product's
-``User-Agent``, no environment proxies (credentials must not leave through a proxy someone set in
+Every client gets the same defaults: a timeout, bounded connection limits, the operator's
+``User-Agent`` (``OUTBOUND_USER_AGENT``), no environment proxies (credentials must not leave through a proxy someone set in
 the environment) and no automatic redirects (a redirect is an answer to classify, not to follow
 with the credentials attached). With an :class:`AddressGuard` every connection is checked and
 pinned — for any URL a user or a workspace set. No request leaves from a queue job that lost its
@@ -35,12 +35,15 @@ class ClientOptions:
     connect_timeout_seconds: float | None = None
     """A shorter limit for connecting, when an unreachable host should fail sooner than a slow
     answer (``None``: ``timeout_seconds``)."""
+    user_agent: str = USER_AGENT
+    """The ``User-Agent`` header (``OUTBOUND_USER_AGENT``)."""
 
     @classmethod
     def from_settings(cls, settings: IntegrationSettings) -> ClientOptions:
         return cls(
             timeout_seconds=settings.http_timeout_seconds,
             max_connections=settings.http_max_connections,
+            user_agent=settings.user_agent,
         )
 
 
@@ -98,7 +101,7 @@ def outbound_client(
     return TracedClient(
         provider=provider,
         base_url=base_url,
-        headers={"User-Agent": USER_AGENT, **dict(headers or {})},
+        headers={"User-Agent": options.user_agent, **dict(headers or {})},
         auth=auth,
         timeout=httpx.Timeout(
             options.timeout_seconds,

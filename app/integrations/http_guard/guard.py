@@ -23,6 +23,7 @@ import msgspec
 
 from app.clock import Clock, SystemClock
 from app.integrations.http_guard.address_guard import AddressGuard, parse_url
+from app.integrations.http_guard.classify import NOT_SENT, classify_exception, is_transient_status
 from app.integrations.http_guard.client import ClientOptions, outbound_client
 from app.integrations.http_guard.errors import (
     OutboundError,
@@ -30,9 +31,9 @@ from app.integrations.http_guard.errors import (
     ResponseTooLarge,
     TransientError,
 )
-from app.integrations.http_guard.provider import is_transient_status
 from app.integrations.http_guard.resolver import Resolver
 from app.integrations.http_guard.retry import RetryPolicy, retry_after_seconds
+from app.integrations.http_guard.user_agent import USER_AGENT
 
 PROVIDER = "http_request"
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
@@ -85,6 +86,7 @@ class GuardedHttp:
         guard: AddressGuard | None = None,
         resolver: Resolver | None = None,
         timeout: float = 10.0,
+        user_agent: str = USER_AGENT,
         max_response_bytes: int = 1_000_000,
         max_redirects: int = 3,
         policy: RetryPolicy | None = None,
@@ -99,7 +101,9 @@ class GuardedHttp:
         # Pinned connections go to the checked address, so none is kept alive for another name.
         self._client = outbound_client(
             provider=PROVIDER,
-            options=ClientOptions(timeout_seconds=timeout, max_keepalive_connections=0),
+            options=ClientOptions(
+                timeout_seconds=timeout, max_keepalive_connections=0, user_agent=user_agent
+            ),
         )
 
     async def aclose(self) -> None:
@@ -185,20 +189,13 @@ class GuardedHttp:
         )
         try:
             response = await self._client.send(pinned, stream=True)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise TransientError(
-                f"could not connect to {url.host} ({type(exc).__name__})",
-                provider=PROVIDER,
-                code="not_sent",
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise TransientError(
-                f"timed out ({type(exc).__name__})", provider=PROVIDER, code="timeout"
-            ) from exc
         except httpx.TransportError as exc:
-            raise TransientError(
-                f"connection failed ({type(exc).__name__})", provider=PROVIDER, code="network"
-            ) from exc
+            failure = classify_exception(exc)
+            reason = failure.reason
+            if failure.code == NOT_SENT:
+                reason = f"could not connect to {url.host} ({type(exc).__name__})"
+            error = TransientError if failure.transient else PermanentError
+            raise error(reason, provider=PROVIDER, code=failure.code) from exc
         try:
             content = await self._read_limited(response)
         finally:

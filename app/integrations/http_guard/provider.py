@@ -21,6 +21,7 @@ import msgspec
 
 from app.clock import Clock, SystemClock
 from app.integrations.http_guard.address_guard import AddressGuard
+from app.integrations.http_guard.classify import NOT_SENT, classify_exception, is_transient_status
 from app.integrations.http_guard.client import ClientOptions, outbound_client
 from app.integrations.http_guard.errors import (
     InvalidResponse,
@@ -29,23 +30,15 @@ from app.integrations.http_guard.errors import (
     TransientError,
 )
 from app.integrations.http_guard.retry import RetryPolicy, retry_after_seconds
+from app.integrations.http_guard.user_agent import USER_AGENT
 
 log = logging.getLogger("app.integrations")
 
 T = TypeVar("T")
 
-# 408 Request Timeout, 425 Too Early and 429 Too Many Requests say "not now", not "never".
-_TRANSIENT_4XX = frozenset({408, 425, 429})
 _DETAIL_LIMIT = 300
 
-NOT_SENT = "not_sent"
-"""``code`` of a transient error raised before the request reached the provider (the connection
-failed): retrying cannot duplicate an effect, even on an API without idempotency keys."""
-
-
-def is_transient_status(status: int) -> bool:
-    """The one classification of an HTTP status: may the same request succeed later?"""
-    return status >= 500 or status in _TRANSIENT_4XX
+__all__ = ["NOT_SENT", "ProviderHttp", "decode", "error_detail", "is_transient_status"]
 
 
 def error_detail(body: bytes) -> tuple[str, str | None]:
@@ -106,6 +99,7 @@ class ProviderHttp:
         headers: Mapping[str, str] | None = None,
         auth: tuple[str, str] | None = None,
         timeout: float = 10.0,
+        user_agent: str = USER_AGENT,
         policy: RetryPolicy | None = None,
         retry_hint_header: str | None = None,
         permanent_codes: frozenset[str] = frozenset(),
@@ -120,7 +114,7 @@ class ProviderHttp:
         self._clock: Clock = clock or SystemClock()
         self._client = outbound_client(
             provider=provider,
-            options=ClientOptions(timeout_seconds=timeout),
+            options=ClientOptions(timeout_seconds=timeout, user_agent=user_agent),
             base_url=base_url,
             headers=headers,
             auth=auth,
@@ -165,18 +159,10 @@ class ProviderHttp:
             response = await self._client.request(
                 method, path, json=json, data=form, params=params, headers=headers
             )
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise TransientError(
-                f"could not connect ({type(exc).__name__})", provider=self.provider, code=NOT_SENT
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise TransientError(
-                f"timed out ({type(exc).__name__})", provider=self.provider, code="timeout"
-            ) from exc
         except httpx.TransportError as exc:
-            raise TransientError(
-                f"connection failed ({type(exc).__name__})", provider=self.provider, code="network"
-            ) from exc
+            failure = classify_exception(exc)
+            error = TransientError if failure.transient else PermanentError
+            raise error(failure.reason, provider=self.provider, code=failure.code) from exc
         if 200 <= response.status_code < 300:
             return response
         raise self._classify(response)

@@ -1,5 +1,9 @@
 """The one retry policy of outbound calls: which failures are tried again, how long to wait.
 
+Whether a failure is transient is decided once, by :mod:`app.integrations.http_guard.classify`,
+when the error is raised; this module only reads the verdict (``transient``) and the provider's
+``Retry-After`` (:func:`retry_after_seconds`).
+
 :meth:`RetryPolicy.run` is the only retry loop: it retries an :class:`OutboundError` whose
 ``transient`` and ``repeatable`` are true, waiting the schedule's delay or what the provider asked (``retry_after``)
 when that is longer, and gives up at once when the provider asks for more than

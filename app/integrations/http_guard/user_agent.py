@@ -1,13 +1,9 @@
-"""The ``User-Agent`` every outbound request of the product sends (providers ask for one that
-names the caller, and it lets a receiver tell our calls apart)."""
+"""The default ``User-Agent`` of outbound requests (providers ask for one that names the caller,
+and it lets a receiver tell our calls apart). The operator may set another with
+``OUTBOUND_USER_AGENT``; it reaches every client through :class:`ClientOptions`."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from app.settings import DEFAULT_USER_AGENT
 
-try:
-    _VERSION = version("sweepline")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    _VERSION = "0"
-
-USER_AGENT = f"Sweepline/{_VERSION}"
+USER_AGENT = DEFAULT_USER_AGENT

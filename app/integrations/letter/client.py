@@ -15,6 +15,7 @@ import msgspec
 
 from app.clock import Clock
 from app.integrations.http_guard import AddressGuard, ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard.user_agent import USER_AGENT
 
 PROVIDER = "letter"
 
@@ -60,6 +61,7 @@ class JsonLetterClient:
         base_url: str,
         api_key: str,
         timeout: float = 20.0,
+        user_agent: str = USER_AGENT,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
         guard: AddressGuard | None = None,
@@ -70,6 +72,7 @@ class JsonLetterClient:
             base_url=base_url,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
+            user_agent=user_agent,
             policy=policy,
             clock=clock,
             guard=guard,

@@ -17,6 +17,7 @@ import asyncio
 import aiosmtplib
 
 from app.clock import Clock, SystemClock
+from app.integrations.http_guard.classify import is_transient_smtp_reply
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail
 from app.integrations.mail.tracing import smtp_span
@@ -109,10 +110,10 @@ class SmtpPool:
             # Every recipient refused: the worst reply decides; the connection stays usable.
             codes = [r.code for r in exc.recipients] or [550]
             worst = max(codes)
-            error = TransientMailError if worst < 500 else PermanentMailError
+            error = TransientMailError if is_transient_smtp_reply(worst) else PermanentMailError
             raise error(str(exc), code=worst) from exc
         except aiosmtplib.SMTPResponseException as exc:
-            if exc.code >= 500:
+            if not is_transient_smtp_reply(exc.code):
                 raise PermanentMailError(f"SMTP {exc.code}: {exc.message}", code=exc.code) from exc
             # A 4xx may be the server shedding load before it hangs up: start afresh next time.
             healthy = False

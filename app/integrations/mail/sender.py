@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aiosmtplib
 
+from app.integrations.http_guard.classify import is_transient_smtp_reply
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail
 from app.integrations.mail.tracing import smtp_span
@@ -13,7 +14,7 @@ from app.settings import MailSettings
 
 
 def _classify(code: int, text: str) -> TransientMailError | PermanentMailError:
-    if 400 <= code < 500:
+    if is_transient_smtp_reply(code):
         return TransientMailError(f"SMTP {code}: {text}", code=code)
     return PermanentMailError(f"SMTP {code}: {text}", code=code)
 

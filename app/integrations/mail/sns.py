@@ -23,7 +23,12 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from app.clock import Clock, SystemClock
+from app.integrations.http_guard.classify import classify_exception, is_transient_status
 from app.integrations.http_guard.client import ClientOptions, outbound_client
+from app.integrations.http_guard.errors import OutboundError
+from app.integrations.http_guard.user_agent import USER_AGENT
+
+PROVIDER = "sns"
 
 DEFAULT_URL_PATTERN = r"^https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/"
 CERT_CACHE_SECONDS = 3600.0
@@ -66,8 +71,20 @@ class SnsMessage(msgspec.Struct, kw_only=True, rename="pascal"):
         }[name]
 
 
-class SnsError(Exception):
-    """The message is not a verifiable SNS message (the receiver answers 401/422)."""
+class SnsError(OutboundError):
+    """The message is not a verifiable SNS message, or SNS could not be reached to verify or
+    confirm it (the receiver answers 401/422).
+
+    Permanent unless fetching the certificate or confirming the subscription failed in a way the
+    classifier calls transient (SNS then delivers the message again).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, transient: bool = False) -> None:
+        super().__init__(message, provider=PROVIDER, status=status)
+        self.transient = transient
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def string_to_sign(message: SnsMessage) -> bytes:
@@ -117,10 +134,12 @@ class SnsVerifier:
         *,
         url_pattern: str = DEFAULT_URL_PATTERN,
         timeout: float = 10.0,
+        user_agent: str = USER_AGENT,
         clock: Clock | None = None,
     ) -> None:
         self.url_pattern = re.compile(url_pattern)
         self.timeout = timeout
+        self.user_agent = user_agent
         self._certificates: dict[str, tuple[bytes, float]] = {}
         self._clock: Clock = clock or SystemClock()
 
@@ -128,7 +147,10 @@ class SnsVerifier:
         # The one outbound core (user agent, no redirects, no proxy from the environment). The
         # URLs come from the message itself, so only those matching ``url_pattern`` (SNS's own
         # hosts) are ever fetched; the pattern, not the address guard, is what limits them.
-        return outbound_client(provider="sns", options=ClientOptions(timeout_seconds=self.timeout))
+        return outbound_client(
+            provider=PROVIDER,
+            options=ClientOptions(timeout_seconds=self.timeout, user_agent=self.user_agent),
+        )
 
     def _allowed(self, url: str | None) -> str:
         if not url or not self.url_pattern.match(url):
@@ -143,9 +165,12 @@ class SnsVerifier:
             async with self._client() as client:
                 response = await client.get(url)
         except httpx.HTTPError as exc:
-            raise SnsError(f"the signing certificate could not be fetched: {exc}") from None
+            raise SnsError(
+                f"the signing certificate could not be fetched: {exc}",
+                transient=classify_exception(exc).transient,
+            ) from None
         if response.status_code != 200 or len(response.content) > 65536:
-            raise SnsError(f"the signing certificate could not be fetched ({response.status_code})")
+            raise _refused("the signing certificate could not be fetched", response)
         self._certificates[url] = (response.content, self._clock.monotonic() + CERT_CACHE_SECONDS)
         return response.content
 
@@ -161,9 +186,17 @@ class SnsVerifier:
             async with self._client() as client:
                 response = await client.get(url)
         except httpx.HTTPError as exc:
-            raise SnsError(f"the subscription could not be confirmed: {exc}") from None
+            raise SnsError(
+                f"the subscription could not be confirmed: {exc}",
+                transient=classify_exception(exc).transient,
+            ) from None
         if response.status_code != 200:
-            raise SnsError(f"the subscription could not be confirmed ({response.status_code})")
+            raise _refused("the subscription could not be confirmed", response)
+
+
+def _refused(what: str, response: httpx.Response) -> SnsError:
+    status = response.status_code
+    return SnsError(f"{what} ({status})", status=status, transient=is_transient_status(status))
 
 
 def ses_event(message: SnsMessage) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.integrations.http_guard import ClientOptions, outbound_client
+from app.integrations.http_guard.classify import TIMEOUT, UNSENDABLE, classify_exception
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.meta.errors import MetaError, error_from_response
 from app.integrations.meta.usage import Usage, parse_usage
 
@@ -52,6 +54,7 @@ class GraphClient:
         version: str,
         *,
         timeout_seconds: float = 30.0,
+        user_agent: str = USER_AGENT,
         max_connections: int = 100,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -60,7 +63,11 @@ class GraphClient:
         # The Graph URL is the operator's setting, never a workspace's: no address guard.
         self._http = outbound_client(
             provider="meta",
-            options=ClientOptions(timeout_seconds=timeout_seconds, max_connections=max_connections),
+            options=ClientOptions(
+                timeout_seconds=timeout_seconds,
+                max_connections=max_connections,
+                user_agent=user_agent,
+            ),
             transport=transport,
         )
         self.last_usage = Usage()
@@ -117,24 +124,12 @@ class GraphClient:
             response = await self._http.request(
                 method, url, params=params, data=data, headers=headers
             )
-        except httpx.TimeoutException as exc:
-            raise MetaError(
-                f"the Graph API did not answer in time ({type(exc).__name__})", transient=True
-            ) from None
-        except httpx.LocalProtocolError:
-            raise MetaError(
-                "the request could not be sent (the access token holds characters a header "
-                "cannot carry)",
-                transient=False,
-            ) from None
         except UnicodeEncodeError:
             raise MetaError(
                 "the request could not be sent (the access token is not ASCII)", transient=False
             ) from None
         except httpx.TransportError as exc:
-            raise MetaError(
-                f"could not reach the Graph API ({type(exc).__name__})", transient=True
-            ) from None
+            raise _transport_error(exc) from None
         usage = parse_usage(response.headers)
         self.last_usage = usage
         if response.status_code >= 400:
@@ -148,3 +143,18 @@ class GraphClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def _transport_error(exc: httpx.TransportError) -> MetaError:
+    """A failure instead of a Graph reply, classified by the one outbound classifier."""
+    failure = classify_exception(exc)
+    if failure.code == UNSENDABLE:
+        message = (
+            "the request could not be sent (the access token holds characters a header "
+            "cannot carry)"
+        )
+    elif failure.code == TIMEOUT:
+        message = f"the Graph API did not answer in time ({type(exc).__name__})"
+    else:
+        message = f"could not reach the Graph API ({type(exc).__name__})"
+    return MetaError(message, transient=failure.transient)

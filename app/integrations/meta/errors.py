@@ -8,6 +8,7 @@ from __future__ import annotations
 import msgspec
 
 from app.integrations.http_guard import OutboundError, is_transient_status
+from app.integrations.http_guard.classify import is_server_error
 
 TRANSIENT_CODES = frozenset({1, 2, 4, 17, 32, 341, 613, *range(80000, 80015)})
 """Error codes Meta marks as temporary: unknown/service errors, app, user and ad-account rate
@@ -82,7 +83,7 @@ class MetaError(OutboundError):
 def is_transient_code(code: int | None, status: int | None, flagged: bool) -> bool:
     if flagged:
         return True
-    if status is not None and status >= 500:
+    if status is not None and is_server_error(status):
         return True  # a 4xx carries a Graph code, which decides
     return code in TRANSIENT_CODES
 

@@ -20,6 +20,7 @@ from app.integrations.http_guard import (
     RetryPolicy,
     decode,
 )
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.payments.form import encode_form
 from app.integrations.payments.structs import (
     CheckoutRequest,
@@ -43,6 +44,7 @@ class PaymentsClient:
         secret_key: str,
         base_url: str = DEFAULT_BASE_URL,
         timeout: float = 20.0,
+        user_agent: str = USER_AGENT,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
         guard: AddressGuard | None = None,
@@ -53,6 +55,7 @@ class PaymentsClient:
             base_url=base_url,
             headers={"Authorization": f"Bearer {secret_key}"},
             timeout=timeout,
+            user_agent=user_agent,
             policy=policy,
             retry_hint_header="Stripe-Should-Retry",
             clock=clock,

@@ -20,6 +20,7 @@ from app.integrations.http_guard import (
     RetryPolicy,
     decode,
 )
+from app.integrations.http_guard.user_agent import USER_AGENT
 
 PROVIDER = "push"
 
@@ -56,6 +57,7 @@ class JsonPushClient:
         base_url: str,
         api_key: str,
         timeout: float = 10.0,
+        user_agent: str = USER_AGENT,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
         guard: AddressGuard | None = None,
@@ -66,6 +68,7 @@ class JsonPushClient:
             base_url=base_url,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
+            user_agent=user_agent,
             policy=policy,
             clock=clock,
             guard=guard,

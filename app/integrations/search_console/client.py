@@ -29,9 +29,12 @@ from app.integrations.http_guard import (
     ClientOptions,
     OutboundError,
     RetryPolicy,
+    classify_exception,
     is_transient_status,
     outbound_client,
 )
+from app.integrations.http_guard.classify import TIMEOUT
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.sheets import BearerToken, SheetsError
 from app.integrations.sheets.client import TokenSource
 
@@ -118,6 +121,7 @@ class SearchConsoleClient:
         base_url: str,
         *,
         timeout_seconds: float = 30.0,
+        user_agent: str = USER_AGENT,
         retry_delays: Sequence[float] = (0.25, 1.0),
         sleep: Sleep = asyncio.sleep,
         page_rows: int = PAGE_ROWS,
@@ -127,7 +131,7 @@ class SearchConsoleClient:
             raise ValueError(f"page_rows must be 1 to {MAX_ROW_LIMIT}")
         self._http = outbound_client(
             provider=PROVIDER,
-            options=ClientOptions(timeout_seconds=timeout_seconds),
+            options=ClientOptions(timeout_seconds=timeout_seconds, user_agent=user_agent),
             base_url=base_url.rstrip("/"),
             transport=transport,
         )
@@ -155,14 +159,14 @@ class SearchConsoleClient:
                     headers={**headers, "Content-Type": "application/json"} if body else headers,
                     content=body,
                 )
-            except httpx.TimeoutException:
-                raise SearchConsoleError(
-                    "the Search Console API did not answer in time", transient=True
-                ) from None
             except httpx.TransportError as exc:
-                raise SearchConsoleError(
-                    f"could not reach the Search Console API: {exc!r}", transient=True
-                ) from None
+                failure = classify_exception(exc)
+                message = (
+                    "the Search Console API did not answer in time"
+                    if failure.code == TIMEOUT
+                    else f"could not reach the Search Console API: {exc!r}"
+                )
+                raise SearchConsoleError(message, transient=failure.transient) from None
             if response.status_code != 200:
                 raise _error_from(response)
             return response.content

@@ -27,7 +27,19 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from app.integrations.http_guard import ClientOptions, OutboundError, RetryPolicy, outbound_client
+from app.clock import SystemClock
+from app.integrations.http_guard import (
+    ClientOptions,
+    OutboundError,
+    RetryPolicy,
+    classify_exception,
+    gateway_gave_up,
+    is_rate_limited,
+    is_transient_status,
+    outbound_client,
+)
+from app.integrations.http_guard.retry import retry_after_seconds
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.serp import codes
 from app.integrations.serp.errors import (
     PROVIDER,
@@ -79,10 +91,6 @@ KEYWORD_DATA_PATH: Final = "/v3/keywords_data/google_ads/search_volume"
 MAX_TASKS_PER_POST: Final = 100
 MAX_KEYWORDS_PER_TASK: Final = 1000
 
-# Transport failures raised before the request left this machine: sending it again cannot
-# duplicate anything. Any other transport failure may have happened after the provider got it.
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-
 
 class SerpClient:
     """Client of the provider's queued SERP and keyword-data endpoints.
@@ -108,6 +116,7 @@ class SerpClient:
         http: httpx.AsyncClient | None = None,
         *,
         timeout_seconds: float = 30.0,
+        user_agent: str = USER_AGENT,
         retries: int = 3,
         backoff_seconds: float = 1.0,
         max_backoff_seconds: float = 60.0,
@@ -123,6 +132,7 @@ class SerpClient:
             options=ClientOptions(
                 timeout_seconds=timeout_seconds,
                 connect_timeout_seconds=min(timeout_seconds, 10.0),
+                user_agent=user_agent,
             ),
         )
         # Retry n waits min(backoff × 2ⁿ, cap), or the provider's Retry-After when longer; a
@@ -141,6 +151,7 @@ class SerpClient:
         cls, settings: IntegrationSettings, http: httpx.AsyncClient | None = None, **kwargs: Any
     ) -> SerpClient:
         kwargs.setdefault("timeout_seconds", settings.http_timeout_seconds)
+        kwargs.setdefault("user_agent", settings.user_agent)
         return cls(settings.serp_url, settings.serp_login, settings.serp_password, http, **kwargs)
 
     def __repr__(self) -> str:
@@ -304,11 +315,15 @@ class SerpClient:
                 headers={"Content-Type": "application/json"} if content is not None else None,
                 auth=self._auth,
             )
-        except _NOT_SENT as exc:
-            raise TransientProviderError(
-                f"{method} {endpoint}: provider unreachable ({type(exc).__name__})"
-            ) from None
         except httpx.TransportError as exc:
+            failure = classify_exception(exc)
+            if not failure.transient:
+                raise ProviderError(f"{method} {endpoint}: {failure.reason}") from None
+            if not failure.sent:
+                # Failed before the request left this machine: sending it again duplicates nothing.
+                raise TransientProviderError(
+                    f"{method} {endpoint}: provider unreachable ({type(exc).__name__})"
+                ) from None
             # The request may have reached the provider: only idempotent reads are safe to repeat.
             raise TransientProviderError(
                 f"{method} {endpoint}: no answer ({type(exc).__name__})",
@@ -327,11 +342,7 @@ class SerpClient:
 def _retry_after(response: httpx.Response | None) -> float | None:
     if response is None:
         return None
-    value = response.headers.get("Retry-After", "")
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+    return retry_after_seconds(response.headers, SystemClock().now())
 
 
 def _error_for(
@@ -362,12 +373,14 @@ def _http_error(
     """The exception for an answer that is not a provider envelope at all."""
     status = response.status_code
     text = f"{endpoint}: HTTP {status} with an unreadable body"
-    if status == 429:
+    if is_rate_limited(status):
         return RateLimited(text, http_status=status, retry_after=_retry_after(response))
-    if status >= 500:
+    if is_transient_status(status):
         # A gateway that gave up waiting (502, 504) may have handed the request on before it did.
         return TransientProviderError(
-            text, http_status=status, may_have_succeeded=may_have_succeeded and status in (502, 504)
+            text,
+            http_status=status,
+            may_have_succeeded=may_have_succeeded and gateway_gave_up(status),
         )
     if status == 401:
         return AuthenticationFailed(f"{endpoint}: credentials rejected", http_status=status)

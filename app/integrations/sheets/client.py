@@ -26,9 +26,11 @@ from app.integrations.http_guard import (
     ClientOptions,
     OutboundError,
     RetryPolicy,
+    classify_exception,
     is_transient_status,
     outbound_client,
 )
+from app.integrations.http_guard.user_agent import USER_AGENT
 
 Cell = str | int | Decimal | bool
 """One cell as the API returns it unformatted: text, a whole or decimal number, or a boolean."""
@@ -140,13 +142,14 @@ class SheetsClient:
         base_url: str,
         *,
         timeout_seconds: float = 30.0,
+        user_agent: str = USER_AGENT,
         retry_delays: Sequence[float] = (0.25, 1.0),
         sleep: Sleep = asyncio.sleep,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = outbound_client(
             provider=PROVIDER,
-            options=ClientOptions(timeout_seconds=timeout_seconds),
+            options=ClientOptions(timeout_seconds=timeout_seconds, user_agent=user_agent),
             base_url=base_url.rstrip("/"),
             transport=transport,
         )
@@ -173,7 +176,8 @@ class SheetsClient:
                 response = await self._http.get(path, params=params, headers=headers)
             except httpx.TransportError as exc:
                 raise SheetsError(
-                    f"could not reach the Sheets API: {exc!r}", transient=True
+                    f"could not reach the Sheets API: {exc!r}",
+                    transient=classify_exception(exc).transient,
                 ) from None
             if response.status_code != 200:
                 raise _error_from(response)

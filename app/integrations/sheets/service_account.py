@@ -23,7 +23,13 @@ import msgspec
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from app.integrations.http_guard import ClientOptions, is_transient_status, outbound_client
+from app.integrations.http_guard import (
+    ClientOptions,
+    classify_exception,
+    is_transient_status,
+    outbound_client,
+)
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.sheets.client import BearerToken, SheetsError
 
 SERVICE_ACCOUNT_SECRET = "google_service_account_key"  # noqa: S105 - a secret's name
@@ -121,6 +127,7 @@ class TokenMinter:
         *,
         now: Callable[[], datetime],
         timeout_seconds: float = 30.0,
+        user_agent: str = USER_AGENT,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.token_url = token_url
@@ -128,7 +135,7 @@ class TokenMinter:
         # The token endpoint is the operator's setting, never a workspace's: no address guard.
         self._http = outbound_client(
             provider="google_oauth",
-            options=ClientOptions(timeout_seconds=timeout_seconds),
+            options=ClientOptions(timeout_seconds=timeout_seconds, user_agent=user_agent),
             transport=transport,
         )
         self._cache: dict[str, _Cached] = {}
@@ -160,7 +167,8 @@ class TokenMinter:
             )
         except httpx.TransportError as exc:
             raise SheetsError(
-                f"could not reach the Google token endpoint: {exc!r}", transient=True
+                f"could not reach the Google token endpoint: {exc!r}",
+                transient=classify_exception(exc).transient,
             ) from None
         if response.status_code != 200:
             try:

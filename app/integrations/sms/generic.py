@@ -11,6 +11,7 @@ import msgspec
 
 from app.clock import Clock
 from app.integrations.http_guard import AddressGuard, ProviderHttp, RetryPolicy, decode
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.sms.message import SmsMessage, SmsReceipt
 
 PROVIDER = "sms"
@@ -31,6 +32,7 @@ class JsonSmsClient:
         api_key: str,
         default_sender: str | None = None,
         timeout: float = 10.0,
+        user_agent: str = USER_AGENT,
         policy: RetryPolicy | None = None,
         clock: Clock | None = None,
         guard: AddressGuard | None = None,
@@ -42,6 +44,7 @@ class JsonSmsClient:
             base_url=base_url,
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
+            user_agent=user_agent,
             policy=policy,
             clock=clock,
             guard=guard,

@@ -31,8 +31,10 @@ from app.integrations.http_guard import (
     RetryPolicy,
     TransientError,
     decode,
+    is_rate_limited,
 )
 from app.integrations.http_guard.retry import backoff_delay
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.sms.message import SmsMessage, SmsReceipt
 
 PROVIDER = "twilio"
@@ -75,6 +77,7 @@ class TwilioSmsClient:
         status_callback: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
         timeout: float = 10.0,
+        user_agent: str = USER_AGENT,
         policy: RetryPolicy | None = None,
         lookback: timedelta = timedelta(hours=24),
         clock: Clock | None = None,
@@ -94,6 +97,7 @@ class TwilioSmsClient:
             base_url=base_url,
             auth=(account_sid, auth_token),
             timeout=timeout,
+            user_agent=user_agent,
             policy=policy,
             clock=self._clock,
             guard=guard,
@@ -125,7 +129,11 @@ class TwilioSmsClient:
                 return await self._post(message, idempotency_key)
             except TransientError as exc:
                 failures += 1
-                if exc.code != NOT_SENT and exc.status != 429 and unknown_since is None:
+                if (
+                    exc.code != NOT_SENT
+                    and not is_rate_limited(exc.status)
+                    and unknown_since is None
+                ):
                     unknown_since = started
                 if failures >= policy.attempts or (
                     exc.retry_after is not None and exc.retry_after > policy.max_wait_seconds

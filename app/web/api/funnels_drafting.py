@@ -70,6 +70,7 @@ def deps_of(runtime: Runtime, guard: Any) -> drafting.DraftingDeps:
         guard=guard,
         clock=runtime.clock,
         settings=runtime.settings.funnels,
+        user_agent=runtime.settings.integrations.user_agent,
     )
 
 

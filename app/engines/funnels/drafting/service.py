@@ -38,6 +38,7 @@ from app.engines.funnels.outside.config import AiOptions
 from app.integrations.ai import ChatClient, ChatMessage, Completion, estimate_tokens
 from app.integrations.ai.quota import may_have_been_billed
 from app.integrations.http_guard import NO_RETRY, AddressGuard, OutboundError
+from app.integrations.http_guard.user_agent import USER_AGENT
 from app.platform import audit
 from app.platform.crypto import SecretBox
 from app.platform.models import Workspace
@@ -53,6 +54,8 @@ class DraftingDeps:
     guard: AddressGuard
     clock: Clock
     settings: FunnelSettings
+    user_agent: str = USER_AGENT
+    """``OUTBOUND_USER_AGENT``: the model provider sees the operator's ``User-Agent``."""
 
 
 @dataclass(slots=True)
@@ -86,6 +89,7 @@ async def draft_funnel(
         api_key=provider.secret,
         base_url=provider.base_url,
         timeout=deps.settings.ai_draft_timeout_seconds,
+        user_agent=deps.user_agent,
         policy=NO_RETRY,
         clock=deps.clock,
         guard=deps.guard,

@@ -41,7 +41,8 @@ class ProviderClients:
         self.clock = clock
         self.guard = guard
         self.options = options or ClientOptions()
-        """The operator's outbound settings (``OUTBOUND_HTTP_TIMEOUT``) for every provider."""
+        """The operator's outbound settings (``OUTBOUND_HTTP_TIMEOUT``, ``OUTBOUND_USER_AGENT``) for
+        every provider."""
         self._built: dict[str, Any] = {}
 
     def _once(self, key: str, build: Callable[[], C]) -> C:
@@ -69,6 +70,7 @@ class ProviderClients:
                     clock=self.clock,
                     guard=self.guard,
                     timeout=self.options.timeout_seconds,
+                    user_agent=self.options.user_agent,
                 ),
             )
         return self._for(
@@ -81,6 +83,7 @@ class ProviderClients:
                 clock=self.clock,
                 guard=self.guard,
                 timeout=self.options.timeout_seconds,
+                user_agent=self.options.user_agent,
             ),
         )
 
@@ -94,6 +97,7 @@ class ProviderClients:
                 clock=self.clock,
                 guard=self.guard,
                 timeout=self.options.timeout_seconds,
+                user_agent=self.options.user_agent,
             ),
         )
 
@@ -107,6 +111,7 @@ class ProviderClients:
                 clock=self.clock,
                 guard=self.guard,
                 timeout=self.options.timeout_seconds,
+                user_agent=self.options.user_agent,
             ),
         )
 
@@ -120,6 +125,7 @@ class ProviderClients:
                 clock=self.clock,
                 guard=self.guard,
                 timeout=self.options.timeout_seconds,
+                user_agent=self.options.user_agent,
             ),
         )
 
@@ -133,6 +139,7 @@ class ProviderClients:
                 clock=self.clock,
                 guard=self.guard,
                 timeout=self.options.timeout_seconds,
+                user_agent=self.options.user_agent,
             ),
         )
 
@@ -146,6 +153,7 @@ class ProviderClients:
                 clock=self.clock,
                 guard=self.guard,
                 timeout=self.options.timeout_seconds,
+                user_agent=self.options.user_agent,
             ),
         )
 
@@ -158,6 +166,7 @@ class ProviderClients:
                 guard=self.guard,
                 timeout=options.timeout_seconds,
                 max_response_bytes=options.max_response_bytes,
+                user_agent=self.options.user_agent,
                 policy=NO_RETRY,
                 clock=self.clock,
             ),
