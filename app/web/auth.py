@@ -16,6 +16,7 @@ from app.platform.service import (
     Principal,
     principal_for_api_key,
     principal_for_session,
+    user_workspaces,
     workspace_for_ingest_token,
 )
 from app.runtime import Runtime
@@ -42,6 +43,11 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PRINCIPAL_STATE = "principal"
 """Where the authentication guard (:mod:`app.web.access`) leaves the caller it resolved, so a
 handler's ``principal`` dependency does not look the credential up a second time."""
+
+
+WORKSPACES_STATE = "workspaces"
+"""Where the session guard leaves the signed-in person's workspaces (``(id, name)``, by name), so
+every dashboard page's header can offer the switch without a query of its own."""
 
 
 def _resolved(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
@@ -87,11 +93,41 @@ async def session_principal(connection: ASGIConnection[Any, Any, Any, Any]) -> P
         return await principal_for_session(session, token, runtime.clock.now())
 
 
+async def _session_principal_with_workspaces(
+    connection: ASGIConnection[Any, Any, Any, Any],
+) -> Principal | None:
+    """The signed-in person, and (in the request's state) the workspaces they belong to: both
+    read in one transaction."""
+    token = connection.cookies.get(SESSION_COOKIE)
+    if not token:
+        return None
+    runtime = get_runtime(connection)
+    async with runtime.db.read() as session:
+        principal = await principal_for_session(session, token, runtime.clock.now())
+        if principal is None or principal.user_id is None:
+            return principal
+        rows = await user_workspaces(session, principal.user_id)
+    menu = [(workspace.id, workspace.name) for workspace, _ in rows]
+    connection.scope.setdefault("state", {})[WORKSPACES_STATE] = menu
+    return principal
+
+
+def signed_in_principal(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
+    """The caller the authentication guard resolved for this request, if it ran."""
+    return _resolved(connection)
+
+
+def signed_in_workspaces(connection: ASGIConnection[Any, Any, Any, Any]) -> list[tuple[int, str]]:
+    """The signed-in person's workspaces as the session guard read them (empty otherwise)."""
+    menu: list[tuple[int, str]] = connection.scope.get("state", {}).get(WORKSPACES_STATE, [])
+    return menu
+
+
 async def authenticate_session(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
     """The signed-in person; pages without one redirect to the sign-in page."""
     if (known := _resolved(connection)) is not None:
         return known
-    principal = await session_principal(connection)
+    principal = await _session_principal_with_workspaces(connection)
     if principal is None:
         if connection.headers.get("hx-request") == "true":
             # An htmx refresh would follow a plain redirect and swap the sign-in page into a

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from app.db.locks import is_lock_timeout
 from app.errors import DomainError
+from app.web.auth import signed_in_principal, signed_in_workspaces
 from app.web.plain_errors import plain_detail, plain_error
 
 log = logging.getLogger(__name__)
@@ -78,9 +79,10 @@ def error_response(
     headers: dict[str, str] | None = None,
 ) -> Response[Any]:
     if _wants_html(request):
+        context = {"status": status, "code": code, "message": message, "details": details or []}
         return Template(
             template_name="platform/error.html",
-            context={"status": status, "code": code, "message": message, "details": details or []},
+            context={**context, **_page_context(request, status)},
             status_code=status,
             headers=headers,
         )
@@ -90,6 +92,27 @@ def error_response(
         media_type=MediaType.JSON,
         headers=headers,
     )
+
+
+def _page_context(request: Request[Any, Any, Any], status: int) -> dict[str, Any]:
+    """A signed-in person's error page keeps the dashboard's header (with the workspace switch);
+    a dashboard 404 also asks which of their workspaces holds the object
+    (:mod:`app.web.dashboard.workspace_hint`). An htmx fragment's error gets neither."""
+    principal = signed_in_principal(request)
+    if principal is None or principal.user_id is None or request.headers.get("hx-request"):
+        return {}
+    path = request.url.path
+    runtime = getattr(request.app.state, "runtime", None)
+    nav = getattr(request.app.state, "nav", [])
+    return {
+        "principal": principal,
+        "platform_stop": runtime is not None and runtime.platform_stopped(),
+        "nav": nav,
+        "path": path,
+        "workspace_menu": signed_in_workspaces(request),
+        "switch_next": "/",
+        "hint_path": path if status == 404 and path.startswith("/ui/") else "",
+    }
 
 
 def _field_details(extra: Any) -> list[dict[str, Any]]:

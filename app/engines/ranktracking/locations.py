@@ -195,11 +195,19 @@ async def named(session: ReadSession, codes: Iterable[int | None]) -> dict[int, 
     return found
 
 
-async def name_of(session: ReadSession, code: int | None) -> str | None:
-    """The name shown for a schedule's location: the provider's name, or None when unknown."""
+async def shown(session: ReadSession, code: int | None) -> Location | None:
+    """The location shown for a schedule's code: the synced row (a dropped one too), else the
+    shipped list's, so a code the synced table lacks still reads by its name, never as a bare
+    number; None only for a code neither knows. (``get`` is stricter: it answers what may be
+    chosen now.)"""
     if code is None:
         return None
-    location = (await named(session, [code])).get(code)
+    return (await named(session, [code])).get(code)
+
+
+async def name_of(session: ReadSession, code: int | None) -> str | None:
+    """The name shown for a schedule's location: the provider's name, or None when unknown."""
+    location = await shown(session, code)
     return location.name if location else None
 
 

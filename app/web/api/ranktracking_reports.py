@@ -221,7 +221,7 @@ async def get_positions_csv(
     await export.record_export(
         session, schedule_id, principal.workspace_id, "positions", clock.now()
     )
-    location = await locations.get(session, schedule.location_code or 0)
+    location = await locations.shown(session, schedule.location_code)
     return csv_response(export.positions_csv(page, location), f"positions-{schedule_id}.csv")
 
 

@@ -10,6 +10,7 @@ from litestar.response import Template
 from app.errors import DomainError
 from app.platform.service import Principal
 from app.runtime import Runtime
+from app.web.auth import signed_in_workspaces
 from app.web.plain_errors import Labels, plain_error, sentence
 
 
@@ -28,9 +29,25 @@ def page(
             "demo_mode": runtime.settings.demo.enabled,
             "nav": request.app.state.nav,
             "path": request.url.path,
+            "workspace_menu": signed_in_workspaces(request) if principal else [],
+            "switch_next": section_of(request.url.path, request.app.state.nav),
             **context,
         },
     )
+
+
+_SETTINGS_PAGES = ("/ui/workspace", "/ui/organisation")
+
+
+def section_of(path: str, nav: list[tuple[str, str]]) -> str:
+    """Where the header's workspace switch lands: the same page when it names no object, else
+    its navigation entry (``/ui/funnels/12`` gives ``/ui/funnels``), since the object belongs to
+    the workspace being left; the home page when no entry holds the page."""
+    if not any(part.isdigit() for part in path.split("/")):
+        return path
+    hrefs = [href for href, _ in nav] + list(_SETTINGS_PAGES)
+    holding = [h for h in hrefs if path == h or path.startswith(h.rstrip("/") + "/")]
+    return max(holding, key=len) if holding else "/"
 
 
 def error_messages(exc: DomainError, labels: Labels) -> list[str]:

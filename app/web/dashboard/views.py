@@ -34,7 +34,13 @@ from app.web.auth import (
     require_organisation_manager,
     session_principal,
 )
-from app.web.dashboard import activity, getting_started, settings_ui, sign_in_steps
+from app.web.dashboard import (
+    activity,
+    getting_started,
+    settings_ui,
+    sign_in_steps,
+    workspace_hint,
+)
 from app.web.dashboard.common import page
 from app.web.deps import CurrentClock, Queue, Reads, Secrets, Writes
 from app.web.ops import sweeper_overview
@@ -52,6 +58,8 @@ class LoginForm(msgspec.Struct):
 
 class SwitchForm(msgspec.Struct):
     workspace_id: int
+    next: str = "/"
+    """Where to land afterwards (a same-site path): the page the switch was made from."""
 
 
 class ZoneForm(msgspec.Struct):
@@ -291,7 +299,7 @@ async def switch_workspace(
     """Make another of the person's workspaces the current one (stored in the session)."""
     token = request.cookies.get(SESSION_COOKIE, "")
     await service.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
-    return Redirect("/")
+    return Redirect(_safe_next(data.next))
 
 
 @post(f"{WORKSPACE_PAGE}/api-keys")
@@ -436,4 +444,5 @@ ROUTES = [
     rotate_signing_secret,
     set_workspace_timezone,
     *settings_ui.ROUTES,
+    *workspace_hint.ROUTES,
 ]

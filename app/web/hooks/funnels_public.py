@@ -290,13 +290,20 @@ async def _stored(runtime: Runtime, workspace_id: int, event: Inbound | None) ->
 # -- hosted forms ------------------------------------------------------------------------------
 
 
+PAGE_LANGUAGE = "en"
+"""The hosted pages' ``<html lang>``: workspaces carry no language of their own, and the pages'
+fixed wording (``Send``, ``E-mail``) is English."""
+PAGE_STYLESHEET = "/static/public_form.css"
+"""The hosted pages' look, served from the dashboard's static files: the pages' policy allows no
+inline ``<style>`` (``app.web.security_headers``)."""
+
+
 def _page(title: str, content: str, status: int = 200) -> Response[str]:
     html = (
-        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<!doctype html><html lang='{PAGE_LANGUAGE}'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width'><title>{title}</title>"
-        "<style>body{font-family:system-ui;max-width:32rem;margin:3rem auto}"
-        "label{display:block;margin:.6rem 0}input{display:block;width:100%}</style>"
-        f"</head><body>{content}</body></html>"
+        f"<link rel='stylesheet' href='{PAGE_STYLESHEET}'>"
+        f"</head><body><main>{content}</main></body></html>"
     )
     return Response(html, media_type=MediaType.HTML, status_code=status)
 

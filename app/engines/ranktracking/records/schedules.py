@@ -35,7 +35,7 @@ def dropped_warning(location: locations.Location) -> str:
 
 
 async def schedule_out(session: ReadSession, schedule: Schedule, now: datetime) -> ScheduleOut:
-    location = await locations.get(session, schedule.location_code or 0)
+    location = await locations.shown(session, schedule.location_code)
     cap = schedule.monthly_cap_cents
     cap_micros = cents_to_micros(cap) if cap is not None else None
     return ScheduleOut(
