@@ -67,6 +67,9 @@ NOT_PAGES = re.compile(
     r"|^/setup$|^/invite/"
     # Downloads (CSV exports) are files a page links to, not pages.
     r"|\.csv$"
+    # The two ends of Connect with Facebook: one leaves for Meta's login dialog, the other is
+    # where the dialog comes back with its code and state (tests/e2e/test_facebook_login_browser.py).
+    r"|^/ui/adrules/meta/(connect|callback)$"
 )
 
 
