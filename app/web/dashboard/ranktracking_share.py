@@ -110,7 +110,9 @@ async def revoke_share_link(
 
 
 @get(SHARED, cache=False)
-async def shared_report_page(session: Reads, clock: CurrentClock, token: str) -> Response[str]:
+async def shared_report_page(
+    session: Reads, clock: CurrentClock, token: FromPath[str]
+) -> Response[str]:
     """The report a shared link opens, read-only, for anyone holding the link."""
     now = clock.now()
     try:
