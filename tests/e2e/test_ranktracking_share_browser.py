@@ -14,6 +14,7 @@ from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
 from tests.e2e.conftest import sign_in
 from tests.e2e.page_errors import watch_errors
+from tests.e2e.test_every_page_browser import WIDTHS, audit_context, audit_page
 from tests.engines.ranktracking.factories import (
     KEYWORDS,
     PLAN,
@@ -85,6 +86,12 @@ async def test_rt113_share_a_report_open_it_without_a_session_and_revoke_it(
         assert await charts.count() == 2
         assert await visitor.locator("script").count() == 0
         assert visitor_errors == []
+        audited = await audit_context(browser)
+        try:
+            for width in WIDTHS:  # axe, a phone's width, no console error or failed request
+                assert await audit_page(await audited.new_page(), f"{live_url}{path}", width) == []
+        finally:
+            await audited.close()
 
         # Revoke it (with the confirmation), and the same address is a 404.
         await page.goto(f"{live_url}/ui/ranktracking/schedules/{schedule.id}")

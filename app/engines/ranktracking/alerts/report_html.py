@@ -26,6 +26,17 @@ if TYPE_CHECKING:  # the report module imports this one
 DEVICE_COLOURS: dict[str, Colour] = {"desktop": (37, 99, 235), "mobile": (234, 88, 12)}
 OTHER_COLOUR: Colour = (90, 90, 90)
 LOGO = "rt-logo@sweepline"
+
+
+def _scroller(name: str) -> str:
+    """Opens the box around a table: a narrow screen scrolls the table, not the page, and the
+    box takes the keyboard's focus so it can be scrolled without a mouse."""
+    return (
+        f'<div tabindex="0" role="region" aria-label="{escape(name)}" '
+        'style="overflow-x:auto;max-width:100%">'
+    )
+
+
 POSITION_CHART = "rt-chart-position@sweepline"
 VISIBILITY_CHART = "rt-chart-visibility@sweepline"
 
@@ -120,7 +131,8 @@ def _movers(title: str, rows: Sequence[PositionRow]) -> str:
     )
     return (
         f'<h2 style="margin:16px 0 4px;font-size:1.17em">{escape(title)}</h2>'
-        f'<table cellpadding="4" style="border-collapse:collapse">{items}</table>'
+        f'{_scroller(title)}<table cellpadding="4" style="border-collapse:collapse">'
+        f"{items}</table></div>"
     )
 
 
@@ -139,11 +151,12 @@ def _positions(rows: Sequence[PositionRow]) -> str:
     )
     return (
         '<h2 style="margin:16px 0 4px;font-size:1.17em">Positions</h2>'
+        f"{_scroller('Positions')}"
         '<table id="rt-shared-positions" cellpadding="4" style="border-collapse:collapse">'
         "<tr><th align=left scope=col>Keyword</th><th align=left scope=col>Device</th>"
         "<th align=left scope=col>Position</th><th align=left scope=col>Before</th>"
         "<th align=left scope=col>Change</th><th align=left scope=col>Best</th></tr>"
-        f"{body}</table>"
+        f"{body}</table></div>"
     )
 
 
@@ -204,10 +217,11 @@ def report_html(
         )
         parts.append(
             f"<p>Latest measurement: {content.latest.measured_at:%Y-%m-%d}</p>"
+            f"{_scroller('Summary')}"
             '<table cellpadding="4" style="border-collapse:collapse">'
             "<tr><th align=left>Device</th><th align=left>Average position</th>"
             "<th align=left>Visibility</th><th align=left>Ranked</th></tr>"
-            f"{rows}</table>"
+            f"{rows}</table></div>"
         )
         for made in (
             _chart(
