@@ -46,6 +46,20 @@ class Workspace(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class WorkspaceLogo(Base):
+    """The logo an admin uploaded (PNG or JPEG, checked by its bytes), shown on the e-mail report
+    and on shared report pages. A table of its own: reading a workspace never loads the image."""
+
+    __tablename__ = "workspace_logos"
+
+    workspace_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    )
+    content_type: Mapped[str] = mapped_column(String(20))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class User(Base):
     __tablename__ = "users"
 

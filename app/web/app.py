@@ -302,7 +302,11 @@ def create_app(
         ],
         dependencies={"runtime": Provide(provide_runtime)},
         include_in_schema=False,
-        opt=public("sign-in, first-run setup and invitation pages: the visitor has no session yet"),
+        opt=public(
+            "sign-in, first-run setup and invitation pages: the visitor has no session yet; "
+            "a shared report's page, whose random token (stored hashed, expiring, revocable) "
+            "is its key"
+        ),
         guards=[require_caller],
     )
     hooks = Router(

@@ -43,6 +43,7 @@ PARAMETER_COLUMNS: dict[str, str] = {
     "invitation_id": "invitations.id",
     "job_id": "bulk_jobs.id",
     "key_id": "api_keys.id",
+    "link_id": "rt_report_links.id",
     "list_id": "rt_keyword_lists.id",
     "mobile_of": "rt_schedules.id",
     "number": "funnel_versions.number",

@@ -51,12 +51,19 @@ DOCS_POLICY = "; ".join(
 HSTS = "max-age=31536000; includeSubDomains"
 
 
-def _encoded(policy: str, *, hsts: bool) -> list[tuple[bytes, bytes]]:
+SHARED_PREFIX = "/shared/"
+"""Pages opened by a secret link (a shared report): their address must reach no other site, not
+even our own pages' ``Referer``."""
+
+
+def _encoded(
+    policy: str, *, hsts: bool, referrer: str = "same-origin"
+) -> list[tuple[bytes, bytes]]:
     headers = {
         "content-security-policy": policy,
         "x-frame-options": "DENY",
         "x-content-type-options": "nosniff",
-        "referrer-policy": "same-origin",
+        "referrer-policy": referrer,
         "cross-origin-opener-policy": "same-origin",
     }
     if hsts:
@@ -69,13 +76,17 @@ def security_headers(*, hsts: bool) -> BeforeSend:
     (``SECURE_COOKIES``)."""
     # Encoded once: this runs for every response, ingestion at thousands a second included.
     page, docs = _encoded(PAGE_POLICY, hsts=hsts), _encoded(DOCS_POLICY, hsts=hsts)
+    shared = _encoded(PAGE_POLICY, hsts=hsts, referrer="no-referrer")
     names = frozenset(name for name, _ in page)
 
     async def before_send(message: Message, scope: Scope) -> None:
         if message["type"] != "http.response.start":
             return
         path = str(scope.get("path", ""))
-        ours = docs if path == "/schema" or path.startswith("/schema/") else page
+        if path == "/schema" or path.startswith("/schema/"):
+            ours = docs
+        else:
+            ours = shared if path.startswith(SHARED_PREFIX) else page
         # These headers are ours to set: any the handler set is replaced, not doubled.
         headers = [h for h in message.get("headers", ()) if h[0].lower() not in names]
         headers.extend(ours)

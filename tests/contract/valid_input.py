@@ -285,6 +285,7 @@ BODIES: dict[tuple[str, str], Body] = {
         "threshold": 10,
         "recipients": ["alerts@contract.example"],
     },
+    ("post", f"{API}/ranktracking/schedules/{{schedule_id}}/share-links"): lambda _: {"days": 7},
     ("post", f"{API}/ranktracking/schedules/{{schedule_id}}/search-console/preview"): lambda _: {
         "site_url": "sc-domain:sweepline-demo.com",
         "start_date": "2026-01-01",

@@ -65,8 +65,11 @@ FRAGMENT = re.compile(r"/partials/|/progress$|/stream$")
 NOT_PAGES = re.compile(
     r"^/(api|hooks|schema|static|health|ready|metrics)(/|$)|^/t/|^/logout$|^/favicon\.ico$"
     r"|^/setup$|^/invite/"
-    # Downloads (CSV exports) are files a page links to, not pages.
-    r"|\.csv$"
+    # Downloads (CSV exports) and the workspace's logo are files a page links to, not pages.
+    r"|\.csv$|^/ui/workspace/logo$"
+    # A shared report opens only with a live link: tests/e2e/test_ranktracking_share_browser.py
+    # audits it the same way.
+    r"|^/shared/"
     # The two ends of Connect with Facebook: one leaves for Meta's login dialog, the other is
     # where the dialog comes back with its code and state (tests/e2e/test_facebook_login_browser.py).
     r"|^/ui/adrules/meta/(connect|callback)$"

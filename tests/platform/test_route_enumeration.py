@@ -45,6 +45,8 @@ EXPECTED_PUBLIC = {
     ("POST", "/setup"),
     ("GET", "/invite/{token:str}"),
     ("POST", "/invite/{token:str}"),
+    # A shared position report: its random token (stored hashed, expiring, revocable) is its key.
+    ("GET", "/shared/ranktracking/{token:str}"),
     # Webhooks and postbacks, each with its own signature or token.
     ("POST", "/hooks/funnels/events"),
     ("POST", "/hooks/funnels/delivery"),

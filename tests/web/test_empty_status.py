@@ -81,6 +81,15 @@ async def _alert_rule(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant)
     return "DELETE", f"{base}/{made.json()['id']}", auth(tenant), b""
 
 
+async def _report_link(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> Request:
+    await fund(runtime, tenant, 10_000)
+    schedule = await make_schedule(runtime, tenant, keywords=["shoes"], devices=["desktop"])
+    base = f"/api/v1/ranktracking/schedules/{schedule.id}/share-links"
+    made = await http.post(base, json={"days": 7}, headers=auth(tenant))
+    assert made.status_code == 201, made.text
+    return "DELETE", f"{base}/{made.json()['id']}", auth(tenant), b""
+
+
 async def _provider(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> Request:
     body = {"shape": "json", "base_url": "https://sms.example", "options": {}, "secret": "k"}
     put = await http.put("/api/v1/funnels/providers/sms", json=body, headers=auth(tenant))
@@ -127,6 +136,9 @@ PREPARE: dict[tuple[str, str], Prepare] = {
     ("DELETE", "/api/v1/funnels/contacts/{contact_id:int}"): _contact,
     ("DELETE", "/api/v1/ranktracking/schedules/{schedule_id:int}/alerts/{rule_id:int}"): (
         _alert_rule
+    ),
+    ("DELETE", "/api/v1/ranktracking/schedules/{schedule_id:int}/share-links/{link_id:int}"): (
+        _report_link
     ),
     ("DELETE", "/api/v1/funnels/providers/{kind:str}"): _provider,
     ("DELETE", "/api/v1/funnels/sources/{source_id:int}"): _source,

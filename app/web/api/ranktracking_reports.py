@@ -41,7 +41,12 @@ from app.engines.ranktracking.reports.summary import (
 )
 from app.engines.ranktracking.reports.targets import set_targets
 from app.engines.ranktracking.schedules import lookup
-from app.web.api import ranktracking_alerts, ranktracking_explain, ranktracking_keywords
+from app.web.api import (
+    ranktracking_alerts,
+    ranktracking_explain,
+    ranktracking_keywords,
+    ranktracking_share,
+)
 from app.web.api.common import RowId
 from app.web.auth import CurrentPrincipal
 from app.web.deps import CurrentClock, Paging, Reads, Writes, paging
@@ -301,4 +306,5 @@ HANDLERS: list[Any] = [
     *ranktracking_alerts.HANDLERS,
     *ranktracking_explain.HANDLERS,
     *ranktracking_keywords.HANDLERS,
+    *ranktracking_share.HANDLERS,
 ]

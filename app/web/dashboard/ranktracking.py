@@ -54,6 +54,7 @@ from app.web.dashboard import ranktracking_keywords as keywords_ui
 from app.web.dashboard import ranktracking_live as live_ui
 from app.web.dashboard import ranktracking_locations as locations_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
+from app.web.dashboard import ranktracking_share as share_ui
 from app.web.dashboard.common import error_messages, page
 from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
 
@@ -363,6 +364,7 @@ async def schedule_page(
         session, principal.workspace_id, None, schedule_id=schedule_id, limit=20
     )
     extras = await alerts_ui.schedule_extras(session, schedule)
+    extras |= await share_ui.share_context(session, schedule, now)
     discovered = await explain_ui.schedule_discovery(session, schedule)
     return page(
         request,
@@ -631,9 +633,10 @@ ROUTES: list[Any] = [
     *keywords_ui.ROUTES,
     *locations_ui.ROUTES,
     *live_ui.ROUTES,
+    *share_ui.ROUTES,
 ]
 """Page handlers; they receive ``principal`` (signed-in person) and the request's dependencies
 (:mod:`app.web.deps`)."""
 
-PUBLIC_ROUTES: list[Any] = []
-"""Handlers reachable without signing in (hosted forms, tracking, snippets)."""
+PUBLIC_ROUTES: list[Any] = [*share_ui.PUBLIC_ROUTES]
+"""Handlers reachable without signing in: the page a shared report link opens."""

@@ -6,19 +6,21 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.datastructures import UploadFile
+from litestar.enums import RequestEncodingType
 from litestar.exceptions import PermissionDeniedException
-from litestar.params import FromPath, URLEncodedBody
+from litestar.params import Body, FromPath, URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.clock import Clock
 from app.db.session import ReadSession
 from app.engines.adrules import rules as adrules_rules
 from app.errors import ValidationFailed
-from app.platform import service, setup, workspace_zone
+from app.platform import logos, service, setup, workspace_zone
 from app.platform.models import API_KEY_SCOPES
 from app.platform.operators import is_instance_operator
 from app.platform.service import Principal
@@ -257,6 +259,7 @@ async def _workspace_page(
     assert principal.user_id is not None
     workspaces = await service.user_workspaces(session, principal.user_id)
     keys = await service.list_api_keys(session, principal.workspace_id, limit=200)
+    logo = await logos.get_logo(session, principal.workspace_id)
     members = await service.workspace_members(session, principal.workspace_id, limit=200)
     context: dict[str, Any] = {
         "workspace": workspace,
@@ -272,6 +275,10 @@ async def _workspace_page(
         "zone_error": None,
         "zone_value": workspace.timezone,
         "zones": sorted(workspace_zone.iana_zones()),
+        "has_logo": logo is not None,
+        "logo_version": int(logo.updated_at.timestamp()) if logo else 0,
+        "logo_error": None,
+        "max_logo_kb": logos.MAX_LOGO_BYTES // 1024,
         **extra,
     }
     tpl = page(request, "platform/workspace.html", principal, **context)
@@ -430,6 +437,62 @@ async def set_workspace_timezone(
     return Redirect(f"{WORKSPACE_PAGE}#timezone")
 
 
+LogoUpload = Annotated[dict[str, Any], Body(media_type=RequestEncodingType.MULTI_PART)]
+
+
+@post(f"{WORKSPACE_PAGE}/logo")
+async def upload_logo(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    uow: Writes,
+    clock: CurrentClock,
+    data: LogoUpload,
+) -> Template | Redirect:
+    """The workspace's logo (admins): PNG or JPEG, recognised by its bytes, at most 200 KB; shown
+    on the e-mail report and on shared report pages."""
+    require_admin(principal)
+    upload = data.get("logo")
+    raw = await upload.read(logos.MAX_LOGO_BYTES + 1) if isinstance(upload, UploadFile) else b""
+    try:
+        async with uow.attempt():
+            await logos.put_logo(
+                uow.session,
+                workspace_id=principal.workspace_id,
+                organisation_id=principal.organisation_id,
+                data=raw,
+                now=clock.now(),
+            )
+    except ValidationFailed as exc:
+        message = exc.details[0]["message"] if exc.details else exc.message
+        return await _workspace_page(
+            request, principal, uow.session, clock, status_code=422, logo_error=message
+        )
+    return Redirect(f"{WORKSPACE_PAGE}#logo")
+
+
+@post(f"{WORKSPACE_PAGE}/logo/delete")
+async def delete_logo(principal: CurrentPrincipal, uow: Writes, clock: CurrentClock) -> Redirect:
+    require_admin(principal)
+    await logos.remove_logo(
+        uow.session,
+        workspace_id=principal.workspace_id,
+        organisation_id=principal.organisation_id,
+        now=clock.now(),
+    )
+    return Redirect(f"{WORKSPACE_PAGE}#logo")
+
+
+@get(f"{WORKSPACE_PAGE}/logo", cache=False)
+async def logo_image(principal: CurrentPrincipal, session: Reads) -> Response[bytes]:
+    """The signed-in person's workspace's logo (the settings page's preview)."""
+    logo = await logos.get_logo(session, principal.workspace_id)
+    if logo is None:
+        return Response(b"", status_code=404, media_type="text/plain")
+    return Response(
+        logo.data, media_type=logo.content_type, headers={"Cache-Control": "private, max-age=60"}
+    )
+
+
 PUBLIC_ROUTES = [login_page, login, logout, favicon]
 ROUTES = [
     home,
@@ -443,6 +506,9 @@ ROUTES = [
     rotate_ingest_token,
     rotate_signing_secret,
     set_workspace_timezone,
+    upload_logo,
+    delete_logo,
+    logo_image,
     *settings_ui.ROUTES,
     *workspace_hint.ROUTES,
 ]

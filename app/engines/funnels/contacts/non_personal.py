@@ -97,6 +97,7 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "rt_poller_state": (("endpoint", "calls"), _OTHER_ENGINE),
     "rt_report_deliveries": (("period", "state", "error"), _OTHER_ENGINE),
     "rt_report_settings": (("period", "recipients"), _OTHER_ENGINE),
+    "rt_report_links": (("token_hash", "prefix"), _OTHER_ENGINE),
     "rt_requests": (("trigger", "queue"), _OTHER_ENGINE),
     "rt_results": (
         (
@@ -158,6 +159,7 @@ NON_PERSONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "memberships": (("role",), _STAFF),
     "invitations": (("email", "role", "token_hash"), _STAFF),
     "api_keys": (("name", "prefix", "key_hash", "scope"), _STAFF),
+    "workspace_logos": (("content_type", "data"), _STAFF),
     "user_sessions": (("token_hash",), _STAFF),
     "audit_log": (
         ("actor_kind", "client_address", "user_agent", "action", "object_type", "object_id"),

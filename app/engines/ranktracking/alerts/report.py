@@ -23,7 +23,7 @@ from app.engines.ranktracking import locations
 from app.engines.ranktracking.alerts.attempts import send_and_settle
 from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
-from app.engines.ranktracking.alerts.report_html import report_html
+from app.engines.ranktracking.alerts.report_html import logo_image, report_html
 from app.engines.ranktracking.alerts.rules import checked_recipients
 from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
 from app.engines.ranktracking.deps import RankTrackingDeps
@@ -45,6 +45,7 @@ from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import recipients as owner_recipients
 from app.errors import ValidationFailed
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError, TransientMailError
+from app.platform import logos
 from app.platform.models import Workspace
 from app.scheduling.claim import Claim
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
@@ -333,12 +334,20 @@ async def send_report_impl(
         workspace = await session.scalar(
             select(Workspace.name).where(Workspace.id == schedule.workspace_id)
         )
+        logo = logo_image(await logos.get_logo(session, schedule.workspace_id))
     if not to:
         await _settle(deps, delivery, schedule, state=DELIVERY_FAILED, note="no recipient")
         return DELIVERY_FAILED
     link = schedule_page_url(deps, schedule.id)
     html = report_html(
-        schedule, delivery.period, delivery.period_start, content, link, location, workspace
+        schedule,
+        delivery.period,
+        delivery.period_start,
+        content,
+        link,
+        location,
+        workspace,
+        logo=logo,
     )
     email = OutgoingEmail(
         to=to,

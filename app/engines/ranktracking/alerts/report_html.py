@@ -17,6 +17,7 @@ from app.engines.ranktracking.alerts.periods import label
 from app.engines.ranktracking.reports.png_chart import Colour, Series, line_chart
 from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
 from app.integrations.mail import InlineImage
+from app.platform.models import WorkspaceLogo
 
 if TYPE_CHECKING:  # the report module imports this one
     from app.engines.ranktracking.alerts.report import ReportContent
@@ -24,6 +25,18 @@ if TYPE_CHECKING:  # the report module imports this one
 
 DEVICE_COLOURS: dict[str, Colour] = {"desktop": (37, 99, 235), "mobile": (234, 88, 12)}
 OTHER_COLOUR: Colour = (90, 90, 90)
+LOGO = "rt-logo@sweepline"
+
+
+def _scroller(name: str) -> str:
+    """Opens the box around a table: a narrow screen scrolls the table, not the page, and the
+    box takes the keyboard's focus so it can be scrolled without a mouse."""
+    return (
+        f'<div tabindex="0" role="region" aria-label="{escape(name)}" '
+        'style="overflow-x:auto;max-width:100%">'
+    )
+
+
 POSITION_CHART = "rt-chart-position@sweepline"
 VISIBILITY_CHART = "rt-chart-visibility@sweepline"
 
@@ -32,6 +45,15 @@ VISIBILITY_CHART = "rt-chart-visibility@sweepline"
 class HtmlReport:
     page: str
     images: list[InlineImage]
+
+
+def logo_image(logo: WorkspaceLogo | None) -> InlineImage | None:
+    """The workspace's logo as an inline image of the report (None without one)."""
+    if logo is None:
+        return None
+    return InlineImage(
+        content_id=LOGO, subtype=logo.content_type.removeprefix("image/"), data=logo.data
+    )
 
 
 def _hex(colour: Colour) -> str:
@@ -89,7 +111,7 @@ def _chart(
     )
     alt = f"{title} from {dates[0]:%Y-%m-%d} to {dates[-1]:%Y-%m-%d}"
     block = (
-        f'<h3 style="margin:16px 0 4px">{escape(title)}</h3>'
+        f'<h2 style="margin:16px 0 4px;font-size:1.17em">{escape(title)}</h2>'
         f'<img src="cid:{cid}" alt="{escape(alt)}" width="560" height="220" '
         'style="max-width:100%;height:auto;border:1px solid #e2e6ec">'
         f'<p style="margin:4px 0;color:#555;font-size:13px">{legend} · {escape(scale)} · '
@@ -108,8 +130,33 @@ def _movers(title: str, rows: Sequence[PositionRow]) -> str:
         for r in rows
     )
     return (
-        f'<h3 style="margin:16px 0 4px">{escape(title)}</h3>'
-        f'<table cellpadding="4" style="border-collapse:collapse">{items}</table>'
+        f'<h2 style="margin:16px 0 4px;font-size:1.17em">{escape(title)}</h2>'
+        f'{_scroller(title)}<table cellpadding="4" style="border-collapse:collapse">'
+        f"{items}</table></div>"
+    )
+
+
+def _positions(rows: Sequence[PositionRow]) -> str:
+    """Every keyword of the latest measurement (the shared page's table)."""
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>{escape(r.keyword)}</td><td>{escape(r.device)}</td>"
+        f"<td>{r.position if r.position is not None else '–'}</td>"
+        f"<td>{r.previous if r.previous is not None else '–'}</td>"
+        f"<td>{'+' if (r.delta or 0) > 0 else ''}{r.delta if r.delta is not None else ''}"
+        f"{escape(r.change or '') if r.delta is None else ''}</td>"
+        f"<td>{r.best if r.best is not None else '–'}</td></tr>"
+        for r in rows
+    )
+    return (
+        '<h2 style="margin:16px 0 4px;font-size:1.17em">Positions</h2>'
+        f"{_scroller('Positions')}"
+        '<table id="rt-shared-positions" cellpadding="4" style="border-collapse:collapse">'
+        "<tr><th align=left scope=col>Keyword</th><th align=left scope=col>Device</th>"
+        "<th align=left scope=col>Position</th><th align=left scope=col>Before</th>"
+        "<th align=left scope=col>Change</th><th align=left scope=col>Best</th></tr>"
+        f"{body}</table></div>"
     )
 
 
@@ -118,19 +165,36 @@ def report_html(
     period: str,
     start: datetime,
     content: ReportContent,
-    link: str,
+    link: str | None,
     location: str | None,
     workspace: str | None,
+    *,
+    logo: InlineImage | None = None,
+    span: str | None = None,
+    positions: Sequence[PositionRow] = (),
 ) -> HtmlReport:
+    """The report as one HTML document; ``logo`` (the workspace's) heads it, ``span`` replaces
+    the period's name, ``positions`` adds the table of every keyword, and ``link`` (to the
+    dashboard's page) is left out when None."""
     where = ", ".join(part for part in (schedule.domain, location) if part)
-    parts = [
-        '<!doctype html><html><body style="font-family:Arial,sans-serif;color:#1f2328;'
-        'max-width:600px;margin:0 auto;padding:12px">',
-        f'<p style="color:#555;margin:0">{escape(workspace or "")}</p>',
-        f'<h2 style="margin:4px 0">Position report: {escape(schedule.name)}</h2>',
-        f"<p>{escape(where)} · {escape(label(period, start))} (UTC)</p>",
-    ]
     images: list[InlineImage] = []
+    head = ""
+    if logo is not None:
+        images.append(logo)
+        head = (
+            f'<img src="cid:{logo.content_id}" alt="{escape(workspace or "")} logo" '
+            'height="48" style="max-height:48px;width:auto;display:block;margin:0 0 6px">'
+        )
+    parts = [
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>Position report: {escape(schedule.name)}</title></head>"
+        '<body style="font-family:Arial,sans-serif;color:#1f2328;'
+        'max-width:600px;margin:0 auto;padding:12px"><main>',
+        head,
+        f'<p id="rt-report-workspace" style="color:#555;margin:0">{escape(workspace or "")}</p>',
+        f'<h1 style="margin:4px 0;font-size:1.5em">Position report: {escape(schedule.name)}</h1>',
+        f"<p>{escape(where)} · {escape(span or label(period, start))} (UTC)</p>",
+    ]
     if content.latest is None:
         parts.append("<p>No measurement in this period.</p>")
     else:
@@ -153,10 +217,11 @@ def report_html(
         )
         parts.append(
             f"<p>Latest measurement: {content.latest.measured_at:%Y-%m-%d}</p>"
+            f"{_scroller('Summary')}"
             '<table cellpadding="4" style="border-collapse:collapse">'
             "<tr><th align=left>Device</th><th align=left>Average position</th>"
             "<th align=left>Visibility</th><th align=left>Ranked</th></tr>"
-            f"{rows}</table>"
+            f"{rows}</table></div>"
         )
         for made in (
             _chart(
@@ -187,5 +252,8 @@ def report_html(
         ]
         if not (content.gains or content.losses or content.entered or content.dropped):
             parts.append("<p>No keyword moved.</p>")
-    parts.append(f'<p><a href="{escape(link)}">Positions and charts</a></p></body></html>')
+        parts.append(_positions(positions))
+    if link is not None:
+        parts.append(f'<p><a href="{escape(link)}">Positions and charts</a></p>')
+    parts.append("</main></body></html>")
     return HtmlReport(page="".join(parts), images=images)
