@@ -37,6 +37,7 @@ FIELD_LABELS: dict[str, Label] = {
     "features": "SERP features",
     "domains": "Competitors",
     "targets": "Target URLs",
+    "tag": "Tag",
 }
 """Every form of the position-tracking pages: the wizard's fields, the balance's top-up, and the
 positions table's filters (an address edited by hand)."""
