@@ -65,10 +65,10 @@ async def test_four_step_funnel_built_on_the_canvas_published_and_simulated(
     email = node(page, "send_email_1")
     await page.wait_for_selector('.fe-node[data-node="send_email_1"].invalid .fe-pin')
     pinned = await email.locator(".fe-pin title").text_content()
-    assert "Send email needs a non-empty Subject" in pinned
-    assert "needs a non-empty body" in pinned.lower()
+    assert "Step 'send_email_1' — Subject: enter text; it cannot be empty" in pinned
+    assert "Step 'send_email_1' — Body: write the message" in pinned
     assert (
-        "Send email needs a non-empty Subject"
+        "Step 'send_email_1' — Subject: enter text; it cannot be empty"
         in await page.locator("#fe-node-problems").inner_text()
     )
     assert "'subject'" not in await page.locator("#problems").inner_text()
@@ -172,5 +172,8 @@ async def test_a_value_of_the_wrong_type_in_the_json_is_pinned_on_its_step_in_pl
     await page.fill("#definition", text)
     await page.wait_for_selector('.fe-node[data-node="wait_1"].invalid')
     message = await node(page, "wait_1").locator(".fe-pin title").text_content()
-    assert message == "Days: Expected a whole number, got text"
+    assert message == (
+        "Step 'wait_1' — Days: a whole number of days, 0 or more; a wait takes one of a "
+        "duration, a date and time, a weekday or a date field"
+    )
     assert "$.nodes" not in await page.locator("#problems").inner_text()

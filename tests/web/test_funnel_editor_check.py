@@ -46,7 +46,8 @@ async def test_check_pins_plain_problems_and_saves_nothing(
             "node_id": "hello",
             "rule": "FN-24",
             "code": "required",
-            "message": "Send email needs a non-empty Subject",
+            "message": "Step 'hello' — Subject: enter text; it cannot be empty",
+            "field": "subject",
         }
     ]
     # Not saved: the draft is still the empty graph.
@@ -64,7 +65,11 @@ async def test_check_pins_plain_problems_and_saves_nothing(
             "node_id": "w",
             "rule": "FN-26",
             "code": "schema",
-            "message": "Days: Expected a whole number, got text",
+            "message": (
+                "Step 'w' — Days: a whole number of days, 0 or more; a wait takes one of a "
+                "duration, a date and time, a weekday or a date field"
+            ),
+            "field": "days",
         }
     ]
 
@@ -96,7 +101,8 @@ def test_messages_use_the_forms_labels() -> None:
         "node_id": "a",
         "rule": "FN-26",
         "code": "schema",
-        "message": "Unknown setting foo",
+        "message": "Step 'a' — “foo” is not a setting of this step: leave it out",
+        "field": "foo",
     }
 
 
@@ -124,4 +130,4 @@ async def test_the_editor_explains_channel_fields_and_offers_a_failure_branch(
     )
     [problem] = answer.json()["problems"]
     assert (problem["node_id"], problem["code"]) == ("p", "channel_field")
-    assert problem["message"].startswith("Send push reads the contact's 'push_token'")
+    assert problem["message"].startswith("Step 'p' — Send push reads the contact's 'push_token'")

@@ -63,7 +63,10 @@ async def test_the_preview_renders_the_unsaved_step_for_the_contact(
         url, json={"node": {**EMAIL, "subject": 5}, "contact_id": ada}, headers=headers
     )
     assert wrong.status_code == 422
-    assert "Not previewed: Subject: Expected text, got a whole number" in wrong.text
+    assert (
+        "Not previewed: Step &#39;hello&#39; — Subject: enter text; it cannot be empty"
+        in wrong.text
+    )
     silent = await client.post(
         url, json={"node": {"kind": "wait", "id": "w", "days": 1}}, headers=headers
     )

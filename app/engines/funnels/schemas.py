@@ -175,6 +175,8 @@ class ProblemOut(Schema):
     rule: str
     code: str
     message: str
+    field: str | None = None
+    """The node's setting the problem is about, when it is about one (``hour``)."""
 
 
 class FunnelOut(Schema):

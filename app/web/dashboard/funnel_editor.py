@@ -42,7 +42,9 @@ from app.schemas import Key
 from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import page
 from app.web.dashboard.funnel_editor_names import field_choices
+from app.web.dashboard.funnel_labels import SPECIFIC, allowed, short, step_field
 from app.web.deps import CurrentSettings, Reads
+from app.web.plain_errors import plain_error, sentence, split_path
 
 PREFIX = "/ui/funnels"
 
@@ -258,19 +260,8 @@ HELP: dict[str, str] = {
 """What each message kind needs from the contact, shown in the step's panel."""
 
 _COMMON_LABELS = {"id": "Name", "next": "Then", "entry": "Start here", "label": "Label"}
-_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`")
-_STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 _QUOTED = re.compile(r"'(\w+)'")
-_TYPE_WORDS = {
-    "int": "a whole number",
-    "float": "a number",
-    "str": "text",
-    "bool": "true or false",
-    "array": "a list",
-    "object": "a group of settings",
-    "null": "nothing",
-}
-_TYPE_WORD = re.compile(r"\b(Expected|got) (int|float|str|bool|array|object|null)\b")
+_NODE_PATH = re.compile(r"^nodes\[(\d+)\]\.?([A-Za-z_][A-Za-z0-9_]*)?")
 
 
 def _field_labels(kind: str | None) -> dict[str, str]:
@@ -292,61 +283,110 @@ def plain(message: str, kind: str | None) -> str:
         message = re.sub(pattern, label, message)
     message = message.replace("'AllOf' needs at least one predicate", "a group needs a condition")
     message = message.replace("'AnyOf' needs at least one predicate", "a group needs a condition")
-    message = _QUOTED.sub(lambda m: labels.get(m.group(1), m.group(0)), message)
+    message = _QUOTED.sub(lambda m: short(labels.get(m.group(1), m.group(0))), message)
     for name, label in labels.items():
         if "_" in name:
-            message = re.sub(rf"\b{name}\b", label.lower(), message)
+            message = re.sub(rf"\b{name}\b", short(label).lower(), message)
     return message[:1].upper() + message[1:]
 
 
-def _kind_of(raw: Any, node_id: str | None) -> str | None:
+def _node_at(raw: Any, node_id: str | None) -> dict[str, Any] | None:
     for node in raw.get("nodes", []) if isinstance(raw, dict) else []:
         if isinstance(node, dict) and node.get("id") == node_id:
-            kind = node.get("kind")
-            return kind if isinstance(kind, str) else None
+            return node
     return None
 
 
+def _kind_of_node(node: dict[str, Any] | None) -> str | None:
+    kind = node.get("kind") if node else None
+    return kind if isinstance(kind, str) else None
+
+
+def step_name(node: dict[str, Any] | None) -> str | None:
+    """What a step is called in a message: its label, else its name (None: no step)."""
+    if node is None:
+        return None
+    for key in ("label", "id"):
+        value = node.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return "without a name"
+
+
+def _on_step(node: dict[str, Any] | None, text: str) -> str:
+    name = step_name(node)
+    return f"Step '{name}' — {text}" if name else text
+
+
+def _form_label(kind: str | None, name: str) -> str | None:
+    for field, label, _ in FORMS.get(kind or "", []):
+        if field == name:
+            return label
+    for field, label in PORTS.get(kind or "", LINEAR_PORTS):
+        if field == name:
+            return label
+    return None
+
+
+def setting_text(kind: str | None, name: str, *, finding: str = "", decoded: str = "") -> str:
+    """One refused setting of a step of ``kind``: its label and what it allows. A validator's
+    ``finding`` about a setting that says something specific (a predicate's unknown tag) is kept
+    after the label; a ``decoded`` library message is turned into a sentence only when this
+    setting has no sentence of its own."""
+    spec = step_field(kind, name, _form_label(kind, name))
+    said = allowed(kind, name)
+    if finding and (said is None or name in SPECIFIC):
+        said = plain(finding, kind)
+    elif decoded and (said is None or name in SPECIFIC):
+        said = sentence(decoded, spec)
+    return f"{spec.label}: {said or 'this value is not one the setting accepts'}"
+
+
 def decode_problem(raw: Any, message: str) -> dict[str, Any]:
-    """A definition that does not decode, as one problem on the node it concerns: the node found
-    from the path msgspec names, the path itself replaced by the field's label."""
-    match = _PATH.search(message)
-    text = _PATH.sub("", message).replace("`", "")
-    steps = [(m.group(1), m.group(2)) for m in _STEP.finditer(match.group("path"))] if match else []
-    node_id: str | None = None
-    where = ""
-    if len(steps) >= 2 and steps[0][0] == "nodes" and steps[1][1] is not None:
+    """A definition that does not decode, as one problem on the step it concerns: the step
+    found from the path the decoder names, the setting named by its label with what it allows
+    (no path, no library wording)."""
+    path, _ = split_path("", message)
+    node: dict[str, Any] | None = None
+    field: str | None = None
+    found = _NODE_PATH.match(path)
+    if found is not None:
         nodes = raw.get("nodes") if isinstance(raw, dict) else None
-        index = int(steps[1][1])
-        node = nodes[index] if isinstance(nodes, list) and index < len(nodes) else None
-        if isinstance(node, dict) and isinstance(node.get("id"), str):
-            node_id = node["id"]
-        kind = node.get("kind") if isinstance(node, dict) else None
-        field = next((name for name, _ in steps[2:] if name), None)
-        if field:
-            where = _field_labels(kind if isinstance(kind, str) else None).get(
-                field, field.replace("_", " ").capitalize()
-            )
-    elif steps and steps[0][0]:
-        where = steps[0][0].replace("_", " ").capitalize()
-    text = text.replace("Object contains unknown field", "unknown setting").replace(
-        "Object missing required field", "missing"
-    )
-    text = _TYPE_WORD.sub(lambda m: f"{m.group(1)} {_TYPE_WORDS[m.group(2)]}", text)
-    text = f"{where}: {text}" if where else text
+        index = int(found.group(1))
+        entry = nodes[index] if isinstance(nodes, list) and index < len(nodes) else None
+        node = entry if isinstance(entry, dict) else {"id": f"number {index + 1}"}
+        field = found.group(2)
+        unknown = re.search(r"unknown field `([^`]+)`", message)
+        if unknown is not None and field == unknown.group(1) and path.endswith(field):
+            text = f"“{field}” is not a setting of this step: leave it out"
+        elif field:
+            text = setting_text(_kind_of_node(node), field, decoded=message)
+        else:
+            text = f"Settings: {sentence(message)}"
+    else:
+        text = plain_error(path, message)
+    node_id = node.get("id") if node else None
     return {
-        "node_id": node_id,
+        "node_id": node_id if isinstance(node_id, str) else None,
         "rule": "FN-26",
         "code": "schema",
-        "message": text[:1].upper() + text[1:],
+        "message": _on_step(node, text),
+        "field": field,
     }
 
 
 def plain_problems(raw: Any, problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {**p, "message": plain(str(p["message"]), _kind_of(raw, p.get("node_id")))}
-        for p in problems
-    ]
+    """The validator's findings as the editor shows them: on the step they concern, a finding
+    about one setting named by the setting's label with what it allows."""
+    out = []
+    for p in problems:
+        node = _node_at(raw, p.get("node_id"))
+        kind = _kind_of_node(node)
+        field = p.get("field")
+        message = str(p["message"])
+        text = setting_text(kind, str(field), finding=message) if field else plain(message, kind)
+        out.append({**p, "field": field, "message": _on_step(node, text)})
+    return out
 
 
 async def check_raw(session: Any, workspace_id: int, raw: Any) -> list[dict[str, Any]]:

@@ -193,13 +193,18 @@ async def edit_page(
 
 
 def _parse_draft(data: DraftForm) -> tuple[Definition | None, str | None]:
-    """The posted definition, or the message saying why it is not one."""
+    """The posted definition, or the message saying why it is not one: the step and setting a
+    decoding error concerns, by their names on the form (never the decoder's path)."""
     try:
-        return service.parse_definition(json.loads(data.definition)), None
+        raw = json.loads(data.definition)
     except json.JSONDecodeError as exc:
-        return None, f"not valid JSON: {exc}"
+        return None, f"The draft is not valid JSON (line {exc.lineno}, column {exc.colno})"
+    try:
+        return service.parse_definition(raw), None
     except DomainError as exc:
-        return None, exc.message
+        detail = exc.details[0] if exc.details and isinstance(exc.details[0], dict) else {}
+        reason = str(detail.get("message") or exc.message)
+        return None, str(funnel_editor.decode_problem(raw, reason)["message"])
 
 
 async def _store_draft(

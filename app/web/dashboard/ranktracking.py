@@ -40,7 +40,7 @@ from app.engines.ranktracking.schedules import (
 from app.engines.ranktracking.schedules.rules import PROVIDER_LANGUAGES
 from app.engines.ranktracking.schemas import RankScheduleIn
 from app.engines.ranktracking.wording import counted
-from app.errors import DomainError
+from app.errors import DomainError, ValidationFailed
 from app.pagination import cursor_number
 from app.platform.service import Principal
 from app.web.auth import (
@@ -56,7 +56,9 @@ from app.web.dashboard import ranktracking_locations as locations_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
 from app.web.dashboard import ranktracking_share as share_ui
 from app.web.dashboard.common import error_messages, page
+from app.web.dashboard.ranktracking_labels import CHOICES, FIELD_LABELS, NAME_MAX, input_of
 from app.web.deps import CurrentClock, CurrentSettings, Reads, Writes
+from app.web.plain_errors import plain_error
 
 PREFIX = "/ui/ranktracking"
 
@@ -146,36 +148,47 @@ async def located(session: ReadSession, form: ScheduleForm) -> ScheduleForm:
     return msgspec.structs.replace(form, location_code=str(code))
 
 
-# The wizard's and list form's labels, so an error names the field a person sees.
-FIELD_LABELS = {
-    "name": "Name",
-    "data_type": "Data type",
-    "frequency": "Frequency",
-    "list_id": "Keyword list",
-    "keywords": "Keywords",
-    "depth": "Depth",
-    "location_code": "Location",
-    "language_code": "Language",
-    "domain": "Site",
-    "devices": "Devices",
-    "packages": "Keyword data packages",
-    "monthly_cap_eur": "Monthly cap in EUR",
-    "amount_eur": "Amount in EUR",
-    # The positions table's filters.
-    "moved": "Moved by at least",
-    "in_top": "Position",
-    "out_of_top": "Position",
-    "columns": "Runs shown",
-    "cursor": "Page",
-    "features": "SERP features",
-    "domains": "Competitors",
-    "targets": "Target URLs",
-    "tag": "Tag",
-}
-
-
 def _error_text(exc: DomainError) -> list[str]:
     return error_messages(exc, FIELD_LABELS)
+
+
+def _field_errors(exc: DomainError) -> dict[str, str]:
+    """Each refused field's message, keyed by the wizard input it is shown next to."""
+    shown: dict[str, str] = {}
+    for detail in exc.details or []:
+        if isinstance(detail, dict) and detail.get("field"):
+            field = str(detail["field"])
+            text = plain_error(field, str(detail.get("message") or exc.message), FIELD_LABELS)
+            shown.setdefault(input_of(field), text)
+    return shown
+
+
+def wizard_problems(form: ScheduleForm) -> list[dict[str, str]]:
+    """What the wizard itself refuses before the services see the schedule: a choice it never
+    offered (the form would otherwise fall back to a default without a word), a name too long,
+    a keyword list not chosen."""
+    found: list[dict[str, str]] = []
+    for name, options in CHOICES.items():
+        if getattr(form, name) not in options:
+            listed = list(options.values())
+            said = ", ".join(listed[:-1]) + " or " + listed[-1]
+            found.append({"field": name, "message": f"choose {said}", "code": "invalid"})
+    if len(form.name) > NAME_MAX:
+        found.append(
+            {"field": "name", "message": f"enter at most {NAME_MAX} characters", "code": "invalid"}
+        )
+    if form.source == "list" and _int(form.list_id) is None:
+        found.append(
+            {"field": "list_id", "message": "choose one of your keyword lists", "code": "required"}
+        )
+    return found
+
+
+def checked(form: ScheduleForm) -> ScheduleForm:
+    """The form, once the wizard's own checks pass (else 422 naming each field)."""
+    if found := wizard_problems(form):
+        raise ValidationFailed(found[0]["field"] + ": " + found[0]["message"], details=found)
+    return form
 
 
 # -- schedules ------------------------------------------------------------------------------------
@@ -209,6 +222,7 @@ async def _wizard(
     session: ReadSession,
     form: ScheduleForm,
     errors: list[str] | None = None,
+    field_errors: dict[str, str] | None = None,
 ) -> Template:
     keyword_lists = await list_service.all_lists(session, principal.workspace_id)
     return page(
@@ -218,6 +232,7 @@ async def _wizard(
         form=form,
         lists=keyword_lists,
         errors=errors or [],
+        field_errors=field_errors or {},
         # The countries to start with; typing asks /ui/ranktracking/partials/locations for the rest.
         locations=locations.countries(),
         location_name=await locations.name_of(session, _int(form.location_code)),
@@ -267,7 +282,10 @@ async def live_estimate(
     errors: list[str] = []
     try:
         estimate = await estimates.estimate_new(
-            session, settings.ranktracking, principal, schedule_in(await located(session, data))
+            session,
+            settings.ranktracking,
+            principal,
+            schedule_in(await located(session, checked(data))),
         )
     except DomainError as exc:
         errors = _error_text(exc)
@@ -284,12 +302,12 @@ async def create_schedule(
 ) -> Template | Redirect:
     # The engine's deps: creating a schedule commits it before its baseline is launched.
     try:
-        form = await located(session, data)
+        form = await located(session, checked(data))
         schedule, launch = await creation.create_and_baseline(
             RankTrackingDeps.of(runtime), principal, schedule_in(form)
         )
     except DomainError as exc:
-        tpl = await _wizard(request, principal, session, data, _error_text(exc))
+        tpl = await _wizard(request, principal, session, data, _error_text(exc), _field_errors(exc))
         tpl.status_code = 422
         return tpl
     outcome = (

@@ -66,7 +66,13 @@ async def known_names(session: ReadSession, workspace_id: int) -> KnownNames:
 
 def problems_to_dicts(problems: list[Problem]) -> list[dict[str, Any]]:
     return [
-        {"node_id": p.node_id, "rule": p.rule, "code": p.code, "message": p.message}
+        {
+            "node_id": p.node_id,
+            "rule": p.rule,
+            "code": p.code,
+            "message": p.message,
+            "field": p.field,
+        }
         for p in problems
     ]
 

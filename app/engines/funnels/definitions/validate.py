@@ -67,6 +67,8 @@ from app.engines.funnels.experiments import rules as experiment_rules
 from app.engines.funnels.runs.context import CONTEXT_ROOTS, path_problem, split_path
 from app.scheduling.zones import is_known_zone
 
+THROTTLE_CHANNELS = ("email", "sms", "push", "letter")
+"""The channels a per-channel throttle can count."""
 MERGE_VARIABLE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 BUILTIN_VARIABLES = frozenset({*STANDARD_FIELDS, "unsubscribe_url", "preferences_url"})
 """``unsubscribe_url`` and ``preferences_url`` are filled in at send time (see ``unsubscribe``)."""
@@ -80,6 +82,9 @@ class Problem:
     """A short stable name of the check (``entry``, ``unreachable``, ``cycle_without_wait``…)."""
     message: str
     node_id: str | None = None
+    field: str | None = None
+    """The node's setting the problem is about (``hour``), when it is about one: an editor shows
+    the message next to that setting."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +107,7 @@ def validate(definition: Definition, known: KnownNames) -> list[Problem]:
     for node in definition.nodes:
         if node.id in nodes:
             out.append(
-                Problem("FN-26", "duplicate_id", f"two nodes are named '{node.id}'", node.id)
+                Problem("FN-26", "duplicate_id", f"two nodes are named '{node.id}'", node.id, "id")
             )
         nodes[node.id] = node
 
@@ -117,7 +122,7 @@ def validate(definition: Definition, known: KnownNames) -> list[Problem]:
         out += _node_rules(node, known)
         if isinstance(node, Condition):
             out += [
-                Problem("FN-26", "context", msg, node.id)
+                Problem("FN-26", "context", msg, node.id, "predicate")
                 for p in walk(node.predicate)
                 if isinstance(p, ContextIs)
                 for msg in context_problems(p.path, node.id, nodes)
@@ -127,7 +132,13 @@ def validate(definition: Definition, known: KnownNames) -> list[Problem]:
     out += _trigger_filters(definition)
     out += _settings(definition)
     out += [
-        Problem(experiment_rules.RULE, f"experiment_{field}", message, node_id)
+        Problem(
+            experiment_rules.RULE,
+            f"experiment_{field}",
+            message,
+            node_id,
+            "experiment" if node_id else None,
+        )
         for node_id, field, message in experiment_rules.experiment_problems(definition)
     ]
     if definition.entry_predicate is not None:
@@ -262,7 +273,9 @@ def _missing(node: Node, rule: str, *names: str) -> list[Problem]:
         value = getattr(node, name)
         if value is None or (isinstance(value, str | list) and not value) or value == "":
             out.append(
-                Problem(rule, "required", f"{kind_of(node)} needs a non-empty '{name}'", node.id)
+                Problem(
+                    rule, "required", f"{kind_of(node)} needs a non-empty '{name}'", node.id, name
+                )
             )
     return out
 
@@ -272,7 +285,9 @@ def _creative(node: Node) -> list[Problem]:
     if isinstance(node, SendEmail):
         out = _missing(node, "FN-24", "subject")
         if not node.body.strip() and not (node.html or "").strip():
-            out.append(Problem("FN-24", "required", "send_email needs a non-empty body", node.id))
+            out.append(
+                Problem("FN-24", "required", "send_email needs a non-empty body", node.id, "body")
+            )
         return out
     if isinstance(node, SendSms):
         return _missing(node, "FN-24", "text")
@@ -280,7 +295,11 @@ def _creative(node: Node) -> list[Problem]:
         return _missing(node, "FN-24", "title", "body")
     if isinstance(node, SendLetter):
         if not node.body.strip() and not node.template.strip():
-            return [Problem("FN-24", "required", "send_letter needs a body or a template", node.id)]
+            return [
+                Problem(
+                    "FN-24", "required", "send_letter needs a body or a template", node.id, "body"
+                )
+            ]
         return []
     if isinstance(node, NotifyTeam):
         return _missing(node, "FN-24", "to", "subject", "body")
@@ -297,16 +316,17 @@ def _predicate_problems(
     return out
 
 
-Bad = Callable[[str, str], None]
-"""Records one FN-26 problem (a code and a message) on the node being checked."""
+Bad = Callable[..., None]
+"""Records one FN-26 problem (a code, a message and the setting it is about, if one) on the node
+being checked."""
 
 
 def _node_rules(node: Node, known: KnownNames) -> list[Problem]:
     """FN-26: branches, weights, references and each action's required fields."""
     out: list[Problem] = []
 
-    def bad(code: str, message: str) -> None:
-        out.append(Problem("FN-26", code, message, node.id))
+    def bad(code: str, message: str, field: str | None = None) -> None:
+        out.append(Problem("FN-26", code, message, node.id, field))
 
     for kinds, check in _NODE_CHECKS:
         if isinstance(node, kinds):
@@ -319,108 +339,112 @@ def _condition_rules(node: Condition, known: KnownNames, bad: Bad) -> list[Probl
     if not node.yes or not node.no:
         bad("branches", "a condition needs both a 'yes' and a 'no' branch")
     for msg in _predicate_problems(node.predicate, known, allow_context=True):
-        bad("predicate", msg)
+        bad("predicate", msg, "predicate")
     return []
 
 
 def _split_rules(node: Split, known: KnownNames, bad: Bad) -> list[Problem]:
     if len(node.branches) < 2:
-        bad("branches", "a split needs at least two branches")
+        bad("branches", "a split needs at least two branches", "branches")
     names = [b.name for b in node.branches]
     if len(set(names)) != len(names):
-        bad("branches", "split branch names must be distinct")
+        bad("branches", "split branch names must be distinct", "branches")
     for branch in node.branches:
         if branch.weight <= 0:
-            bad("weight", f"branch '{branch.name}' has weight {branch.weight}; must be > 0")
+            bad(
+                "weight",
+                f"branch '{branch.name}' has weight {branch.weight}; must be > 0",
+                "branches",
+            )
         if not branch.next:
-            bad("branches", f"branch '{branch.name}' leads nowhere")
+            bad("branches", f"branch '{branch.name}' leads nowhere", "branches")
     return []
 
 
 def _goal_rules(node: Goal, known: KnownNames, bad: Bad) -> list[Problem]:
     if node.predicate is not None:
         for msg in _predicate_problems(node.predicate, known):
-            bad("predicate", msg)
+            bad("predicate", msg, "predicate")
     return []
 
 
 def _tag_rules(node: AddTag | RemoveTag, known: KnownNames, bad: Bad) -> list[Problem]:
     if not node.tag:
-        bad("required", f"{kind_of(node)} needs a tag")
+        bad("required", f"{kind_of(node)} needs a tag", "tag")
     elif node.tag not in known.tags:
-        bad("reference", f"tag '{node.tag}' does not exist in this workspace")
+        bad("reference", f"tag '{node.tag}' does not exist in this workspace", "tag")
     return []
 
 
 def _list_rules(node: AddToList | RemoveFromList, known: KnownNames, bad: Bad) -> list[Problem]:
     if not node.list:
-        bad("required", f"{kind_of(node)} needs a list")
+        bad("required", f"{kind_of(node)} needs a list", "list")
     elif node.list not in known.lists:
-        bad("reference", f"list '{node.list}' does not exist in this workspace")
+        bad("reference", f"list '{node.list}' does not exist in this workspace", "list")
     return []
 
 
 def _set_field_rules(node: SetField, known: KnownNames, bad: Bad) -> list[Problem]:
     if not node.field:
-        bad("required", "set_field needs a field")
+        bad("required", "set_field needs a field", "field")
     elif node.field not in known.fields and node.field not in STANDARD_FIELDS:
-        bad("reference", f"field '{node.field}' does not exist in this workspace")
+        bad("reference", f"field '{node.field}' does not exist in this workspace", "field")
     else:
         kind = known.fields.get(node.field, "text")
         if node.value is not None and not _fits(kind, node.value):
-            bad("value", f"value {node.value!r} is not a {kind}")
+            bad("value", f"value {node.value!r} is not a {kind}", "value")
     return []
 
 
 def _funnel_ref_rules(node: EnterFunnel | ExitFunnel, known: KnownNames, bad: Bad) -> list[Problem]:
     # Leaving names a funnel only optionally (none: the one the run is in).
     if node.funnel_id is not None and node.funnel_id not in known.funnels:
-        bad("reference", f"funnel {node.funnel_id} does not exist in this workspace")
+        bad("reference", f"funnel {node.funnel_id} does not exist in this workspace", "funnel_id")
     return []
 
 
 def _throttle_rules(node: Throttle, known: KnownNames, bad: Bad) -> list[Problem]:
-    if node.limit <= 0 or node.period_seconds <= 0:
-        bad("throttle", "a throttle needs limit > 0 and period_seconds > 0")
+    if node.limit <= 0:
+        bad("throttle", "a throttle needs limit > 0", "limit")
+    if node.period_seconds <= 0:
+        bad("throttle", "a throttle needs period_seconds > 0", "period_seconds")
+    if node.channel not in THROTTLE_CHANNELS:
+        bad("throttle", f"a throttle counts one of {', '.join(THROTTLE_CHANNELS)}", "channel")
     return []
 
 
 def _quiet_hours_rules(node: QuietHours, known: KnownNames, bad: Bad) -> list[Problem]:
-    if not (0 <= node.start_hour <= 23 and 0 <= node.end_hour <= 23):
-        bad("hours", "quiet hours are hours of the day, 0 to 23")
-    elif node.start_hour == node.end_hour:
-        bad("hours", "quiet hours need different start and end hours")
+    for name in ("start_hour", "end_hour"):
+        if not 0 <= getattr(node, name) <= 23:
+            bad("hours", "quiet hours are hours of the day, 0 to 23", name)
+    if node.start_hour == node.end_hour:
+        bad("hours", "quiet hours need different start and end hours", "end_hour")
     return []
 
 
 def _http_rules(node: HttpRequest, known: KnownNames, bad: Bad) -> list[Problem]:
     if not node.url.startswith(("http://", "https://")):
-        bad("required", "http_request needs an http(s) URL")
+        bad("required", "http_request needs an http(s) URL", "url")
     return []
 
 
 def _payment_rules(node: CreatePayment, known: KnownNames, bad: Bad) -> list[Problem]:
     if node.amount_minor <= 0:
-        bad("required", "create_payment needs a positive amount_minor")
+        bad("required", "create_payment needs a positive amount_minor", "amount_minor")
     if not re.fullmatch(r"[A-Za-z]{3}", node.currency):
-        bad("required", "create_payment needs a three-letter currency code")
+        bad("required", "create_payment needs a three-letter currency code", "currency")
     return []
 
 
 def _booking_rules(node: BookSlot, known: KnownNames, bad: Bad) -> list[Problem]:
-    out = [
-        Problem("FN-26", p.code, p.message, p.node_id) for p in _missing(node, "FN-26", "resource")
-    ]
+    out = _missing(node, "FN-26", "resource")
     if node.duration_minutes <= 0:
-        bad("required", "book_slot needs a positive duration_minutes")
+        bad("required", "book_slot needs a positive duration_minutes", "duration_minutes")
     return out
 
 
 def _ai_rules(node: AiGenerate, known: KnownNames, bad: Bad) -> list[Problem]:
-    return [
-        Problem("FN-26", p.code, p.message, p.node_id)
-        for p in _missing(node, "FN-26", "prompt", "variable")
-    ]
+    return _missing(node, "FN-26", "prompt", "variable")
 
 
 def _channel_field_rules(node: SendPush | SendLetter, known: KnownNames, bad: Bad) -> list[Problem]:
@@ -483,20 +507,26 @@ def _wait_rules(node: Wait, known: KnownNames) -> list[Problem]:
                 "wait_mode",
                 "a wait takes exactly one of: a duration, 'until', 'weekday', or a date 'field'",
                 node.id,
+                "days",
             )
         )
-    if min(node.days, node.hours, node.minutes) < 0:
-        out.append(Problem("FN-26", "wait_mode", "durations cannot be negative", node.id))
+    for name in ("days", "hours", "minutes"):
+        if getattr(node, name) < 0:
+            out.append(Problem("FN-26", "wait_mode", "durations cannot be negative", node.id, name))
     if node.hour is not None and not 0 <= node.hour <= 23:
-        out.append(Problem("FN-26", "hours", "hour must be 0 to 23", node.id))
+        out.append(Problem("FN-26", "hours", "hour must be 0 to 23", node.id, "hour"))
     if not 0 <= node.minute <= 59:
-        out.append(Problem("FN-26", "hours", "minute must be 0 to 59", node.id))
+        out.append(Problem("FN-26", "hours", "minute must be 0 to 59", node.id, "minute"))
     if (node.weekday is not None or node.field is not None) and node.hour is None:
         out.append(
-            Problem("FN-26", "hours", "weekday and date-field waits need an 'hour'", node.id)
+            Problem(
+                "FN-26", "hours", "weekday and date-field waits need an 'hour'", node.id, "hour"
+            )
         )
     if node.weekday is not None and not 0 <= node.weekday <= 6:
-        out.append(Problem("FN-26", "wait_mode", "weekday must be 0 (Monday) to 6", node.id))
+        out.append(
+            Problem("FN-26", "wait_mode", "weekday must be 0 (Monday) to 6", node.id, "weekday")
+        )
     if node.field is not None and known.fields.get(node.field) != "date":
         out.append(
             Problem(
@@ -504,10 +534,13 @@ def _wait_rules(node: Wait, known: KnownNames) -> list[Problem]:
                 "reference",
                 f"field '{node.field}' is not a date field of this workspace",
                 node.id,
+                "field",
             )
         )
     if node.until is not None and node.until.tzinfo is None:
-        out.append(Problem("FN-26", "wait_mode", "'until' needs a time zone offset", node.id))
+        out.append(
+            Problem("FN-26", "wait_mode", "'until' needs a time zone offset", node.id, "until")
+        )
     if node.event_filter is not None:
         if not node.until_event:
             out.append(
@@ -516,10 +549,11 @@ def _wait_rules(node: Wait, known: KnownNames) -> list[Problem]:
                     "filter",
                     "an event filter needs the event that ends the wait early ('until_event')",
                     node.id,
+                    "until_event",
                 )
             )
         out += [
-            Problem("FN-14", "filter", f"event filter: {msg}", node.id)
+            Problem("FN-14", "filter", f"event filter: {msg}", node.id, "event_filter")
             for msg in event_filter_problems(node.event_filter)
         ]
     return out

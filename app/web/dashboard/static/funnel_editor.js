@@ -404,12 +404,16 @@
     var msg = wrap.querySelector(".field-error");
     if (!text) {
       if (msg) msg.remove();
-      if (control) control.removeAttribute("aria-invalid");
+      if (control) { control.removeAttribute("aria-invalid"); control.removeAttribute("aria-describedby"); }
       return;
     }
-    if (!msg) { msg = el("p", { "class": "field-error", role: "alert" }); wrap.appendChild(msg); }
+    if (!msg) { msg = el("p", { "class": "field-error", role: "alert", id: "fe-err-" + (++uid) }); wrap.appendChild(msg); }
     msg.textContent = text;
-    if (control) control.setAttribute("aria-invalid", "true");
+    msg.removeAttribute("data-from");
+    if (control) {
+      control.setAttribute("aria-invalid", "true");
+      control.setAttribute("aria-describedby", msg.id);
+    }
   }
 
   function optionsSelect(pairs, value) {
@@ -765,6 +769,23 @@
     box.textContent = "";
     box.hidden = !bad.length;
     bad.forEach(function (p) { box.appendChild(el("li", { text: p.message })); });
+    drawFieldProblems(bad);
+  }
+
+  // A problem about one setting is also said next to that setting; a message the check put
+  // there goes when the check no longer finds it (what the browser itself said stays).
+  function drawFieldProblems(bad) {
+    panel.querySelectorAll("[data-fe-key]").forEach(function (wrap) {
+      var key = wrap.getAttribute("data-fe-key");
+      var mine = bad.filter(function (p) { return p.field === key; });
+      var msg = wrap.querySelector(".field-error");
+      if (mine.length) {
+        fieldError(wrap, mine[0].message);
+        wrap.querySelector(".field-error").setAttribute("data-from", "check");
+      } else if (msg && msg.getAttribute("data-from") === "check") {
+        fieldError(wrap, null);
+      }
+    });
   }
 
   function drawPanel() {
@@ -803,8 +824,12 @@
     });
     panel.appendChild(el("div", { "class": "fe-field" }, [entry, el("label", { "for": "fe-entry", "class": "inline-check", text: " Runs start here" })]));
 
+    idWrap.setAttribute("data-fe-key", "id");
     (D.forms[node.kind] || []).forEach(function (f) {
-      panel.appendChild(control(node, f[0], f[1], f[2], drawPanel));
+      var c = control(node, f[0], f[1], f[2], drawPanel);
+      var wrap = c.classList.contains("fe-field") ? c : (c.querySelector(".fe-field") || c);
+      wrap.setAttribute("data-fe-key", f[0]);
+      panel.appendChild(c);
     });
 
     var links = ports(node);
@@ -825,6 +850,8 @@
       panel.appendChild(previewSection());
       if (preview.options === null) findContacts(); else renderPreview();
     }
+
+    drawFieldProblems(problemsOf(node.id));
 
     var del = el("button", { type: "button", id: "fe-delete", "class": "secondary fe-danger", text: "Delete this step" });
     del.addEventListener("click", function () { deleteNode(node.id); });
