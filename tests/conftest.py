@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -234,13 +235,33 @@ async def other_tenant(runtime: Runtime) -> Tenant:
     return await create_tenant(runtime, name="Globex")
 
 
+_SHARED_APPS: dict[tuple[int, bool], tuple[Settings, Any]] = {}
+
+
+def shared_app(settings: Settings, runtime: Runtime) -> Any:
+    """The application for ``settings``, built once per test process and pointed at this test's
+    runtime. Building one registers some 700 route handlers (0.5–1 s of CPU), which every test
+    using ``client`` would otherwise pay. Only the runtime differs between tests here: the app
+    reads it from its state on every request, and ``httpx.ASGITransport`` never runs the
+    lifespan that would start the first test's runtime. An app for other settings, or with
+    request tracing switched on, is built on its own."""
+    from app import telemetry
+    from app.web.app import create_app
+
+    key = (id(settings), telemetry.enabled())
+    cached = _SHARED_APPS.get(key)
+    if cached is None or cached[0] is not settings:
+        cached = (settings, create_app(settings, runtime, background=False))
+        _SHARED_APPS[key] = cached
+    app = cached[1]
+    app.state.runtime = runtime
+    return app
+
+
 @pytest.fixture
 async def client(settings: Settings, runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client on the app (no background workers: tests drive them explicitly)."""
-    from app.web.app import create_app
-
-    app = create_app(settings, runtime, background=False)
-    transport = httpx.ASGITransport(app=app)
+    transport = httpx.ASGITransport(app=shared_app(settings, runtime))
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
 
