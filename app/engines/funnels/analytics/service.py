@@ -26,6 +26,9 @@ from app.errors import NotFound, ValidationFailed
 
 DEFAULT_DAYS = 30
 MAX_WINDOWS = 10
+FIRST_DAY = date(1970, 1, 1)
+LAST_DAY = date.max - timedelta(days=1)
+"""The days a range may name: a day's end is the next day's start, which must exist."""
 
 
 class VersionNotFound(NotFound):
@@ -34,8 +37,11 @@ class VersionNotFound(NotFound):
 
 def date_range(start: date | None, end: date | None, today: date) -> tuple[date, date]:
     """The range asked for; by default the last 30 days up to today (UTC)."""
+    for name, day in (("start", start), ("end", end)):
+        if day is not None and not FIRST_DAY <= day <= LAST_DAY:
+            raise ValidationFailed(f"{name}: a day from {FIRST_DAY} to {LAST_DAY}")
     end = end or today
-    start = start or end - timedelta(days=DEFAULT_DAYS - 1)
+    start = start or max(FIRST_DAY, end - timedelta(days=DEFAULT_DAYS - 1))
     if start > end:
         raise ValidationFailed("start: the first day must not be after the last day (end)")
     if (end - start).days + 1 > MAX_DAYS:

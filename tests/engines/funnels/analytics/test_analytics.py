@@ -215,6 +215,10 @@ async def test_fn60_bad_ranges_and_windows_name_the_field(client, runtime, tenan
         ({"start": D2, "end": D0}, "start"),
         ({"start": "2024-01-01", "end": D0}, "start"),
         ({"start": "yesterday"}, "start"),
+        # the edges of the calendar: refused by name, never an overflow
+        ({"end": "0001-01-02"}, "end"),
+        ({"start": "9999-12-31", "end": "9999-12-31"}, "start"),
+        ({"start": "0001-01-01", "end": "0001-01-01"}, "start"),
     ):
         got = await client.get(
             f"/api/v1/funnels/{funnel_id}/analytics/series", params=params, headers=auth(tenant)
