@@ -60,6 +60,7 @@ from app.sandbox.serp_maps import (
     MAPS_PREFIX,
     MAPS_RESULTS,
     MapsPlacement,
+    local_serps,
     maps_items,
     maps_page,
     validate_maps,
@@ -670,8 +671,9 @@ class SerpSimulator(HttpSimulator):
         if endpoint == "serp":
             return self.prices.serp(int(data["depth"]), int(data["priority"]))
         if endpoint in ("maps", "local_finder"):
-            # One base price: a Maps SERP covers 100 desktop results, a Local Finder SERP 20.
-            return self.prices.maps(int(data["priority"]))
+            return self.prices.maps(int(data["priority"])) * local_serps(
+                endpoint, int(data["depth"]), str(data["device"])
+            )
         return self.prices.keyword_data_task
 
     # -- postback / pingback ---------------------------------------------------------------------

@@ -68,6 +68,16 @@ def _metres(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
     return 2 * 6_371_008.8 * math.asin(math.sqrt(h))
 
 
+def local_serps(endpoint: str, depth: int, device: str) -> int:
+    """The SERPs a Maps or Local Finder task is billed for: the provider bills a Maps SERP per
+    100 desktop (20 mobile) results and a Local Finder SERP per 20 desktop (10 mobile)."""
+    if endpoint == "local_finder":
+        per = 20 if device == "desktop" else 10
+    else:
+        per = 100 if device == "desktop" else 20
+    return max(1, math.ceil(depth / per))
+
+
 def validate_maps(
     item: Any, languages: frozenset[str], *, default_depth: int = 100
 ) -> tuple[dict[str, Any], str | None]:
