@@ -29,7 +29,9 @@ from app.engines.ranktracking.local.models import (
     GeoGridCell,
 )
 from app.engines.ranktracking.local.money import release_scan
-from app.engines.ranktracking.pricing import PRIORITY
+from app.engines.ranktracking.local.scans import start_scan
+from app.engines.ranktracking.local.schemas import GeoGridIn
+from app.engines.ranktracking.pricing import PRIORITY, PriceList
 from app.integrations.serp import MapsTask, PostedTask, ProviderError, SerpClient
 from app.integrations.serp.codes import TASK_CREATED
 
@@ -134,3 +136,28 @@ async def _record(
             scan.finished_at = now
             scan.error_message = error or "the provider created no task"
             await release_scan(session, scan, now, "nothing was posted")
+
+
+async def start_and_post(
+    deps: RankTrackingDeps,
+    data: GeoGridIn,
+    *,
+    workspace_id: int,
+    organisation_id: int,
+    user_id: int | None,
+) -> int:
+    """Run a scan now: written and reserved in one transaction, posted after its commit."""
+    prices = PriceList.from_settings(deps.settings.ranktracking)
+    async with deps.db.write() as uow:
+        scan = await start_scan(
+            uow.session,
+            prices,
+            data,
+            workspace_id=workspace_id,
+            organisation_id=organisation_id,
+            user_id=user_id,
+            now=deps.clock.now(),
+        )
+        scan_id = scan.id
+    await post_scan(deps, scan_id)
+    return scan_id
