@@ -5,7 +5,9 @@ Finder) — a grid is at most 81 tasks, read through the same paced client as ev
 and writes the business's rank (or "not in the top 20") and the first listings. A task still in
 the queue is asked again next tick; an unreadable answer counts an attempt and after
 ``FETCH_ATTEMPTS`` the cell fails. A scan whose cells have all been read (or given up,
-``STALE_AFTER`` after posting) is settled against what the provider billed, once.
+``STALE_AFTER`` after posting) is settled against what the provider billed, once. A scan still
+``reserved`` (its request ended between the commit and the post, or the demo seeded it) is
+posted here, through the same exactly-once claim as a request's.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from app.engines.ranktracking.local.models import (
     DONE,
     LOCAL_FINDER,
     POSTING,
+    RESERVED,
     GeoGrid,
     GeoGridCell,
 )
 from app.engines.ranktracking.local.money import settle_scan
+from app.engines.ranktracking.local.posting import post_scan
 from app.engines.ranktracking.local.scans import estimate_micros
 from app.engines.ranktracking.pricing import PriceList
 from app.integrations.serp import MapsTaskResult, ProviderError, SerpClient
@@ -59,12 +63,15 @@ async def collect_ready(deps: RankTrackingDeps, client: SerpClient) -> int:
         scans = list(
             (
                 await session.execute(
-                    select(GeoGrid).where(GeoGrid.status.in_((COLLECTING, POSTING)))
+                    select(GeoGrid).where(GeoGrid.status.in_((RESERVED, POSTING, COLLECTING)))
                 )
             ).scalars()
         )
     read = 0
     for scan in scans:
+        if scan.status == RESERVED:
+            await post_scan(deps, scan.id, client)
+            continue
         if scan.status == POSTING:
             if scan.updated_at + POSTING_LOST_AFTER <= now:
                 await _give_up(deps, scan.id, (CELL_NEW,), "the post was never confirmed")

@@ -50,7 +50,7 @@ async def claim_posting(deps: RankTrackingDeps, scan_id: int, now: datetime) -> 
         return bool(row_count(result))
 
 
-async def post_scan(deps: RankTrackingDeps, scan_id: int) -> bool:
+async def post_scan(deps: RankTrackingDeps, scan_id: int, client: SerpClient | None = None) -> bool:
     """Post the scan's tasks if this caller wins the claim; False when another did."""
     if not await claim_posting(deps, scan_id, deps.clock.now()):
         return False
@@ -70,7 +70,7 @@ async def post_scan(deps: RankTrackingDeps, scan_id: int) -> bool:
     tasks = [_task(scan, cell) for cell in cells]
     error: str | None = None
     try:
-        posted = await _post(deps.serp, scan.engine, tasks)
+        posted = await _post(client or deps.serp, scan.engine, tasks)
     except ProviderError as exc:
         posted, error = list(exc.posted or []), exc.message
         log.warning("geo-grid %s: posting failed: %s", scan_id, exc.message)

@@ -42,28 +42,34 @@ async def test_rt125_run_read_list_delete(
     r = await client.post(f"{API}/estimate", json=BODY, headers=auth(tenant))
     assert r.status_code == 200, r.text
     estimate = r.json()
-    assert estimate["cells"] == 9 and estimate["estimate_micros"] > 0
+    assert estimate["cells"] == 9
+    assert estimate["estimate_micros"] > 0
     before = await available_micros(runtime, tenant)
 
     r = await client.post(API, json=BODY, headers=auth(tenant))
     assert r.status_code == 201, r.text
     made = r.json()
-    assert made["status"] == "collecting" and made["reserved_micros"] == estimate["estimate_micros"]
+    assert made["status"] == "collecting"
+    assert made["reserved_micros"] == estimate["estimate_micros"]
     assert [c["state"] for c in made["cells"]] == ["posted"] * 9
     assert await available_micros(runtime, tenant) == before - estimate["estimate_micros"]
     r = await client.delete(f"{API}/{made['id']}", headers=auth(tenant))
-    assert r.status_code == 409 and r.json()["code"] == "geogrid_running"
+    assert r.status_code == 409
+    assert r.json()["code"] == "geogrid_running"
 
     await finish(runtime, made["id"])
     got = (await client.get(f"{API}/{made['id']}", headers=auth(tenant))).json()
     assert got["status"] == "done"
     ranks = [c["rank"] for c in got["cells"]]
-    assert ranks[4] == 2 and ranks == [3, 3, 3, 3, 2, 3, 3, 3, 3]
+    assert ranks[4] == 2
+    assert ranks == [3, 3, 3, 3, 2, 3, 3, 3, 3]
     assert got["average_rank"] == round(26 / 9, 2)
-    assert got["top3_share"] == 1.0 and got["found_cells"] == 9
+    assert got["top3_share"] == 1.0
+    assert got["found_cells"] == 9
     assert got["settled_micros"] == estimate["estimate_micros"]
     listed = (await client.get(API, headers=auth(tenant))).json()["items"]
-    assert [s["id"] for s in listed] == [made["id"]] and listed[0]["cells"] is None
+    assert [s["id"] for s in listed] == [made["id"]]
+    assert listed[0]["cells"] is None
 
     r = await client.delete(f"{API}/{made['id']}", headers=auth(tenant))
     assert r.status_code == 204
@@ -134,7 +140,8 @@ async def test_rt126_wrong_types_and_other_workspaces(
     """RT-126: a body of the wrong type is a 422 naming the field; a scan of another workspace
     is 404 to read, rerun and delete."""
     r = await client.post(API, json={**BODY, "size": "big"}, headers=auth(tenant))
-    assert r.status_code == 422 and "size" in r.text
+    assert r.status_code == 422
+    assert "size" in r.text
     await fund(runtime, tenant, 100)
     made = (await client.post(API, json=BODY, headers=auth(tenant))).json()
     for call in (

@@ -99,7 +99,8 @@ async def test_rt121_local_finder_speaks_the_documented_shape() -> None:
     ):
         posted = await client.post_local_finder_tasks([good, bad, deep])
         result = await client.get_local_finder_task(posted[0].task_id)
-    assert posted[1].status_code == 40501 and not posted[1].task_id
+    assert posted[1].status_code == 40501
+    assert not posted[1].task_id
     assert [str(p.cost) for p in posted] == ["0.0006", "0", "0.0012"]
     assert sim.total_cost == posted[0].cost + posted[2].cost
     first = result.listings[0]

@@ -51,8 +51,10 @@ async def test_rt122_each_cell_has_the_business_rank_and_its_competitors(
     scan, cells = await load(runtime, scan_id)
     assert scan.status == "done"
     assert [c.state for c in cells] == ["found"] * 25
-    assert cells[12].rank == 2 and (cells[12].row, cells[12].col) == (2, 2)
-    assert cells[0].rank == 5 and cells[7].rank == 3
+    assert cells[12].rank == 2
+    assert (cells[12].row, cells[12].col) == (2, 2)
+    assert cells[0].rank == 5
+    assert cells[7].rank == 3
     assert len(cells[12].competitors or []) == 3
     assert all(c["title"] != "Boulangerie Acme" for c in cells[12].competitors or [])
     assert sim.count("local_finder.task_post") == 1
@@ -85,7 +87,9 @@ async def test_rt123_reserved_then_settled_to_the_micro_euro(
     assert await post_scan(RankTrackingDeps.of(runtime), scan_id)
     await finish(runtime, scan_id)
     scan, cells = await load(runtime, scan_id)
-    assert scan.status == "done" and cells[0].state == "failed" and not cells[0].task_id
+    assert scan.status == "done"
+    assert cells[0].state == "failed"
+    assert not cells[0].task_id
     billed = PriceList.from_settings(runtime.settings.ranktracking).provider_micros(sim.total_cost)
     assert billed == 8 * unit
     assert (scan.reserved_micros, scan.settled_micros) == (9 * unit, 8 * unit)
@@ -109,7 +113,8 @@ async def test_rt123_nothing_posted_releases_everything(
     sim.inject_status("maps.task_post", 40200)
     assert await post_scan(RankTrackingDeps.of(runtime), scan_id)
     scan, cells = await load(runtime, scan_id)
-    assert scan.status == "failed" and scan.error_message
+    assert scan.status == "failed"
+    assert scan.error_message
     assert {c.state for c in cells} == {"failed"}
     assert scan.reservation_state == "released"
     assert await available_micros(runtime, tenant) == before
@@ -129,7 +134,8 @@ async def test_rt124_concurrent_run_now_posts_once(
     won = await asyncio.gather(*(post_scan(deps, scan_id) for _ in range(10)))
     assert won.count(True) == 1
     assert not await post_scan(deps, scan_id)
-    assert sim.count("maps.task_post") == 1 and sim.tasks_posted == 9
+    assert sim.count("maps.task_post") == 1
+    assert sim.tasks_posted == 9
     await finish(runtime, scan_id)
     async with runtime.db.read() as session:
         settlements = await session.scalar(
