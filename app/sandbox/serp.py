@@ -1175,9 +1175,9 @@ def create_serp_app(sim: SerpSimulator) -> Litestar:
         post(f"{LOCAL_FINDER_PREFIX}/task_post", name="local_finder_post", status_code=200)(
             _poster(sim, "local_finder", "local_finder.task_post")
         ),
-        get(
-            f"{LOCAL_FINDER_PREFIX}/task_get/advanced/{{task_id:str}}", name="local_finder_get"
-        )(_getter(sim, "local_finder", "local_finder.task_get")),
+        get(f"{LOCAL_FINDER_PREFIX}/task_get/advanced/{{task_id:str}}", name="local_finder_get")(
+            _getter(sim, "local_finder", "local_finder.task_get")
+        ),
         *_locations_handlers(sim),
     ]
     return simulator_app(handlers)

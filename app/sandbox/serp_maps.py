@@ -62,9 +62,10 @@ class MapsPlacement:
 
 def _metres(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
     la1, lo1, la2, lo2 = map(math.radians, (lat1, lng1, lat2, lng2))
-    h = math.sin((la2 - la1) / 2) ** 2 + math.cos(la1) * math.cos(la2) * math.sin(
-        (lo2 - lo1) / 2
-    ) ** 2
+    h = (
+        math.sin((la2 - la1) / 2) ** 2
+        + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
+    )
     return 2 * 6_371_008.8 * math.asin(math.sqrt(h))
 
 

@@ -17,7 +17,7 @@ branch_labels = None
 depends_on = None
 
 
-def _fk(column: str, target: str, ondelete: str, *, nullable: bool = False) -> sa.Column:
+def _fk(column: str, target: str, ondelete: str, *, nullable: bool = False) -> sa.Column[int]:
     return sa.Column(column, BigId, sa.ForeignKey(target, ondelete=ondelete), nullable=nullable)
 
 
