@@ -1,8 +1,9 @@
 """Local search geo-grids in the dashboard (RT-125, RT-126): a form to run a scan now (its
 estimate shown, its cost reserved like any run), the list of scans, and each scan's heat map:
 a plain table of cells coloured by rank, each with its rank as text and labelled with its
-place in the grid (no map tiles, no script; works offline and at 375 px). A scan still being
-collected refreshes itself every 10 seconds with a ``<meta>`` refresh."""
+place in the grid (no map tiles and no script of its own; works offline and at 375 px). While a
+scan is collected its part of the page is refreshed in place every 5 seconds (htmx, as the
+schedule page's runs)."""
 
 from __future__ import annotations
 
@@ -168,14 +169,8 @@ async def start_scan_form(
     return Redirect(f"{PREFIX}/{scan_id}")
 
 
-@get(f"{PREFIX}/{{geogrid_id:int}}")
-async def scan_page(
-    request: Request[Any, Any, Any],
-    principal: CurrentPrincipal,
-    session: Reads,
-    geogrid_id: FromPath[int],
-) -> Template:
-    scan = await views.get_scan(session, principal.workspace_id, geogrid_id)
+async def _scan_context(session: Reads, workspace_id: int, geogrid_id: int) -> dict[str, Any]:
+    scan = await views.get_scan(session, workspace_id, geogrid_id)
     cells = await views.cells_of(session, scan.id)
     ranks = (await views.stats_of(session, [scan.id]))[scan.id]
     rows = [
@@ -190,18 +185,39 @@ async def scan_page(
         ]
         for r in range(scan.size)
     ]
-    return page(
-        request,
-        "ranktracking/local_scan.html",
-        principal,
-        scan=views.scan_out(scan, ranks),
-        rows=rows,
-        centre=cells[len(cells) // 2] if cells else None,
-        running=scan.status in ("reserved", "posting", "collecting"),
-        reserved_eur=exact_eur(scan.reserved_micros),
-        settled_eur=exact_eur(scan.settled_micros) if scan.settled_micros is not None else None,
-        notice=request.query_params.get("notice", ""),
-    )
+    return {
+        "scan": views.scan_out(scan, ranks),
+        "rows": rows,
+        "running": scan.status in ("reserved", "posting", "collecting"),
+        "reserved_eur": exact_eur(scan.reserved_micros),
+        "settled_eur": (
+            exact_eur(scan.settled_micros) if scan.settled_micros is not None else None
+        ),
+    }
+
+
+@get(f"{PREFIX}/{{geogrid_id:int}}")
+async def scan_page(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    geogrid_id: FromPath[int],
+) -> Template:
+    context = await _scan_context(session, principal.workspace_id, geogrid_id)
+    notice = request.query_params.get("notice", "")
+    return page(request, "ranktracking/local_scan.html", principal, notice=notice, **context)
+
+
+@get(f"{PREFIX}/{{geogrid_id:int}}/partials/grid")
+async def scan_partial(
+    request: Request[Any, Any, Any],
+    principal: CurrentPrincipal,
+    session: Reads,
+    geogrid_id: FromPath[int],
+) -> Template:
+    """The summary, heat map and competitors, refreshed in place while the scan is collected."""
+    context = await _scan_context(session, principal.workspace_id, geogrid_id)
+    return page(request, "ranktracking/_local_grid.html", principal, **context)
 
 
 @post(f"{PREFIX}/{{geogrid_id:int}}/rerun")
@@ -237,4 +253,11 @@ async def delete_scan(
     return Redirect(f"{PREFIX}?notice={quote('Scan deleted')}")
 
 
-ROUTES: list[Any] = [local_page, start_scan_form, scan_page, rerun_scan, delete_scan]
+ROUTES: list[Any] = [
+    local_page,
+    start_scan_form,
+    scan_page,
+    scan_partial,
+    rerun_scan,
+    delete_scan,
+]

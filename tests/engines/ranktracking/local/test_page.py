@@ -57,11 +57,16 @@ async def test_rt127_form_runs_a_scan_and_the_heat_map_reads_as_text(
     scan_path = r.headers["location"]
     scan_id = int(scan_path.rsplit("/", 1)[1])
     running = await client.get(scan_path)
-    assert 'http-equiv="refresh"' in running.text
+    partial = f'hx-get="{scan_path}/partials/grid"'
+    assert partial in running.text
+    assert 'id="rt-local-status">collecting<' in running.text
 
     await finish(runtime, scan_id)
+    refreshed = (await client.get(f"{scan_path}/partials/grid")).text
+    assert 'id="rt-local-status">done<' in refreshed
+    assert partial not in refreshed
     html = (await client.get(scan_path)).text
-    assert 'http-equiv="refresh"' not in html
+    assert partial not in html
     cells = re.findall(
         r'<td class="(rt-h-[a-z]+)" title="([^"]+)"><span aria-hidden="true">'
         r'([^<]+)</span><span class="sr-only">([^<]+)</span></td>',
