@@ -17,7 +17,12 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.local import views
 from app.engines.ranktracking.local.posting import post_scan
 from app.engines.ranktracking.local.scans import checked, estimate_micros, rerun_input, start_scan
-from app.engines.ranktracking.local.schemas import EstimateOut, GeoGridIn, GeoGridList, GeoGridOut
+from app.engines.ranktracking.local.schemas import (
+    GeoGridEstimateOut,
+    GeoGridIn,
+    GeoGridList,
+    GeoGridOut,
+)
 from app.engines.ranktracking.pricing import PriceList
 from app.web.api.common import RowId, idempotent
 from app.web.auth import CurrentPrincipal, CurrentRuntime
@@ -32,13 +37,13 @@ async def estimate_geogrid(
     session: Reads,
     settings: CurrentSettings,
     data: JSONBody[GeoGridIn],
-) -> EstimateOut:
+) -> GeoGridEstimateOut:
     """What a scan would reserve (one SERP per cell at the provider's price) and what the
     balance has available; nothing is written."""
     _, cells = checked(data)
     micros = estimate_micros(PriceList.from_settings(settings.ranktracking), len(cells), data.queue)
     balance = await ledger.balance_of(session, principal.organisation_id)
-    return EstimateOut(
+    return GeoGridEstimateOut(
         cells=len(cells),
         estimate_micros=micros,
         estimate_eur=exact_eur(micros),

@@ -28,27 +28,27 @@ class GeoGridIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     queue: str = "standard"
 
 
-class EstimateOut(msgspec.Struct, kw_only=True):
+class GeoGridEstimateOut(msgspec.Struct, kw_only=True):
     cells: int
     estimate_micros: int
     estimate_eur: str
     available_micros: int
 
 
-class CompetitorOut(msgspec.Struct, kw_only=True):
+class GeoGridCompetitorOut(msgspec.Struct, kw_only=True):
     rank: int
     title: str
     domain: str | None
 
 
-class CellOut(msgspec.Struct, kw_only=True):
+class GeoGridCellOut(msgspec.Struct, kw_only=True):
     row: int
     column: int
     latitude: float
     longitude: float
     state: str
     rank: int | None
-    competitors: list[CompetitorOut]
+    competitors: list[GeoGridCompetitorOut]
 
 
 class GeoGridOut(msgspec.Struct, kw_only=True):
@@ -79,7 +79,7 @@ class GeoGridOut(msgspec.Struct, kw_only=True):
     """The share of read cells where the business is in the top 3 (0 to 1)."""
     created_at: datetime
     finished_at: datetime | None
-    cells: list[CellOut] | None = None
+    cells: list[GeoGridCellOut] | None = None
 
 
 class GeoGridList(msgspec.Struct, kw_only=True):

@@ -18,7 +18,7 @@ from app.engines.ranktracking.local.models import (
     GeoGrid,
     GeoGridCell,
 )
-from app.engines.ranktracking.local.schemas import CellOut, CompetitorOut, GeoGridOut
+from app.engines.ranktracking.local.schemas import GeoGridCellOut, GeoGridCompetitorOut, GeoGridOut
 from app.errors import Conflict, NotFound
 
 
@@ -104,8 +104,8 @@ def scan_out(
     )
 
 
-def _cell_out(cell: GeoGridCell) -> CellOut:
-    return CellOut(
+def _cell_out(cell: GeoGridCell) -> GeoGridCellOut:
+    return GeoGridCellOut(
         row=cell.row,
         column=cell.col,
         latitude=cell.latitude,
@@ -113,7 +113,7 @@ def _cell_out(cell: GeoGridCell) -> CellOut:
         state=cell.state,
         rank=cell.rank,
         competitors=[
-            CompetitorOut(rank=int(c["rank"]), title=str(c["title"]), domain=c.get("domain"))
+            GeoGridCompetitorOut(rank=int(c["rank"]), title=str(c["title"]), domain=c.get("domain"))
             for c in cell.competitors or []
         ],
     )
