@@ -21,6 +21,7 @@ from sqlalchemy import select, update
 
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.local.business import Business, find_business
+from app.engines.ranktracking.local.drift import record_drift
 from app.engines.ranktracking.local.models import (
     CELL_ABSENT,
     CELL_FAILED,
@@ -205,6 +206,15 @@ async def _settle_if_complete(deps: RankTrackingDeps, scan_id: int) -> None:
             provider_cost=cost,
             provider_micros=prices.provider_micros(cost),
             billed=len(billed),
+            now=now,
+        )
+        record_drift(
+            session,
+            scan,
+            billed=len(billed),
+            provider_usd=cost,
+            prices=prices,
+            tolerance_percent=deps.settings.ranktracking.cost_tolerance_percent,
             now=now,
         )
         scan.provider_cost = cost

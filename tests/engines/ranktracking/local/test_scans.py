@@ -6,6 +6,7 @@ however many callers race."""
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
 
 from sqlalchemy import func, select, update
 
@@ -13,10 +14,10 @@ from app.engines.ranktracking import ledger
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.local.models import GeoGridCell
 from app.engines.ranktracking.local.posting import post_scan
-from app.engines.ranktracking.models import LedgerEntry
+from app.engines.ranktracking.models import Activity, LedgerEntry
 from app.engines.ranktracking.pricing import PriceList
 from app.runtime import Runtime
-from app.sandbox.serp import SerpSimulator
+from app.sandbox.serp import SerpPrices, SerpSimulator
 from tests.engines.ranktracking.factories import available_micros, fund, fund_micros
 from tests.engines.ranktracking.local.helpers import (
     finish,
@@ -144,3 +145,25 @@ async def test_rt124_concurrent_run_now_posts_once(
     assert settlements == 1
     scan, _ = await load(runtime, scan_id)
     assert scan.settled_micros == 9 * _unit(runtime)
+
+
+async def test_rt123_a_provider_price_drift_is_reported(
+    runtime: Runtime, tenant: Tenant, sim: SerpSimulator
+) -> None:
+    """RT-123: matching prices raise nothing; a provider billing 0.0007 USD a search against a
+    list of 0.0006 leaves one feed row naming the drift, and the gap above the charge is a
+    reconciliation entry, never charged."""
+    place(sim, 1)
+    await fund(runtime, tenant, 100)
+    await run(runtime, tenant, scan_in())
+    async with runtime.db.read() as session:
+        assert not list(await session.scalars(select(Activity.code)))
+    sim.prices = SerpPrices(maps_standard=Decimal("0.0007"))
+    scan_id = await run(runtime, tenant, scan_in())
+    async with runtime.db.read() as session:
+        rows = list(await session.execute(select(Activity.code, Activity.message)))
+    assert [code for code, _ in rows] == ["provider_price_above_list"]
+    assert f"Geo-grid {scan_id}" in rows[0][1]
+    assert "0.0007 USD per search" in rows[0][1]
+    kinds = [k for k, _ in await _entries(runtime, tenant)]
+    assert kinds[-3:] == ["reservation", "settlement", "reconcile"]
