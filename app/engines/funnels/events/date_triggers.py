@@ -22,6 +22,7 @@ from sqlalchemy import ColumnElement, func, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import STANDARD_FIELDS
 from app.engines.funnels.definitions.graph import DateField, graph_for_version
@@ -157,10 +158,8 @@ async def candidates(
     value = Contact.fields[trigger.field].as_string()
     days = candidate_days(since, now, trigger.hour, trigger.minute)
     rows = await session.execute(
-        select(Contact.id, Contact.timezone, value).where(
-            Contact.workspace_id == workspace_id,
-            Contact.deleted_at.is_(None),
-            value_filter(trigger, days, value),
+        scoped_select(Contact, workspace_id, Contact.id, Contact.timezone, value).where(
+            Contact.deleted_at.is_(None), value_filter(trigger, days, value)
         )
     )
     return [(r[0], r[1], r[2]) for r in rows]

@@ -23,6 +23,7 @@ from sqlalchemy import delete, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql
 from app.engines.funnels.definitions.graph import SegmentEnter, Trigger, graph_for_version
@@ -106,8 +107,7 @@ async def _evaluate(
         # A baseline of a few contacts would make everyone else an "entrant" on the next sweep.
         return await _evaluate(session, funnel, version, trigger, now, None)
     custom = await field_types(session, ws)
-    matching_stmt = select(Contact.id).where(
-        Contact.workspace_id == ws,
+    matching_stmt = scoped_select(Contact, ws, Contact.id).where(
         Contact.deleted_at.is_(None),
         compile_sql(trigger.predicate, workspace_id=ws, now=now, custom=custom),
     )
