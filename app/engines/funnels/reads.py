@@ -117,12 +117,17 @@ async def segment_matches(
 ) -> tuple[int, list[tuple[int, str | None]]]:
     """How many live contacts ``predicate`` matches now (every contact when it is ``None``), and
     the first ``sample`` of them by id as (id, e-mail). Check the predicate's problems first."""
-    where: tuple[Any, ...] = (Contact.workspace_id == workspace_id, Contact.deleted_at.is_(None))
+    where: tuple[Any, ...] = (Contact.deleted_at.is_(None),)
     if predicate is not None:
         where += (compile_sql(predicate, workspace_id=workspace_id, now=now, custom=custom),)
-    total = await session.scalar(select(func.count()).select_from(Contact).where(*where))
+    total = await session.scalar(
+        scoped_select(Contact, workspace_id, func.count()).select_from(Contact).where(*where)
+    )
     rows = await session.execute(
-        select(Contact.id, Contact.email).where(*where).order_by(Contact.id).limit(sample)
+        scoped_select(Contact, workspace_id, Contact.id, Contact.email)
+        .where(*where)
+        .order_by(Contact.id)
+        .limit(sample)
     )
     return int(total or 0), [(int(i), e) for i, e in rows.all()]
 

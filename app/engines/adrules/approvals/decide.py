@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from app.db.tenancy import scoped_exists, scoped_select
+from app.db.tenancy import scoped_exists, scoped_select, scoped_update
 from app.engines.adrules import records
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_task
@@ -114,7 +114,6 @@ async def _claim(
     """Move the run's pending, unexpired proposals to ``status`` in one statement; the ids moved."""
     now = deps.clock.now()
     conditions = [
-        Proposal.workspace_id == workspace_id,
         Proposal.batch_id == batch_id,
         Proposal.status == PROPOSAL_PENDING,
         Proposal.expires_at > now,
@@ -125,7 +124,7 @@ async def _claim(
         claimed = list(
             (
                 await uow.session.scalars(
-                    update(Proposal)
+                    scoped_update(Proposal, workspace_id)
                     .where(*conditions)
                     .values(status=status, decided_by=decided_by[:200], decided_at=now)
                     .returning(Proposal.id)
