@@ -24,7 +24,7 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, select, update
 
 from app.clock import Clock
-from app.db.dialect import insert
+from app.db.dialect import concurrent_writers, insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.campaigns.service import record_delivery_event
 from app.engines.funnels.contacts.events import record_events
@@ -139,7 +139,7 @@ OUTCOMES = (
 
 
 def batch_events(db: Database) -> int:
-    return BATCH_EVENTS if db.is_postgres else BATCH_EVENTS_SQLITE
+    return BATCH_EVENTS if concurrent_writers(db) else BATCH_EVENTS_SQLITE
 
 
 async def process_batch(
