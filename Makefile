@@ -30,6 +30,7 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python .ci/tenancy_lint.py
+	$(BIN)/python .ci/dialect_lint.py
 
 ci:
 	.ci/run
