@@ -35,7 +35,7 @@ from app.engines.funnels.contacts.memberships import (
     over_limit,
 )
 from app.engines.funnels.contacts.store import ContactData, check_contact
-from app.engines.funnels.events.segment_triggers import contacts_changed
+from app.engines.funnels.events.work.segment_triggers import contacts_changed
 from app.engines.funnels.models import Contact, ContactEvent
 from app.errors import ValidationFailed
 from app.scheduling.bulk import BulkKind, Chunk, ItemError, StepInput, bulk_job_spec, submit

@@ -27,7 +27,7 @@ from app.engines.funnels.definitions.graph import (
 )
 from app.engines.funnels.definitions.validate import KnownNames, Problem, validate
 from app.engines.funnels.errors import FunnelNotFound, InvalidGraph, NotPublished
-from app.engines.funnels.events.segment_triggers import record_baselines
+from app.engines.funnels.events.work.segment_triggers import record_baselines
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,

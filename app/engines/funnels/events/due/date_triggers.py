@@ -26,9 +26,9 @@ from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import STANDARD_FIELDS
 from app.engines.funnels.definitions.graph import DateField, graph_for_version
+from app.engines.funnels.events.claim.triggers import admit
 from app.engines.funnels.events.models import TriggerFire
-from app.engines.funnels.events.segment_triggers import live_versions, trigger_key
-from app.engines.funnels.events.triggers import admit
+from app.engines.funnels.events.work.segment_triggers import live_versions, trigger_key
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.runs.entry import enter
 from app.scheduling.zones import local_to_utc, zone_or_utc

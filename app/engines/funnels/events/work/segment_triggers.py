@@ -27,8 +27,8 @@ from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql
 from app.engines.funnels.definitions.graph import SegmentEnter, Trigger, graph_for_version
+from app.engines.funnels.events.claim.triggers import admit
 from app.engines.funnels.events.models import SegmentMember, TriggerFire
-from app.engines.funnels.events.triggers import admit
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.runs.entry import enter
 
