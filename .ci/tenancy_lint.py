@@ -74,12 +74,11 @@ def _chain_top(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST:
     """The whole method chain a statement constructor starts (``select(...).where(...)...``)."""
     while True:
         parent = parents.get(node)
-        if isinstance(parent, ast.Attribute) and parent.value is node:
-            node = parent
-        elif isinstance(parent, ast.Call) and parent.func is node:
-            node = parent
-        else:
+        attribute_of = isinstance(parent, ast.Attribute) and parent.value is node
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if parent is None or not (attribute_of or called):
             return node
+        node = parent
 
 
 def _named_tables(top: ast.AST, start: ast.AST, owned: frozenset[str]) -> set[str]:
