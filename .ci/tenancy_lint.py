@@ -81,6 +81,17 @@ def _chain_top(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST:
         node = parent
 
 
+def _hand_written_filter(node: ast.AST) -> str | None:
+    """``<table>.workspace_id == ...``: the table's expression."""
+    if (
+        isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Attribute)
+        and node.left.attr == "workspace_id"
+    ):
+        return ast.unparse(node.left.value)
+    return None
+
+
 def _named_tables(top: ast.AST, start: ast.AST, owned: frozenset[str]) -> set[str]:
     """Owned classes the chain names, outside nested statements (each is checked on its own)
     and outside the scoped helpers (they carry their own workspace)."""
@@ -93,6 +104,10 @@ def _named_tables(top: ast.AST, start: ast.AST, owned: frozenset[str]) -> set[st
             continue
         if isinstance(node, ast.Name) and node.id in owned:
             found.add(node.id)
+        elif (table := _hand_written_filter(node)) is not None:
+            # A filter written by hand on a table the names above do not show (a Core table's
+            # ``.c``, a model held in a variable).
+            found.add(table)
         stack.extend(ast.iter_child_nodes(node))
     return found
 
@@ -120,8 +135,27 @@ def _allowed(path: str, function: str) -> bool:
     return any(f"{path}::{'.'.join(parts[:n])}" in ALLOWED for n in range(1, len(parts) + 1))
 
 
+def _table_aliases(tree: ast.AST, owned: frozenset[str]) -> frozenset[str]:
+    """Names bound to an owned model's Core table (``_CONTACTS = Contact.__table__``, maybe cast)."""
+    aliases: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        if any(
+            isinstance(n, ast.Attribute)
+            and n.attr == "__table__"
+            and isinstance(n.value, ast.Name)
+            and n.value.id in owned
+            for n in ast.walk(node.value)
+        ):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            aliases.update(t.id for t in targets if isinstance(t, ast.Name))
+    return frozenset(aliases)
+
+
 def check_source(path: str, source: str, owned: frozenset[str]) -> Iterator[Finding]:
     tree = ast.parse(source, filename=path)
+    owned = owned | _table_aliases(tree, owned)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     owner = _functions(tree)
     for node in ast.walk(tree):

@@ -88,6 +88,22 @@ def test_a_scoped_statement_passes(statement: str) -> None:
     assert _findings(f"async def read(ws):\n    return {statement}\n") == []
 
 
+def test_a_filter_by_hand_on_a_table_held_in_a_variable_is_refused() -> None:
+    """The model's name is not in the statement, but its ``workspace_id`` is."""
+    found = _findings(
+        "def read(kind, ws):\n    return select(kind.model.id).where(kind.model.workspace_id == ws)\n"
+    )
+    assert len(found) == 1
+    assert "kind.model" in found[0]
+
+
+def test_a_core_table_of_a_workspace_model_is_workspace_owned() -> None:
+    source = "_CONTACTS = cast(Table, Contact.__table__)\n\ndef read():\n    return select(_CONTACTS.c.id)\n"
+    found = _findings(source)
+    assert len(found) == 1
+    assert "_CONTACTS" in found[0]
+
+
 def test_a_bare_subquery_inside_a_scoped_statement_is_refused() -> None:
     statement = "scoped_select(Tag, ws).where(Tag.id.in_(select(Contact.id)))"
     found = _findings(f"def read(ws):\n    return {statement}\n")

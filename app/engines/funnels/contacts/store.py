@@ -300,9 +300,7 @@ async def _apply_memberships(
         if problem is not None:
             raise ValidationFailed.field(kind.field, problem, code="too_many")
         if replace:
-            keep = select(kind.model.id).where(
-                kind.model.workspace_id == ws, kind.model.name.in_(names)
-            )
+            keep = scoped_select(kind.model, ws, kind.model.id).where(kind.model.name.in_(names))
             await session.execute(
                 delete(kind.link)
                 .execution_options(synchronize_session=False)
