@@ -29,6 +29,8 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff format --check app tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/tenancy_lint.py
+	$(BIN)/python .ci/dialect_lint.py
 
 ci:
 	.ci/run

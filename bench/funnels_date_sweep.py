@@ -38,7 +38,7 @@ from app.engines.funnels.contacts.fields import define_field
 from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.definitions.graph import DateField
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
-from app.engines.funnels.events.date_triggers import due_occurrence, fire_date_triggers
+from app.engines.funnels.events.due.date_triggers import due_occurrence, fire_date_triggers
 from app.engines.funnels.models import Contact, Tag
 from app.platform import service
 from app.settings import load_settings

@@ -42,8 +42,7 @@ from app.db.migrate import upgrade
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.definitions.graph import graph_for_version
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import (
+from app.engines.funnels.events.claim.triggers import (
     CLAIM,
     StoredEvent,
     _as_dict,
@@ -53,6 +52,7 @@ from app.engines.funnels.events.triggers import (
     match_events,
     trigger_matches,
 )
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import Contact, ContactEvent, Funnel, FunnelVersion
 from app.engines.funnels.runs.entry import enter_many, published_versions
 from app.platform.models import Organisation, Workspace

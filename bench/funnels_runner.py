@@ -35,8 +35,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.db.migrate import upgrade
 from app.db.session import Database
 from app.engines.funnels.contacts.events import record_event
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import match_events
+from app.engines.funnels.events.claim.triggers import match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner

@@ -36,7 +36,7 @@ from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.templates import TEMPLATES as RULE_TEMPLATES
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.definitions.service import publish
-from app.engines.funnels.events.triggers import enroll
+from app.engines.funnels.events.claim.triggers import enroll
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.models import Run as FunnelRun
 from app.engines.ranktracking.local.models import GeoGrid

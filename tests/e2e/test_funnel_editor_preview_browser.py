@@ -13,7 +13,7 @@ import pytest
 
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import get_version
-from app.engines.funnels.events.triggers import enroll
+from app.engines.funnels.events.claim.triggers import enroll
 from app.runtime import Runtime
 from tests.e2e.page_errors import watch_errors
 from tests.engines.funnels.factories import (  # noqa: F401 - the Funnels engine and its SMTP sink

@@ -11,7 +11,7 @@ import pytest
 
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import current_version, list_funnels
-from app.engines.funnels.events.triggers import enroll
+from app.engines.funnels.events.claim.triggers import enroll
 from app.engines.funnels.outbox.deliver import Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS

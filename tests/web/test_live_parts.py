@@ -7,7 +7,7 @@ import httpx
 
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions import service
-from app.engines.funnels.events.triggers import enroll
+from app.engines.funnels.events.claim.triggers import enroll
 from app.runtime import Runtime
 from tests.factories import Tenant
 from tests.platform.conftest import sign_in

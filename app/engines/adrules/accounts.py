@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import exists, select
+from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_exists, scoped_select
 from app.engines.adrules.errors import AccountNotFound, MetaTokenMissing
 from app.engines.adrules.models import META_TOKEN_SECRET, AdAccount
 from app.integrations.meta.structs import GraphAdAccount
@@ -30,7 +31,7 @@ async def has_token(session: ReadSession, workspace_id: int) -> bool:
 
 async def has_active_account(session: ReadSession, workspace_id: int) -> bool:
     """Whether one of the workspace's ad accounts is switched on."""
-    query = select(exists().where(AdAccount.workspace_id == workspace_id, AdAccount.active))
+    query = select(scoped_exists(AdAccount, workspace_id, AdAccount.active))
     return bool(await session.scalar(query))
 
 
@@ -50,9 +51,7 @@ async def record_discovered(
     without touching whether they are active."""
     existing = {
         a.meta_id: a
-        for a in (
-            await session.execute(select(AdAccount).where(AdAccount.workspace_id == workspace_id))
-        ).scalars()
+        for a in (await session.execute(scoped_select(AdAccount, workspace_id))).scalars()
     }
     for graph in found:
         meta_id = graph.id if graph.id.startswith("act_") else f"act_{graph.id}"
@@ -79,15 +78,13 @@ async def record_discovered(
 
 
 async def list_accounts(session: ReadSession, workspace_id: int) -> list[AdAccount]:
-    rows = await session.execute(
-        select(AdAccount).where(AdAccount.workspace_id == workspace_id).order_by(AdAccount.id)
-    )
+    rows = await session.execute(scoped_select(AdAccount, workspace_id).order_by(AdAccount.id))
     return list(rows.scalars())
 
 
 async def get_account(session: ReadSession, workspace_id: int, account_id: int) -> AdAccount:
     account = await session.scalar(
-        select(AdAccount).where(AdAccount.id == account_id, AdAccount.workspace_id == workspace_id)
+        scoped_select(AdAccount, workspace_id).where(AdAccount.id == account_id)
     )
     if account is None:
         raise AccountNotFound("ad account not found")

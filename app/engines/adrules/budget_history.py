@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from sqlalchemy import select
 
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_select
 from app.engines.adrules.models import Batch, Task
 from app.engines.adrules.run_models import RECORD_EXECUTED, ExecutionRecord
 
@@ -73,7 +74,7 @@ async def rule_budgets(
     most recently changed first. ``status`` is ``would_execute`` for a shadow rule's plans."""
     if object_ids is not None and not object_ids:
         return []
-    tasks = select(Task.id).where(Task.rule_id == rule_id, Task.workspace_id == workspace_id)
+    tasks = scoped_select(Task, workspace_id, Task.id).where(Task.rule_id == rule_id)
     stmt = select(ExecutionRecord).where(
         ExecutionRecord.status == status,
         ExecutionRecord.task_id.in_(tasks.scalar_subquery()),
@@ -101,9 +102,8 @@ async def rule_budgets(
 async def batch_budget_objects(session: ReadSession, batch: Batch, status: str) -> list[str]:
     """The objects whose budget one batch changed (or, in a shadow batch, would have)."""
     rows = await session.scalars(
-        select(ExecutionRecord.campaign_id)
+        scoped_select(ExecutionRecord, batch.workspace_id, ExecutionRecord.campaign_id)
         .where(
-            ExecutionRecord.workspace_id == batch.workspace_id,
             ExecutionRecord.batch_id == batch.batch_id,
             ExecutionRecord.ad_account_id == batch.ad_account_id,
             ExecutionRecord.status == status,

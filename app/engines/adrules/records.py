@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 
 from app.db import keyset
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_exists, scoped_select
 from app.engines.adrules.models import (
     BATCH_COMPLETED,
     BATCH_FAILED,
@@ -206,10 +207,9 @@ async def list_batches(
 ) -> list[BatchSummary]:
     """Batches newest first (``limit + 1`` rows so the caller can tell there is more)."""
     stmt = (
-        select(Batch, Rule.name, AdAccount.name)
+        scoped_select(Batch, workspace_id, Batch, Rule.name, AdAccount.name)
         .join(Rule, Rule.id == Batch.rule_id)
         .join(AdAccount, AdAccount.id == Batch.ad_account_id)
-        .where(Batch.workspace_id == workspace_id)
         .order_by(Batch.created_at.desc(), Batch.id.desc())
         .limit(limit + 1)
     )
@@ -229,7 +229,7 @@ async def list_batches(
 
 async def has_batch(session: ReadSession, workspace_id: int) -> bool:
     """Whether a rule of the workspace has run at least once (a batch was recorded)."""
-    return bool(await session.scalar(select(exists().where(Batch.workspace_id == workspace_id))))
+    return bool(await session.scalar(select(scoped_exists(Batch, workspace_id))))
 
 
 async def batch_outcomes_since(
@@ -238,8 +238,10 @@ async def batch_outcomes_since(
     """The workspace's batches created since ``since`` (at most ``limit``): when each was
     created, and its objects executed, skipped and in error."""
     rows = await session.execute(
-        select(Batch.created_at, Batch.executed, Batch.skipped, Batch.errors)
-        .where(Batch.workspace_id == workspace_id, Batch.created_at >= since)
+        scoped_select(
+            Batch, workspace_id, Batch.created_at, Batch.executed, Batch.skipped, Batch.errors
+        )
+        .where(Batch.created_at >= since)
         .limit(limit)
     )
     return [(at, executed, skipped, errors) for at, executed, skipped, errors in rows]
@@ -248,10 +250,10 @@ async def batch_outcomes_since(
 async def get_batch(session: ReadSession, workspace_id: int, batch_record_id: int) -> BatchSummary:
     row = (
         await session.execute(
-            select(Batch, Rule.name, AdAccount.name)
+            scoped_select(Batch, workspace_id, Batch, Rule.name, AdAccount.name)
             .join(Rule, Rule.id == Batch.rule_id)
             .join(AdAccount, AdAccount.id == Batch.ad_account_id)
-            .where(Batch.id == batch_record_id, Batch.workspace_id == workspace_id)
+            .where(Batch.id == batch_record_id)
         )
     ).first()
     if row is None:
@@ -262,9 +264,8 @@ async def get_batch(session: ReadSession, workspace_id: int, batch_record_id: in
 async def batch_records(session: ReadSession, batch: Batch) -> list[ExecutionRecord]:
     """The records of one batch and account, by task then campaign."""
     rows = await session.scalars(
-        select(ExecutionRecord)
+        scoped_select(ExecutionRecord, batch.workspace_id)
         .where(
-            ExecutionRecord.workspace_id == batch.workspace_id,
             ExecutionRecord.batch_id == batch.batch_id,
             ExecutionRecord.ad_account_id == batch.ad_account_id,
         )
@@ -282,8 +283,7 @@ async def records_page(
     limit: int = 100,
 ) -> list[ExecutionRecord]:
     """One page of a batch's records in the order they were written (``limit + 1`` rows)."""
-    stmt = select(ExecutionRecord).where(
-        ExecutionRecord.workspace_id == batch.workspace_id,
+    stmt = scoped_select(ExecutionRecord, batch.workspace_id).where(
         ExecutionRecord.batch_id == batch.batch_id,
         ExecutionRecord.ad_account_id == batch.ad_account_id,
     )

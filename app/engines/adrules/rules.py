@@ -12,10 +12,11 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import delete, exists, select
+from sqlalchemy import delete, select
 
 from app.db import keyset
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_exists, scoped_select
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES
 from app.engines.adrules.documents import dump, load_schedule, load_task, task_body
 from app.engines.adrules.due import first_execution, schedule_zone, window_of
@@ -44,9 +45,7 @@ class RuleView:
 
 
 async def _rule(session: ReadSession, workspace_id: int, rule_id: int) -> Rule:
-    rule = await session.scalar(
-        select(Rule).where(Rule.id == rule_id, Rule.workspace_id == workspace_id)
-    )
+    rule = await session.scalar(scoped_select(Rule, workspace_id).where(Rule.id == rule_id))
     if rule is None:
         raise RuleNotFound("rule not found")
     return rule
@@ -71,9 +70,7 @@ async def _check_accounts(session: ReadSession, workspace_id: int, data: RuleIn)
         a.id: a
         for a in (
             await session.execute(
-                select(AdAccount).where(
-                    AdAccount.workspace_id == workspace_id, AdAccount.id.in_(data.account_ids)
-                )
+                scoped_select(AdAccount, workspace_id).where(AdAccount.id.in_(data.account_ids))
             )
         ).scalars()
     }
@@ -372,7 +369,7 @@ async def list_rules(
     limit: int = 50,
 ) -> list[RuleView]:
     """Rules newest first; ``limit + 1`` are read so the caller can tell there are more."""
-    query = select(Rule).where(Rule.workspace_id == workspace_id)
+    query = scoped_select(Rule, workspace_id)
     if status is not None:
         query = query.where(Rule.status == status)
     if after_id is not None:
@@ -486,10 +483,8 @@ async def list_batches(
     limit: int = 50,
 ) -> list[tuple[Batch, str]]:
     """Batch records newest first, with their rule's name."""
-    query: Any = (
-        select(Batch, Rule.name)
-        .join(Rule, Rule.id == Batch.rule_id)
-        .where(Batch.workspace_id == workspace_id)
+    query: Any = scoped_select(Batch, workspace_id, Batch, Rule.name).join(
+        Rule, Rule.id == Batch.rule_id
     )
     if rule_id is not None:
         await _rule(session, workspace_id, rule_id)
@@ -502,7 +497,7 @@ async def list_batches(
 
 async def has_active_rule(session: ReadSession, workspace_id: int) -> bool:
     """Whether one of the workspace's rules is active."""
-    query = select(exists().where(Rule.workspace_id == workspace_id, Rule.status == "active"))
+    query = select(scoped_exists(Rule, workspace_id, Rule.status == "active"))
     return bool(await session.scalar(query))
 
 
@@ -514,9 +509,7 @@ async def workspace_zone_changed(
     Returns how many rules were rescheduled."""
     rules = (
         await session.scalars(
-            select(Rule).where(
-                Rule.workspace_id == workspace_id, Rule.status.in_(SCHEDULED_STATUSES)
-            )
+            scoped_select(Rule, workspace_id).where(Rule.status.in_(SCHEDULED_STATUSES))
         )
     ).all()
     moved = 0

@@ -7,16 +7,19 @@ runner, the deliverer with its channels, the SMTP pool, the provider clients and
 trial mail are built once and closed at exit. Tests build one or replace a field of the process's
 own (``dataclasses.replace``).
 
-The public receivers' parts (the event writer, the ingest-job requests, the caches of resolved
-tokens and decrypted secrets) are typed by imports made for the type checker only: the ingest
-job queues the runner's job, whose handler reads these dependencies, so importing them here
-would make a cycle.
+The public receivers' parts (the event writer, the ingest-job requests) are typed by what the
+receivers call on them (:class:`EventStore`, :class:`IngestRequests`), not by their classes: the
+ingest job queues the runner's job, whose handler reads these dependencies, so naming the
+classes here — even for the type checker only — would make an import cycle
+(``deps → events/ingest → jobs → deps``; an import contract keeps it out).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Any, Protocol
 
 from app.clock import Clock
 from app.db.session import Database
@@ -29,9 +32,33 @@ from app.scheduling.queue import JobQueue
 from app.settings import Settings
 from app.ttl_cache import TtlCache
 
-if TYPE_CHECKING:
-    from app.engines.funnels.events.ingest import ProcessingRequests
-    from app.engines.funnels.events.ingest_writer import EventWriter
+
+class EventStore(Protocol):
+    """Stores an inbound event (``events/ingest_writer.py``'s group-commit writer)."""
+
+    async def store(
+        self,
+        *,
+        workspace_id: int,
+        source: str,
+        name: str,
+        external_id: str | None,
+        payload: Mapping[str, Any],
+        now: datetime,
+    ) -> int | None:
+        """The stored event's id, or ``None`` when the sender's id was seen before."""
+        ...
+
+    async def aclose(self) -> None:
+        """Write what is waiting (the process's exit)."""
+        ...
+
+
+class IngestRequests(Protocol):
+    """Asks for stored events to be processed soon (``events/ingest.py``'s requests)."""
+
+    async def request(self, now: datetime) -> None: ...
+
 
 CACHE_SECONDS = 30.0
 """How long the public receivers reuse a resolved ingest token or a decrypted workspace secret
@@ -59,9 +86,9 @@ class FunnelsDeps:
     sns: SnsVerifier
     """Verifies Amazon SNS deliveries of SES reports (its certificates cached)."""
     # -- the public receivers (app/web/hooks)
-    event_writer: EventWriter
+    event_writer: EventStore
     """The group-commit writer of inbound events."""
-    processing: ProcessingRequests
+    processing: IngestRequests
     """Queues the ingest job after a request stored an event (at most twice a second)."""
     ingest_tokens: TtlCache[str, int]
     """Workspace by the SHA-256 of its ingest token."""

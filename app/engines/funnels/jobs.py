@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.engines.funnels.deps import FunnelsDeps
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import match_events
+from app.engines.funnels.events.claim.triggers import match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs.goals import watch_goals
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec

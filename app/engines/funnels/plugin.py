@@ -20,7 +20,7 @@ from types import MappingProxyType
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.contacts import segment_sweep
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT_JOB
-from app.engines.funnels.events import schedule_triggers
+from app.engines.funnels.events.due import schedule_triggers
 from app.engines.funnels.experiments import jobs as experiment_jobs
 from app.engines.funnels.jobs import JOBS, SWEEPS
 from app.engines.funnels.outbox.channel_deps import ChannelFactory, email_channel

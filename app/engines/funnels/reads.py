@@ -11,10 +11,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import func, select
 
 from app.db import keyset
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_exists, scoped_select
 from app.engines.funnels.campaigns.models import Campaign, CampaignEvent, Recipient
 from app.engines.funnels.contacts import memberships as contact_memberships
 from app.engines.funnels.contacts.segments import Predicate, compile_sql
@@ -51,40 +52,32 @@ async def contact_views(session: ReadSession, rows: list[Contact]) -> list[Conta
 async def field_definitions(session: ReadSession, workspace_id: int) -> list[FieldDefinition]:
     """The workspace's custom contact fields, by key."""
     rows = await session.scalars(
-        select(FieldDefinition)
-        .where(FieldDefinition.workspace_id == workspace_id)
-        .order_by(FieldDefinition.key)
+        scoped_select(FieldDefinition, workspace_id).order_by(FieldDefinition.key)
     )
     return list(rows)
 
 
 async def has_contacts(session: ReadSession, workspace_id: int) -> bool:
     """Whether the workspace has any contact."""
-    return bool(await session.scalar(select(exists().where(Contact.workspace_id == workspace_id))))
+    return bool(await session.scalar(select(scoped_exists(Contact, workspace_id))))
 
 
 async def has_published_funnel(session: ReadSession, workspace_id: int) -> bool:
     """Whether one of the workspace's funnels has a published version."""
-    query = select(
-        exists().where(Funnel.workspace_id == workspace_id, Funnel.current_version_id.is_not(None))
-    )
+    query = select(scoped_exists(Funnel, workspace_id, Funnel.current_version_id.is_not(None)))
     return bool(await session.scalar(query))
 
 
 async def tag_names(session: ReadSession, workspace_id: int) -> list[str]:
     """The workspace's tags, by name."""
-    rows = await session.scalars(
-        select(Tag.name).where(Tag.workspace_id == workspace_id).order_by(Tag.name)
-    )
+    rows = await session.scalars(scoped_select(Tag, workspace_id, Tag.name).order_by(Tag.name))
     return list(rows)
 
 
 async def list_names(session: ReadSession, workspace_id: int) -> list[str]:
     """The workspace's contact lists, by name."""
     rows = await session.scalars(
-        select(ContactList.name)
-        .where(ContactList.workspace_id == workspace_id)
-        .order_by(ContactList.name)
+        scoped_select(ContactList, workspace_id, ContactList.name).order_by(ContactList.name)
     )
     return list(rows)
 
@@ -92,9 +85,8 @@ async def list_names(session: ReadSession, workspace_id: int) -> list[str]:
 async def tags_with_counts(session: ReadSession, workspace_id: int) -> list[tuple[str, int]]:
     """Each of the workspace's tags by name, with how many contacts carry it."""
     rows = await session.execute(
-        select(Tag.name, func.count(ContactTag.contact_id))
+        scoped_select(Tag, workspace_id, Tag.name, func.count(ContactTag.contact_id))
         .outerjoin(ContactTag, ContactTag.tag_id == Tag.id)
-        .where(Tag.workspace_id == workspace_id)
         .group_by(Tag.id, Tag.name)
         .order_by(Tag.name)
     )
@@ -104,9 +96,10 @@ async def tags_with_counts(session: ReadSession, workspace_id: int) -> list[tupl
 async def lists_with_counts(session: ReadSession, workspace_id: int) -> list[tuple[str, int]]:
     """Each of the workspace's contact lists by name, with how many contacts are on it."""
     rows = await session.execute(
-        select(ContactList.name, func.count(ListMember.contact_id))
+        scoped_select(
+            ContactList, workspace_id, ContactList.name, func.count(ListMember.contact_id)
+        )
         .outerjoin(ListMember, ListMember.list_id == ContactList.id)
-        .where(ContactList.workspace_id == workspace_id)
         .group_by(ContactList.id, ContactList.name)
         .order_by(ContactList.name)
     )
@@ -124,12 +117,17 @@ async def segment_matches(
 ) -> tuple[int, list[tuple[int, str | None]]]:
     """How many live contacts ``predicate`` matches now (every contact when it is ``None``), and
     the first ``sample`` of them by id as (id, e-mail). Check the predicate's problems first."""
-    where: tuple[Any, ...] = (Contact.workspace_id == workspace_id, Contact.deleted_at.is_(None))
+    where: tuple[Any, ...] = (Contact.deleted_at.is_(None),)
     if predicate is not None:
         where += (compile_sql(predicate, workspace_id=workspace_id, now=now, custom=custom),)
-    total = await session.scalar(select(func.count()).select_from(Contact).where(*where))
+    total = await session.scalar(
+        scoped_select(Contact, workspace_id, func.count()).select_from(Contact).where(*where)
+    )
     rows = await session.execute(
-        select(Contact.id, Contact.email).where(*where).order_by(Contact.id).limit(sample)
+        scoped_select(Contact, workspace_id, Contact.id, Contact.email)
+        .where(*where)
+        .order_by(Contact.id)
+        .limit(sample)
     )
     return int(total or 0), [(int(i), e) for i, e in rows.all()]
 
@@ -151,9 +149,7 @@ async def funnel_view(session: ReadSession, funnel: Funnel) -> FunnelOut:
 async def version_numbers(session: ReadSession, workspace_id: int) -> dict[int, int]:
     """Every funnel version of the workspace: its id → its number within its funnel."""
     rows = await session.execute(
-        select(FunnelVersion.id, FunnelVersion.number).where(
-            FunnelVersion.workspace_id == workspace_id
-        )
+        scoped_select(FunnelVersion, workspace_id, FunnelVersion.id, FunnelVersion.number)
     )
     return {version_id: number for version_id, number in rows}
 
@@ -168,7 +164,7 @@ async def contact_events(
     name: str | None = None,
 ) -> list[ContactEvent]:
     """Up to ``limit`` of the workspace's contact events, newest first, older than ``before``."""
-    stmt = select(ContactEvent).where(ContactEvent.workspace_id == workspace_id)
+    stmt = scoped_select(ContactEvent, workspace_id)
     if before is not None:
         stmt = stmt.where(keyset.before(ContactEvent.id, before))
     if contact_id is not None:
@@ -183,9 +179,8 @@ async def contact_events_with_email(
 ) -> list[tuple[ContactEvent, str | None]]:
     """The workspace's ``limit`` newest contact events, each with its contact's e-mail."""
     rows = await session.execute(
-        select(ContactEvent, Contact.email)
+        scoped_select(ContactEvent, workspace_id, ContactEvent, Contact.email)
         .join(Contact, Contact.id == ContactEvent.contact_id)
-        .where(ContactEvent.workspace_id == workspace_id)
         .order_by(ContactEvent.id.desc())
         .limit(limit)
     )
@@ -196,7 +191,7 @@ async def inbound_events(
     session: ReadSession, workspace_id: int, *, before: int | None, limit: int
 ) -> list[InboundEvent]:
     """Up to ``limit`` events as received, newest first, older than ``before``."""
-    stmt = select(InboundEvent).where(InboundEvent.workspace_id == workspace_id)
+    stmt = scoped_select(InboundEvent, workspace_id)
     if before is not None:
         stmt = stmt.where(keyset.before(InboundEvent.id, before))
     return list(await session.scalars(stmt.order_by(InboundEvent.id.desc()).limit(limit)))
@@ -207,13 +202,9 @@ async def send_times_since(
 ) -> list[datetime]:
     """When the workspace's campaign messages were sent since ``since`` (at most ``limit``)."""
     rows = await session.scalars(
-        select(Recipient.sent_at)
+        scoped_select(Campaign, workspace_id, Recipient.sent_at)
         .join(Campaign, Campaign.id == Recipient.campaign_id)
-        .where(
-            Campaign.workspace_id == workspace_id,
-            Recipient.sent_at.is_not(None),
-            Recipient.sent_at >= since,
-        )
+        .where(Recipient.sent_at.is_not(None), Recipient.sent_at >= since)
         .limit(limit)
     )
     return [at for at in rows if at is not None]
@@ -247,7 +238,7 @@ async def ai_usage(
     session: ReadSession, workspace_id: int, *, before: int | None, limit: int
 ) -> list[AiUsage]:
     """Up to ``limit`` of the workspace's AI generations and refusals, newest first."""
-    query = select(AiUsage).where(AiUsage.workspace_id == workspace_id)
+    query = scoped_select(AiUsage, workspace_id)
     if before is not None:
         query = query.where(keyset.before(AiUsage.id, before))
     return list(await session.scalars(query.order_by(AiUsage.id.desc()).limit(limit)))
@@ -262,8 +253,8 @@ async def contact_emails(
     if not wanted:
         return {}
     rows = await session.execute(
-        select(Contact.id, Contact.email).where(
-            Contact.workspace_id == workspace_id, Contact.id.in_(wanted)
+        scoped_select(Contact, workspace_id, Contact.id, Contact.email).where(
+            Contact.id.in_(wanted)
         )
     )
     return {contact_id: email for contact_id, email in rows.all()}

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.ranktracking.errors import ListNotFound
 from app.engines.ranktracking.keywords import normalise, normalise_all
 from app.engines.ranktracking.members import list_keywords, list_size
@@ -25,9 +26,7 @@ MAX_LIST_KEYWORDS = 10_000
 
 async def get_list(session: ReadSession, workspace_id: int, list_id: int) -> KeywordList:
     found = await session.scalar(
-        select(KeywordList).where(
-            KeywordList.id == list_id, KeywordList.workspace_id == workspace_id
-        )
+        scoped_select(KeywordList, workspace_id).where(KeywordList.id == list_id)
     )
     if found is None:
         raise ListNotFound("keyword list not found")
@@ -35,8 +34,8 @@ async def get_list(session: ReadSession, workspace_id: int, list_id: int) -> Key
 
 
 async def _name_taken(session: ReadSession, workspace_id: int, name: str, but: int | None) -> bool:
-    stmt = select(KeywordList.id).where(
-        KeywordList.workspace_id == workspace_id, func.lower(KeywordList.name) == name.lower()
+    stmt = scoped_select(KeywordList, workspace_id, KeywordList.id).where(
+        func.lower(KeywordList.name) == name.lower()
     )
     if but is not None:
         stmt = stmt.where(KeywordList.id != but)
@@ -144,9 +143,8 @@ async def detail_out(session: ReadSession, kl: KeywordList) -> ListDetailOut:
 
 async def all_lists(session: ReadSession, workspace_id: int) -> list[ListOut]:
     rows = await session.execute(
-        select(KeywordList, func.count(ListKeyword.id))
+        scoped_select(KeywordList, workspace_id, KeywordList, func.count(ListKeyword.id))
         .outerjoin(ListKeyword, ListKeyword.list_id == KeywordList.id)
-        .where(KeywordList.workspace_id == workspace_id)
         .group_by(KeywordList.id)
         .order_by(KeywordList.name)
     )

@@ -24,7 +24,7 @@ from app.engines.funnels.contacts import store as contact_store
 from app.engines.funnels.contacts.csv_import import start_import
 from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.deps import FunnelsDeps
-from app.engines.funnels.events.segment_triggers import contacts_changed
+from app.engines.funnels.events.work.segment_triggers import contacts_changed
 from app.engines.funnels.models import ContactList, Tag
 from app.engines.funnels.outbox import frequency
 from app.engines.funnels.runs import records

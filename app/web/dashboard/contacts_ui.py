@@ -20,7 +20,7 @@ from app.engines.funnels.contacts import memberships as contact_memberships
 from app.engines.funnels.contacts import store as contact_store
 from app.engines.funnels.contacts.store import ContactData
 from app.engines.funnels.definitions import service
-from app.engines.funnels.events.triggers import enroll
+from app.engines.funnels.events.claim.triggers import enroll
 from app.engines.funnels.models import FieldDefinition, FunnelVersion
 from app.errors import DomainError, ValidationFailed
 from app.platform.service import Principal

@@ -32,7 +32,7 @@ from litestar import Request, post
 from litestar.params import FromPath
 
 from app.engines.funnels.deps import FunnelsDeps
-from app.engines.funnels.events.report_nonces import ReportRow, store_once
+from app.engines.funnels.events.records.report_nonces import ReportRow, store_once
 from app.errors import Unauthorized, ValidationFailed
 from app.integrations.mail import postmark, sendgrid
 from app.integrations.mail.reports import (

@@ -21,10 +21,10 @@ from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.deps import FunnelsDeps
+from app.engines.funnels.events.claim.triggers import match_events
 from app.engines.funnels.events.ingest import IngestPayload, run_ingest
-from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.tracking import sign_body
-from app.engines.funnels.events.triggers import match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import (
     Contact,
     ContactList,

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from app.demo.funnels import PART
 from app.demo.parts import DemoWorkspace
 from app.engines.funnels.definitions.service import list_funnels, publish
-from app.engines.funnels.events.triggers import enroll
+from app.engines.funnels.events.claim.triggers import enroll
 from app.engines.funnels.models import RUN_COMPLETED, Contact
 from app.sandbox.smtp import SmtpSink
 from tests.engines.funnels.factories import Engine, Space, runs_of

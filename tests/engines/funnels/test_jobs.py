@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from app.engines.funnels.campaigns import jobs as campaign_jobs
 from app.engines.funnels.campaigns.models import Campaign
-from app.engines.funnels.events.schedule_triggers import TimeTriggersPayload, run_time_triggers
+from app.engines.funnels.events.due.schedule_triggers import TimeTriggersPayload, run_time_triggers
 from app.settings import MailSettings
 from tests.conftest import auth
 from tests.engines.funnels.factories import contact, runs_of, setup_names, tagging_funnel

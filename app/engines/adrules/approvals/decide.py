@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import select, update
 
+from app.db.tenancy import scoped_exists, scoped_select, scoped_update
 from app.engines.adrules import records
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_task
@@ -93,9 +94,7 @@ class _Outcome:
 async def _check_run(deps: AdRulesDeps, workspace_id: int, batch_id: str) -> None:
     async with deps.db.read() as session:
         found = await session.scalar(
-            select(
-                exists().where(Proposal.workspace_id == workspace_id, Proposal.batch_id == batch_id)
-            )
+            select(scoped_exists(Proposal, workspace_id, Proposal.batch_id == batch_id))
         )
     if not found:
         raise ProposalsNotFound("no proposal of this run in this workspace")
@@ -115,7 +114,6 @@ async def _claim(
     """Move the run's pending, unexpired proposals to ``status`` in one statement; the ids moved."""
     now = deps.clock.now()
     conditions = [
-        Proposal.workspace_id == workspace_id,
         Proposal.batch_id == batch_id,
         Proposal.status == PROPOSAL_PENDING,
         Proposal.expires_at > now,
@@ -126,7 +124,7 @@ async def _claim(
         claimed = list(
             (
                 await uow.session.scalars(
-                    update(Proposal)
+                    scoped_update(Proposal, workspace_id)
                     .where(*conditions)
                     .values(status=status, decided_by=decided_by[:200], decided_at=now)
                     .returning(Proposal.id)
@@ -242,9 +240,8 @@ async def approve(
             a.id: a
             for a in (
                 await session.scalars(
-                    select(AdAccount).where(
-                        AdAccount.id.in_({p.ad_account_id for p in proposals}),
-                        AdAccount.workspace_id == workspace_id,
+                    scoped_select(AdAccount, workspace_id).where(
+                        AdAccount.id.in_({p.ad_account_id for p in proposals})
                     )
                 )
             ).all()

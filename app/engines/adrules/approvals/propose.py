@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert
 
 from app.db.session import Database, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.adrules.notify_models import PROPOSAL_PENDING, Proposal
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.schemas import TaskDocument
@@ -78,8 +79,7 @@ async def waiting_objects(
         for start in range(0, len(campaign_ids), CHUNK):
             chunk = list(campaign_ids[start : start + CHUNK])
             rows = await session.scalars(
-                select(Proposal.campaign_id).where(
-                    Proposal.workspace_id == workspace_id,
+                scoped_select(Proposal, workspace_id, Proposal.campaign_id).where(
                     Proposal.task_id == task_id,
                     Proposal.status == PROPOSAL_PENDING,
                     Proposal.campaign_id.in_(chunk),

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
-
 from app.db import keyset
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_select
 from app.engines.adrules.approvals import links
 from app.engines.adrules.notify_models import Proposal
 from app.platform.crypto import SecretBox
@@ -17,8 +16,8 @@ from app.platform.service import webhook_secret
 
 async def run_proposals(session: ReadSession, workspace_id: int, batch_id: str) -> list[Proposal]:
     rows = await session.scalars(
-        select(Proposal)
-        .where(Proposal.workspace_id == workspace_id, Proposal.batch_id == batch_id)
+        scoped_select(Proposal, workspace_id)
+        .where(Proposal.batch_id == batch_id)
         .order_by(Proposal.id)
     )
     return list(rows.all())
@@ -33,9 +32,7 @@ async def proposals_page(
     limit: int = 100,
 ) -> list[Proposal]:
     """One page of a run's proposals in id order (``limit + 1`` rows)."""
-    stmt = select(Proposal).where(
-        Proposal.workspace_id == workspace_id, Proposal.batch_id == batch_id
-    )
+    stmt = scoped_select(Proposal, workspace_id).where(Proposal.batch_id == batch_id)
     if after_id is not None:
         stmt = stmt.where(keyset.after(Proposal.id, after_id))
     rows = await session.scalars(stmt.order_by(Proposal.id).limit(limit + 1))

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
-
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_select
 from app.engines.adrules.models import Rule
 from app.engines.adrules.run_models import RECORD_EXECUTED, ExecutionRecord
 from app.engines.adrules.work.guards import BUDGET_ACTIONS, BudgetChange, direction
@@ -31,7 +30,9 @@ async def other_rules_changes(
     """Per object id, the budget changes other rules of the workspace executed on the account
     from a cooldown before ``start`` to ``end``, oldest first."""
     rows = await session.execute(
-        select(
+        scoped_select(
+            ExecutionRecord,
+            workspace_id,
             ExecutionRecord.campaign_id,
             ExecutionRecord.rule_id,
             Rule.name,
@@ -42,7 +43,6 @@ async def other_rules_changes(
         )
         .join(Rule, Rule.id == ExecutionRecord.rule_id)
         .where(
-            ExecutionRecord.workspace_id == workspace_id,
             ExecutionRecord.ad_account_id == ad_account_id,
             ExecutionRecord.rule_id != rule_id,
             ExecutionRecord.status == RECORD_EXECUTED,

@@ -22,8 +22,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from sqlalchemy import select
-
+from app.db.tenancy import scoped_select
 from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS
 from app.engines.adrules.claim.batches import (
     RuleRef,
@@ -290,9 +289,9 @@ async def dispatch_now(
     async with deps.db.read() as session:
         row = (
             await session.execute(
-                select(Rule.id, Rule.workspace_id)
+                scoped_select(Rule, workspace_id, Rule.id, Rule.workspace_id)
                 .join(Workspace, Workspace.id == Rule.workspace_id)
-                .where(Rule.id == rule_id, Rule.workspace_id == workspace_id)
+                .where(Rule.id == rule_id)
             )
         ).first()
         stopped = await stopped_workspaces(session, {workspace_id})

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_select
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES
 from app.engines.adrules.claim.pool import FetchStats
 from app.engines.adrules.claim.prefilters import targets_not_deliverable, to_filtering
@@ -76,12 +77,9 @@ async def load_rule_work(session: ReadSession, secrets: SecretBox, rule_id: int)
         AccountRow(a.id, a.meta_id, a.currency, a.timezone_name, a.active)
         for a in (
             await session.execute(
-                select(AdAccount)
+                scoped_select(AdAccount, rule.workspace_id)
                 .join(RuleAccount, RuleAccount.ad_account_id == AdAccount.id)
-                .where(
-                    RuleAccount.rule_id == rule.id,
-                    AdAccount.workspace_id == rule.workspace_id,
-                )
+                .where(RuleAccount.rule_id == rule.id)
                 .order_by(AdAccount.id)
             )
         ).scalars()

@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
-
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.adrules.accounts import store_token
 from app.engines.adrules.connection.verdict import TokenStanding, judge, reconnect_due
 from app.engines.adrules.connection_models import MetaConnection
@@ -110,9 +109,7 @@ async def connection_view(
     session: ReadSession, workspace_id: int, *, now: datetime
 ) -> ConnectionView | None:
     """None when the token was stored without a check (before checks existed) or never set."""
-    row = await session.scalar(
-        select(MetaConnection).where(MetaConnection.workspace_id == workspace_id)
-    )
+    row = await session.scalar(scoped_select(MetaConnection, workspace_id))
     if row is None:
         return None
     return ConnectionView(

@@ -9,9 +9,10 @@ from __future__ import annotations
 import secrets
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, or_, update
+from sqlalchemy import delete, or_
 
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_update
 from app.engines.adrules.connection_models import LoginState
 from app.engines.adrules.errors import LoginRefused
 from app.platform.tokens import sha256_hex
@@ -61,11 +62,10 @@ async def take_state(
     """Use ``state`` up, or refuse it. One statement: two returns with the same state cannot both
     take it."""
     taken = await session.execute(
-        update(LoginState)
+        scoped_update(LoginState, workspace_id)
         .where(
             LoginState.state_hash == sha256_hex(state),
             LoginState.session_hash == sha256_hex(session_token),
-            LoginState.workspace_id == workspace_id,
             LoginState.user_id == user_id,
             LoginState.used_at.is_(None),
             LoginState.expires_at > now,

@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import func, select, update
+from sqlalchemy import func, update
 
 from app.db.dialect import insert_ignoring
+from app.db.tenancy import scoped_select
 from app.engines.adrules.approvals import links
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.models import (
@@ -78,11 +79,10 @@ async def send_run_digests(deps: AdRulesDeps, payload: RunAccountPayload) -> int
     async with deps.db.read() as session:
         batches = (
             await session.execute(
-                select(Batch.id, Batch.status, Batch.account_meta_id)
-                .where(
-                    Batch.batch_id == payload.batch_id,
-                    Batch.workspace_id == payload.workspace_id,
+                scoped_select(
+                    Batch, payload.workspace_id, Batch.id, Batch.status, Batch.account_meta_id
                 )
+                .where(Batch.batch_id == payload.batch_id)
                 .order_by(Batch.id)
             )
         ).all()
@@ -90,10 +90,8 @@ async def send_run_digests(deps: AdRulesDeps, payload: RunAccountPayload) -> int
             return 0  # another account of the run is still going: the last one sends
         rows = await _record_rows(session, payload)
         expiry = await session.scalar(
-            select(func.min(Proposal.expires_at)).where(
-                Proposal.batch_id == payload.batch_id,
-                Proposal.workspace_id == payload.workspace_id,
-                Proposal.status == PROPOSAL_PENDING,
+            scoped_select(Proposal, payload.workspace_id, func.min(Proposal.expires_at)).where(
+                Proposal.batch_id == payload.batch_id, Proposal.status == PROPOSAL_PENDING
             )
         )
         workspace = await session.get(Workspace, payload.workspace_id)
@@ -134,7 +132,9 @@ async def send_run_digests(deps: AdRulesDeps, payload: RunAccountPayload) -> int
 
 async def _record_rows(session: Any, payload: RunAccountPayload) -> list[RecordRow]:
     result = await session.execute(
-        select(
+        scoped_select(
+            ExecutionRecord,
+            payload.workspace_id,
             ExecutionRecord.task_id,
             ExecutionRecord.campaign_id,
             ExecutionRecord.campaign_name,
@@ -144,10 +144,7 @@ async def _record_rows(session: Any, payload: RunAccountPayload) -> list[RecordR
             ExecutionRecord.before,
             ExecutionRecord.after,
             ExecutionRecord.conditions,
-        ).where(
-            ExecutionRecord.workspace_id == payload.workspace_id,
-            ExecutionRecord.batch_id == payload.batch_id,
-        )
+        ).where(ExecutionRecord.batch_id == payload.batch_id)
     )
     return [RecordRow(*row) for row in result.all()]
 

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_select
 from app.engines.adrules.models import Rule
 from app.engines.adrules.run_models import RECORD_EXECUTED, ExecutionRecord
 
@@ -137,11 +138,10 @@ async def opposing_rules(
 
     rows = (
         await session.execute(
-            select(Task.rule_id, Rule.name, Task.document)
+            scoped_select(Rule, workspace_id, Task.rule_id, Rule.name, Task.document)
             .join(Rule, Rule.id == Task.rule_id)
             .join(RuleAccount, RuleAccount.rule_id == Rule.id)
             .where(
-                Rule.workspace_id == workspace_id,
                 RuleAccount.ad_account_id == ad_account_id,
                 Task.archived_at.is_(None),
                 (Rule.id == rule_id) | (Rule.status == "active"),

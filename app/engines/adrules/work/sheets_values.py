@@ -20,11 +20,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sqlalchemy import select
-
 from app.clock import Clock
 from app.db.dialect import upsert
 from app.db.session import Database
+from app.db.tenancy import scoped_select
 from app.engines.adrules.run_models import SheetCopy
 from app.integrations.sheets import (
     ApiKey,
@@ -398,8 +397,7 @@ class CustomMetricSource:
     async def _from_copy(self, ref: SheetRef, live_error: str) -> SheetRows | SheetFailure:
         async with self._db.read() as session:
             copy = await session.scalar(
-                select(SheetCopy).where(
-                    SheetCopy.workspace_id == ref.workspace_id,
+                scoped_select(SheetCopy, ref.workspace_id).where(
                     SheetCopy.spreadsheet_id == ref.spreadsheet_id,
                     SheetCopy.sheet_name == ref.sheet_name,
                 )

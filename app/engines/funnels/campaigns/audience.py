@@ -26,6 +26,7 @@ from sqlalchemy import and_, func, select, update
 
 from app.db.dialect import insert
 from app.db.session import UnitOfWork, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.campaigns.models import (
     MATERIALISING,
     R_PENDING,
@@ -76,9 +77,7 @@ async def _claim(session: WriteSession, campaign_id: int, now: datetime) -> Camp
 async def _highest_contact(session: WriteSession, workspace_id: int) -> int:
     return int(
         await session.scalar(
-            select(func.coalesce(func.max(Contact.id), 0)).where(
-                Contact.workspace_id == workspace_id
-            )
+            scoped_select(Contact, workspace_id, func.coalesce(func.max(Contact.id), 0))
         )
         or 0
     )

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from app.db import keyset
 from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.campaigns.models import (
     CANCELLED,
     DRAFT,
@@ -128,7 +129,7 @@ async def create_campaign(
 
 async def get_campaign(session: ReadSession, workspace_id: int, campaign_id: int) -> Campaign:
     campaign = await session.scalar(
-        select(Campaign).where(Campaign.id == campaign_id, Campaign.workspace_id == workspace_id)
+        scoped_select(Campaign, workspace_id).where(Campaign.id == campaign_id)
     )
     if campaign is None:
         raise CampaignNotFound(f"campaign {campaign_id} not found")
@@ -138,7 +139,7 @@ async def get_campaign(session: ReadSession, workspace_id: int, campaign_id: int
 async def list_campaigns(
     session: ReadSession, workspace_id: int, *, after: int | None = None, limit: int = 50
 ) -> list[Campaign]:
-    stmt = select(Campaign).where(Campaign.workspace_id == workspace_id)
+    stmt = scoped_select(Campaign, workspace_id)
     if after is not None:
         stmt = stmt.where(Campaign.id < after)
     return list(await session.scalars(stmt.order_by(Campaign.id.desc()).limit(limit)))
@@ -250,13 +251,9 @@ async def record_delivery_event(
     is stored once; counters count distinct recipients, so even a repeat under a new id cannot
     inflate them (FN-29)."""
     contact_id = await session.scalar(
-        select(Recipient.contact_id)
+        scoped_select(Campaign, workspace_id, Recipient.contact_id)
         .join(Campaign, Campaign.id == Recipient.campaign_id)
-        .where(
-            Recipient.campaign_id == campaign_id,
-            Recipient.seq == seq,
-            Campaign.workspace_id == workspace_id,
-        )
+        .where(Recipient.campaign_id == campaign_id, Recipient.seq == seq)
     )
     if contact_id is None:
         return None

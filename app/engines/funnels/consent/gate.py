@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.consent.policy import (
     GONE,
     SKIP,
@@ -122,10 +123,8 @@ async def person_at(
     contact with it, and what an erased one left under its hash."""
     rows = (
         await session.execute(
-            select(Contact.suppressed, Contact.consent).where(
-                Contact.workspace_id == workspace_id,
-                func.lower(Contact.email) == email.strip().lower(),
-                Contact.deleted_at.is_(None),
+            scoped_select(Contact, workspace_id, Contact.suppressed, Contact.consent).where(
+                func.lower(Contact.email) == email.strip().lower(), Contact.deleted_at.is_(None)
             )
         )
     ).all()

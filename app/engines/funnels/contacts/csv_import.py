@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 
 from app.db.dialect import insert
 from app.db.locks import is_lock_timeout
 from app.db.session import UnitOfWork, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.import_report import masked as _masked
 from app.engines.funnels.contacts.memberships import (
@@ -35,7 +35,7 @@ from app.engines.funnels.contacts.memberships import (
     over_limit,
 )
 from app.engines.funnels.contacts.store import ContactData, check_contact
-from app.engines.funnels.events.segment_triggers import contacts_changed
+from app.engines.funnels.events.work.segment_triggers import contacts_changed
 from app.engines.funnels.models import Contact, ContactEvent
 from app.errors import ValidationFailed
 from app.scheduling.bulk import BulkKind, Chunk, ItemError, StepInput, bulk_job_spec, submit
@@ -347,10 +347,8 @@ async def _apply(
     existing = {
         c.email: c
         for c in await session.scalars(
-            select(Contact).where(
-                Contact.workspace_id == workspace_id,
-                Contact.deleted_at.is_(None),
-                Contact.email.in_(list(by_email)),
+            scoped_select(Contact, workspace_id).where(
+                Contact.deleted_at.is_(None), Contact.email.in_(list(by_email))
             )
         )
         if c.email

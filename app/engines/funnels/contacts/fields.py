@@ -7,9 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.segments import FIELD_TYPES, Predicate, problems
 from app.engines.funnels.models import (
     FieldDefinition,
@@ -19,9 +18,7 @@ from app.errors import ValidationFailed
 
 async def field_types(session: ReadSession, workspace_id: int) -> dict[str, str]:
     rows = await session.execute(
-        select(FieldDefinition.key, FieldDefinition.type).where(
-            FieldDefinition.workspace_id == workspace_id
-        )
+        scoped_select(FieldDefinition, workspace_id, FieldDefinition.key, FieldDefinition.type)
     )
     return {k: t for k, t in rows.all()}
 
@@ -58,9 +55,7 @@ async def define_field(
             "key", "letters, digits and underscores, not starting with a digit"
         )
     existing = await session.scalar(
-        select(FieldDefinition).where(
-            FieldDefinition.workspace_id == workspace_id, FieldDefinition.key == key
-        )
+        scoped_select(FieldDefinition, workspace_id).where(FieldDefinition.key == key)
     )
     if existing is not None:
         if existing.type != type_:

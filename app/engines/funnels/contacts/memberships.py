@@ -14,6 +14,7 @@ from sqlalchemy import delete, func, select
 
 from app.db.dialect import insert, row_count
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.models import (
     Contact,
@@ -42,9 +43,7 @@ async def ensure_names(
             [{"workspace_id": workspace_id, "name": n} for n in piece],
         )
         rows = await session.execute(
-            select(model.name, model.id).where(
-                model.workspace_id == workspace_id, model.name.in_(piece)
-            )
+            scoped_select(model, workspace_id, model.name, model.id).where(model.name.in_(piece))
         )
         found.update({name: id_ for name, id_ in rows.all()})
     return found
@@ -63,7 +62,7 @@ async def names_of(
     session: ReadSession, model: type[Tag] | type[ContactList], workspace_id: int
 ) -> list[str]:
     rows = await session.scalars(
-        select(model.name).where(model.workspace_id == workspace_id).order_by(model.name)
+        scoped_select(model, workspace_id, model.name).order_by(model.name)
     )
     return list(rows)
 
@@ -247,7 +246,7 @@ async def add_tag(
 
 async def remove_tag(session: WriteSession, contact: Contact, tag: str) -> bool:
     tag_id = await session.scalar(
-        select(Tag.id).where(Tag.workspace_id == contact.workspace_id, Tag.name == tag)
+        scoped_select(Tag, contact.workspace_id, Tag.id).where(Tag.name == tag)
     )
     if tag_id is None:
         return False
@@ -285,8 +284,8 @@ async def add_to_list(
 
 async def remove_from_list(session: WriteSession, contact: Contact, name: str) -> bool:
     list_id = await session.scalar(
-        select(ContactList.id).where(
-            ContactList.workspace_id == contact.workspace_id, ContactList.name == name
+        scoped_select(ContactList, contact.workspace_id, ContactList.id).where(
+            ContactList.name == name
         )
     )
     if list_id is None:

@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 
 from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.campaigns.models import CANCELLED, DONE, Campaign
 from app.engines.funnels.contacts.fields import check_predicate, field_types
 from app.engines.funnels.contacts.saved_segment_models import SavedSegment, SegmentCount
@@ -79,9 +80,9 @@ async def bind(session: ReadSession, workspace_id: int, raw: Any) -> Any:
     found: dict[int, dict[str, Any]] = {}
     if wanted:
         rows = await session.execute(
-            select(SavedSegment.id, SavedSegment.predicate).where(
-                SavedSegment.workspace_id == workspace_id, SavedSegment.id.in_(wanted)
-            )
+            scoped_select(
+                SavedSegment, workspace_id, SavedSegment.id, SavedSegment.predicate
+            ).where(SavedSegment.id.in_(wanted))
         )
         found = {int(i): p for i, p in rows.all()}
     for ref in refs:
@@ -105,9 +106,7 @@ def _clean_name(name: str) -> str:
 
 async def _unique(session: ReadSession, workspace_id: int, name: str, but: int | None) -> None:
     taken = await session.scalar(
-        select(SavedSegment.id).where(
-            SavedSegment.workspace_id == workspace_id, SavedSegment.name == name
-        )
+        scoped_select(SavedSegment, workspace_id, SavedSegment.id).where(SavedSegment.name == name)
     )
     if taken is not None and taken != but:
         raise ValidationFailed.field("name", f"a segment named {name!r} exists already")
@@ -144,9 +143,7 @@ async def create_segment(
 
 async def get_segment(session: ReadSession, workspace_id: int, segment_id: int) -> SavedSegment:
     segment = await session.scalar(
-        select(SavedSegment).where(
-            SavedSegment.id == segment_id, SavedSegment.workspace_id == workspace_id
-        )
+        scoped_select(SavedSegment, workspace_id).where(SavedSegment.id == segment_id)
     )
     if segment is None:
         raise SegmentNotFound(f"segment {segment_id} not found")
@@ -155,11 +152,7 @@ async def get_segment(session: ReadSession, workspace_id: int, segment_id: int) 
 
 async def list_segments(session: ReadSession, workspace_id: int) -> list[SavedSegment]:
     return list(
-        await session.scalars(
-            select(SavedSegment)
-            .where(SavedSegment.workspace_id == workspace_id)
-            .order_by(SavedSegment.name)
-        )
+        await session.scalars(scoped_select(SavedSegment, workspace_id).order_by(SavedSegment.name))
     )
 
 
@@ -191,15 +184,15 @@ async def users_of(session: ReadSession, workspace_id: int, segment_id: int) -> 
     campaigns not finished, and funnels whose draft or published version refers to it."""
     users: list[str] = []
     campaigns = await session.execute(
-        select(Campaign.name, Campaign.audience).where(
-            Campaign.workspace_id == workspace_id, Campaign.status.not_in((DONE, CANCELLED))
+        scoped_select(Campaign, workspace_id, Campaign.name, Campaign.audience).where(
+            Campaign.status.not_in((DONE, CANCELLED))
         )
     )
     users += [f'campaign "{n}"' for n, a in campaigns.all() if refers_to(a, segment_id)]
     funnels = await session.execute(
-        select(Funnel.name, Funnel.draft, FunnelVersion.definition)
-        .outerjoin(FunnelVersion, FunnelVersion.id == Funnel.current_version_id)
-        .where(Funnel.workspace_id == workspace_id)
+        scoped_select(
+            Funnel, workspace_id, Funnel.name, Funnel.draft, FunnelVersion.definition
+        ).outerjoin(FunnelVersion, FunnelVersion.id == Funnel.current_version_id)
     )
     users += [
         f'funnel "{n}"'
@@ -252,9 +245,9 @@ async def live_count(session: ReadSession, segment: SavedSegment, now: datetime)
         decode_predicate(segment.predicate), workspace_id=ws, now=now, custom=custom
     )
     total = await session.scalar(
-        select(func.count())
+        scoped_select(Contact, ws, func.count())
         .select_from(Contact)
-        .where(Contact.workspace_id == ws, Contact.deleted_at.is_(None), matches)
+        .where(Contact.deleted_at.is_(None), matches)
     )
     return int(total or 0)
 

@@ -34,6 +34,7 @@ from sqlalchemy import (
 )
 
 from app.db.functions import position
+from app.db.tenancy import scoped_select
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,
@@ -459,23 +460,15 @@ def compile_sql(
         return _compile_segment(predicate, workspace_id=workspace_id, now=now, custom=custom)
     if isinstance(predicate, HasTag):
         return exists(
-            select(ContactTag.contact_id)
+            scoped_select(Tag, workspace_id, ContactTag.contact_id)
             .join(Tag, Tag.id == ContactTag.tag_id)
-            .where(
-                ContactTag.contact_id == Contact.id,
-                Tag.workspace_id == workspace_id,
-                Tag.name == predicate.tag,
-            )
+            .where(ContactTag.contact_id == Contact.id, Tag.name == predicate.tag)
         )
     if isinstance(predicate, InList):
         return exists(
-            select(ListMember.contact_id)
+            scoped_select(ContactList, workspace_id, ListMember.contact_id)
             .join(ContactList, ContactList.id == ListMember.list_id)
-            .where(
-                ListMember.contact_id == Contact.id,
-                ContactList.workspace_id == workspace_id,
-                ContactList.name == predicate.list,
-            )
+            .where(ListMember.contact_id == Contact.id, ContactList.name == predicate.list)
         )
     if isinstance(predicate, ContextIs | EventIs):
         # A contact outside a run has no context, and no event is being filtered: only

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db import keyset
 from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.events import (
     ROWS_PER_STATEMENT,
     event_row,
@@ -147,10 +148,8 @@ async def create_contact(
 
 async def get_contact(session: ReadSession, workspace_id: int, contact_id: int) -> Contact:
     contact = await session.scalar(
-        select(Contact).where(
-            Contact.id == contact_id,
-            Contact.workspace_id == workspace_id,
-            Contact.deleted_at.is_(None),
+        scoped_select(Contact, workspace_id).where(
+            Contact.id == contact_id, Contact.deleted_at.is_(None)
         )
     )
     if contact is None:
@@ -160,10 +159,8 @@ async def get_contact(session: ReadSession, workspace_id: int, contact_id: int) 
 
 async def find_by_email(session: ReadSession, workspace_id: int, email: str) -> Contact | None:
     return await session.scalar(
-        select(Contact).where(
-            Contact.workspace_id == workspace_id,
-            Contact.email == normal_email(email),
-            Contact.deleted_at.is_(None),
+        scoped_select(Contact, workspace_id).where(
+            Contact.email == normal_email(email), Contact.deleted_at.is_(None)
         )
     )
 
@@ -303,9 +300,7 @@ async def _apply_memberships(
         if problem is not None:
             raise ValidationFailed.field(kind.field, problem, code="too_many")
         if replace:
-            keep = select(kind.model.id).where(
-                kind.model.workspace_id == ws, kind.model.name.in_(names)
-            )
+            keep = scoped_select(kind.model, ws, kind.model.id).where(kind.model.name.in_(names))
             await session.execute(
                 delete(kind.link)
                 .execution_options(synchronize_session=False)
@@ -335,15 +330,15 @@ async def list_contacts(
     tag: str | None = None,
     search: str | None = None,
 ) -> list[Contact]:
-    stmt = select(Contact).where(Contact.workspace_id == workspace_id, Contact.deleted_at.is_(None))
+    stmt = scoped_select(Contact, workspace_id).where(Contact.deleted_at.is_(None))
     if after is not None:
         stmt = stmt.where(keyset.after(Contact.id, after))
     if tag:
         stmt = stmt.where(
             Contact.id.in_(
-                select(ContactTag.contact_id)
+                scoped_select(Tag, workspace_id, ContactTag.contact_id)
                 .join(Tag, Tag.id == ContactTag.tag_id)
-                .where(Tag.workspace_id == workspace_id, Tag.name == tag)
+                .where(Tag.name == tag)
             )
         )
     if search:

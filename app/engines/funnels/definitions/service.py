@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 
 from app.db import keyset
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.memberships import names_of
 from app.engines.funnels.contacts.saved_segments import bind
@@ -26,7 +27,7 @@ from app.engines.funnels.definitions.graph import (
 )
 from app.engines.funnels.definitions.validate import KnownNames, Problem, validate
 from app.engines.funnels.errors import FunnelNotFound, InvalidGraph, NotPublished
-from app.engines.funnels.events.segment_triggers import record_baselines
+from app.engines.funnels.events.work.segment_triggers import record_baselines
 from app.engines.funnels.models import (
     Contact,
     ContactEvent,
@@ -54,7 +55,7 @@ def parse_definition(raw: Any) -> Definition:
 
 
 async def known_names(session: ReadSession, workspace_id: int) -> KnownNames:
-    funnel_ids = await session.scalars(select(Funnel.id).where(Funnel.workspace_id == workspace_id))
+    funnel_ids = await session.scalars(scoped_select(Funnel, workspace_id, Funnel.id))
     return KnownNames(
         tags=frozenset(await names_of(session, Tag, workspace_id)),
         lists=frozenset(await names_of(session, ContactList, workspace_id)),
@@ -113,9 +114,7 @@ async def create_funnel(
 
 
 async def get_funnel(session: ReadSession, workspace_id: int, funnel_id: int) -> Funnel:
-    funnel = await session.scalar(
-        select(Funnel).where(Funnel.id == funnel_id, Funnel.workspace_id == workspace_id)
-    )
+    funnel = await session.scalar(scoped_select(Funnel, workspace_id).where(Funnel.id == funnel_id))
     if funnel is None:
         raise FunnelNotFound(f"funnel {funnel_id} not found")
     return funnel
@@ -204,11 +203,7 @@ async def publish(
 
 
 async def list_funnels(session: ReadSession, workspace_id: int) -> list[Funnel]:
-    return list(
-        await session.scalars(
-            select(Funnel).where(Funnel.workspace_id == workspace_id).order_by(Funnel.id)
-        )
-    )
+    return list(await session.scalars(scoped_select(Funnel, workspace_id).order_by(Funnel.id)))
 
 
 async def versions(session: ReadSession, workspace_id: int, funnel_id: int) -> list[FunnelVersion]:
@@ -226,10 +221,8 @@ async def get_version(
     session: ReadSession, workspace_id: int, funnel_id: int, number: int
 ) -> FunnelVersion:
     version = await session.scalar(
-        select(FunnelVersion).where(
-            FunnelVersion.funnel_id == funnel_id,
-            FunnelVersion.workspace_id == workspace_id,
-            FunnelVersion.number == number,
+        scoped_select(FunnelVersion, workspace_id).where(
+            FunnelVersion.funnel_id == funnel_id, FunnelVersion.number == number
         )
     )
     if version is None:
@@ -269,7 +262,7 @@ async def list_runs(
     status: str | None = None,
 ) -> list[Run]:
     await get_funnel(session, workspace_id, funnel_id)
-    stmt = select(Run).where(Run.funnel_id == funnel_id, Run.workspace_id == workspace_id)
+    stmt = scoped_select(Run, workspace_id).where(Run.funnel_id == funnel_id)
     if status:
         stmt = stmt.where(Run.status == status)
     if after is not None:
@@ -278,9 +271,7 @@ async def list_runs(
 
 
 async def get_run(session: ReadSession, workspace_id: int, run_id: int) -> Run:
-    run = await session.scalar(
-        select(Run).where(Run.id == run_id, Run.workspace_id == workspace_id)
-    )
+    run = await session.scalar(scoped_select(Run, workspace_id).where(Run.id == run_id))
     if run is None:
         raise FunnelNotFound(f"run {run_id} not found")
     return run

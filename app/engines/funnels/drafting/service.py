@@ -24,6 +24,7 @@ from sqlalchemy import select
 
 from app.clock import Clock
 from app.db.session import Database, ReadSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.definitions import service as definitions
 from app.engines.funnels.definitions.graph import Definition
 from app.engines.funnels.definitions.validate import Problem
@@ -313,7 +314,7 @@ async def _store(
 async def record_of(session: ReadSession, workspace_id: int, funnel_id: int) -> AiDraft | None:
     """The drafting record of a funnel (``None`` for a funnel drawn by hand)."""
     row: AiDraft | None = await session.scalar(
-        select(AiDraft).where(AiDraft.workspace_id == workspace_id, AiDraft.funnel_id == funnel_id)
+        scoped_select(AiDraft, workspace_id).where(AiDraft.funnel_id == funnel_id)
     )
     return row
 

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.events.models import Form
 from app.errors import NotFound, ValidationFailed
 
@@ -77,11 +78,7 @@ async def create_form(
 
 
 async def list_forms(session: ReadSession, workspace_id: int) -> list[Form]:
-    return list(
-        await session.scalars(
-            select(Form).where(Form.workspace_id == workspace_id).order_by(Form.id.desc())
-        )
-    )
+    return list(await session.scalars(scoped_select(Form, workspace_id).order_by(Form.id.desc())))
 
 
 async def public_form(session: ReadSession, public_id: str) -> Form:

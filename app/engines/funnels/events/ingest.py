@@ -24,7 +24,7 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, select, update
 
 from app.clock import Clock
-from app.db.dialect import insert
+from app.db.dialect import concurrent_writers, insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.campaigns.service import record_delivery_event
 from app.engines.funnels.contacts.events import record_events
@@ -32,12 +32,14 @@ from app.engines.funnels.contacts.fields import check_field_value, field_types
 from app.engines.funnels.contacts.memberships import add_tag, add_to_list
 from app.engines.funnels.contacts.store import create_contact, find_by_email
 from app.engines.funnels.errors import DuplicateContact
-from app.engines.funnels.events.apply_set import Applied, apply_planned, report_tracked
-from app.engines.funnels.events.delivery_reports import (
+from app.engines.funnels.events.claim.triggers import match_events
+from app.engines.funnels.events.models import Form, InboundEvent
+from app.engines.funnels.events.records.delivery_reports import (
     parse_funnel_message_id,
     record_funnel_report,
 )
-from app.engines.funnels.events.inbound import (
+from app.engines.funnels.events.work.apply_set import Applied, apply_planned, report_tracked
+from app.engines.funnels.events.work.inbound import (
     PLANNERS,
     Dropped,
     Inbound,
@@ -47,9 +49,7 @@ from app.engines.funnels.events.inbound import (
     new_contact,
     text,
 )
-from app.engines.funnels.events.models import Form, InboundEvent
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.unsubscribe import apply_report
@@ -139,7 +139,7 @@ OUTCOMES = (
 
 
 def batch_events(db: Database) -> int:
-    return BATCH_EVENTS if db.is_postgres else BATCH_EVENTS_SQLITE
+    return BATCH_EVENTS if concurrent_writers(db) else BATCH_EVENTS_SQLITE
 
 
 async def process_batch(

@@ -24,22 +24,20 @@ each in its own transaction, so one bad event fails only its own request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from app.db.dialect import insert_ignoring
+from app.db.driver_insert import TIMESTAMPTZ, Column, DriverInsert
 from app.engines.funnels.events.ingest import store
 from app.engines.funnels.events.models import InboundEvent
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection
-
     from app.db.session import Database
 
 log = logging.getLogger(__name__)
@@ -75,41 +73,15 @@ class _Pending:
         }
 
 
-# PostgreSQL: one row per array position; ON CONFLICT skips a sender id stored before (the
-# unique index ux_funnel_inbound_events_sender_id), so it returns no row for it.
-_INSERT_UNNEST = (
-    "INSERT INTO funnel_inbound_events "
-    "(workspace_id, source, name, external_id, payload, received_at) "
-    "SELECT * FROM unnest($1::bigint[], $2::varchar[], $3::varchar[], $4::varchar[], "
-    "$5::jsonb[], $6::timestamptz[]) "
-    "ON CONFLICT DO NOTHING RETURNING id, workspace_id, source, external_id"
+_COLUMNS = (
+    Column("workspace_id", "bigint"),
+    Column("source", "varchar"),
+    Column("name", "varchar"),
+    Column("external_id", "varchar"),
+    Column("payload", "jsonb"),
+    Column("received_at", TIMESTAMPTZ),
 )
-
-
-# SQLite: the same statement with the rows as a multi-row VALUES (the text differs by row count;
-# the driver caches each); SQLite checks the unique index itself.
-_INSERT_SQLITE = (
-    "INSERT INTO funnel_inbound_events "
-    "(workspace_id, source, name, external_id, payload, received_at) VALUES {rows} "
-    "ON CONFLICT DO NOTHING RETURNING id, workspace_id, source, external_id"
-)
-
-
-def _sqlite_time(value: datetime) -> str:
-    """What ``UTCDateTime`` stores on SQLite: naive UTC in SQLAlchemy's storage format, so the
-    rows sort and compare as text like every other row's."""
-    v = _utc(value)
-    return (
-        f"{v.year:04d}-{v.month:02d}-{v.day:02d} "
-        f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}.{v.microsecond:06d}"
-    )
-
-
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTC column")
-    return value.astimezone(UTC)
-
+_RETURNING = ("id", "workspace_id", "source", "external_id")
 
 _JSON = msgspec.json.Encoder()
 
@@ -151,8 +123,9 @@ class EventWriter:
         self._pending: list[_Pending] = []
         self._timer: asyncio.TimerHandle | None = None
         self._writing: set[asyncio.Task[None]] = set()
-        self._idle: list[tuple[AsyncConnection, Any]] = []
-        """Connections (and their driver's connections) kept between two batches."""
+        # ON CONFLICT skips a sender id stored before (the unique index
+        # ux_funnel_inbound_events_sender_id), so no row comes back for it.
+        self._rows = DriverInsert(db, "funnel_inbound_events", _COLUMNS, _RETURNING)
 
     async def store(
         self,
@@ -250,8 +223,7 @@ class EventWriter:
         keyed = [p for p in rows if p.key is not None]
         unkeyed = [p for p in rows if p.key is None]
         if not unkeyed:
-            write = self._insert_postgres if self.db.is_postgres else self._insert_sqlite
-            stored = await write(keyed)
+            stored = await self._insert_keyed(keyed)
             return [stored.get(key) for p in rows if (key := p.key) is not None]
         table = InboundEvent.__table__
         async with self.db.write() as uow:
@@ -283,72 +255,16 @@ class EventWriter:
         ids = iter(loose)
         return [found.get(p.key) if p.key is not None else next(ids) for p in rows]
 
-    async def _insert_postgres(self, rows: list[_Pending]) -> dict[Key, int]:
-        """The batch as one statement in autocommit mode: it is atomic on its own, and its
-        commit is part of its one round trip (a transaction would add BEGIN and COMMIT, two more
-        waits under load). The rows travel as one array per column, so the statement's text is
-        the same for every batch size and is prepared once per connection."""
-        columns = (
-            [p.workspace_id for p in rows],
-            [p.source for p in rows],
-            [p.name for p in rows],
-            [p.external_id for p in rows],
-            [_json_text(p.payload) for p in rows],
-            [_utc(p.now) for p in rows],
+    async def _insert_keyed(self, rows: list[_Pending]) -> dict[Key, int]:
+        """The batch as one autocommitted statement handed to the driver (app/db/driver_insert.py:
+        one round trip on PostgreSQL, one call into the driver's thread on SQLite)."""
+        stored = await self._rows.insert(
+            [
+                (p.workspace_id, p.source, p.name, p.external_id, _json_text(p.payload), p.now)
+                for p in rows
+            ]
         )
-        # The writer keeps its connections between batches (a checkout from the pool costs a
-        # pre-ping round trip) and hands the statement straight to the driver, whose statement
-        # cache prepares it once per connection: the SQL layer's parameter and row handling cost
-        # more per batch than the rest of the batch's Python. A connection whose statement
-        # failed goes back to the pool (which drops it if it is dead); the batch is then written
-        # row by row.
-        conn, driver = self._idle.pop() if self._idle else await self._connect()
-        try:
-            records = await driver.fetch(_INSERT_UNNEST, *columns)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await conn.close()
-            raise
-        self._idle.append((conn, driver))
-        return {(r[1], r[2], r[3]): int(r[0]) for r in records}
-
-    async def _insert_sqlite(self, rows: list[_Pending]) -> dict[Key, int]:
-        """The batch as one statement in SQLite's autocommit mode (the driver's connections are
-        opened with ``isolation_level=None``): it waits its turn in the process's write line as a
-        transaction does, takes the write lock and commits when it ends, one call into the
-        driver's thread instead of BEGIN IMMEDIATE, INSERT and COMMIT. The values are bound as
-        the column types would bind them: JSON text, UTC times in SQLAlchemy's SQLite storage
-        format."""
-        values: list[Any] = []
-        for p in rows:
-            values += (p.workspace_id, p.source, p.name, p.external_id)
-            values += (_json_text(p.payload), _sqlite_time(p.now))
-        sql = _INSERT_SQLITE.format(rows=", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows)))
-        conn, driver = self._idle.pop() if self._idle else await self._connect()
-        gate = self.db.write_gate
-        try:
-            # In line with the process's write transactions (app/db/write_gate.py): outside
-            # it, the statement would meet their lock in SQLite's busy handler, which looks
-            # again only every 100 ms after a while and loses to every writer in line.
-            async with gate.turn(driver) if gate is not None else contextlib.nullcontext():
-                records = await driver.execute_fetchall(sql, values)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await conn.close()
-            raise
-        self._idle.append((conn, driver))
-        return {(r[1], r[2], r[3]): int(r[0]) for r in records}
-
-    async def _connect(self) -> tuple[AsyncConnection, Any]:
-        conn = await self.db.write_engine.connect()
-        if self.db.is_postgres:
-            # Outside a transaction the driver commits each statement (autocommit). SQLite's
-            # driver connections already are (app.db.engine); asking SQLAlchemy for it there
-            # would reset them to implicit transactions when they go back to the pool.
-            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        driver = (await conn.get_raw_connection()).driver_connection
-        assert driver is not None
-        return conn, driver
+        return {(r[1], r[2], r[3]): int(r[0]) for r in stored}
 
     async def _one_by_one(self, rows: list[_Pending]) -> list[_Pending]:
         """Each row in a transaction of its own; returns the rows that failed."""
@@ -378,7 +294,4 @@ class EventWriter:
             if self._pending and len(self._writing) < self.max_batches:
                 self._start_batch()
             await asyncio.gather(*self._writing, return_exceptions=True)
-        idle, self._idle = self._idle, []
-        for conn, _driver in idle:
-            with contextlib.suppress(Exception):
-                await conn.close()
+        await self._rows.aclose()

@@ -19,6 +19,7 @@ import msgspec
 from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.definitions.graph import Experiment, Holdout, Split, graph_for_version
 from app.engines.funnels.experiments import stats
 from app.engines.funnels.experiments.holdout import HOLDOUT_REASON
@@ -290,12 +291,14 @@ async def _events(
     ids = sorted(contact_ids)
     for start in range(0, len(ids), PIECE):
         rows = await session.execute(
-            select(
-                ContactEvent.contact_id, ContactEvent.occurred_at, ContactEvent.properties
+            scoped_select(
+                ContactEvent,
+                workspace_id,
+                ContactEvent.contact_id,
+                ContactEvent.occurred_at,
+                ContactEvent.properties,
             ).where(
-                ContactEvent.workspace_id == workspace_id,
-                ContactEvent.name == name,
-                ContactEvent.contact_id.in_(ids[start : start + PIECE]),
+                ContactEvent.name == name, ContactEvent.contact_id.in_(ids[start : start + PIECE])
             )
         )
         for row in rows:

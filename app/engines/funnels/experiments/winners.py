@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import exists, select, update
 
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.definitions.graph import Split
 from app.engines.funnels.errors import FunnelNotFound
 from app.engines.funnels.experiments.models import ExperimentWinner
@@ -172,9 +173,7 @@ async def decide_all(session: WriteSession, *, now: datetime) -> int:
 
 
 async def funnel_in(session: WriteSession, workspace_id: int, funnel_id: int) -> Funnel:
-    funnel = await session.scalar(
-        select(Funnel).where(Funnel.id == funnel_id, Funnel.workspace_id == workspace_id)
-    )
+    funnel = await session.scalar(scoped_select(Funnel, workspace_id).where(Funnel.id == funnel_id))
     if funnel is None:
         raise FunnelNotFound(f"funnel {funnel_id} not found")
     return funnel

@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import case, select, update
+from sqlalchemy import case, update
 
 from app.db.dialect import insert, row_count
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.outside.models import AiCacheEntry, AiQuota, AiUsage
 from app.integrations.ai import QuotaDecision, decide_quota
 
@@ -165,8 +166,8 @@ async def cached_text(
     session: ReadSession | WriteSession, workspace_id: int, key: str
 ) -> str | None:
     text: str | None = await session.scalar(
-        select(AiCacheEntry.text).where(
-            AiCacheEntry.workspace_id == workspace_id, AiCacheEntry.cache_key == key
+        scoped_select(AiCacheEntry, workspace_id, AiCacheEntry.text).where(
+            AiCacheEntry.cache_key == key
         )
     )
     return text

@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import msgspec
-from sqlalchemy import delete, select
 
 from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_delete, scoped_select
 from app.engines.funnels.contacts.channel_fields import PUSH_TOKEN_FIELD
 from app.engines.funnels.outside.models import ProviderConfig
 from app.errors import NotFound, ValidationFailed
@@ -178,9 +178,7 @@ async def configure(
     ):
         raise ValidationFailed.field("secret", f"the {kind} provider needs a credential")
     row = await session.scalar(
-        select(ProviderConfig).where(
-            ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == kind
-        )
+        scoped_select(ProviderConfig, workspace_id).where(ProviderConfig.kind == kind)
     )
     if row is None:
         row = ProviderConfig(workspace_id=workspace_id, kind=kind)
@@ -195,9 +193,7 @@ async def configure(
 
 async def remove(session: WriteSession, *, workspace_id: int, kind: str, now: datetime) -> None:
     result = await session.execute(
-        delete(ProviderConfig).where(
-            ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == kind
-        )
+        scoped_delete(ProviderConfig, workspace_id).where(ProviderConfig.kind == kind)
     )
     if not row_count(result):
         raise NotFound(f"no {kind} provider is configured")
@@ -211,9 +207,7 @@ async def list_configs(
     """Every configured provider of the workspace, with whether its credential is stored."""
     stored = set(await secret_names(session, workspace_id))
     rows = await session.scalars(
-        select(ProviderConfig)
-        .where(ProviderConfig.workspace_id == workspace_id)
-        .order_by(ProviderConfig.kind)
+        scoped_select(ProviderConfig, workspace_id).order_by(ProviderConfig.kind)
     )
     return [(row, secret_name(row.kind) in stored) for row in rows]
 
@@ -222,9 +216,7 @@ async def load(
     session: ReadSession, box: SecretBox, workspace_id: int, kind: str
 ) -> Provider | None:
     row = await session.scalar(
-        select(ProviderConfig).where(
-            ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == kind
-        )
+        scoped_select(ProviderConfig, workspace_id).where(ProviderConfig.kind == kind)
     )
     if row is None:
         return None
@@ -243,8 +235,8 @@ async def load(
 async def http_options(session: ReadSession, workspace_id: int) -> HttpOptions:
     """The workspace's ``http_request`` limits (defaults when it configured none)."""
     raw = await session.scalar(
-        select(ProviderConfig.options).where(
-            ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == "http"
+        scoped_select(ProviderConfig, workspace_id, ProviderConfig.options).where(
+            ProviderConfig.kind == "http"
         )
     )
     result: HttpOptions = msgspec.convert(raw or {}, type=HttpOptions)
@@ -255,8 +247,8 @@ async def push_token_field(session: ReadSession | WriteSession, workspace_id: in
     """The contact field the workspace's push provider reads device tokens from (the default
     when no push provider is configured yet)."""
     raw = await session.scalar(
-        select(ProviderConfig.options).where(
-            ProviderConfig.workspace_id == workspace_id, ProviderConfig.kind == "push"
+        scoped_select(ProviderConfig, workspace_id, ProviderConfig.options).where(
+            ProviderConfig.kind == "push"
         )
     )
     options: PushOptions = msgspec.convert(raw or {}, type=PushOptions)

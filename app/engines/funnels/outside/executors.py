@@ -30,8 +30,8 @@ from datetime import timedelta
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
 
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.channel_fields import PUSH_TOKEN_FIELD, missing_for
 from app.engines.funnels.definitions.graph import (
     AiGenerate,
@@ -329,8 +329,8 @@ async def run_book_slot(ctx: NodeContext, node: BookSlot) -> Outcome:
 
 async def _ai_options(ctx: NodeContext) -> AiOptions:
     raw = await ctx.session.scalar(
-        select(ProviderConfig.options).where(
-            ProviderConfig.workspace_id == ctx.run.workspace_id, ProviderConfig.kind == "ai"
+        scoped_select(ProviderConfig, ctx.run.workspace_id, ProviderConfig.options).where(
+            ProviderConfig.kind == "ai"
         )
     )
     options: AiOptions = msgspec.convert(raw or {}, type=AiOptions)

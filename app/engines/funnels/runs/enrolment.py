@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 
 from app.db.session import UnitOfWork, WriteSession
 from app.engines.funnels.contacts.segments import Predicate, decode_predicate
-from app.engines.funnels.events.triggers import enrolment_query, enter_ids
+from app.engines.funnels.events.claim.triggers import enrolment_query, enter_ids
 from app.engines.funnels.models import Contact, FunnelVersion
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, bulk_job_spec, submit
 from app.scheduling.bulk_models import BulkJob

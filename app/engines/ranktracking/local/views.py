@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from app.db import keyset
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_delete, scoped_select
 from app.engines.ranktracking.local.models import (
     CELL_ABSENT,
     CELL_FOUND,
@@ -27,9 +28,7 @@ class GeoGridNotFound(NotFound):
 
 
 async def get_scan(session: ReadSession, workspace_id: int, scan_id: int) -> GeoGrid:
-    scan = await session.scalar(
-        select(GeoGrid).where(GeoGrid.id == scan_id, GeoGrid.workspace_id == workspace_id)
-    )
+    scan = await session.scalar(scoped_select(GeoGrid, workspace_id).where(GeoGrid.id == scan_id))
     if scan is None:
         raise GeoGridNotFound(f"geo-grid {scan_id} not found")
     return scan
@@ -47,7 +46,7 @@ async def cells_of(session: ReadSession, scan_id: int) -> list[GeoGridCell]:
 async def list_scans(
     session: ReadSession, workspace_id: int, *, limit: int = 50, before_id: int | None = None
 ) -> list[GeoGrid]:
-    stmt = select(GeoGrid).where(GeoGrid.workspace_id == workspace_id)
+    stmt = scoped_select(GeoGrid, workspace_id)
     if before_id is not None:
         stmt = stmt.where(keyset.before(GeoGrid.id, before_id))
     return list((await session.execute(stmt.order_by(GeoGrid.id.desc()).limit(limit))).scalars())
@@ -128,4 +127,4 @@ async def delete_scan(session: WriteSession, workspace_id: int, scan_id: int) ->
             "this scan is still running; delete it once it has finished",
             code="geogrid_running",
         )
-    await session.execute(delete(GeoGrid).where(GeoGrid.id == scan.id))
+    await session.execute(scoped_delete(GeoGrid, workspace_id).where(GeoGrid.id == scan.id))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
-
 from app.db import keyset
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.ranktracking.models import Activity, Run, Schedule
 
 # Kinds of feed rows.
@@ -99,7 +98,7 @@ async def feed(
     schedule_id: int | None = None,
 ) -> list[Activity]:
     """Newest first; fetches ``limit`` rows (callers ask for one more to know if there is more)."""
-    stmt = select(Activity).where(Activity.workspace_id == workspace_id)
+    stmt = scoped_select(Activity, workspace_id)
     if before_id is not None:
         stmt = stmt.where(keyset.before(Activity.id, before_id))
     if schedule_id is not None:

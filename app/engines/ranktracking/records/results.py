@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import exists, func, or_, select
+from sqlalchemy import func, or_, select
 
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_exists
 from app.engines.ranktracking.models import (
     CANCELLED,
     TERMINAL_RUN_STATUSES,
@@ -88,8 +89,8 @@ async def keyword_history(
 async def has_measured(session: ReadSession, workspace_id: int) -> bool:
     """Whether a run of one of the workspace's schedules has succeeded."""
     query = select(
-        exists()
-        .where(Run.schedule_id == Schedule.id)
-        .where(Schedule.workspace_id == workspace_id, Run.status == "succeeded")
+        scoped_exists(
+            Schedule, workspace_id, Run.schedule_id == Schedule.id, Run.status == "succeeded"
+        )
     )
     return bool(await session.scalar(query))

@@ -16,6 +16,7 @@ from typing import Literal
 from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.share_models import LINK_DAYS, ReportLink
 from app.errors import NotFound, ValidationFailed
@@ -142,11 +143,8 @@ async def _audit(session: WriteSession, action: str, link: ReportLink, now: date
 async def list_links(session: ReadSession, schedule: Schedule) -> list[ReportLink]:
     """The schedule's links, newest first (the last :data:`MAX_LINKS`)."""
     rows = await session.scalars(
-        select(ReportLink)
-        .where(
-            ReportLink.schedule_id == schedule.id,
-            ReportLink.workspace_id == schedule.workspace_id,
-        )
+        scoped_select(ReportLink, schedule.workspace_id)
+        .where(ReportLink.schedule_id == schedule.id)
         .order_by(ReportLink.id.desc())
         .limit(MAX_LINKS)
     )
@@ -158,10 +156,8 @@ async def revoke_link(
 ) -> ReportLink:
     """Close the link at once (RT-116); revoking it again changes nothing."""
     link = await session.scalar(
-        select(ReportLink).where(
-            ReportLink.id == link_id,
-            ReportLink.schedule_id == schedule.id,
-            ReportLink.workspace_id == schedule.workspace_id,
+        scoped_select(ReportLink, schedule.workspace_id).where(
+            ReportLink.id == link_id, ReportLink.schedule_id == schedule.id
         )
     )
     if link is None:
@@ -190,9 +186,7 @@ async def open_link(session: ReadSession, token: str, now: datetime) -> OpenLink
         raise NotFound(NOT_FOUND)
     # The schedule is read through the link's own workspace: a link never shows another's data.
     schedule = await session.scalar(
-        select(Schedule).where(
-            Schedule.id == link.schedule_id, Schedule.workspace_id == link.workspace_id
-        )
+        scoped_select(Schedule, link.workspace_id).where(Schedule.id == link.schedule_id)
     )
     if schedule is None:
         raise NotFound(NOT_FOUND)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from app.db.session import ReadSession
+from app.db.tenancy import scoped_select
 from app.engines.ranktracking.models import RETRIEVED, Result, Schedule
 
 
 async def search_volumes(session: ReadSession, schedule: Schedule) -> dict[str, int]:
-    sources = select(Schedule.id).where(
-        Schedule.workspace_id == schedule.workspace_id, Schedule.data_type == "keyword_data"
+    sources = scoped_select(Schedule, schedule.workspace_id, Schedule.id).where(
+        Schedule.data_type == "keyword_data"
     )
     if schedule.list_id is not None:
         sources = sources.where(Schedule.list_id == schedule.list_id)

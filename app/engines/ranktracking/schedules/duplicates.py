@@ -3,10 +3,10 @@ frequency, devices, location and language. An ended schedule no longer blocks (R
 
 from __future__ import annotations
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.ranktracking.errors import DuplicateSchedule
 from app.engines.ranktracking.models import ARCHIVED, Schedule
 
@@ -19,10 +19,8 @@ async def refuse_duplicate(
     :func:`flush_refusing_duplicates` refuses the second."""
     if key is None:
         return
-    stmt = select(Schedule.id, Schedule.name).where(
-        Schedule.workspace_id == workspace_id,
-        Schedule.dedup_key == key,
-        Schedule.status != ARCHIVED,
+    stmt = scoped_select(Schedule, workspace_id, Schedule.id, Schedule.name).where(
+        Schedule.dedup_key == key, Schedule.status != ARCHIVED
     )
     if but is not None:
         stmt = stmt.where(Schedule.id != but)

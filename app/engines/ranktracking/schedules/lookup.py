@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import func, select
 
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_exists, scoped_select
 from app.engines.ranktracking.errors import ScheduleNotFound
 from app.engines.ranktracking.models import ACTIVE, ARCHIVED, PAUSED_BALANCE, PAUSED_USER, Schedule
 
@@ -14,7 +15,7 @@ LIVE_STATUSES = (ACTIVE, PAUSED_USER, PAUSED_BALANCE)
 
 async def get_schedule(session: ReadSession, workspace_id: int, schedule_id: int) -> Schedule:
     found = await session.scalar(
-        select(Schedule).where(Schedule.id == schedule_id, Schedule.workspace_id == workspace_id)
+        scoped_select(Schedule, workspace_id).where(Schedule.id == schedule_id)
     )
     if found is None:
         raise ScheduleNotFound("schedule not found")
@@ -24,8 +25,8 @@ async def get_schedule(session: ReadSession, workspace_id: int, schedule_id: int
 async def lock_schedule(session: WriteSession, workspace_id: int, schedule_id: int) -> Schedule:
     found = (
         await session.execute(
-            select(Schedule)
-            .where(Schedule.id == schedule_id, Schedule.workspace_id == workspace_id)
+            scoped_select(Schedule, workspace_id)
+            .where(Schedule.id == schedule_id)
             .with_for_update()
             .execution_options(populate_existing=True)
         )
@@ -38,7 +39,7 @@ async def lock_schedule(session: WriteSession, workspace_id: int, schedule_id: i
 async def list_schedules(
     session: ReadSession, workspace_id: int, *, include_archived: bool = False
 ) -> list[Schedule]:
-    stmt = select(Schedule).where(Schedule.workspace_id == workspace_id)
+    stmt = scoped_select(Schedule, workspace_id)
     if not include_archived:
         stmt = stmt.where(Schedule.status != ARCHIVED)
     return list((await session.execute(stmt.order_by(Schedule.id))).scalars())
@@ -47,9 +48,9 @@ async def list_schedules(
 async def live_count(session: ReadSession, workspace_id: int) -> int:
     return int(
         await session.scalar(
-            select(func.count())
+            scoped_select(Schedule, workspace_id, func.count())
             .select_from(Schedule)
-            .where(Schedule.workspace_id == workspace_id, Schedule.status.in_(LIVE_STATUSES))
+            .where(Schedule.status.in_(LIVE_STATUSES))
         )
         or 0
     )
@@ -57,4 +58,4 @@ async def live_count(session: ReadSession, workspace_id: int) -> int:
 
 async def has_schedule(session: ReadSession, workspace_id: int) -> bool:
     """Whether the workspace has created a schedule."""
-    return bool(await session.scalar(select(exists().where(Schedule.workspace_id == workspace_id))))
+    return bool(await session.scalar(select(scoped_exists(Schedule, workspace_id))))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 
 from app.db.session import ReadSession, UnitOfWork
+from app.db.tenancy import scoped_select
 from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.records import activity
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError
@@ -35,9 +36,9 @@ async def recipients(session: ReadSession, schedule: Schedule) -> list[str]:
         if email:
             return [email]
     rows = await session.execute(
-        select(User.email)
+        scoped_select(Membership, schedule.workspace_id, User.email)
         .join(Membership, Membership.user_id == User.id)
-        .where(Membership.workspace_id == schedule.workspace_id, Membership.role == "admin")
+        .where(Membership.role == "admin")
         .order_by(User.email)
     )
     return list(rows.scalars())

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import insert, select
 
 from app.engines.funnels.definitions.graph import DateField
-from app.engines.funnels.events.date_triggers import candidates, fire_date_triggers
+from app.engines.funnels.events.due.date_triggers import candidates, fire_date_triggers
 from app.engines.funnels.events.models import TriggerFire
 from app.engines.funnels.models import Contact
 from tests.engines.funnels.factories import contact, runs_of, setup_names, tagging_funnel

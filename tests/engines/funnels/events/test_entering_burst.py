@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.db.session import Database
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import match_events
+from app.engines.funnels.events.claim.triggers import match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import Contact, ContactEvent, Run
 from app.runtime import Runtime
 from app.settings import Settings

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import event, select, update
 
 from app.engines.funnels.contacts.store import ContactData, contact_row, create_contacts
-from app.engines.funnels.events import apply_set
 from app.engines.funnels.events.forms import create_form
 from app.engines.funnels.events.ingest import process_batch, store
 from app.engines.funnels.events.models import InboundEvent
+from app.engines.funnels.events.work import apply_set
 from app.engines.funnels.models import Contact, ContactEvent
 from app.runtime import Runtime
 from tests.engines.funnels.factories import contact, count

@@ -17,8 +17,8 @@ import pytest
 
 from app.clock import ManualClock
 from app.engines.funnels.deps import FunnelsDeps
+from app.engines.funnels.events.due.schedule_triggers import tick
 from app.engines.funnels.events.models import InboundEvent
-from app.engines.funnels.events.schedule_triggers import tick
 from app.engines.funnels.models import ContactEvent
 from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue, ArqWorkers

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import delete
 
 from app.engines.funnels.events.models import TriggerFire
-from app.engines.funnels.events.segment_triggers import contacts_changed, evaluate_segments
+from app.engines.funnels.events.work.segment_triggers import contacts_changed, evaluate_segments
 from tests.conftest import auth
 from tests.engines.funnels.factories import contact, runs_of, setup_names, tagging_funnel
 

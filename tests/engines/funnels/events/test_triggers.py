@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.engines.funnels.events.date_triggers import fire_date_triggers
+from app.engines.funnels.events.due.date_triggers import fire_date_triggers
+from app.engines.funnels.events.due.schedule_triggers import fire_schedules
 from app.engines.funnels.events.models import InboundEvent
-from app.engines.funnels.events.schedule_triggers import fire_schedules
-from app.engines.funnels.events.segment_triggers import evaluate_segments
 from app.engines.funnels.events.tracking import MessageRef, contact_token, link_url, pixel_url
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import Contact, ContactEvent
 from tests.conftest import auth
 from tests.engines.funnels.factories import (

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.engines.funnels.contacts.events import record_event
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import match_events
+from app.engines.funnels.events.claim.triggers import match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import (
     OUTBOX_SENT,
     RUN_ACTIVE,

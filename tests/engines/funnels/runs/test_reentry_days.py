@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import enroll, match_events
+from app.engines.funnels.events.claim.triggers import enroll, match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import RUN_COMPLETED, ContactEvent, Run
 from app.engines.funnels.runs.entry import enter
 from app.engines.funnels.runs.entry_gate import EntryGate

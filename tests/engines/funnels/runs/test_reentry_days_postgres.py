@@ -11,8 +11,8 @@ import asyncio
 import pytest
 from sqlalchemy import text, update
 
-from app.engines.funnels.events.segment_triggers import evaluate_segments
-from app.engines.funnels.events.triggers import match_events
+from app.engines.funnels.events.claim.triggers import match_events
+from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import RUN_COMPLETED, Run
 from app.engines.funnels.runs.entry import enter
 from app.runtime import Runtime

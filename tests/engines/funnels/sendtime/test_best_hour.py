@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from app.engines.funnels.events.triggers import enroll
+from app.engines.funnels.events.claim.triggers import enroll
 from app.engines.funnels.models import ContactEvent
 from app.engines.funnels.sendtime.best_hour import best_hour, next_at_hour
 from app.runtime import Runtime

@@ -22,10 +22,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 
 from app.db.dialect import row_count
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_delete, scoped_select
 from app.engines.funnels.events.sources.models import WebhookSource
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.platform.crypto import SecretBox
@@ -95,15 +96,13 @@ async def create_source(
         )
     value, generated = _secret_for(provider, secret)
     existing = await session.scalar(
-        select(func.count())
-        .select_from(WebhookSource)
-        .where(WebhookSource.workspace_id == workspace_id)
+        scoped_select(WebhookSource, workspace_id, func.count()).select_from(WebhookSource)
     )
     if (existing or 0) >= MAX_SOURCES:
         raise ValidationFailed.field("name", f"a workspace has at most {MAX_SOURCES} sources")
     if await session.scalar(
-        select(WebhookSource.id).where(
-            WebhookSource.workspace_id == workspace_id, WebhookSource.name == name
+        scoped_select(WebhookSource, workspace_id, WebhookSource.id).where(
+            WebhookSource.name == name
         )
     ):
         raise Conflict(f"a source named '{name}' exists already")
@@ -124,19 +123,13 @@ async def create_source(
 
 async def list_sources(session: ReadSession, workspace_id: int) -> list[WebhookSource]:
     return list(
-        await session.scalars(
-            select(WebhookSource)
-            .where(WebhookSource.workspace_id == workspace_id)
-            .order_by(WebhookSource.id)
-        )
+        await session.scalars(scoped_select(WebhookSource, workspace_id).order_by(WebhookSource.id))
     )
 
 
 async def get_source(session: ReadSession, workspace_id: int, source_id: int) -> WebhookSource:
     source = await session.scalar(
-        select(WebhookSource).where(
-            WebhookSource.workspace_id == workspace_id, WebhookSource.id == source_id
-        )
+        scoped_select(WebhookSource, workspace_id).where(WebhookSource.id == source_id)
     )
     if source is None:
         raise NotFound(f"webhook source {source_id} not found")
@@ -163,9 +156,7 @@ async def rotate_secret(
 
 async def delete_source(session: WriteSession, workspace_id: int, source_id: int) -> None:
     result = await session.execute(
-        delete(WebhookSource).where(
-            WebhookSource.workspace_id == workspace_id, WebhookSource.id == source_id
-        )
+        scoped_delete(WebhookSource, workspace_id).where(WebhookSource.id == source_id)
     )
     if not row_count(result):
         raise NotFound(f"webhook source {source_id} not found")

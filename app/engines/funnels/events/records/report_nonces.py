@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete
-
 from app.db.dialect import insert_ignoring
 from app.db.session import Database, WriteSession
+from app.db.tenancy import scoped_delete
 from app.engines.funnels.events.ingest import store
 from app.engines.funnels.events.models import ReportNonce
 
@@ -44,10 +43,8 @@ async def claim_nonce(
     """Remember ``nonce``; ``False`` when it was seen before (and has not expired)."""
     # Expired tokens go first: a token can come back only once its timestamp is refused anyway.
     await session.execute(
-        delete(ReportNonce).where(
-            ReportNonce.workspace_id == workspace_id,
-            ReportNonce.provider == provider,
-            ReportNonce.expires_at < now,
+        scoped_delete(ReportNonce, workspace_id).where(
+            ReportNonce.provider == provider, ReportNonce.expires_at < now
         )
     )
     claimed = await session.scalar(

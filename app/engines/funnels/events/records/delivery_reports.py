@@ -13,10 +13,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
-
 from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.models import DeliveryEvent, OutboxEffect
 
 _FUNNEL_MESSAGE = re.compile(r"^(run-\d+-step-\d+)\.w(\d+)$")
@@ -48,10 +47,13 @@ async def effect_of(session: ReadSession, workspace_id: int, effect_key: str) ->
     """The outbox effect of a funnel message in this workspace."""
     row = (
         await session.execute(
-            select(OutboxEffect.id, OutboxEffect.contact_id, OutboxEffect.node_id).where(
-                OutboxEffect.idempotency_key == effect_key,
-                OutboxEffect.workspace_id == workspace_id,
-            )
+            scoped_select(
+                OutboxEffect,
+                workspace_id,
+                OutboxEffect.id,
+                OutboxEffect.contact_id,
+                OutboxEffect.node_id,
+            ).where(OutboxEffect.idempotency_key == effect_key)
         )
     ).first()
     return None if row is None else EffectOf(int(row[0]), int(row[1]), str(row[2]))

@@ -30,8 +30,9 @@ from app.engines.funnels.contacts.store import (
     live_contacts,
     normal_email,
 )
-from app.engines.funnels.events.delivery_reports import record_funnel_report
-from app.engines.funnels.events.inbound import (
+from app.engines.funnels.events.records.delivery_reports import record_funnel_report
+from app.engines.funnels.events.tracking import MessageRef
+from app.engines.funnels.events.work.inbound import (
     Dropped,
     Inbound,
     Plan,
@@ -39,7 +40,6 @@ from app.engines.funnels.events.inbound import (
     contact_key,
     new_contact,
 )
-from app.engines.funnels.events.tracking import MessageRef
 from app.errors import DomainError
 
 

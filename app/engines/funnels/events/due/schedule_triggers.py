@@ -15,10 +15,10 @@ from typing import Any
 from app.db.dialect import insert
 from app.db.session import UnitOfWork
 from app.engines.funnels.definitions.graph import Schedule, graph_for_version
-from app.engines.funnels.events.date_triggers import fire_date_triggers
+from app.engines.funnels.events.due.date_triggers import fire_date_triggers
 from app.engines.funnels.events.ingest import INGEST, IngestPayload
 from app.engines.funnels.events.models import TriggerFire
-from app.engines.funnels.events.segment_triggers import (
+from app.engines.funnels.events.work.segment_triggers import (
     evaluate_segments,
     live_versions,
     trigger_key,

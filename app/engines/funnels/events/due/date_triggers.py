@@ -22,12 +22,13 @@ from sqlalchemy import ColumnElement, func, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import STANDARD_FIELDS
 from app.engines.funnels.definitions.graph import DateField, graph_for_version
+from app.engines.funnels.events.claim.triggers import admit
 from app.engines.funnels.events.models import TriggerFire
-from app.engines.funnels.events.segment_triggers import live_versions, trigger_key
-from app.engines.funnels.events.triggers import admit
+from app.engines.funnels.events.work.segment_triggers import live_versions, trigger_key
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.runs.entry import enter
 from app.scheduling.zones import local_to_utc, zone_or_utc
@@ -157,10 +158,8 @@ async def candidates(
     value = Contact.fields[trigger.field].as_string()
     days = candidate_days(since, now, trigger.hour, trigger.minute)
     rows = await session.execute(
-        select(Contact.id, Contact.timezone, value).where(
-            Contact.workspace_id == workspace_id,
-            Contact.deleted_at.is_(None),
-            value_filter(trigger, days, value),
+        scoped_select(Contact, workspace_id, Contact.id, Contact.timezone, value).where(
+            Contact.deleted_at.is_(None), value_filter(trigger, days, value)
         )
     )
     return [(r[0], r[1], r[2]) for r in rows]

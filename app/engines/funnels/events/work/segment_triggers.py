@@ -23,11 +23,12 @@ from sqlalchemy import delete, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql
 from app.engines.funnels.definitions.graph import SegmentEnter, Trigger, graph_for_version
+from app.engines.funnels.events.claim.triggers import admit
 from app.engines.funnels.events.models import SegmentMember, TriggerFire
-from app.engines.funnels.events.triggers import admit
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.runs.entry import enter
 
@@ -106,8 +107,7 @@ async def _evaluate(
         # A baseline of a few contacts would make everyone else an "entrant" on the next sweep.
         return await _evaluate(session, funnel, version, trigger, now, None)
     custom = await field_types(session, ws)
-    matching_stmt = select(Contact.id).where(
-        Contact.workspace_id == ws,
+    matching_stmt = scoped_select(Contact, ws, Contact.id).where(
         Contact.deleted_at.is_(None),
         compile_sql(trigger.predicate, workspace_id=ws, now=now, custom=custom),
     )

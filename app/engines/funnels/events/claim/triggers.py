@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from sqlalchemy import select, tuple_, update
 
 from app.db.session import Database, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.facts import load_facts
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import (
@@ -321,10 +322,8 @@ async def admitted(
     ids = sorted(set(contact_ids))
     allowed: set[int] = set()
     for start in range(0, len(ids), ENROLL_PIECE):
-        stmt = select(Contact.id).where(
-            Contact.id.in_(ids[start : start + ENROLL_PIECE]),
-            Contact.workspace_id == ws,
-            Contact.deleted_at.is_(None),
+        stmt = scoped_select(Contact, ws, Contact.id).where(
+            Contact.id.in_(ids[start : start + ENROLL_PIECE]), Contact.deleted_at.is_(None)
         )
         if predicate is not None:
             stmt = stmt.where(compile_sql(predicate, workspace_id=ws, now=now, custom=custom))
@@ -364,7 +363,7 @@ async def enrolment_query(
     everyone matching ``predicate``, and the funnel's entry predicate, evaluated at ``at``."""
     ws = version.workspace_id
     custom = await field_types(session, ws)
-    stmt = select(Contact.id).where(Contact.workspace_id == ws, Contact.deleted_at.is_(None))
+    stmt = scoped_select(Contact, ws, Contact.id).where(Contact.deleted_at.is_(None))
     if contact_ids is not None:
         stmt = stmt.where(Contact.id.in_(list(contact_ids)))
     if predicate is not None:
