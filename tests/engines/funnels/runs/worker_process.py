@@ -55,7 +55,7 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
         # The advancement goes through the SQL layer (SQLite) or straight to the driver
         # (PostgreSQL): the process dies at either.
         event.listen(db.write_engine.sync_engine, "before_cursor_execute", before)
-        batch_writes._driver_execute = driver_execute  # type: ignore[assignment]
+        batch_writes._driver_execute = driver_execute
     mail = MailSettings(smtp_host="127.0.0.1", smtp_port=smtp_port, from_address="w@test.example")
     signing = Tracking("http://sweepline.test", "worker-process-secret")
 
