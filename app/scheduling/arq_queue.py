@@ -518,7 +518,7 @@ class ArqWorkers:
         # workers are closed, through the shutdown's grace period too.
         self.keeper = LeaseKeeper(self.workers, lease_seconds, queue.clock.monotonic)
         self.watchdog = RedisWatchdog(
-            lambda: [w.pool for w in self.workers],
+            lambda: [w._pool for w in self.workers],  # None once a worker is closed
             timeout=queue.timeout,
             interval=queue.timeout / 2,
             down=REDIS_DOWN,

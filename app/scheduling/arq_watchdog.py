@@ -46,7 +46,7 @@ class RedisWatchdog:
 
     def __init__(
         self,
-        clients: Callable[[], Sequence[Redis]],
+        clients: Callable[[], Sequence[Redis | None]],
         *,
         timeout: float,
         interval: float,
@@ -64,7 +64,12 @@ class RedisWatchdog:
         while True:
             await asyncio.sleep(self.interval)
             for client in self.clients():
-                await self.check(client)
+                if client is None:
+                    continue  # its worker was closed (a shutdown under way)
+                try:
+                    await self.check(client)
+                except Exception:
+                    log.exception("the Redis watchdog's check failed; going on")
 
     async def check(self, client: Redis) -> bool:
         """Whether ``client``'s Redis answered a ping in time; if it did not, it is cut."""
