@@ -145,7 +145,8 @@ class QueueSettings:
     """Longest a connection to Redis, or one command on it, may take before it fails (0.1 to
     60 s), tried once: while Redis is down or not answering, a request that queues a job answers
     503 (``queue_unavailable``) within this time, and workers wait for Redis and carry on when it
-    is back."""
+    is back (the workers' commands are bounded by a ping every half of this time instead of one
+    timeout each: a frozen Redis is noticed within 1.5 times this)."""
     concurrency: int = env("WORKER_CONCURRENCY", 16)
     """Jobs a worker process runs at the same time."""
     lease_loops: int = env("JOB_LEASE_LOOPS", 4)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import os
 import time
@@ -323,6 +324,7 @@ async def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--entering", type=int, default=5_000)
+    parser.add_argument("--profile", default=None, help="write a cProfile of the runner's drain")
     args = parser.parse_args()
     base = os.environ.get("BENCH_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1/postgres")
     url = await create_database(base)
@@ -348,7 +350,13 @@ async def main() -> None:
             )
         workspace_id, _ = await seed(db, args.runs, args.due)
         big_cost, big_plan = await lease_plan(url)
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler:
+            profiler.enable()
         rate, steps = await steps_per_second(db, args.workers, args.batch)
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(args.profile)
         print(
             f"runner, {args.workers} worker tasks, batch {args.batch}, {args.runs:,} runs in flight "
             f"({args.due:,} due, 4 steps each): {rate:,.0f} run-steps/s ({steps:,} steps)"

@@ -33,6 +33,7 @@ process logs one line when Redis stops answering and one when it answers again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
@@ -52,6 +53,7 @@ from redis.backoff import NoBackoff
 from app.logs import correlate
 from app.scheduling import attempts as history
 from app.scheduling.arq_lease import LeasedWorker, LeaseKeeper
+from app.scheduling.arq_watchdog import RedisWatchdog, cut
 from app.scheduling.jobs import (
     JobContext,
     JobRegistry,
@@ -117,10 +119,14 @@ NOTHING_CHANGED_MESSAGE = (
 T = TypeVar("T")
 
 
-def redis_client(settings: RedisSettings, timeout: float, **arq_options: Any) -> ArqRedis:
+def redis_client(
+    settings: RedisSettings, timeout: float, *, per_command: bool = True, **arq_options: Any
+) -> ArqRedis:
     """A client that connects on first use (not here) and reconnects on the call after a
-    failure; each connection and each command is tried once, for at most ``timeout`` seconds.
-    The connection options are :func:`arq.connections.create_pool`'s."""
+    failure; each connection and each command is tried once, for at most ``timeout`` seconds
+    (``per_command`` False: the connection only; the caller bounds the commands, as the
+    workers' :class:`~app.scheduling.arq_watchdog.RedisWatchdog` does). The connection options
+    are :func:`arq.connections.create_pool`'s."""
     return ArqRedis(
         host=settings.host,
         port=settings.port,
@@ -140,7 +146,7 @@ def redis_client(settings: RedisSettings, timeout: float, **arq_options: Any) ->
         socket_connect_timeout=timeout,
         # Also bounds the handshake after connecting (CLIENT SETINFO), where a Redis that
         # accepts connections but never answers would otherwise hold the caller for good.
-        socket_timeout=timeout,
+        socket_timeout=timeout if per_command else None,
         # Explicit: newer redis-py versions retry with backoff by default.
         retry=RedisRetry(NoBackoff(), 0),
         **arq_options,
@@ -201,11 +207,12 @@ class ArqQueue:
         # whose database ids restart) would silently drop each other's jobs with equal ids.
         return f"{self.base_name}:{job_id}"
 
-    def client(self, queue_name: str = "default") -> ArqRedis:
+    def client(self, queue_name: str = "default", *, per_command: bool = True) -> ArqRedis:
         """A new client with this queue's options (each arq worker closes its own)."""
         return redis_client(
             self.redis_settings,
             self.timeout,
+            per_command=per_command,
             job_serializer=_serialize,
             job_deserializer=_deserialize,
             default_queue_name=self.queue_key(queue_name),
@@ -451,15 +458,21 @@ def _forget_finished_jobs(worker: Worker) -> None:
                 log.debug("arq job %s ended without its result recorded", job_id)
 
 
-async def _close(worker: Worker) -> None:
+async def _close(worker: Worker, timeout: float) -> None:
     """``worker.close()`` (cancels the jobs still running, closes the worker's client), also
-    when Redis is down: arq's own close ends at its first failed Redis call."""
+    when Redis is down or frozen: arq's own close ends at its first failed Redis call, and the
+    worker's client has no timeout per command (its watchdog has stopped by now)."""
     client = worker.pool
     try:
-        await worker.close()
-    except REDIS_DOWN as exc:
+        # Two timeouts: the cancelled jobs record their ends and the worker its own, a few
+        # commands each, before the client closes.
+        async with asyncio.timeout(2 * timeout):
+            await worker.close()
+    except REDIS_DOWN as exc:  # TimeoutError is an OSError
         log.info("the arq worker of %s closed without Redis: %s", worker.queue_name, exc)
-        await client.aclose()
+        await cut(client)
+        with contextlib.suppress(*REDIS_DOWN):
+            await client.aclose()
 
 
 class ArqWorkers:
@@ -487,7 +500,9 @@ class ArqWorkers:
                     lease_seconds=lease_seconds,
                     functions=functions,
                     queue_name=queue.queue_key(name),
-                    redis_pool=queue.client(name),
+                    # No timeout per command (a third of the drain rate): the watchdog below
+                    # bounds the whole client instead (app/scheduling/arq_watchdog.py).
+                    redis_pool=queue.client(name, per_command=False),
                     job_serializer=_serialize,
                     job_deserializer=_deserialize,
                     max_jobs=concurrency,
@@ -502,17 +517,28 @@ class ArqWorkers:
         # Renews the jobs' short in-progress leases (app/scheduling/arq_lease.py) until the
         # workers are closed, through the shutdown's grace period too.
         self.keeper = LeaseKeeper(self.workers, lease_seconds, queue.clock.monotonic)
+        self.watchdog = RedisWatchdog(
+            lambda: [w._pool for w in self.workers],  # None once a worker is closed
+            timeout=queue.timeout,
+            interval=queue.timeout / 2,
+            down=REDIS_DOWN,
+            on_frozen=queue.outage.failed,
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
 
     async def run(self) -> None:
         self._tasks = [asyncio.create_task(self._supervise(w)) for w in self.workers]
-        keeper = asyncio.create_task(self.keeper.run(), name="arq-leases")
+        helpers = [
+            asyncio.create_task(self.keeper.run(), name="arq-leases"),
+            asyncio.create_task(self.watchdog.run(), name="arq-watchdog"),
+        ]
         try:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         finally:
-            keeper.cancel()
-            await asyncio.gather(keeper, return_exceptions=True)
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
 
     async def _supervise(self, worker: Worker) -> None:
         """Run ``worker``; while Redis does not answer, wait for it and then run it again.
@@ -537,7 +563,8 @@ class ArqWorkers:
         while not self._stopping:
             await asyncio.sleep(delay)
             try:
-                await pool.ping()
+                async with asyncio.timeout(self.queue.timeout):  # the client has no timeout
+                    await pool.ping()
             except REDIS_DOWN:
                 delay = min(RECONNECT_MAX_DELAY, delay * 2)
                 continue
@@ -558,7 +585,7 @@ class ArqWorkers:
             log.info("waiting up to %.0f s for %d jobs", self.shutdown_grace, len(running))
             await asyncio.wait(running, timeout=self.shutdown_grace)
         for worker in self.workers:
-            await _close(worker)
+            await _close(worker, self.queue.timeout)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -51,6 +51,8 @@ class Proxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._pipes: set[asyncio.Task[None]] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     @property
     def url(self) -> str:
@@ -87,10 +89,19 @@ class Proxy:
             self._pipes.add(pipe)
             pipe.add_done_callback(self._pipes.discard)
 
-    @staticmethod
-    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    def freeze(self) -> None:
+        """Keep every connection open and pass nothing on, either way: a frozen Redis (stopped
+        with SIGSTOP, a stalled network) that accepts commands and never answers."""
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        """Pass bytes on again, those held while frozen first."""
+        self._flowing.set()
+
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, ConnectionError):
             while data := await source.read(65536):
+                await self._flowing.wait()
                 sink.write(data)
                 await sink.drain()
         sink.transport.abort()

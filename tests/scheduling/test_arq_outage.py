@@ -205,6 +205,39 @@ async def test_workers_shut_down_while_redis_is_down(runtimes: Runtimes, proxy: 
     assert time.monotonic() - started < BOUND
 
 
+@pytest.mark.redis
+async def test_workers_notice_a_frozen_redis_and_carry_on_once_it_answers(
+    runtimes: Runtimes, proxy: Proxy
+) -> None:
+    """The workers' clients have no timeout per command: their watchdog's ping, unanswered within
+    the timeout, cuts their connections, and they wait for Redis as after a refused one."""
+    runtime = runtimes.make("arq", redis_url=proxy.url, redis_timeout_seconds=TIMEOUT)
+    queue = runtime.queue
+    assert isinstance(queue, ArqQueue)
+    async with running(arq_workers(runtime)):
+        await queue_is_served(queue)
+        proxy.freeze()
+        await eventually(lambda: _true(queue.outage.down), timeout=BOUND)
+        proxy.thaw()
+        await eventually(lambda: queued(queue, "thawed"))
+        await eventually(lambda: _true(RUNS.done["thawed"] == 1), timeout=20)
+
+
+@pytest.mark.redis
+async def test_workers_shut_down_while_redis_is_frozen(runtimes: Runtimes, proxy: Proxy) -> None:
+    runtime = runtimes.make("arq", redis_url=proxy.url, redis_timeout_seconds=TIMEOUT)
+    workers = arq_workers(runtime)
+    task = asyncio.create_task(workers.run())
+    await queue_is_served(runtime.queue)
+    proxy.freeze()
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    await workers.shutdown()
+    await asyncio.wait_for(task, BOUND)
+    assert time.monotonic() - started < BOUND
+    proxy.thaw()
+
+
 async def queue_is_served(queue: object) -> None:
     assert isinstance(queue, ArqQueue)
     await queue.enqueue(None, RECORD, Work(key="served"))

@@ -20,12 +20,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 import msgspec
-from sqlalchemy import Table, bindparam, inspect, select, text, update
+from sqlalchemy import inspect, select, text
 
-from app.db.dialect import insert
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts.facts import load_facts
 from app.engines.funnels.contacts.fields import field_types
@@ -38,12 +37,11 @@ from app.engines.funnels.models import (
     RUN_FAILED,
     Contact,
     FunnelVersion,
-    OutboxEffect,
     Run,
-    Step,
 )
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.runs.batch_writes import RUNS, write_batch
 from app.engines.funnels.runs.nodes import Executors
 from app.engines.funnels.runs.nodes.base import (
     SAVEPOINT,
@@ -59,35 +57,6 @@ from app.scheduling.claim import Claim
 from app.settings import FunnelSettings
 
 log = logging.getLogger(__name__)
-
-STEPS = cast(Table, Step.__table__)
-RUNS = cast(Table, Run.__table__)
-ADVANCE = (
-    update(RUNS)
-    .where(RUNS.c.id == bindparam("rid"))
-    .values(
-        {
-            name: bindparam(name)
-            for name in (
-                "status",
-                "current_node",
-                "wake_at",
-                "context",
-                "waiting_event",
-                "woken_by",
-                "step_count",
-                "failures",
-                "last_error",
-                "ended_at",
-                "exit_reason",
-                "updated_at",
-                "lease_owner",
-                "lease_until",
-            )
-        }
-    )
-)
-"""The run's advancement: one executemany for the whole batch."""
 
 
 def _copy_json(value: dict[str, Any]) -> dict[str, Any]:
@@ -261,7 +230,7 @@ class Runner:
             steps.extend(run_steps)
             effects.extend(_effect_rows(state, ctx, now))
             done.append(result)
-        await _write_batch(session, steps, effects, done, now)
+        await write_batch(session, steps, effects, _advance_rows(done), now)
         return BatchResult(
             leased=len(ids),
             executed=len(states),
@@ -475,39 +444,22 @@ def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[
     ]
 
 
-async def _write_batch(
-    session: WriteSession,
-    steps: list[dict[str, Any]],
-    effects: list[dict[str, Any]],
-    done: list[_Done],
-    now: datetime,
-) -> None:
-    """The batch's steps, outbox rows and run advances, each in one statement."""
-    # Core statements (not ORM bulk operations): one executemany each, no unit-of-work cost.
-    if steps:
-        await session.execute(insert(session, STEPS), steps)
-    if effects:
-        await session.execute(insert(session, OutboxEffect).on_conflict_do_nothing(), effects)
-    await session.execute(
-        ADVANCE,
-        [
-            {
-                "rid": d.state.id,
-                "status": d.status,
-                "current_node": d.state.current_node,
-                "wake_at": d.wake_at,
-                "context": d.state.context,
-                "waiting_event": d.state.waiting_event,
-                "woken_by": d.state.woken_by,
-                "step_count": d.state.step_count,
-                "failures": d.state.failures,
-                "last_error": d.last_error,
-                "ended_at": d.ended_at,
-                "exit_reason": d.exit_reason,
-                "updated_at": now,
-                "lease_owner": None,
-                "lease_until": None,
-            }
-            for d in done
-        ],
-    )
+def _advance_rows(done: list[_Done]) -> list[dict[str, Any]]:
+    """Each run's advancement (:func:`~app.engines.funnels.runs.batch_writes.write_batch`)."""
+    return [
+        {
+            "rid": d.state.id,
+            "status": d.status,
+            "current_node": d.state.current_node,
+            "wake_at": d.wake_at,
+            "context": d.state.context,
+            "waiting_event": d.state.waiting_event,
+            "woken_by": d.state.woken_by,
+            "step_count": d.state.step_count,
+            "failures": d.state.failures,
+            "last_error": d.last_error,
+            "ended_at": d.ended_at,
+            "exit_reason": d.exit_reason,
+        }
+        for d in done
+    ]

@@ -31,6 +31,7 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     Run,
 )
+from app.engines.funnels.runs import batch_writes
 from app.engines.funnels.runs.entry import enter
 from tests.engines.funnels.factories import (
     Engine,
@@ -262,23 +263,35 @@ async def test_case6_new_york_wait_before_and_after_the_change(
     assert wake == datetime(2026, 3, 9, 13, 0, tzinfo=UTC)  # Monday 09:00 EDT
 
 
+ADVANCE_STATEMENTS = ("UPDATE FUNNEL_RUNS SET STATUS", "UPDATE FUNNEL_RUNS AS R SET STATUS")
+
+
 @pytest.fixture
-def kill_switch(engine: Engine) -> Iterator[dict[str, Any]]:
+def kill_switch(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """Makes the next run-advancement statement fail, as if the worker died right after it had
-    written the outbox rows and before the advancement reached the database."""
+    written the outbox rows and before the advancement reached the database: through the SQL
+    layer (SQLite) or handed to the driver (PostgreSQL, app/engines/funnels/runs/batch_writes.py)."""
     state: dict[str, Any] = {"armed": False, "fired": 0}
     target = engine.runtime.db.write_engine.sync_engine
 
-    def before(
-        conn: Any, cursor: Any, statement: str, params: Any, context: Any, executemany: bool
-    ) -> None:
-        if state["armed"] and statement.lstrip().upper().startswith(
-            "UPDATE FUNNEL_RUNS SET STATUS"
-        ):
+    def die_at(statement: str) -> None:
+        if state["armed"] and statement.lstrip().upper().startswith(ADVANCE_STATEMENTS):
             state["armed"] = False
             state["fired"] += 1
             raise ConnectionResetError("worker died between send and advance")
 
+    def before(
+        conn: Any, cursor: Any, statement: str, params: Any, context: Any, executemany: bool
+    ) -> None:
+        die_at(statement)
+
+    to_driver = batch_writes._driver_execute
+
+    async def driver_execute(session: Any, statement: str, *args: Any) -> None:
+        die_at(statement)
+        await to_driver(session, statement, *args)
+
+    monkeypatch.setattr(batch_writes, "_driver_execute", driver_execute)
     event.listen(target, "before_cursor_execute", before)
     yield state
     event.remove(target, "before_cursor_execute", before)
