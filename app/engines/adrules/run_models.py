@@ -57,6 +57,7 @@ class ExecutionRecord(Base):
             sqlite_where=text(RECORDS.where(RECORD_EXECUTED)),
             postgresql_where=text(RECORDS.where(RECORD_EXECUTED)),
         ),
+        RECORDS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
