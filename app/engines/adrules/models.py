@@ -164,7 +164,7 @@ class Batch(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     batch_id: Mapped[str] = mapped_column(String(32))
-    """Shared by every account of one dispatch; the worker's records carry it too."""
+    """Shared by every account of one dispatch; the account job's execution records carry it too."""
     workspace_id: Mapped[int] = mapped_column(BigId, _fk("workspaces.id"))
     rule_id: Mapped[int] = mapped_column(BigId, _fk("adrules_rules.id"))
     ad_account_id: Mapped[int] = mapped_column(BigId, _fk("adrules_ad_accounts.id"))

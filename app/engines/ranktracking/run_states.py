@@ -3,10 +3,10 @@ them.
 
 Admission writes a run ``dispatching`` (its reservation held), or already ended: ``failed`` (the
 launch was refused), ``skipped_balance`` (the balance could not cover it) or
-``skipped_dispatch``. The worker posts its tasks (``running``) and closes it ``succeeded``,
-``partial`` or ``failed`` once every keyword is settled; a run that never reached the worker is
-``skipped_dispatch``; pausing or ending its schedule closes an active run ``failed`` (error code
-``cancelled``)."""
+``skipped_dispatch``. The run's job posts its provider tasks (``running``) and closes it
+``succeeded``, ``partial`` or ``failed`` once every keyword is settled; a run whose job never
+started is ``skipped_dispatch``; pausing or ending its schedule closes an active run ``failed``
+(error code ``cancelled``)."""
 
 from __future__ import annotations
 
