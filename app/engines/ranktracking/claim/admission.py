@@ -43,6 +43,7 @@ from app.engines.ranktracking.models import (
 )
 from app.engines.ranktracking.pricing import STANDARD, PriceList, quote
 from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.schedules.states import SCHEDULES
 from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import queue_pause_notice
 from app.scheduling.claim import Claim
@@ -97,7 +98,7 @@ async def lock_schedules(session: WriteSession, schedule_ids: list[int]) -> dict
 
 DUE = Claim(
     table=Schedule.__table__,  # type: ignore[arg-type]
-    due="rt_schedules.status = 'active' AND next_due_at <= :due_by AND id IN :ids",
+    due=f"{SCHEDULES.where(ACTIVE, qualified=True)} AND next_due_at <= :due_by AND id IN :ids",
     order_by="next_due_at, id",
     returning=("id",),
     sets={"updated_at": ":now"},
