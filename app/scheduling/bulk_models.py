@@ -15,7 +15,7 @@ from app.scheduling.bulk_states import BULK_CANCELLED as BULK_CANCELLED
 from app.scheduling.bulk_states import BULK_DONE as BULK_DONE
 from app.scheduling.bulk_states import BULK_FAILED as BULK_FAILED
 from app.scheduling.bulk_states import BULK_FINAL as BULK_FINAL
-from app.scheduling.bulk_states import BULK_JOBS
+from app.scheduling.bulk_states import BULK_JOBS as BULK_JOBS
 from app.scheduling.bulk_states import BULK_QUEUED as BULK_QUEUED
 from app.scheduling.bulk_states import BULK_RUNNING as BULK_RUNNING
 from app.scheduling.bulk_states import BULK_STATUSES as BULK_STATUSES

@@ -24,8 +24,10 @@ from app.db.types import BigId, UTCDateTime
 from app.scheduling.job_states import JOB_DEAD as JOB_DEAD
 from app.scheduling.job_states import JOB_DISCARDED as JOB_DISCARDED
 from app.scheduling.job_states import JOB_DONE as JOB_DONE
-from app.scheduling.job_states import JOB_QUEUED, JOB_RUNNING, JOBS
+from app.scheduling.job_states import JOB_QUEUED as JOB_QUEUED
+from app.scheduling.job_states import JOB_RUNNING as JOB_RUNNING
 from app.scheduling.job_states import JOB_STATUSES as JOB_STATUSES
+from app.scheduling.job_states import JOBS as JOBS
 
 
 class Job(Base):

@@ -4,8 +4,9 @@ the state diagrams in ``docs/states.md`` are the ones the transition tables draw
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -135,7 +136,7 @@ def _lights() -> StateMachine:
 
 
 @pytest.fixture
-def lights() -> AsyncIterator[StateMachine]:  # type: ignore[misc]
+def lights() -> Iterator[StateMachine]:
     machine = _lights()
     yield machine
     REGISTRY.pop(("lights", "colour"), None)
@@ -212,8 +213,6 @@ async def test_state_checks_migration_downgrades_and_upgrades_again(fresh_url: s
             await engine.dispose()
 
     assert await checked_tables() == {table for table, _ in REGISTRY}
-    import asyncio
-
     await asyncio.to_thread(command.downgrade, config, "0670_state_checks-1")
     assert "funnel_runs" not in await checked_tables()
     assert "jobs" in await checked_tables()  # an older migration's constraint stays

@@ -27,14 +27,16 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
 from app.engines.adrules.batch_states import BATCH_COMPLETED as BATCH_COMPLETED
-from app.engines.adrules.batch_states import BATCH_DEFERRED, BATCHES
+from app.engines.adrules.batch_states import BATCH_DEFERRED as BATCH_DEFERRED
 from app.engines.adrules.batch_states import BATCH_EMPTY as BATCH_EMPTY
 from app.engines.adrules.batch_states import BATCH_FAILED as BATCH_FAILED
 from app.engines.adrules.batch_states import BATCH_QUEUED as BATCH_QUEUED
 from app.engines.adrules.batch_states import BATCH_RUNNING as BATCH_RUNNING
 from app.engines.adrules.batch_states import BATCH_SKIPPED as BATCH_SKIPPED
 from app.engines.adrules.batch_states import BATCH_STATUSES as BATCH_STATUSES
-from app.engines.adrules.rule_states import RULES, SCHEDULED_STATUSES
+from app.engines.adrules.batch_states import BATCHES as BATCHES
+from app.engines.adrules.rule_states import RULES as RULES
+from app.engines.adrules.rule_states import SCHEDULED_STATUSES as SCHEDULED_STATUSES
 
 META_TOKEN_SECRET = "meta_access_token"  # noqa: S105 - the secret's name, not a secret
 """Name of the workspace secret holding the Meta access token (encrypted at rest)."""

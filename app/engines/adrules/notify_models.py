@@ -25,15 +25,16 @@ from app.engines.adrules.digest_states import DIGEST_SENDING as DIGEST_SENDING
 from app.engines.adrules.digest_states import DIGEST_SENT as DIGEST_SENT
 from app.engines.adrules.digest_states import DIGEST_SKIPPED as DIGEST_SKIPPED
 from app.engines.adrules.digest_states import DIGEST_STATUSES as DIGEST_STATUSES
-from app.engines.adrules.digest_states import DIGESTS
+from app.engines.adrules.digest_states import DIGESTS as DIGESTS
 from app.engines.adrules.proposal_states import PROPOSAL_APPROVED as PROPOSAL_APPROVED
 from app.engines.adrules.proposal_states import PROPOSAL_EXECUTED as PROPOSAL_EXECUTED
 from app.engines.adrules.proposal_states import PROPOSAL_EXPIRED as PROPOSAL_EXPIRED
 from app.engines.adrules.proposal_states import PROPOSAL_FAILED as PROPOSAL_FAILED
-from app.engines.adrules.proposal_states import PROPOSAL_PENDING, PROPOSALS
+from app.engines.adrules.proposal_states import PROPOSAL_PENDING as PROPOSAL_PENDING
 from app.engines.adrules.proposal_states import PROPOSAL_REJECTED as PROPOSAL_REJECTED
 from app.engines.adrules.proposal_states import PROPOSAL_SKIPPED as PROPOSAL_SKIPPED
 from app.engines.adrules.proposal_states import PROPOSAL_STATUSES as PROPOSAL_STATUSES
+from app.engines.adrules.proposal_states import PROPOSALS as PROPOSALS
 
 
 class Digest(Base):

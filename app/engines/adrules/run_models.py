@@ -18,11 +18,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
 from app.engines.adrules.record_states import RECORD_ERROR as RECORD_ERROR
-from app.engines.adrules.record_states import RECORD_EXECUTED, RECORD_WOULD_EXECUTE, RECORDS
+from app.engines.adrules.record_states import RECORD_EXECUTED as RECORD_EXECUTED
 from app.engines.adrules.record_states import RECORD_NOT_EXECUTED as RECORD_NOT_EXECUTED
 from app.engines.adrules.record_states import RECORD_PROPOSED as RECORD_PROPOSED
 from app.engines.adrules.record_states import RECORD_SKIPPED as RECORD_SKIPPED
 from app.engines.adrules.record_states import RECORD_STATUSES as RECORD_STATUSES
+from app.engines.adrules.record_states import RECORD_WOULD_EXECUTE as RECORD_WOULD_EXECUTE
+from app.engines.adrules.record_states import RECORDS as RECORDS
 
 
 class ExecutionRecord(Base):

@@ -24,17 +24,19 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
-from app.engines.funnels.outbox.states import OUTBOX, OUTBOX_PENDING
+from app.engines.funnels.outbox.states import OUTBOX as OUTBOX
 from app.engines.funnels.outbox.states import OUTBOX_CANCELLED as OUTBOX_CANCELLED
 from app.engines.funnels.outbox.states import OUTBOX_FAILED as OUTBOX_FAILED
+from app.engines.funnels.outbox.states import OUTBOX_PENDING as OUTBOX_PENDING
 from app.engines.funnels.outbox.states import OUTBOX_SENT as OUTBOX_SENT
 from app.engines.funnels.outbox.states import OUTBOX_SKIPPED as OUTBOX_SKIPPED
-from app.engines.funnels.runs.states import RUN_ACTIVE, RUNS
+from app.engines.funnels.runs.states import RUN_ACTIVE as RUN_ACTIVE
 from app.engines.funnels.runs.states import RUN_CANCELLED as RUN_CANCELLED
 from app.engines.funnels.runs.states import RUN_COMPLETED as RUN_COMPLETED
 from app.engines.funnels.runs.states import RUN_EXITED as RUN_EXITED
 from app.engines.funnels.runs.states import RUN_FAILED as RUN_FAILED
 from app.engines.funnels.runs.states import RUN_STATUSES as RUN_STATUSES
+from app.engines.funnels.runs.states import RUNS as RUNS
 
 FK = BigId
 

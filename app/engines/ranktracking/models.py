@@ -18,31 +18,38 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
-from app.engines.ranktracking.alerts.delivery_states import ALERT_DELIVERIES, REPORT_DELIVERIES
+from app.engines.ranktracking.alerts.delivery_states import ALERT_DELIVERIES as ALERT_DELIVERIES
 from app.engines.ranktracking.alerts.delivery_states import DELIVERY_FAILED as DELIVERY_FAILED
 from app.engines.ranktracking.alerts.delivery_states import DELIVERY_PENDING as DELIVERY_PENDING
 from app.engines.ranktracking.alerts.delivery_states import DELIVERY_SENDING as DELIVERY_SENDING
 from app.engines.ranktracking.alerts.delivery_states import DELIVERY_SENT as DELIVERY_SENT
-from app.engines.ranktracking.reservation_states import RES_HELD, RES_NONE, RESERVATIONS
+from app.engines.ranktracking.alerts.delivery_states import REPORT_DELIVERIES as REPORT_DELIVERIES
+from app.engines.ranktracking.reservation_states import RES_HELD as RES_HELD
+from app.engines.ranktracking.reservation_states import RES_NONE as RES_NONE
 from app.engines.ranktracking.reservation_states import RES_RELEASED as RES_RELEASED
 from app.engines.ranktracking.reservation_states import RES_SETTLED as RES_SETTLED
+from app.engines.ranktracking.reservation_states import RESERVATIONS as RESERVATIONS
 from app.engines.ranktracking.result_states import NO_DATA as NO_DATA
-from app.engines.ranktracking.result_states import PENDING, RESULTS
+from app.engines.ranktracking.result_states import PENDING as PENDING
+from app.engines.ranktracking.result_states import RESULTS as RESULTS
 from app.engines.ranktracking.result_states import RETRIEVED as RETRIEVED
 from app.engines.ranktracking.result_states import TASK_FAILED as TASK_FAILED
-from app.engines.ranktracking.run_states import ACTIVE_RUN_STATUSES, RUNS
+from app.engines.ranktracking.run_states import ACTIVE_RUN_STATUSES as ACTIVE_RUN_STATUSES
 from app.engines.ranktracking.run_states import DISPATCHING as DISPATCHING
 from app.engines.ranktracking.run_states import FAILED as FAILED
 from app.engines.ranktracking.run_states import PARTIAL as PARTIAL
 from app.engines.ranktracking.run_states import RUNNING as RUNNING
+from app.engines.ranktracking.run_states import RUNS as RUNS
 from app.engines.ranktracking.run_states import SKIPPED_BALANCE as SKIPPED_BALANCE
 from app.engines.ranktracking.run_states import SKIPPED_DISPATCH as SKIPPED_DISPATCH
 from app.engines.ranktracking.run_states import SUCCEEDED as SUCCEEDED
 from app.engines.ranktracking.run_states import TERMINAL_RUN_STATUSES as TERMINAL_RUN_STATUSES
-from app.engines.ranktracking.schedules.states import ACTIVE, ARCHIVED, SCHEDULES
+from app.engines.ranktracking.schedules.states import ACTIVE as ACTIVE
+from app.engines.ranktracking.schedules.states import ARCHIVED as ARCHIVED
 from app.engines.ranktracking.schedules.states import PAUSED_BALANCE as PAUSED_BALANCE
 from app.engines.ranktracking.schedules.states import PAUSED_USER as PAUSED_USER
 from app.engines.ranktracking.schedules.states import SCHEDULE_STATUSES as SCHEDULE_STATUSES
+from app.engines.ranktracking.schedules.states import SCHEDULES as SCHEDULES
 
 FK_ID = BigId
 

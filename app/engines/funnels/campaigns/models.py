@@ -21,13 +21,15 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
 from app.engines.funnels.campaigns.recipient_states import R_FAILED as R_FAILED
-from app.engines.funnels.campaigns.recipient_states import R_PENDING, RECIPIENTS
+from app.engines.funnels.campaigns.recipient_states import R_PENDING as R_PENDING
 from app.engines.funnels.campaigns.recipient_states import R_SENT as R_SENT
 from app.engines.funnels.campaigns.recipient_states import R_SKIPPED as R_SKIPPED
-from app.engines.funnels.campaigns.states import CAMPAIGNS, DUE_STATUSES
+from app.engines.funnels.campaigns.recipient_states import RECIPIENTS as RECIPIENTS
+from app.engines.funnels.campaigns.states import CAMPAIGNS as CAMPAIGNS
 from app.engines.funnels.campaigns.states import CANCELLED as CANCELLED
 from app.engines.funnels.campaigns.states import DONE as DONE
 from app.engines.funnels.campaigns.states import DRAFT as DRAFT
+from app.engines.funnels.campaigns.states import DUE_STATUSES as DUE_STATUSES
 from app.engines.funnels.campaigns.states import MATERIALISING as MATERIALISING
 from app.engines.funnels.campaigns.states import SCHEDULED as SCHEDULED
 from app.engines.funnels.campaigns.states import SENDING as SENDING
