@@ -100,6 +100,14 @@ class StateMachine:
         if not self.allows(old, new):
             raise InvalidTransition(f"{self.table}.{self.column}: {old} → {new} is not allowed")
 
+    def move(self, row: Any, new: str) -> None:
+        """Set ``row``'s state to ``new`` (a loaded model), refusing a move the table does not
+        declare; writing the state a row already has changes nothing and is allowed."""
+        old = getattr(row, self.column)
+        if old != new:
+            self.require(old, new)
+        setattr(row, self.column, new)
+
     def sources(self, new: str) -> tuple[str, ...]:
         """The states a row may be in for a write to move it to ``new``."""
         return tuple(s for s in self.states if new in self.transitions.get(s, ()))

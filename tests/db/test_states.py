@@ -160,6 +160,19 @@ def test_transitions_are_checked_against_the_table(lights: StateMachine) -> None
     assert lights.final == ()
 
 
+def test_move_sets_a_declared_state_and_refuses_the_others(lights: StateMachine) -> None:
+    class Row:
+        colour = "red"
+
+    row = Row()
+    lights.move(row, "red")  # the state it has: nothing moves
+    lights.move(row, "green")
+    assert row.colour == "green"
+    with pytest.raises(InvalidTransition, match="green → red"):
+        lights.move(row, "red")
+    assert row.colour == "green"
+
+
 def test_a_transition_to_an_undeclared_state_is_refused() -> None:
     with pytest.raises(ValueError, match="blue"):
         StateMachine(

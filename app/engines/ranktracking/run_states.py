@@ -48,7 +48,8 @@ RUNS = StateMachine(
     states=RUN_STATUSES,
     initial=(DISPATCHING, FAILED, SKIPPED_BALANCE, SKIPPED_DISPATCH),
     transitions={
-        DISPATCHING: (RUNNING, SKIPPED_DISPATCH, FAILED),
+        # Ended at once when no task is left pending after the post.
+        DISPATCHING: (RUNNING, SUCCEEDED, PARTIAL, FAILED, SKIPPED_DISPATCH),
         RUNNING: (SUCCEEDED, PARTIAL, FAILED),
     },
 )

@@ -283,7 +283,7 @@ async def _block(
     )
     schedule.consecutive_blocks += 1
     if schedule.consecutive_blocks >= BLOCKS_BEFORE_PAUSE and schedule.status == ACTIVE:
-        schedule.status = PAUSED_BALANCE
+        SCHEDULES.move(schedule, PAUSED_BALANCE)
         schedule.updated_at = now
         await queue_pause_notice(uow, deps.queue, schedule, now)
 
