@@ -1,13 +1,14 @@
 """Demo data: a keyword list, two schedules (a two-device SERP one, with an e-mail alert, a weekly
 report and tagged keywords, and a keyword-data one), a funded balance, the provider simulator, so
 a person sees runs go from dispatching to succeeded, and a Search Console property to import more
-keywords from (:mod:`app.demo.search_console`)."""
+keywords from (:mod:`app.demo.search_console`), and a geo-grid of local search
+(:mod:`app.demo.ranktracking_local`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.demo import search_console
+from app.demo import ranktracking_local, search_console
 from app.demo.parts import DemoPart
 from app.engines.ranktracking import ledger, tags
 from app.engines.ranktracking.alerts.report import put_settings
@@ -54,6 +55,7 @@ def start_serp_sandbox() -> SandboxHandle:
     for keyword, position in zip(DEMO_KEYWORDS, DEMO_POSITIONS, strict=True):
         sim.place(keyword, DEMO_DOMAIN, position)
         sim.place(keyword, DEMO_DOMAIN, position + 2 if position else None, device="mobile")
+    ranktracking_local.place_shop(sim, DEMO_DOMAIN)
     return start_simulator(sim)
 
 
@@ -115,6 +117,7 @@ async def seed_demo(runtime: Runtime, demo: DemoWorkspace) -> None:
             packages=["volume", "cpc"],
         ),
     )
+    await ranktracking_local.seed_geogrid(runtime, demo)
 
 
 async def _seed_alerts(runtime: Runtime, demo: DemoWorkspace, schedule_id: int) -> None:

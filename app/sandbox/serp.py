@@ -55,9 +55,12 @@ from app.sandbox.base import (
 )
 from app.sandbox.serp_locations import LOCATIONS_PATH, SimulatedLocations
 from app.sandbox.serp_maps import (
+    LOCAL_FINDER_DEPTH,
+    LOCAL_FINDER_PREFIX,
     MAPS_PREFIX,
     MAPS_RESULTS,
     MapsPlacement,
+    local_serps,
     maps_items,
     maps_page,
     validate_maps,
@@ -154,7 +157,7 @@ class KeywordScript:
 @dataclass
 class _Task:
     id: str
-    endpoint: str  # "serp" | "maps" | "keywords"
+    endpoint: str  # "serp" | "maps" | "local_finder" | "keywords"
     data: dict[str, Any]
     cost: Decimal
     posted_at: datetime
@@ -338,14 +341,16 @@ class SerpSimulator(HttpSimulator):
         place_id: str,
         cid: str,
         domain: str | None = None,
+        at: tuple[float, float] | None = None,
     ) -> None:
-        """Put a business on the Google Maps pages of ``keyword`` (every location) at
-        ``position`` (1–20), or nowhere (``None``)."""
+        """Put a business on the Google Maps and Local Finder pages of ``keyword`` (every
+        location) at ``position`` (1–20), or nowhere (``None``); one located ``at`` (latitude,
+        longitude) drops a place per 400 m the search is made from away from it."""
         if position is not None and not 1 <= position <= MAPS_RESULTS:
             raise ValueError(f"position must be 1..{MAPS_RESULTS} or None")
         with self._lock:
             self._maps_placements.setdefault(_norm(keyword), {})[place_id] = MapsPlacement(
-                title, position, place_id, cid, domain
+                title, position, place_id, cid, domain, *(at or (None, None))
             )
 
     def script(self, keyword: str, **behaviour: Any) -> KeywordScript:
@@ -595,7 +600,7 @@ class SerpSimulator(HttpSimulator):
         echo = {**_api_data(task.endpoint, "task_get"), **task.data}
         if not task.ready:
             return _task(task.id, task.queue_code, echo, cost=task.cost)
-        if task.endpoint == "maps":
+        if task.endpoint in ("maps", "local_finder"):
             return self._maps_answer(task, echo)
         if task.endpoint == "serp":
             script = self._scripts.get(_norm(task.data["keyword"])) or KeywordScript()
@@ -640,8 +645,9 @@ class SerpSimulator(HttpSimulator):
         if script.no_data:
             return _task(task.id, 40102, echo, cost=task.cost)
         placements = list(self._maps_placements.get(keyword, {}).values())
-        items = maps_items(self.seed, task.data, keyword, placements)
-        page = maps_page(task.data, items, _provider_time(task.posted_at))
+        finder = task.endpoint == "local_finder"
+        items = maps_items(self.seed, task.data, keyword, placements, local_finder=finder)
+        page = maps_page(task.data, items, _provider_time(task.posted_at), local_finder=finder)
         return _task(task.id, 20000, echo, cost=task.cost, result=[page])
 
     def _poll(self, tasks: Any) -> list[_Task]:
@@ -664,8 +670,10 @@ class SerpSimulator(HttpSimulator):
     def _price(self, endpoint: str, data: dict[str, Any]) -> Decimal:
         if endpoint == "serp":
             return self.prices.serp(int(data["depth"]), int(data["priority"]))
-        if endpoint == "maps":
-            return self.prices.maps(int(data["priority"]))
+        if endpoint in ("maps", "local_finder"):
+            return self.prices.maps(int(data["priority"])) * local_serps(
+                endpoint, int(data["depth"]), str(data["device"])
+            )
         return self.prices.keyword_data_task
 
     # -- postback / pingback ---------------------------------------------------------------------
@@ -761,6 +769,8 @@ def _validate(endpoint: str, item: Any) -> tuple[dict[str, Any], str | None]:
         return _validate_serp(item)
     if endpoint == "maps":
         return validate_maps(item, LANGUAGES)
+    if endpoint == "local_finder":
+        return validate_maps(item, LANGUAGES, default_depth=LOCAL_FINDER_DEPTH)
     return _validate_keywords(item)
 
 
@@ -857,15 +867,17 @@ def _task(
 def _api_data(endpoint: str, function: str) -> dict[str, Any]:
     if endpoint == "serp":
         return {"api": "serp", "function": function, "se": "google", "se_type": "organic"}
-    if endpoint == "maps":
-        return {"api": "serp", "function": function, "se": "google", "se_type": "maps"}
+    if endpoint in ("maps", "local_finder"):
+        return {"api": "serp", "function": function, "se": "google", "se_type": endpoint}
     return {"api": "keywords_data", "function": function, "se": "google_ads"}
 
 
 def _path(data: dict[str, Any]) -> list[str]:
     prefix = KEYWORDS_PREFIX
     if data.get("api") == "serp":
-        prefix = MAPS_PREFIX if data.get("se_type") == "maps" else SERP_PREFIX
+        prefix = {"maps": MAPS_PREFIX, "local_finder": LOCAL_FINDER_PREFIX}.get(
+            str(data.get("se_type")), SERP_PREFIX
+        )
     return [*prefix.strip("/").split("/"), str(data.get("function", ""))]
 
 
@@ -1159,6 +1171,12 @@ def create_serp_app(sim: SerpSimulator) -> Litestar:
         ),
         get(f"{MAPS_PREFIX}/task_get/advanced/{{task_id:str}}", name="maps_get")(
             _getter(sim, "maps", "maps.task_get")
+        ),
+        post(f"{LOCAL_FINDER_PREFIX}/task_post", name="local_finder_post", status_code=200)(
+            _poster(sim, "local_finder", "local_finder.task_post")
+        ),
+        get(f"{LOCAL_FINDER_PREFIX}/task_get/advanced/{{task_id:str}}", name="local_finder_get")(
+            _getter(sim, "local_finder", "local_finder.task_get")
         ),
         *_locations_handlers(sim),
     ]

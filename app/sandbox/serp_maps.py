@@ -6,18 +6,29 @@ A Maps task is searched from a ``location_code`` or a ``location_coordinate``
 ``maps_search`` items (``title``, ``place_id``, ``cid``, ``domain``, ``url``, ``rating``,
 ``latitude``/``longitude``, …) ranked by ``rank_group``/``rank_absolute``. Each (keyword,
 location) has 20 seeded businesses; tests place a business of their own at a position, or
-nowhere, for a keyword (:class:`MapsPlacement`).
+nowhere, for a keyword (:class:`MapsPlacement`). A placement with a location of its own drops
+one place every ``DRIFT_M`` metres the search is made from away from it, and leaves the page
+past the 20th, so a geo-grid around it shows a gradient.
+
+The Local Finder (``/v3/serp/google/local_finder``) takes the same parameters (default depth
+20, one billed desktop SERP) and lists the same businesses as ``local_pack`` items (``title``,
+``domain``, ``url``, ``rating``, ``place_id``, ``cid``, …).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 MAPS_PREFIX: Final = "/v3/serp/google/maps"
+LOCAL_FINDER_PREFIX: Final = "/v3/serp/google/local_finder"
+LOCAL_FINDER_DEPTH: Final = 20
+DRIFT_M: Final = 400
+"""A located placement loses one place per this many metres of distance."""
 MAPS_RESULTS: Final = 20
 MAX_MAPS_DEPTH: Final = 700
 _COORDINATE = re.compile(r"^(-?\d{1,2}(?:\.\d{1,7})?),(-?\d{1,3}(?:\.\d{1,7})?),(\d{1,2})z$")
@@ -37,11 +48,42 @@ class MapsPlacement:
     place_id: str
     cid: str
     domain: str | None = None
+    latitude: float | None = None
+    longitude: float | None = None
+
+    def position_from(self, latitude: float, longitude: float) -> int | None:
+        """Its position on a page searched from (``latitude``, ``longitude``)."""
+        if self.position is None or self.latitude is None or self.longitude is None:
+            return self.position
+        drift = int(_metres(self.latitude, self.longitude, latitude, longitude) // DRIFT_M)
+        moved = self.position + drift
+        return moved if moved <= MAPS_RESULTS else None
 
 
-def validate_maps(item: Any, languages: frozenset[str]) -> tuple[dict[str, Any], str | None]:
-    """The stored parameters of a posted Maps task, and the ``Invalid Field`` message of the
-    first bad one (``None`` when it is valid)."""
+def _metres(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
+    la1, lo1, la2, lo2 = map(math.radians, (lat1, lng1, lat2, lng2))
+    h = (
+        math.sin((la2 - la1) / 2) ** 2
+        + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
+    )
+    return 2 * 6_371_008.8 * math.asin(math.sqrt(h))
+
+
+def local_serps(endpoint: str, depth: int, device: str) -> int:
+    """The SERPs a Maps or Local Finder task is billed for: the provider bills a Maps SERP per
+    100 desktop (20 mobile) results and a Local Finder SERP per 20 desktop (10 mobile)."""
+    if endpoint == "local_finder":
+        per = 20 if device == "desktop" else 10
+    else:
+        per = 100 if device == "desktop" else 20
+    return max(1, math.ceil(depth / per))
+
+
+def validate_maps(
+    item: Any, languages: frozenset[str], *, default_depth: int = 100
+) -> tuple[dict[str, Any], str | None]:
+    """The stored parameters of a posted Maps (or Local Finder, ``default_depth`` 20) task, and
+    the ``Invalid Field`` message of the first bad one (``None`` when it is valid)."""
     if not isinstance(item, dict):
         return {}, "Invalid Field: 'task'."
     data: dict[str, Any] = {
@@ -50,7 +92,7 @@ def validate_maps(item: Any, languages: frozenset[str]) -> tuple[dict[str, Any],
         if key in item
     }
     keyword, device = item.get("keyword"), item.get("device", "desktop")
-    depth, priority = item.get("depth", 100), item.get("priority", 1)
+    depth, priority = item.get("depth", default_depth), item.get("priority", 1)
     data.update(keyword=keyword, device=device, depth=depth, priority=priority)
     data.update(se_domain="google.com", os="windows" if device == "desktop" else "android")
     coordinate, location = item.get("location_coordinate"), item.get("location_code")
@@ -84,10 +126,16 @@ def _valid_coordinate(text: str) -> bool:
 
 
 def maps_items(
-    seed: int, data: dict[str, Any], keyword_key: str, placements: list[MapsPlacement]
+    seed: int,
+    data: dict[str, Any],
+    keyword_key: str,
+    placements: list[MapsPlacement],
+    *,
+    local_finder: bool = False,
 ) -> list[dict[str, Any]]:
-    """The ``maps_search`` items of a task's page: 20 seeded businesses with the placed ones
-    inserted at their positions, cut to the task's depth."""
+    """The items of a task's page (``maps_search``, or ``local_pack`` on the Local Finder): 20
+    seeded businesses with the placed ones inserted at their positions (as seen from where the
+    task searches), cut to the task's depth."""
     where = str(data.get("location_coordinate") or data.get("location_code"))
     rng = random.Random(f"{seed}|maps|{keyword_key}|{where}")
     placed = {p.place_id for p in placements}
@@ -102,16 +150,22 @@ def maps_items(
             f"{title.split()[0].lower()}{title.split()[-1]}.com" if rng.random() < 0.7 else None
         )
         seeded.append(MapsPlacement(title, None, place_id, str(int(digest[23:39], 16)), domain))
-    ordered = list(seeded)
-    for placement in sorted(
-        (p for p in placements if p.position is not None), key=lambda p: p.position or 0
-    ):
-        ordered.insert((placement.position or 1) - 1, placement)
     latitude, longitude = _centre(data)
-    return [
-        _item(business, rank, latitude, longitude, rng)
-        for rank, business in enumerate(ordered[:MAPS_RESULTS][: int(data["depth"])], start=1)
-    ]
+    seen = sorted(
+        (
+            (position, placement)
+            for placement in placements
+            if (position := placement.position_from(latitude, longitude)) is not None
+        ),
+        key=lambda pair: pair[0],
+    )
+    ordered = list(seeded)
+    for position, placement in seen:
+        ordered.insert(position - 1, placement)
+    shown = ordered[:MAPS_RESULTS][: int(data["depth"])]
+    if local_finder:
+        return [_local_pack_item(b, rank, rng) for rank, b in enumerate(shown, start=1)]
+    return [_item(b, rank, latitude, longitude, rng) for rank, b in enumerate(shown, start=1)]
 
 
 def _centre(data: dict[str, Any]) -> tuple[float, float]:
@@ -163,18 +217,51 @@ def _item(
     }
 
 
-def maps_page(data: dict[str, Any], items: list[dict[str, Any]], posted: str) -> dict[str, Any]:
-    """The ``result[0]`` of a Maps ``task_get/advanced`` answer."""
+def _local_pack_item(business: MapsPlacement, rank: int, rng: random.Random) -> dict[str, Any]:
+    """A Local Finder ``local_pack`` item, in the provider's documented shape."""
+    return {
+        "type": "local_pack",
+        "rank_group": rank,
+        "rank_absolute": rank,
+        "position": "left",
+        "xpath": f"/html[1]/body[1]/div[{rank}]",
+        "title": business.title,
+        "description": None,
+        "domain": business.domain,
+        "phone": None,
+        "url": f"https://{business.domain}/" if business.domain else None,
+        "is_paid": False,
+        "rating": {
+            "rating_type": "Max5",
+            "value": round(3.5 + rng.random() * 1.5, 1),
+            "votes_count": rng.randint(3, 900),
+            "rating_max": 5,
+        },
+        "place_id": business.place_id,
+        "cid": business.cid,
+    }
+
+
+def maps_page(
+    data: dict[str, Any], items: list[dict[str, Any]], posted: str, *, local_finder: bool = False
+) -> dict[str, Any]:
+    """The ``result[0]`` of a Maps (or Local Finder) ``task_get/advanced`` answer."""
+    kind = "local_finder" if local_finder else "maps"
     return {
         "keyword": data["keyword"],
-        "type": "maps",
+        "type": kind,
         "se_domain": "google.com",
         "location_code": data.get("location_code"),
         "language_code": data["language_code"],
-        "check_url": "https://www.google.com/maps/search/" + str(data["keyword"]).replace(" ", "+"),
+        "check_url": (
+            "https://www.google.com/search?tbm=lcl&q="
+            if local_finder
+            else "https://www.google.com/maps/search/"
+        )
+        + str(data["keyword"]).replace(" ", "+"),
         "datetime": posted,
         "spell": None,
-        "item_types": ["maps_search"],
+        "item_types": ["local_pack" if local_finder else "maps_search"],
         "se_results_count": 0,
         "items_count": len(items),
         "items": items,

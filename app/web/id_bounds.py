@@ -40,6 +40,7 @@ PARAMETER_COLUMNS: dict[str, str] = {
     "campaign_id": "campaigns.id",
     "contact_id": "contacts.id",
     "funnel_id": "funnels.id",
+    "geogrid_id": "rt_geogrids.id",
     "invitation_id": "invitations.id",
     "job_id": "bulk_jobs.id",
     "key_id": "api_keys.id",

@@ -109,6 +109,13 @@ def _rank_run(known: Known) -> Any:
 
 
 _HAS_TAG = {"kind": "has_tag", "tag": "contract"}
+_GEOGRID = {
+    "keyword": "contract bakery",
+    "business_name": "Contract Bakery",
+    "latitude": 48.8566,
+    "longitude": 2.3522,
+    "size": 3,
+}
 _TASK = {
     "conditions": [{"type": "metric_value", "metric": "spend", "operator": "gt", "value": "100"}],
     "action": {"type": "log_only"},
@@ -250,6 +257,8 @@ BODIES: dict[tuple[str, str], Body] = {
         "location_code": 2840,
         "language_code": "en",
     },
+    ("post", f"{API}/ranktracking/geogrids"): lambda _: _GEOGRID,
+    ("post", f"{API}/ranktracking/geogrids/estimate"): lambda _: _GEOGRID,
     ("post", f"{API}/ranktracking/estimate"): lambda _: {
         "name": "contract estimate",
         "keywords": ["contract keyword"],

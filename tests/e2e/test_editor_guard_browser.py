@@ -12,6 +12,7 @@ import pytest
 from playwright.async_api import expect
 
 from app.engines.funnels.definitions.service import get_version
+from app.engines.funnels.reads import tag_names
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
 from tests.e2e.test_rule_builder_browser import _shop
@@ -166,3 +167,23 @@ async def test_fn80_a_tag_created_from_its_step_lets_the_funnel_publish(
     async with runtime.db.read() as s:
         version = await get_version(s, tenant.workspace_id, funnel_id, 1)
     assert [n.get("tag") for n in version.definition["nodes"]] == ["vip customers"]
+
+
+async def test_fn80_a_tag_created_from_a_conditions_predicate_exists_at_once(
+    signed_in_page: Any, live_url: str, runtime: Runtime, tenant: Tenant
+) -> None:
+    page = signed_in_page
+    await _new_funnel(page, live_url, "Branching on a new tag")
+    await page.select_option("#fe-kind", "condition")
+    await page.click("#fe-add")
+    await page.click("#fe-panel .pb-add")
+    await page.locator("#fe-panel .pb-row select").first.select_option("has_tag")
+    tag_input = page.locator("#fe-panel .pb-row input[list=pb-tags]")
+    await tag_input.fill("returning buyers")
+    create = page.locator("#fe-panel .pb-row button.fe-create-name")
+    await expect(create).to_have_text("Create tag \u201creturning buyers\u201d")
+    await create.click()
+    await expect(create).to_be_hidden()
+    assert await page.locator("#pb-tags option[value='returning buyers']").count() == 1
+    async with runtime.db.read() as s:
+        assert "returning buyers" in await tag_names(s, tenant.workspace_id)

@@ -39,6 +39,7 @@ from app.engines.funnels.definitions.service import publish
 from app.engines.funnels.events.triggers import enroll
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.models import Run as FunnelRun
+from app.engines.ranktracking.local.models import GeoGrid
 from app.engines.ranktracking.models import AlertRule, KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
 from app.scheduling.bulk_models import BulkJob
@@ -121,6 +122,7 @@ async def _demo_ids(runtime: Runtime) -> dict[str, str]:
             "alert_id": select(AlertRule.id),
             "list_id": select(KeywordList.id),
             "job_id": select(BulkJob.id),
+            "geogrid_id": select(GeoGrid.id),
         }
         ids = {}
         for name, query in queries.items():

@@ -523,6 +523,7 @@ class ReportDelivery(Base):
 
 
 from app.engines.ranktracking.explain_models import Annotation, SerpSnapshot  # noqa: E402, F401 - tables
+from app.engines.ranktracking.local.models import GeoGrid, GeoGridCell  # noqa: E402, F401 - tables
 from app.engines.ranktracking.location_models import ProviderLocation  # noqa: E402, F401 - a table
 from app.engines.ranktracking.share_models import ReportLink  # noqa: E402, F401 - a table
 from app.engines.ranktracking.tag_models import KeywordTag  # noqa: E402, F401 - a table

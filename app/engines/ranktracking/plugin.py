@@ -9,6 +9,7 @@ from app.engines.ranktracking.alerts.report import REPORT_JOB, REPORT_SWEEP
 from app.engines.ranktracking.claim.dispatch import DISPATCH_SWEEP
 from app.engines.ranktracking.explain.retention import SNAPSHOT_RETENTION_SWEEP
 from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT_JOB
+from app.engines.ranktracking.local.collect import GEOGRID_SWEEP
 from app.engines.ranktracking.location_sync import LOCATIONS_SWEEP
 from app.engines.ranktracking.work.notices import PAUSE_NOTICE_JOB
 from app.engines.ranktracking.work.poller import POLL_SWEEP
@@ -34,5 +35,6 @@ PLUGIN = EnginePlugin(
         REPORT_SWEEP,
         LOCATIONS_SWEEP,
         SNAPSHOT_RETENTION_SWEEP,
+        GEOGRID_SWEEP,
     ],
 )

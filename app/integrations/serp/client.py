@@ -50,6 +50,11 @@ from app.integrations.serp.errors import (
     RateLimited,
     TransientProviderError,
 )
+from app.integrations.serp.local_finder import (
+    LOCAL_FINDER_PATH,
+    MAX_LOCAL_FINDER_DEPTH,
+    local_finder_result,
+)
 from app.integrations.serp.locations import LOCATIONS_PATH, LocationEntry
 from app.integrations.serp.maps import (
     MAPS_PATH,
@@ -204,6 +209,23 @@ class SerpClient:
         endpoint = f"{MAPS_PATH}/task_get/advanced/{quote(task_id, safe='')}"
         task = _single(await self._call("GET", endpoint, WireMapsResult), endpoint)
         return maps_result(task, task_id)
+
+    async def post_local_finder_tasks(self, tasks: Sequence[MapsTask]) -> list[PostedTask]:
+        """Queue Google Local Finder searches (same parameters as Maps), 100 per call."""
+        for task in tasks:
+            if not 1 <= task.depth <= MAX_LOCAL_FINDER_DEPTH:
+                raise ValueError(
+                    f"a Local Finder task's depth is 1..{MAX_LOCAL_FINDER_DEPTH}, got {task.depth}"
+                )
+            if (task.location_coordinate is None) == (task.location_code is None):
+                raise ValueError("a Local Finder task has a location_coordinate or a location_code")
+        bodies = [maps_body(t) for t in tasks]
+        return await self._post_chunks(f"{LOCAL_FINDER_PATH}/task_post", bodies)
+
+    async def get_local_finder_task(self, task_id: str) -> MapsTaskResult:
+        endpoint = f"{LOCAL_FINDER_PATH}/task_get/advanced/{quote(task_id, safe='')}"
+        task = _single(await self._call("GET", endpoint, WireMapsResult), endpoint)
+        return local_finder_result(task, task_id)
 
     # -- keyword data ----------------------------------------------------------------------------
 

@@ -112,9 +112,11 @@ def maps_body(task: MapsTask) -> dict[str, object]:
     return body
 
 
-def maps_result(task: WireTask[WireMapsResult], task_id: str = "") -> MapsTaskResult:
-    """The Maps result of ``task``: its ``maps_search`` items, best first (other item types,
-    which carry no business, are left out)."""
+def maps_result(
+    task: WireTask[WireMapsResult], task_id: str = "", *, item_type: str = "maps_search"
+) -> MapsTaskResult:
+    """The Maps result of ``task``: its ``item_type`` items (``maps_search`` on Maps,
+    ``local_pack`` on the Local Finder), best first; other item types carry no business."""
     page = task.result[0] if task.result else None
     items = (page.items or []) if page else []
     listings = sorted(
@@ -131,7 +133,7 @@ def maps_result(task: WireTask[WireMapsResult], task_id: str = "") -> MapsTaskRe
                 longitude=item.longitude,
             )
             for item in items
-            if item.type == "maps_search"
+            if item.type == item_type
         ),
         key=lambda listing: listing.rank_absolute,
     )

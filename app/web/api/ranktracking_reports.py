@@ -45,6 +45,7 @@ from app.web.api import (
     ranktracking_alerts,
     ranktracking_explain,
     ranktracking_keywords,
+    ranktracking_local,
     ranktracking_share,
 )
 from app.web.api.common import RowId
@@ -307,4 +308,5 @@ HANDLERS: list[Any] = [
     *ranktracking_explain.HANDLERS,
     *ranktracking_keywords.HANDLERS,
     *ranktracking_share.HANDLERS,
+    *ranktracking_local.HANDLERS,
 ]

@@ -52,6 +52,7 @@ from app.web.dashboard import ranktracking_alerts as alerts_ui
 from app.web.dashboard import ranktracking_explain as explain_ui
 from app.web.dashboard import ranktracking_keywords as keywords_ui
 from app.web.dashboard import ranktracking_live as live_ui
+from app.web.dashboard import ranktracking_local as local_ui
 from app.web.dashboard import ranktracking_locations as locations_ui
 from app.web.dashboard import ranktracking_reports as reports_ui
 from app.web.dashboard import ranktracking_share as share_ui
@@ -650,6 +651,7 @@ ROUTES: list[Any] = [
     *explain_ui.ROUTES,
     *keywords_ui.ROUTES,
     *locations_ui.ROUTES,
+    *local_ui.ROUTES,
     *live_ui.ROUTES,
     *share_ui.ROUTES,
 ]

@@ -562,7 +562,8 @@
       wrapP.appendChild(holder);
       window.SweeplinePredicate.render(holder, value || { kind: "all", predicates: [] }, {
         fields: D.fields, tags: D.tags, lists: D.lists, segments: D.segments || [],
-        context: obj.kind === "condition"
+        context: obj.kind === "condition",
+        offerName: function (kind, nameInput, cell) { return createOffer(kind, nameInput, cell); }
       }, function (p) { obj[key] = p; changed(); });
       if (value === undefined) obj[key] = { kind: "all", predicates: [] };
       return wrapP;

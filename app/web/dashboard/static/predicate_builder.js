@@ -109,7 +109,8 @@
   function render(container, predicate, options, onChange) {
     options = {
       fields: options.fields || [], tags: options.tags || [], lists: options.lists || [],
-      segments: options.segments || [], context: !!options.context, event: !!options.event
+      segments: options.segments || [], context: !!options.context, event: !!options.event,
+      offerName: options.offerName || null
     };
     datalist("pb-tags", options.tags);
     datalist("pb-lists", options.lists);
@@ -178,7 +179,10 @@
         var input = el("input", { type: "text", list: key === "tag" ? "pb-tags" : "pb-lists" });
         input.value = p[key] || "";
         input.addEventListener("input", function () { p[key] = input.value.trim(); changed(); });
-        row.appendChild(labelled(key === "tag" ? "Tag" : "List", input));
+        var cell = labelled(key === "tag" ? "Tag" : "List", input);
+        row.appendChild(cell);
+        // A host page that can create names offers it beside the input (the funnel editor does).
+        if (options.offerName) cell.appendChild(options.offerName(key, input, cell));
       } else if (p.kind === "segment") {
         var segs = options.segments.map(function (sg) { return [sg.id, sg.name]; });
         if (segs.every(function (sg) { return String(sg[0]) !== String(p.segment_id); })) segs.push([p.segment_id, "segment " + p.segment_id]);
