@@ -6,7 +6,7 @@ in each entity's ``states`` module; the schema tests compare the two). Every sta
 ever wrote is listed, so the rows already there satisfy the constraints.
 
 Revision ID: 0670_state_checks
-Revises: 0650_ranktracking_report_links
+Revises: 0660_ranktracking_geogrids
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0670_state_checks"
-down_revision = "0650_ranktracking_report_links"
+down_revision = "0660_ranktracking_geogrids"
 branch_labels = None
 depends_on = None
 
@@ -51,6 +51,9 @@ CHECKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("rt_results", "state", ("pending", "retrieved", "no_data", "failed")),
     ("rt_alert_deliveries", "state", ("pending", "sending", "sent", "failed")),
     ("rt_report_deliveries", "state", ("pending", "sent", "failed")),
+    ("rt_geogrids", "status", ("reserved", "posting", "collecting", "done", "failed")),
+    ("rt_geogrids", "reservation_state", ("none", "held", "settled", "released")),
+    ("rt_geogrid_cells", "state", ("new", "posted", "found", "absent", "failed")),
 )
 
 
