@@ -11,16 +11,16 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
+from app.scheduling.bulk_states import BULK_CANCELLED as BULK_CANCELLED
+from app.scheduling.bulk_states import BULK_DONE as BULK_DONE
+from app.scheduling.bulk_states import BULK_FAILED as BULK_FAILED
+from app.scheduling.bulk_states import BULK_FINAL as BULK_FINAL
+from app.scheduling.bulk_states import BULK_JOBS as BULK_JOBS
+from app.scheduling.bulk_states import BULK_QUEUED as BULK_QUEUED
+from app.scheduling.bulk_states import BULK_RUNNING as BULK_RUNNING
+from app.scheduling.bulk_states import BULK_STATUSES as BULK_STATUSES
 
 FK = BigInteger().with_variant(Integer(), "sqlite")
-
-BULK_QUEUED = "queued"
-BULK_RUNNING = "running"
-BULK_DONE = "done"
-BULK_FAILED = "failed"
-BULK_CANCELLED = "cancelled"
-BULK_FINAL = (BULK_DONE, BULK_FAILED, BULK_CANCELLED)
-BULK_STATUSES = (BULK_QUEUED, BULK_RUNNING, *BULK_FINAL)
 
 
 class BulkJob(Base):
@@ -28,7 +28,7 @@ class BulkJob(Base):
     with the new ``cursor`` and counters, so a crash resumes exactly after the last chunk."""
 
     __tablename__ = "bulk_jobs"
-    __table_args__ = (Index("ix_bulk_jobs_workspace", "workspace_id", "id"),)
+    __table_args__ = (Index("ix_bulk_jobs_workspace", "workspace_id", "id"), BULK_JOBS.check())
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(FK, ForeignKey("workspaces.id", ondelete="CASCADE"))

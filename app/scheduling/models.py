@@ -20,13 +20,14 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db.base import Base
 from app.db.types import BigId, UTCDateTime
 
-JOB_QUEUED = "queued"
-JOB_RUNNING = "running"
-JOB_DONE = "done"
-JOB_DEAD = "dead"
-JOB_DISCARDED = "discarded"
-"""A dead job a person gave up on: kept, with its history, and never run again."""
-JOB_STATUSES = (JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_DEAD, JOB_DISCARDED)
+# The states live in their own module; the names stay importable from here.
+from app.scheduling.job_states import JOB_DEAD as JOB_DEAD
+from app.scheduling.job_states import JOB_DISCARDED as JOB_DISCARDED
+from app.scheduling.job_states import JOB_DONE as JOB_DONE
+from app.scheduling.job_states import JOB_QUEUED as JOB_QUEUED
+from app.scheduling.job_states import JOB_RUNNING as JOB_RUNNING
+from app.scheduling.job_states import JOB_STATUSES as JOB_STATUSES
+from app.scheduling.job_states import JOBS as JOBS
 
 
 class Job(Base):
@@ -41,20 +42,18 @@ class Job(Base):
             "queue",
             "priority",
             "run_at",
-            sqlite_where=text("status = 'queued'"),
-            postgresql_where=text("status = 'queued'"),
+            sqlite_where=text(JOBS.where(JOB_QUEUED)),
+            postgresql_where=text(JOBS.where(JOB_QUEUED)),
         ),
         Index(
             "ix_jobs_running_lease",
             "lease_expires_at",
-            sqlite_where=text("status = 'running'"),
-            postgresql_where=text("status = 'running'"),
+            sqlite_where=text(JOBS.where(JOB_RUNNING)),
+            postgresql_where=text(JOBS.where(JOB_RUNNING)),
         ),
         Index("ix_jobs_status_finished", "status", "finished_at"),
         Index("ix_jobs_workspace_status", "workspace_id", "status"),
-        CheckConstraint(
-            "status IN ('queued', 'running', 'done', 'dead', 'discarded')", name="status"
-        ),
+        JOBS.check(),
     )
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)

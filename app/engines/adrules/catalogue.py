@@ -10,6 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal, get_args
 
+# A rule's statuses live with its transitions; the names stay importable from here.
+from app.engines.adrules.rule_states import RULE_STATUSES as RULE_STATUSES
+from app.engines.adrules.rule_states import SCHEDULED_STATUSES as SCHEDULED_STATUSES
+from app.engines.adrules.rule_states import RuleStatus as RuleStatus
+
 # -- reporting periods --------------------------------------------------------------------------
 
 Period = Literal[
@@ -247,11 +252,6 @@ COOLDOWN_LABELS: dict[Cooldown, str] = {
 EffectiveStatus = Literal["ACTIVE", "PAUSED", "DELETED", "ARCHIVED", "IN_PROCESS", "WITH_ISSUES"]
 EFFECTIVE_STATUSES: tuple[EffectiveStatus, ...] = get_args(EffectiveStatus)
 
-RuleStatus = Literal["draft", "active", "shadow", "paused", "archived"]
-RULE_STATUSES: tuple[RuleStatus, ...] = get_args(RuleStatus)
-SCHEDULED_STATUSES: tuple[RuleStatus, ...] = ("active", "shadow")
-"""Statuses the sweep runs on schedule. A ``shadow`` rule runs like an active one and records
-what it would have done — every condition, each action's before and after — writing nothing."""
 
 Level = Literal["campaign", "adset", "ad"]
 """The objects a rule reads and acts on, as Meta's own rules choose (``evaluation_spec``)."""

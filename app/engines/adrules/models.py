@@ -1,7 +1,7 @@
 """Ad rules tables: ad accounts, rules, their tasks and accounts, and one batch record per dispatch
 and account.
 
-The due-rule index is partial (``status = 'active'``), so the 10-second sweep reads only rules that
+The due-rule index is partial (``status IN ('active', 'shadow')``), so the 10-second sweep reads only rules that
 can run, however many drafts and archived rules a workspace keeps.
 """
 
@@ -26,30 +26,17 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
-
-BATCH_QUEUED = "queued"
-"""Campaigns fetched and the account's job is on the queue."""
-BATCH_EMPTY = "empty"
-"""The pre-filters left no campaign on this account: nothing to evaluate, no job."""
-BATCH_SKIPPED = "skipped"
-"""Fetching the account's campaigns failed (after retries for transient errors)."""
-BATCH_DEFERRED = "deferred"
-"""The tick's budget ran out before the account's campaigns arrived: the next tick fetches it
-first, and this record then moves on to ``queued``, ``empty`` or ``skipped``."""
-BATCH_RUNNING = "running"
-BATCH_COMPLETED = "completed"
-BATCH_FAILED = "failed"
-BATCH_STATUSES = (
-    BATCH_QUEUED,
-    BATCH_EMPTY,
-    BATCH_SKIPPED,
-    BATCH_RUNNING,
-    BATCH_COMPLETED,
-    BATCH_FAILED,
-    BATCH_DEFERRED,
-)
-
-BATCH_STATUS_CHECK = "status IN ({})".format(", ".join(f"'{s}'" for s in BATCH_STATUSES))
+from app.engines.adrules.batch_states import BATCH_COMPLETED as BATCH_COMPLETED
+from app.engines.adrules.batch_states import BATCH_DEFERRED as BATCH_DEFERRED
+from app.engines.adrules.batch_states import BATCH_EMPTY as BATCH_EMPTY
+from app.engines.adrules.batch_states import BATCH_FAILED as BATCH_FAILED
+from app.engines.adrules.batch_states import BATCH_QUEUED as BATCH_QUEUED
+from app.engines.adrules.batch_states import BATCH_RUNNING as BATCH_RUNNING
+from app.engines.adrules.batch_states import BATCH_SKIPPED as BATCH_SKIPPED
+from app.engines.adrules.batch_states import BATCH_STATUSES as BATCH_STATUSES
+from app.engines.adrules.batch_states import BATCHES as BATCHES
+from app.engines.adrules.rule_states import RULES as RULES
+from app.engines.adrules.rule_states import SCHEDULED_STATUSES as SCHEDULED_STATUSES
 
 META_TOKEN_SECRET = "meta_access_token"  # noqa: S105 - the secret's name, not a secret
 """Name of the workspace secret holding the Meta access token (encrypted at rest)."""
@@ -91,9 +78,10 @@ class Rule(Base):
         Index(
             "ix_adrules_rules_due",
             "next_execution_at",
-            sqlite_where=text("status IN ('active', 'shadow')"),
-            postgresql_where=text("status IN ('active', 'shadow')"),
+            sqlite_where=text(RULES.where(*SCHEDULED_STATUSES)),
+            postgresql_where=text(RULES.where(*SCHEDULED_STATUSES)),
         ),
+        RULES.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -169,16 +157,16 @@ class Batch(Base):
             "ix_adrules_batches_deferred",
             "tick_at",
             "id",
-            sqlite_where=text("status = 'deferred'"),
-            postgresql_where=text("status = 'deferred'"),
+            sqlite_where=text(BATCHES.where(BATCH_DEFERRED)),
+            postgresql_where=text(BATCHES.where(BATCH_DEFERRED)),
         ),
-        CheckConstraint(BATCH_STATUS_CHECK, name="status"),
+        BATCHES.check(),
         CheckConstraint("fetch_waited_ms >= 0", name="fetch_waited_ms"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     batch_id: Mapped[str] = mapped_column(String(32))
-    """Shared by every account of one dispatch; the worker's records carry it too."""
+    """Shared by every account of one dispatch; the account job's execution records carry it too."""
     workspace_id: Mapped[int] = mapped_column(BigId, _fk("workspaces.id"))
     rule_id: Mapped[int] = mapped_column(BigId, _fk("adrules_rules.id"))
     ad_account_id: Mapped[int] = mapped_column(BigId, _fk("adrules_ad_accounts.id"))

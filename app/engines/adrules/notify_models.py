@@ -14,41 +14,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy import text as sql_text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
-
-DIGEST_SENDING = "sending"
-DIGEST_SENT = "sent"
-DIGEST_FAILED = "failed"
-DIGEST_SKIPPED = "skipped"
-DIGEST_STATUSES = (DIGEST_SENDING, DIGEST_SENT, DIGEST_FAILED, DIGEST_SKIPPED)
-
-PROPOSAL_PENDING = "pending"
-PROPOSAL_APPROVED = "approved"
-"""Claimed by one approval and being carried out."""
-PROPOSAL_EXECUTED = "executed"
-PROPOSAL_SKIPPED = "skipped"
-"""Approved, but not written: the object changed, a guard or the stop refused it."""
-PROPOSAL_FAILED = "failed"
-PROPOSAL_REJECTED = "rejected"
-PROPOSAL_EXPIRED = "expired"
-PROPOSAL_STATUSES = (
-    PROPOSAL_PENDING,
-    PROPOSAL_APPROVED,
-    PROPOSAL_EXECUTED,
-    PROPOSAL_SKIPPED,
-    PROPOSAL_FAILED,
-    PROPOSAL_REJECTED,
-    PROPOSAL_EXPIRED,
-)
-
-
-def _in(statuses: tuple[str, ...]) -> str:
-    return "status IN ({})".format(", ".join(f"'{s}'" for s in statuses))
+from app.engines.adrules.digest_states import DIGEST_FAILED as DIGEST_FAILED
+from app.engines.adrules.digest_states import DIGEST_SENDING as DIGEST_SENDING
+from app.engines.adrules.digest_states import DIGEST_SENT as DIGEST_SENT
+from app.engines.adrules.digest_states import DIGEST_SKIPPED as DIGEST_SKIPPED
+from app.engines.adrules.digest_states import DIGEST_STATUSES as DIGEST_STATUSES
+from app.engines.adrules.digest_states import DIGESTS as DIGESTS
+from app.engines.adrules.proposal_states import PROPOSAL_APPROVED as PROPOSAL_APPROVED
+from app.engines.adrules.proposal_states import PROPOSAL_EXECUTED as PROPOSAL_EXECUTED
+from app.engines.adrules.proposal_states import PROPOSAL_EXPIRED as PROPOSAL_EXPIRED
+from app.engines.adrules.proposal_states import PROPOSAL_FAILED as PROPOSAL_FAILED
+from app.engines.adrules.proposal_states import PROPOSAL_PENDING as PROPOSAL_PENDING
+from app.engines.adrules.proposal_states import PROPOSAL_REJECTED as PROPOSAL_REJECTED
+from app.engines.adrules.proposal_states import PROPOSAL_SKIPPED as PROPOSAL_SKIPPED
+from app.engines.adrules.proposal_states import PROPOSAL_STATUSES as PROPOSAL_STATUSES
+from app.engines.adrules.proposal_states import PROPOSALS as PROPOSALS
 
 
 class Digest(Base):
@@ -58,7 +44,7 @@ class Digest(Base):
     __table_args__ = (
         UniqueConstraint("batch_id", "channel_key", name="uq_adrules_digests_batch_channel"),
         Index("ix_adrules_digests_workspace", "workspace_id", "created_at"),
-        CheckConstraint(_in(DIGEST_STATUSES), name="status"),
+        DIGESTS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -93,17 +79,17 @@ class Proposal(Base):
         Index(
             "ix_adrules_proposals_pending",
             "expires_at",
-            sqlite_where=sql_text("status = 'pending'"),
-            postgresql_where=sql_text("status = 'pending'"),
+            sqlite_where=sql_text(PROPOSALS.where(PROPOSAL_PENDING)),
+            postgresql_where=sql_text(PROPOSALS.where(PROPOSAL_PENDING)),
         ),
         Index(
             "ix_adrules_proposals_pending_object",
             "task_id",
             "campaign_id",
-            sqlite_where=sql_text("status = 'pending'"),
-            postgresql_where=sql_text("status = 'pending'"),
+            sqlite_where=sql_text(PROPOSALS.where(PROPOSAL_PENDING)),
+            postgresql_where=sql_text(PROPOSALS.where(PROPOSAL_PENDING)),
         ),
-        CheckConstraint(_in(PROPOSAL_STATUSES), name="status"),
+        PROPOSALS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

@@ -17,25 +17,14 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
-
-RECORD_EXECUTED = "executed"
-RECORD_NOT_EXECUTED = "not_executed"
-RECORD_SKIPPED = "skipped"
-RECORD_ERROR = "error"
-RECORD_WOULD_EXECUTE = "would_execute"
-"""A shadow rule's record of an action it would have carried out (before and after as planned
-from the live values); nothing was written or sent."""
-RECORD_PROPOSED = "proposed"
-"""A rule that requires approval planned this change and holds it (spec AR-28): the record
-becomes ``executed``, ``skipped`` or ``error`` once a member decides or the window ends."""
-RECORD_STATUSES = (
-    RECORD_EXECUTED,
-    RECORD_NOT_EXECUTED,
-    RECORD_SKIPPED,
-    RECORD_ERROR,
-    RECORD_WOULD_EXECUTE,
-    RECORD_PROPOSED,
-)
+from app.engines.adrules.record_states import RECORD_ERROR as RECORD_ERROR
+from app.engines.adrules.record_states import RECORD_EXECUTED as RECORD_EXECUTED
+from app.engines.adrules.record_states import RECORD_NOT_EXECUTED as RECORD_NOT_EXECUTED
+from app.engines.adrules.record_states import RECORD_PROPOSED as RECORD_PROPOSED
+from app.engines.adrules.record_states import RECORD_SKIPPED as RECORD_SKIPPED
+from app.engines.adrules.record_states import RECORD_STATUSES as RECORD_STATUSES
+from app.engines.adrules.record_states import RECORD_WOULD_EXECUTE as RECORD_WOULD_EXECUTE
+from app.engines.adrules.record_states import RECORDS as RECORDS
 
 
 class ExecutionRecord(Base):
@@ -49,8 +38,8 @@ class ExecutionRecord(Base):
             "task_id",
             "campaign_id",
             "created_at",
-            sqlite_where=text("status = 'executed'"),
-            postgresql_where=text("status = 'executed'"),
+            sqlite_where=text(RECORDS.where(RECORD_EXECUTED)),
+            postgresql_where=text(RECORDS.where(RECORD_EXECUTED)),
         ),
         # A shadow rule's own cooldowns count what it would have done.
         Index(
@@ -58,8 +47,8 @@ class ExecutionRecord(Base):
             "task_id",
             "campaign_id",
             "created_at",
-            sqlite_where=text("status = 'would_execute'"),
-            postgresql_where=text("status = 'would_execute'"),
+            sqlite_where=text(RECORDS.where(RECORD_WOULD_EXECUTE)),
+            postgresql_where=text(RECORDS.where(RECORD_WOULD_EXECUTE)),
         ),
         # The cross-rule guards: every executed change of one object, whichever rule made it.
         Index(
@@ -67,9 +56,10 @@ class ExecutionRecord(Base):
             "ad_account_id",
             "campaign_id",
             "created_at",
-            sqlite_where=text("status = 'executed'"),
-            postgresql_where=text("status = 'executed'"),
+            sqlite_where=text(RECORDS.where(RECORD_EXECUTED)),
+            postgresql_where=text(RECORDS.where(RECORD_EXECUTED)),
         ),
+        RECORDS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

@@ -24,21 +24,21 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
+from app.engines.funnels.outbox.states import OUTBOX as OUTBOX
+from app.engines.funnels.outbox.states import OUTBOX_CANCELLED as OUTBOX_CANCELLED
+from app.engines.funnels.outbox.states import OUTBOX_FAILED as OUTBOX_FAILED
+from app.engines.funnels.outbox.states import OUTBOX_PENDING as OUTBOX_PENDING
+from app.engines.funnels.outbox.states import OUTBOX_SENT as OUTBOX_SENT
+from app.engines.funnels.outbox.states import OUTBOX_SKIPPED as OUTBOX_SKIPPED
+from app.engines.funnels.runs.states import RUN_ACTIVE as RUN_ACTIVE
+from app.engines.funnels.runs.states import RUN_CANCELLED as RUN_CANCELLED
+from app.engines.funnels.runs.states import RUN_COMPLETED as RUN_COMPLETED
+from app.engines.funnels.runs.states import RUN_EXITED as RUN_EXITED
+from app.engines.funnels.runs.states import RUN_FAILED as RUN_FAILED
+from app.engines.funnels.runs.states import RUN_STATUSES as RUN_STATUSES
+from app.engines.funnels.runs.states import RUNS as RUNS
 
 FK = BigId
-
-RUN_ACTIVE = "active"
-RUN_COMPLETED = "completed"
-RUN_EXITED = "exited"
-RUN_CANCELLED = "cancelled"
-RUN_FAILED = "failed"
-RUN_STATUSES = (RUN_ACTIVE, RUN_COMPLETED, RUN_EXITED, RUN_CANCELLED, RUN_FAILED)
-
-OUTBOX_PENDING = "pending"
-OUTBOX_SENT = "sent"
-OUTBOX_FAILED = "failed"
-OUTBOX_CANCELLED = "cancelled"
-OUTBOX_SKIPPED = "skipped"
 
 
 def _ws() -> Mapped[int]:
@@ -225,20 +225,21 @@ class Run(Base):
             "funnel_id",
             "contact_id",
             unique=True,
-            sqlite_where=text("status = 'active'"),
-            postgresql_where=text("status = 'active'"),
+            sqlite_where=text(RUNS.where(RUN_ACTIVE)),
+            postgresql_where=text(RUNS.where(RUN_ACTIVE)),
         ),
         # FN-5 / scale: only leasable rows are indexed, so leasing cost does not grow with the
         # number of finished runs.
         Index(
             "ix_funnel_runs_due",
             "wake_at",
-            sqlite_where=text("status = 'active'"),
-            postgresql_where=text("status = 'active'"),
+            sqlite_where=text(RUNS.where(RUN_ACTIVE)),
+            postgresql_where=text(RUNS.where(RUN_ACTIVE)),
         ),
         Index("ix_funnel_runs_contact", "contact_id"),
         Index("ix_funnel_runs_funnel_status", "funnel_id", "status"),
         Index("ix_funnel_runs_version", "version_id"),
+        RUNS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -296,11 +297,12 @@ class OutboxEffect(Base):
         Index(
             "ix_funnel_outbox_due",
             "next_attempt_at",
-            sqlite_where=text("status = 'pending'"),
-            postgresql_where=text("status = 'pending'"),
+            sqlite_where=text(OUTBOX.where(OUTBOX_PENDING)),
+            postgresql_where=text(OUTBOX.where(OUTBOX_PENDING)),
         ),
         Index("ix_funnel_outbox_run", "run_id"),
         Index("ix_funnel_outbox_contact", "contact_id", "status"),
+        OUTBOX.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

@@ -18,40 +18,43 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
+from app.engines.ranktracking.alerts.delivery_states import ALERT_DELIVERIES as ALERT_DELIVERIES
+from app.engines.ranktracking.alerts.delivery_states import DELIVERY_FAILED as DELIVERY_FAILED
+from app.engines.ranktracking.alerts.delivery_states import DELIVERY_PENDING as DELIVERY_PENDING
+from app.engines.ranktracking.alerts.delivery_states import DELIVERY_SENDING as DELIVERY_SENDING
+from app.engines.ranktracking.alerts.delivery_states import DELIVERY_SENT as DELIVERY_SENT
+from app.engines.ranktracking.alerts.delivery_states import REPORT_DELIVERIES as REPORT_DELIVERIES
+from app.engines.ranktracking.reservation_states import RES_HELD as RES_HELD
+from app.engines.ranktracking.reservation_states import RES_NONE as RES_NONE
+from app.engines.ranktracking.reservation_states import RES_RELEASED as RES_RELEASED
+from app.engines.ranktracking.reservation_states import RES_SETTLED as RES_SETTLED
+from app.engines.ranktracking.reservation_states import RESERVATIONS as RESERVATIONS
+from app.engines.ranktracking.result_states import NO_DATA as NO_DATA
+from app.engines.ranktracking.result_states import PENDING as PENDING
+from app.engines.ranktracking.result_states import RESULTS as RESULTS
+from app.engines.ranktracking.result_states import RETRIEVED as RETRIEVED
+from app.engines.ranktracking.result_states import TASK_FAILED as TASK_FAILED
+from app.engines.ranktracking.run_states import ACTIVE_RUN_STATUSES as ACTIVE_RUN_STATUSES
+from app.engines.ranktracking.run_states import DISPATCHING as DISPATCHING
+from app.engines.ranktracking.run_states import FAILED as FAILED
+from app.engines.ranktracking.run_states import PARTIAL as PARTIAL
+from app.engines.ranktracking.run_states import RUNNING as RUNNING
+from app.engines.ranktracking.run_states import RUNS as RUNS
+from app.engines.ranktracking.run_states import SKIPPED_BALANCE as SKIPPED_BALANCE
+from app.engines.ranktracking.run_states import SKIPPED_DISPATCH as SKIPPED_DISPATCH
+from app.engines.ranktracking.run_states import SUCCEEDED as SUCCEEDED
+from app.engines.ranktracking.run_states import TERMINAL_RUN_STATUSES as TERMINAL_RUN_STATUSES
+from app.engines.ranktracking.schedules.states import ACTIVE as ACTIVE
+from app.engines.ranktracking.schedules.states import ARCHIVED as ARCHIVED
+from app.engines.ranktracking.schedules.states import PAUSED_BALANCE as PAUSED_BALANCE
+from app.engines.ranktracking.schedules.states import PAUSED_USER as PAUSED_USER
+from app.engines.ranktracking.schedules.states import SCHEDULE_STATUSES as SCHEDULE_STATUSES
+from app.engines.ranktracking.schedules.states import SCHEDULES as SCHEDULES
 
 FK_ID = BigId
 
-# Schedule statuses.
-ACTIVE = "active"
-PAUSED_USER = "paused_user"
-PAUSED_BALANCE = "paused_balance"
-ARCHIVED = "archived"
-SCHEDULE_STATUSES = (ACTIVE, PAUSED_USER, PAUSED_BALANCE, ARCHIVED)
-
-# Child run statuses (RT-33).
-DISPATCHING = "dispatching"
-RUNNING = "running"
-SUCCEEDED = "succeeded"
-PARTIAL = "partial"
-FAILED = "failed"
-SKIPPED_BALANCE = "skipped_balance"
-SKIPPED_DISPATCH = "skipped_dispatch"
-ACTIVE_RUN_STATUSES = (DISPATCHING, RUNNING)
 CANCELLED = "cancelled"
-"""The error code of a run closed by a pause or an end (RT-28, RT-29)."""
-TERMINAL_RUN_STATUSES = (SUCCEEDED, PARTIAL, FAILED, SKIPPED_BALANCE, SKIPPED_DISPATCH)
-
-# Per-keyword result states.
-PENDING = "pending"
-RETRIEVED = "retrieved"
-NO_DATA = "no_data"
-TASK_FAILED = "failed"
-
-# Reservation state kept on the run (the ledger itself is never updated).
-RES_NONE = "none"
-RES_HELD = "held"
-RES_SETTLED = "settled"
-RES_RELEASED = "released"
+"""The error code of a run closed by a pause or an end (RT-28, RT-29); not a status."""
 
 # Ledger entry kinds (RT-38).
 TOPUP = "topup"
@@ -62,8 +65,6 @@ RECONCILIATION = "reconcile"
 """The provider billed more than the settlement charged (RT-37): recorded, never charged, so it
 does not move the balance; ``amount_micros`` is the gap in EUR."""
 LEDGER_KINDS = (TOPUP, RESERVATION, SETTLEMENT, RELEASE, RECONCILIATION)
-
-_ACTIVE_RUN_SQL = "status IN ('dispatching', 'running')"
 
 
 class KeywordList(Base):
@@ -104,18 +105,23 @@ class Schedule(Base):
             "workspace_id",
             "dedup_key",
             unique=True,
-            sqlite_where=text("status != 'archived' AND dedup_key IS NOT NULL"),
-            postgresql_where=text("status != 'archived' AND dedup_key IS NOT NULL"),
+            sqlite_where=text(
+                f"{SCHEDULES.where(ARCHIVED, negate=True)} AND dedup_key IS NOT NULL"
+            ),
+            postgresql_where=text(
+                f"{SCHEDULES.where(ARCHIVED, negate=True)} AND dedup_key IS NOT NULL"
+            ),
         ),
         # The dispatcher's query: due active schedules, oldest first.
         Index(
             "ix_rt_schedules_due",
             "next_due_at",
-            sqlite_where=text("status = 'active'"),
-            postgresql_where=text("status = 'active'"),
+            sqlite_where=text(SCHEDULES.where(ACTIVE)),
+            postgresql_where=text(SCHEDULES.where(ACTIVE)),
         ),
         Index("ix_rt_schedules_workspace_status", "workspace_id", "status"),
         CheckConstraint("monthly_cap_cents IS NULL OR monthly_cap_cents >= 500", name="cap_min"),
+        SCHEDULES.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -198,15 +204,17 @@ class Run(Base):
         Index(
             "ix_rt_runs_active",
             "updated_at",
-            sqlite_where=text(_ACTIVE_RUN_SQL),
-            postgresql_where=text(_ACTIVE_RUN_SQL),
+            sqlite_where=text(RUNS.where(*ACTIVE_RUN_STATUSES)),
+            postgresql_where=text(RUNS.where(*ACTIVE_RUN_STATUSES)),
         ),
         Index(
             "ix_rt_runs_held",
             "schedule_id",
-            sqlite_where=text("reservation_state = 'held'"),
-            postgresql_where=text("reservation_state = 'held'"),
+            sqlite_where=text(RESERVATIONS.where(RES_HELD)),
+            postgresql_where=text(RESERVATIONS.where(RES_HELD)),
         ),
+        RUNS.check(),
+        RESERVATIONS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -260,9 +268,10 @@ class Result(Base):
         Index(
             "ix_rt_results_ready",
             "ready_at",
-            sqlite_where=text("state = 'pending' AND ready_at IS NOT NULL"),
-            postgresql_where=text("state = 'pending' AND ready_at IS NOT NULL"),
+            sqlite_where=text(f"{RESULTS.where(PENDING)} AND ready_at IS NOT NULL"),
+            postgresql_where=text(f"{RESULTS.where(PENDING)} AND ready_at IS NOT NULL"),
         ),
+        RESULTS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -396,12 +405,6 @@ LEAVES_TOP = "leaves_top"
 MOVES = "moves"
 ALERT_KINDS = (ENTERS_TOP, LEAVES_TOP, MOVES)
 
-# Delivery states of an alert or a report e-mail.
-DELIVERY_PENDING = "pending"
-DELIVERY_SENDING = "sending"
-DELIVERY_SENT = "sent"
-DELIVERY_FAILED = "failed"
-
 
 class AlertRule(Base):
     """A rule of a schedule: which movements of its keywords someone wants to hear about, and
@@ -442,6 +445,7 @@ class AlertDelivery(Base):
     __table_args__ = (
         UniqueConstraint("rule_id", "request_id"),
         Index("ix_rt_alert_deliveries_request", "request_id"),
+        ALERT_DELIVERIES.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -500,7 +504,7 @@ class ReportDelivery(Base):
     """One period's report of a schedule; unique per (schedule, period start)."""
 
     __tablename__ = "rt_report_deliveries"
-    __table_args__ = (UniqueConstraint("schedule_id", "period_start"),)
+    __table_args__ = (UniqueConstraint("schedule_id", "period_start"), REPORT_DELIVERIES.check())
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(

@@ -18,11 +18,12 @@ from app.db.session import Database
 from app.engines.adrules.documents import load_schedule
 from app.engines.adrules.due import following_execution
 from app.engines.adrules.models import Rule
+from app.engines.adrules.rule_states import RULES, SCHEDULED_STATUSES
 from app.platform.models import Workspace
 from app.scheduling.claim import Claim
 from app.scheduling.zones import zone_or_utc
 
-ACTIVE = text("adrules_rules.status IN ('active', 'shadow')")
+ACTIVE = text(RULES.where(*SCHEDULED_STATUSES, qualified=True))
 """Rules the sweep runs (active ones and shadow ones, which record without writing); the same
 predicate as the partial due index, so the planners use it."""
 
@@ -39,7 +40,7 @@ class ClaimedRule:
 DUE = Claim(
     table=Rule.__table__,  # type: ignore[arg-type]
     due=(
-        "adrules_rules.status IN ('active', 'shadow') AND next_execution_at <= :now"
+        f"{RULES.where(*SCHEDULED_STATUSES, qualified=True)} AND next_execution_at <= :now"
         " AND (window_starts_at IS NULL OR window_starts_at <= :now)"
         " AND (window_ends_at IS NULL OR window_ends_at > :now)"
     ),

@@ -8,7 +8,6 @@ from typing import Any
 
 from sqlalchemy import (
     Boolean,
-    CheckConstraint,
     ForeignKey,
     Index,
     Integer,
@@ -21,21 +20,22 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
+from app.engines.funnels.campaigns.recipient_states import R_FAILED as R_FAILED
+from app.engines.funnels.campaigns.recipient_states import R_PENDING as R_PENDING
+from app.engines.funnels.campaigns.recipient_states import R_SENT as R_SENT
+from app.engines.funnels.campaigns.recipient_states import R_SKIPPED as R_SKIPPED
+from app.engines.funnels.campaigns.recipient_states import RECIPIENTS as RECIPIENTS
+from app.engines.funnels.campaigns.states import CAMPAIGNS as CAMPAIGNS
+from app.engines.funnels.campaigns.states import CANCELLED as CANCELLED
+from app.engines.funnels.campaigns.states import DONE as DONE
+from app.engines.funnels.campaigns.states import DRAFT as DRAFT
+from app.engines.funnels.campaigns.states import DUE_STATUSES as DUE_STATUSES
+from app.engines.funnels.campaigns.states import MATERIALISING as MATERIALISING
+from app.engines.funnels.campaigns.states import SCHEDULED as SCHEDULED
+from app.engines.funnels.campaigns.states import SENDING as SENDING
 
 FK = BigId
 
-DRAFT = "draft"
-SCHEDULED = "scheduled"
-MATERIALISING = "materialising"
-"""The audience snapshot is being taken (in chunks); sending starts when it is complete."""
-SENDING = "sending"
-DONE = "done"
-CANCELLED = "cancelled"
-
-R_PENDING = "pending"
-R_SENT = "sent"
-R_SKIPPED = "skipped"
-R_FAILED = "failed"
 
 COUNTED_KINDS = ("delivered", "opened", "clicked", "bounced", "complained", "unsubscribed")
 
@@ -47,9 +47,10 @@ class Campaign(Base):
         Index(
             "ix_campaigns_due",
             "send_at",
-            sqlite_where=text("status IN ('scheduled', 'sending')"),
-            postgresql_where=text("status IN ('scheduled', 'sending')"),
+            sqlite_where=text(CAMPAIGNS.where(*DUE_STATUSES)),
+            postgresql_where=text(CAMPAIGNS.where(*DUE_STATUSES)),
         ),
+        CAMPAIGNS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -92,16 +93,13 @@ class Recipient(Base):
     __tablename__ = "campaign_recipients"
     __table_args__ = (
         Index("ux_campaign_recipients_contact", "campaign_id", "contact_id", unique=True),
-        CheckConstraint(
-            "status IN ('pending', 'sent', 'skipped', 'failed')",
-            name="ck_campaign_recipients_status",
-        ),
+        RECIPIENTS.check(),
         Index(
             "ix_campaign_recipients_pending",
             "campaign_id",
             "seq",
-            sqlite_where=text("status = 'pending'"),
-            postgresql_where=text("status = 'pending'"),
+            sqlite_where=text(RECIPIENTS.where(R_PENDING)),
+            postgresql_where=text(RECIPIENTS.where(R_PENDING)),
         ),
     )
 

@@ -31,6 +31,7 @@ from app.engines.funnels.campaigns.models import (
     CampaignEvent,
     Recipient,
 )
+from app.engines.funnels.campaigns.states import CAMPAIGNS
 from app.engines.funnels.contacts.fields import check_predicate
 from app.engines.funnels.contacts.saved_segments import bind
 from app.engines.funnels.contacts.segments import Predicate, decode_predicate
@@ -199,7 +200,7 @@ async def schedule_campaign(
     if campaign.status not in (DRAFT, SCHEDULED):
         raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}")
     await checked_audience(session, workspace_id, campaign.audience)
-    campaign.status = SCHEDULED
+    CAMPAIGNS.move(campaign, SCHEDULED)
     campaign.send_at = max(send_at, now)
     campaign.updated_at = now
     await session.flush()
@@ -228,7 +229,7 @@ async def cancel_campaign(
     campaign = await get_campaign(session, workspace_id, campaign_id)
     if campaign.status in (CANCELLED,) or campaign.finished_at is not None:
         raise CampaignNotEditable(f"campaign {campaign_id} is {campaign.status}")
-    campaign.status = CANCELLED
+    CAMPAIGNS.move(campaign, CANCELLED)
     campaign.finished_at = now
     campaign.updated_at = now
     await session.flush()

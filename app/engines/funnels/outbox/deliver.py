@@ -61,6 +61,7 @@ from app.engines.funnels.models import (
 from app.engines.funnels.outbox import frequency, payloads
 from app.engines.funnels.outbox.payloads import EffectPayload, Email, Unreadable
 from app.engines.funnels.outbox.recorded_slots import send_and_record
+from app.engines.funnels.outbox.states import OUTBOX
 from app.engines.funnels.outbox.unsubscribe import (
     UnsubscribeLinks,
     UnsubscribeRef,
@@ -227,7 +228,7 @@ class EmailChannel:
 
 DELIVERY = Claim(
     table=OutboxEffect.__table__,  # type: ignore[arg-type]
-    due="status = 'pending' AND next_attempt_at <= :now",
+    due=f"{OUTBOX.where(OUTBOX_PENDING)} AND next_attempt_at <= :now",
     order_by="next_attempt_at",
     returning=(
         "id",
@@ -242,7 +243,7 @@ DELIVERY = Claim(
     # The lease expiry is the due time: an effect whose deliverer died is due again by itself.
     expires="next_attempt_at",
     sets={"attempts": "attempts + 1"},
-    held="status = 'pending'",
+    held=OUTBOX.where(OUTBOX_PENDING),
 )
 
 

@@ -53,6 +53,7 @@ from app.engines.funnels.runs.nodes.base import (
     Sleep,
     node_of,
 )
+from app.engines.funnels.runs.states import RUNS as RUN_STATES
 from app.scheduling.claim import Claim
 from app.settings import FunnelSettings
 
@@ -85,7 +86,7 @@ class BatchResult:
 
 LEASE = Claim(
     table=RUNS,
-    due="status = 'active' AND wake_at <= :now",
+    due=f"{RUN_STATES.where(RUN_ACTIVE)} AND wake_at <= :now",
     order_by="wake_at",
     returning=("id",),
     owner="lease_owner",

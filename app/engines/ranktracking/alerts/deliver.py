@@ -19,6 +19,7 @@ from sqlalchemy import BigInteger, select, update
 from app.engines.ranktracking import locations
 from app.engines.ranktracking.alerts.attempts import send_and_settle
 from app.engines.ranktracking.alerts.decide import Movement, describe, keywords, line
+from app.engines.ranktracking.alerts.delivery_states import ALERT_DELIVERIES
 from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
@@ -52,12 +53,13 @@ LEASE_SECONDS = 120.0
 CLAIM = Claim(
     table=AlertDelivery.__table__,  # type: ignore[arg-type]
     due=(
-        "id = :delivery_id AND (state = 'pending' OR (state = 'sending' AND lease_until <= :now))"
+        f"id = :delivery_id AND ({ALERT_DELIVERIES.where(DELIVERY_PENDING)}"
+        f" OR ({ALERT_DELIVERIES.where(DELIVERY_SENDING)} AND lease_until <= :now))"
     ),
     order_by="id",
     returning=("id",),
     expires="lease_until",
-    sets={"state": "'sending'", "attempts": "attempts + 1"},
+    sets={"state": f"'{DELIVERY_SENDING}'", "attempts": "attempts + 1"},
     params={"delivery_id": BigInteger()},
 )
 

@@ -43,6 +43,7 @@ from app.engines.ranktracking.models import (
 )
 from app.engines.ranktracking.pricing import STANDARD, PriceList, quote
 from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.schedules.states import SCHEDULES
 from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import queue_pause_notice
 from app.scheduling.claim import Claim
@@ -97,7 +98,7 @@ async def lock_schedules(session: WriteSession, schedule_ids: list[int]) -> dict
 
 DUE = Claim(
     table=Schedule.__table__,  # type: ignore[arg-type]
-    due="rt_schedules.status = 'active' AND next_due_at <= :due_by AND id IN :ids",
+    due=f"{SCHEDULES.where(ACTIVE, qualified=True)} AND next_due_at <= :due_by AND id IN :ids",
     order_by="next_due_at, id",
     returning=("id",),
     sets={"updated_at": ":now"},
@@ -282,7 +283,7 @@ async def _block(
     )
     schedule.consecutive_blocks += 1
     if schedule.consecutive_blocks >= BLOCKS_BEFORE_PAUSE and schedule.status == ACTIVE:
-        schedule.status = PAUSED_BALANCE
+        SCHEDULES.move(schedule, PAUSED_BALANCE)
         schedule.updated_at = now
         await queue_pause_notice(uow, deps.queue, schedule, now)
 

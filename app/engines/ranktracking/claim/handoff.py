@@ -22,6 +22,7 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import ACTIVE, DISPATCHING, SKIPPED_DISPATCH, Run, Schedule
 from app.engines.ranktracking.pricing import PRIORITY
 from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.run_states import RUNS
 from app.engines.ranktracking.work.runs import POST_JOB, POST_PRIORITY_JOB, RunRef
 from app.scheduling.jobs import JobSpec
 from app.scheduling.queue import QueuedJob
@@ -111,7 +112,7 @@ async def not_dispatched(
         for run in runs:
             schedule = await uow.session.get(Schedule, run.schedule_id)
             assert schedule is not None
-            run.status = SKIPPED_DISPATCH
+            RUNS.move(run, SKIPPED_DISPATCH)
             run.error_code, run.error_message = code, message
             run.finished_at = run.updated_at = now
             await ledger.release(

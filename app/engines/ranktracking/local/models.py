@@ -18,30 +18,25 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base
 from app.db.types import BigId, Json, UTCDateTime
+from app.engines.ranktracking.local.cell_states import CELL_ABSENT as CELL_ABSENT
+from app.engines.ranktracking.local.cell_states import CELL_FAILED as CELL_FAILED
+from app.engines.ranktracking.local.cell_states import CELL_FOUND as CELL_FOUND
+from app.engines.ranktracking.local.cell_states import CELL_NEW as CELL_NEW
+from app.engines.ranktracking.local.cell_states import CELL_POSTED as CELL_POSTED
+from app.engines.ranktracking.local.cell_states import CELL_STATES as CELL_STATES
+from app.engines.ranktracking.local.cell_states import CELLS as CELLS
+from app.engines.ranktracking.local.scan_states import COLLECTING as COLLECTING
+from app.engines.ranktracking.local.scan_states import DONE as DONE
+from app.engines.ranktracking.local.scan_states import FAILED as FAILED
+from app.engines.ranktracking.local.scan_states import POSTING as POSTING
+from app.engines.ranktracking.local.scan_states import RESERVED as RESERVED
+from app.engines.ranktracking.local.scan_states import SCAN_RESERVATIONS as SCAN_RESERVATIONS
+from app.engines.ranktracking.local.scan_states import SCAN_STATUSES as SCAN_STATUSES
+from app.engines.ranktracking.local.scan_states import SCANS as SCANS
 
 MAPS = "maps"
 LOCAL_FINDER = "local_finder"
 ENGINES = (MAPS, LOCAL_FINDER)
-
-# Scan statuses: reserved (money held, nothing posted), posting (one caller is posting),
-# collecting (tasks out), done (every cell read or given up, money settled), failed (nothing
-# could be posted; the reservation was released).
-RESERVED = "reserved"
-POSTING = "posting"
-COLLECTING = "collecting"
-DONE = "done"
-FAILED = "failed"
-SCAN_STATUSES = (RESERVED, POSTING, COLLECTING, DONE, FAILED)
-
-# Cell states.
-CELL_NEW = "new"
-CELL_POSTED = "posted"
-CELL_FOUND = "found"
-CELL_ABSENT = "absent"
-"""Read, and the business is not among the listings (not in the top N)."""
-CELL_FAILED = "failed"
-"""The provider refused the task or never delivered it; not charged."""
-CELL_STATES = (CELL_NEW, CELL_POSTED, CELL_FOUND, CELL_ABSENT, CELL_FAILED)
 
 
 class GeoGrid(Base):
@@ -51,6 +46,8 @@ class GeoGrid(Base):
         Index("ix_rt_geogrids_status", "status"),
         CheckConstraint("size IN (3, 5, 7, 9)", name="size"),
         CheckConstraint("engine IN ('maps', 'local_finder')", name="engine"),
+        SCANS.check(),
+        SCAN_RESERVATIONS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -97,6 +94,7 @@ class GeoGridCell(Base):
     __table_args__ = (
         UniqueConstraint("geogrid_id", "row", "col"),
         Index("ix_rt_geogrid_cells_task", "task_id"),
+        CELLS.check(),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

@@ -21,6 +21,8 @@ from app.engines.ranktracking.models import (
     Schedule,
 )
 from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.run_states import RUNS
+from app.engines.ranktracking.schedules.states import SCHEDULES
 from app.engines.ranktracking.wording import counted
 from app.platform import audit
 
@@ -40,7 +42,7 @@ async def close_active_runs(
         ).scalars()
     )
     for run in runs:
-        run.status = FAILED
+        RUNS.move(run, FAILED)
         run.error_code, run.error_message = code, message
         run.finished_at = run.updated_at = now
         await ledger.release(
@@ -60,7 +62,7 @@ async def pause(session: WriteSession, schedule: Schedule, now: datetime) -> Sch
     if schedule.status == PAUSED_USER:
         return schedule
     before = schedule.status
-    schedule.status = PAUSED_USER
+    SCHEDULES.move(schedule, PAUSED_USER)
     schedule.updated_at = now
     await _cancel_runs_and_record(session, schedule, "paused", activity.SCHEDULE_PAUSED, now)
     await _audit(session, "rank_schedule.paused", schedule, before, now)
@@ -107,7 +109,7 @@ async def resume(session: WriteSession, schedule: Schedule, now: datetime) -> Sc
     if schedule.status == ACTIVE:
         return schedule
     before = schedule.status
-    schedule.status = ACTIVE
+    SCHEDULES.move(schedule, ACTIVE)
     schedule.consecutive_failures = 0
     schedule.consecutive_blocks = 0
     schedule.anchor_at = now
@@ -130,7 +132,7 @@ async def end(session: WriteSession, schedule: Schedule, now: datetime) -> Sched
     if schedule.status == ARCHIVED:
         raise ScheduleStateConflict("the schedule has already ended")
     before = schedule.status
-    schedule.status = ARCHIVED
+    SCHEDULES.move(schedule, ARCHIVED)
     schedule.archived_at = now
     schedule.updated_at = now
     await _cancel_runs_and_record(session, schedule, "ended", activity.SCHEDULE_ENDED, now)

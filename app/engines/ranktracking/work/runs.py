@@ -46,6 +46,7 @@ from app.engines.ranktracking.models import (
 from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_micros
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.reports.serp_reading import competitor_positions, owned_features
+from app.engines.ranktracking.run_states import RUNS
 from app.engines.ranktracking.work import provider_gap
 from app.engines.ranktracking.work.postback_token import postback_url
 from app.integrations.serp import (
@@ -170,7 +171,7 @@ async def post_impl(
             pass
         elif await _count(uow.session, run.id, PENDING):
             # From here the shared poller (:mod:`.poller`) collects the tasks as they finish.
-            run.status = RUNNING
+            RUNS.move(run, RUNNING)
             run.started_at = now
         else:
             await finalize(uow, deps, run, now)
@@ -425,12 +426,12 @@ async def finalize(uow: UnitOfWork, deps: RankTrackingDeps, run: Run, now: datet
     run.no_data = int(counts.get(NO_DATA, 0))
     answered = run.retrieved + run.no_data
     if run.requested and answered == run.requested:
-        run.status = SUCCEEDED
+        RUNS.move(run, SUCCEEDED)
     elif answered > 0:
-        run.status = PARTIAL
+        RUNS.move(run, PARTIAL)
         run.error_code = run.error_code or ("incomplete" if counts.get(PENDING) else "some_failed")
     else:
-        run.status = FAILED
+        RUNS.move(run, FAILED)
         first_error = await session.scalar(
             select(Result.error_code)
             .where(Result.run_id == run.id, Result.error_code.is_not(None))
