@@ -20,8 +20,10 @@ this process it makes one workspace with ``--contacts`` contacts and a published
    the start of the snapshot to the arrival of the last message.
 
 Each phase checks that every message arrived exactly once (by Message-ID). ``--profile DIR``
-runs every process under cProfile (``SWEEPLINE_PROFILE``-free: ``python -m cProfile -o``), one
-file per process in DIR, for ``bench/profile_top.py`` or ``pstats``.
+runs every process under cProfile (``python -m cProfile -o``), one
+file per process in DIR (read them with ``pstats``); ``--app-root DIR`` runs the processes from
+another source tree (a previous commit, for a before/after in the same conditions).
+``BENCH_TIMELINE=1`` prints the messages that arrived in each second of each phase.
 
 The last line is ``funnel mail N msg/s, campaigns M msg/s, ratio R.RRx``.
 """
@@ -86,6 +88,8 @@ class Process:
     env: dict[str, str]
     log_path: Path
     profile: Path | None = None
+    root: Path = ROOT
+    """The source tree the process runs (another checkout: its code beside this one's)."""
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
 
@@ -96,8 +100,8 @@ class Process:
             python += ["-m", "cProfile", "-o", str(self.profile)]
         self.proc = subprocess.Popen(
             [*python, "-m", "app", self.command],
-            cwd=ROOT,
-            env=self.env,
+            cwd=self.root,
+            env={**self.env, "PYTHONPATH": str(self.root)},
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -174,7 +178,7 @@ async def arrived(sink: Sink, n: int, timeout: float) -> Arrivals:
         await asyncio.sleep(1.0)
     if os.environ.get("BENCH_TIMELINE"):
         # Messages arrived in each second since the start (where the time goes).
-        print("  per second:", [b - a for a, b in zip(seen, seen[1:] + [n], strict=True)])
+        print("  per second:", [b - a for a, b in zip(seen, [*seen[1:], n], strict=True)])
     await asyncio.sleep(1.0)  # anything sent twice arrives too
     got = sink.take()
     assert (got.total, got.distinct) == (n, n), (got, n)
@@ -224,6 +228,12 @@ async def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--profile", type=Path, help="cProfile every process into this folder")
+    parser.add_argument(
+        "--app-root",
+        type=Path,
+        default=ROOT,
+        help="run the processes from this source tree (e.g. `git archive` of a previous commit)",
+    )
     args = parser.parse_args()
     base = os.environ.get("BENCH_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1/postgres")
     redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -242,14 +252,15 @@ async def main() -> None:
         for i, command in enumerate(commands):
             env_i = {**env, "PORT": str(free_port())} if command == "serve" else env
             profile = None if args.profile is None else args.profile / f"{i}-{command}.prof"
-            procs.append(Process(command, env_i, tmp / f"{i}-{command}.log", profile))
+            log = tmp / f"{i}-{command}.log"
+            procs.append(Process(command, env_i, log, profile, args.app_root.resolve()))
         for p in procs:
             p.start()
         await asyncio.sleep(3)  # the processes start their workers and sweepers
         n = len(ids)
         print(
             f"PostgreSQL + Redis, serve + {args.workers} workers, {n:,} contacts, "
-            f"aiosmtpd on loopback (own process); logs in {tmp}"
+            f"aiosmtpd on loopback (own process); code of {args.app_root.resolve()}; logs in {tmp}"
         )
         began, got = await funnel_mail(runtime, sink, version, ids, args.timeout)
         funnel, funnel_wire = rate(n, began, got)

@@ -112,5 +112,6 @@ async def test_a_plain_message_arrives_whole_over_smtp() -> None:
     assert got.subject == message.subject
     # The sink's parser keeps an 8-bit part's CRLF line ends.
     assert got.body.replace("\r\n", "\n").rstrip("\n") == message.text
-    assert got.html is not None and got.html.replace("\r\n", "\n").rstrip("\n") == message.html
+    assert got.html is not None
+    assert got.html.replace("\r\n", "\n").rstrip("\n") == message.html
     assert got.headers["List-Unsubscribe"] == UNSUBSCRIBE["List-Unsubscribe"]

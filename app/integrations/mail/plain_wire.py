@@ -116,27 +116,14 @@ def wire_bytes(email: OutgoingEmail, *, sender: str, eight_bit: bool) -> bytes |
     if html is None:
         return None
     parts = [text[0] + b"\r\n" + text[1], html[0] + b"MIME-Version: 1.0\r\n\r\n" + html[1]]
-    boundary = Generator._make_boundary(  # type: ignore[attr-defined]
+    boundary: str = Generator._make_boundary(  # type: ignore[attr-defined]
         b"".join(parts).decode("ascii", "surrogateescape")
-    ).encode("ascii")
-    top = (
-        head.encode("ascii")
-        + b"MIME-Version: 1.0\r\nContent-Type: multipart/alternative;\r\n"
-        + b' boundary="'
-        + boundary
-        + b'"\r\n\r\n'
     )
-    marker = b"--" + boundary
-    return (
-        top
-        + marker
-        + b"\r\n"
-        + parts[0]
-        + b"\r\n"
-        + marker
-        + b"\r\n"
-        + parts[1]
-        + b"\r\n"
-        + marker
-        + b"--\r\n"
+    marker = f"--{boundary}".encode("ascii")
+    top = (
+        head
+        + f'MIME-Version: 1.0\r\nContent-Type: multipart/alternative;\r\n boundary="{boundary}"'
+    )
+    return b"\r\n".join(
+        [top.encode("ascii"), b"", marker, parts[0], marker, parts[1], marker + b"--", b""]
     )
