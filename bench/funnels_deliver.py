@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +40,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from mail_sink import Sink  # noqa: E402  (the benchmark folder's own helper)
 
 from app.clock import SystemClock  # noqa: E402
 from app.db.migrate import upgrade  # noqa: E402
@@ -62,57 +64,6 @@ from app.settings import DatabaseSettings, FunnelSettings, MailSettings  # noqa:
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SIGNING = Tracking("http://sweepline.bench", "bench-secret")
-
-SINK = r"""
-import re, socket, sys, threading
-from collections import Counter
-from aiosmtpd.controller import Controller
-MID = re.compile(rb"^Message-ID:\s*(<[^>]+>)", re.M | re.I)
-counts = Counter(); lock = threading.Lock()
-class H:
-    async def handle_DATA(self, server, session, envelope):
-        found = MID.search(envelope.original_content or envelope.content)
-        with lock:
-            counts[found.group(1) if found else b""] += 1
-        return "250 OK"
-probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close()
-c = Controller(H(), hostname="127.0.0.1", port=port)
-c.start()
-print(port, flush=True)
-for line in sys.stdin:
-    with lock:
-        print(sum(counts.values()), len(counts), flush=True)
-        counts.clear()
-c.stop()
-"""
-
-
-class Sink:
-    """The counting SMTP server in its own process."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", SINK],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline())
-
-    def take(self) -> tuple[int, int]:
-        """(messages, distinct Message-IDs) since the previous call."""
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.proc.stdin.write("count\n")
-        self.proc.stdin.flush()
-        total, distinct = self.proc.stdout.readline().split()
-        return int(total), int(distinct)
-
-    def stop(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
 
 
 async def create_database(base: str) -> str:
@@ -251,8 +202,8 @@ async def deliverer_rate(
     elapsed = time.perf_counter() - started
     if pooled:
         await transport.aclose()
-    total, distinct = sink.take()
-    assert (total, distinct) == (n, n), (total, distinct, n)
+    got = sink.take()
+    assert (got.total, got.distinct) == (n, n), (got, n)
     assert await sent_effects(db, prefix) == n
     return n / elapsed
 
@@ -285,8 +236,8 @@ async def campaign_rate(
     assert await send_until_done(sender, campaign_id, SystemClock()) is True
     elapsed = time.perf_counter() - started
     await pool.aclose()
-    total, distinct = sink.take()
-    assert (total, distinct) == (n, n), (total, distinct, n)
+    got = sink.take()
+    assert (got.total, got.distinct) == (n, n), (got, n)
     async with db.read() as s:
         sent = await s.scalar(
             select(func.count())

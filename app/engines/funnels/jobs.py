@@ -8,6 +8,7 @@ are the process's own, built once with the engine's dependencies (:mod:`app.engi
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
 from app.engines.funnels.deps import FunnelsDeps
@@ -22,6 +23,8 @@ from app.scheduling.worker import worker_identity
 from app.settings import MailSettings
 
 MAX_BATCHES_PER_JOB = 1000
+DELIVER_LOOPS = 2
+"""Batches one deliverer job has in hand at once (see :func:`deliver`)."""
 
 
 class Shard(JobPayload, frozen=True):
@@ -37,17 +40,23 @@ async def advance(ctx: JobContext, payload: Shard) -> None:
     over the plugin's node executors)."""
     runner = ctx.resources.require(FunnelsDeps).runner
     started = ctx.clock.monotonic()
-    effects = 0
+    effects = 0  # created since a deliverer was last queued
+    delivering = False
     for _ in range(MAX_BATCHES_PER_JOB):
         result = await runner.run_batch(owner=_owner(ctx), now=ctx.clock.now())
         effects += result.effects
+        if effects and not delivering:
+            # Deliver promptly, beside the rest of the drain, rather than after it or at the
+            # next tick: the first batch's mail goes out while later batches run.
+            await ctx.queue.enqueue(None, DELIVER, Shard(shard=payload.shard))
+            delivering, effects = True, 0
         if (
             result.leased == 0
             or ctx.clock.monotonic() - started > ctx.settings.funnels.drain_seconds
         ):
             break
     if effects:
-        # Deliver promptly rather than at the next tick.
+        # Created after the deliverer was queued: it may have found nothing due and ended.
         await ctx.queue.enqueue(None, DELIVER, Shard(shard=payload.shard))
 
 
@@ -56,13 +65,23 @@ async def deliver(ctx: JobContext, payload: Shard) -> None:
     deliverer, over the plugin's channels)."""
     deliverer = ctx.resources.require(FunnelsDeps).deliverer
     started = ctx.clock.monotonic()
-    for _ in range(MAX_BATCHES_PER_JOB):
-        result = await deliverer.run_batch(owner=_owner(ctx), now=ctx.clock.now)
-        if (
-            result.leased == 0
-            or ctx.clock.monotonic() - started > ctx.settings.funnels.drain_seconds
-        ):
-            break
+
+    async def drain() -> None:
+        for _ in range(MAX_BATCHES_PER_JOB // DELIVER_LOOPS):
+            result = await deliverer.run_batch(owner=_owner(ctx), now=ctx.clock.now)
+            if (
+                result.leased == 0
+                or ctx.clock.monotonic() - started > ctx.settings.funnels.drain_seconds
+            ):
+                break
+
+    # Two batches at a time: while one leases and reads its next batch, or waits for the last
+    # sends of its current one, the other keeps the send slots busy. The slots are the
+    # deliverer's, shared by every batch of the process, so no more messages are on the wire
+    # (or unrecorded) than with one batch at a time.
+    async with asyncio.TaskGroup() as group:  # a failure cancels the other loop
+        for _ in range(DELIVER_LOOPS):
+            group.create_task(drain())
 
 
 def _owner(ctx: JobContext) -> str:

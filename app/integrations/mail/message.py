@@ -37,7 +37,25 @@ class OutgoingEmail(msgspec.Struct, frozen=True, kw_only=True):
     """Shown by the HTML part only (ignored without ``html``)."""
 
 
-def _angle(message_id: str) -> str:
+OWN_HEADERS = frozenset(
+    {
+        "from",
+        "to",
+        "subject",
+        "message-id",
+        "date",
+        "x-sweepline-message-id",
+        POSTMARK_METADATA_HEADER.lower(),
+    }
+)
+"""Written by :func:`build_message` itself: a caller's header of one of these names is dropped."""
+
+
+def is_own_header(name: str) -> bool:
+    return name.lower() in OWN_HEADERS
+
+
+def angle(message_id: str) -> str:
     """Message-ID headers are ``<local@domain>``; accept the bare form too."""
     value = message_id.strip()
     if not value.startswith("<"):
@@ -52,25 +70,17 @@ def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
     msg["From"] = sender
     msg["To"] = ", ".join(email.to)
     msg["Subject"] = email.subject
-    msg["Message-ID"] = _angle(email.message_id)
+    msg["Message-ID"] = angle(email.message_id)
     # The same id again: some providers (Amazon SES) replace Message-ID with their own, and
     # delivery reports are attributed by it.
-    msg["X-Sweepline-Message-Id"] = _angle(email.message_id)
+    msg["X-Sweepline-Message-Id"] = angle(email.message_id)
     # And once more where Postmark looks: its reports carry only its own message id and the
     # message's metadata, which its SMTP service takes from ``X-PM-Metadata-*`` headers (a value
     # is at most 80 characters, so the id's local part, which is what attribution reads).
-    msg[POSTMARK_METADATA_HEADER] = _angle(email.message_id)[1:-1].partition("@")[0][:80]
+    msg[POSTMARK_METADATA_HEADER] = angle(email.message_id)[1:-1].partition("@")[0][:80]
     msg["Date"] = formatdate(localtime=False, usegmt=True)
     for name, value in email.headers.items():
-        if name.lower() in {
-            "from",
-            "to",
-            "subject",
-            "message-id",
-            "date",
-            "x-sweepline-message-id",
-            POSTMARK_METADATA_HEADER.lower(),
-        }:
+        if is_own_header(name):
             continue  # the fields above are ours; a caller header must not duplicate them
         msg[name] = value
     msg.set_content(email.text)
@@ -83,7 +93,7 @@ def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
                     image.data,
                     maintype="image",
                     subtype=image.subtype,
-                    cid=_angle(image.content_id),
+                    cid=angle(image.content_id),
                     disposition="inline",
                 )
     return msg

@@ -24,48 +24,16 @@ from typing import Any
 
 import aiosmtplib
 
+from app.integrations.mail import plain_wire
 from app.integrations.mail.errors import PermanentMailError
+from app.integrations.mail.folding import (  # noqa: F401 - the wire's rules, read from here too
+    HARD_LIMIT,
+    SOFT_LIMIT,
+    TEXT_HEADERS,
+    fold_structured,
+    is_structured,
+)
 from app.integrations.mail.message import OutgoingEmail, build_message
-
-TEXT_HEADERS = frozenset({"subject", "from", "to", "cc", "bcc", "reply-to", "sender"})
-"""Written by the ``email`` package: they may carry words that need RFC 2047 encoding."""
-SOFT_LIMIT = 78
-"""RFC 5322 §2.1.1: lines SHOULD be no longer (folding stops here where it can)."""
-HARD_LIMIT = 998
-"""RFC 5322 §2.1.1: lines MUST be no longer (excluding CRLF)."""
-
-
-def is_structured(name: str) -> bool:
-    """Whether ``name`` is written verbatim here rather than by the ``email`` package."""
-    lowered = name.lower()
-    return not (
-        lowered in TEXT_HEADERS or lowered.startswith("content-") or lowered == "mime-version"
-    )
-
-
-def fold_structured(name: str, value: str, linesep: str = "\r\n") -> str:
-    """``name: value`` as plain ASCII, folded only after the commas between items, where the
-    line would pass :data:`SOFT_LIMIT`.
-
-    Raises:
-        PermanentMailError: the value is not ASCII, or an item cannot fit on a line of
-            :data:`HARD_LIMIT` octets (the message cannot be written correctly).
-    """
-    unfolded = " ".join(str(value).split())  # a value handed in folded is refolded here
-    if not unfolded.isascii():
-        raise PermanentMailError(f"the {name} header must be ASCII: {unfolded[:80]!r}")
-    items = unfolded.split(", ")
-    lines = [f"{name}: {items[0]}"]
-    for item in items[1:]:
-        candidate = f"{lines[-1]}, {item}"
-        if len(candidate) <= SOFT_LIMIT:
-            lines[-1] = candidate
-        else:
-            lines[-1] += ","
-            lines.append(f" {item}")
-    if any(len(line) > HARD_LIMIT for line in lines):
-        raise PermanentMailError(f"the {name} header has an item longer than {HARD_LIMIT} octets")
-    return linesep.join(lines) + linesep
 
 
 class WirePolicy(EmailPolicy):
@@ -110,7 +78,8 @@ async def transmit(client: aiosmtplib.SMTP, email: OutgoingEmail, *, sender: str
     eight_bit = client.supports_extension("8BITMIME")
     if eight_bit:
         options.append("BODY=8BITMIME")
-    raw = render(
+    # Most messages are plain and written directly; the others by the email package.
+    raw = plain_wire.wire_bytes(email, sender=sender, eight_bit=eight_bit) or render(
         build_message(email, sender=sender), utf8=utf8, cte_type="8bit" if eight_bit else "7bit"
     )
     await client.sendmail(sender, email.to, raw, mail_options=options)

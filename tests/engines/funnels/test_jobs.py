@@ -130,3 +130,42 @@ async def test_the_10_second_tick_queues_each_of_its_jobs_once(runtime, clock) -
     await tick(ctx, at + timedelta(seconds=10))
     async with runtime.db.read() as session:
         assert len(list(await session.scalars(select(Job.id)))) == 2 * len(once)
+
+
+async def test_a_runner_job_queues_its_deliverer_after_the_first_batch_that_made_mail(
+    runtime,
+) -> None:
+    """The runner's job queues a deliverer as soon as a batch created outbox effects (the first
+    mail goes out while later batches run), not after the whole drain; and once more at the end
+    when later batches made mail too (the first deliverer may have found nothing due and
+    ended)."""
+    from app.engines.funnels.deps import FunnelsDeps
+    from app.engines.funnels.jobs import Shard, advance
+    from app.engines.funnels.runs.runner import BatchResult
+    from app.scheduling.resources import Resources
+
+    queued: list[tuple[str, int]] = []  # (job, runner batches done when it was queued)
+    batches = [BatchResult(leased=5), BatchResult(leased=5, effects=5)]
+    batches += [BatchResult(leased=5, effects=5), BatchResult()]
+    done: list[BatchResult] = []
+
+    class Runner:
+        async def run_batch(self, **_: object) -> BatchResult:
+            done.append(batches[len(done)])
+            return done[-1]
+
+    class Queue:
+        async def enqueue(self, uow: object, spec: object, payload: Shard, **_: object) -> None:
+            queued.append((spec.name, len(done)))  # type: ignore[attr-defined]
+
+    deps = dataclasses.replace(runtime.resources.require(FunnelsDeps), runner=Runner())
+    resources = Resources()
+    resources.provide(FunnelsDeps, lambda: deps)
+    ctx = dataclasses.replace(runtime.context(), queue=Queue(), resources=resources)
+    await advance(ctx, Shard(shard=1))
+    assert queued == [("funnels.deliver", 2), ("funnels.deliver", 4)]
+    queued.clear()
+    batches[2] = BatchResult(leased=5)  # only the second batch made mail: one deliverer
+    done.clear()
+    await advance(ctx, Shard(shard=1))
+    assert queued == [("funnels.deliver", 2)]
