@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -232,16 +232,76 @@ def create_app(
     always does."""
 
     builds_runtime = runtime is None
-    owned = builds_runtime or serving
-    if runtime is None:
-        runtime = assemble(settings)
-    rt = runtime
+    rt = assemble(settings) if runtime is None else runtime
+    lifespan = _lifespan(
+        rt,
+        settings,
+        builds_runtime=builds_runtime,
+        owned=builds_runtime or serving,
+        background=background,
+        serving=serving,
+    )
+    app = Litestar(
+        route_handlers=_routers(extra_pages),
+        dependencies=DEPENDENCIES,
+        lifespan=[lifespan],
+        exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_redirect},
+        csrf_config=CSRFConfig(
+            secret=rt.session_secret,
+            cookie_name="swl_csrf",
+            header_name="x-csrf-token",
+            cookie_secure=settings.web.secure_cookies,
+            exclude=CSRF_EXEMPT,
+        ),
+        template_config=TemplateConfig(
+            directory=DASHBOARD_DIR / "templates", engine=JinjaTemplateEngine
+        ),
+        openapi_config=openapi_config(),
+        plugins=[ClosedStructSchemas(), DecimalSchemas()],
+        middleware=[
+            # Only a process that traces pays for the request spans' middleware.
+            *([request_spans()] if telemetry.enabled() else []),
+            correlation_middleware(rt.clock),
+            audit_origin(parse_networks(settings.web.trusted_proxies)),
+            request_bounds(settings.web.max_body_bytes),
+        ],
+        before_send=[
+            security_headers(hsts=settings.web.secure_cookies),
+            rate_limit_headers(),
+            no_body_on_empty_statuses,
+        ],
+        request_max_body_size=settings.web.max_body_bytes,
+        debug=False,
+        logging_config=None,
+    )
+    verify_routes(app)
+    verify_id_bounds(app)
+    complete_options_allow(app)
+    document_errors(app)
+    document_parameter_rules(app)
+    app.state.nav = [link for ui in ENGINE_UIS for link in ui.NAV]
+    app.state.runtime = rt
+    return app
+
+
+def _lifespan(
+    rt: Runtime,
+    settings: Settings,
+    *,
+    builds_runtime: bool,
+    owned: bool,
+    background: bool,
+    serving: bool,
+) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
+    """What the application does when it starts and stops. ``owned``: a process of its own (not a
+    test's app around a shared runtime), which records the platform's start and closes the
+    runtime at the end."""
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if builds_runtime:  # `serve` prepared the one it hands in
             await prepare_database(rt)
-        if owned:  # a process of its own starts (not a test's app around a shared runtime)
+        if owned:
             await rt.record_platform_stop()
         if background:
             rt.start_database_upkeep()
@@ -266,7 +326,18 @@ def create_app(
             elif background:
                 await rt.stop()
 
-    nav: list[tuple[str, str]] = [link for ui in ENGINE_UIS for link in ui.NAV]
+    return lifespan
+
+
+def _routers(extra_pages: Sequence[Any]) -> list[Any]:
+    """The application's routers, each with what protects it.
+
+    The guard sits on every router but the receivers' (the API routers carry it from
+    api_router). The receivers (all public) go without it: it would only wave them through, and
+    Litestar copies the route handler for each guard call, a measurable part of an ingestion
+    request. verify_routes holds the line. The routers are the application's own, not grouped
+    under one guarded router: Litestar deep-copies a router it registers, and a group would
+    have every route copied twice (about a fifth of what building an application costs)."""
     dashboard = Router(
         path="/",
         route_handlers=[
@@ -325,61 +396,15 @@ def create_app(
         opt=public("the dashboard's stylesheets, scripts and images"),
         guards=[require_caller],
     )
-    # The guard sits on every router but the receivers' (the API routers carry it from
-    # api_router). The receivers (all public) go without it: it would only wave them through, and
-    # Litestar copies the route handler for each guard call, a measurable part of an ingestion
-    # request. verify_routes holds the line. The routers are the application's own, not grouped
-    # under one guarded router: Litestar deep-copies a router it registers, and a group would
-    # have every route copied twice (about a fifth of what building an application costs).
-    app = Litestar(
-        route_handlers=[
-            probes,
-            *platform_api.ROUTERS,
-            *audit_api.ROUTERS,
-            *jobs_api.ROUTERS,
-            *queue_jobs_api.ROUTERS,
-            *(r for api in ENGINE_APIS for r in api.ROUTERS),
-            dashboard,
-            visitor_pages,
-            static,
-            hooks,
-        ],
-        dependencies=DEPENDENCIES,
-        lifespan=[lifespan],
-        exception_handlers={**EXCEPTION_HANDLERS, LoginRequired: _login_redirect},
-        csrf_config=CSRFConfig(
-            secret=rt.session_secret,
-            cookie_name="swl_csrf",
-            header_name="x-csrf-token",
-            cookie_secure=settings.web.secure_cookies,
-            exclude=CSRF_EXEMPT,
-        ),
-        template_config=TemplateConfig(
-            directory=DASHBOARD_DIR / "templates", engine=JinjaTemplateEngine
-        ),
-        openapi_config=openapi_config(),
-        plugins=[ClosedStructSchemas(), DecimalSchemas()],
-        middleware=[
-            # Only a process that traces pays for the request spans' middleware.
-            *([request_spans()] if telemetry.enabled() else []),
-            correlation_middleware(rt.clock),
-            audit_origin(parse_networks(settings.web.trusted_proxies)),
-            request_bounds(settings.web.max_body_bytes),
-        ],
-        before_send=[
-            security_headers(hsts=settings.web.secure_cookies),
-            rate_limit_headers(),
-            no_body_on_empty_statuses,
-        ],
-        request_max_body_size=settings.web.max_body_bytes,
-        debug=False,
-        logging_config=None,
-    )
-    verify_routes(app)
-    verify_id_bounds(app)
-    complete_options_allow(app)
-    document_errors(app)
-    document_parameter_rules(app)
-    app.state.nav = nav
-    app.state.runtime = rt
-    return app
+    return [
+        probes,
+        *platform_api.ROUTERS,
+        *audit_api.ROUTERS,
+        *jobs_api.ROUTERS,
+        *queue_jobs_api.ROUTERS,
+        *(r for api in ENGINE_APIS for r in api.ROUTERS),
+        dashboard,
+        visitor_pages,
+        static,
+        hooks,
+    ]
