@@ -42,7 +42,7 @@ from app.engines.adrules.run_models import (
     ExecutionRecord,
 )
 from app.engines.adrules.schemas import TaskDocument
-from app.engines.adrules.work.changes import ActionFailed, Change
+from app.engines.adrules.work.changes import BUDGET_FIELDS, ActionFailed, Change
 from app.engines.adrules.work.cooldown import next_permitted_at
 from app.engines.adrules.work.execute import (
     LIVE_FIELDS,
@@ -62,7 +62,6 @@ from app.platform.service import get_secret
 
 APPROVAL_FIELDS = (*LIVE_FIELDS, "effective_status")
 """What the re-read before an approved write asks for (status actions compare the status)."""
-BUDGET_FIELDS = frozenset({"daily_budget", "lifetime_budget"})
 
 
 class ProposalsNotFound(NotFound):

@@ -44,6 +44,7 @@ from app.engines.adrules.schemas import (
     TaskDocument,
 )
 from app.engines.adrules.work.changes import (
+    BUDGET_FIELDS,
     ActionFailed,
     Change,
     action_parameters,
@@ -64,7 +65,6 @@ SKIPPED = "skipped"
 NOT_EXECUTED = "not_executed"
 ERROR = "error"
 HOUR = timedelta(hours=1)
-BUDGET_FIELDS = frozenset({"daily_budget", "lifetime_budget"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,10 @@ class ActionFailed(Exception):
     """An action could not be carried out (recorded as an ``error`` record)."""
 
 
+BUDGET_FIELDS = frozenset({"daily_budget", "lifetime_budget"})
+"""The fields that set an object's budget: what the cross-rule budget guards count."""
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """What an action would do to a campaign."""
