@@ -37,13 +37,14 @@ from app.engines.adrules import records
 from app.engines.adrules.deps import AdRulesDeps, Defer
 from app.engines.adrules.models import BATCH_QUEUED, AdAccount
 from app.engines.adrules.notify.send import send_run_digests
-from app.engines.adrules.payloads import RunAccountPayload, evaluation_zone
+from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload, evaluation_zone
 from app.engines.adrules.work.account_act import process
 from app.engines.adrules.work.account_rows import skipped_row
 from app.engines.adrules.work.account_state import FLUSH_EVERY, AccountRun
 from app.engines.adrules.work.batched import CONCURRENT_CALLS, BatchStats
+from app.engines.adrules.work.cooldown import LastExecution
 from app.engines.adrules.work.execute import ActionRunner, BeforeCall
-from app.engines.adrules.work.facts import gather
+from app.engines.adrules.work.facts import Gathered, gather
 from app.engines.adrules.work.sheets_values import CustomMetricSource, workspace_credentials
 from app.integrations.meta.errors import MetaError
 from app.integrations.meta.reader import MetaReader
@@ -96,41 +97,8 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
             return await _finish(deps, payload)
         token = payload.access_token(deps.secrets)
         reader = MetaReader(deps.graph, token)
-        credentials = await workspace_credentials(
-            deps.db, deps.secrets, payload.workspace_id, deps.token_minter
-        )
-        custom = CustomMetricSource(
-            db=deps.db,
-            clock=deps.clock,
-            client=deps.sheets,
-            cache=deps.sheet_cache,
-            workspace_id=payload.workspace_id,
-            credentials=credentials,
-            copy_max_age=deps.sheet_copy_max_age,
-        )
         pending = [c for c in payload.entities if any((t.id, c.id) not in done for t in rule.tasks)]
-        gate = _read_gate(deps, payload)
-        gathered = await gather(
-            tasks=rule.tasks,
-            campaigns=pending,
-            currency=payload.account.currency,
-            timezone=evaluation_zone(payload),
-            now=deps.clock.now(),
-            reader=reader,
-            custom=custom,
-            # Account-level Insights are read at level=campaign: other levels read per object.
-            mode="packed"
-            if rule.level != "campaign" and deps.insights_mode == "account"
-            else deps.insights_mode,
-            account_id=payload.account.meta_id,
-            sleep=deps.sleep,
-            timer=deps.clock.monotonic,
-            retry_delays=deps.item_retry_delays,
-            max_wait_seconds=deps.throttle_max_wait_seconds,
-            windows=rule.attribution_windows or (),
-            before_call=gate,
-            concurrency=min(deps.concurrency, 8),
-        )
+        gathered = await _read_facts(deps, payload, reader, pending)
         if gathered.stopped is not None:
             # The stop went on while the Insights were read: no further call, nothing acts.
             await _record_stopped(deps, payload, done, gathered.stopped)
@@ -139,31 +107,7 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
             if deps.defer is not None and payload.deferrals < deps.max_deferrals:
                 return await _defer(deps, payload, gathered.throttled)
             gathered.fail_unread()
-        run = AccountRun(
-            deps=deps,
-            payload=payload,
-            runner=ActionRunner(
-                reader=reader,
-                writer=MetaWriter(deps.graph, token),
-                mail=deps.mail,
-                http=deps.webhook_http,
-                timer=deps.clock.monotonic,
-                secrets=deps.secrets,
-                sleep=deps.sleep,
-                retry_delays=deps.item_retry_delays,
-                max_wait_seconds=deps.throttle_max_wait_seconds,
-                batch_size=deps.write_batch_size,
-                concurrency=min(deps.concurrency, CONCURRENT_CALLS),
-                stats=deps.write_stats if deps.write_stats is not None else BatchStats(),
-            ),
-            last=last,
-            done=done,
-            allow_private_http=bool(workspace and workspace.allow_private_http),
-            insights_seconds=gathered.insights_seconds,
-            custom_seconds=gathered.custom_seconds / max(1, len(pending)),
-            buffer=[],
-            lock=asyncio.Lock(),
-        )
+        run = _new_run(deps, payload, reader, token, workspace, gathered, last, done, pending)
         await process(run, gathered, pending)
         await run.flush(force=True)
     except LeaseLost:
@@ -181,6 +125,89 @@ async def run_account_job(deps: AdRulesDeps, payload: RunAccountPayload) -> str:
         await _finish(deps, payload, error=f"the run stopped: {type(exc).__name__}: {exc}")
         raise
     return await _finish(deps, payload)
+
+
+async def _read_facts(
+    deps: AdRulesDeps,
+    payload: RunAccountPayload,
+    reader: MetaReader,
+    pending: list[CampaignEntity],
+) -> Gathered:
+    """The Insights and custom metrics every condition of the rule needs, for ``pending``."""
+    rule = payload.rule
+    credentials = await workspace_credentials(
+        deps.db, deps.secrets, payload.workspace_id, deps.token_minter
+    )
+    custom = CustomMetricSource(
+        db=deps.db,
+        clock=deps.clock,
+        client=deps.sheets,
+        cache=deps.sheet_cache,
+        workspace_id=payload.workspace_id,
+        credentials=credentials,
+        copy_max_age=deps.sheet_copy_max_age,
+    )
+    gate = _read_gate(deps, payload)
+    return await gather(
+        tasks=rule.tasks,
+        campaigns=pending,
+        currency=payload.account.currency,
+        timezone=evaluation_zone(payload),
+        now=deps.clock.now(),
+        reader=reader,
+        custom=custom,
+        # Account-level Insights are read at level=campaign: other levels read per object.
+        mode="packed"
+        if rule.level != "campaign" and deps.insights_mode == "account"
+        else deps.insights_mode,
+        account_id=payload.account.meta_id,
+        sleep=deps.sleep,
+        timer=deps.clock.monotonic,
+        retry_delays=deps.item_retry_delays,
+        max_wait_seconds=deps.throttle_max_wait_seconds,
+        windows=rule.attribution_windows or (),
+        before_call=gate,
+        concurrency=min(deps.concurrency, 8),
+    )
+
+
+def _new_run(
+    deps: AdRulesDeps,
+    payload: RunAccountPayload,
+    reader: MetaReader,
+    token: str,
+    workspace: Workspace | None,
+    gathered: Gathered,
+    last: dict[tuple[int, str], LastExecution],
+    done: set[tuple[int, str]],
+    pending: list[CampaignEntity],
+) -> AccountRun:
+    """The job's state for its two phases, with the action runner its writes go through."""
+    return AccountRun(
+        deps=deps,
+        payload=payload,
+        runner=ActionRunner(
+            reader=reader,
+            writer=MetaWriter(deps.graph, token),
+            mail=deps.mail,
+            http=deps.webhook_http,
+            timer=deps.clock.monotonic,
+            secrets=deps.secrets,
+            sleep=deps.sleep,
+            retry_delays=deps.item_retry_delays,
+            max_wait_seconds=deps.throttle_max_wait_seconds,
+            batch_size=deps.write_batch_size,
+            concurrency=min(deps.concurrency, CONCURRENT_CALLS),
+            stats=deps.write_stats if deps.write_stats is not None else BatchStats(),
+        ),
+        last=last,
+        done=done,
+        allow_private_http=bool(workspace and workspace.allow_private_http),
+        insights_seconds=gathered.insights_seconds,
+        custom_seconds=gathered.custom_seconds / max(1, len(pending)),
+        buffer=[],
+        lock=asyncio.Lock(),
+    )
 
 
 def _read_gate(deps: AdRulesDeps, payload: RunAccountPayload) -> BeforeCall | None:

@@ -3,6 +3,8 @@ cooldown, what Meta lets it touch — ending in a record or in what the action p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from app.engines.adrules.payloads import CampaignEntity, evaluation_zone
@@ -11,8 +13,8 @@ from app.engines.adrules.schemas import TaskDocument
 from app.engines.adrules.work.account_rows import record_row, why_not
 from app.engines.adrules.work.account_state import AccountRun, Ready
 from app.engines.adrules.work.changes import not_deliverable_reason, object_noun
-from app.engines.adrules.work.cooldown import check_cooldown
-from app.engines.adrules.work.evaluate import CampaignFacts, evaluate_conditions
+from app.engines.adrules.work.cooldown import LastExecution, check_cooldown
+from app.engines.adrules.work.evaluate import CampaignFacts, ConditionResult, evaluate_conditions
 from app.engines.adrules.work.execute import ActionScope, CampaignRef
 from app.integrations.meta.errors import MetaError
 
@@ -46,34 +48,8 @@ def decide(
     steps.append(("evaluate", run.deps.clock.monotonic() - started))
     last = run.last.get((task.id, campaign.id))
     now = run.deps.clock.now()
-    unread = [c for c in evaluation.conditions if c.sheet_failed and not c.passed]
-    if not evaluation.passed and unread:
-        # The sheet was unreachable and no usable copy existed: nothing was decided, say so.
-        return record_row(
-            run,
-            task,
-            campaign,
-            status=RECORD_ERROR,
-            reason="custom metric sheet unavailable: " + "; ".join(c.reason or "" for c in unread),
-            conditions=evaluation.conditions,
-            steps=steps,
-        )
     if not evaluation.passed:
-        waiting = (
-            last.next_permitted_at
-            if last and last.next_permitted_at and last.next_permitted_at > now
-            else None
-        )
-        return record_row(
-            run,
-            task,
-            campaign,
-            status=RECORD_NOT_EXECUTED,
-            reason=why_not(evaluation.conditions, task.group),
-            conditions=evaluation.conditions,
-            steps=steps,
-            next_at=waiting,
-        )
+        return _unmet(run, task, campaign, evaluation.conditions, steps, last, now)
     started = run.deps.clock.monotonic()
     verdict = check_cooldown(last, task.cooldown, now)
     steps.append(("cooldown", run.deps.clock.monotonic() - started))
@@ -99,7 +75,53 @@ def decide(
             conditions=evaluation.conditions,
             steps=steps,
         )
-    scope = ActionScope(
+    scope = action_scope(run, task, now)
+    ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
+    return Ready(task, campaign, evaluation.conditions, steps, scope, ref)
+
+
+def _unmet(
+    run: AccountRun,
+    task: TaskDocument,
+    campaign: CampaignEntity,
+    conditions: Sequence[ConditionResult],
+    steps: list[tuple[str, float]],
+    last: LastExecution | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The record of a task whose conditions did not pass."""
+    unread = [c for c in conditions if c.sheet_failed and not c.passed]
+    if unread:
+        # The sheet was unreachable and no usable copy existed: nothing was decided, say so.
+        return record_row(
+            run,
+            task,
+            campaign,
+            status=RECORD_ERROR,
+            reason="custom metric sheet unavailable: " + "; ".join(c.reason or "" for c in unread),
+            conditions=conditions,
+            steps=steps,
+        )
+    waiting = (
+        last.next_permitted_at
+        if last and last.next_permitted_at and last.next_permitted_at > now
+        else None
+    )
+    return record_row(
+        run,
+        task,
+        campaign,
+        status=RECORD_NOT_EXECUTED,
+        reason=why_not(conditions, task.group),
+        conditions=conditions,
+        steps=steps,
+        next_at=waiting,
+    )
+
+
+def action_scope(run: AccountRun, task: TaskDocument, now: datetime) -> ActionScope:
+    """What an action of ``task`` knows of the run it belongs to."""
+    return ActionScope(
         rule_id=run.payload.rule.id,
         rule_name=run.payload.rule.name,
         task_id=task.id,
@@ -112,5 +134,3 @@ def decide(
         allow_private_http=run.allow_private_http,
         level=run.payload.rule.level,
     )
-    ref = CampaignRef(campaign.id, campaign.name, campaign.effective_status)
-    return Ready(task, campaign, evaluation.conditions, steps, scope, ref)
