@@ -46,7 +46,7 @@ from app.engines.adrules.work.changes import (
 )
 from app.engines.adrules.work.cooldown import LastExecution, check_cooldown
 from app.engines.adrules.work.evaluate import CampaignFacts, evaluate_conditions
-from app.engines.adrules.work.facts import gather
+from app.engines.adrules.work.facts import Gathered, gather
 from app.engines.adrules.work.guards import opposing_rules
 from app.engines.adrules.work.metrics import local_time
 from app.engines.adrules.work.sheets_values import (
@@ -142,6 +142,52 @@ def _would_change(
             campaign_id=campaign.id,
         )
     return None  # notifications and log_only change nothing on Meta
+
+
+def _preview_campaign(
+    campaign: CampaignEntity,
+    gathered: Gathered,
+    tasks: Sequence[TaskDocument],
+    last: dict[tuple[int, str], LastExecution],
+    *,
+    now: datetime,
+    currency: str,
+    rule_name: str,
+    zone: str,
+    level: str,
+) -> PreviewCampaign:
+    """What each task would do to one campaign now, or why its Insights could not be read."""
+    error = gathered.errors.get(campaign.id)
+    facts = gathered.facts.get(campaign.id)
+    if error is not None or facts is None:
+        reason = error.describe() if isinstance(error, MetaError) else "no data"
+        return PreviewCampaign(
+            id=campaign.id,
+            name=campaign.name,
+            effective_status=campaign.effective_status,
+            error=f"Insights read failed: {reason}",
+            tasks=[],
+        )
+    items = [
+        _preview_task(
+            task,
+            campaign,
+            facts,
+            last.get((task.id, campaign.id)),
+            now=now,
+            currency=currency,
+            rule_name=rule_name,
+            zone=zone,
+            level=level,
+        )
+        for task in tasks
+    ]
+    return PreviewCampaign(
+        id=campaign.id,
+        name=campaign.name,
+        effective_status=campaign.effective_status,
+        tasks=items,
+    )
 
 
 def _preview_task(
@@ -274,44 +320,20 @@ async def preview_rule(
         last = await records.last_executions(
             session, [t.id for t in tasks], [c.id for c in campaigns]
         )
-    out: list[PreviewCampaign] = []
-    for campaign in campaigns:
-        error = gathered.errors.get(campaign.id)
-        facts = gathered.facts.get(campaign.id)
-        if error is not None or facts is None:
-            reason = error.describe() if isinstance(error, MetaError) else "no data"
-            out.append(
-                PreviewCampaign(
-                    id=campaign.id,
-                    name=campaign.name,
-                    effective_status=campaign.effective_status,
-                    error=f"Insights read failed: {reason}",
-                    tasks=[],
-                )
-            )
-            continue
-        items = [
-            _preview_task(
-                task,
-                campaign,
-                facts,
-                last.get((task.id, campaign.id)),
-                now=now,
-                currency=account.currency,
-                rule_name=view.rule.name,
-                zone=zone_used,
-                level=level,
-            )
-            for task in tasks
-        ]
-        out.append(
-            PreviewCampaign(
-                id=campaign.id,
-                name=campaign.name,
-                effective_status=campaign.effective_status,
-                tasks=items,
-            )
+    out = [
+        _preview_campaign(
+            campaign,
+            gathered,
+            tasks,
+            last,
+            now=now,
+            currency=account.currency,
+            rule_name=view.rule.name,
+            zone=zone_used,
+            level=level,
         )
+        for campaign in campaigns
+    ]
     return PreviewResult(
         rule_id=rule_id,
         ad_account_id=ad_account_id,
