@@ -31,14 +31,7 @@ from app.integrations.http_guard import (
 from app.integrations.http_guard.addresses import IPAddress
 from app.integrations.http_guard.retry import backoff_delay, retry_after_seconds
 from app.sandbox.base import SandboxState, serve_in_loop
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
+from tests.harness.sleep import RecordingSleep
 
 
 def echo_app(state: SandboxState, release_slow: asyncio.Event) -> Litestar:
@@ -304,7 +297,7 @@ async def test_transient_failures_are_retried_after_retry_after(
 ) -> None:
     url, state = target
     state.inject("flaky", times=1)
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     http = GuardedHttp(policy=RetryPolicy(attempts=3, sleep=sleeps))
     try:
         result = await http.request(
@@ -321,7 +314,7 @@ async def test_client_errors_are_permanent_and_not_retried(
     target: tuple[str, SandboxState],
 ) -> None:
     url, state = target
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     http = GuardedHttp(policy=RetryPolicy(attempts=3, sleep=sleeps))
     try:
         with pytest.raises(PermanentError) as info:

@@ -49,6 +49,7 @@ from app.sandbox.meta.oauth import SIM_APP_ID, SIM_APP_SECRET
 from app.scheduling.jobs import JobContext, JobSpec
 from app.scheduling.queue import DatabaseQueue, JobQueue
 from app.settings import Settings
+from tests.harness.sleep import RecordingSleep
 
 TOKEN = "EAAB-test-token-0123456789"
 
@@ -204,16 +205,6 @@ async def create_rule(runtime: Runtime, *, workspace_id: int, **overrides: Any) 
             now=runtime.clock.now(),
         )
     return rule.id
-
-
-class RecordingSleep:
-    """An injectable sleep that records each wait and returns at once."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 async def _never_run(ctx: JobContext, payload: RunAccountPayload) -> None:

@@ -34,7 +34,6 @@ from tests.engines.adrules.factories import (
     TEST_JOB,
     TOKEN,
     Clients,
-    RecordingSleep,
     Workspace,
     create_account,
     create_rule,
@@ -46,6 +45,7 @@ from tests.engines.adrules.factories import (
     make_payload,
     store_token,
 )
+from tests.harness.sleep import RecordingSleep
 
 SPEND_TASK = TaskIn(
     name="Spend watch",
