@@ -65,7 +65,7 @@ async def booking(served: Served[BookingSandbox]) -> AsyncIterator[Setup]:
         yield Setup(**vars(setup), slots=slots)
 
 
-async def book_first(setup: Setup, key: str, client: BookingClient | None = None):  # type: ignore[no-untyped-def]
+async def book_first(setup: Setup, key: str, client: BookingClient | None = None):
     return await (client or setup.client).book_first_available(
         "demo-room", ADA, start=MONDAY, end=MONDAY + timedelta(hours=2), idempotency_key=key
     )

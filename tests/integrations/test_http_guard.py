@@ -36,7 +36,7 @@ from tests.harness.sleep import RecordingSleep
 
 def echo_app(state: SandboxState, release_slow: asyncio.Event) -> Litestar:
     @post(["/echo", "/echo/{rest:path}"], status_code=200)
-    async def echo_post(request: Request) -> dict[str, object]:  # type: ignore[type-arg]
+    async def echo_post(request: Request) -> dict[str, object]:
         state.hit("echo")
         return {
             "method": request.method,
@@ -47,7 +47,7 @@ def echo_app(state: SandboxState, release_slow: asyncio.Event) -> Litestar:
         }
 
     @get("/echo")
-    async def echo_get(request: Request) -> dict[str, object]:  # type: ignore[type-arg]
+    async def echo_get(request: Request) -> dict[str, object]:
         state.hit("echo")
         return {
             "method": request.method,
@@ -92,7 +92,7 @@ def echo_app(state: SandboxState, release_slow: asyncio.Event) -> Litestar:
         return Response({"error": "no such thing"}, status_code=404)
 
     @post("/moved", status_code=200)
-    async def moved(request: Request) -> Redirect:  # type: ignore[type-arg]
+    async def moved(request: Request) -> Redirect:
         state.hit("moved")
         return Redirect(request.query_params.get("to", "/echo"), status_code=303)
 

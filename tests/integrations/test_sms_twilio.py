@@ -93,7 +93,7 @@ async def test_the_status_callback_names_the_effect() -> None:
     seen: dict[str, str] = {}
 
     @post("/2010-04-01/Accounts/{sid:str}/Messages.json", status_code=201)
-    async def capture(request: Request, sid: FromPath[str]) -> dict[str, str]:  # type: ignore[type-arg]
+    async def capture(request: Request, sid: FromPath[str]) -> dict[str, str]:
         state.hit("create")
         form = await request.form()
         seen.update({k: str(v) for k, v in form.items()})

@@ -21,7 +21,7 @@ from app.settings import MAX_REDIS_TIMEOUT_SECONDS, Settings
 from app.wiring import assemble
 from tests.conftest import auth, metrics_auth
 from tests.factories import Tenant
-from tests.harness.app_client import app_client
+from tests.harness.app_client import app_client, asgi_transport
 from tests.platform.conftest import ApiTenant
 from tests.scheduling.redis_proxy import silent_port
 
@@ -68,9 +68,7 @@ async def broken_client(
     rt = assemble(changed, clock)
     app = create_app(changed, rt, background=False)
     try:
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://t"
-        ) as c:
+        async with httpx.AsyncClient(transport=asgi_transport(app), base_url="http://t") as c:
             yield c
     finally:
         await rt.aclose()
