@@ -4,15 +4,12 @@ pointed at it whose retries wait on a :class:`RecordingSleep`.
 
 A module names its simulator and how its client is built; the rest is here::
 
-    @pytest.fixture(scope="module")
-    async def served() -> AsyncIterator[Served[SmsSandbox]]:
-        async with serve(fresh_sandbox()) as served:
-            yield served
+    served, sms = provider_fixtures(fresh_sandbox, new_client)
 
-    @pytest.fixture
-    async def sms(served: Served[SmsSandbox]) -> AsyncIterator[ProviderSetup[...]]:
-        async with provider_setup(served, new_client) as setup:
-            yield setup
+(pytest names a fixture by the module attribute it is found under; the first must be ``served``,
+the name the second asks for). A module whose tests need more than that (slots booked, a client of
+another shape) takes ``served = served_fixture(fresh_sandbox)`` alone and writes its per-test
+fixture with :func:`provider_setup`.
 """
 
 from __future__ import annotations
@@ -20,7 +17,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+import pytest
 
 from app.integrations.http_guard import RetryPolicy
 from app.sandbox.base import HttpSimulator, simulator_in_loop
@@ -80,3 +79,29 @@ async def provider_setup(
         yield ProviderSetup(sandbox, url, client, sleeps)
     finally:
         await client.aclose()
+
+
+def served_fixture(fresh_sandbox: Callable[[], SandboxT]) -> Any:
+    """A module's ``served`` fixture: the simulator ``fresh_sandbox`` builds, served once."""
+
+    @pytest.fixture(scope="module")
+    async def served() -> AsyncIterator[Served[SandboxT]]:
+        async with serve(fresh_sandbox()) as running:
+            yield running
+
+    return served
+
+
+def provider_fixtures(
+    fresh_sandbox: Callable[[], SandboxT],
+    new_client: Callable[[str, RecordingSleep], ClientT],
+) -> tuple[Any, Any]:
+    """A module's two fixtures: :func:`served_fixture`, and per test a :class:`ProviderSetup`
+    with the simulator reset and a new client on it."""
+
+    @pytest.fixture
+    async def setup(served: Served[SandboxT]) -> AsyncIterator[ProviderSetup[SandboxT, ClientT]]:
+        async with provider_setup(served, new_client) as made:
+            yield made
+
+    return served_fixture(fresh_sandbox), setup

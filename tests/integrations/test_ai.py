@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -23,10 +22,8 @@ from tests.harness.provider_client import (
     ANSWER_TIMEOUT,
     SILENCE_TIMEOUT,
     ProviderSetup,
-    Served,
-    provider_setup,
+    provider_fixtures,
     quick_retries,
-    serve,
 )
 from tests.harness.sleep import RecordingSleep
 
@@ -55,17 +52,7 @@ def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[Served[AiSandbox]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    async with serve(fresh_sandbox()) as served:
-        yield served
-
-
-@pytest.fixture
-async def ai(served: Served[AiSandbox]) -> AsyncIterator[Setup]:
-    async with provider_setup(served, new_client) as setup:
-        yield setup
+served, ai = provider_fixtures(fresh_sandbox, new_client)
 
 
 MESSAGES = build_messages(CREATIVE, "Invite Ada from London to the spring sale.")

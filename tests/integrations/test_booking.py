@@ -24,7 +24,7 @@ from tests.harness.provider_client import (
     Served,
     provider_setup,
     quick_retries,
-    serve,
+    served_fixture,
 )
 from tests.harness.sleep import RecordingSleep
 
@@ -51,11 +51,7 @@ def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[Served[BookingSandbox]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    async with serve(fresh_sandbox()) as served:
-        yield served
+served = served_fixture(fresh_sandbox)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 
 import pytest
@@ -15,10 +14,8 @@ from tests.harness.provider_client import (
     ANSWER_TIMEOUT,
     SILENCE_TIMEOUT,
     ProviderSetup,
-    Served,
-    provider_setup,
+    provider_fixtures,
     quick_retries,
-    serve,
 )
 from tests.harness.sleep import RecordingSleep
 
@@ -45,17 +42,7 @@ def new_client(
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[Served[LetterSandbox]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    async with serve(fresh_sandbox()) as served:
-        yield served
-
-
-@pytest.fixture
-async def letters(served: Served[LetterSandbox]) -> AsyncIterator[Setup]:
-    async with provider_setup(served, new_client) as setup:
-        yield setup
+served, letters = provider_fixtures(fresh_sandbox, new_client)
 
 
 ADA = PostalAddress(

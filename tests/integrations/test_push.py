@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from app.integrations.http_guard import InvalidResponse, PermanentError, TransientError
@@ -13,10 +11,8 @@ from tests.harness.provider_client import (
     ANSWER_TIMEOUT,
     SILENCE_TIMEOUT,
     ProviderSetup,
-    Served,
-    provider_setup,
+    provider_fixtures,
     quick_retries,
-    serve,
 )
 from tests.harness.sleep import RecordingSleep
 
@@ -39,17 +35,7 @@ def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[Served[PushSandbox]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    async with serve(fresh_sandbox()) as served:
-        yield served
-
-
-@pytest.fixture
-async def push(served: Served[PushSandbox]) -> AsyncIterator[Setup]:
-    async with provider_setup(served, new_client) as setup:
-        yield setup
+served, push = provider_fixtures(fresh_sandbox, new_client)
 
 
 NOTE = PushNotification(

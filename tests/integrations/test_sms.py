@@ -3,8 +3,6 @@ message, however often it is delivered)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
@@ -14,10 +12,8 @@ from tests.harness.provider_client import (
     ANSWER_TIMEOUT,
     SILENCE_TIMEOUT,
     ProviderSetup,
-    Served,
-    provider_setup,
+    provider_fixtures,
     quick_retries,
-    serve,
 )
 from tests.harness.sleep import RecordingSleep
 
@@ -41,17 +37,7 @@ def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[Served[SmsSandbox]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    async with serve(fresh_sandbox()) as served:
-        yield served
-
-
-@pytest.fixture
-async def sms(served: Served[SmsSandbox]) -> AsyncIterator[Setup]:
-    async with provider_setup(served, new_client) as setup:
-        yield setup
+served, sms = provider_fixtures(fresh_sandbox, new_client)
 
 
 HELLO = SmsMessage(to="+4915112345678", body="Hello Ada, your order shipped.")

@@ -25,7 +25,7 @@ from tests.harness.provider_client import (
     Served,
     provider_setup,
     quick_retries,
-    serve,
+    served_fixture,
 )
 from tests.harness.sleep import RecordingSleep
 
@@ -60,11 +60,7 @@ def fresh_sandbox() -> TwilioSandbox:
     return TwilioSandbox(accounts={SID: TOKEN})
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[Served[TwilioSandbox]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    async with serve(fresh_sandbox()) as served:
-        yield served
+served = served_fixture(fresh_sandbox)
 
 
 @pytest.fixture
