@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,11 @@ def update_readme_table(path: Path, table: str) -> None:
     path.write_text(f"{head}{start}\n{table}\n{end}{tail}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, *, run: Callable[[argparse.Namespace], int] | None = None
+) -> int:
+    """Parse ``argv`` and run the command (``run``: what runs a parsed command other than
+    ``env``; tests hand their own to see how the entry point reports its failures)."""
     parser = argparse.ArgumentParser(prog="python -m app", description="Sweepline")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="API, dashboard, webhooks, sweepers and workers in one process")
@@ -182,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             print(table)
         return 0
     try:
-        return _run(args)
+        return (run or _run)(args)
     except SettingsError as exc:
         # A mistyped variable is the operator's to fix: its name and the problem, not a traceback.
         print(f"{args.command}: {exc}", file=sys.stderr)

@@ -28,6 +28,12 @@ class Clock(Protocol):
         ...
 
 
+def loop_time(loop: asyncio.AbstractEventLoop | None = None) -> float:
+    """The event loop's own clock (``loop`` or the running one): the time base of ``call_at``,
+    read only by code that arms a timer on that loop or measures a pause it is about to take."""
+    return (loop or asyncio.get_running_loop()).time()
+
+
 class SystemClock:
     """Wall-clock time."""
 

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -274,7 +274,14 @@ def metrics_auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
-def auth(tenant: Tenant) -> dict[str, str]:
+class HoldsApiKey(Protocol):
+    """A tenant of the tests' factories, whichever: each holds its workspace's API key."""
+
+    @property
+    def api_key(self) -> str: ...
+
+
+def auth(tenant: HoldsApiKey) -> dict[str, str]:
     """Headers authenticating as ``tenant``'s API key."""
     return {"Authorization": f"Bearer {tenant.api_key}"}
 
@@ -289,7 +296,7 @@ def with_settings(settings: Settings, **groups: object) -> Settings:
     return dataclasses.replace(settings, **groups)  # type: ignore[arg-type]
 
 
-async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02) -> None:  # type: ignore[no-untyped-def]
+async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02) -> None:
     """Wait (in real time) until ``await predicate()`` is true."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -112,13 +112,18 @@ async def _state(
     return rules, funnels, emails  # type: ignore[return-value]
 
 
-async def _writing(runtime: Runtime, ws: int, written: list[str], stop: asyncio.Event) -> None:
-    """Another writer: contacts, one transaction each, until told to stop."""
+async def _writing(
+    runtime: Runtime, ws: int, written: list[str], going: asyncio.Event, stop: asyncio.Event
+) -> None:
+    """Another writer: contacts, one transaction each, until told to stop; ``going`` is set once
+    it has written five."""
     i = 0
     while not stop.is_set():
         email = f"during{i}@example.com"
         await contact(runtime, ws, email)
         written.append(email)
+        if len(written) >= 5:
+            going.set()
         i += 1
         await asyncio.sleep(0)
 
@@ -127,11 +132,10 @@ async def _backup_while_writing(
     source: Runtime, instance: Settings, ws: int, target: Path
 ) -> tuple[str, list[str]]:
     written: list[str] = []
-    stop = asyncio.Event()
-    writer = asyncio.create_task(_writing(source, ws, written, stop))
+    going, stop = asyncio.Event(), asyncio.Event()
+    writer = asyncio.create_task(_writing(source, ws, written, going, stop))
     try:
-        while len(written) < 5:  # the writer is going before the backup starts
-            await asyncio.sleep(0.01)
+        await going.wait()  # the writer is going before the backup starts
         started = len(written)
         code, out = await _cli(instance, "backup", str(target))
         ended = len(written)

@@ -37,6 +37,7 @@ from app.scheduling.jobs import JobPayload, JobSpec
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, SweepRunner
 from app.settings import MailSettings, Settings, TelemetrySettings, load_settings
 from app.web.app import create_app
+from tests.harness.app_client import asgi_transport
 from tests.spans import named
 
 TOKEN = "EAAB-trace-secret-0123456789"
@@ -60,7 +61,7 @@ async def test_a_request_span_names_the_route_and_the_status(
 ) -> None:
     app = create_app(settings, runtime, background=False)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        transport=asgi_transport(app), base_url="http://testserver"
     ) as client:
         assert (await client.get("/health")).status_code == 200
         refused = await client.get("/api/v1/jobs/17")
@@ -129,7 +130,9 @@ async def test_pl3_an_outbound_span_says_method_host_and_status_and_no_token(
     assert refused.attributes is not None
     assert ok.attributes["http.response.status_code"] == 200
     assert ok.status.status_code != StatusCode.ERROR
-    assert refused.attributes["http.response.status_code"] >= 400
+    status = refused.attributes["http.response.status_code"]
+    assert isinstance(status, int)
+    assert status >= 400
     assert refused.status.status_code == StatusCode.ERROR
 
 
@@ -155,7 +158,9 @@ async def test_a_pinned_request_names_the_host_it_was_sent_for(
     assert span.attributes["network.peer.address"] == "127.0.0.1"
     assert span.attributes["server.port"] == port
     assert span.attributes["sweepline.provider"] == "http_request"
-    assert span.attributes["http.response.status_code"] >= 400
+    status = span.attributes["http.response.status_code"]
+    assert isinstance(status, int)
+    assert status >= 400
 
 
 async def test_pl3_an_smtp_span_names_the_server_and_counts_recipients(
@@ -238,7 +243,7 @@ async def test_spans_are_exported_over_otlp_http_when_an_endpoint_is_set(
     assert names == ["sweep probe"]
 
 
-class _Ping(JobPayload):
+class _Ping(JobPayload, frozen=True):
     n: int
 
 
@@ -306,7 +311,7 @@ async def test_a_failed_sweep_tick_is_a_failed_span(
     sweeps = [
         Sweep("test.broken", EVERY_10_SECONDS, broken),
         Sweep("test.fine", EVERY_10_SECONDS, fine),
-    ]  # type: ignore[arg-type]
+    ]
     runner = SweepRunner(
         runtime.db, runtime.clock, sweeps, runtime.context, owner="t", lease_seconds=60
     )

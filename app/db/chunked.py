@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select, tuple_
 
+from app.clock import loop_time
 from app.db.dialect import row_count
 
 if TYPE_CHECKING:
@@ -44,14 +45,13 @@ async def delete_in_chunks(
     target = columns[0] if len(columns) == 1 else tuple_(*columns)
     chosen = select(*columns).where(where).limit(chunk_rows)
     statement = delete(table).where(target.in_(chosen))
-    loop = asyncio.get_running_loop()
     total = 0
     while True:
-        began = loop.time()
+        began = loop_time()
         async with db.write() as uow:
             gone = row_count(await uow.session.execute(statement))
         total += gone
         if gone < chunk_rows:
             return total
-        held = loop.time() - began
+        held = loop_time() - began
         await asyncio.sleep(0 if db.is_postgres else max(MIN_PAUSE_SECONDS, held))

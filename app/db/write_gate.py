@@ -38,7 +38,7 @@ import contextvars
 import logging
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,9 @@ class WriteGate:
         self._held: dict[int, _Line] = {}
         """The line each transaction in the gate holds, by the id of its driver connection."""
         self._waiting = 0
+        self.on_leave: list[Callable[[], None]] = []
+        """Called as a holder leaves, in the same step as its turn passes on (before the writer
+        given it can run): where a test acts at the very moment of the hand-over."""
 
     @property
     def waiting(self) -> int:
@@ -151,6 +154,8 @@ class WriteGate:
         line = self._held.pop(id(holder), None)
         if line is not None:
             line.pass_on()
+        for listener in self.on_leave:
+            listener()
 
     @contextlib.asynccontextmanager
     async def turn(self, holder: object) -> AsyncIterator[None]:

@@ -34,6 +34,7 @@ from contextvars import copy_context
 from datetime import timedelta
 from typing import Any
 
+from app.clock import loop_time
 from app.db.session_kinds import CLAIM, JOB, set_session_kind
 from app.logs import set_correlation
 from app.scheduling.jobs import (
@@ -299,7 +300,7 @@ class DatabaseWorker:
         """Time ``task`` out after ``timeout`` seconds, on a timer shared with the jobs whose
         timeout ends at nearly the same moment (rounded up: never early)."""
         slack = min(DEADLINE_SLACK_SECONDS, timeout / 20)
-        due = math.ceil((loop.time() + timeout) / slack) * slack
+        due = math.ceil((loop_time(loop) + timeout) / slack) * slack
         timer = self._deadlines.get(due)
         if timer is None:
             timer = self._deadlines[due] = (loop.call_at(due, self._deadline_passed, due), set())

@@ -134,25 +134,21 @@ async def patient_db(settings: Settings, tmp_path: Path) -> AsyncIterator[Databa
     await db.dispose()
 
 
-async def test_a_writer_that_stops_waiting_leaves_the_line(
-    patient_db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_writer_that_stops_waiting_leaves_the_line(patient_db: Database) -> None:
     """One writer is cancelled while in line, another just as its turn came: the turn goes on
     to the next writer instead of being lost with them."""
     db = patient_db
     gate = gate_of(db)
     holding, release = asyncio.Event(), asyncio.Event()
     waiting: list[asyncio.Task[None]] = []
-    leave = gate.leave
 
-    def leave_and_cancel_the_next(holder: object) -> None:
+    def cancel_the_next() -> None:
         # In the same step as the holder's commit hands the turn to "given", before its task
         # can run again: cancelled just as its turn came, however busy the machine.
-        leave(holder)
         if release.is_set() and not waiting[1].done():
             waiting[1].cancel()
 
-    monkeypatch.setattr(gate, "leave", leave_and_cancel_the_next)
+    gate.on_leave.append(cancel_the_next)
     first = asyncio.create_task(_hold(db, holding, release))
     await holding.wait()
     waiting += [asyncio.create_task(_write(db, name)) for name in ("cancelled", "given", "last")]

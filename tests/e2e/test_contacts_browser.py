@@ -51,8 +51,8 @@ async def test_add_edit_and_enrol_a_contact(
     await form.get_by_label("Seats").fill("12")
     await form.locator("button[type=submit]").click()
     await expect(page.locator("#notice")).to_have_text("Contact added")
-    async with runtime.db.read() as s:
-        contact = await s.scalar(select(Contact).where(Contact.email == "ada@example.com"))
+    async with runtime.db.read() as reading:
+        contact = await reading.scalar(select(Contact).where(Contact.email == "ada@example.com"))
     assert contact is not None
     assert contact.fields == {"company": "Analytical Engines", "seats": 12}
     assert contact.timezone == "Europe/London"
@@ -74,8 +74,8 @@ async def test_add_edit_and_enrol_a_contact(
     await page.select_option("#enrol-contact select[name=funnel_id]", label="Welcome")
     await page.click("#enrol-contact button[type=submit]")
     await expect(page.locator("#notice")).to_have_text("Entered “Welcome”")
-    async with runtime.db.read() as s:
-        runs = list(await s.scalars(select(Run).where(Run.contact_id == contact.id)))
+    async with runtime.db.read() as reading:
+        runs = list(await reading.scalars(select(Run).where(Run.contact_id == contact.id)))
     assert len(runs) == 1
     await page.click("#enrol-contact button[type=submit]")
     await expect(page.locator("#notice")).to_contain_text("Not entered")

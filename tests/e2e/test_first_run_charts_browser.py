@@ -31,6 +31,7 @@ from tests.engines.adrules.factories import (
     world,
 )
 from tests.factories import Tenant
+from tests.harness.clock import manual_clock
 
 pytestmark = pytest.mark.browser
 
@@ -71,7 +72,7 @@ async def _run(runtime: Runtime, world: GraphWorld, setup: Setup, runs: int) -> 
         for _ in range(runs):
             payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
             await run_account_job(make_deps(runtime, clients), payload)
-            runtime.clock.advance(minutes=30)
+            manual_clock(runtime).advance(minutes=30)
     finally:
         await clients.aclose()
 

@@ -28,6 +28,7 @@ from tests.engines.funnels.factories import (  # noqa: F401 - the Funnels engine
     sink,
 )
 from tests.factories import Tenant
+from tests.harness.clock import manual_clock
 
 pytestmark = pytest.mark.browser
 
@@ -153,7 +154,7 @@ async def test_the_canvas_shows_each_steps_report_figures_once_runs_exist(
     assert {"ann@example.com", "bob@example.com", "cat@example.com"} <= set(runs.split())
 
     # Three days on, the runs went through the last step: it says they finished there (FN-81).
-    runtime.clock.advance(days=3, seconds=1)
+    manual_clock(runtime).advance(days=3, seconds=1)
     await engine.drive()
     await page.goto(f"{live_url}/ui/funnels/{funnel_id}")
     await page.wait_for_selector("#fe-editor:not([hidden])")

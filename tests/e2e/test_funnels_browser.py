@@ -46,7 +46,7 @@ BROKEN = {
         {"kind": "send_email", "id": "orphan", "subject": "x", "body": "y"},
     ],
 }
-FIXED = {
+FIXED: dict[str, Any] = {
     "triggers": [{"kind": "manual"}],
     "nodes": [
         {

@@ -146,7 +146,7 @@ CHART_STATE = """(id) => {
 
 async def chart(page: Any, element_id: str) -> dict[str, Any]:
     await page.wait_for_function(f"document.getElementById('{element_id}').uplot !== undefined")
-    return await page.evaluate(CHART_STATE, element_id)  # type: ignore[no-any-return]
+    return await page.evaluate(CHART_STATE, element_id)
 
 
 async def test_charts_one_point_per_measurement_dated_and_aligned(

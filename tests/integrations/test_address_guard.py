@@ -72,7 +72,7 @@ RESOLVER = StaticResolver(
 
 def receiver_app(state: SandboxState) -> Litestar:
     @post(["/", "/{rest:path}"], status_code=200)
-    async def anything(request: Request) -> dict[str, str]:  # type: ignore[type-arg]
+    async def anything(request: Request) -> dict[str, str]:
         state.hit("received")
         return {"ok": "yes", "authorization": request.headers.get("authorization", "")}
 
@@ -82,7 +82,7 @@ def receiver_app(state: SandboxState) -> Litestar:
         return {"ok": "yes"}
 
     @post("/bounce", status_code=200)
-    async def bounce(request: Request) -> Redirect:  # type: ignore[type-arg]
+    async def bounce(request: Request) -> Redirect:
         state.hit("bounce")
         return Redirect(request.query_params["to"], status_code=307)
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -20,7 +18,14 @@ from app.integrations.ai import (
 )
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
 from app.sandbox.ai import AiSandbox
-from app.sandbox.base import simulator_in_loop
+from tests.harness.provider_client import (
+    ANSWER_TIMEOUT,
+    SILENCE_TIMEOUT,
+    ProviderSetup,
+    provider_fixtures,
+    quick_retries,
+)
+from tests.harness.sleep import RecordingSleep
 
 API_KEY = "sk-workspace-11-0123456789abcdef"
 CREATIVE = Creative(
@@ -31,59 +36,23 @@ CREATIVE = Creative(
 )
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@dataclass
-class Setup:
-    sandbox: AiSandbox
-    url: str
-    client: ChatClient
-    sleeps: Sleeps
+Setup = ProviderSetup[AiSandbox, ChatClient]
 
 
 def fresh_sandbox() -> AiSandbox:
     return AiSandbox(api_keys={API_KEY})
 
 
-# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
-ANSWER_TIMEOUT = 1.0
-# For a provider holding its answer for 3 s: any timeout well under that shows the client
-# giving up, and a short one spares the test a second of waiting per attempt; not so short that a
-# busy machine cannot connect and send within it (0.2 s was, now and then).
-SILENCE_TIMEOUT = 0.5
-
-
-def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> ChatClient:
+def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT) -> ChatClient:
     return ChatClient(
         api_key=API_KEY,
         base_url=url,
         timeout=timeout,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+        policy=quick_retries(sleeps),
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[tuple[AiSandbox, str]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    sandbox = fresh_sandbox()
-    async with simulator_in_loop(sandbox) as url:
-        yield sandbox, url
-
-
-@pytest.fixture
-async def ai(served: tuple[AiSandbox, str]) -> AsyncIterator[Setup]:
-    sandbox, url = served
-    sandbox.reset()
-    sleeps = Sleeps()
-    client = new_client(url, sleeps)
-    yield Setup(sandbox, url, client, sleeps)
-    await client.aclose()
+served, ai = provider_fixtures(fresh_sandbox, new_client)
 
 
 MESSAGES = build_messages(CREATIVE, "Invite Ada from London to the spring sale.")

@@ -16,28 +16,25 @@ from app.integrations.booking import (
     SlotUnavailable,
 )
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
-from app.sandbox.base import simulator_in_loop
 from app.sandbox.booking import BookingSandbox
+from tests.harness.provider_client import (
+    ANSWER_TIMEOUT,
+    SILENCE_TIMEOUT,
+    ProviderSetup,
+    Served,
+    provider_setup,
+    quick_retries,
+    served_fixture,
+)
+from tests.harness.sleep import RecordingSleep
 
 API_KEY = "booking-key-of-workspace-2-abcdef"
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ADA = Attendee(name="Ada Lovelace", email="ada@example.com")
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
 @dataclass
-class Setup:
-    sandbox: BookingSandbox
-    url: str
-    client: BookingClient
-    sleeps: Sleeps
+class Setup(ProviderSetup[BookingSandbox, BookingClient]):
     slots: list[str]
 
 
@@ -45,43 +42,26 @@ def fresh_sandbox() -> BookingSandbox:
     return BookingSandbox(api_keys={API_KEY})
 
 
-# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
-ANSWER_TIMEOUT = 1.0
-# For a provider holding its answer for 3 s: any timeout well under that shows the client
-# giving up, and a short one spares the test a second of waiting per attempt; not so short that a
-# busy machine cannot connect and send within it (0.2 s was, now and then).
-SILENCE_TIMEOUT = 0.5
-
-
-def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> BookingClient:
+def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT) -> BookingClient:
     return BookingClient(
         base_url=url,
         api_key=API_KEY,
         timeout=timeout,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+        policy=quick_retries(sleeps),
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[tuple[BookingSandbox, str]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    sandbox = fresh_sandbox()
-    async with simulator_in_loop(sandbox) as url:
-        yield sandbox, url
+served = served_fixture(fresh_sandbox)
 
 
 @pytest.fixture
-async def booking(served: tuple[BookingSandbox, str]) -> AsyncIterator[Setup]:
-    sandbox, url = served
-    sandbox.reset()
-    slots = sandbox.add_slots("demo-room", MONDAY, count=4, minutes=30)
-    sleeps = Sleeps()
-    client = new_client(url, sleeps)
-    yield Setup(sandbox, url, client, sleeps, slots)
-    await client.aclose()
+async def booking(served: Served[BookingSandbox]) -> AsyncIterator[Setup]:
+    async with provider_setup(served, new_client) as setup:
+        slots = setup.sandbox.add_slots("demo-room", MONDAY, count=4, minutes=30)
+        yield Setup(**vars(setup), slots=slots)
 
 
-async def book_first(setup: Setup, key: str, client: BookingClient | None = None):  # type: ignore[no-untyped-def]
+async def book_first(setup: Setup, key: str, client: BookingClient | None = None):
     return await (client or setup.client).book_first_available(
         "demo-room", ADA, start=MONDAY, end=MONDAY + timedelta(hours=2), idempotency_key=key
     )

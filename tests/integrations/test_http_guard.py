@@ -31,19 +31,12 @@ from app.integrations.http_guard import (
 from app.integrations.http_guard.addresses import IPAddress
 from app.integrations.http_guard.retry import backoff_delay, retry_after_seconds
 from app.sandbox.base import SandboxState, serve_in_loop
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
+from tests.harness.sleep import RecordingSleep
 
 
 def echo_app(state: SandboxState, release_slow: asyncio.Event) -> Litestar:
     @post(["/echo", "/echo/{rest:path}"], status_code=200)
-    async def echo_post(request: Request) -> dict[str, object]:  # type: ignore[type-arg]
+    async def echo_post(request: Request) -> dict[str, object]:
         state.hit("echo")
         return {
             "method": request.method,
@@ -54,7 +47,7 @@ def echo_app(state: SandboxState, release_slow: asyncio.Event) -> Litestar:
         }
 
     @get("/echo")
-    async def echo_get(request: Request) -> dict[str, object]:  # type: ignore[type-arg]
+    async def echo_get(request: Request) -> dict[str, object]:
         state.hit("echo")
         return {
             "method": request.method,
@@ -99,7 +92,7 @@ def echo_app(state: SandboxState, release_slow: asyncio.Event) -> Litestar:
         return Response({"error": "no such thing"}, status_code=404)
 
     @post("/moved", status_code=200)
-    async def moved(request: Request) -> Redirect:  # type: ignore[type-arg]
+    async def moved(request: Request) -> Redirect:
         state.hit("moved")
         return Redirect(request.query_params.get("to", "/echo"), status_code=303)
 
@@ -304,7 +297,7 @@ async def test_transient_failures_are_retried_after_retry_after(
 ) -> None:
     url, state = target
     state.inject("flaky", times=1)
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     http = GuardedHttp(policy=RetryPolicy(attempts=3, sleep=sleeps))
     try:
         result = await http.request(
@@ -321,7 +314,7 @@ async def test_client_errors_are_permanent_and_not_retried(
     target: tuple[str, SandboxState],
 ) -> None:
     url, state = target
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     http = GuardedHttp(policy=RetryPolicy(attempts=3, sleep=sleeps))
     try:
         with pytest.raises(PermanentError) as info:

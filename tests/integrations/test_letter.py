@@ -2,34 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 import pytest
 
 from app.clock import ManualClock
-from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
+from app.integrations.http_guard import InvalidResponse, PermanentError, TransientError
 from app.integrations.letter import JsonLetterClient, Letter, PostalAddress
-from app.sandbox.base import simulator_in_loop
 from app.sandbox.letter import LetterSandbox
+from tests.harness.provider_client import (
+    ANSWER_TIMEOUT,
+    SILENCE_TIMEOUT,
+    ProviderSetup,
+    provider_fixtures,
+    quick_retries,
+)
+from tests.harness.sleep import RecordingSleep
 
 API_KEY = "letter-key-of-workspace-9-abcdefgh"
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@dataclass
-class Setup:
-    sandbox: LetterSandbox
-    client: JsonLetterClient
-    sleeps: Sleeps
+Setup = ProviderSetup[LetterSandbox, JsonLetterClient]
 
 
 def fresh_sandbox() -> LetterSandbox:
@@ -38,39 +31,18 @@ def fresh_sandbox() -> LetterSandbox:
     )
 
 
-# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
-ANSWER_TIMEOUT = 1.0
-# For a provider holding its answer for 3 s: any timeout well under that shows the client
-# giving up, and a short one spares the test a second of waiting per attempt; not so short that a
-# busy machine cannot connect and send within it (0.2 s was, now and then).
-SILENCE_TIMEOUT = 0.5
-
-
-def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> JsonLetterClient:
+def new_client(
+    url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT
+) -> JsonLetterClient:
     return JsonLetterClient(
         base_url=url,
         api_key=API_KEY,
         timeout=timeout,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+        policy=quick_retries(sleeps),
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[tuple[LetterSandbox, str]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    sandbox = fresh_sandbox()
-    async with simulator_in_loop(sandbox) as url:
-        yield sandbox, url
-
-
-@pytest.fixture
-async def letters(served: tuple[LetterSandbox, str]) -> AsyncIterator[Setup]:
-    sandbox, url = served
-    sandbox.reset()
-    sleeps = Sleeps()
-    client = new_client(url, sleeps)
-    yield Setup(sandbox, client, sleeps)
-    await client.aclose()
+served, letters = provider_fixtures(fresh_sandbox, new_client)
 
 
 ADA = PostalAddress(

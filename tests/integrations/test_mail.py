@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,7 +19,7 @@ from app.settings import MailSettings
 
 
 @pytest.fixture
-def sink() -> SmtpSink:
+def sink() -> Iterator[SmtpSink]:
     with SmtpSink() as s:
         yield s
 

@@ -29,16 +29,9 @@ from app.integrations.serp.errors import (
 )
 from app.integrations.sheets import SheetsClient, SheetsError
 from app.integrations.sheets.client import ApiKey
+from tests.harness.sleep import RecordingSleep
 
 APP = Path(__file__).resolve().parents[2] / "app"
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 def answering(*replies: httpx.Response) -> tuple[httpx.MockTransport, list[httpx.Request]]:
@@ -100,7 +93,7 @@ async def test_graph_transient_errors_retry_on_the_shared_policy_schedule() -> N
         httpx.Response(200, json={"data": []}),
     )
     graph = GraphClient("https://graph.example", "v23.0", transport=transport)
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     reply = await with_retries(lambda: graph.request("GET", "me", AccessToken("tok")), sleep=sleeps)
     await graph.aclose()
     assert reply.status == 200
@@ -121,7 +114,7 @@ async def test_sheets_client_on_the_core_retries_then_raises_a_classified_error(
             503, json={"error": {"code": 503, "message": "backend", "status": "UNAVAILABLE"}}
         ),
     )
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     sheets = SheetsClient(
         "https://sheets.example", retry_delays=(0.25, 1.0), sleep=sleeps, transport=transport
     )
@@ -143,7 +136,7 @@ async def test_sheets_permanent_error_is_not_retried() -> None:
             403, json={"error": {"code": 403, "message": "no", "status": "PERMISSION_DENIED"}}
         )
     )
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     sheets = SheetsClient("https://sheets.example", sleep=sleeps, transport=transport)
     with pytest.raises(SheetsError) as caught:
         await sheets.get_values("sheet", "A:B", ApiKey("k"))
@@ -175,7 +168,7 @@ async def test_serp_lost_post_is_not_repeatable_for_the_shared_policy() -> None:
         calls += 1
         raise lost
 
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     with pytest.raises(TransientProviderError):
         await RetryPolicy(schedule=(1.0, 2.0), sleep=sleeps).run(post)
     assert (calls, sleeps.waits) == (1, [])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -15,27 +14,22 @@ from app.integrations.payments import (
     PaymentIntentRequest,
     PaymentsClient,
 )
-from app.sandbox.base import simulator_in_loop
 from app.sandbox.payments import PaymentsSandbox
+from tests.harness.provider_client import (
+    ANSWER_TIMEOUT,
+    SILENCE_TIMEOUT,
+    ProviderSetup,
+    Served,
+    provider_setup,
+    quick_retries,
+    served_fixture,
+)
+from tests.harness.sleep import RecordingSleep
 
 SECRET = "sk_test_workspace_7_abcdefghijklmnop"
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@dataclass
-class Setup:
-    sandbox: PaymentsSandbox
-    url: str
-    client: PaymentsClient
-    sleeps: Sleeps
-
+class Setup(ProviderSetup[PaymentsSandbox, PaymentsClient]):
     def client_with(self, **kwargs: object) -> PaymentsClient:
         return PaymentsClient(base_url=self.url, **kwargs)  # type: ignore[arg-type]
 
@@ -44,39 +38,22 @@ def fresh_sandbox() -> PaymentsSandbox:
     return PaymentsSandbox(secret_keys={SECRET: "acct_7"})
 
 
-# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
-ANSWER_TIMEOUT = 1.0
-# For a provider holding its answer for 3 s: any timeout well under that shows the client
-# giving up, and a short one spares the test a second of waiting per attempt; not so short that a
-# busy machine cannot connect and send within it (0.2 s was, now and then).
-SILENCE_TIMEOUT = 0.5
-
-
-def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> PaymentsClient:
+def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT) -> PaymentsClient:
     return PaymentsClient(
         secret_key=SECRET,
         base_url=url,
         timeout=timeout,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+        policy=quick_retries(sleeps),
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[tuple[PaymentsSandbox, str]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    sandbox = fresh_sandbox()
-    async with simulator_in_loop(sandbox) as url:
-        yield sandbox, url
+served = served_fixture(fresh_sandbox)
 
 
 @pytest.fixture
-async def stripe(served: tuple[PaymentsSandbox, str]) -> AsyncIterator[Setup]:
-    sandbox, url = served
-    sandbox.reset()
-    sleeps = Sleeps()
-    client = new_client(url, sleeps)
-    yield Setup(sandbox, url, client, sleeps)
-    await client.aclose()
+async def stripe(served: Served[PaymentsSandbox]) -> AsyncIterator[Setup]:
+    async with provider_setup(served, new_client) as setup:
+        yield Setup(**vars(setup))
 
 
 INTENT = PaymentIntentRequest(amount=4900, currency="EUR", metadata={"run": "17", "node": "pay"})

@@ -2,71 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-
 import pytest
 
-from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
+from app.integrations.http_guard import InvalidResponse, PermanentError, TransientError
 from app.integrations.push import DeviceUnregistered, JsonPushClient, PushNotification
-from app.sandbox.base import simulator_in_loop
 from app.sandbox.push import PushSandbox
+from tests.harness.provider_client import (
+    ANSWER_TIMEOUT,
+    SILENCE_TIMEOUT,
+    ProviderSetup,
+    provider_fixtures,
+    quick_retries,
+)
+from tests.harness.sleep import RecordingSleep
 
 API_KEY = "push-key-of-workspace-5-abcdefgh"
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@dataclass
-class Setup:
-    sandbox: PushSandbox
-    client: JsonPushClient
-    sleeps: Sleeps
+Setup = ProviderSetup[PushSandbox, JsonPushClient]
 
 
 def fresh_sandbox() -> PushSandbox:
     return PushSandbox(api_keys={API_KEY}, unregistered_tokens={"dead-token"})
 
 
-# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
-ANSWER_TIMEOUT = 1.0
-# For a provider holding its answer for 3 s: any timeout well under that shows the client
-# giving up, and a short one spares the test a second of waiting per attempt; not so short that a
-# busy machine cannot connect and send within it (0.2 s was, now and then).
-SILENCE_TIMEOUT = 0.5
-
-
-def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> JsonPushClient:
+def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT) -> JsonPushClient:
     return JsonPushClient(
         base_url=url,
         api_key=API_KEY,
         timeout=timeout,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+        policy=quick_retries(sleeps),
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[tuple[PushSandbox, str]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    sandbox = fresh_sandbox()
-    async with simulator_in_loop(sandbox) as url:
-        yield sandbox, url
-
-
-@pytest.fixture
-async def push(served: tuple[PushSandbox, str]) -> AsyncIterator[Setup]:
-    sandbox, url = served
-    sandbox.reset()
-    sleeps = Sleeps()
-    client = new_client(url, sleeps)
-    yield Setup(sandbox, client, sleeps)
-    await client.aclose()
+served, push = provider_fixtures(fresh_sandbox, new_client)
 
 
 NOTE = PushNotification(

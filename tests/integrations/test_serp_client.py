@@ -66,7 +66,9 @@ async def test_post_get_and_ready_round_trip_echoes_the_tag(provider: Provider) 
     assert posted[0].created
     assert posted[0].task_id
     assert posted[0].tag == "run-17"
-    assert provider.sim.task(posted[0].task_id)["keyword"] == "trail running shoes"
+    stored = provider.sim.task(posted[0].task_id)
+    assert stored is not None
+    assert stored["keyword"] == "trail running shoes"
 
     ready = await provider.client.serp_tasks_ready()
     assert [(r.task_id, r.tag) for r in ready] == [(posted[0].task_id, "run-17")]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -27,24 +27,17 @@ from app.integrations.serp import (
 )
 from app.sandbox.base import free_port, simulator_in_loop
 from app.sandbox.serp import SerpSimulator
+from tests.harness.sleep import RecordingSleep
 
 LOGIN = "acct-login"
 PASSWORD = "Hunter2-very-secret"
 
 
 @dataclass
-class Sleeps:
-    delays: list[float] = field(default_factory=list)
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
-
-
-@dataclass
 class Setup:
     sim: SerpSimulator
     url: str
-    sleeps: Sleeps
+    sleeps: RecordingSleep
 
     def client(self, **kwargs: Any) -> SerpClient:
         kwargs.setdefault("sleep", self.sleeps)
@@ -57,7 +50,7 @@ class Setup:
 async def setup() -> AsyncIterator[Setup]:
     sim = SerpSimulator(seed=1, login=LOGIN, password=PASSWORD)
     async with simulator_in_loop(sim) as url:
-        yield Setup(sim, url, Sleeps())
+        yield Setup(sim, url, RecordingSleep())
 
 
 def task(tag: str = "run-1", keyword: str = "blue widgets") -> SerpTask:
@@ -124,7 +117,7 @@ async def test_transient_errors_are_retried_on_the_backoff_schedule(setup: Setup
     client = setup.client(retries=3, backoff_seconds=1.0)
     assert await client.serp_tasks_ready() == []
     await client.aclose()
-    assert setup.sleeps.delays == [1.0, 2.0, 4.0]
+    assert setup.sleeps.waits == [1.0, 2.0, 4.0]
     assert setup.sim.state.count("serp.tasks_ready") == 4
 
 
@@ -135,7 +128,7 @@ async def test_retries_exhausted_raise_the_transient_error(setup: Setup) -> None
         await client.get_serp_task("some-task")
     await client.aclose()
     assert caught.value.status_code == 50000
-    assert setup.sleeps.delays == [1.0, 2.0, 4.0]
+    assert setup.sleeps.waits == [1.0, 2.0, 4.0]
     assert setup.sim.state.count("serp.task_get") == 4
 
 
@@ -144,7 +137,7 @@ async def test_backoff_is_capped(setup: Setup) -> None:
     client = setup.client(retries=5, backoff_seconds=10.0, max_backoff_seconds=30.0)
     assert await client.serp_tasks_ready() == []
     await client.aclose()
-    assert setup.sleeps.delays == [10.0, 20.0, 30.0, 30.0, 30.0]
+    assert setup.sleeps.waits == [10.0, 20.0, 30.0, 30.0, 30.0]
 
 
 async def test_retry_after_is_honoured(setup: Setup) -> None:
@@ -152,7 +145,7 @@ async def test_retry_after_is_honoured(setup: Setup) -> None:
     client = setup.client(retries=2, backoff_seconds=1.0)
     assert await client.serp_tasks_ready() == []
     await client.aclose()
-    assert setup.sleeps.delays == [7.0]
+    assert setup.sleeps.waits == [7.0]
 
 
 async def test_permanent_errors_are_not_retried(setup: Setup) -> None:
@@ -161,7 +154,7 @@ async def test_permanent_errors_are_not_retried(setup: Setup) -> None:
     with pytest.raises(PaymentRequired):
         await client.post_serp_tasks([task()])
     await client.aclose()
-    assert setup.sleeps.delays == []
+    assert setup.sleeps.waits == []
     assert setup.sim.state.count("serp.task_post") == 1
     assert setup.sim.tasks_posted == 0
 
@@ -173,7 +166,7 @@ async def test_a_refused_task_post_is_sent_again(setup: Setup) -> None:
     [posted] = await client.post_serp_tasks([task()])
     await client.aclose()
     assert posted.created
-    assert setup.sleeps.delays == [1.0]
+    assert setup.sleeps.waits == [1.0]
     assert setup.sim.state.count("serp.task_post") == 2
     assert setup.sim.tasks_posted == 1
 
@@ -187,7 +180,7 @@ async def test_a_task_post_whose_answer_was_lost_is_not_sent_again(setup: Setup)
     await client.aclose()
     assert caught.value.may_have_succeeded
     assert caught.value.http_status is None
-    assert setup.sleeps.delays == []
+    assert setup.sleeps.waits == []
     assert setup.sim.state.count("serp.task_post") == 1
 
 
@@ -206,7 +199,7 @@ async def test_a_task_post_behind_a_failing_gateway(
     else:
         [posted] = await client.post_serp_tasks([task()])
         assert posted.created
-        assert setup.sleeps.delays == [1.0]
+        assert setup.sleeps.waits == [1.0]
     await client.aclose()
 
 
@@ -219,19 +212,19 @@ async def test_a_timed_out_read_is_retried_then_raised(setup: Setup) -> None:
     await client.aclose()
     assert not caught.value.may_have_succeeded
     assert "ReadTimeout" in str(caught.value)
-    assert setup.sleeps.delays == [1.0]
+    assert setup.sleeps.waits == [1.0]
     assert setup.sim.state.count("serp.tasks_ready") == 2
 
 
 async def test_an_unreachable_provider_is_transient_and_posts_are_retried() -> None:
     """Nothing listening: the request never left, so even task_post is safe to retry."""
-    sleeps = Sleeps()
+    sleeps = RecordingSleep()
     client = SerpClient(f"http://127.0.0.1:{free_port()}", LOGIN, PASSWORD, retries=2, sleep=sleeps)
     with pytest.raises(TransientProviderError) as caught:
         await client.post_serp_tasks([task()])
     await client.aclose()
     assert not caught.value.may_have_succeeded
-    assert sleeps.delays == [1.0, 2.0]
+    assert sleeps.waits == [1.0, 2.0]
 
 
 @pytest.mark.parametrize(
@@ -255,7 +248,7 @@ async def test_garbage_answers_become_a_provider_error(setup: Setup, raw: bytes)
     await client.aclose()
     assert not caught.value.transient
     assert "task_get" in str(caught.value)
-    assert setup.sleeps.delays == []
+    assert setup.sleeps.waits == []
 
 
 async def test_rejected_credentials(setup: Setup) -> None:
@@ -265,7 +258,7 @@ async def test_rejected_credentials(setup: Setup) -> None:
     await client.aclose()
     assert caught.value.http_status == 401
     assert caught.value.status_code == 40100
-    assert setup.sleeps.delays == []
+    assert setup.sleeps.waits == []
 
 
 async def test_too_many_tasks_in_one_post_is_refused_by_the_provider(setup: Setup) -> None:

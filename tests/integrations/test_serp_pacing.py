@@ -86,7 +86,7 @@ async def test_rt51_unpaced_and_provider_pacer_choice() -> None:
     assert isinstance(shared, RedisTokenBucket)
     # Redis unreachable: the process paces itself instead of failing the provider call.
     await shared.acquire()
-    await shared.aclose()  # type: ignore[attr-defined]
+    await shared.aclose()
 
 
 _WORKER = textwrap.dedent(

@@ -3,73 +3,41 @@ message, however often it is delivered)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-
 import pytest
 
 from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy, TransientError
 from app.integrations.sms import JsonSmsClient, SmsMessage
-from app.sandbox.base import simulator_in_loop
 from app.sandbox.sms import SmsSandbox
+from tests.harness.provider_client import (
+    ANSWER_TIMEOUT,
+    SILENCE_TIMEOUT,
+    ProviderSetup,
+    provider_fixtures,
+    quick_retries,
+)
+from tests.harness.sleep import RecordingSleep
 
 API_KEY = "sms-key-of-workspace-3-0123456789"
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@dataclass
-class Setup:
-    sandbox: SmsSandbox
-    url: str
-    client: JsonSmsClient
-    sleeps: Sleeps
+Setup = ProviderSetup[SmsSandbox, JsonSmsClient]
 
 
 def fresh_sandbox() -> SmsSandbox:
     return SmsSandbox(api_keys={API_KEY})
 
 
-# Generous for a provider that answers: a loaded machine is slow to serve even loopback.
-ANSWER_TIMEOUT = 1.0
-# For a provider holding its answer for 3 s: any timeout well under that shows the client
-# giving up, and a short one spares the test a second of waiting per attempt; not so short that a
-# busy machine cannot connect and send within it (0.2 s was, now and then).
-SILENCE_TIMEOUT = 0.5
-
-
-def new_client(url: str, sleeps: Sleeps, timeout: float = ANSWER_TIMEOUT) -> JsonSmsClient:
+def new_client(url: str, sleeps: RecordingSleep, timeout: float = ANSWER_TIMEOUT) -> JsonSmsClient:
     return JsonSmsClient(
         base_url=url,
         api_key=API_KEY,
         default_sender="Sweepline",
         timeout=timeout,
-        policy=RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=sleeps),
+        policy=quick_retries(sleeps),
     )
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[tuple[SmsSandbox, str]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    sandbox = fresh_sandbox()
-    async with simulator_in_loop(sandbox) as url:
-        yield sandbox, url
-
-
-@pytest.fixture
-async def sms(served: tuple[SmsSandbox, str]) -> AsyncIterator[Setup]:
-    sandbox, url = served
-    sandbox.reset()
-    sleeps = Sleeps()
-    client = new_client(url, sleeps)
-    yield Setup(sandbox, url, client, sleeps)
-    await client.aclose()
+served, sms = provider_fixtures(fresh_sandbox, new_client)
 
 
 HELLO = SmsMessage(to="+4915112345678", body="Hello Ada, your order shipped.")

@@ -9,72 +9,64 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from litestar import Litestar, Request, post
 from litestar.params import FromPath
 
-from app.integrations.http_guard import InvalidResponse, PermanentError, RetryPolicy
+from app.integrations.http_guard import InvalidResponse, PermanentError
 from app.integrations.sms import SmsMessage, TwilioSmsClient
-from app.sandbox.base import SandboxState, serve_in_loop, simulator_in_loop
+from app.sandbox.base import SandboxState, serve_in_loop
 from app.sandbox.sms import TwilioSandbox
+from tests.harness.provider_client import (
+    ANSWER_TIMEOUT,
+    ProviderSetup,
+    Served,
+    provider_setup,
+    quick_retries,
+    served_fixture,
+)
+from tests.harness.sleep import RecordingSleep
 
 SID = "AC" + "1" * 32
 TOKEN = "twilio-auth-token-abcdef0123456789"
 NUMBER = "+15005550006"
 
 
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@dataclass
-class Setup:
-    sandbox: TwilioSandbox
-    url: str
-    client: TwilioSmsClient
-    sleeps: Sleeps
-
+class Setup(ProviderSetup[TwilioSandbox, TwilioSmsClient]):
     def other_client(self, **kwargs: object) -> TwilioSmsClient:
-        options: dict[str, object] = {
-            "account_sid": SID,
-            "auth_token": TOKEN,
-            "from_number": NUMBER,
-            "base_url": self.url,
-            "timeout": 1.0,
-            "policy": RetryPolicy(attempts=3, backoff_seconds=0.01, sleep=self.sleeps),
-        }
-        options.update(kwargs)
-        return TwilioSmsClient(**options)  # type: ignore[arg-type]
+        return twilio_client(self.url, self.sleeps, **kwargs)
+
+
+def twilio_client(url: str, sleeps: RecordingSleep, **kwargs: object) -> TwilioSmsClient:
+    options: dict[str, object] = {
+        "account_sid": SID,
+        "auth_token": TOKEN,
+        "from_number": NUMBER,
+        "base_url": url,
+        "timeout": ANSWER_TIMEOUT,
+        "policy": quick_retries(sleeps),
+    }
+    options.update(kwargs)
+    return TwilioSmsClient(**options)  # type: ignore[arg-type]
+
+
+def new_client(url: str, sleeps: RecordingSleep) -> TwilioSmsClient:
+    return twilio_client(url, sleeps, status_callback="https://app.example.com/hooks/sms?w=3")
 
 
 def fresh_sandbox() -> TwilioSandbox:
     return TwilioSandbox(accounts={SID: TOKEN})
 
 
-@pytest.fixture(scope="module")
-async def served() -> AsyncIterator[tuple[TwilioSandbox, str]]:
-    """One server per module; each test gets it reset to a fresh simulator."""
-    sandbox = fresh_sandbox()
-    async with simulator_in_loop(sandbox) as url:
-        yield sandbox, url
+served = served_fixture(fresh_sandbox)
 
 
 @pytest.fixture
-async def twilio(served: tuple[TwilioSandbox, str]) -> AsyncIterator[Setup]:
-    sandbox, url = served
-    sandbox.reset()
-    sleeps = Sleeps()
-    setup = Setup(sandbox, url, None, sleeps)  # type: ignore[arg-type]
-    setup.client = setup.other_client(status_callback="https://app.example.com/hooks/sms?w=3")
-    yield setup
-    await setup.client.aclose()
+async def twilio(served: Served[TwilioSandbox]) -> AsyncIterator[Setup]:
+    async with provider_setup(served, new_client) as setup:
+        yield Setup(**vars(setup))
 
 
 TEXT = SmsMessage(to="+14155550100", body="Your table is ready.")
@@ -97,7 +89,7 @@ async def test_the_status_callback_names_the_effect() -> None:
     seen: dict[str, str] = {}
 
     @post("/2010-04-01/Accounts/{sid:str}/Messages.json", status_code=201)
-    async def capture(request: Request, sid: FromPath[str]) -> dict[str, str]:  # type: ignore[type-arg]
+    async def capture(request: Request, sid: FromPath[str]) -> dict[str, str]:
         state.hit("create")
         form = await request.form()
         seen.update({k: str(v) for k, v in form.items()})

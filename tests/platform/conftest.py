@@ -15,6 +15,7 @@ import pytest
 from app.platform import service
 from app.runtime import Runtime
 from app.settings import Settings
+from tests.harness.app_client import asgi_transport
 
 _CSRF_FIELD = re.compile(r'name="_csrf_token" value="([^"]+)"')
 
@@ -56,9 +57,7 @@ async def new_client(settings: Settings, runtime: Runtime) -> AsyncIterator[Call
 
         async def make() -> httpx.AsyncClient:
             return await stack.enter_async_context(
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=app), base_url="http://testserver"
-                )
+                httpx.AsyncClient(transport=asgi_transport(app), base_url="http://testserver")
             )
 
         yield make

@@ -90,15 +90,14 @@ def test_trusted_proxies_are_checked_when_the_settings_load() -> None:
 
 
 def test_a_bad_setting_found_after_loading_gets_the_same_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Stands in for a value a command finds unusable only once it runs (none does today): the
     # entry point reports it the same way.
-    async def finds_it_late(*_: object) -> int:
+    def finds_it_late(_: object) -> int:
         raise SettingsError("KEY_FILE: 'var/x.key' is not readable")
 
-    monkeypatch.setattr(cli.commands, "run", finds_it_late)
-    assert cli.main(["setup-token"]) == 2
+    assert cli.main(["setup-token"], run=finds_it_late) == 2
     assert capsys.readouterr().err == "setup-token: KEY_FILE: 'var/x.key' is not readable\n"
 
 
@@ -110,10 +109,9 @@ def test_env_describes_the_variables_even_while_one_is_wrong(
     assert "| `HTTP_KEEP_ALIVE_SECONDS` |" in capsys.readouterr().out
 
 
-def test_other_failures_are_not_taken_for_a_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(_: object) -> None:
+def test_other_failures_are_not_taken_for_a_bad_setting() -> None:
+    def broken(_: object) -> int:
         raise RuntimeError("a bug, with its traceback")
 
-    monkeypatch.setattr(cli, "load_settings", broken)
     with pytest.raises(RuntimeError, match="a bug"):
-        cli.main(["worker"])
+        cli.main(["worker"], run=broken)

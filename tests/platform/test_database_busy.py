@@ -19,6 +19,7 @@ from app.settings import Settings
 from app.wiring import assemble
 from tests.conftest import auth, is_postgres
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
 
 pytestmark = pytest.mark.skipif(is_postgres(), reason="the SQLite write lock")
 
@@ -38,7 +39,7 @@ async def impatient(
     app = create_app(quick, rt, background=False)
     try:
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+            transport=asgi_transport(app), base_url="http://testserver"
         ) as c:
             yield c
     finally:

@@ -11,6 +11,7 @@ import pytest
 from app.platform import service
 from app.runtime import Runtime
 from tests.conftest import auth
+from tests.harness.app_client import asgi_transport
 from tests.platform.conftest import ApiTenant
 
 Tenant = ApiTenant
@@ -178,7 +179,7 @@ async def test_unexpected_error_is_500_without_details(caplog: pytest.LogCapture
         raise RuntimeError("db password=hunter2 at /srv/app/secret.py")
 
     app = Litestar([boom], exception_handlers=EXCEPTION_HANDLERS, logging_config=None)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+    async with httpx.AsyncClient(transport=asgi_transport(app), base_url="http://t") as c:
         r = await c.get("/boom")
     body = assert_error(r, 500, "server_error")
     assert body["message"] == "The server could not complete the request."

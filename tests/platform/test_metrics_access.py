@@ -11,11 +11,13 @@ import socket
 import httpx
 import pytest
 
+from app.clock import ManualClock
 from app.runtime import Runtime
-from app.settings import SettingsError, load_settings
+from app.settings import Settings, SettingsError, load_settings
 from app.web.metrics_listener import MetricsListener
 from tests.conftest import METRICS_TOKEN, auth, metrics_auth
 from tests.factories import Tenant
+from tests.harness.app_client import app_client
 
 
 async def test_pl14_the_token_opens_metrics(client: httpx.AsyncClient) -> None:
@@ -51,13 +53,13 @@ async def test_pl14_a_workspace_key_does_not_open_metrics(
 
 
 async def test_pl14_without_a_token_setting_metrics_do_not_exist(
-    client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, clock: ManualClock
 ) -> None:
-    web = dataclasses.replace(runtime.settings.web, metrics_token="")
-    monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings, web=web))
-    for headers in ({}, metrics_auth(), {"Authorization": "Bearer "}):
-        response = await client.get("/metrics", headers=headers)
-        assert response.status_code == 404
+    web = dataclasses.replace(settings.web, metrics_token="")
+    async with app_client(dataclasses.replace(settings, web=web), clock) as client:
+        for headers in ({}, metrics_auth(), {"Authorization": "Bearer "}):
+            response = await client.get("/metrics", headers=headers)
+            assert response.status_code == 404
 
 
 def free_port() -> int:

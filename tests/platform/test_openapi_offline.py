@@ -27,5 +27,7 @@ async def test_the_document_declares_the_api_key_scheme(client: httpx.AsyncClien
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             # The API needs the key; the probes answer anyone (the route enumeration test).
-            expected = [{"ApiKey": []}] if path.startswith("/api/") else None
+            expected: list[dict[str, list[str]]] | None = (
+                [{"ApiKey": []}] if path.startswith("/api/") else None
+            )
             assert operation.get("security") == expected, (method, path)

@@ -17,11 +17,13 @@ import pytest
 from app.clock import ManualClock
 from app.logs import configure_logging
 from app.runtime import Runtime
-from app.settings import Settings
+from app.settings import MAX_REDIS_TIMEOUT_SECONDS, Settings
 from app.wiring import assemble
 from tests.conftest import auth, metrics_auth
 from tests.factories import Tenant
+from tests.harness.app_client import app_client, asgi_transport
 from tests.platform.conftest import ApiTenant
+from tests.scheduling.redis_proxy import silent_port
 
 CLOSED_PORT = 1  # nothing listens on tcpmux here
 
@@ -66,9 +68,7 @@ async def broken_client(
     rt = assemble(changed, clock)
     app = create_app(changed, rt, background=False)
     try:
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://t"
-        ) as c:
+        async with httpx.AsyncClient(transport=asgi_transport(app), base_url="http://t") as c:
             yield c
     finally:
         await rt.aclose()
@@ -265,23 +265,21 @@ async def test_platform_wide_data_is_refused_to_a_workspace_key(
 
 
 async def test_ready_answers_in_time_when_a_dependency_does_not(
-    client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, clock: ManualClock
 ) -> None:
-    """A queue that never answers its ping (a Redis behind a dropped route, with a timeout
-    longer than the check's): /ready gives up on it after its check time and answers 503 naming it, instead of
-    leaving the probe without an answer."""
-    from app.web import ops
-
-    never = asyncio.Event()
-
-    async def silent() -> bool:
-        await never.wait()
-        return True
-
-    monkeypatch.setattr(ops, "CHECK_SECONDS", 0.05)
-    monkeypatch.setattr(runtime.queue, "ping", silent)
-    async with asyncio.timeout(30):  # without the bound the request would wait for ever
-        r = await client.get("/ready")
+    """A queue that never answers its ping (a Redis that accepts the connection and says nothing,
+    with a timeout longer than the check's): /ready gives up on it after its check time and
+    answers 503 naming it, instead of leaving the probe without an answer."""
+    with silent_port() as port:
+        queue = dataclasses.replace(
+            settings.queue,
+            redis_url=f"redis://127.0.0.1:{port}/0",
+            redis_timeout_seconds=MAX_REDIS_TIMEOUT_SECONDS,
+        )
+        async with app_client(dataclasses.replace(settings, queue=queue), clock) as client:
+            # Without the check's own bound the request would wait out the Redis timeout.
+            async with asyncio.timeout(MAX_REDIS_TIMEOUT_SECONDS / 2):
+                r = await client.get("/ready")
     assert r.status_code == 503
     body = r.json()
     assert (body["status"], body["database"], body["queue"]) == ("unavailable", True, False)

@@ -24,6 +24,7 @@ from app.web.rate_limits import build_limiter
 from app.wiring import assemble
 from tests.conftest import auth, truncate_all
 from tests.factories import Tenant, create_tenant
+from tests.harness.app_client import asgi_transport
 from tests.platform.conftest import sign_in
 
 OFF = RateLimitSettings(
@@ -56,9 +57,7 @@ async def limited(
         rt = assemble(own, clock, db=shared_db)
         runtimes.append(rt)
         app = create_app(own, rt, background=False)
-        client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://testserver"
-        )
+        client = httpx.AsyncClient(transport=asgi_transport(app), base_url="http://testserver")
         clients.append(client)
         return client, rt
 

@@ -24,6 +24,7 @@ from app.settings import RateLimitSettings, Settings
 from app.wiring import assemble
 from tests.conftest import auth, truncate_all, with_own_queue
 from tests.factories import create_tenant
+from tests.harness.app_client import asgi_transport
 
 OFF = RateLimitSettings(
     key_read_burst=0, key_write_burst=0, workspace_read_burst=0, workspace_write_burst=0
@@ -52,7 +53,7 @@ async def apps(settings: Settings, shared_db: Database, clock: ManualClock) -> A
             rt = assemble(own, clock, db=shared_db)
             runtimes.append(rt)
             client = httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=create_app(own, rt, background=False)),
+                transport=asgi_transport(create_app(own, rt, background=False)),
                 base_url="http://testserver",
             )
             clients.append(client)

@@ -17,6 +17,7 @@ from app.settings import Settings
 from app.web.access import Auth, authenticated, public, public_routes, require_caller, verify_routes
 from app.web.access import route_handlers as app_route_handlers
 from app.web.app import create_app
+from tests.harness.app_client import asgi_transport
 
 # What answers without credentials, and nothing else. Adding a public route means adding it
 # here, where a reviewer sees it.
@@ -95,7 +96,7 @@ async def app(settings: Settings, runtime: Runtime) -> Litestar:
 
 @pytest.fixture
 async def anonymous(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=app)
+    transport = asgi_transport(app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
 

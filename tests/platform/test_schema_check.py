@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -77,7 +78,7 @@ async def test_a_database_behind_the_migrations_fails_the_command(tmp_path: Path
 
 def test_a_changed_nullability_reads_as_a_sentence() -> None:
     """The drift the issue found, as the command prints it."""
-    diff = [("modify_nullable", None, "bulk_jobs", "source", {}, False, True)]
+    diff: list[Any] = [("modify_nullable", None, "bulk_jobs", "source", {}, False, True)]
     assert describe_difference(diff) == [
         "bulk_jobs.source: nullable is False in the database, True in the models"
     ]

@@ -13,6 +13,7 @@ from app.runtime import Runtime
 from app.settings import Settings
 from tests.conftest import auth
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
 from tests.platform.conftest import ApiTenant, sign_in
 
 
@@ -54,9 +55,7 @@ async def test_hsts_when_secure_cookies(settings: Settings, runtime: Runtime) ->
         settings, web=dataclasses.replace(settings.web, secure_cookies=True)
     )
     app = create_app(secure, runtime, background=False)
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="https://testserver"
-    ) as c:
+    async with httpx.AsyncClient(transport=asgi_transport(app), base_url="https://testserver") as c:
         response = await c.get("/login")
     assert response.headers["Strict-Transport-Security"].startswith("max-age=")
 

@@ -16,6 +16,7 @@ from app.platform.throttle import SignInThrottle
 from app.settings import Settings
 from app.wiring import assemble
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
 from tests.platform.conftest import sign_in
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -65,7 +66,7 @@ async def strict_client(
     app = create_app(strict, rt, background=False)
     try:
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+            transport=asgi_transport(app), base_url="http://testserver"
         ) as c:
             yield c
     finally:
@@ -120,7 +121,7 @@ def test_the_client_behind_a_trusted_proxy_is_the_right_most_untrusted_hop() -> 
 
     from app.web.client_address import client_address, parse_networks
 
-    def request(peer: str, forwarded: str) -> Request:  # type: ignore[type-arg]
+    def request(peer: str, forwarded: str) -> Request:
         scope = {
             "type": "http",
             "method": "GET",

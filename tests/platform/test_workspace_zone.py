@@ -11,7 +11,8 @@ from sqlalchemy import select
 
 from app.platform.audit.models import AuditEntry
 from app.runtime import Runtime
-from tests.conftest import Tenant, auth
+from tests.conftest import auth
+from tests.factories import Tenant
 from tests.platform.conftest import post_form, sign_in
 
 

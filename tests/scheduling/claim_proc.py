@@ -17,6 +17,7 @@ import sys
 from sqlalchemy import func, insert, select, update
 
 from app.clock import SystemClock
+from app.db.dialect import row_count
 from app.db.session import Database
 from app.settings import load_settings
 from tests.scheduling.claim_items import ITEMS, items, worked
@@ -60,7 +61,7 @@ async def main(lease_seconds: float) -> None:
                         )
                         .values(status="done", lease_owner=None, lease_until=None)
                     )
-                    if done.rowcount:
+                    if row_count(done):
                         await uow.session.execute(
                             insert(worked).values(item_id=item_id, owner=owner)
                         )

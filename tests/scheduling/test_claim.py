@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, insert, select, update
@@ -288,7 +289,12 @@ async def test_a_partitioned_claim_takes_the_first_values_rows_first_in_one_stat
         await uow.session.execute(update(items).where(items.c.id <= 3).values(status="urgent"))
         await uow.session.execute(update(items).where(items.c.id == 10).values(status="other"))
     now = T0 + timedelta(seconds=10)
-    claim = {"now": now, "owner": "a", "lease_seconds": 30, "partitions": ["urgent", "pending"]}
+    claim: dict[str, Any] = {
+        "now": now,
+        "owner": "a",
+        "lease_seconds": 30,
+        "partitions": ["urgent", "pending"],
+    }
     async with shared_db.write() as uow:
         first = await BY_STATUS.take_in(uow.session, limit=5, **claim)
     # The urgent rows first (ids 1-3, latest due first), then the pending ones latest due first:

@@ -37,7 +37,7 @@ async def test_several_concurrent_workers_run_each_job_exactly_once(
         for worker, queue in zip(workers, queues, strict=True):
             worker.queue = queue
         async with runtime.db.write() as uow:
-            await runtime.queue.enqueue_many(  # type: ignore[attr-defined]
+            await runtime.queue.enqueue_many(
                 uow, [(RECORD, Work(key=f"k{i}", seconds=0.01), f"once-{i}") for i in range(500)]
             )
         async with running(*workers):
@@ -126,7 +126,7 @@ async def test_heartbeat_keeps_a_long_job_from_being_handed_to_another_worker(
             manual.advance(20)
             target = manual.now() + timedelta(seconds=25)
 
-            async def extended(target=target) -> bool:  # type: ignore[no-untyped-def]
+            async def extended(target=target) -> bool:
                 row = await job_row(runtime.db, "long")
                 return bool(row and row.lease_expires_at and row.lease_expires_at >= target)
 
@@ -139,7 +139,7 @@ async def test_heartbeat_keeps_a_long_job_from_being_handed_to_another_worker(
 
 async def test_failures_retry_with_doubling_backoff_then_the_job_is_dead_with_its_last_error(
     runtimes: Runtimes, manual: ManualClock, start
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     runtime = runtimes.make("database", manual)
     await runtime.queue.enqueue(None, RECORD, Work(key="doomed", fail_until_attempt=99), job_id="d")
     async with running(database_worker(runtime)):
@@ -153,18 +153,18 @@ async def test_failures_retry_with_doubling_backoff_then_the_job_is_dead_with_it
             await eventually(enough)
 
         await attempts_recorded(1)
-        row = await job_row(runtime.db, "d")
-        assert row is not None
-        assert row.run_at == start + timedelta(seconds=10)
-        assert row.last_error == "RuntimeError: boom at attempt 1"
+        retried = await job_row(runtime.db, "d")
+        assert retried is not None
+        assert retried.run_at == start + timedelta(seconds=10)
+        assert retried.last_error == "RuntimeError: boom at attempt 1"
         manual.advance(9)
         await worked_through(runtime.queue)
         assert RUNS.started["doomed"] == 1, "not retried before its backoff"
         manual.advance(1)
         await attempts_recorded(2)
-        row = await job_row(runtime.db, "d")
-        assert row is not None
-        assert row.run_at == manual.now() + timedelta(seconds=20), "the delay doubles"
+        doubled = await job_row(runtime.db, "d")
+        assert doubled is not None
+        assert doubled.run_at == manual.now() + timedelta(seconds=20), "the delay doubles"
         manual.advance(20)
         row = await wait_for_status(runtime.db, "d", JOB_DEAD)
     assert RUNS.attempts["doomed"] == [1, 2, 3]
@@ -283,7 +283,7 @@ async def test_buffered_jobs_wait_leased_and_are_released_uncounted_on_stop(
     memory, and on stop gives those four back without counting an attempt."""
     runtime = runtimes.make("database")
     async with runtime.db.write() as uow:
-        await runtime.queue.enqueue_many(  # type: ignore[attr-defined]
+        await runtime.queue.enqueue_many(
             uow, [(RECORD, Work(key=f"b{i}", wait_for_release=True), f"b{i}") for i in range(5)]
         )
     worker = database_worker(runtime, concurrency=1, batch_size=10, prefetch=4)
@@ -307,14 +307,14 @@ async def test_buffered_jobs_wait_leased_and_are_released_uncounted_on_stop(
 
 async def test_failed_attempts_of_many_jobs_are_written_together_each_with_its_own_outcome(
     runtimes: Runtimes, manual: ManualClock, start
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Twenty jobs fail at once: each goes back with its own attempt count, error and retry
     time, the ones on their last try are dead; the finished ones beside them are done."""
     runtime = runtimes.make("database", manual)
     items = [(RECORD, Work(key=f"f{i}", fail_until_attempt=99), f"f{i}") for i in range(20)]
     items += [(RECORD, Work(key=f"ok{i}"), f"ok{i}") for i in range(20)]
     async with runtime.db.write() as uow:
-        await runtime.queue.enqueue_many(uow, items)  # type: ignore[attr-defined]
+        await runtime.queue.enqueue_many(uow, items)
     async with running(database_worker(runtime, concurrency=40, batch_size=40)):
 
         async def settled(attempts: int, status: str) -> bool:
@@ -348,9 +348,7 @@ async def test_a_completion_no_lease_carries_is_written_on_the_flush_timer(
     runtime = runtimes.make("database")
     async with runtime.db.write() as uow:
         items = [(RECORD, Work(key=f"s{i}", wait_for_release=True), f"s{i}") for i in range(3)]
-        await runtime.queue.enqueue_many(  # type: ignore[attr-defined]
-            uow, [*items, (RECORD, Work(key="quick"), "quick")]
-        )
+        await runtime.queue.enqueue_many(uow, [*items, (RECORD, Work(key="quick"), "quick")])
     worker = database_worker(runtime, concurrency=4, batch_size=4, prefetch=0, poll_interval=30)
     async with running(worker):
         await wait_for_status(runtime.db, "quick", JOB_DONE)
@@ -363,7 +361,7 @@ async def test_a_completion_no_lease_carries_is_written_on_the_flush_timer(
 
 async def test_the_lease_is_the_shared_claim_and_stamps_owner_expiry_and_attempt(
     runtimes: Runtimes, manual: ManualClock, start
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     runtime = runtimes.make("database", manual)
     queue = runtime.queue
     assert isinstance(queue, DatabaseQueue)

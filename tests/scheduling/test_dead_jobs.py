@@ -31,7 +31,7 @@ FAILING: set[str] = set()
 """Keys of :data:`FLAKY` jobs that fail while listed."""
 
 
-class Flaky(JobPayload):
+class Flaky(JobPayload, frozen=True):
     key: str
     workspace_id: int = 7
 

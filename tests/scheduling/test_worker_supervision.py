@@ -20,6 +20,7 @@ from app.runtime import Runtime
 from app.scheduling.models import JOB_DONE
 from app.scheduling.worker import STALL_SECONDS, DatabaseWorker
 from tests.conftest import eventually
+from tests.harness.app_client import asgi_transport
 from tests.scheduling.conftest import Runtimes
 from tests.scheduling.helpers import count_jobs
 from tests.scheduling.testjobs import RECORD, RUNS, Work
@@ -30,7 +31,7 @@ async def ready_client(runtime_db: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     from app.web.app import create_app
 
     app = create_app(runtime_db.settings, runtime_db, background=False)
-    transport = httpx.ASGITransport(app=app)
+    transport = asgi_transport(app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
 

@@ -12,12 +12,13 @@ import gc
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.logs import current_correlation
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 
 
-class Work(JobPayload):
+class Work(JobPayload, frozen=True):
     key: str
     fail_until_attempt: int = 0
     """Raise on every attempt up to and including this one."""
@@ -94,7 +95,7 @@ RECORD_SHORT_TIMEOUT = JobSpec(
 )
 
 
-class CallOut(JobPayload):
+class CallOut(JobPayload, frozen=True):
     key: str
     url: str = ""
     """Base URL of a loopback simulator: each call is ``GET {url}/call/{attempt}``."""
@@ -145,7 +146,7 @@ async def call_out(ctx: JobContext, work: CallOut) -> None:
 CALL_OUT = JobSpec("test.call_out", CallOut, call_out, max_tries=3, backoff_seconds=0.1)
 
 
-class HeapProbe(JobPayload):
+class HeapProbe(JobPayload, frozen=True):
     key: str
 
 
@@ -156,4 +157,4 @@ async def heap_probe(ctx: JobContext, probe: HeapProbe) -> None:
 
 HEAP_PROBE = JobSpec("test.heap_probe", HeapProbe, heap_probe)
 
-ALL = [RECORD, RECORD_FAST_RETRY, RECORD_SHORT_TIMEOUT, CALL_OUT, HEAP_PROBE]
+ALL: list[JobSpec[Any]] = [RECORD, RECORD_FAST_RETRY, RECORD_SHORT_TIMEOUT, CALL_OUT, HEAP_PROBE]

@@ -20,7 +20,7 @@ import httpx
 import msgspec
 import pytest
 from litestar import Litestar, asgi
-from litestar.types import Receive, Scope, Send
+from litestar.types import HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
 
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
@@ -220,8 +220,18 @@ async def test_pl9_a_handler_body_on_an_empty_status_is_dropped_by_the_applicati
     @asgi("/odd", opt=public("test"), copy_scope=False)
     async def odd(scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(b"content-length", b"4")]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": b"null"})
+        start: HTTPResponseStartEvent = {
+            "type": "http.response.start",
+            "status": status,
+            "headers": headers,
+        }
+        await send(start)
+        body: HTTPResponseBodyEvent = {
+            "type": "http.response.body",
+            "body": b"null",
+            "more_body": False,
+        }
+        await send(body)
 
     app = Litestar([odd], before_send=[no_body_on_empty_statuses])
     async with serve_in_loop(app) as url:

@@ -33,15 +33,15 @@ BASE: dict[str, Any] = {
     ],
 }
 
-METRIC_METRIC = {
+METRIC_METRIC: dict[str, Any] = {
     "type": "metric_metric",
     "metric": "cpc",
     "operator": "gt",
     "other_metric": "cpc",
     "multiplier": "1.5",
 }
-CLOCK = {"type": "clock", "hours": [9]}
-SHEET = {
+CLOCK: dict[str, Any] = {"type": "clock", "hours": [9]}
+SHEET: dict[str, Any] = {
     "type": "custom_metric",
     "spreadsheet_id": "abcdefghijkl",
     "sheet_name": "Sheet1",
@@ -103,7 +103,7 @@ CASES: list[tuple[str, Any, Any, str]] = [
     ("set_bid", "strategy", "cheapest", "Ad sets bidding with"),
 ]
 
-ACTIONS = {
+ACTIONS: dict[str, Any] = {
     "increase_budget": {"type": "increase_budget", "amount": "10", "max": "100"},
     "decrease_budget": {"type": "decrease_budget", "amount": "10", "min": "1"},
     "rename": {"type": "rename", "template": "{name} x"},

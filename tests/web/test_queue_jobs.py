@@ -19,7 +19,7 @@ from tests.factories import Tenant
 from tests.platform.conftest import csrf_from, post_form, sign_in
 
 
-class Owned(JobPayload):
+class Owned(JobPayload, frozen=True):
     workspace_id: int
 
 

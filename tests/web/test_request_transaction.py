@@ -17,6 +17,7 @@ from app.runtime import Runtime
 from app.web.deps import DEPENDENCIES, Reads, Writes
 from app.web.errors import EXCEPTION_HANDLERS
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
 
 after_commit: list[str] = []
 
@@ -80,7 +81,7 @@ def _client(runtime: Runtime) -> httpx.AsyncClient:
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.runtime = runtime
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
+    return httpx.AsyncClient(transport=asgi_transport(app), base_url="http://testserver")
 
 
 async def test_a_handler_that_returns_is_committed_once(runtime: Runtime, tenant: Tenant) -> None:

@@ -49,6 +49,8 @@ from app.sandbox.meta.oauth import SIM_APP_ID, SIM_APP_SECRET
 from app.scheduling.jobs import JobContext, JobSpec
 from app.scheduling.queue import DatabaseQueue, JobQueue
 from app.settings import Settings
+from tests.harness.clock import manual_clock
+from tests.harness.sleep import RecordingSleep
 
 TOKEN = "EAAB-test-token-0123456789"
 
@@ -204,16 +206,6 @@ async def create_rule(runtime: Runtime, *, workspace_id: int, **overrides: Any) 
             now=runtime.clock.now(),
         )
     return rule.id
-
-
-class RecordingSleep:
-    """An injectable sleep that records each wait and returns at once."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 async def _never_run(ctx: JobContext, payload: RunAccountPayload) -> None:
@@ -520,7 +512,7 @@ async def run_rule(
             payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
             await run_account_job(make_deps(runtime, clients), payload)
             batches.append(payload.batch_record_id)
-            runtime.clock.advance(hours=2)
+            manual_clock(runtime).advance(hours=2)
     finally:
         await clients.aclose()
     return setup, batches

@@ -49,7 +49,7 @@ async def _account(
 
 def _full_catalogue_tasks() -> list[dict[str, Any]]:
     metrics = [m for m in (*INSIGHTS_METRICS, *OTHER_METRICS) if m != "custom_metric"]
-    tasks = []
+    tasks: list[dict[str, Any]] = []
     for i, action in enumerate(ACTIONS):
         chunk = metrics[i * 4 : i * 4 + 4] or metrics[:1]
         conditions: list[dict[str, Any]] = [

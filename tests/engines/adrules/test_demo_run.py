@@ -25,6 +25,7 @@ from app.sandbox.meta.demo import DEMO_STORE, start_demo_sandbox, start_demo_she
 from app.settings import Settings
 from app.web.app import create_app
 from tests.engines.adrules.factories import create_workspace, dispatch_deps, make_clients, make_deps
+from tests.harness.app_client import asgi_transport
 
 
 @pytest.fixture
@@ -104,8 +105,11 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
             )
         queue = RecordingQueue()
         await dispatch_due(
-            dispatch_deps(runtime, graph=graph, queue=queue), runtime.clock.now(), runtime.clock.now
-        )  # type: ignore[arg-type]
+            # The dispatch only enqueues: a queue that records what it is given is all it needs.
+            dispatch_deps(runtime, graph=graph, queue=queue),  # type: ignore[arg-type]
+            runtime.clock.now(),
+            runtime.clock.now,
+        )
         (payload,) = queue.payloads
         status = await run_account_job(make_deps(runtime, clients), payload)
     finally:
@@ -115,7 +119,7 @@ async def test_demo_rule_previews_goes_live_and_leaves_records(
 
     app = create_app(settings, runtime, background=False)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        transport=asgi_transport(app), base_url="http://testserver"
     ) as client:
         listed = (await client.get("/api/v1/adrules/batches", headers=ws.headers)).json()["items"]
         assert [b["status"] for b in listed] == ["completed"]

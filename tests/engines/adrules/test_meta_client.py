@@ -16,7 +16,8 @@ from app.integrations.meta.retry import RetryLog, with_retries
 from app.integrations.meta.usage import parse_usage
 from app.integrations.meta.writer import MetaWriter
 from app.sandbox.meta import GraphWorld, SimCampaign
-from tests.engines.adrules.factories import TOKEN, RecordingSleep
+from tests.engines.adrules.factories import TOKEN
+from tests.harness.sleep import RecordingSleep
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from app.runtime import Runtime
 
 
 async def test_models_match_the_migration(runtime: Runtime) -> None:
-    def diff(conn):  # type: ignore[no-untyped-def]
+    def diff(conn):
         ctx = MigrationContext.configure(conn, opts={"compare_type": True})
         return compare_metadata(ctx, metadata)
 

@@ -33,7 +33,6 @@ from tests.engines.adrules.factories import (
     JOB_TOKEN,
     TOKEN,
     Clients,
-    RecordingSleep,
     Workspace,
     create_account,
     create_rule,
@@ -45,6 +44,7 @@ from tests.engines.adrules.factories import (
     make_payload,
     store_token,
 )
+from tests.harness.sleep import RecordingSleep
 
 PAUSE_ALL = TaskIn(
     name="Pause everything that spent",

@@ -32,6 +32,8 @@ from tests.engines.adrules.factories import (
     store_token,
 )
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
+from tests.harness.clock import manual_clock
 from tests.platform.conftest import sign_in
 
 
@@ -41,7 +43,7 @@ async def new_client(settings: Settings, runtime: Runtime) -> AsyncIterator[Call
     async with AsyncExitStack() as stack:
 
         async def make() -> httpx.AsyncClient:
-            transport = httpx.ASGITransport(app=app)
+            transport = asgi_transport(app)
             return await stack.enter_async_context(
                 httpx.AsyncClient(transport=transport, base_url="http://testserver")
             )
@@ -78,7 +80,7 @@ async def _two_runs(
             payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
             await run_account_job(make_deps(runtime, clients), payload)
             ids.append(payload.batch_record_id)
-            runtime.clock.advance(minutes=20)
+            manual_clock(runtime).advance(minutes=20)
     finally:
         await clients.aclose()
     return ids, payload.batch_id

@@ -26,6 +26,7 @@ from tests.engines.adrules.factories import (
     create_workspace,
     store_token,
 )
+from tests.harness.app_client import asgi_transport
 from tests.spans import ancestors, named, of_kind
 
 PAUSE_EVERYTHING = [
@@ -116,7 +117,7 @@ async def test_ar13_a_run_now_request_its_job_and_the_graph_write_are_one_trace(
     )
     app = create_app(settings, runtime, background=False)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        transport=asgi_transport(app), base_url="http://testserver"
     ) as client:
         ran = await client.post(f"/api/v1/adrules/rules/{rule_id}/run", headers=ws.headers)
     assert ran.status_code == 200, ran.text

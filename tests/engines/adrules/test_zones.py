@@ -28,7 +28,7 @@ from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from app.settings import Settings
 from app.web.app import create_app
-from tests.conftest import Tenant, auth
+from tests.conftest import auth
 from tests.engines.adrules.factories import (
     TOKEN,
     create_account,
@@ -38,6 +38,8 @@ from tests.engines.adrules.factories import (
     rule_body,
     store_token,
 )
+from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
 from tests.platform.conftest import post_form, sign_in
 
 SPENT = [{"type": "metric_value", "metric": "spend", "operator": "gte", "value": "0"}]
@@ -51,7 +53,7 @@ async def new_client(settings: Settings, runtime: Runtime) -> AsyncIterator[Call
 
         async def make() -> httpx.AsyncClient:
             return await stack.enter_async_context(
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+                httpx.AsyncClient(transport=asgi_transport(app), base_url="http://t")
             )
 
         yield make

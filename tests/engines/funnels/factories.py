@@ -7,7 +7,7 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,8 +176,8 @@ async def setup_names(
     runtime: Runtime,
     ws: int,
     *,
-    tags: list[str] = (),
-    lists: list[str] = (),
+    tags: Sequence[str] = (),
+    lists: Sequence[str] = (),
     fields: dict[str, str] | None = None,
 ) -> None:
     async with runtime.db.write() as uow:

@@ -19,7 +19,7 @@ from tests.factories import Tenant
 
 API = "/api/v1/funnels"
 
-WELCOME = {
+WELCOME: dict[str, Any] = {
     "triggers": [{"kind": "manual"}],
     "nodes": [
         {

@@ -16,8 +16,8 @@ from app.engines.ranktracking.due import (
 )
 
 
-def d(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def d(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

@@ -38,16 +38,16 @@ async def test_rt38_settle_and_release_resolve_a_reservation_once(
         run = await uow.session.get(Run, run_id)
         assert run is not None
         # RT-24: charged at most the reservation, whatever is asked; the rest released.
-        assert (
-            await ledger.settle(
-                uow.session,
-                run,
-                organisation_id=tenant.organisation_id,
-                charge_micros=500_000,
-                now=now,
-                provider_cost=Decimal("0.465"),
-            )
-        ).charged_micros == 399_900
+        settled = await ledger.settle(
+            uow.session,
+            run,
+            organisation_id=tenant.organisation_id,
+            charge_micros=500_000,
+            now=now,
+            provider_cost=Decimal("0.465"),
+        )
+        assert settled is not None
+        assert settled.charged_micros == 399_900
     async with runtime.db.write() as uow:
         run = await uow.session.get(Run, run_id)
         assert run is not None
@@ -114,7 +114,7 @@ async def test_rt38_partial_settlement_releases_the_remainder(
 
 async def test_rt21_month_spend_counts_settled_this_month_and_held(
     runtime: Runtime, tenant: Tenant, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, keywords=[f"k{i}" for i in range(100)])
     (run_id,) = (
@@ -143,7 +143,7 @@ async def test_rt21_month_spend_counts_settled_this_month_and_held(
 
 async def test_rt37_rt38_each_entry_of_a_run_names_the_run_its_reservation_and_what_happened(
     runtime: Runtime, tenant: Tenant, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Every field of a settlement with a remainder and a provider gap, and of a release."""
     await fund(runtime, tenant, 1000)
     settled_s = await make_schedule(runtime, tenant, keywords=[f"k{i}" for i in range(100)])
@@ -187,7 +187,7 @@ async def test_rt37_rt38_each_entry_of_a_run_names_the_run_its_reservation_and_w
         }
     org, ws = tenant.organisation_id, tenant.workspace_id
 
-    def entry(schedule_id: int, run_id: int, kind: str, amount: int, cost, note: str):  # type: ignore[no-untyped-def]
+    def entry(schedule_id: int, run_id: int, kind: str, amount: int, cost, note: str):
         return (org, ws, schedule_id, run_id, reservations[run_id], kind, amount, cost, note)
 
     assert [

@@ -82,7 +82,7 @@ async def test_rt60_the_first_search_syncs_the_providers_whole_list(
 
 async def test_rt61_weekly_resync_upserts_and_marks_dropped_locations(
     runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient, sim: SerpSimulator, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """RT-61: the hourly sweep syncs when the last sync is a week old: codes stay, a renamed
     location is renamed in place, a new one appears, a dropped one is marked (not deleted) and a
     schedule using it keeps it and shows a warning; a location that comes back is unmarked."""

@@ -6,8 +6,9 @@ On PostgreSQL the step rows and the advances go to the driver as one array per c
 layer's per-row parameter handling of the two executemanys (four step rows and fourteen advance
 values per run, each through its column type's bind processing) at about a quarter of the
 runner's CPU; the arrays are encoded by the driver in C. The statements are fixed texts, prepared
-once per connection by the driver's statement cache. Elsewhere (SQLite) they are the SQL layer's
-executemanys, as the outbox rows are on both.
+once per connection by the driver's statement cache (:mod:`app.db.column_arrays` picks the
+spelling). Elsewhere (SQLite) they are the SQL layer's executemanys, as the outbox rows are on
+both.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, cast
 import msgspec
 from sqlalchemy import Table, bindparam, update
 
-from app.db.dialect import POSTGRESQL, dialect_name, insert
+from app.db.column_arrays import ColumnArrays, execute_rows
+from app.db.dialect import insert
 from app.db.session import WriteSession
 from app.engines.funnels.models import OutboxEffect, Run, Step
 
@@ -95,30 +97,24 @@ async def write_batch(
 ) -> None:
     """Insert ``steps`` and ``effects`` (outbox rows; one already written is skipped) and apply
     ``advances`` (``rid`` and the :data:`ADVANCED` columns), releasing each run's lease."""
-    postgres = dialect_name(session) == POSTGRESQL
     if steps:
-        if postgres:
-            await _driver_execute(session, _STEPS_UNNEST, *_step_columns(steps))
-        else:
-            await session.execute(insert(session, STEPS), steps)
+        await execute_rows(
+            session,
+            insert(session, STEPS),
+            steps,
+            lambda: ColumnArrays(_STEPS_UNNEST, _step_columns(steps)),
+        )
     if effects:
         await session.execute(insert(session, OutboxEffect).on_conflict_do_nothing(), effects)
     if not advances:
         return
-    if postgres:
-        await _driver_execute(session, _ADVANCE_UNNEST, *_advance_columns(advances), _utc(now))
-        return
     released = {"updated_at": now, "lease_owner": None, "lease_until": None}
-    await session.execute(ADVANCE, [{**row, **released} for row in advances])
-
-
-async def _driver_execute(session: WriteSession, statement: str, *args: Any) -> None:
-    """``statement`` on the session's own connection, inside its transaction."""
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    driver = raw.driver_connection
-    assert driver is not None
-    await driver.execute(statement, *args)
+    await execute_rows(
+        session,
+        ADVANCE,
+        [{**row, **released} for row in advances],
+        lambda: ColumnArrays(_ADVANCE_UNNEST, (*_advance_columns(advances), _utc(now))),
+    )
 
 
 def _step_columns(steps: list[dict[str, Any]]) -> tuple[list[Any], ...]:

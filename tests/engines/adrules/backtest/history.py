@@ -87,7 +87,7 @@ def build_world(world: GraphWorld) -> None:
     )
     winner: dict[str, dict[str, Any] | None] = dict.fromkeys(days(FIRST, LAST), row("20.00", "4"))
     winner["2026-02-24"] = None
-    fought = dict.fromkeys(days(FIRST, LAST), row("20.00", "5"))
+    fought: dict[str, dict[str, Any] | None] = dict.fromkeys(days(FIRST, LAST), row("20.00", "5"))
     for cid, name, budget, daily in (
         ("10", "Loser", 5000, loser),
         ("20", "Winner", 5000, winner),

@@ -63,5 +63,6 @@ async def main(db_url: str, graph_url: str, key: str, now_iso: str, start_at: fl
 
 
 if __name__ == "__main__":
-    rules = asyncio.run(main(*sys.argv[1:5], float(sys.argv[5])))
+    db_url, graph_url, key, now_iso, start_at = sys.argv[1:6]
+    rules = asyncio.run(main(db_url, graph_url, key, now_iso, float(start_at)))
     print(json.dumps({"rules": rules}))

@@ -21,13 +21,13 @@ from app.scheduling.models import Job
 from tests.conftest import eventually
 from tests.engines.adrules.factories import (
     TOKEN,
-    RecordingSleep,
     Workspace,
     create_account,
     create_rule,
     dispatch_deps,
     store_token,
 )
+from tests.harness.sleep import RecordingSleep
 
 
 async def _jobs(runtime: Runtime) -> list[RunAccountPayload]:

@@ -21,7 +21,6 @@ from app.sandbox.meta import GraphWorld
 from app.scheduling.models import Job
 from tests.engines.adrules.factories import (
     TOKEN,
-    RecordingSleep,
     Workspace,
     create_account,
     create_rule,
@@ -29,6 +28,7 @@ from tests.engines.adrules.factories import (
     drive_tick,
     store_token,
 )
+from tests.harness.sleep import RecordingSleep
 
 
 async def _jobs(runtime: Runtime) -> list[RunAccountPayload]:

@@ -27,6 +27,7 @@ from tests.engines.adrules.factories import (
     create_rule,
     store_token,
 )
+from tests.harness.app_client import asgi_transport
 
 
 def test_ar10_the_dispatch_sweep_runs_every_10_seconds_and_the_job_is_registered() -> None:
@@ -81,9 +82,7 @@ async def test_ar23_platform_stop_freezes_the_sweep_and_shows_in_ready(
         from app.web.app import create_app
 
         app = create_app(stopped_settings, stopped, background=False)
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://t"
-        ) as client:
+        async with httpx.AsyncClient(transport=asgi_transport(app), base_url="http://t") as client:
             ready = (await client.get("/ready")).json()
         assert ready["platform_stop"] is True
     finally:

@@ -133,6 +133,7 @@ async def test_ar10_ar12a_ar13_hanging_accounts_cannot_stretch_the_tick(
 
     summary = await drive_tick(deps, world, tick)
 
+    assert deps.tick_budget_seconds is not None
     assert clock.monotonic() - begun <= deps.tick_budget_seconds
     batches = await _batches(runtime)
     healthy = batches[HEALTHY_ID]
@@ -183,6 +184,7 @@ async def test_ar10_ar12a_deferred_accounts_are_fetched_first_next_tick(
     begun = clock.monotonic()
     summary = await drive_tick(deps, world, clock.now())
 
+    assert deps.tick_budget_seconds is not None
     assert clock.monotonic() - begun <= deps.tick_budget_seconds
     calls = _list_calls(world)
     # Every deferred account first, then the rule newly due.

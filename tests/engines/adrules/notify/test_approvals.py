@@ -56,6 +56,8 @@ from tests.engines.adrules.factories import (
     store_token,
 )
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
+from tests.harness.clock import manual_clock
 from tests.platform.conftest import sign_in
 
 ALWAYS = MetricValueCondition(metric="impressions", operator="gte", value=Decimal(0))
@@ -296,7 +298,7 @@ async def test_ar28_reject_expire_and_foreign_workspace(
     )
     assert (rejected.claimed, rejected.rejected) == (1, 1)
     # The window ends: the sweep records the others as expired; approval comes too late.
-    runtime.clock.advance(hours=2)
+    manual_clock(runtime).advance(hours=2)
     late = await decide.approve(
         deps, workspace_id=workspace_id, batch_id=payload.batch_id, decided_by="bob"
     )
@@ -433,7 +435,7 @@ async def test_ar28_the_batch_page_shows_the_changes_and_its_button_approves(
     (a form with the CSRF token); the button carries them out."""
     payload = await _proposed_run(runtime, tenant.workspace_id, world, clients, campaigns=2)
     app = create_app(settings, runtime, background=False)
-    transport = httpx.ASGITransport(app=app)
+    transport = asgi_transport(app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as browser:
         await sign_in(browser, tenant.member_email, tenant.member_password)
         page = await browser.get(f"/ui/adrules/log/{payload.batch_record_id}")
@@ -460,7 +462,7 @@ async def test_ar28_the_rule_editor_sets_and_shows_ask_before_acting(
     runtime: Runtime, tenant: Tenant, settings: Settings
 ) -> None:
     app = create_app(settings, runtime, background=False)
-    transport = httpx.ASGITransport(app=app)
+    transport = asgi_transport(app)
     tasks = (
         '[{"conditions": [{"type": "metric_value", "metric": "spend", "operator": "gt", '
         '"value": "5"}], "action": {"type": "pause_campaign"}, "cooldown": "1h"}, '

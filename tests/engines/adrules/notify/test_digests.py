@@ -396,7 +396,7 @@ async def test_ar27_the_simulators_refuse_what_slack_and_teams_refuse(
             "version": "1.4",
             "body": [{"type": "TextBlock", "text": "x"}],
         }
-        message = {
+        message: dict[str, Any] = {
             "type": "message",
             "attachments": [
                 {"contentType": "application/vnd.microsoft.card.adaptive", "content": card}

@@ -31,6 +31,7 @@ from tests.engines.adrules.factories import (
     make_deps,
     make_payload,
 )
+from tests.harness.clock import manual_clock
 
 
 @pytest.fixture
@@ -138,7 +139,7 @@ async def test_ar14_packed_and_account_level_modes_give_identical_results_with_f
     for mode in ("per_campaign", "packed", "account"):
         payload = await make_payload(runtime, setup, entities)
         world.state.reset_counts()
-        runtime.clock.advance(3600)  # past the 15-minute cooldown of the first run
+        manual_clock(runtime).advance(3600)  # past the 15-minute cooldown of the first run
         await run_account_job(make_deps(runtime, clients, mode=mode), payload)
         # Batch calls, or for account-level reads the direct Insights requests.
         calls[mode] = world.count("batch") if mode != "account" else world.count("insights")
@@ -295,7 +296,7 @@ async def test_ar23a_a_mixed_account_three_insights_modes_identical_and_nothing_
                 campaign.effective_status = "ACTIVE"  # undo the previous mode's pauses
         world.updates.clear()
         payload = await make_payload(runtime, setup, entities)
-        runtime.clock.advance(3600)
+        manual_clock(runtime).advance(3600)
         await run_account_job(make_deps(runtime, clients, mode=mode), payload)
         records = await _records(runtime, payload.batch_id)
         seen[mode] = [

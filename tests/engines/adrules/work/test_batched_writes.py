@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
+    Condition,
     IncreaseBudget,
     MetricValueCondition,
     PauseCampaign,
@@ -36,7 +37,9 @@ from tests.engines.adrules.factories import (
     make_payload,
 )
 
-SPENT = [MetricValueCondition(metric="spend", period="today", operator="gte", value=Decimal("0"))]
+SPENT: list[Condition] = [
+    MetricValueCondition(metric="spend", period="today", operator="gte", value=Decimal("0"))
+]
 RAISE = TaskIn(
     name="Raise",
     conditions=SPENT,

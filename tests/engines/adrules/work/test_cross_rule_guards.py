@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
+    Condition,
     DecreaseBudget,
     IncreaseBudget,
     MetricValueCondition,
@@ -32,7 +33,9 @@ from tests.engines.adrules.factories import (
     make_payload,
 )
 
-ALWAYS = [MetricValueCondition(metric="spend", period="today", operator="gte", value=Decimal("0"))]
+ALWAYS: list[Condition] = [
+    MetricValueCondition(metric="spend", period="today", operator="gte", value=Decimal("0"))
+]
 RAISE = TaskIn(
     name="Scale",
     conditions=ALWAYS,

@@ -48,6 +48,7 @@ from tests.engines.adrules.factories import (
     make_deps,
     make_payload,
 )
+from tests.harness.clock import manual_clock
 
 ALWAYS = MetricValueCondition(metric="impressions", operator="gte", value=Decimal(0))
 
@@ -282,7 +283,7 @@ async def test_ar17_cooldown_skip_record_and_reopening(
     assert first.status == "executed"
     assert first.next_permitted_at == first_at + timedelta(hours=1)
 
-    runtime.clock.advance(minutes=15)
+    manual_clock(runtime).advance(minutes=15)
     skipped = await run_once()
     assert skipped.status == "skipped"
     assert skipped.reason is not None
@@ -291,7 +292,7 @@ async def test_ar17_cooldown_skip_record_and_reopening(
     assert len(world.updates) == 1  # the skip wrote nothing
     assert skipped.conditions  # the evaluation is still on record
 
-    runtime.clock.advance(minutes=45)
+    manual_clock(runtime).advance(minutes=45)
     again = await run_once()
     assert again.status == "executed"
     assert len(world.updates) == 2
@@ -319,7 +320,7 @@ async def test_ar17_once_in_a_lifetime(
                 )
             ).one()
         statuses.append((record.status, record.next_permitted_at))
-        runtime.clock.advance(days=30)
+        manual_clock(runtime).advance(days=30)
     assert [s for s, _ in statuses] == ["executed", "skipped", "skipped"]
     assert all(n is None for _, n in statuses)  # never again
     assert len(world.updates) == 1

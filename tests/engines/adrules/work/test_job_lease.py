@@ -28,7 +28,6 @@ from app.scheduling.queue import DatabaseQueue
 from tests.engines.adrules.factories import (
     JOB_TOKEN,
     Clients,
-    RecordingSleep,
     Workspace,
     create_setup,
     entities_from_world,
@@ -36,6 +35,7 @@ from tests.engines.adrules.factories import (
     make_deps,
     make_payload,
 )
+from tests.harness.sleep import RecordingSleep
 
 PAUSE_ALL = TaskIn(
     name="Pause everything that spent",

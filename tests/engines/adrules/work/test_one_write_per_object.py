@@ -18,6 +18,7 @@ from sqlalchemy import select
 from app.engines.adrules.run_models import ExecutionRecord
 from app.engines.adrules.schemas import (
     AppendToName,
+    Condition,
     IncreaseBudget,
     MetricValueCondition,
     PauseCampaign,
@@ -39,7 +40,9 @@ from tests.engines.adrules.factories import (
     make_payload,
 )
 
-SPENT = [MetricValueCondition(metric="spend", period="today", operator="gte", value=Decimal("0"))]
+SPENT: list[Condition] = [
+    MetricValueCondition(metric="spend", period="today", operator="gte", value=Decimal("0"))
+]
 TAG = TaskIn(name="Tag", conditions=SPENT, action=AppendToName(text="[scaled]"), cooldown="15m")
 RAISE = TaskIn(
     name="Raise",
@@ -168,7 +171,9 @@ async def test_ar42_a_shadow_rule_plans_the_chain_and_writes_nothing(
 
     records = await _records(runtime, payload.batch_id)
     assert {r.status for r in records} == {"would_execute"}
-    assert {r.after["daily_budget"] for r in records if r.task_id == setup.tasks[1].id} == {"70.00"}
+    assert {(r.after or {})["daily_budget"] for r in records if r.task_id == setup.tasks[1].id} == {
+        "70.00"
+    }
     assert world.updates == []
     assert [c for c in _object_calls(world) if {m for m, _, _ in c} == {"POST"}] == []
 

@@ -41,6 +41,7 @@ from tests.engines.adrules.factories import (
     store_token,
 )
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
 from tests.platform.conftest import sign_in
 
 SHEET_ID = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74"
@@ -184,7 +185,7 @@ async def test_ar15_live_read_failure_after_a_preview_uses_the_copy_and_the_reco
 
     app = create_app(settings, runtime, background=False)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        transport=asgi_transport(app), base_url="http://testserver"
     ) as client:
         api = await client.get(
             f"/api/v1/adrules/batches/{batch}/records",
@@ -239,7 +240,7 @@ async def test_ar15_a_copy_older_than_the_limit_is_refused_and_the_record_is_an_
 
     app = create_app(settings, runtime, background=False)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        transport=asgi_transport(app), base_url="http://testserver"
     ) as client:
         detail = await client.get(
             f"/api/v1/adrules/batches/{batch}",

@@ -34,7 +34,6 @@ from tests.engines.adrules.factories import (
     TEST_JOB,
     TOKEN,
     Clients,
-    RecordingSleep,
     Workspace,
     create_account,
     create_rule,
@@ -46,6 +45,8 @@ from tests.engines.adrules.factories import (
     make_payload,
     store_token,
 )
+from tests.harness.clock import manual_clock
+from tests.harness.sleep import RecordingSleep
 
 SPEND_TASK = TaskIn(
     name="Spend watch",
@@ -200,7 +201,7 @@ async def test_worker_defers_the_run_for_a_long_throttle_and_resumes_it(
 
     # Access is back when Meta said: the resumed run completes.
     world.state.clear_faults()
-    runtime.clock.set(at)
+    manual_clock(runtime).set(at)
     assert await run_account_job(deps, again) == "completed"
     assert len(await _records(runtime, payload.batch_id)) == 4
     batch = await _batch(runtime, payload.batch_record_id)

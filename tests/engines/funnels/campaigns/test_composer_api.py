@@ -5,6 +5,7 @@ send made by the sender's own renderer (FN-77)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import func, select, update
 
@@ -128,7 +129,7 @@ async def test_fn74_a_campaign_audience_and_a_funnel_use_a_saved_segment(
     ).json()
     assert review["matched"] == 1
 
-    definition = {
+    definition: dict[str, Any] = {
         "nodes": [{"kind": "add_tag", "id": "t", "tag": "vip", "entry": True}],
         "triggers": [
             {

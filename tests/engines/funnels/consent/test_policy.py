@@ -132,7 +132,7 @@ async def test_the_reader_costs_two_queries_whatever_the_batch(
         await remember(uow.session, key, gone, runtime.clock.now())
     statements: list[str] = []
 
-    def seen(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+    def seen(conn, cursor, statement, *args) -> None:
         statements.append(statement)
 
     engine = runtime.db.read_engine.sync_engine

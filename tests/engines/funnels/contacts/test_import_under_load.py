@@ -18,6 +18,7 @@ from app.scheduling.models import SweeperState
 from app.settings import Settings
 from tests.conftest import auth, is_postgres
 from tests.factories import create_tenant
+from tests.harness.app_client import asgi_transport
 
 pytestmark = pytest.mark.skipif(is_postgres(), reason="the SQLite write lock")
 
@@ -47,7 +48,7 @@ async def test_a_20000_row_import_while_the_api_is_used(
     statuses: Counter[int] = Counter()
     seen_progress: list[float] = []
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver", timeout=60
+        transport=asgi_transport(app), base_url="http://testserver", timeout=60
     ) as client:
         submitted = await client.post(
             "/api/v1/funnels/contacts/import", json={"csv": _csv()}, headers=auth(tenant)

@@ -75,6 +75,7 @@ async def test_fn35_api_drafts_and_shows_the_record(
         entry = await s.scalar(select(AuditEntry).where(AuditEntry.action == "funnel.ai_drafted"))
     assert entry is not None
     assert entry.actor_kind == "api_key"
+    assert entry.after is not None
     assert entry.after["outcome"] == "repaired"
 
 

@@ -115,7 +115,7 @@ async def _check(runtime: Runtime, funnel_id: int) -> None:
     assert unmatched == 0
 
 
-async def test_fn12_a_10000_contact_burst_enters_once_each(runtime: Runtime, tenant) -> None:  # type: ignore[no-untyped-def]
+async def test_fn12_a_10000_contact_burst_enters_once_each(runtime: Runtime, tenant) -> None:
     ws = tenant.workspace_id
     funnel_id = await _funnel(runtime, ws)
     await _burst(runtime, ws)
@@ -126,7 +126,7 @@ async def test_fn12_a_10000_contact_burst_enters_once_each(runtime: Runtime, ten
 @pytest.mark.postgres
 async def test_fn12_two_matchers_on_their_own_pools_start_one_run_per_contact(
     runtime: Runtime, settings: Settings, tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ws = tenant.workspace_id
     funnel_id = await _funnel(runtime, ws)
     await _burst(runtime, ws)

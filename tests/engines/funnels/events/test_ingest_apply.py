@@ -9,14 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import event, insert, select, update
 
 from app.engines.funnels.contacts.store import ContactData, contact_row, create_contacts
 from app.engines.funnels.events.forms import create_form
 from app.engines.funnels.events.ingest import process_batch, store
 from app.engines.funnels.events.models import InboundEvent
-from app.engines.funnels.events.work import apply_set
 from app.engines.funnels.models import Contact, ContactEvent
 from app.runtime import Runtime
 from tests.engines.funnels.factories import contact, count
@@ -235,28 +233,36 @@ async def test_a_reprocessed_batch_records_nothing_twice(runtime: Runtime, tenan
 
 
 async def test_a_contact_created_concurrently_is_found_instead(
-    runtime: Runtime, tenant: Any, monkeypatch: pytest.MonkeyPatch
+    runtime: Runtime, tenant: Any
 ) -> None:
-    """The address was free when the batch looked it up and taken when it inserted (another
-    transaction created the contact in between): the insert skips it and the events are
-    recorded for the contact that exists, with no second ``contact_created``."""
+    """The address was free when the batch looked it up and taken when it inserted (the contact
+    created in between, here just before the batch's insert reaches the database): the insert
+    skips it and the events are recorded for the contact that exists, with no second
+    ``contact_created``."""
     ws = tenant.workspace_id
-    existing = await contact(runtime, ws, "race@example.com")
-    lookups = apply_set.contact_ids_by_email
-    calls: list[int] = []
+    target = runtime.db.write_engine.sync_engine
+    row = contact_row(ws, ContactData(email="race@example.com"), {}, runtime.clock.now())
+    lookups: list[str] = []
 
-    async def first_finds_nothing(session: Any, keys: Any) -> dict[tuple[int, str], int]:
-        calls.append(len(keys))
-        return {} if len(calls) == 1 else await lookups(session, keys)
+    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("SELECT") and "FROM contacts" in statement and "email" in statement:
+            lookups.append(statement)
+        elif statement.startswith("INSERT INTO contacts") and not lookups[1:]:
+            lookups.append("the contact created")
+            conn.execute(insert(Contact).values(row))
 
-    monkeypatch.setattr(apply_set, "contact_ids_by_email", first_finds_nothing)
-    await store_all(runtime, ws, [api("race", {"email": "race@example.com"}, create=True)])
-    result = await process_batch(runtime.db, now=runtime.clock.now(), limit=100)
-    assert len(calls) == 2
+    event.listen(target, "before_cursor_execute", before)
+    try:
+        await store_all(runtime, ws, [api("race", {"email": "race@example.com"}, create=True)])
+        result = await process_batch(runtime.db, now=runtime.clock.now(), limit=100)
+    finally:
+        event.remove(target, "before_cursor_execute", before)
+    existing = await _id_of(runtime, ws, "race@example.com")
+    assert lookups[1:] == ["the contact created", lookups[2]]  # looked up again after the insert
     assert result.contacts == {ws: {existing}}
     assert (await outcomes(runtime, ws))["race"] == "recorded"
     assert await count(runtime, Contact, Contact.email == "race@example.com") == 1
-    assert await count(runtime, ContactEvent, ContactEvent.name == "contact_created") == 1
+    assert await count(runtime, ContactEvent, ContactEvent.name == "contact_created") == 0
 
 
 async def test_create_contacts_skips_an_address_taken(runtime: Runtime, tenant: Any) -> None:

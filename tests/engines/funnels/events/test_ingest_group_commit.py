@@ -43,7 +43,7 @@ async def _stored_ids(runtime: Runtime) -> dict[str, int]:
 
 async def test_fn13_a_thousand_concurrent_events_share_batches_and_each_is_stored_once(
     runtime: Runtime, tenant, new_writer
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """1,000 events at once, 200 of them repeats of another in the same burst: 800 rows, each
     sender id answered "stored" exactly once and with the id of its row, in two batches of at
     most 500 rows."""
@@ -78,7 +78,7 @@ async def test_fn13_a_thousand_concurrent_events_share_batches_and_each_is_store
 
 async def test_fn13_every_answer_is_given_after_its_event_is_committed(
     client, runtime: Runtime, tenant
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """200 concurrent requests through the endpoint: as each 202 arrives, its event is already
     readable from another connection (committed, not merely written)."""
     headers = {"X-Ingest-Token": tenant.ingest_token}
@@ -99,14 +99,14 @@ async def test_fn13_every_answer_is_given_after_its_event_is_committed(
     await asyncio.gather(*(post(i) for i in range(200)))
     assert missing == []
     assert await count(runtime, InboundEvent) == 200
-    assert runtime.resources.require(FunnelsDeps).event_writer.batches < 200, (
-        "the requests shared commits"
-    )
+    writer = runtime.resources.require(FunnelsDeps).event_writer
+    assert isinstance(writer, EventWriter)
+    assert writer.batches < 200, "the requests shared commits"
 
 
 async def test_fn13_a_failing_event_fails_only_its_own_request(
     runtime: Runtime, tenant, new_writer
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """One event in the batch cannot be written (its payload is not JSON): the batch is written
     again row by row, that request gets the error, the other 49 are stored."""
     writer = new_writer(window_seconds=0.002, max_rows=500)
@@ -133,7 +133,7 @@ async def test_fn13_a_failing_event_fails_only_its_own_request(
 
 async def test_fn13_a_repeat_of_a_failed_event_in_the_same_batch_is_tried_on_its_own(
     runtime: Runtime, tenant, new_writer
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The first occurrence of a sender id fails; its repeat in the same batch is not answered
     "already stored" (nothing was stored) but written on its own."""
     writer = new_writer(window_seconds=0.002, max_rows=500)
@@ -158,7 +158,7 @@ async def test_fn13_a_repeat_of_a_failed_event_in_the_same_batch_is_tried_on_its
 
 async def test_fn13_a_request_that_goes_away_leaves_the_batch_to_the_others(
     runtime: Runtime, tenant, new_writer
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A request cancelled while it waits for its batch takes nothing from the others: they are
     answered and stored, its event (already in the batch) is stored, and a repeat of its sender
     id in the same batch is answered as already stored."""
@@ -187,7 +187,7 @@ async def test_fn13_a_request_that_goes_away_leaves_the_batch_to_the_others(
 
 async def test_fn13_without_a_window_each_event_has_its_own_transaction(
     runtime: Runtime, tenant, new_writer
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     writer = new_writer(window_seconds=0, max_rows=500)
     results = await asyncio.gather(
         *(
@@ -209,7 +209,7 @@ async def test_fn13_without_a_window_each_event_has_its_own_transaction(
 
 async def test_fn13_events_arriving_during_a_write_go_as_soon_as_it_ends(
     runtime: Runtime, tenant, new_writer
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """One batch at a time, two rows a batch, a window far longer than the test: the first two
     events fill a batch at once; the third, which arrived while it was written, is written as
     soon as it ends instead of after another window."""
@@ -235,7 +235,7 @@ async def test_fn13_events_arriving_during_a_write_go_as_soon_as_it_ends(
 @pytest.mark.skipif(is_postgres(), reason="the SQLite write lock")
 async def test_fn13_a_batch_waits_in_line_with_the_process_write_transactions(
     runtime: Runtime, tenant, new_writer
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The batch's statement goes to SQLite outside a transaction, yet it waits its turn in the
     process's write line (app/db/write_gate.py) like every transaction: while another writer
     holds the lock it is in line, and it writes before a transaction that asked after it. Left

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 async def test_fn13_no_event_answered_2xx_is_missing_after_a_sigkill_mid_burst(
     runtime: Runtime, settings: Settings, tenant, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     env = {
         **os.environ,
         "DATABASE_URL": settings.database.url,

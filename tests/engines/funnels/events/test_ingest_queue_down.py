@@ -18,6 +18,7 @@ import pytest
 from app.clock import ManualClock
 from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.due.schedule_triggers import tick
+from app.engines.funnels.events.ingest import ProcessingRequests
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import ContactEvent
 from app.runtime import Runtime
@@ -40,6 +41,7 @@ def api_event(event_id: str) -> dict[str, object]:
 def queue_at(runtime: Runtime, url: str) -> Iterator[ArqQueue]:
     """Requests, the event receivers' processing requests and jobs use an arq queue on ``url``."""
     processing = runtime.resources.require(FunnelsDeps).processing
+    assert isinstance(processing, ProcessingRequests)
     usual = runtime.queue
     queue = ArqQueue(
         runtime.db, runtime.clock, url, f"sweepline-test-down-{uuid.uuid4().hex[:8]}", timeout=0.5

@@ -23,6 +23,7 @@ from app.sandbox.postmark_webhooks import PostmarkWebhook
 from app.sandbox.sendgrid_webhooks import SendGridEventWebhook
 from tests.engines.funnels.events.test_mail_reports import _first_message, _secret, _state
 from tests.engines.funnels.factories import Engine, contact, settle
+from tests.harness.app_client import asgi_transport
 
 
 async def _stored(runtime) -> int:
@@ -348,7 +349,7 @@ async def test_fn13a_mailgun_token_refused_by_another_process_sharing_only_the_d
     other = assemble(with_own_queue(settings), runtime.clock)
     try:
         app = create_app(settings, other, background=False)
-        transport = httpx.ASGITransport(app=app)
+        transport = asgi_transport(app)
         async with httpx.AsyncClient(transport=transport, base_url="http://other") as second:
             first = mailgun.signed(mailgun.event("opened", "ann@example.com", "<a@x>"), token="t")
             assert (await mailgun.deliver(client, first)).status_code == 200

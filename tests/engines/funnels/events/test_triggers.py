@@ -4,6 +4,8 @@ ending early on an event (FN-11)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import select
 
 from app.engines.funnels.events.due.date_triggers import fire_date_triggers
@@ -417,7 +419,7 @@ async def test_fn26_time_and_segment_triggers_are_validated(runtime, tenant) -> 
 
     ws = tenant.workspace_id
     await setup_names(runtime, ws, tags=["entered"], fields={"plan": "text"})
-    triggers = [
+    triggers: list[dict[str, Any]] = [
         {"kind": "date_field", "field": "plan"},
         {"kind": "schedule", "hour": 25, "weekdays": [7], "timezone": "Mars/Olympus"},
         {"kind": "segment_enter", "predicate": {"kind": "field", "field": "nope", "op": "exists"}},

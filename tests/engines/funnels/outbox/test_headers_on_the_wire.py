@@ -27,7 +27,7 @@ from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import MailSender, PermanentMailError
-from app.integrations.mail.wire import HARD_LIMIT, fold_structured, is_structured
+from app.integrations.mail.folding import HARD_LIMIT, fold_structured, is_structured
 from app.sandbox.smtp import ReceivedMessage, SmtpSink
 from app.settings import MailSettings
 from app.web.dashboard.organisation import send_invitation

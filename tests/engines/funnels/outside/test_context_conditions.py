@@ -182,7 +182,7 @@ async def test_context_predicates_agree_outside_a_run(outside: Outside, space: S
     facts = ContactFacts(attributes={}, fields={})
     async with outside.runtime.db.read() as s:
         for op in ("eq", "exists", "not_exists"):
-            predicate = ContextIs(path="http.c.status", op=op, value=200)  # type: ignore[arg-type]
+            predicate = ContextIs(path="http.c.status", op=op, value=200)
             sql = compile_sql(predicate, workspace_id=ws, now=NOW, custom={})
             matched = list(
                 await s.scalars(select(Contact.id).where(Contact.workspace_id == ws, sql))

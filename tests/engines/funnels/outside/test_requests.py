@@ -92,7 +92,7 @@ async def test_http_request_refuses_private_targets(
     assert steps[-1].output["code"] == "target_refused"
     # The run holds the step's error (FN-7, README: "the error in last_error").
     assert run.last_error == steps[-1].output["error"]
-    assert "private or local targets are not allowed" in run.last_error
+    assert "private or local targets are not allowed" in (run.last_error or "")
     [effect] = await effects(outside.runtime)
     assert effect.status == OUTBOX_FAILED
     assert outside.sink.messages == []  # the send after it never happened
@@ -303,6 +303,7 @@ async def test_ai_generate_fills_variable_and_cache_hit_is_free(
     assert content(first.body) == generated
     async with outside.runtime.db.read() as s:
         org = await s.scalar(select(Workspace.organisation_id).where(Workspace.id == ws))
+        assert org is not None
         used = (await ai_ledger.quota_of(s, org, outside.clock.now())).used_tokens
     assert used == ai.tokens_billed > 0
 
@@ -324,6 +325,7 @@ async def test_ai_generate_fills_variable_and_cache_hit_is_free(
 async def _org_usage(outside: Outside, ws: int) -> tuple[int, list[AiUsage]]:
     async with outside.runtime.db.read() as s:
         org = await s.scalar(select(Workspace.organisation_id).where(Workspace.id == ws))
+        assert org is not None
         used = (await ai_ledger.quota_of(s, org, outside.clock.now())).used_tokens
         lines = list(await s.scalars(select(AiUsage).order_by(AiUsage.id)))
     return used, lines
@@ -387,6 +389,7 @@ async def test_ai_generate_quota_exhaustion_recorded(outside: Outside, space: Sp
     await ai_setup(outside, ws)
     async with outside.runtime.db.write() as uow:
         org = await uow.session.scalar(select(Workspace.organisation_id).where(Workspace.id == ws))
+        assert org is not None
         await ai_ledger.set_quota(uow.session, org, 30, outside.clock.now())
     funnel_id, _ = await published(outside.runtime, ws, ai_funnel())
     await contact(outside.runtime, ws, "a@example.com", fields={"company": "Acme"})
@@ -423,6 +426,7 @@ async def test_ai_quota_is_per_organisation_and_reserved_atomically(
         org = await uow.session.scalar(
             select(Workspace.organisation_id).where(Workspace.id == space.workspace_id)
         )
+        assert org is not None
         await ai_ledger.set_quota(uow.session, org, 1000, now)
 
     async def take() -> bool:

@@ -31,7 +31,6 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     Run,
 )
-from app.engines.funnels.runs import batch_writes
 from app.engines.funnels.runs.entry import enter
 from tests.engines.funnels.factories import (
     Engine,
@@ -267,10 +266,10 @@ ADVANCE_STATEMENTS = ("UPDATE FUNNEL_RUNS SET STATUS", "UPDATE FUNNEL_RUNS AS R 
 
 
 @pytest.fixture
-def kill_switch(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+def kill_switch(engine: Engine) -> Iterator[dict[str, Any]]:
     """Makes the next run-advancement statement fail, as if the worker died right after it had
-    written the outbox rows and before the advancement reached the database: through the SQL
-    layer (SQLite) or handed to the driver (PostgreSQL, app/engines/funnels/runs/batch_writes.py)."""
+    written the outbox rows and before the advancement reached the database (its statement is the
+    SQL layer's on SQLite, the driver's array form on PostgreSQL: both pass the statement events)."""
     state: dict[str, Any] = {"armed": False, "fired": 0}
     target = engine.runtime.db.write_engine.sync_engine
 
@@ -285,13 +284,6 @@ def kill_switch(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[dic
     ) -> None:
         die_at(statement)
 
-    to_driver = batch_writes._driver_execute
-
-    async def driver_execute(session: Any, statement: str, *args: Any) -> None:
-        die_at(statement)
-        await to_driver(session, statement, *args)
-
-    monkeypatch.setattr(batch_writes, "_driver_execute", driver_execute)
     event.listen(target, "before_cursor_execute", before)
     yield state
     event.remove(target, "before_cursor_execute", before)

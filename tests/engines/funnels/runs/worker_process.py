@@ -25,7 +25,6 @@ from app.db.session import Database
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs import batch_writes
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import SmtpPool
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings
@@ -46,16 +45,9 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
         def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
             die_at(statement)
 
-        to_driver = batch_writes._driver_execute
-
-        async def driver_execute(session: Any, statement: str, *args: Any) -> None:
-            die_at(statement)
-            await to_driver(session, statement, *args)
-
-        # The advancement goes through the SQL layer (SQLite) or straight to the driver
-        # (PostgreSQL): the process dies at either.
+        # The advancement is the SQL layer's statement (SQLite) or the driver's array form
+        # (PostgreSQL): both pass the statement events, so the process dies at either.
         event.listen(db.write_engine.sync_engine, "before_cursor_execute", before)
-        batch_writes._driver_execute = driver_execute
     mail = MailSettings(smtp_host="127.0.0.1", smtp_port=smtp_port, from_address="w@test.example")
     signing = Tracking("http://sweepline.test", "worker-process-secret")
 

@@ -29,8 +29,10 @@ __all__ = ["space"]
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 # February: Berlin is UTC+1. Three reactions at 07:xx local, two at 18:xx local.

@@ -6,8 +6,6 @@ from __future__ import annotations
 import struct
 import zlib
 from datetime import UTC, datetime
-from email import message_from_bytes, policy
-from email.message import EmailMessage
 
 import httpx
 from sqlalchemy import select
@@ -23,6 +21,7 @@ from app.sandbox.smtp import SmtpSink
 from tests.conftest import auth
 from tests.engines.ranktracking.factories import KEYWORDS, PLAN, fund, make_schedule, measure
 from tests.factories import Tenant
+from tests.harness.mail import parsed, parts
 
 API = "/api/v1/ranktracking"
 
@@ -97,14 +96,13 @@ async def test_the_report_mail_carries_html_with_inline_charts_and_a_text_altern
     )
 
     (received,) = sink.snapshot()
-    mime = message_from_bytes(received.raw, policy=policy.default)
-    assert isinstance(mime, EmailMessage)
+    mime = parsed(received.raw)
     assert mime.get_content_type() == "multipart/alternative"
-    text, related = mime.get_payload()
+    text, related = parts(mime)
     assert text.get_content_type() == "text/plain"
     assert "Biggest gains:" in text.get_content()
     assert related.get_content_type() == "multipart/related"
-    html_part, *images = related.get_payload()
+    html_part, *images = parts(related)
     assert html_part.get_content_type() == "text/html"
     html = html_part.get_content()
     assert [i.get_content_type() for i in images] == ["image/png", "image/png"]
@@ -146,8 +144,7 @@ async def test_a_period_without_measurement_sends_html_without_images(
         == "sent"
     )
     (received,) = sink.snapshot()
-    mime = message_from_bytes(received.raw, policy=policy.default)
-    assert isinstance(mime, EmailMessage)
-    _text, html = mime.get_payload()
+    mime = parsed(received.raw)
+    _text, html = parts(mime)
     assert html.get_content_type() == "text/html"  # no related part without an image
     assert "No measurement in this period." in html.get_content()

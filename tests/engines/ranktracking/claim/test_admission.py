@@ -132,7 +132,7 @@ async def test_rt21_rt23_cap_block_and_balance_block_have_distinct_codes(
     assert codes == {"cap_reached", "insufficient_balance"}
 
 
-async def _request(session, schedule: Schedule) -> Request:  # type: ignore[no-untyped-def]
+async def _request(session, schedule: Schedule) -> Request:
     req = Request(
         workspace_id=schedule.workspace_id,
         schedule_id=schedule.id,
@@ -231,7 +231,7 @@ async def test_rt26_run_now_says_why_nothing_launched(runtime: Runtime, tenant: 
 
 async def test_rt26_admitted_manual_run_moves_the_anchor(
     runtime: Runtime, tenant: Tenant, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, frequency="weekly")
     clock.advance(hours=50)
@@ -283,7 +283,7 @@ async def test_rt27_creation_reports_the_baseline_outcome(runtime: Runtime, tena
 
 async def test_rt28_pause_closes_runs_and_releases_resume_is_due_now(
     runtime: Runtime, tenant: Tenant, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant, devices=["desktop", "mobile"])
     launch = await run_now(RankTrackingDeps.of(runtime), principal(tenant), schedule.id, "standard")
@@ -315,7 +315,7 @@ async def test_rt28_pause_closes_runs_and_releases_resume_is_due_now(
 
 async def test_rt24_recurring_request_uses_the_same_path(
     runtime: Runtime, tenant: Tenant, clock
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
     early = await admit_and_send(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
@@ -184,10 +185,11 @@ async def test_rt22_sweep_and_manual_requests_at_once_never_overdraw(
             )
         return launch.launched
 
-    sweep, *manuals = await asyncio.gather(
+    results: list[Any] = await asyncio.gather(
         dispatch_due(RankTrackingDeps.of(runtime), runtime.clock.now()),
         *(manual(i) for i in ids[:12]),
     )
+    sweep, *manuals = results
     assert sweep.errors == 0
     assert sweep.launched_runs + sum(manuals) == 10
     assert await available(runtime, tenant) == 0

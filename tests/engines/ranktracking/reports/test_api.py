@@ -191,7 +191,7 @@ async def test_reports_bad_input_is_422_and_other_workspace_404(
 ) -> None:
     schedule = await seeded_schedule(runtime, tenant, sim)
     url, h = f"{BASE}/schedules/{schedule.id}/positions", auth(tenant)
-    for params, field in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"device": "tablet"}, "device"),
         ({"moved": 0}, "moved"),
         ({"in_top": 5}, "in_top"),
@@ -201,7 +201,8 @@ async def test_reports_bad_input_is_422_and_other_workspace_404(
         ({"columns": 53}, "columns"),
         ({"limit": 0}, "limit"),
         ({"cursor": "x1"}, "cursor"),
-    ]:
+    ]
+    for params, field in cases:
         r = await client.get(url, params=params, headers=h)
         assert r.status_code == 422, (params, r.text)
         assert r.json()["details"][0]["field"] == field

@@ -41,7 +41,7 @@ PLAN: list[dict[str, tuple[int | None, int | None]]] = [
     },
 ]
 # Measured after "epsilon" left the schedule.
-LAST = {
+LAST: dict[str, tuple[int | None, int | None]] = {
     "alpha": (2, 4),
     "beta": (2, 4),
     "gamma": (4, 1),

@@ -60,7 +60,7 @@ async def test_rt3_the_selection_editor_refuses_like_creation(
         )
 
 
-async def test_rt16_editable_and_fixed_fields(runtime: Runtime, tenant: Tenant, clock) -> None:  # type: ignore[no-untyped-def]
+async def test_rt16_editable_and_fixed_fields(runtime: Runtime, tenant: Tenant, clock) -> None:
     kl = await make_list(runtime, tenant, ["a"])
     schedule = await make_schedule(runtime, tenant, list_id=kl.id, frequency="monthly")
     other = await make_list(runtime, tenant, ["b"], name="other")

@@ -17,7 +17,7 @@ from app.engines.ranktracking.schedules.rules import (
 from app.errors import ValidationFailed
 
 
-def _config(**overrides: Any):  # type: ignore[no-untyped-def]
+def _config(**overrides: Any):
     values: dict[str, Any] = {
         "name": "n",
         "data_type": "serp",

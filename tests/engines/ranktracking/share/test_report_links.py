@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from email import message_from_bytes, policy
-from email.message import EmailMessage
 from typing import Any
 
 import httpx
@@ -26,6 +24,7 @@ from app.sandbox.smtp import SmtpSink
 from tests.conftest import auth
 from tests.engines.ranktracking.factories import KEYWORDS, PLAN, fund, make_schedule, measure
 from tests.factories import Tenant
+from tests.harness.mail import parsed, parts
 from tests.platform.conftest import csrf_from, sign_in
 
 API = "/api/v1/ranktracking"
@@ -319,10 +318,9 @@ async def test_rt120_the_email_report_carries_the_logo_inline(
         (delivery,) = (await session.execute(select(ReportDelivery.id))).scalars()
     await send_report_impl(RankTrackingDeps.of(runtime), delivery, final_attempt=False)
     (received,) = sink.snapshot()
-    mime = message_from_bytes(received.raw, policy=policy.default)
-    assert isinstance(mime, EmailMessage)
-    _, related = mime.get_payload()
-    html_part, *images = related.get_payload()
+    mime = parsed(received.raw)
+    _, related = parts(mime)
+    html_part, *images = parts(related)
     ids = {i["Content-ID"].strip("<>"): i.get_content() for i in images}
     assert ids["rt-logo@sweepline"] == LOGO
     assert 'src="cid:rt-logo@sweepline"' in html_part.get_content()

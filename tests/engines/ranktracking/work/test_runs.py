@@ -75,9 +75,7 @@ async def test_two_device_run_goes_dispatching_running_succeeded(
         assert run.status == "running"
         assert run_out(run).pending == 2
         assert run_out(run).missing is None
-    posted = [
-        sim.task(t) for t in [r.task_id for r in (await _results(runtime, run_ids[0])).values()]
-    ]
+    posted = [sim.task(str(r.task_id)) for r in (await _results(runtime, run_ids[0])).values()]
     assert {p["tag"] for p in posted if p} == {str(run_ids[0])}
     for run_id in run_ids:
         await poll_ready(RankTrackingDeps.of(runtime), client)

@@ -14,7 +14,7 @@ from app.runtime import Runtime
 from tests.engines.funnels.factories import contact
 from tests.factories import Tenant
 from tests.platform.conftest import csrf_from, sign_in
-from tests.web.test_funnel_editor_check import _funnel
+from tests.web.dashboard.funnels.test_funnel_editor_check import _funnel
 
 EMAIL = {
     "kind": "send_email",

@@ -27,6 +27,7 @@ from app.web.app import create_app
 from app.web.dashboard import adrules_charts
 from tests.engines.adrules.factories import Setup, run_rule
 from tests.factories import Tenant
+from tests.harness.app_client import asgi_transport
 from tests.platform.conftest import sign_in
 
 SPEND = MetricValueCondition(metric="spend", period="today", operator="gt", value=Decimal(1))
@@ -81,7 +82,7 @@ async def test_ar25_budgets_per_object_from_the_records_and_the_run_history(
     ]
 
     app = create_app(settings, runtime, background=False)
-    transport = httpx.ASGITransport(app=app)
+    transport = asgi_transport(app)
     async with (
         httpx.AsyncClient(transport=transport, base_url="http://testserver") as mine,
         httpx.AsyncClient(transport=transport, base_url="http://testserver") as other,
@@ -110,7 +111,7 @@ async def test_a_rule_that_changes_no_budget_has_no_budget_chart(
     setup, batches = await _runs(runtime, world, tenant.workspace_id, task, runs=1)
     app = create_app(settings, runtime, background=False)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        transport=asgi_transport(app), base_url="http://testserver"
     ) as client:
         await sign_in(client, tenant.email, tenant.password)
         log = (await client.get(f"/ui/adrules/log?rule_id={setup.rule_id}")).text

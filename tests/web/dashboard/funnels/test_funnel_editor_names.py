@@ -12,7 +12,7 @@ from app.engines.funnels.models import FieldDefinition, Tag
 from app.runtime import Runtime
 from tests.factories import Tenant
 from tests.platform.conftest import csrf_from, sign_in
-from tests.web.test_funnel_editor_check import _funnel
+from tests.web.dashboard.funnels.test_funnel_editor_check import _funnel
 
 TAGGING = {
     "triggers": [{"kind": "manual"}],

@@ -1,0 +1,46 @@
+"""Many rows in one statement, spelled for the dialect: on PostgreSQL one array per column
+(``unnest``), elsewhere the SQL layer's executemany.
+
+For a hot path the SQL layer's per-row parameter handling (each value through its column type's
+bind processing) can cost more than the rest of the batch's Python. On PostgreSQL the caller's
+array statement goes to the driver as plain SQL text with one list per column, encoded by the
+driver in C, in the session's own transaction and through the connection's statement events
+like any other statement. The statement text is the same for every batch size, so the driver
+prepares it once per connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.sql import Executable
+
+from app.db.dialect import POSTGRESQL, dialect_name
+from app.db.session import WriteSession
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnArrays:
+    """A PostgreSQL statement with ``$n`` placeholders and its arguments, one list per column
+    (and any single values it takes after them)."""
+
+    sql: str
+    args: tuple[Any, ...]
+
+
+async def execute_rows(
+    session: WriteSession,
+    statement: Executable,
+    rows: Sequence[dict[str, Any]],
+    arrays: Callable[[], ColumnArrays],
+) -> None:
+    """``statement`` for every row of ``rows``; on PostgreSQL ``arrays()`` instead, the same
+    change in one statement."""
+    if dialect_name(session) != POSTGRESQL:
+        await session.execute(statement, list(rows))
+        return
+    spelled = arrays()
+    connection = await session.connection()
+    await connection.exec_driver_sql(spelled.sql, spelled.args)

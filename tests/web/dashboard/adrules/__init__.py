@@ -1,0 +1,1 @@
+"""The ad-rules pages of the dashboard (app/web/dashboard/adrules_*.py)."""

@@ -1,0 +1,1 @@
+"""The funnels pages of the dashboard (app/web/dashboard/funnel*.py)."""
