@@ -484,11 +484,12 @@ class RankTrackingSettings:
     mobile_factor: Decimal = env("RT_PRICE_MOBILE_FACTOR", Decimal("1"))
     """Multiplier of the SERP price for a mobile check (the provider bills both alike)."""
     price_maps_task_usd: Decimal = env("RT_PRICE_MAPS_TASK_USD", Decimal("0.0006"))
-    """Provider price of one Google Maps search (one geo-grid cell), standard queue, in USD."""
+    """Provider price of one Google Maps or Local Finder SERP (one geo-grid cell), standard queue,
+    in USD."""
     price_maps_task_priority_usd: Decimal = env(
         "RT_PRICE_MAPS_TASK_PRIORITY_USD", Decimal("0.0012")
     )
-    """Provider price of one Google Maps search on the priority queue, in USD."""
+    """Provider price of one Google Maps or Local Finder SERP on the priority queue, in USD."""
     price_kd_task_usd: Decimal = env("RT_PRICE_KD_TASK_USD", Decimal("0.05"))
     """Provider price of one keyword-data task (up to 1,000 keywords), in USD: the standard
     (task_post / task_get) method; the live method, not used here, costs more."""

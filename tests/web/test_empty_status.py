@@ -22,6 +22,9 @@ import pytest
 from litestar import Litestar, asgi
 from litestar.types import HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
 
+from app.engines.ranktracking.local.models import MAPS, GeoGrid
+from app.engines.ranktracking.local.scan_states import DONE
+from app.engines.ranktracking.reservation_states import RES_SETTLED
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop
 from app.settings import Settings
@@ -90,6 +93,34 @@ async def _report_link(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant
     return "DELETE", f"{base}/{made.json()['id']}", auth(tenant), b""
 
 
+async def _geogrid(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> Request:
+    """A finished scan (one still running cannot be deleted)."""
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        scan = GeoGrid(
+            workspace_id=tenant.workspace_id,
+            organisation_id=tenant.organisation_id,
+            keyword="bakery",
+            engine=MAPS,
+            language_code="en",
+            latitude=45.76,
+            longitude=4.83,
+            size=3,
+            spacing_m=500,
+            zoom=15,
+            depth=20,
+            queue="standard",
+            status=DONE,
+            reservation_state=RES_SETTLED,
+            created_at=now,
+            updated_at=now,
+        )
+        uow.session.add(scan)
+        await uow.session.flush()
+        scan_id = scan.id
+    return "DELETE", f"/api/v1/ranktracking/geogrids/{scan_id}", auth(tenant), b""
+
+
 async def _provider(http: httpx.AsyncClient, runtime: Runtime, tenant: Tenant) -> Request:
     body = {"shape": "json", "base_url": "https://sms.example", "options": {}, "secret": "k"}
     put = await http.put("/api/v1/funnels/providers/sms", json=body, headers=auth(tenant))
@@ -141,6 +172,7 @@ PREPARE: dict[tuple[str, str], Prepare] = {
         _report_link
     ),
     ("DELETE", "/api/v1/funnels/providers/{kind:str}"): _provider,
+    ("DELETE", "/api/v1/ranktracking/geogrids/{geogrid_id:int}"): _geogrid,
     ("DELETE", "/api/v1/funnels/sources/{source_id:int}"): _source,
     ("DELETE", "/api/v1/funnels/saved-segments/{segment_id:int}"): _saved_segment,
     (

@@ -109,28 +109,7 @@ def skipped_row(
     now: datetime,
 ) -> dict[str, Any]:
     """A ``skipped`` record made before anything was read (the platform stop)."""
-    return {
-        "workspace_id": payload.workspace_id,
-        "rule_id": payload.rule.id,
-        "task_id": task.id,
-        "ad_account_id": payload.account.id,
-        "batch_id": payload.batch_id,
-        "campaign_id": campaign.id,
-        "campaign_name": campaign.name[:400],
-        "action": type(task.action).__struct_config__.tag or "",
-        "status": RECORD_SKIPPED,
-        "reason": reason,
-        "parameters": action_parameters(task.action),
-        "before": None,
-        "after": None,
-        "conditions": [],
-        "steps": [],
-        "elapsed_seconds": 0.0,
-        "next_permitted_at": None,
-        "created_at": now,
-        "timezone": evaluation_zone(payload),
-        "attribution": attribution_label(payload.rule),
-    }
+    return _record(payload, task, campaign, status=RECORD_SKIPPED, reason=reason, created_at=now)
 
 
 def record_row(
@@ -146,8 +125,36 @@ def record_row(
     after: dict[str, Any] | None = None,
     next_at: datetime | None = None,
 ) -> dict[str, Any]:
-    payload = run.payload
-    timeline = [{"step": name, "seconds": round(seconds, 6)} for name, seconds in steps]
+    return _record(
+        run.payload,
+        task,
+        campaign,
+        status=status,
+        reason=reason,
+        created_at=run.deps.clock.now(),
+        steps=steps,
+        conditions=conditions,
+        before=before,
+        after=after,
+        next_at=next_at,
+    )
+
+
+def _record(
+    payload: RunAccountPayload,
+    task: TaskDocument,
+    campaign: CampaignEntity,
+    *,
+    status: str,
+    reason: str | None,
+    created_at: datetime,
+    steps: Sequence[tuple[str, float]] = (),
+    conditions: Sequence[ConditionResult] = (),
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    next_at: datetime | None = None,
+) -> dict[str, Any]:
+    """One execution record's row (its timeline and conditions as the log page reads them)."""
     return {
         "workspace_id": payload.workspace_id,
         "rule_id": payload.rule.id,
@@ -163,10 +170,10 @@ def record_row(
         "before": before,
         "after": after,
         "conditions": [_condition_json(c) for c in conditions],
-        "steps": timeline,
-        "elapsed_seconds": round(sum(s for _, s in steps), 6),
+        "steps": [{"step": name, "seconds": round(seconds, 6)} for name, seconds in steps],
+        "elapsed_seconds": round(float(sum(s for _, s in steps)), 6),
         "next_permitted_at": next_at,
-        "created_at": run.deps.clock.now(),
+        "created_at": created_at,
         "timezone": evaluation_zone(payload),
         "attribution": attribution_label(payload.rule),
     }

@@ -3,29 +3,41 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 import msgspec
 
 from app.engines.ranktracking.local.models import MAPS
+from app.engines.ranktracking.schemas import DomainInput
+
+
+def _text(limit: int) -> msgspec.Meta:
+    """As long as its column holds; what a valid value is, the checks in :mod:`.scans` say."""
+    return msgspec.Meta(max_length=limit)
+
+
+_Whole = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]
+"""A grid's size, spacing or zoom: bounded here, its own range checked (and named) in
+:mod:`.geogrid`."""
 
 
 class GeoGridIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A scan to run now: the keyword, the business (at least one of its identifiers), the
     grid's centre, size (3, 5, 7 or 9), spacing in metres and map zoom, and the engine."""
 
-    keyword: str
+    keyword: Annotated[str, _text(200)]
     latitude: float
     longitude: float
-    business_name: str | None = None
-    place_id: str | None = None
-    cid: str | None = None
-    domain: str | None = None
-    size: int = 5
-    spacing_m: int = 500
-    zoom: int = 15
-    engine: str = MAPS
-    language_code: str = "en"
-    queue: str = "standard"
+    business_name: Annotated[str, _text(200)] | None = None
+    place_id: Annotated[str, _text(200)] | None = None
+    cid: Annotated[str, _text(40)] | None = None
+    domain: DomainInput | None = None
+    size: _Whole = 5
+    spacing_m: _Whole = 500
+    zoom: _Whole = 15
+    engine: Annotated[str, _text(16)] = MAPS
+    language_code: Annotated[str, _text(8)] = "en"
+    queue: Annotated[str, _text(16)] = "standard"
 
 
 class GeoGridEstimateOut(msgspec.Struct, kw_only=True):
