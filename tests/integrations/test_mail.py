@@ -96,3 +96,12 @@ def test_sink_works_from_sync_code() -> None:
         settings = dataclasses.replace(MailSettings(), smtp_host=sink.host, smtp_port=sink.port)
         asyncio.run(MailSender(settings).send(email("sync@x")))
         assert [m.message_id for m in sink.messages] == ["<sync@x>"]
+
+
+async def test_a_subject_with_line_breaks_goes_out_on_one_line(sink: SmtpSink) -> None:
+    """A subject holding CR/LF (typed into a campaign, or from a contact's field) is sent on one
+    line: never a header of its own, never a refused build."""
+    await sender_for(sink).send(email(subject="Spring sale\r\nBcc: all@example.com\nnow"))
+    (received,) = sink.messages
+    assert received.subject == "Spring sale Bcc: all@example.com now"
+    assert "Bcc" not in {name.title() for name in received.headers}

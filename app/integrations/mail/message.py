@@ -63,13 +63,20 @@ def angle(message_id: str) -> str:
     return value
 
 
+def one_line(value: str) -> str:
+    """A header's text on one line. A subject rendered from a person's words or a contact's field
+    may hold a line break; a header cannot carry one (passed on, it would start a header of its
+    own), so each becomes a space, as a mail client shows a folded subject."""
+    return " ".join(value.splitlines())
+
+
 def build_message(email: OutgoingEmail, *, sender: str) -> EmailMessage:
     """Render ``email`` as a MIME message (text, plus an HTML alternative when given; with inline
     images the HTML alternative is a ``multipart/related`` of the HTML and the images)."""
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = ", ".join(email.to)
-    msg["Subject"] = email.subject
+    msg["Subject"] = one_line(email.subject)
     msg["Message-ID"] = angle(email.message_id)
     # The same id again: some providers (Amazon SES) replace Message-ID with their own, and
     # delivery reports are attributed by it.
