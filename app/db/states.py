@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
-from sqlalchemy import CheckConstraint
+from sqlalchemy import CheckConstraint, Update
+
+_Update = TypeVar("_Update", bound=Update)
 
 REGISTRY: dict[tuple[str, str], StateMachine] = {}
 """Every declared machine by ``(table, column)``: what the diagram generator and the schema
@@ -111,3 +113,31 @@ class StateMachine:
     def sources(self, new: str) -> tuple[str, ...]:
         """The states a row may be in for a write to move it to ``new``."""
         return tuple(s for s in self.states if new in self.transitions.get(s, ()))
+
+    def create(self, state: str) -> dict[str, str]:
+        """``{column: state}`` for a new row (``Model(**M.create(X), ...)`` or an insert's
+        values), refusing a state rows are not created in."""
+        if state not in self.initial:
+            raise InvalidTransition(f"{self.table}.{self.column}: rows are not created {state}")
+        return {self.column: state}
+
+    def transition(self, stmt: _Update, new: str, *, from_: Iterable[str] | None = None) -> _Update:
+        """``stmt`` (an ``UPDATE`` of this table) setting the state to ``new`` for rows in
+        ``from_`` only (default: every state declared to reach ``new``).
+
+        The guard makes the statement itself unable to take an undeclared move: a row in any
+        other state is left as it is (the caller sees it in the row count or ``RETURNING``)."""
+        sources = self.sources(new) if from_ is None else tuple(from_)
+        for old in sources:
+            self.require(old, new)
+        column = stmt.table.c[self.column]
+        return stmt.where(column.in_(sources)).values({self.column: new})
+
+    def set_sql(self, new: str, *, qualified: str | None = None) -> str:
+        """``status = 'x'`` for a hand-written ``UPDATE … SET`` (``qualified``: a table alias),
+        refusing a state no declared move reaches; guard its ``WHERE`` with :meth:`where` over
+        :meth:`sources`."""
+        if not self.sources(new):
+            raise InvalidTransition(f"{self.table}.{self.column}: no move reaches {new}")
+        column = f"{qualified}.{self.column}" if qualified else self.column
+        return f"{column} = '{new}'"

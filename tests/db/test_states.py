@@ -12,13 +12,16 @@ from typing import Literal
 
 import pytest
 from alembic import command
-from sqlalchemy import CheckConstraint, String, inspect
+from sqlalchemy import CheckConstraint, String, inspect, select, update
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app import state_diagrams
 from app.db.migrate import alembic_config, upgrade
 from app.db.states import REGISTRY, InvalidTransition, StateMachine, literal_states
 from app.models import metadata
+from app.runtime import Runtime
+from app.scheduling.job_states import JOB_DONE, JOB_QUEUED, JOB_RUNNING, JOBS
+from app.scheduling.models import Job
 from tests.conftest import TEST_DATABASE_URL, _create_pg_database, _drop_pg_database, is_postgres
 
 STATE_COLUMN = re.compile(r"^(status|state|\w+_state)$")
@@ -171,6 +174,62 @@ def test_move_sets_a_declared_state_and_refuses_the_others(lights: StateMachine)
     with pytest.raises(InvalidTransition, match="green → red"):
         lights.move(row, "red")
     assert row.colour == "green"
+
+
+def test_create_names_only_a_creation_state(lights: StateMachine) -> None:
+    assert lights.create("red") == {"colour": "red"}
+    with pytest.raises(InvalidTransition, match="not created green"):
+        lights.create("green")
+
+
+def test_set_sql_names_a_state_some_move_reaches(lights: StateMachine) -> None:
+    assert lights.set_sql("green") == "colour = 'green'"
+    assert lights.set_sql("amber", qualified="l") == "l.colour = 'amber'"
+    REGISTRY.pop(("lights", "colour"), None)
+    unreachable = StateMachine(
+        table="lights",
+        column="colour",
+        title="Lights",
+        states=literal_states(Colour),
+        initial=("red",),
+        transitions={"red": ("green",)},
+    )
+    with pytest.raises(InvalidTransition, match="no move reaches amber"):
+        unreachable.set_sql("amber")
+
+
+def test_transition_guards_the_update_with_the_declared_sources() -> None:
+    statement = JOBS.transition(update(Job).where(Job.id == 7), JOB_DONE).values(finished_at=None)
+    sql = str(statement.compile(compile_kwargs={"literal_binds": True}))
+    assert "SET status='done', finished_at=NULL" in sql
+    assert "jobs.id = 7 AND jobs.status IN ('queued', 'running')" in sql
+    narrowed = JOBS.transition(update(Job), JOB_DONE, from_=[JOB_RUNNING])
+    assert "jobs.status IN ('running')" in str(
+        narrowed.compile(compile_kwargs={"literal_binds": True})
+    )
+    with pytest.raises(InvalidTransition, match="done → queued"):
+        JOBS.transition(update(Job), JOB_QUEUED, from_=[JOB_DONE])
+
+
+async def test_a_guarded_transition_leaves_a_row_in_another_state(runtime: Runtime) -> None:
+    now = runtime.clock.now()
+    async with runtime.db.write() as uow:
+        for job_id in ("a", "b"):
+            fields = {"name": "noop", "queue": "q", "payload": b"", "max_tries": 1}
+            uow.session.add(
+                Job(id=job_id, run_at=now, created_at=now, **fields, **JOBS.create(JOB_QUEUED))
+            )
+        await uow.session.flush()
+        claimed = await uow.session.execute(
+            JOBS.transition(update(Job).where(Job.id == "b"), JOB_RUNNING)
+        )
+        finished = await uow.session.execute(
+            JOBS.transition(update(Job), JOB_DONE, from_=[JOB_RUNNING])
+        )
+    assert (claimed.rowcount, finished.rowcount) == (1, 1)  # type: ignore[attr-defined]
+    async with runtime.db.read() as session:
+        rows = {r.id: r.status for r in await session.execute(select(Job.id, Job.status))}
+    assert rows == {"a": JOB_QUEUED, "b": JOB_DONE}
 
 
 def test_a_transition_to_an_undeclared_state_is_refused() -> None:
