@@ -11,12 +11,9 @@ from sqlalchemy import update
 from app.db.session import WriteSession
 from app.engines.funnels.contacts.erasure import erase_personal_data, person_of
 from app.engines.funnels.contacts.store import get_contact
-from app.engines.funnels.models import (
-    RUN_ACTIVE,
-    RUN_CANCELLED,
-    Run,
-)
+from app.engines.funnels.models import Run
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.runs.states import RUN_ACTIVE, RUN_CANCELLED, RUNS
 from app.platform import audit
 from app.platform.crypto import SecretBox
 
@@ -66,12 +63,15 @@ async def delete_contact(
 async def end_runs_of_contact(
     session: WriteSession, contact_id: int, now: datetime, *, reason: str
 ) -> None:
+    # Only an active run is ended: a run that already ended keeps the way it ended.
     await session.execute(
-        update(Run)
-        .execution_options(synchronize_session=False)
-        .where(Run.contact_id == contact_id, Run.status == RUN_ACTIVE)
-        .values(
-            status=RUN_CANCELLED,
+        RUNS.transition(
+            update(Run)
+            .execution_options(synchronize_session=False)
+            .where(Run.contact_id == contact_id),
+            RUN_CANCELLED,
+            from_=(RUN_ACTIVE,),
+        ).values(
             wake_at=None,
             lease_owner=None,
             lease_until=None,

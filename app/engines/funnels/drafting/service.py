@@ -27,7 +27,7 @@ from app.db.session import Database, ReadSession
 from app.db.tenancy import scoped_select
 from app.engines.funnels.definitions import service as definitions
 from app.engines.funnels.definitions.graph import Definition
-from app.engines.funnels.definitions.validate import Problem
+from app.engines.funnels.definitions.validate import KnownNames, Problem
 from app.engines.funnels.drafting import prompt, rounds
 from app.engines.funnels.drafting.errors import AiDraftFailed, AiProviderMissing, AiQuotaSpent
 from app.engines.funnels.drafting.models import AiDraft
@@ -95,47 +95,8 @@ async def draft_funnel(
         clock=deps.clock,
         guard=deps.guard,
     )
-    attempt = f"draft:{token_source.token_hex(8)}"
-    messages = prompt.first_messages(request, known)
-    asked_from = 0
-    done: list[_Round] = []
     try:
-        for number in range(1, deps.settings.ai_draft_repair_rounds + 2):
-            completion = await _ask(
-                deps,
-                client,
-                options,
-                organisation_id,
-                workspace_id,
-                messages,
-                key=f"{attempt}:{number}",
-                first=number == 1,
-            )
-            if completion is None:
-                break  # the quota ran out after the first round: keep what we have
-            try:
-                definition, findings = rounds.parse_answer(completion.text)
-            except rounds.NotJson as exc:
-                raise AiDraftFailed(
-                    f"The AI provider's answer was not a funnel definition: {exc}. "
-                    "Nothing was saved."
-                ) from None
-            if definition is not None:
-                definition = rounds.impose(definition, request)
-                async with deps.db.read() as session:
-                    findings = await _findings(session, workspace_id, definition, request)
-            done.append(_Round(number, messages[asked_from:], completion, definition, findings))
-            if not findings:
-                break
-            # The model's answer was already recorded with its round: the next one asks anew
-            # from the repair request on.
-            asked_from = len(messages) + 1
-            messages = [
-                *messages,
-                *prompt.repair_messages(
-                    completion.text, [rounds.finding_line(p) for p in findings]
-                ),
-            ]
+        done = await _converse(deps, client, options, organisation_id, workspace_id, request, known)
     finally:
         await client.aclose()
     last = next((r for r in reversed(done) if r.definition is not None), None)
@@ -154,6 +115,57 @@ async def draft_funnel(
         last=last,
         endpoint=f"{provider.base_url}{CHAT_PATH}",
     )
+
+
+async def _converse(
+    deps: DraftingDeps,
+    client: ChatClient,
+    options: AiOptions,
+    organisation_id: int,
+    workspace_id: int,
+    request: prompt.DraftRequest,
+    known: KnownNames,
+) -> list[_Round]:
+    """Ask, then send the findings back in the validator's words while findings remain and
+    repair rounds are left. Every round asked, in order; no transaction is open meanwhile."""
+    attempt = f"draft:{token_source.token_hex(8)}"
+    messages = prompt.first_messages(request, known)
+    asked_from = 0
+    done: list[_Round] = []
+    for number in range(1, deps.settings.ai_draft_repair_rounds + 2):
+        completion = await _ask(
+            deps,
+            client,
+            options,
+            organisation_id,
+            workspace_id,
+            messages,
+            key=f"{attempt}:{number}",
+            first=number == 1,
+        )
+        if completion is None:
+            break  # the quota ran out after the first round: keep what we have
+        try:
+            definition, findings = rounds.parse_answer(completion.text)
+        except rounds.NotJson as exc:
+            raise AiDraftFailed(
+                f"The AI provider's answer was not a funnel definition: {exc}. Nothing was saved."
+            ) from None
+        if definition is not None:
+            definition = rounds.impose(definition, request)
+            async with deps.db.read() as session:
+                findings = await _findings(session, workspace_id, definition, request)
+        done.append(_Round(number, messages[asked_from:], completion, definition, findings))
+        if not findings:
+            break
+        # The model's answer was already recorded with its round: the next one asks anew
+        # from the repair request on.
+        asked_from = len(messages) + 1
+        messages = [
+            *messages,
+            *prompt.repair_messages(completion.text, [rounds.finding_line(p) for p in findings]),
+        ]
+    return done
 
 
 async def _findings(
