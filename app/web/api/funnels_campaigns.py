@@ -29,7 +29,7 @@ from app.engines.funnels.campaigns.service import (
 )
 from app.engines.funnels.consent import gate
 from app.engines.funnels.contacts.segments import Predicate
-from app.engines.funnels.definitions.graph import Holdout
+from app.engines.funnels.definitions.funnel_settings import Holdout
 from app.engines.funnels.deps import FunnelsDeps
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError

@@ -1,5 +1,6 @@
 """A funnel's definition: its graph of nodes (a msgspec tagged union of the 23 node kinds), the
-triggers that start it, the entry predicate checked at the door, and its settings.
+triggers that start it, the entry predicate checked at the door, and its settings
+(:mod:`.funnel_settings`).
 
 Every node has an ``id``; edges are node ids held in fields named ``next``, ``yes``/``no``,
 ``event_next`` or in split branches. A node without an outgoing edge ends the run.
@@ -15,6 +16,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from app.engines.funnels.contacts.segments import Predicate
+from app.engines.funnels.definitions.funnel_settings import FunnelSettings
 
 NodeId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-]+$")]
 
@@ -413,39 +415,6 @@ Trigger = (
     | DateField
     | Schedule
 )
-
-
-class FunnelSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    reentry: bool = False
-    """Let a contact enter again after their previous run ended."""
-    reentry_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] | None = None
-    """With ``reentry``: at most once per this many days. A contact who entered the funnel (any
-    version) less than this many days ago is not entered again."""
-    quiet_start_hour: int | None = None
-    quiet_end_hour: int | None = None
-    """Quiet hours every message of the funnel honours (contact's time zone)."""
-    topic: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] = "marketing"
-    """What the funnel's mail is about, as the preference page names it: a contact can leave
-    one topic and keep the others."""
-    transactional: bool = False
-    """Mail the contact asked for (receipts, password resets, a booking's confirmation): sent
-    without unsubscribe headers and despite marketing opt-outs (never after a bounce or a
-    complaint), and not counted against the frequency cap."""
-    when_capped: Literal["wait", "skip"] = "wait"
-    """What a message of this funnel does when the workspace's frequency cap is reached for its
-    contact: wait for the next allowed time (their next day or week), or be skipped."""
-    holdout: Holdout | None = None
-    """Keep a random control share of entrants out of the funnel (see :class:`Holdout`)."""
-
-
-class Holdout(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    """A random control share of the funnel's entrants who get nothing: their run is recorded
-    and ended at the door, so the report can measure the funnel's lift against them."""
-
-    percent: Annotated[float, msgspec.Meta(gt=0, le=50)] = 10
-    goal_event: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
-    """The contact event that counts as converting, for both groups alike."""
-    window_days: Annotated[int, msgspec.Meta(ge=1, le=365)] = 30
 
 
 class Definition(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

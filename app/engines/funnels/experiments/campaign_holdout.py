@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from app.db.session import ReadSession
 from app.engines.funnels.campaigns.models import Campaign, Recipient
-from app.engines.funnels.definitions.graph import Holdout
+from app.engines.funnels.definitions.funnel_settings import Holdout
 from app.engines.funnels.experiments import stats
 from app.engines.funnels.experiments.assign import HOLDOUT_SCALE
 from app.engines.funnels.experiments.holdout import HOLDOUT_REASON

@@ -20,7 +20,8 @@ from sqlalchemy import select
 
 from app.db.session import ReadSession, WriteSession
 from app.db.tenancy import scoped_select
-from app.engines.funnels.definitions.graph import Experiment, Holdout, Split, graph_for_version
+from app.engines.funnels.definitions.funnel_settings import Holdout
+from app.engines.funnels.definitions.graph import Experiment, Split, graph_for_version
 from app.engines.funnels.experiments import stats
 from app.engines.funnels.experiments.holdout import HOLDOUT_REASON
 from app.engines.funnels.experiments.models import ExperimentWinner
