@@ -1,12 +1,9 @@
 """The deliverer's senders for the outside actions, one channel each: ``sms``, ``push``,
 ``letter``, ``team`` (notify_team), ``http``, ``payment``, ``booking`` and ``ai``.
 
-Every channel follows the same life: a result already recorded for this effect (an earlier
-delivery finished but died before the outbox row was marked) is returned without calling out; the
-workspace's provider is loaded at send time; the call carries the effect's idempotency key;
-:class:`~app.integrations.http_guard.TransientError` becomes a deferred retry that honours the
-provider's ``Retry-After``, :class:`~app.integrations.http_guard.PermanentError` a recorded failure.
-What came back is recorded (:mod:`.results`) and the run waiting on it, if any, is woken.
+Every channel follows the same life (:mod:`.channel_base`): a result already recorded is
+returned without calling out, a transient failure is retried later, a permanent one recorded.
+The ``ai`` channel, metered against the organisation's quota, is :mod:`.ai_channel`.
 
 Consent and suppression are checked by the deliverer before a channel is called, per channel name:
 ``sms``, ``push`` and ``letter`` follow the contact's consent and suppression for that channel.
@@ -14,60 +11,25 @@ Consent and suppression are checked by the deliverer before a channel is called,
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import msgspec
 from sqlalchemy import select
 
 from app.engines.funnels.contacts.channel_fields import LETTER_ADDRESS
-from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.channel_deps import ChannelDeps, ChannelFactory
-from app.engines.funnels.outbox.deliver import (
-    LeasedEffect,
-    PermanentDeliveryError,
-    TransientDeliveryError,
-)
-from app.engines.funnels.outbox.payloads import (
-    Ai,
-    Booking,
-    Http,
-    Letter,
-    Payload,
-    Payment,
-    Push,
-    Request,
-    Sms,
-    Team,
-)
-from app.engines.funnels.outside import ai_ledger
+from app.engines.funnels.outbox.channel_deps import ChannelFactory
+from app.engines.funnels.outbox.deliver import LeasedEffect
+from app.engines.funnels.outbox.payloads import Booking, Http, Letter, Payment, Push, Sms, Team
 from app.engines.funnels.outside import config as provider_config
-from app.engines.funnels.outside.config import (
-    LetterOptions,
-    PaymentsOptions,
-    Provider,
-    PushOptions,
-)
-from app.engines.funnels.outside.results import Outcome, record, record_in, recorded
-from app.integrations.ai import (
-    build_messages,
-    estimate_tokens,
-    may_have_been_billed,
-)
+from app.engines.funnels.outside.ai_channel import AiChannel
+from app.engines.funnels.outside.channel_base import OutsideChannel, Refused
+from app.engines.funnels.outside.config import LetterOptions, PaymentsOptions, Provider, PushOptions
 from app.integrations.booking import Attendee
-from app.integrations.http_guard import (
-    HttpRequest,
-    PermanentError,
-    TransientError,
-)
+from app.integrations.http_guard import HttpRequest, PermanentError, TransientError
 from app.integrations.letter import Letter as PaperLetter
 from app.integrations.letter import PostalAddress
-from app.integrations.mail import (
-    OutgoingEmail,
-    PermanentMailError,
-    TransientMailError,
-)
+from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
 from app.integrations.payments import CheckoutRequest, PaymentIntentRequest
 from app.integrations.push import PushNotification
 from app.integrations.sms import SmsMessage
@@ -77,90 +39,6 @@ from app.platform.service import workspace_members
 ADDRESS_FIELDS = LETTER_ADDRESS
 """Custom fields a contact needs for ``send_letter`` (``address_line2``, ``address_state`` too
 when present; see :mod:`app.engines.funnels.contacts.channel_fields`)."""
-
-P = TypeVar("P", bound=Payload)
-
-
-class Refused(Exception):
-    """The effect cannot be carried out as it stands (recorded as a permanent failure)."""
-
-    code = "refused"
-
-
-class OutsideChannel(ABC, Generic[P]):
-    """The shared life of every outside channel; subclasses implement :meth:`call`, typed on
-    their payload struct (:mod:`app.engines.funnels.outbox.payloads`)."""
-
-    kind: str | None = None
-    """Provider kind loaded for the call (``None``: the channel needs no provider)."""
-    payload_type: type[P]
-    """The struct of the effects this channel delivers."""
-
-    def __init__(self, deps: ChannelDeps) -> None:
-        self.deps = deps
-
-    async def send(self, effect: LeasedEffect) -> str:
-        earlier = await recorded(self.deps.db, effect.id)
-        if earlier is not None:
-            if earlier.ok:
-                return _detail(earlier.result)
-            raise PermanentDeliveryError(earlier.error or "failed earlier")
-        provider = None
-        if self.kind is not None:
-            async with self.deps.db.read() as session:
-                provider = await provider_config.load(
-                    session, self.deps.secrets, effect.workspace_id, self.kind
-                )
-            if provider is None:
-                # The workspace may configure it yet: retried until the attempts run out.
-                raise TransientDeliveryError(f"no {self.kind} provider is configured")
-        payload = effect.payload_as(self.payload_type)
-        try:
-            result = await self.call(effect, payload, provider)
-        except TransientError as exc:
-            raise TransientDeliveryError(str(exc), retry_after=exc.retry_after) from exc
-        except (PermanentError, Refused) as exc:
-            code = exc.code or "failed"
-            await self._record(effect, Outcome(False, {"code": code}, str(exc)))
-            raise PermanentDeliveryError(str(exc)) from exc
-        except LookupError as exc:
-            raise TransientDeliveryError(str(exc)) from exc
-        await self._record(effect, Outcome(True, result, None))
-        return _detail(result)
-
-    @abstractmethod
-    async def call(self, effect: LeasedEffect, p: P, provider: Provider | None) -> dict[str, Any]:
-        """Perform the effect against the provider; the result is stored with the delivery."""
-
-    async def _record(self, effect: LeasedEffect, outcome: Outcome) -> None:
-        request = effect.payload if isinstance(effect.payload, Request) else None
-        await record(
-            self.deps.db,
-            outbox_id=effect.id,
-            workspace_id=effect.workspace_id,
-            outcome=outcome,
-            run_id=None if request is None else request.run_id,
-            node_id=None if request is None else request.node_id,
-            now=self.deps.clock.now(),
-        )
-
-    async def contact(self, effect: LeasedEffect) -> Contact:
-        async with self.deps.db.read() as session:
-            found = await session.get(Contact, effect.contact_id)
-        if found is None:
-            raise Refused("the contact no longer exists")
-        return found
-
-
-def _detail(result: dict[str, Any]) -> str:
-    for name in ("message_id", "notification_id", "letter_id", "payment_id", "booking_id"):
-        if result.get(name):
-            return str(result[name])
-    if "status" in result:
-        return f"HTTP {result['status']}"
-    if "text" in result:
-        return "generated (cached)" if result.get("cached") else "generated"
-    return str(result.get("summary", "done"))
 
 
 class SmsChannel(OutsideChannel[Sms]):
@@ -381,124 +259,6 @@ class BookingChannel(OutsideChannel[Booking]):
             "start": booking.start.isoformat(),
             "end": booking.end.isoformat(),
         }
-
-
-class AiChannel(OutsideChannel[Ai]):
-    """``ai_generate``: cache first (free), then the organisation's quota, then the call."""
-
-    kind = "ai"
-    payload_type = Ai
-
-    async def call(self, effect: LeasedEffect, p: Ai, provider: Provider | None) -> dict[str, Any]:
-        assert provider is not None
-        ws = effect.workspace_id
-        now = self.deps.clock.now
-        async with self.deps.db.read() as session:
-            hit = await ai_ledger.cached_text(session, ws, p.cache_key)
-            org = await session.scalar(select(Workspace.organisation_id).where(Workspace.id == ws))
-        if hit is not None:
-            # Another contact with the same inputs paid for it meanwhile.
-            return {"text": hit, "cached": True, "tokens": 0}
-        if org is None:
-            raise Refused("the workspace no longer exists")
-        creative = p.creative
-        messages = build_messages(creative, p.prompt)
-        estimate = estimate_tokens(messages, creative.max_tokens)
-        async with self.deps.db.write() as uow:
-            decision = await ai_ledger.reserve(uow.session, org, estimate, now())
-            if not decision.allowed:
-                await ai_ledger.log_usage(
-                    uow.session,
-                    organisation_id=org,
-                    workspace_id=ws,
-                    key=effect.idempotency_key,
-                    outcome="refused",
-                    tokens=0,
-                    model=creative.model,
-                    detail=f"quota {decision.reason}",
-                    now=now(),
-                )
-        if not decision.allowed:
-            raise QuotaExhausted(
-                f"AI quota {decision.reason}: {decision.remaining_tokens or 0} tokens left this "
-                f"month, about {estimate} needed",
-            )
-        client = self.deps.clients.ai(provider)
-        try:
-            completion = await client.complete(
-                messages,
-                model=creative.model,
-                max_tokens=creative.max_tokens,
-                temperature=creative.temperature,
-            )
-        except BaseException as exc:
-            await self._settle_failed(effect, org, creative.model, estimate, exc)
-            raise
-        tokens = completion.usage.total_tokens
-        result = {"text": completion.text, "cached": False, "tokens": tokens}
-        async with self.deps.db.write() as uow:
-            # One transaction: the spend, its ledger line, the cache entry and the result.
-            await ai_ledger.settle(uow.session, org, estimate, tokens, now())
-            await ai_ledger.log_usage(
-                uow.session,
-                organisation_id=org,
-                workspace_id=ws,
-                key=effect.idempotency_key,
-                outcome="generated",
-                tokens=tokens,
-                model=completion.model,
-                detail=completion.finish_reason or "",
-                now=now(),
-            )
-            await ai_ledger.cache_text(
-                uow.session,
-                workspace_id=ws,
-                key=p.cache_key,
-                text=completion.text,
-                model=completion.model,
-                tokens=tokens,
-                now=now(),
-            )
-            await record_in(
-                uow.session,
-                outbox_id=effect.id,
-                workspace_id=ws,
-                outcome=Outcome(True, result, None),
-                run_id=p.run_id,
-                node_id=p.node_id,
-                now=now(),
-            )
-        return result
-
-    async def _settle_failed(
-        self, effect: LeasedEffect, org: int, model: str, estimate: int, error: BaseException
-    ) -> None:
-        """A failed call gives its reservation back, unless the provider may have billed it (its
-        reply was lost): then the reservation, the call's upper bound, stays spent and has its
-        ledger line, so the retry's call is counted beside it, never instead of it."""
-        now = self.deps.clock.now
-        billed = may_have_been_billed(error)
-        async with self.deps.db.write() as uow:
-            await ai_ledger.settle(uow.session, org, estimate, estimate if billed else 0, now())
-            if billed:
-                await ai_ledger.log_usage(
-                    uow.session,
-                    organisation_id=org,
-                    workspace_id=effect.workspace_id,
-                    # One line per delivery attempt: each lost reply was a call of its own.
-                    key=f"{effect.idempotency_key}#{effect.attempts}",
-                    outcome="lost",
-                    tokens=estimate,
-                    model=model,
-                    detail=f"reply lost, counted at its reservation: {error}",
-                    now=now(),
-                )
-
-
-class QuotaExhausted(Refused):
-    """The organisation's AI quota does not cover this generation."""
-
-    code = "ai_quota_exhausted"
 
 
 CHANNEL_TYPES: dict[str, type[OutsideChannel[Any]]] = {
