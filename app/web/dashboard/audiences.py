@@ -25,10 +25,10 @@ from app.engines.funnels import reads
 from app.engines.funnels.contacts import saved_segments
 from app.engines.funnels.contacts.fields import define_field, field_types
 from app.engines.funnels.contacts.memberships import ensure_names
+from app.engines.funnels.contacts.predicate_checks import problems as predicate_problems
 from app.engines.funnels.contacts.saved_segment_models import SavedSegment
 from app.engines.funnels.contacts.saved_segments import SegmentInUse, list_segments
 from app.engines.funnels.contacts.segments import FIELD_TYPES, STANDARD_FIELDS, decode_predicate
-from app.engines.funnels.contacts.segments import problems as predicate_problems
 from app.engines.funnels.models import ContactList, Tag
 from app.errors import DomainError
 from app.platform.service import Principal

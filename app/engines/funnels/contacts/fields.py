@@ -9,7 +9,8 @@ from typing import Any
 
 from app.db.session import ReadSession, WriteSession
 from app.db.tenancy import scoped_select
-from app.engines.funnels.contacts.segments import FIELD_TYPES, Predicate, problems
+from app.engines.funnels.contacts.predicate_checks import problems
+from app.engines.funnels.contacts.segments import FIELD_TYPES, Predicate
 from app.engines.funnels.models import (
     FieldDefinition,
 )

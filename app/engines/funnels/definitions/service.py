@@ -25,7 +25,8 @@ from app.engines.funnels.definitions.graph import (
     encode_definition,
     kind_of,
 )
-from app.engines.funnels.definitions.validate import KnownNames, Problem, validate
+from app.engines.funnels.definitions.problems import KnownNames, Problem
+from app.engines.funnels.definitions.validate import validate
 from app.engines.funnels.errors import FunnelNotFound, InvalidGraph, NotPublished
 from app.engines.funnels.events.work.segment_triggers import record_baselines
 from app.engines.funnels.models import (

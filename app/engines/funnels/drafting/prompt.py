@@ -15,7 +15,8 @@ import msgspec
 
 from app.engines.funnels.contacts.segments import Predicate
 from app.engines.funnels.definitions.graph import Trigger
-from app.engines.funnels.definitions.validate import BUILTIN_VARIABLES, KnownNames
+from app.engines.funnels.definitions.problems import KnownNames
+from app.engines.funnels.definitions.validate import BUILTIN_VARIABLES
 from app.integrations.ai import ChatMessage
 
 Channel = Literal["email", "sms", "push", "letter"]

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from app.engines.funnels.definitions.graph import Definition, decode_definition, kind_of
-from app.engines.funnels.definitions.validate import Problem
+from app.engines.funnels.definitions.problems import Problem
 from app.engines.funnels.drafting.prompt import SEND_KIND_CHANNEL, DraftRequest
 
 _NODE_PATH = re.compile(r"`\$\.nodes\[(\d+)\]")

@@ -27,7 +27,7 @@ from app.db.session import Database, ReadSession
 from app.db.tenancy import scoped_select
 from app.engines.funnels.definitions import service as definitions
 from app.engines.funnels.definitions.graph import Definition
-from app.engines.funnels.definitions.validate import KnownNames, Problem
+from app.engines.funnels.definitions.problems import KnownNames, Problem
 from app.engines.funnels.drafting import prompt, rounds
 from app.engines.funnels.drafting.errors import AiDraftFailed, AiProviderMissing, AiQuotaSpent
 from app.engines.funnels.drafting.models import AiDraft

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from app.engines.funnels.contacts.predicate_checks import problems
 from app.engines.funnels.contacts.segments import (
     ContactFacts,
     InSegment,
     compile_sql,
     decode_predicate,
     evaluate,
-    problems,
 )
 from app.engines.funnels.models import Contact
 from tests.engines.funnels.factories import contact, setup_names

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from app.engines.funnels.definitions.graph import NODE_KINDS, decode_definition
-from app.engines.funnels.definitions.validate import KnownNames, Problem, validate
+from app.engines.funnels.definitions.problems import KnownNames, Problem
+from app.engines.funnels.definitions.validate import validate
 
 KNOWN = KnownNames(
     tags=frozenset({"vip", "customer"}),

@@ -12,7 +12,8 @@ from sqlalchemy import select, update
 
 from app.engines.funnels.contacts.segments import ContactFacts, ContextIs, compile_sql, evaluate
 from app.engines.funnels.definitions.graph import decode_definition
-from app.engines.funnels.definitions.validate import KnownNames, validate
+from app.engines.funnels.definitions.problems import KnownNames
+from app.engines.funnels.definitions.validate import validate
 from app.engines.funnels.models import RUN_COMPLETED, Contact
 from app.engines.funnels.outbox.render import render, variables
 from app.engines.funnels.runs.context import MISSING, compare, lookup

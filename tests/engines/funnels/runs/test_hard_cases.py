@@ -18,7 +18,8 @@ from app.engines.funnels.contacts.deletion import delete_contact
 from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.contacts.store import ContactData, update_contact
 from app.engines.funnels.definitions.graph import decode_definition
-from app.engines.funnels.definitions.validate import KnownNames, validate
+from app.engines.funnels.definitions.problems import KnownNames
+from app.engines.funnels.definitions.validate import validate
 from app.engines.funnels.events.claim.triggers import match_events
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import (
