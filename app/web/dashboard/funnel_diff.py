@@ -14,7 +14,7 @@ from litestar.response import Template
 from app.engines.funnels.definitions import service
 from app.web.auth import CurrentPrincipal
 from app.web.dashboard.common import page
-from app.web.dashboard.funnel_editor import KIND_LABELS
+from app.web.dashboard.funnel_editor_forms import KIND_LABELS
 from app.web.deps import Reads
 
 PREFIX = "/ui/funnels"

@@ -16,7 +16,7 @@ import pytest
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import NODE_KINDS
 from app.runtime import Runtime
-from app.web.dashboard.funnel_editor import FORMS
+from app.web.dashboard.funnel_editor_forms import FORMS
 from tests.factories import Tenant
 from tests.platform.conftest import csrf_from, sign_in
 
