@@ -14,6 +14,7 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from app.clock import Clock
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import accounts as account_service
+from app.engines.adrules import rule_tasks, rule_views
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
 from app.engines.adrules.claim.dispatch import dispatch_now
@@ -138,7 +139,7 @@ def account_out(a: AdAccount) -> AccountOut:
     )
 
 
-def rule_out(view: rule_service.RuleView) -> RuleOut:
+def rule_out(view: rule_views.RuleView) -> RuleOut:
     r = view.rule
     return RuleOut(
         id=r.id,
@@ -345,9 +346,7 @@ async def deactivate_account(
 
 
 async def _view(session: ReadSession, workspace_id: int, rule_id: int) -> RuleOut:
-    return rule_out(
-        await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
-    )
+    return rule_out(await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id))
 
 
 @post("/rules", status_code=201)
@@ -382,7 +381,7 @@ async def list_rules(
     paging: Paging,
     status: FromQuery[RuleStatus | None] = None,
 ) -> Page[RuleOut]:
-    views = await rule_service.list_rules(
+    views = await rule_views.list_rules(
         session,
         workspace_id=principal.workspace_id,
         status=status,
@@ -432,7 +431,7 @@ async def run_rule_now(runtime: Runtime, workspace_id: int, rule_id: int) -> Run
     """Dispatch an active or shadow rule once, now, through the sweep's own path (its schedule is
     kept); a shadow rule's run records what it would do and writes nothing."""
     async with runtime.db.read() as session:
-        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        view = await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
     if view.rule.status not in SCHEDULED_STATUSES:
         raise Conflict(
             f"the rule is {view.rule.status}: only an active or shadow rule runs (preview it "
@@ -514,7 +513,7 @@ async def add_task(
     rule_id: FromPath[int],
     data: JSONBody[TaskIn],
 ) -> TaskDocument:
-    task = await rule_service.add_task(
+    task = await rule_tasks.add_task(
         uow.session,
         secrets,
         workspace_id=principal.workspace_id,
@@ -536,7 +535,7 @@ async def replace_task(
     task_id: FromPath[int],
     data: JSONBody[TaskIn],
 ) -> TaskDocument:
-    await rule_service.update_task(
+    await rule_tasks.update_task(
         uow.session,
         secrets,
         workspace_id=principal.workspace_id,
@@ -557,7 +556,7 @@ async def remove_task(
     rule_id: FromPath[int],
     task_id: FromPath[int],
 ) -> None:
-    await rule_service.remove_task(
+    await rule_tasks.remove_task(
         uow.session,
         workspace_id=principal.workspace_id,
         rule_id=rule_id,
@@ -577,7 +576,7 @@ async def list_batches(
     rule_id: FromQuery[int | None] = None,
 ) -> Page[BatchOut]:
     """Batch records newest first (one per dispatch and ad account)."""
-    rows = await rule_service.list_batches(
+    rows = await rule_views.list_batches(
         session,
         workspace_id=principal.workspace_id,
         rule_id=rule_id,

@@ -20,8 +20,8 @@ from litestar.response import Redirect, Template
 from app.clock import Clock
 from app.db.session import ReadSession, UnitOfWork
 from app.engines.adrules import accounts as account_service
+from app.engines.adrules import rule_tasks, rule_views, stops
 from app.engines.adrules import rules as rule_service
-from app.engines.adrules import stops
 from app.engines.adrules.catalogue import (
     COOLDOWN_LABELS,
     EFFECTIVE_STATUSES,
@@ -210,7 +210,7 @@ async def _editor(
     rule_id: int | None,
     values: dict[str, Any],
     errors: dict[str, str],
-    view: rule_service.RuleView | None = None,
+    view: rule_views.RuleView | None = None,
 ) -> Template:
     accounts = await account_service.list_accounts(session, principal.workspace_id)
     shown = shown_errors(errors)
@@ -237,11 +237,11 @@ async def _editor(
     return template
 
 
-def _values_from_view(view: rule_service.RuleView) -> dict[str, Any]:
+def _values_from_view(view: rule_views.RuleView) -> dict[str, Any]:
     rule = view.rule
     prefilters = load_prefilters(rule.prefilters)
     schedule = load_schedule(rule.schedule)
-    tasks = [msgspec.to_builtins(rule_service.task_in(t)) for t in view.tasks]
+    tasks = [msgspec.to_builtins(rule_tasks.task_in(t)) for t in view.tasks]
     week = (
         {d: ", ".join(schedule.week.slots(i)) for i, d in enumerate(WEEKDAYS)}
         if isinstance(schedule, TimetableSchedule)
@@ -358,7 +358,7 @@ async def rules_page(
     settings: CurrentSettings,
     clock: CurrentClock,
 ) -> Template:
-    views = await rule_service.list_rules(session, workspace_id=principal.workspace_id, limit=200)
+    views = await rule_views.list_rules(session, workspace_id=principal.workspace_id, limit=200)
     has_token = await account_service.has_token(session, principal.workspace_id)
     now = clock.now()
     connection = await connection_service.connection_view(session, principal.workspace_id, now=now)
@@ -442,9 +442,7 @@ async def edit_rule_page(
     session: Reads,
     rule_id: FromPath[int],
 ) -> Template:
-    view = await rule_service.view_rule(
-        session, workspace_id=principal.workspace_id, rule_id=rule_id
-    )
+    view = await rule_views.view_rule(session, workspace_id=principal.workspace_id, rule_id=rule_id)
     return await _editor(
         request,
         principal,
@@ -534,7 +532,7 @@ async def update_rule(
     rule_id: FromPath[int],
 ) -> Template | Redirect:
     # 404 for another workspace's rule
-    await rule_service.view_rule(uow.session, workspace_id=principal.workspace_id, rule_id=rule_id)
+    await rule_views.view_rule(uow.session, workspace_id=principal.workspace_id, rule_id=rule_id)
     return await _save(request, principal, uow, (secrets, guard, clock), rule_id)
 
 
@@ -547,7 +545,7 @@ async def batches_page(
 ) -> Template:
     raw = request.query_params.get("rule_id")
     rule_id = int(raw) if raw and raw.isdigit() else None
-    rows = await rule_service.list_batches(
+    rows = await rule_views.list_batches(
         session, workspace_id=principal.workspace_id, rule_id=rule_id, limit=200
     )
     return page(request, "adrules/batches.html", principal, rows=rows[:200], rule_id=rule_id)

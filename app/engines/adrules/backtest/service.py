@@ -10,7 +10,7 @@ from datetime import UTC, date, time, timedelta
 from decimal import Decimal
 
 from app.engines.adrules import accounts as account_service
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import rule_views
 from app.engines.adrules.backtest import schemas as out
 from app.engines.adrules.backtest.daily import read_daily
 from app.engines.adrules.backtest.history import other_rules_changes
@@ -75,7 +75,7 @@ async def backtest_saved(
 ) -> out.BacktestResult:
     """Replay a saved rule of the workspace (another workspace's rule: not found)."""
     async with deps.db.read() as session:
-        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        view = await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
     chosen = list(data.account_ids) or view.account_ids
     foreign = [a for a in chosen if a not in view.account_ids]
     if foreign:

@@ -15,8 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from app.engines.adrules import accounts as account_service
-from app.engines.adrules import records
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import records, rule_views
 from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS
 from app.engines.adrules.claim.fetch import FetchFailed, fetch_campaigns
 from app.engines.adrules.claim.prefilters import to_filtering
@@ -259,7 +258,7 @@ async def preview_rule(
 ) -> PreviewResult:
     now = deps.clock.now()
     async with deps.db.read() as session:
-        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        view = await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
         account = await account_service.get_account(session, workspace_id, ad_account_id)
         token = await account_service.require_token(session, deps.secrets, workspace_id)
         warnings = await opposing_rules(
