@@ -14,7 +14,7 @@ import pytest
 from playwright.async_api import expect
 from sqlalchemy import select
 
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import rule_tasks, rule_views
 from app.engines.adrules.claim.sweep import DISPATCH_SWEEP
 from app.engines.adrules.models import Batch, Rule
 from app.engines.adrules.schemas import IncreaseBudget
@@ -47,11 +47,11 @@ async def _shop(runtime: Runtime, tenant: Tenant, world: GraphWorld) -> int:
     return account.id
 
 
-async def _only_rule(runtime: Runtime, workspace_id: int) -> rule_service.RuleView:
+async def _only_rule(runtime: Runtime, workspace_id: int) -> rule_views.RuleView:
     async with runtime.db.read() as s:
         rule_id = await s.scalar(select(Rule.id).where(Rule.workspace_id == workspace_id))
         assert rule_id is not None
-        return await rule_service.view_rule(s, workspace_id=workspace_id, rule_id=rule_id)
+        return await rule_views.view_rule(s, workspace_id=workspace_id, rule_id=rule_id)
 
 
 async def test_template_with_changed_thresholds_preview_activate_first_run(
@@ -78,7 +78,7 @@ async def test_template_with_changed_thresholds_preview_activate_first_run(
     await page.click("#save-rule")
     await page.wait_for_selector("#saved")
     view = await _only_rule(runtime, tenant.workspace_id)
-    conditions = rule_service.task_in(view.tasks[0]).conditions
+    conditions = rule_tasks.task_in(view.tasks[0]).conditions
     assert [c.value for c in conditions] == [Decimal("1.5"), Decimal(80)]  # type: ignore[union-attr]
     assert view.rule.status == "draft"
 
@@ -172,7 +172,7 @@ async def test_builder_rows_actions_preview_grid_and_pinned_errors(
     await page.click("#save-rule")
     await page.wait_for_selector("#saved")
     view = await _only_rule(runtime, tenant.workspace_id)
-    saved = rule_service.task_in(view.tasks[0])
+    saved = rule_tasks.task_in(view.tasks[0])
     assert saved.group == "or"
     assert saved.cooldown == "24h"
     assert [c.metric for c in saved.conditions] == ["purchase_roas", "cpc"]  # type: ignore[union-attr]

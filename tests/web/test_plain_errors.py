@@ -13,7 +13,7 @@ import pytest
 
 from app.engines.adrules.validation import check_rule
 from app.errors import ValidationFailed
-from app.web.dashboard.adrules import parse_rule, shown_errors
+from app.web.dashboard.adrules_rule_form import parse_rule, shown_errors
 from app.web.plain_errors import plain_error
 
 PATH_SYNTAX = re.compile(r"[\[\]]|[A-Za-z_]\w*\.[A-Za-z_]")

@@ -12,8 +12,9 @@
 The backtest (backtest/) replays a rule over past daily Insights on the work stage's own
 evaluation, cooldown, planner and guard, and writes nothing.
 
-Beside the stages: models.py and run_models.py (tables), schemas.py, errors.py, payloads.py (the
-job the claim stage hands to the work stage), jobs.py, plugin.py.
+Beside the stages: rules.py writes rules (rule_tasks.py their tasks, rule_views.py reads them as
+the API and dashboard show them), models.py and run_models.py (tables), schemas.py, errors.py,
+payloads.py (the job the claim stage hands to the work stage), jobs.py, plugin.py.
 """
 
 # The worker's tables live in their own module; importing them with the package puts them in the

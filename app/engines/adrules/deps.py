@@ -22,7 +22,8 @@ from app.engines.adrules.claim.pool import FETCH_OUTSTANDING
 from app.engines.adrules.payloads import RunAccountPayload
 from app.engines.adrules.stops import StopCheck
 from app.engines.adrules.work.batched import BatchStats
-from app.engines.adrules.work.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS, Sleep
+from app.engines.adrules.work.insights import ITEM_RETRY_DELAYS, MAX_THROTTLE_WAIT_SECONDS
+from app.engines.adrules.work.insights_shapes import Sleep
 from app.engines.adrules.work.sheets_values import COPY_MAX_AGE, SheetCache
 from app.integrations.http_guard import GuardedHttp
 from app.integrations.mail import MailSender

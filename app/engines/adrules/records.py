@@ -17,6 +17,7 @@ from sqlalchemy import func, insert, select, update
 from app.db import keyset
 from app.db.session import ReadSession, WriteSession
 from app.db.tenancy import scoped_exists, scoped_select
+from app.engines.adrules.batch_states import BATCHES
 from app.engines.adrules.models import (
     BATCH_COMPLETED,
     BATCH_FAILED,
@@ -108,13 +109,13 @@ async def start_batch(
     session: WriteSession, batch_record_id: int, now: datetime, timezone: str | None = None
 ) -> None:
     """Mark the batch running; ``timezone`` is the zone the run evaluates in (spec AR-44)."""
-    values: dict[str, Any] = {
-        "status": BATCH_RUNNING,
-        "started_at": func.coalesce(Batch.started_at, now),
-    }
+    values: dict[str, Any] = {"started_at": func.coalesce(Batch.started_at, now)}
     if timezone is not None:
         values["timezone"] = timezone
-    await session.execute(update(Batch).where(Batch.id == batch_record_id).values(**values))
+    # Only a queued batch starts: a job run again on a batch already running (its worker died)
+    # finds it as the first run left it.
+    started = BATCHES.transition(update(Batch).where(Batch.id == batch_record_id), BATCH_RUNNING)
+    await session.execute(started.values(**values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,10 +159,7 @@ async def finish_batch(
     failed = error is not None or (counts.total > 0 and counts.errors == counts.total)
     status = BATCH_FAILED if failed else BATCH_COMPLETED
     await session.execute(
-        update(Batch)
-        .where(Batch.id == batch_record_id)
-        .values(
-            status=status,
+        BATCHES.transition(update(Batch).where(Batch.id == batch_record_id), status).values(
             executed=counts.executed,
             not_executed=counts.not_executed,
             skipped=counts.skipped,
@@ -178,10 +176,9 @@ async def defer_batch(
 ) -> None:
     """The run was put back on the queue (Meta throttled the account): the batch waits again."""
     await session.execute(
-        update(Batch)
-        .where(Batch.id == batch_record_id)
-        .values(
-            status=BATCH_QUEUED,
+        BATCHES.transition(
+            update(Batch).where(Batch.id == batch_record_id), BATCH_QUEUED, from_=(BATCH_RUNNING,)
+        ).values(
             error=f"resumes at {resumes_at:%Y-%m-%d %H:%M:%S} UTC: {reason}"[:2000],
         )
     )

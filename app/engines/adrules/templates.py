@@ -19,6 +19,7 @@ from app.db.session import WriteSession
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import WEEKDAYS, Weekday
 from app.engines.adrules.models import Rule
+from app.engines.adrules.rule_states import RULE_DRAFT
 from app.engines.adrules.schemas import (
     ClockCondition,
     IncreaseBudget,
@@ -84,7 +85,7 @@ class Template:
         schedule, tasks = self.build(TemplateParams(**merged))
         return RuleIn(
             name=data.name or self.title,
-            status="draft",
+            status=RULE_DRAFT,
             account_ids=list(data.account_ids),
             schedule=schedule,
             tasks=tasks,

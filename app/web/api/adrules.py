@@ -1,28 +1,23 @@
-"""Ad rules JSON API: the Meta token, ad accounts (discover, activate), rules and their tasks, and
-the batch log. Every query is scoped to the caller's workspace; another workspace's id answers 404.
-The Meta token is write-only: no response ever carries it (spec AR-24)."""
+"""Ad rules JSON API: rules and their tasks, and the batch log, with the Meta token and ad
+accounts (:mod:`.adrules_accounts`) under one router. Every query is scoped to the caller's
+workspace; another workspace's id answers 404. The Meta token is write-only: no response ever
+carries it (spec AR-24)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
-import msgspec
 from litestar import Response, delete, get, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from app.clock import Clock
 from app.db.session import ReadSession, UnitOfWork
-from app.engines.adrules import accounts as account_service
+from app.engines.adrules import rule_tasks, rule_views
 from app.engines.adrules import rules as rule_service
 from app.engines.adrules.catalogue import SCHEDULED_STATUSES, RuleStatus
 from app.engines.adrules.claim.dispatch import dispatch_now
-from app.engines.adrules.connection import service as connection_service
-from app.engines.adrules.connection_models import SOURCE_PASTED
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_approval, load_prefilters, load_schedule
-from app.engines.adrules.errors import MetaLoginNotConfigured, meta_refusal
-from app.engines.adrules.models import AdAccount, Batch
+from app.engines.adrules.models import Batch
 from app.engines.adrules.schemas import (
     Approval,
     PreFilters,
@@ -33,47 +28,22 @@ from app.engines.adrules.schemas import (
     TaskIn,
 )
 from app.errors import Conflict
-from app.integrations.meta.errors import MetaError
-from app.integrations.meta.login import MetaLogin
-from app.integrations.meta.structs import GraphAdAccount
 from app.pagination import Page, page_of
-from app.platform.service import Principal
 from app.runtime import Runtime
 from app.schemas import Schema
 from app.web.api import adrules_approvals, adrules_backtest, adrules_runs, adrules_stop
-from app.web.api.common import Idempotency, Once, api_router
-from app.web.auth import CurrentPrincipal, CurrentRuntime, require_admin
+from app.web.api.adrules_accounts import (
+    activate_account,
+    deactivate_account,
+    discover_accounts,
+    get_account,
+    get_meta_token,
+    list_accounts,
+    set_meta_token,
+)
+from app.web.api.common import Once, api_router
+from app.web.auth import CurrentPrincipal, CurrentRuntime
 from app.web.deps import CurrentClock, Guard, Paging, Reads, Secrets, Writes
-
-
-class TokenIn(Schema):
-    token: Annotated[str, msgspec.Meta(min_length=10, max_length=1000, pattern=r"^[\x21-\x7e]+$")]
-    """Printable ASCII without spaces, as Meta issues them: it travels in a header."""
-
-
-class TokenState(Schema):
-    configured: bool
-    """Whether a token is stored; the token itself is never returned."""
-    source: str | None = None
-    """``facebook_login`` or ``pasted``; null for a token stored before tokens were checked."""
-    scopes: list[str] | None = None
-    """The permissions Meta reported when the token was saved."""
-    expires_at: datetime | None = None
-    """When the token expires; null: it does not (or is unknown)."""
-    reconnect: bool = False
-    """The token has expired or expires within a week: connect with Facebook again."""
-
-
-class AccountOut(Schema):
-    id: int
-    meta_id: str
-    name: str
-    currency: str
-    timezone_name: str
-    account_status: int
-    active: bool
-    discovered_at: datetime
-    activated_at: datetime | None
 
 
 class RuleOut(Schema):
@@ -124,21 +94,7 @@ class BatchOut(Schema):
     """The IANA zone the run evaluated in (spec AR-44)."""
 
 
-def account_out(a: AdAccount) -> AccountOut:
-    return AccountOut(
-        id=a.id,
-        meta_id=a.meta_id,
-        name=a.name,
-        currency=a.currency,
-        timezone_name=a.timezone_name,
-        account_status=a.account_status,
-        active=a.active,
-        discovered_at=a.discovered_at,
-        activated_at=a.activated_at,
-    )
-
-
-def rule_out(view: rule_service.RuleView) -> RuleOut:
+def rule_out(view: rule_views.RuleView) -> RuleOut:
     r = view.rule
     return RuleOut(
         id=r.id,
@@ -186,168 +142,11 @@ def batch_out(b: Batch, rule_name: str) -> BatchOut:
     )
 
 
-# -- Meta token and ad accounts -------------------------------------------------------------------
-
-
-def meta_login(runtime: Runtime) -> MetaLogin:
-    """The operator's Meta app, or the 409 that says how to set it."""
-    login = runtime.resources.require(AdRulesDeps).login
-    if login is None:
-        raise MetaLoginNotConfigured(
-            "The Meta app is not set: the operator sets META_APP_ID and META_APP_SECRET so that "
-            "tokens can be checked and Connect with Facebook can start."
-        )
-    return login
-
-
-async def save_pasted_token(runtime: Runtime, workspace_id: int, token: str) -> None:
-    """Check a pasted token with Meta (no transaction open meanwhile), then store it with what
-    the check learnt (spec AR-30); a refused token leaves the stored one as it was."""
-    standing = await connection_service.check_token(
-        meta_login(runtime), token, now=runtime.clock.now()
-    )
-    async with runtime.db.write() as uow:
-        await connection_service.save_token(
-            uow.session,
-            runtime.secrets,
-            workspace_id=workspace_id,
-            token=token,
-            standing=standing,
-            source=SOURCE_PASTED,
-            now=runtime.clock.now(),
-        )
-
-
-async def token_state(session: ReadSession, workspace_id: int, now: datetime) -> TokenState:
-    configured = await account_service.has_token(session, workspace_id)
-    view = await connection_service.connection_view(session, workspace_id, now=now)
-    if not configured or view is None:
-        return TokenState(configured=configured)
-    return TokenState(
-        configured=True,
-        source=view.source,
-        scopes=list(view.scopes),
-        expires_at=view.expires_at,
-        reconnect=view.reconnect,
-    )
-
-
-@put("/meta-token", status_code=200)
-async def set_meta_token(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, data: JSONBody[TokenIn]
-) -> TokenState:
-    """The token is checked with Meta before it is stored (``debug_token``): 422
-    ``meta_token_refused`` names the reason (``token_invalid``, ``token_expired``,
-    ``token_scope_missing``); 409 ``meta_app_not_configured`` without a Meta app; 502 when Meta
-    could not be asked."""
-    require_admin(principal)
-    await save_pasted_token(runtime, principal.workspace_id, data.token.strip())
-    async with runtime.db.read() as session:
-        return await token_state(session, principal.workspace_id, runtime.clock.now())
-
-
-@get("/meta-token")
-async def get_meta_token(
-    principal: CurrentPrincipal, session: Reads, clock: CurrentClock
-) -> TokenState:
-    return await token_state(session, principal.workspace_id, clock.now())
-
-
-async def ask_meta_for_accounts(runtime: Runtime, workspace_id: int) -> list[GraphAdAccount]:
-    """The ad accounts the workspace's token reaches, as Meta lists them (reading only)."""
-    async with runtime.db.read() as session:
-        token = await account_service.require_token(session, runtime.secrets, workspace_id)
-    reader = runtime.resources.require(AdRulesDeps).reader(token)
-    try:
-        return await reader.ad_accounts()
-    except MetaError as exc:
-        raise meta_refusal("Meta refused the ad account list", exc) from None
-
-
-async def discover(runtime: Runtime, workspace_id: int) -> list[AdAccount]:
-    """Ask Meta which ad accounts the workspace's token reaches; new ones are stored inactive."""
-    found = await ask_meta_for_accounts(runtime, workspace_id)
-    async with runtime.db.write() as uow:
-        return await account_service.record_discovered(
-            uow.session, workspace_id=workspace_id, found=found, now=runtime.clock.now()
-        )
-
-
-@post("/accounts/discover", status_code=200)
-async def discover_accounts(
-    principal: CurrentPrincipal, runtime: CurrentRuntime, once: Once
-) -> Response[list[AccountOut]]:
-    """Honours ``Idempotency-Key``. Meta is asked before the key is looked at, so that no write
-    transaction stays open across a network call; a replay reads again and writes nothing."""
-    require_admin(principal)
-    found = await ask_meta_for_accounts(runtime, principal.workspace_id)
-
-    async def action(uow: UnitOfWork) -> list[AccountOut]:
-        stored = await account_service.record_discovered(
-            uow.session, workspace_id=principal.workspace_id, found=found, now=runtime.clock.now()
-        )
-        return [account_out(a) for a in stored]
-
-    return await once(action, status_code=200)
-
-
-@get("/accounts")
-async def list_accounts(principal: CurrentPrincipal, session: Reads) -> list[AccountOut]:
-    return [
-        account_out(a) for a in await account_service.list_accounts(session, principal.workspace_id)
-    ]
-
-
-@get("/accounts/{account_id:int}")
-async def get_account(
-    principal: CurrentPrincipal, session: Reads, account_id: FromPath[int]
-) -> AccountOut:
-    return account_out(
-        await account_service.get_account(session, principal.workspace_id, account_id)
-    )
-
-
-async def _set_active(
-    principal: Principal, once: Idempotency, clock: Clock, account_id: int, active: bool
-) -> Response[AccountOut]:
-    require_admin(principal)
-
-    async def action(uow: UnitOfWork) -> AccountOut:
-        account = await account_service.set_active(
-            uow.session,
-            workspace_id=principal.workspace_id,
-            account_id=account_id,
-            active=active,
-            now=clock.now(),
-        )
-        return account_out(account)
-
-    return await once(action, status_code=200)
-
-
-@post("/accounts/{account_id:int}/activate", status_code=200)
-async def activate_account(
-    principal: CurrentPrincipal, once: Once, clock: CurrentClock, account_id: FromPath[int]
-) -> Response[AccountOut]:
-    """Let rules run on the account (honours ``Idempotency-Key``)."""
-    return await _set_active(principal, once, clock, account_id, True)
-
-
-@post("/accounts/{account_id:int}/deactivate", status_code=200)
-async def deactivate_account(
-    principal: CurrentPrincipal, once: Once, clock: CurrentClock, account_id: FromPath[int]
-) -> Response[AccountOut]:
-    """Stop rules running on the account (honours ``Idempotency-Key``)."""
-    return await _set_active(principal, once, clock, account_id, False)
-
-
 # -- rules ----------------------------------------------------------------------------------------
 
 
 async def _view(session: ReadSession, workspace_id: int, rule_id: int) -> RuleOut:
-    return rule_out(
-        await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
-    )
+    return rule_out(await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id))
 
 
 @post("/rules", status_code=201)
@@ -382,7 +181,7 @@ async def list_rules(
     paging: Paging,
     status: FromQuery[RuleStatus | None] = None,
 ) -> Page[RuleOut]:
-    views = await rule_service.list_rules(
+    views = await rule_views.list_rules(
         session,
         workspace_id=principal.workspace_id,
         status=status,
@@ -432,7 +231,7 @@ async def run_rule_now(runtime: Runtime, workspace_id: int, rule_id: int) -> Run
     """Dispatch an active or shadow rule once, now, through the sweep's own path (its schedule is
     kept); a shadow rule's run records what it would do and writes nothing."""
     async with runtime.db.read() as session:
-        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        view = await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
     if view.rule.status not in SCHEDULED_STATUSES:
         raise Conflict(
             f"the rule is {view.rule.status}: only an active or shadow rule runs (preview it "
@@ -514,7 +313,7 @@ async def add_task(
     rule_id: FromPath[int],
     data: JSONBody[TaskIn],
 ) -> TaskDocument:
-    task = await rule_service.add_task(
+    task = await rule_tasks.add_task(
         uow.session,
         secrets,
         workspace_id=principal.workspace_id,
@@ -536,7 +335,7 @@ async def replace_task(
     task_id: FromPath[int],
     data: JSONBody[TaskIn],
 ) -> TaskDocument:
-    await rule_service.update_task(
+    await rule_tasks.update_task(
         uow.session,
         secrets,
         workspace_id=principal.workspace_id,
@@ -557,7 +356,7 @@ async def remove_task(
     rule_id: FromPath[int],
     task_id: FromPath[int],
 ) -> None:
-    await rule_service.remove_task(
+    await rule_tasks.remove_task(
         uow.session,
         workspace_id=principal.workspace_id,
         rule_id=rule_id,
@@ -577,7 +376,7 @@ async def list_batches(
     rule_id: FromQuery[int | None] = None,
 ) -> Page[BatchOut]:
     """Batch records newest first (one per dispatch and ad account)."""
-    rows = await rule_service.list_batches(
+    rows = await rule_views.list_batches(
         session,
         workspace_id=principal.workspace_id,
         rule_id=rule_id,

@@ -33,7 +33,12 @@ from app.engines.adrules.errors import (
 from app.errors import DomainError
 from app.platform.service import Principal
 from app.runtime import Runtime
-from app.web.api.adrules import ask_meta_for_accounts, discover, meta_login, save_pasted_token
+from app.web.api.adrules_accounts import (
+    ask_meta_for_accounts,
+    discover,
+    meta_login,
+    save_pasted_token,
+)
 from app.web.auth import SESSION_COOKIE, CurrentPrincipal, CurrentRuntime, require_admin
 from app.web.dashboard.common import page
 from app.web.deps import CurrentClock, Reads, Writes

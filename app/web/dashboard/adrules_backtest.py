@@ -14,7 +14,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
 from app.engines.adrules import accounts as account_service
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import rule_views
 from app.engines.adrules.backtest.schemas import BacktestIn, BacktestObject, BacktestResult
 from app.engines.adrules.backtest.service import backtest_saved
 from app.errors import DomainError
@@ -92,7 +92,7 @@ async def backtest_page(
     evaluate_at: FromQuery[str | None] = None,
 ) -> Template:
     async with runtime.db.read() as session:
-        view = await rule_service.view_rule(
+        view = await rule_views.view_rule(
             session, workspace_id=principal.workspace_id, rule_id=rule_id
         )
         accounts = [

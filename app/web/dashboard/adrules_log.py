@@ -16,7 +16,7 @@ from litestar.response import Redirect, Template
 from app.db.session import ReadSession
 from app.engines.adrules import accounts as account_service
 from app.engines.adrules import records as record_service
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import rule_views
 from app.engines.adrules.approvals import decide
 from app.engines.adrules.approvals.queries import run_proposals
 from app.engines.adrules.notify_models import PROPOSAL_PENDING
@@ -176,7 +176,7 @@ async def preview_page(
 ) -> Template:
     # Its own read, closed before the preview asks Meta: no connection waits on the answer.
     async with runtime.db.read() as session:
-        view = await rule_service.view_rule(
+        view = await rule_views.view_rule(
             session, workspace_id=principal.workspace_id, rule_id=rule_id
         )
         accounts = [

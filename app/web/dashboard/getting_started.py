@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from app.db.session import ReadSession
 from app.engines.adrules import accounts as adrules_accounts
 from app.engines.adrules import records as adrules_records
-from app.engines.adrules import rules as adrules_rules
+from app.engines.adrules import rule_views
 from app.engines.funnels import reads as funnels_reads
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.records import results as rank_results
@@ -39,7 +39,7 @@ async def journeys(session: ReadSession, principal: Principal) -> list[Journey]:
     ws = principal.workspace_id
     token = await adrules_accounts.has_token(session, ws)
     active_account = await adrules_accounts.has_active_account(session, ws)
-    rule = await adrules_rules.has_active_rule(session, ws)
+    rule = await rule_views.has_active_rule(session, ws)
     batch = await adrules_records.has_batch(session, ws)
     contacts = await funnels_reads.has_contacts(session, ws)
     published = await funnels_reads.has_published_funnel(session, ws)

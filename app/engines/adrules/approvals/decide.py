@@ -3,12 +3,8 @@
 Approval **claims** the run's pending proposals in one ``UPDATE … WHERE status = 'pending' AND
 expires_at > now RETURNING id``: two approvals at once (two people, a double click, the link and
 the button) claim disjoint sets, so each change is carried out once. The claimed changes then go
-through the work path of a live run: the live values are re-read in batched GETs, the action is
-planned again from them (clamps included) and compared with what was proposed — an object that
-changed since is skipped, saying what changed —, the cross-rule guards are asked, the platform
-stop is asked immediately before each write call, and the writes go out in batched POSTs. Every
-proposal and its record end ``executed``, ``skipped`` or ``error``; the audit log names who
-approved or rejected.
+through the work path of a live run (:mod:`.carry_out`). Every proposal and its record end
+``executed``, ``skipped`` or ``error``; the audit log names who approved or rejected.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from sqlalchemy import select, update
 
 from app.db.tenancy import scoped_exists, scoped_select, scoped_update
 from app.engines.adrules import records
+from app.engines.adrules.approvals.carry_out import Outcome, carry_out, skipped
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_task
 from app.engines.adrules.models import META_TOKEN_SECRET, AdAccount, Batch, Rule, Task
@@ -31,37 +28,22 @@ from app.engines.adrules.notify_models import (
     PROPOSAL_FAILED,
     PROPOSAL_PENDING,
     PROPOSAL_REJECTED,
-    PROPOSAL_SKIPPED,
     Proposal,
 )
+from app.engines.adrules.proposal_states import PROPOSALS
+from app.engines.adrules.record_states import RECORDS
 from app.engines.adrules.run_models import (
-    RECORD_ERROR,
     RECORD_EXECUTED,
     RECORD_PROPOSED,
     RECORD_SKIPPED,
     ExecutionRecord,
 )
 from app.engines.adrules.schemas import TaskDocument
-from app.engines.adrules.work.changes import BUDGET_FIELDS, ActionFailed, Change
 from app.engines.adrules.work.cooldown import next_permitted_at
-from app.engines.adrules.work.execute import (
-    LIVE_FIELDS,
-    ActionRunner,
-    ActionScope,
-    CampaignRef,
-)
-from app.engines.adrules.work.guards import budget_changes, check_budget_write, direction
 from app.errors import Conflict, NotFound
-from app.integrations.meta.errors import MetaError
-from app.integrations.meta.reader import MetaReader
-from app.integrations.meta.structs import GraphCampaign
-from app.integrations.meta.writer import MetaWriter, Update
 from app.platform import audit
 from app.platform.audit.origin import Actor
 from app.platform.service import get_secret
-
-APPROVAL_FIELDS = (*LIVE_FIELDS, "effective_status")
-"""What the re-read before an approved write asks for (status actions compare the status)."""
 
 
 class ProposalsNotFound(NotFound):
@@ -79,15 +61,6 @@ class Decision:
     rejected: int = 0
     reasons: dict[str, str] | None = None
     """Per object id, why it was skipped or failed."""
-
-
-@dataclass(slots=True)
-class _Outcome:
-    status: str
-    record_status: str
-    reason: str | None
-    before: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
 
 
 async def _check_run(deps: AdRulesDeps, workspace_id: int, batch_id: str) -> None:
@@ -112,20 +85,19 @@ async def _claim(
 ) -> list[int]:
     """Move the run's pending, unexpired proposals to ``status`` in one statement; the ids moved."""
     now = deps.clock.now()
-    conditions = [
-        Proposal.batch_id == batch_id,
-        Proposal.status == PROPOSAL_PENDING,
-        Proposal.expires_at > now,
-    ]
+    conditions = [Proposal.batch_id == batch_id, Proposal.expires_at > now]
     if proposal_ids is not None:
         conditions.append(Proposal.id.in_(list(proposal_ids)))
     async with deps.db.write() as uow:
         claimed = list(
             (
                 await uow.session.scalars(
-                    scoped_update(Proposal, workspace_id)
-                    .where(*conditions)
-                    .values(status=status, decided_by=decided_by[:200], decided_at=now)
+                    PROPOSALS.transition(
+                        scoped_update(Proposal, workspace_id).where(*conditions),
+                        status,
+                        from_=(PROPOSAL_PENDING,),
+                    )
+                    .values(decided_by=decided_by[:200], decided_at=now)
                     .returning(Proposal.id)
                 )
             ).all()
@@ -183,15 +155,50 @@ async def reject(
             ).all()
             await _settle_records(
                 uow.session,
-                [
-                    (b, t, c, _Outcome(PROPOSAL_REJECTED, RECORD_SKIPPED, reason))
-                    for b, t, c in rows
-                ],
+                [(b, t, c, Outcome(PROPOSAL_REJECTED, RECORD_SKIPPED, reason)) for b, t, c in rows],
                 now=deps.clock.now(),
                 cooldowns={},
             )
             await recount(uow.session, batch_id)
     return Decision(claimed=len(claimed), rejected=len(claimed))
+
+
+@dataclass(frozen=True, slots=True)
+class _Claimed:
+    """What carrying out the claimed proposals needs, read in one session."""
+
+    proposals: list[Proposal]
+    rule: Rule | None
+    tasks: dict[int, TaskDocument]
+    accounts: dict[int, AdAccount]
+    token: str | None
+
+
+async def _load(deps: AdRulesDeps, workspace_id: int, claimed: list[int]) -> _Claimed:
+    async with deps.db.read() as session:
+        proposals = list(
+            (await session.scalars(select(Proposal).where(Proposal.id.in_(claimed)))).all()
+        )
+        rule = await session.get(Rule, proposals[0].rule_id)
+        task_ids = {p.task_id for p in proposals}
+        tasks = {
+            t.id: load_task(t)
+            for t in (await session.scalars(select(Task).where(Task.id.in_(task_ids)))).all()
+        }
+        accounts = {
+            a.id: a
+            for a in (
+                await session.scalars(
+                    scoped_select(AdAccount, workspace_id).where(
+                        AdAccount.id.in_({p.ad_account_id for p in proposals})
+                    )
+                )
+            ).all()
+        }
+        token = await get_secret(
+            session, deps.secrets, workspace_id=workspace_id, name=META_TOKEN_SECRET
+        )
+    return _Claimed(proposals, rule, tasks, accounts, token)
 
 
 async def approve(
@@ -222,49 +229,39 @@ async def approve(
     decision = Decision(claimed=len(claimed), reasons={})
     if not claimed:
         return decision
-    async with deps.db.read() as session:
-        proposals = list(
-            (await session.scalars(select(Proposal).where(Proposal.id.in_(claimed)))).all()
-        )
-        rule = await session.get(Rule, proposals[0].rule_id)
-        tasks = {
-            t.id: load_task(t)
-            for t in (
-                await session.scalars(
-                    select(Task).where(Task.id.in_({p.task_id for p in proposals}))
-                )
-            ).all()
-        }
-        accounts = {
-            a.id: a
-            for a in (
-                await session.scalars(
-                    scoped_select(AdAccount, workspace_id).where(
-                        AdAccount.id.in_({p.ad_account_id for p in proposals})
-                    )
-                )
-            ).all()
-        }
-        token = await get_secret(
-            session, deps.secrets, workspace_id=workspace_id, name=META_TOKEN_SECRET
-        )
-    settled: list[tuple[Proposal, _Outcome]] = []
-    for account_id in sorted({p.ad_account_id for p in proposals}):
-        mine = [p for p in proposals if p.ad_account_id == account_id]
-        account = accounts.get(account_id)
+    loaded = await _load(deps, workspace_id, claimed)
+    settled: list[tuple[Proposal, Outcome]] = []
+    for account_id in sorted({p.ad_account_id for p in loaded.proposals}):
+        mine = [p for p in loaded.proposals if p.ad_account_id == account_id]
+        account = loaded.accounts.get(account_id)
+        rule, token = loaded.rule, loaded.token
         if account is None or not account.active or token is None or rule is None:
             why = "the ad account is not active" if token else "no Meta access token is stored"
-            settled += [(p, _Outcome(PROPOSAL_SKIPPED, RECORD_SKIPPED, why)) for p in mine]
+            settled += [(p, skipped(why)) for p in mine]
             continue
-        settled += await _carry_out(deps, workspace_id, rule, account, tasks, mine, token)
+        settled += await carry_out(deps, workspace_id, rule, account, loaded.tasks, mine, token)
+    await _write_back(deps, batch_id, settled, loaded.tasks)
+    _tally(decision, settled)
+    return decision
+
+
+async def _write_back(
+    deps: AdRulesDeps,
+    batch_id: str,
+    settled: list[tuple[Proposal, Outcome]],
+    tasks: dict[int, TaskDocument],
+) -> None:
+    """The approved proposals and their records take their outcomes; the run is recounted."""
     now = deps.clock.now()
     cooldowns = {t.id: t.cooldown for t in tasks.values()}
     async with deps.db.write() as uow:
         for proposal, outcome in settled:
             await uow.session.execute(
-                update(Proposal)
-                .where(Proposal.id == proposal.id, Proposal.status == PROPOSAL_APPROVED)
-                .values(status=outcome.status, reason=outcome.reason)
+                PROPOSALS.transition(
+                    update(Proposal).where(Proposal.id == proposal.id),
+                    outcome.status,
+                    from_=(PROPOSAL_APPROVED,),
+                ).values(reason=outcome.reason)
             )
         await _settle_records(
             uow.session,
@@ -273,6 +270,9 @@ async def approve(
             cooldowns=cooldowns,
         )
         await recount(uow.session, batch_id)
+
+
+def _tally(decision: Decision, settled: list[tuple[Proposal, Outcome]]) -> None:
     for proposal, outcome in settled:
         if outcome.status == PROPOSAL_EXECUTED:
             decision.executed += 1
@@ -282,173 +282,11 @@ async def approve(
             decision.skipped += 1
         if outcome.status != PROPOSAL_EXECUTED and outcome.reason and decision.reasons is not None:
             decision.reasons[proposal.campaign_id] = outcome.reason
-    return decision
-
-
-async def _carry_out(
-    deps: AdRulesDeps,
-    workspace_id: int,
-    rule: Rule,
-    account: AdAccount,
-    tasks: dict[int, TaskDocument],
-    proposals: list[Proposal],
-    token: str,
-) -> list[tuple[Proposal, _Outcome]]:
-    """Re-read, re-plan, guard and write one ad account's approved proposals."""
-    runner = ActionRunner(
-        reader=MetaReader(deps.graph, token),
-        writer=MetaWriter(deps.graph, token),
-        mail=None,
-        http=None,
-        timer=deps.clock.monotonic,
-        secrets=deps.secrets,
-        sleep=deps.sleep,
-        retry_delays=deps.item_retry_delays,
-        max_wait_seconds=deps.throttle_max_wait_seconds,
-        batch_size=deps.write_batch_size,
-    )
-    live = await runner.read_live(sorted({p.campaign_id for p in proposals}), APPROVAL_FIELDS)
-    now = deps.clock.now()
-    out: list[tuple[Proposal, _Outcome]] = []
-    to_write: list[tuple[Proposal, Change]] = []
-    planned: set[str] = set()
-    for proposal in proposals:
-        task = tasks.get(proposal.task_id)
-        read = live.get(proposal.campaign_id)
-        if task is None:
-            out.append((proposal, _Outcome(PROPOSAL_SKIPPED, RECORD_SKIPPED, "the task is gone")))
-            continue
-        if not isinstance(read, GraphCampaign):
-            text = read.describe() if isinstance(read, MetaError) else "no answer"
-            out.append((proposal, _Outcome(PROPOSAL_FAILED, RECORD_ERROR, f"live re-read: {text}")))
-            continue
-        outcome_or_change = await _replan(deps, runner, rule, account, task, proposal, read, now)
-        if isinstance(outcome_or_change, _Outcome):
-            out.append((proposal, outcome_or_change))
-        elif proposal.campaign_id in planned:
-            # Two tasks' changes to one object: the second waits for a later run.
-            out.append(
-                (
-                    proposal,
-                    _Outcome(
-                        PROPOSAL_SKIPPED,
-                        RECORD_SKIPPED,
-                        "another approved change to this object was written first",
-                    ),
-                )
-            )
-        else:
-            planned.add(proposal.campaign_id)
-            to_write.append((proposal, outcome_or_change))
-    if not to_write:
-        return out
-
-    async def stop() -> str | None:
-        # Asked immediately before each write call, as in a live run (AR-23).
-        return await deps.stop.reason(workspace_id) if deps.stop else None
-
-    results = await runner.write(
-        [Update(p.campaign_id, change.write or {}) for p, change in to_write], before_call=stop
-    )
-    for proposal, change in to_write:
-        failed = results.get(proposal.campaign_id)
-        if isinstance(failed, str):
-            out.append((proposal, _Outcome(PROPOSAL_SKIPPED, RECORD_SKIPPED, failed)))
-        elif failed is not None:
-            out.append(
-                (
-                    proposal,
-                    _Outcome(
-                        PROPOSAL_FAILED,
-                        RECORD_ERROR,
-                        f"the action failed: {failed.describe()}",
-                    ),
-                )
-            )
-        else:
-            out.append(
-                (
-                    proposal,
-                    _Outcome(
-                        PROPOSAL_EXECUTED,
-                        RECORD_EXECUTED,
-                        f"approved by {proposal.decided_by}",
-                        change.before,
-                        change.after,
-                    ),
-                )
-            )
-    return out
-
-
-async def _replan(
-    deps: AdRulesDeps,
-    runner: ActionRunner,
-    rule: Rule,
-    account: AdAccount,
-    task: TaskDocument,
-    proposal: Proposal,
-    live: GraphCampaign,
-    now: datetime,
-) -> _Outcome | Change:
-    """The change planned again from the live values, or why it is not written."""
-    scope = ActionScope(
-        rule_id=rule.id,
-        rule_name=rule.name,
-        task_id=task.id,
-        task_name=task.name,
-        batch_id=proposal.batch_id,
-        account_id=account.meta_id,
-        currency=account.currency,
-        timezone=account.timezone_name or "UTC",
-        now=now,
-        level=rule.level,
-    )
-    ref = CampaignRef(
-        proposal.campaign_id, live.name or proposal.campaign_name, live.effective_status
-    )
-    if live.effective_status in ("ARCHIVED", "DELETED"):
-        return _Outcome(
-            PROPOSAL_SKIPPED,
-            RECORD_SKIPPED,
-            f"the object is {live.effective_status} now: it is never acted on",
-        )
-    try:
-        change = runner.plan(task.action, ref, scope, live)
-    except ActionFailed as exc:
-        return _Outcome(PROPOSAL_SKIPPED, RECORD_SKIPPED, str(exc))
-    if change.write is None or change.skip is not None:
-        why = change.skip or change.noop or "nothing to change any more"
-        return _Outcome(
-            PROPOSAL_SKIPPED, RECORD_SKIPPED, f"the object changed since it was proposed: {why}"
-        )
-    if change.before != proposal.before or change.write != proposal.write:
-        return _Outcome(
-            PROPOSAL_SKIPPED,
-            RECORD_SKIPPED,
-            "the object changed since it was proposed: "
-            f"proposed from {proposal.before}, it is {change.before} now",
-            change.before,
-            change.after,
-        )
-    if BUDGET_FIELDS & set(change.write):
-        async with deps.db.read() as session:
-            seen = await budget_changes(session, account.id, proposal.campaign_id, now)
-        refused = check_budget_write(
-            seen,
-            rule_id=rule.id,
-            planned_direction=direction(change.before, change.after),
-            now=now,
-            max_per_hour=deps.budget_changes_per_hour,
-        )
-        if refused is not None:
-            return _Outcome(PROPOSAL_SKIPPED, RECORD_SKIPPED, refused)
-    return change
 
 
 async def _settle_records(
     session: Any,
-    settled: Sequence[tuple[str, int, str, _Outcome]],
+    settled: Sequence[tuple[str, int, str, Outcome]],
     *,
     now: datetime,
     cooldowns: dict[int, Any],
@@ -456,7 +294,7 @@ async def _settle_records(
     """The ``proposed`` records take the decision's outcome; an executed one is dated now and
     starts its task's cooldown."""
     for batch_id, task_id, campaign_id, outcome in settled:
-        values: dict[str, Any] = {"status": outcome.record_status, "reason": outcome.reason}
+        values: dict[str, Any] = {"reason": outcome.reason}
         if outcome.record_status == RECORD_EXECUTED:
             values.update(
                 before=outcome.before,
@@ -465,14 +303,15 @@ async def _settle_records(
                 next_permitted_at=next_permitted_at(now, cooldowns[task_id]),
             )
         await session.execute(
-            update(ExecutionRecord)
-            .where(
-                ExecutionRecord.batch_id == batch_id,
-                ExecutionRecord.task_id == task_id,
-                ExecutionRecord.campaign_id == campaign_id,
-                ExecutionRecord.status == RECORD_PROPOSED,
-            )
-            .values(**values)
+            RECORDS.transition(
+                update(ExecutionRecord).where(
+                    ExecutionRecord.batch_id == batch_id,
+                    ExecutionRecord.task_id == task_id,
+                    ExecutionRecord.campaign_id == campaign_id,
+                ),
+                outcome.record_status,
+                from_=(RECORD_PROPOSED,),
+            ).values(**values)
         )
 
 

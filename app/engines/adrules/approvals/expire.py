@@ -13,6 +13,8 @@ from sqlalchemy import select, update
 from app.db.session import Database
 from app.engines.adrules.approvals.decide import recount
 from app.engines.adrules.notify_models import PROPOSAL_EXPIRED, PROPOSAL_PENDING, Proposal
+from app.engines.adrules.proposal_states import PROPOSALS
+from app.engines.adrules.record_states import RECORDS
 from app.engines.adrules.run_models import RECORD_PROPOSED, RECORD_SKIPPED, ExecutionRecord
 from app.scheduling.jobs import JobContext
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep
@@ -35,10 +37,12 @@ async def expire_due(db: Database, now: datetime) -> int:
             )
             expired = (
                 await session.execute(
-                    update(Proposal)
-                    .where(Proposal.id.in_(due), Proposal.status == PROPOSAL_PENDING)
+                    PROPOSALS.transition(
+                        update(Proposal).where(Proposal.id.in_(due)),
+                        PROPOSAL_EXPIRED,
+                        from_=(PROPOSAL_PENDING,),
+                    )
                     .values(
-                        status=PROPOSAL_EXPIRED,
                         decided_at=now,
                         reason="the approval window ended before anyone approved",
                     )
@@ -52,15 +56,15 @@ async def expire_due(db: Database, now: datetime) -> int:
             ).all()
             for batch_id, task_id, campaign_id, expires_at in expired:
                 await session.execute(
-                    update(ExecutionRecord)
-                    .where(
-                        ExecutionRecord.batch_id == batch_id,
-                        ExecutionRecord.task_id == task_id,
-                        ExecutionRecord.campaign_id == campaign_id,
-                        ExecutionRecord.status == RECORD_PROPOSED,
-                    )
-                    .values(
-                        status=RECORD_SKIPPED,
+                    RECORDS.transition(
+                        update(ExecutionRecord).where(
+                            ExecutionRecord.batch_id == batch_id,
+                            ExecutionRecord.task_id == task_id,
+                            ExecutionRecord.campaign_id == campaign_id,
+                        ),
+                        RECORD_SKIPPED,
+                        from_=(RECORD_PROPOSED,),
+                    ).values(
                         reason=f"not approved: the approval window ended at "
                         f"{expires_at:%Y-%m-%d %H:%M} UTC",
                     )

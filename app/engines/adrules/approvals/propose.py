@@ -16,6 +16,7 @@ from app.db.session import Database, WriteSession
 from app.db.tenancy import scoped_select
 from app.engines.adrules.notify_models import PROPOSAL_PENDING, Proposal
 from app.engines.adrules.payloads import RunAccountPayload
+from app.engines.adrules.proposal_states import PROPOSALS
 from app.engines.adrules.schemas import TaskDocument
 
 CHUNK = 500
@@ -58,7 +59,7 @@ def proposal_row(
         "write": write,
         "before": before,
         "after": after,
-        "status": PROPOSAL_PENDING,
+        **PROPOSALS.create(PROPOSAL_PENDING),
         "reason": None,
         "expires_at": expires_at(payload, now),
         "created_at": now,

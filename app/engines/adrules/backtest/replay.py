@@ -133,7 +133,9 @@ class _Sim:
     """An object as the replay has it: what the rule's writes would have made of it."""
 
     entity: CampaignEntity
-    status: str
+    effective_status: str
+    """Meta's delivery status as the replay's writes would have left it (``ACTIVE``,
+    ``PAUSED``, …): the simulated object's, not a row's state."""
     daily_minor: int | None
     lifetime_minor: int | None
     name: str
@@ -221,7 +223,7 @@ def _plan(task: TaskDocument, sim: _Sim, data: ReplayInput, now: datetime) -> Ch
     Meta — a notification or ``log_only``)."""
     action = task.action
     if isinstance(action, PauseCampaign | ActivateCampaign):
-        return plan_status(action, sim.status)
+        return plan_status(action, sim.effective_status)
     if isinstance(action, IncreaseBudget | DecreaseBudget | SetBudget):
         return plan_budget(
             action,
@@ -257,8 +259,8 @@ def _relevant(changes: Sequence[BudgetChange], now: datetime) -> list[BudgetChan
 def _apply(sim: _Sim, change: Change) -> None:
     write = change.write or {}
     if "status" in write:
-        sim.status = str(write["status"])
-        sim.paused_by_rule = sim.status == "PAUSED"
+        sim.effective_status = str(write["status"])
+        sim.paused_by_rule = sim.effective_status == "PAUSED"
     if "daily_budget" in write:
         sim.daily_minor = int(write["daily_budget"])
     if "lifetime_budget" in write:
@@ -279,7 +281,7 @@ def replay(data: ReplayInput) -> Replay:
     sims = [
         _Sim(
             entity=o,
-            status=_start_status(o, data.rows.get(o.id, {}), data.days),
+            effective_status=_start_status(o, data.rows.get(o.id, {}), data.days),
             daily_minor=o.daily_budget,
             lifetime_minor=o.lifetime_budget,
             name=o.name,
@@ -289,7 +291,7 @@ def replay(data: ReplayInput) -> Replay:
     ]
     paths = {
         s.entity.id: ObjectPath(
-            s.entity.id, s.entity.name, s.status, _budget_major(s, data.currency)
+            s.entity.id, s.entity.name, s.effective_status, _budget_major(s, data.currency)
         )
         for s in sims
     }
@@ -317,7 +319,7 @@ def replay(data: ReplayInput) -> Replay:
             paths[sim.entity.id].days.append(
                 DayState(
                     day=day,
-                    status=sim.status,
+                    status=sim.effective_status,
                     budget=_budget_major(sim, data.currency),
                     spend=spend,
                     paused_spend=spend if paused_today[sim.entity.id] else Decimal(0),
@@ -365,7 +367,7 @@ def _act(
     verdict = check_cooldown(last.get((task.id, sim.entity.id)), task.cooldown, now)
     if not verdict.allowed:
         return record(SKIPPED, verdict.reason)
-    refused = not_deliverable_reason(task.action, sim.status)
+    refused = not_deliverable_reason(task.action, sim.effective_status)
     if refused is not None:
         return record(SKIPPED, refused)
     try:

@@ -10,9 +10,9 @@ from datetime import UTC, date, time, timedelta
 from decimal import Decimal
 
 from app.engines.adrules import accounts as account_service
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import rule_views
 from app.engines.adrules.backtest import schemas as out
-from app.engines.adrules.backtest.daily import read_daily
+from app.engines.adrules.backtest.daily import DailyRead, read_daily
 from app.engines.adrules.backtest.history import other_rules_changes
 from app.engines.adrules.backtest.replay import (
     ERROR,
@@ -37,6 +37,7 @@ from app.engines.adrules.claim.prefilters import to_filtering
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.models import AdAccount
+from app.engines.adrules.payloads import CampaignEntity
 from app.engines.adrules.schemas import (
     ClockCondition,
     CustomMetricCondition,
@@ -47,7 +48,9 @@ from app.engines.adrules.schemas import (
 )
 from app.engines.adrules.validation import check_rule
 from app.engines.adrules.work.insights import plan_insights
+from app.engines.adrules.work.insights_shapes import InsightsPlan
 from app.errors import ValidationFailed
+from app.integrations.meta.reader import MetaReader
 from app.scheduling.zones import zone_or_utc
 
 MAX_OBJECTS = 2_000
@@ -75,7 +78,7 @@ async def backtest_saved(
 ) -> out.BacktestResult:
     """Replay a saved rule of the workspace (another workspace's rule: not found)."""
     async with deps.db.read() as session:
-        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        view = await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
     chosen = list(data.account_ids) or view.account_ids
     foreign = [a for a in chosen if a not in view.account_ids]
     if foreign:
@@ -192,6 +195,32 @@ async def _account(
         entry.error = "the ad account is inactive: nothing is read from it (activate it first)"
         return
     reader = deps.reader(token)
+    objects = await _list_objects(deps, reader, rule, data, account, entry)
+    if objects is None:
+        return
+    plan = plan_insights(rule.tasks)
+    data_since = max(lookback_start(set(plan.periods), data.since), earliest_day(today))
+    entry.data_since = data_since
+    read = await _read_days(deps, reader, rule, plan, data_since, data, account, objects, entry)
+    objects = [o for o in objects if o.id not in read.errors]
+    replay_input = await _replay_input(
+        deps, workspace_id, rule, data, account, entry, objects, read, data_since
+    )
+    # CPU-bound and pure: off the event loop, so the process keeps answering meanwhile.
+    replayed = await asyncio.to_thread(replay, replay_input)
+    _collect(result, entry, account.id, replayed)
+
+
+async def _list_objects(
+    deps: AdRulesDeps,
+    reader: MetaReader,
+    rule: _Rule,
+    data: out.BacktestIn,
+    account: AdAccount,
+    entry: out.BacktestAccount,
+) -> list[CampaignEntity] | None:
+    """The objects to replay, listed as a run lists them; None (``entry`` says why) when they
+    cannot be listed or are more than one backtest replays."""
     try:
         fetched = await fetch_campaigns(
             reader,
@@ -205,21 +234,34 @@ async def _account(
     except FetchFailed as exc:
         entry.error = f"the objects could not be listed: {exc.error.describe()}"
         entry.graph_calls = exc.attempts
-        return
+        return None
     objects = fetched.campaigns[:MAX_OBJECTS]
     entry.objects, entry.truncated = len(objects), len(fetched.campaigns) > MAX_OBJECTS
+    entry.graph_calls = fetched.attempts
     span = (data.until - data.since).days + 1
     if len(objects) * span > MAX_OBJECT_DAYS:
-        entry.graph_calls = fetched.attempts
         entry.error = (
             f"{len(objects)} objects over {span} days is more than one backtest replays "
             f"({MAX_OBJECT_DAYS:,} object-days): narrow the range to at most "
             f"{MAX_OBJECT_DAYS // len(objects)} days or the rule's pre-filters"
         )
-        return
-    plan = plan_insights(rule.tasks)
-    data_since = max(lookback_start(set(plan.periods), data.since), earliest_day(today))
-    entry.data_since = data_since
+        return None
+    return objects
+
+
+async def _read_days(
+    deps: AdRulesDeps,
+    reader: MetaReader,
+    rule: _Rule,
+    plan: InsightsPlan,
+    data_since: date,
+    data: out.BacktestIn,
+    account: AdAccount,
+    objects: list[CampaignEntity],
+    entry: out.BacktestAccount,
+) -> DailyRead:
+    """The objects' daily Insights from ``data_since`` (the lookback the conditions need) to
+    the range's end; an object that could not be read is left out, and ``entry`` says so."""
     fields = sorted({f for fs in plan.fields.values() for f in fs} | {"spend"})
     read = await read_daily(
         reader,
@@ -234,7 +276,7 @@ async def _account(
         retry_delays=deps.preview_retry_delays,
         max_wait_seconds=deps.throttle_max_wait_seconds,
     )
-    entry.graph_calls = fetched.attempts + read.calls
+    entry.graph_calls += read.calls
     entry.insights_rows = read.rows_read
     entry.unread_objects = len(read.errors)
     if read.errors:
@@ -243,6 +285,23 @@ async def _account(
             f"Insights could not be read for {len(read.errors)} object(s), left out: "
             f"{first.describe()}"
         )
+    return read
+
+
+async def _replay_input(
+    deps: AdRulesDeps,
+    workspace_id: int,
+    rule: _Rule,
+    data: out.BacktestIn,
+    account: AdAccount,
+    entry: out.BacktestAccount,
+    objects: list[CampaignEntity],
+    read: DailyRead,
+    data_since: date,
+) -> ReplayInput:
+    """What the replay needs besides the objects: the days, the rows, and the budget changes
+    other rules made on the account over the range (the guard counts them)."""
+    day_zone = entry.timezone
     evaluate_at = time.fromisoformat(data.evaluate_at)
     days = [data.since + timedelta(days=i) for i in range((data.until - data.since).days + 1)]
     async with deps.db.read() as session:
@@ -254,12 +313,12 @@ async def _account(
             start=evaluation_instant(days[0], time(0, 0), day_zone),
             end=evaluation_instant(days[-1], evaluate_at, day_zone) + timedelta(days=1),
         )
-    replay_input = ReplayInput(
+    return ReplayInput(
         rule_id=rule.id or 0,
         rule_name=rule.name,
         level=rule.level,
         tasks=rule.tasks,
-        objects=[o for o in objects if o.id not in read.errors],
+        objects=objects,
         rows=read.rows,
         currency=account.currency,
         day_zone=day_zone,
@@ -270,9 +329,6 @@ async def _account(
         other_changes=others,
         max_per_hour=deps.budget_changes_per_hour,
     )
-    # CPU-bound and pure: off the event loop, so the process keeps answering meanwhile.
-    replayed = await asyncio.to_thread(replay, replay_input)
-    _collect(result, entry, account.id, replayed)
 
 
 def _collect(

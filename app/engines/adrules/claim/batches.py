@@ -18,6 +18,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 
 from app.db.session import UnitOfWork
+from app.engines.adrules.batch_states import BATCHES
 from app.engines.adrules.claim.fetch import FetchFailed
 from app.engines.adrules.claim.pool import Deferred, FetchResult
 from app.engines.adrules.claim.prefilters import NOT_DELIVERABLE
@@ -53,31 +54,13 @@ class RuleRef:
     """Appended to the job id ("run now": each press its own job)."""
 
 
-def _settle(
-    batch: Batch,
-    result: FetchResult,
-    work: RuleWork,
-    stopped: str | None,
-    now: datetime,
-    summary: DispatchSummary,
-) -> list[CampaignEntity]:
-    """Fill ``batch`` from the account's fetch; the campaigns to queue (none: no job)."""
-    batch.pages = result.pages
-    batch.fetch_attempts = result.attempts
+def _outcome(result: FetchResult, work: RuleWork) -> tuple[str, list[CampaignEntity]]:
+    """The batch record's status after the account's fetch, and the campaigns to queue (none:
+    no job)."""
     if isinstance(result, Deferred):
-        batch.status = BATCH_DEFERRED
-        batch.error = result.reason[:2000]
-        batch.fetch_waited_ms = round(result.waited * 1000)
-        summary.deferred_accounts += 1
-        return []
+        return BATCH_DEFERRED, []
     if isinstance(result, FetchFailed):
-        if stopped is None:
-            log.warning("ad account %s skipped: %s", batch.account_meta_id, result.error.describe())
-        batch.status = BATCH_SKIPPED
-        batch.error = (stopped or result.error.describe())[:2000]
-        batch.finished_at = now
-        summary.skipped_accounts += 1
-        return []
+        return BATCH_SKIPPED, []
     # Archived and deleted campaigns are never acted on unless the rule asks for them by name
     # (AR-23a), whatever a provider's filter semantics let through.
     campaigns = [
@@ -85,15 +68,38 @@ def _settle(
         for c in result.campaigns
         if c.effective_status not in NOT_DELIVERABLE or c.effective_status in work.asked_hidden
     ]
+    return (BATCH_QUEUED, campaigns) if campaigns else (BATCH_EMPTY, [])
+
+
+def _settle(
+    batch: Batch,
+    result: FetchResult,
+    campaigns: list[CampaignEntity],
+    stopped: str | None,
+    now: datetime,
+    summary: DispatchSummary,
+) -> None:
+    """Fill the rest of ``batch`` from the account's fetch, for the status it was given."""
+    batch.pages = result.pages
+    batch.fetch_attempts = result.attempts
+    if isinstance(result, Deferred):
+        batch.error = result.reason[:2000]
+        batch.fetch_waited_ms = round(result.waited * 1000)
+        summary.deferred_accounts += 1
+        return
+    if isinstance(result, FetchFailed):
+        if stopped is None:
+            log.warning("ad account %s skipped: %s", batch.account_meta_id, result.error.describe())
+        batch.error = (stopped or result.error.describe())[:2000]
+        batch.finished_at = now
+        summary.skipped_accounts += 1
+        return
     batch.error = None
     if not campaigns:
-        batch.status = BATCH_EMPTY
         batch.finished_at = now
         summary.empty_accounts += 1
-        return []
-    batch.status = BATCH_QUEUED
+        return
     batch.entities = len(campaigns)
-    return campaigns
 
 
 async def _enqueue(
@@ -150,7 +156,9 @@ async def record_dispatch(
         session = uow.session
         written: list[tuple[Batch, AccountRow, list[CampaignEntity]]] = []
         for account, result in zip(work.accounts, results, strict=True):
+            status, campaigns = _outcome(result, work)
             batch = Batch(
+                **BATCHES.create(status),
                 batch_id=batch_id,
                 workspace_id=rule.workspace_id,
                 rule_id=rule.id,
@@ -168,7 +176,7 @@ async def record_dispatch(
                 tick_at=tick,
                 created_at=now,
             )
-            campaigns = _settle(batch, result, work, stopped, now, summary)
+            _settle(batch, result, campaigns, stopped, now, summary)
             session.add(batch)
             written.append((batch, account, campaigns))
         # One flush for the rule's records (their ids go into the jobs): the records of many
@@ -214,7 +222,10 @@ async def record_resumed(
         for record_id, account, result in settled:
             batch = still.get(record_id)
             if batch is not None:
-                queued.append((batch, account, _settle(batch, result, work, stopped, now, summary)))
+                status, campaigns = _outcome(result, work)
+                BATCHES.move(batch, status)
+                _settle(batch, result, campaigns, stopped, now, summary)
+                queued.append((batch, account, campaigns))
         await session.flush()
         for batch, account, campaigns in queued:
             if campaigns:
@@ -231,7 +242,9 @@ async def abandon_deferred(
         return
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(Batch)
-            .where(Batch.id.in_(record_ids), Batch.status == BATCH_DEFERRED)
-            .values(status=BATCH_SKIPPED, error=reason, finished_at=now)
+            BATCHES.transition(
+                update(Batch).where(Batch.id.in_(record_ids)),
+                BATCH_SKIPPED,
+                from_=(BATCH_DEFERRED,),
+            ).values(error=reason, finished_at=now)
         )

@@ -20,6 +20,7 @@ from app.db.dialect import insert_ignoring
 from app.db.tenancy import scoped_select
 from app.engines.adrules.approvals import links
 from app.engines.adrules.deps import AdRulesDeps
+from app.engines.adrules.digest_states import DIGESTS
 from app.engines.adrules.models import (
     BATCH_DEFERRED,
     BATCH_QUEUED,
@@ -166,7 +167,7 @@ async def _claim(
                     "batch_id": payload.batch_id,
                     "channel_key": channel.key,
                     "channel": channel.kind,
-                    "status": DIGEST_SENDING,
+                    **DIGESTS.create(DIGEST_SENDING),
                     "objects": objects,
                     "created_at": now,
                 }
@@ -199,10 +200,7 @@ async def _send_claimed(
             )
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(DigestRow)
-            .where(DigestRow.id == digest_id)
-            .values(
-                status=status,
+            DIGESTS.transition(update(DigestRow).where(DigestRow.id == digest_id), status).values(
                 detail=detail,
                 sent_at=deps.clock.now() if status == DIGEST_SENT else None,
             )

@@ -9,6 +9,7 @@ from typing import Any
 
 from app.engines.adrules.catalogue import UNIFIED_ATTRIBUTION
 from app.engines.adrules.payloads import CampaignEntity, RunAccountPayload, evaluation_zone
+from app.engines.adrules.record_states import RECORDS
 from app.engines.adrules.run_models import (
     RECORD_ERROR,
     RECORD_EXECUTED,
@@ -164,7 +165,7 @@ def _record(
         "campaign_id": campaign.id,
         "campaign_name": campaign.name[:400],
         "action": type(task.action).__struct_config__.tag or "",
-        "status": status,
+        **RECORDS.create(status),
         "reason": reason,
         "parameters": action_parameters(task.action),
         "before": before,

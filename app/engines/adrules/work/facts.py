@@ -17,12 +17,10 @@ from app.engines.adrules.work.evaluate import CampaignFacts, CustomKey, CustomRe
 from app.engines.adrules.work.insights import (
     ITEM_RETRY_DELAYS,
     MAX_THROTTLE_WAIT_SECONDS,
-    BeforeCall,
-    InsightsStats,
-    Sleep,
     plan_insights,
     read_insights,
 )
+from app.engines.adrules.work.insights_shapes import BeforeCall, InsightsStats, Sleep
 from app.engines.adrules.work.metrics import budget_to_major
 from app.engines.adrules.work.sheets_values import (
     CustomMetricSource,

@@ -15,14 +15,14 @@ from datetime import datetime
 from typing import Any
 
 from app.engines.adrules import accounts as account_service
-from app.engines.adrules import records
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import records, rule_views
 from app.engines.adrules.catalogue import LEVEL_EDGES, LEVEL_FIELDS
-from app.engines.adrules.claim.fetch import FetchFailed, fetch_campaigns
+from app.engines.adrules.claim.fetch import Fetched, FetchFailed, fetch_campaigns
 from app.engines.adrules.claim.prefilters import to_filtering
 from app.engines.adrules.deps import AdRulesDeps
 from app.engines.adrules.documents import load_prefilters, load_schedule
 from app.engines.adrules.errors import meta_refusal
+from app.engines.adrules.models import Rule
 from app.engines.adrules.payloads import CampaignEntity
 from app.engines.adrules.schemas import (
     Action,
@@ -55,6 +55,7 @@ from app.engines.adrules.work.sheets_values import (
 )
 from app.errors import Conflict
 from app.integrations.meta.errors import MetaError
+from app.integrations.meta.reader import MetaReader
 from app.schemas import Schema
 
 MAX_CAMPAIGNS = 500
@@ -254,12 +255,46 @@ def _preview_task(
     return item
 
 
+async def _list_campaigns(
+    deps: AdRulesDeps, reader: MetaReader, account_meta_id: str, rule: Rule
+) -> Fetched:
+    """The rule's objects on the account, listed as a run lists them."""
+    try:
+        return await fetch_campaigns(
+            reader,
+            account_meta_id,
+            to_filtering(load_prefilters(rule.prefilters)),
+            sleep=deps.sleep,
+            delays=deps.preview_retry_delays,
+            edge=LEVEL_EDGES[rule.level],
+            fields=LEVEL_FIELDS[rule.level],
+        )
+    except FetchFailed as exc:
+        raise meta_refusal("the campaigns could not be listed", exc.error) from None
+
+
+async def _custom_metrics(deps: AdRulesDeps, workspace_id: int) -> CustomMetricSource:
+    """The custom metrics' sheets, read as a run reads them, keeping no copy."""
+    return CustomMetricSource(
+        db=deps.db,
+        clock=deps.clock,
+        client=deps.sheets,
+        cache=deps.sheet_cache,
+        workspace_id=workspace_id,
+        credentials=await workspace_credentials(
+            deps.db, deps.secrets, workspace_id, deps.token_minter
+        ),
+        save_copies=False,
+        copy_max_age=deps.sheet_copy_max_age,
+    )
+
+
 async def preview_rule(
     deps: AdRulesDeps, *, workspace_id: int, rule_id: int, ad_account_id: int
 ) -> PreviewResult:
     now = deps.clock.now()
     async with deps.db.read() as session:
-        view = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
+        view = await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=rule_id)
         account = await account_service.get_account(session, workspace_id, ad_account_id)
         token = await account_service.require_token(session, deps.secrets, workspace_id)
         warnings = await opposing_rules(
@@ -272,34 +307,10 @@ async def preview_rule(
         )
     tasks: Sequence[TaskDocument] = view.tasks
     reader = deps.reader(token)
-    filtering = to_filtering(load_prefilters(view.rule.prefilters))
-    try:
-        level = view.rule.level
-        fetched = await fetch_campaigns(
-            reader,
-            account.meta_id,
-            filtering,
-            sleep=deps.sleep,
-            delays=deps.preview_retry_delays,
-            edge=LEVEL_EDGES[level],
-            fields=LEVEL_FIELDS[level],
-        )
-    except FetchFailed as exc:
-        raise meta_refusal("the campaigns could not be listed", exc.error) from None
+    level = view.rule.level
+    fetched = await _list_campaigns(deps, reader, account.meta_id, view.rule)
     campaigns = fetched.campaigns[:MAX_CAMPAIGNS]
     zone_used = load_schedule(view.rule.schedule).timezone or account.timezone_name or "UTC"
-    custom = CustomMetricSource(
-        db=deps.db,
-        clock=deps.clock,
-        client=deps.sheets,
-        cache=deps.sheet_cache,
-        workspace_id=workspace_id,
-        credentials=await workspace_credentials(
-            deps.db, deps.secrets, workspace_id, deps.token_minter
-        ),
-        save_copies=False,
-        copy_max_age=deps.sheet_copy_max_age,
-    )
     gathered = await gather(
         tasks=tasks,
         campaigns=campaigns,
@@ -307,7 +318,7 @@ async def preview_rule(
         timezone=zone_used,
         now=now,
         reader=reader,
-        custom=custom,
+        custom=await _custom_metrics(deps, workspace_id),
         mode=deps.insights_mode,
         account_id=account.meta_id,
         sleep=deps.sleep,

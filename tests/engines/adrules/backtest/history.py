@@ -7,8 +7,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from app.engines.adrules import records
-from app.engines.adrules import rules as rule_service
+from app.engines.adrules import records, rule_views
 from app.engines.adrules.models import AdAccount
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld, SimCampaign
@@ -130,7 +129,7 @@ async def build_history(runtime: Runtime, workspace_id: int) -> tuple[AdAccount,
         ],
     )
     async with runtime.db.read() as session:
-        other = await rule_service.view_rule(session, workspace_id=workspace_id, rule_id=other_id)
+        other = await rule_views.view_rule(session, workspace_id=workspace_id, rule_id=other_id)
     async with runtime.db.write() as uow:
         await records.insert_records(
             uow.session,

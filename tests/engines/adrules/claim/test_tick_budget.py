@@ -20,7 +20,7 @@ from app.engines.adrules import stops
 from app.engines.adrules.claim.dispatch import DispatchSummary, dispatch_due
 from app.engines.adrules.claim.pool import DEFERRED_REASON, FETCH_OUTSTANDING
 from app.engines.adrules.models import Batch, Rule
-from app.engines.adrules.rules import batch_status
+from app.engines.adrules.rule_views import batch_status
 from app.integrations.meta.client import GraphClient
 from app.integrations.meta.reader import MetaReader
 from app.platform.models import Workspace as WorkspaceRow
