@@ -179,10 +179,12 @@ async def _settle(
     now = deps.clock.now()
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(AlertDelivery)
-            .where(AlertDelivery.id == delivery.id, AlertDelivery.state == DELIVERY_SENDING)
+            ALERT_DELIVERIES.transition(
+                update(AlertDelivery).where(AlertDelivery.id == delivery.id),
+                state,
+                from_=(DELIVERY_SENDING,),
+            )
             .values(
-                state=state,
                 lease_until=None,
                 error=note if state != DELIVERY_SENT else None,
                 sent_at=now if state == DELIVERY_SENT else None,

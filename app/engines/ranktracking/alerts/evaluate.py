@@ -21,6 +21,7 @@ from app.engines.ranktracking.alerts.deliver import DELIVER_JOB, DeliveryRef
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import (
     ACTIVE_RUN_STATUSES,
+    ALERT_DELIVERIES,
     DELIVERY_PENDING,
     DELIVERY_SENDING,
     RETRIEVED,
@@ -119,7 +120,7 @@ async def evaluate_impl(deps: RankTrackingDeps, request_id: int) -> int:
                     request_id=request_id,
                     channel=rule.channel,
                     matches=[m.as_dict() for m in found],
-                    state=DELIVERY_PENDING,
+                    **ALERT_DELIVERIES.create(DELIVERY_PENDING),
                     attempts=0,
                     created_at=now,
                 )

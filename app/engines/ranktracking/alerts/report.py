@@ -32,6 +32,7 @@ from app.engines.ranktracking.models import (
     DELIVERY_FAILED,
     DELIVERY_PENDING,
     DELIVERY_SENT,
+    REPORT_DELIVERIES,
     ReportDelivery,
     ReportSetting,
     Schedule,
@@ -151,7 +152,7 @@ async def claim_due(deps: RankTrackingDeps, now: datetime) -> int:
                         period=row.period,
                         period_start=start,
                         period_end=row.next_due_at,
-                        state=DELIVERY_PENDING,
+                        **REPORT_DELIVERIES.create(DELIVERY_PENDING),
                         created_at=now,
                     )
                 )
@@ -293,10 +294,12 @@ async def _settle(
     now = deps.clock.now()
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(ReportDelivery)
-            .where(ReportDelivery.id == delivery.id, ReportDelivery.state == DELIVERY_PENDING)
+            REPORT_DELIVERIES.transition(
+                update(ReportDelivery).where(ReportDelivery.id == delivery.id),
+                state,
+                from_=(DELIVERY_PENDING,),
+            )
             .values(
-                state=state,
                 error=None if state == DELIVERY_SENT else note,
                 sent_at=now if state == DELIVERY_SENT else None,
             )

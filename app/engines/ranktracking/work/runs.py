@@ -46,6 +46,7 @@ from app.engines.ranktracking.models import (
 from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_micros
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.reports.serp_reading import competitor_positions, owned_features
+from app.engines.ranktracking.result_states import RESULTS
 from app.engines.ranktracking.run_states import RUNS
 from app.engines.ranktracking.work import provider_gap
 from app.engines.ranktracking.work.postback_token import postback_url
@@ -359,9 +360,12 @@ async def _store(
     written = 0
     for keyword, (state, values) in outcome.per_keyword.items():
         result = await session.execute(
-            update(Result)
-            .where(Result.run_id == run.id, Result.keyword == keyword, Result.state == PENDING)
-            .values(state=state, fetched_at=now, **values)
+            RESULTS.transition(
+                update(Result).where(Result.run_id == run.id, Result.keyword == keyword),
+                state,
+                from_=(PENDING,),
+            )
+            .values(fetched_at=now, **values)
             .returning(Result.id)
             .execution_options(synchronize_session=False)
         )
