@@ -12,7 +12,6 @@ one by one; the next sweep sends the latest finished period.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -23,6 +22,7 @@ from app.engines.ranktracking import locations
 from app.engines.ranktracking.alerts.attempts import send_and_settle
 from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
+from app.engines.ranktracking.alerts.report_content import ReportContent, figure
 from app.engines.ranktracking.alerts.report_html import logo_image, report_html
 from app.engines.ranktracking.alerts.rules import checked_recipients
 from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
@@ -38,9 +38,8 @@ from app.engines.ranktracking.models import (
     Schedule,
 )
 from app.engines.ranktracking.records import activity
-from app.engines.ranktracking.reports.measurements import Column, measured_runs
+from app.engines.ranktracking.reports.measurements import measured_runs
 from app.engines.ranktracking.reports.positions import build_rows
-from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
 from app.engines.ranktracking.reports.summary import run_summaries
 from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import recipients as owner_recipients
@@ -187,20 +186,6 @@ REPORT_SWEEP = Sweep("ranktracking.reports", Every(300), report_tick)
 # -- the report ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ReportContent:
-    latest: Column | None
-    baseline: Column | None
-    summaries: list[RunSummaryOut]
-    before: dict[str, RunSummaryOut]
-    gains: list[PositionRow]
-    losses: list[PositionRow]
-    entered: list[PositionRow]
-    dropped: list[PositionRow]
-    trend: list[RunSummaryOut] = field(default_factory=list)
-    """Every measurement of the period (after the one before it), for the report's charts."""
-
-
 async def compose(
     session: ReadSession, schedule: Schedule, start: datetime, end: datetime
 ) -> ReportContent:
@@ -235,10 +220,6 @@ async def compose(
     )
 
 
-def _figure(value: float | None, unit: str = "") -> str:
-    return "—" if value is None else f"{value:.2f}{unit}"
-
-
 def report_text(
     schedule: Schedule,
     period: str,
@@ -259,10 +240,10 @@ def report_text(
         for s in content.summaries:
             was = content.before.get(s.device)
             lines.append(
-                f"  {s.device}: average position {_figure(s.average_position)}"
-                + (f" (was {_figure(was.average_position)})" if was else "")
-                + f", visibility {_figure(s.visibility, ' %')}"
-                + (f" (was {_figure(was.visibility, ' %')})" if was else "")
+                f"  {s.device}: average position {figure(s.average_position)}"
+                + (f" (was {figure(was.average_position)})" if was else "")
+                + f", visibility {figure(s.visibility, ' %')}"
+                + (f" (was {figure(was.visibility, ' %')})" if was else "")
                 + f", {s.ranked} of {s.measured} keywords ranked"
             )
         lines.append("")
