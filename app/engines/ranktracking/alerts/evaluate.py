@@ -16,21 +16,17 @@ from sqlalchemy import func, or_, select
 
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, UnitOfWork
-from app.engines.ranktracking.alerts.decide import Movement, matching
-from app.engines.ranktracking.alerts.deliver import DELIVER_JOB, DeliveryRef
-from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import (
-    ACTIVE_RUN_STATUSES,
+from app.engines.ranktracking.alert_models import (
     ALERT_DELIVERIES,
     DELIVERY_PENDING,
     DELIVERY_SENDING,
-    RETRIEVED,
     AlertDelivery,
     AlertRule,
-    Request,
-    Result,
-    Run,
 )
+from app.engines.ranktracking.alerts.decide import Movement, matching
+from app.engines.ranktracking.alerts.deliver import DELIVER_JOB, DeliveryRef
+from app.engines.ranktracking.deps import RankTrackingDeps
+from app.engines.ranktracking.models import ACTIVE_RUN_STATUSES, RETRIEVED, Request, Result, Run
 from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, measured_runs
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 

@@ -19,6 +19,14 @@ from sqlalchemy import select, update
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking import locations
+from app.engines.ranktracking.alert_models import (
+    DELIVERY_FAILED,
+    DELIVERY_PENDING,
+    DELIVERY_SENT,
+    REPORT_DELIVERIES,
+    ReportDelivery,
+    ReportSetting,
+)
 from app.engines.ranktracking.alerts.attempts import send_and_settle
 from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
@@ -27,16 +35,7 @@ from app.engines.ranktracking.alerts.report_html import logo_image, report_html
 from app.engines.ranktracking.alerts.rules import checked_recipients
 from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import (
-    ARCHIVED,
-    DELIVERY_FAILED,
-    DELIVERY_PENDING,
-    DELIVERY_SENT,
-    REPORT_DELIVERIES,
-    ReportDelivery,
-    ReportSetting,
-    Schedule,
-)
+from app.engines.ranktracking.models import ARCHIVED, Schedule
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.reports.measurements import measured_runs
 from app.engines.ranktracking.reports.positions import build_rows
