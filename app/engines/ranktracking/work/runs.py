@@ -180,7 +180,7 @@ def _row(
         "keyword": keyword,
         "device": run.device,
         "task_id": task_id,
-        "state": state,
+        **RESULTS.create(state),
         "position": None,
         "url": None,
         "features": None,
