@@ -39,8 +39,9 @@ from app.engines.funnels.definitions.service import publish
 from app.engines.funnels.events.claim.triggers import enroll
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.models import Run as FunnelRun
+from app.engines.ranktracking.alert_models import AlertRule
 from app.engines.ranktracking.local.models import GeoGrid
-from app.engines.ranktracking.models import AlertRule, KeywordList, ListKeyword, Schedule
+from app.engines.ranktracking.models import KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
 from app.scheduling.bulk_models import BulkJob
 from app.scheduling.queue import record_dead_job

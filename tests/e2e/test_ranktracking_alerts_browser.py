@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from app.engines.ranktracking import ledger
-from app.engines.ranktracking.models import AlertRule
+from app.engines.ranktracking.alert_models import AlertRule
 from app.engines.ranktracking.reports.competitors import set_competitors
 from app.engines.ranktracking.schedules.lookup import lock_schedule
 from app.runtime import Runtime

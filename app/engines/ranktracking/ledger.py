@@ -33,6 +33,7 @@ from app.engines.ranktracking.models import (
     RES_RELEASED,
     RES_SETTLED,
     RESERVATION,
+    RESERVATIONS,
     SETTLEMENT,
     TOPUP,
     Balance,
@@ -242,7 +243,7 @@ async def reserve_many(
         # its insert changes here (and is written by the next flush).
         if run.reserved_micros != hold.amount_micros or run.reservation_state != RES_HELD:
             run.reserved_micros = hold.amount_micros
-            run.reservation_state = RES_HELD
+            RESERVATIONS.move(run, RES_HELD)
         per_org[hold.organisation_id] = per_org.get(hold.organisation_id, 0) + hold.amount_micros
     await session.execute(insert(LedgerEntry), entries)
     # Core (not ORM) executemany: one prepared statement for every organisation of the batch.
@@ -320,14 +321,13 @@ class _Resolving:
 async def _claim(session: WriteSession, run: Run, new_state: str, settled: int | None) -> bool:
     """Move the run's reservation out of ``held``; True for the one caller that did."""
     result = await session.execute(
-        update(Run)
-        .where(Run.id == run.id, Run.reservation_state == RES_HELD)
-        .values(reservation_state=new_state, settled_micros=settled)
+        RESERVATIONS.transition(update(Run).where(Run.id == run.id), new_state, from_=(RES_HELD,))
+        .values(settled_micros=settled)
         .execution_options(synchronize_session=False)
     )
     claimed = bool(row_count(result))
     if claimed:
-        run.reservation_state = new_state
+        RESERVATIONS.move(run, new_state)
         run.settled_micros = settled
     return claimed
 

@@ -1,5 +1,7 @@
-"""Position tracking JSON API under ``/api/v1/ranktracking``: keyword lists, schedules, estimates,
-manual runs, pause/resume/end, the log and results, the balance, its ledger and the activity feed.
+"""Position tracking JSON API under ``/api/v1/ranktracking``: schedules, locations, estimates,
+manual runs, pause/resume/end, the log and results; and the one router every rank-tracking
+handler is registered on (keyword lists in :mod:`.ranktracking_lists`, the balance, ledger and
+activity feed in :mod:`.ranktracking_money`, reports and the rest in their own modules).
 
 Handlers stay thin: a unit of work, a service call, a response shape. Every lookup is scoped by the
 caller's workspace, so another workspace's id answers 404. The requests an outside system may retry
@@ -17,13 +19,10 @@ from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from app.clock import Clock
 from app.db.session import UnitOfWork
-from app.engines.ranktracking import lists as list_service
-from app.engines.ranktracking import location_sync, locations, money
+from app.engines.ranktracking import location_sync, locations
 from app.engines.ranktracking.claim.handoff import PendingLaunch
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.errors import RunNotFound
-from app.engines.ranktracking.keyword_import import start_keyword_import
-from app.engines.ranktracking.keywords import parse_import
 from app.engines.ranktracking.models import Run
 from app.engines.ranktracking.records.log import schedule_log
 from app.engines.ranktracking.records.results import keyword_history, latest_results, run_results
@@ -38,165 +37,29 @@ from app.engines.ranktracking.schedules import (
     manual_runs,
 )
 from app.engines.ranktracking.schemas import (
-    ActivityPage,
-    BalanceOut,
-    BulkAddOut,
     CreatedOut,
     EstimateOut,
     KeywordHistoryOut,
-    KeywordImportIn,
-    KeywordsIn,
     LaunchOut,
-    LedgerPage,
-    ListDetailOut,
-    ListIn,
-    ListOut,
-    ListRename,
-    ListWriteOut,
     LocationOut,
     LogOut,
     QueueName,
     RankScheduleIn,
-    RemovedOut,
     ResultOut,
     RunNowIn,
     ScheduleEdit,
     ScheduleOut,
     SelectionIn,
-    TopUpIn,
 )
 from app.pagination import checked_limit, cursor_number
 from app.platform.service import Principal
-from app.web.api import ranktracking_reports
-from app.web.api.common import Once, RowId, api_router, idempotent
-from app.web.api.jobs import BulkJobOut, bulk_job_out
+from app.web.api import ranktracking_lists, ranktracking_money, ranktracking_reports
+from app.web.api.common import RowId, api_router, idempotent
 from app.web.auth import (
     CurrentPrincipal,
     CurrentRuntime,
-    require_organisation_manager,
 )
-from app.web.deps import CurrentClock, CurrentSettings, Cursor, Queue, Reads, Writes
-
-# -- keyword lists ----------------------------------------------------------------------------------
-
-
-@get("/lists")
-async def get_lists(principal: CurrentPrincipal, session: Reads) -> list[ListOut]:
-    return await list_service.all_lists(session, principal.workspace_id)
-
-
-@post("/lists")
-async def create_list(
-    principal: CurrentPrincipal,
-    once: Once,
-    clock: CurrentClock,
-    data: JSONBody[ListIn],
-) -> Response[ListWriteOut]:
-    async def action(uow: UnitOfWork) -> ListWriteOut:
-        kl, report = await list_service.create_list(
-            uow.session,
-            workspace_id=principal.workspace_id,
-            name=data.name,
-            keywords=data.keywords,
-            now=clock.now(),
-        )
-        return ListWriteOut(list=await list_service.list_out(uow.session, kl), report=report)
-
-    return await once(action)
-
-
-@get("/lists/{list_id:int}")
-async def get_list(principal: CurrentPrincipal, session: Reads, list_id: RowId) -> ListDetailOut:
-    kl = await list_service.get_list(session, principal.workspace_id, list_id)
-    return await list_service.detail_out(session, kl)
-
-
-@patch("/lists/{list_id:int}")
-async def rename_list(
-    principal: CurrentPrincipal,
-    uow: Writes,
-    clock: CurrentClock,
-    list_id: RowId,
-    data: JSONBody[ListRename],
-) -> ListOut:
-    kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
-    await list_service.rename_list(uow.session, kl, data.name, clock.now())
-    return await list_service.list_out(uow.session, kl)
-
-
-@post("/lists/{list_id:int}/keywords")
-async def add_keywords(
-    principal: CurrentPrincipal,
-    once: Once,
-    clock: CurrentClock,
-    list_id: RowId,
-    data: JSONBody[KeywordsIn],
-) -> Response[BulkAddOut]:
-    async def action(uow: UnitOfWork) -> BulkAddOut:
-        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
-        return await list_service.add_keywords(uow.session, kl, data.keywords, now=clock.now())
-
-    return await once(action)
-
-
-@post("/lists/{list_id:int}/keywords/remove")
-async def remove_keywords(
-    principal: CurrentPrincipal,
-    uow: Writes,
-    clock: CurrentClock,
-    list_id: RowId,
-    data: JSONBody[KeywordsIn],
-) -> RemovedOut:
-    kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
-    return await list_service.remove_keywords(uow.session, kl, data.keywords, now=clock.now())
-
-
-@post("/lists/{list_id:int}/import")
-async def import_keywords(
-    principal: CurrentPrincipal,
-    once: Once,
-    clock: CurrentClock,
-    list_id: RowId,
-    data: JSONBody[KeywordImportIn],
-) -> Response[BulkAddOut]:
-    """One keyword a line (``text``) or the first column of a CSV (``csv``)."""
-
-    async def action(uow: UnitOfWork) -> BulkAddOut:
-        kl = await list_service.get_list(uow.session, principal.workspace_id, list_id)
-        return await list_service.add_keywords(
-            uow.session, kl, parse_import(data.text, fmt=data.format), now=clock.now()
-        )
-
-    return await once(action)
-
-
-@post("/lists/{list_id:int}/import-jobs", status_code=202)
-async def import_keywords_in_background(
-    principal: CurrentPrincipal,
-    once: Once,
-    clock: CurrentClock,
-    job_queue: Queue,
-    list_id: RowId,
-    data: JSONBody[KeywordImportIn],
-) -> Response[BulkJobOut]:
-    """The same import as a background job, in bounded chunks: answers 202 with the job; poll
-    its ``url`` for progress and the per-entry report. The list, an empty import and one larger
-    than a list can hold are checked first (404/422, nothing written)."""
-
-    async def action(uow: UnitOfWork) -> BulkJobOut:
-        job = await start_keyword_import(
-            uow,
-            job_queue,
-            workspace_id=principal.workspace_id,
-            list_id=list_id,
-            text=data.text,
-            fmt=data.format,
-            now=clock.now(),
-        )
-        return bulk_job_out(job, [])
-
-    return await once(action, status_code=202)
-
+from app.web.deps import CurrentClock, CurrentSettings, Cursor, Reads, Writes
 
 # -- schedules --------------------------------------------------------------------------------------
 
@@ -453,68 +316,11 @@ async def get_run_results(
     return await run_results(session, run_id)
 
 
-# -- money and activity -----------------------------------------------------------------------------
-
-
-@get("/balance")
-async def get_balance(principal: CurrentPrincipal, session: Reads) -> BalanceOut:
-    return await money.balance_out(session, principal.organisation_id)
-
-
-@post("/balance/top-ups")
-async def top_up(
-    principal: CurrentPrincipal,
-    once: Once,
-    clock: CurrentClock,
-    data: JSONBody[TopUpIn],
-) -> Response[BalanceOut]:
-    require_organisation_manager(principal)
-
-    async def action(uow: UnitOfWork) -> BalanceOut:
-        await money.top_up(
-            uow.session,
-            organisation_id=principal.organisation_id,
-            workspace_id=principal.workspace_id,
-            amount_eur=data.amount_eur,
-            note=data.note,
-            now=clock.now(),
-        )
-        return await money.balance_out(uow.session, principal.organisation_id)
-
-    return await once(action)
-
-
-@get("/ledger")
-async def get_ledger(
-    principal: CurrentPrincipal, session: Reads, cursor: Cursor = None
-) -> LedgerPage:
-    return await money.ledger_page(session, principal.organisation_id, cursor)
-
-
-@get("/activity")
-async def get_activity(
-    principal: CurrentPrincipal,
-    session: Reads,
-    cursor: Cursor = None,
-    schedule_id: FromQuery[int | None] = None,
-) -> ActivityPage:
-    return await money.activity_page(
-        session, principal.workspace_id, cursor, schedule_id=schedule_id
-    )
-
-
 ROUTERS: list[Any] = [
     api_router(
         "/ranktracking",
         [
-            get_lists,
-            create_list,
-            get_list,
-            rename_list,
-            add_keywords,
-            remove_keywords,
-            import_keywords,
-            import_keywords_in_background,
+            *ranktracking_lists.HANDLERS,
             search_locations,
             get_schedules,
             create_schedule,
@@ -532,10 +338,7 @@ ROUTERS: list[Any] = [
             get_results,
             get_history,
             get_run_results,
-            get_balance,
-            top_up,
-            get_ledger,
-            get_activity,
+            *ranktracking_money.HANDLERS,
             *ranktracking_reports.HANDLERS,
         ],
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from app.engines.ranktracking.models import DELIVERY_FAILED, DELIVERY_PENDING, DELIVERY_SENT
+from app.engines.ranktracking.alert_models import DELIVERY_FAILED, DELIVERY_PENDING, DELIVERY_SENT
 
 Send = Callable[[], Awaitable[str]]
 """Sends the message; returns how it went out (for the activity feed)."""

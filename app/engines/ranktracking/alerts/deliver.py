@@ -17,20 +17,19 @@ import msgspec
 from sqlalchemy import BigInteger, select, update
 
 from app.engines.ranktracking import locations
-from app.engines.ranktracking.alerts.attempts import send_and_settle
-from app.engines.ranktracking.alerts.decide import Movement, describe, keywords, line
-from app.engines.ranktracking.alerts.delivery_states import ALERT_DELIVERIES
-from app.engines.ranktracking.alerts.links import schedule_page_url
-from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import (
+from app.engines.ranktracking.alert_models import (
     DELIVERY_PENDING,
     DELIVERY_SENDING,
     DELIVERY_SENT,
     AlertDelivery,
     AlertRule,
-    Request,
-    Schedule,
 )
+from app.engines.ranktracking.alerts.attempts import send_and_settle
+from app.engines.ranktracking.alerts.decide import Movement, describe, keywords, line
+from app.engines.ranktracking.alerts.delivery_states import ALERT_DELIVERIES
+from app.engines.ranktracking.alerts.links import schedule_page_url
+from app.engines.ranktracking.deps import RankTrackingDeps
+from app.engines.ranktracking.models import Request, Schedule
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.wording import counted
 from app.integrations.http_guard import (
@@ -179,10 +178,12 @@ async def _settle(
     now = deps.clock.now()
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(AlertDelivery)
-            .where(AlertDelivery.id == delivery.id, AlertDelivery.state == DELIVERY_SENDING)
+            ALERT_DELIVERIES.transition(
+                update(AlertDelivery).where(AlertDelivery.id == delivery.id),
+                state,
+                from_=(DELIVERY_SENDING,),
+            )
             .values(
-                state=state,
                 lease_until=None,
                 error=note if state != DELIVERY_SENT else None,
                 sent_at=now if state == DELIVERY_SENT else None,

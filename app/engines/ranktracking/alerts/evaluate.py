@@ -16,20 +16,17 @@ from sqlalchemy import func, or_, select
 
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, UnitOfWork
+from app.engines.ranktracking.alert_models import (
+    ALERT_DELIVERIES,
+    DELIVERY_PENDING,
+    DELIVERY_SENDING,
+    AlertDelivery,
+    AlertRule,
+)
 from app.engines.ranktracking.alerts.decide import Movement, matching
 from app.engines.ranktracking.alerts.deliver import DELIVER_JOB, DeliveryRef
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import (
-    ACTIVE_RUN_STATUSES,
-    DELIVERY_PENDING,
-    DELIVERY_SENDING,
-    RETRIEVED,
-    AlertDelivery,
-    AlertRule,
-    Request,
-    Result,
-    Run,
-)
+from app.engines.ranktracking.models import ACTIVE_RUN_STATUSES, RETRIEVED, Request, Result, Run
 from app.engines.ranktracking.reports.measurements import KEYWORD_DATA, measured_runs
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 
@@ -119,7 +116,7 @@ async def evaluate_impl(deps: RankTrackingDeps, request_id: int) -> int:
                     request_id=request_id,
                     channel=rule.channel,
                     matches=[m.as_dict() for m in found],
-                    state=DELIVERY_PENDING,
+                    **ALERT_DELIVERIES.create(DELIVERY_PENDING),
                     attempts=0,
                     created_at=now,
                 )

@@ -12,7 +12,6 @@ one by one; the next sweep sends the latest finished period.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import select, update
@@ -20,26 +19,26 @@ from sqlalchemy import select, update
 from app.db.dialect import insert_ignoring, row_count
 from app.db.session import ReadSession, WriteSession
 from app.engines.ranktracking import locations
+from app.engines.ranktracking.alert_models import (
+    DELIVERY_FAILED,
+    DELIVERY_PENDING,
+    DELIVERY_SENT,
+    REPORT_DELIVERIES,
+    ReportDelivery,
+    ReportSetting,
+)
 from app.engines.ranktracking.alerts.attempts import send_and_settle
 from app.engines.ranktracking.alerts.links import schedule_page_url
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
+from app.engines.ranktracking.alerts.report_content import ReportContent, figure
 from app.engines.ranktracking.alerts.report_html import logo_image, report_html
 from app.engines.ranktracking.alerts.rules import checked_recipients
 from app.engines.ranktracking.alerts.schemas import ReportSettingsIn, ReportSettingsOut
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import (
-    ARCHIVED,
-    DELIVERY_FAILED,
-    DELIVERY_PENDING,
-    DELIVERY_SENT,
-    ReportDelivery,
-    ReportSetting,
-    Schedule,
-)
+from app.engines.ranktracking.models import ARCHIVED, Schedule
 from app.engines.ranktracking.records import activity
-from app.engines.ranktracking.reports.measurements import Column, measured_runs
+from app.engines.ranktracking.reports.measurements import measured_runs
 from app.engines.ranktracking.reports.positions import build_rows
-from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
 from app.engines.ranktracking.reports.summary import run_summaries
 from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import recipients as owner_recipients
@@ -151,7 +150,7 @@ async def claim_due(deps: RankTrackingDeps, now: datetime) -> int:
                         period=row.period,
                         period_start=start,
                         period_end=row.next_due_at,
-                        state=DELIVERY_PENDING,
+                        **REPORT_DELIVERIES.create(DELIVERY_PENDING),
                         created_at=now,
                     )
                 )
@@ -184,20 +183,6 @@ REPORT_SWEEP = Sweep("ranktracking.reports", Every(300), report_tick)
 
 
 # -- the report ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ReportContent:
-    latest: Column | None
-    baseline: Column | None
-    summaries: list[RunSummaryOut]
-    before: dict[str, RunSummaryOut]
-    gains: list[PositionRow]
-    losses: list[PositionRow]
-    entered: list[PositionRow]
-    dropped: list[PositionRow]
-    trend: list[RunSummaryOut] = field(default_factory=list)
-    """Every measurement of the period (after the one before it), for the report's charts."""
 
 
 async def compose(
@@ -234,10 +219,6 @@ async def compose(
     )
 
 
-def _figure(value: float | None, unit: str = "") -> str:
-    return "—" if value is None else f"{value:.2f}{unit}"
-
-
 def report_text(
     schedule: Schedule,
     period: str,
@@ -258,10 +239,10 @@ def report_text(
         for s in content.summaries:
             was = content.before.get(s.device)
             lines.append(
-                f"  {s.device}: average position {_figure(s.average_position)}"
-                + (f" (was {_figure(was.average_position)})" if was else "")
-                + f", visibility {_figure(s.visibility, ' %')}"
-                + (f" (was {_figure(was.visibility, ' %')})" if was else "")
+                f"  {s.device}: average position {figure(s.average_position)}"
+                + (f" (was {figure(was.average_position)})" if was else "")
+                + f", visibility {figure(s.visibility, ' %')}"
+                + (f" (was {figure(was.visibility, ' %')})" if was else "")
                 + f", {s.ranked} of {s.measured} keywords ranked"
             )
         lines.append("")
@@ -293,10 +274,12 @@ async def _settle(
     now = deps.clock.now()
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(ReportDelivery)
-            .where(ReportDelivery.id == delivery.id, ReportDelivery.state == DELIVERY_PENDING)
+            REPORT_DELIVERIES.transition(
+                update(ReportDelivery).where(ReportDelivery.id == delivery.id),
+                state,
+                from_=(DELIVERY_PENDING,),
+            )
             .values(
-                state=state,
                 error=None if state == DELIVERY_SENT else note,
                 sent_at=now if state == DELIVERY_SENT else None,
             )

@@ -11,17 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
-from typing import TYPE_CHECKING
 
 from app.engines.ranktracking.alerts.periods import label
+from app.engines.ranktracking.alerts.report_content import ReportContent, figure
+from app.engines.ranktracking.models import Schedule
 from app.engines.ranktracking.reports.png_chart import Colour, Series, line_chart
 from app.engines.ranktracking.reports.schemas import PositionRow, RunSummaryOut
 from app.integrations.mail import InlineImage
 from app.platform.models import WorkspaceLogo
-
-if TYPE_CHECKING:  # the report module imports this one
-    from app.engines.ranktracking.alerts.report import ReportContent
-    from app.engines.ranktracking.models import Schedule
 
 DEVICE_COLOURS: dict[str, Colour] = {"desktop": (37, 99, 235), "mobile": (234, 88, 12)}
 OTHER_COLOUR: Colour = (90, 90, 90)
@@ -58,10 +55,6 @@ def logo_image(logo: WorkspaceLogo | None) -> InlineImage | None:
 
 def _hex(colour: Colour) -> str:
     return "#{:02x}{:02x}{:02x}".format(*colour)
-
-
-def _figure(value: float | None, unit: str = "") -> str:
-    return "—" if value is None else f"{value:.2f}{unit}"
 
 
 def _by_device(
@@ -176,74 +169,15 @@ def report_html(
     """The report as one HTML document; ``logo`` (the workspace's) heads it, ``span`` replaces
     the period's name, ``positions`` adds the table of every keyword, and ``link`` (to the
     dashboard's page) is left out when None."""
-    where = ", ".join(part for part in (schedule.domain, location) if part)
-    images: list[InlineImage] = []
-    head = ""
-    if logo is not None:
-        images.append(logo)
-        head = (
-            f'<img src="cid:{logo.content_id}" alt="{escape(workspace or "")} logo" '
-            'height="48" style="max-height:48px;width:auto;display:block;margin:0 0 6px">'
-        )
-    parts = [
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>Position report: {escape(schedule.name)}</title></head>"
-        '<body style="font-family:Arial,sans-serif;color:#1f2328;'
-        'max-width:600px;margin:0 auto;padding:12px"><main>',
-        head,
-        f'<p id="rt-report-workspace" style="color:#555;margin:0">{escape(workspace or "")}</p>',
-        f'<h1 style="margin:4px 0;font-size:1.5em">Position report: {escape(schedule.name)}</h1>',
-        f"<p>{escape(where)} · {escape(span or label(period, start))} (UTC)</p>",
-    ]
+    images: list[InlineImage] = [] if logo is None else [logo]
+    parts = [_heading(schedule, location, workspace, logo, span or label(period, start))]
     if content.latest is None:
         parts.append("<p>No measurement in this period.</p>")
     else:
-        rows = "".join(
-            f"<tr><td>{escape(s.device)}</td>"
-            f"<td>{_figure(s.average_position)}"
-            + (
-                f" (was {_figure(content.before[s.device].average_position)})"
-                if s.device in content.before
-                else ""
-            )
-            + f"</td><td>{_figure(s.visibility, ' %')}"
-            + (
-                f" (was {_figure(content.before[s.device].visibility, ' %')})"
-                if s.device in content.before
-                else ""
-            )
-            + f"</td><td>{s.ranked} of {s.measured}</td></tr>"
-            for s in content.summaries
-        )
-        parts.append(
-            f"<p>Latest measurement: {content.latest.measured_at:%Y-%m-%d}</p>"
-            f"{_scroller('Summary')}"
-            '<table cellpadding="4" style="border-collapse:collapse">'
-            "<tr><th align=left>Device</th><th align=left>Average position</th>"
-            "<th align=left>Visibility</th><th align=left>Ranked</th></tr>"
-            f"{rows}</table></div>"
-        )
-        for made in (
-            _chart(
-                content.trend,
-                "average_position",
-                POSITION_CHART,
-                "Average position",
-                inverted=True,
-                unit="",
-            ),
-            _chart(
-                content.trend,
-                "visibility",
-                VISIBILITY_CHART,
-                "Visibility",
-                inverted=False,
-                unit=" %",
-            ),
-        ):
-            if made is not None:
-                parts.append(made[0])
-                images.append(made[1])
+        parts.append(_summary(content))
+        for block, image in _charts(content.trend):
+            parts.append(block)
+            images.append(image)
         parts += [
             _movers("Biggest gains", content.gains),
             _movers("Biggest losses", content.losses),
@@ -257,3 +191,71 @@ def report_html(
         parts.append(f'<p><a href="{escape(link)}">Positions and charts</a></p>')
     parts.append("</main></body></html>")
     return HtmlReport(page="".join(parts), images=images)
+
+
+def _heading(
+    schedule: Schedule,
+    location: str | None,
+    workspace: str | None,
+    logo: InlineImage | None,
+    span: str,
+) -> str:
+    """The document's head and the report's title lines (under the logo, when there is one)."""
+    where = ", ".join(part for part in (schedule.domain, location) if part)
+    head = ""
+    if logo is not None:
+        head = (
+            f'<img src="cid:{logo.content_id}" alt="{escape(workspace or "")} logo" '
+            'height="48" style="max-height:48px;width:auto;display:block;margin:0 0 6px">'
+        )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>Position report: {escape(schedule.name)}</title></head>"
+        '<body style="font-family:Arial,sans-serif;color:#1f2328;'
+        'max-width:600px;margin:0 auto;padding:12px"><main>'
+        f"{head}"
+        f'<p id="rt-report-workspace" style="color:#555;margin:0">{escape(workspace or "")}</p>'
+        f'<h1 style="margin:4px 0;font-size:1.5em">Position report: {escape(schedule.name)}</h1>'
+        f"<p>{escape(where)} · {escape(span)} (UTC)</p>"
+    )
+
+
+def _summary(content: ReportContent) -> str:
+    """The latest measurement per device, each figure beside the one before the period."""
+    assert content.latest is not None
+    rows = "".join(
+        f"<tr><td>{escape(s.device)}</td>"
+        f"<td>{figure(s.average_position)}"
+        + (
+            f" (was {figure(content.before[s.device].average_position)})"
+            if s.device in content.before
+            else ""
+        )
+        + f"</td><td>{figure(s.visibility, ' %')}"
+        + (
+            f" (was {figure(content.before[s.device].visibility, ' %')})"
+            if s.device in content.before
+            else ""
+        )
+        + f"</td><td>{s.ranked} of {s.measured}</td></tr>"
+        for s in content.summaries
+    )
+    return (
+        f"<p>Latest measurement: {content.latest.measured_at:%Y-%m-%d}</p>"
+        f"{_scroller('Summary')}"
+        '<table cellpadding="4" style="border-collapse:collapse">'
+        "<tr><th align=left>Device</th><th align=left>Average position</th>"
+        "<th align=left>Visibility</th><th align=left>Ranked</th></tr>"
+        f"{rows}</table></div>"
+    )
+
+
+def _charts(trend: Sequence[RunSummaryOut]) -> list[tuple[str, InlineImage]]:
+    """The average position and visibility charts, each left out when nothing was measured."""
+    made = (
+        _chart(
+            trend, "average_position", POSITION_CHART, "Average position", inverted=True, unit=""
+        ),
+        _chart(trend, "visibility", VISIBILITY_CHART, "Visibility", inverted=False, unit=" %"),
+    )
+    return [chart for chart in made if chart is not None]

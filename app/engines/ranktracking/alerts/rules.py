@@ -10,8 +10,9 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 
 from app.db.session import ReadSession, WriteSession
+from app.engines.ranktracking.alert_models import AlertDelivery, AlertRule
 from app.engines.ranktracking.alerts.schemas import AlertRuleIn, AlertRuleOut
-from app.engines.ranktracking.models import ARCHIVED, AlertDelivery, AlertRule, Schedule
+from app.engines.ranktracking.models import ARCHIVED, Schedule
 from app.errors import NotFound, ValidationFailed
 from app.integrations.http_guard import AddressGuard, OutboundError
 from app.platform.crypto import SecretBox

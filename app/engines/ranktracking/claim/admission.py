@@ -13,27 +13,28 @@ Sending the admitted runs to the worker happens after the commit (:mod:`.handoff
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-
-from sqlalchemy import BigInteger, select
+from datetime import datetime
 
 from app.db.session import UnitOfWork, WriteSession
-from app.db.types import UTCDateTime
 from app.engines.ranktracking import ledger
 from app.engines.ranktracking.amounts import cents_to_micros, exact_eur
+from app.engines.ranktracking.claim.child_rows import new_run, trace
+from app.engines.ranktracking.claim.due_times import advance, schedule_retry
+from app.engines.ranktracking.claim.schedule_locks import (
+    claim_due_schedules,
+    lock_schedules,
+    read_schedules,
+    with_active_runs,
+)
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.due import due_after_run, first_due
 from app.engines.ranktracking.members import Members, over_run_limit_reason, resolve_many
 from app.engines.ranktracking.models import (
     ACTIVE,
-    ACTIVE_RUN_STATUSES,
     ARCHIVED,
     DISPATCHING,
     FAILED,
     PAUSED_BALANCE,
     PAUSED_USER,
-    RES_HELD,
-    RES_NONE,
     SKIPPED_BALANCE,
     SKIPPED_DISPATCH,
     Balance,
@@ -42,19 +43,13 @@ from app.engines.ranktracking.models import (
     Schedule,
 )
 from app.engines.ranktracking.pricing import STANDARD, PriceList, quote
-from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.schedules.states import SCHEDULES
 from app.engines.ranktracking.wording import counted
 from app.engines.ranktracking.work.notices import queue_pause_notice
-from app.scheduling.claim import Claim
-from app.scheduling.sweeper import HOURLY_AT_20
 
 RECURRING = "recurring"
 MANUAL = "manual"
 BASELINE = "baseline"
-
-RETRY_AFTER = timedelta(hours=1)
-"""RT-31: the first retry after a dispatch that did not reach the worker waits one hour."""
 
 BLOCKS_BEFORE_PAUSE = 2
 """RT-23: consecutive balance blocks that pause a schedule."""
@@ -82,191 +77,6 @@ class Launch:
         return len(self.run_ids)
 
 
-async def lock_schedules(session: WriteSession, schedule_ids: list[int]) -> dict[int, Schedule]:
-    """The schedule rows, locked in id order for the rest of the transaction (PostgreSQL; SQLite
-    write transactions are serialised already). Every admission locks its schedules before any
-    balance row, and both in id order, so concurrent admissions wait instead of deadlocking."""
-    rows = await session.execute(
-        select(Schedule)
-        .where(Schedule.id.in_(schedule_ids))
-        .order_by(Schedule.id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    return {s.id: s for s in rows.scalars()}
-
-
-DUE = Claim(
-    table=Schedule.__table__,  # type: ignore[arg-type]
-    due=f"{SCHEDULES.where(ACTIVE, qualified=True)} AND next_due_at <= :due_by AND id IN :ids",
-    order_by="next_due_at, id",
-    returning=("id",),
-    sets={"updated_at": ":now"},
-    params={"due_by": UTCDateTime(), "ids": BigInteger()},
-    lists=frozenset({"ids"}),
-)
-"""Of the schedules a sweep picked, those still active and due by its nominal tick. The claim
-holds them for the admission's transaction, which advances their due time before it commits
-(no owner column: once committed a schedule is simply no longer due). A schedule another
-admission holds at that moment is skipped, not waited for: that admission moves its due time."""
-
-
-async def claim_due_schedules(
-    session: WriteSession, schedule_ids: list[int], *, due_by: datetime, now: datetime
-) -> dict[int, Schedule]:
-    """Claim the due ones of ``schedule_ids`` inside the admission's transaction."""
-    if not schedule_ids:
-        return {}
-    claimed = await DUE.take_in(
-        session, now=now, limit=len(schedule_ids), due_by=due_by, ids=list(schedule_ids)
-    )
-    # The claim's UPDATE holds the row locks already; this loads the rows it took.
-    return await lock_schedules(session, sorted(int(row[0]) for row in claimed))
-
-
-async def _read_schedules(session: WriteSession, schedule_ids: list[int]) -> dict[int, Schedule]:
-    if not schedule_ids:
-        return {}
-    rows = await session.execute(
-        select(Schedule)
-        .where(Schedule.id.in_(schedule_ids))
-        .execution_options(populate_existing=True)
-    )
-    return {s.id: s for s in rows.scalars()}
-
-
-async def lock_schedule(session: WriteSession, schedule_id: int) -> Schedule | None:
-    """One schedule row, locked for the rest of the transaction."""
-    return (await lock_schedules(session, [schedule_id])).get(schedule_id)
-
-
-async def with_active_runs(session: WriteSession, schedule_ids: list[int]) -> set[int]:
-    """Which of the schedules have a run still ``dispatching`` or ``running``."""
-    if not schedule_ids:
-        return set()
-    rows = await session.execute(
-        select(Run.schedule_id)
-        .where(Run.schedule_id.in_(schedule_ids), Run.status.in_(ACTIVE_RUN_STATUSES))
-        .distinct()
-    )
-    return set(rows.scalars())
-
-
-async def has_active_run(session: WriteSession, schedule_id: int) -> bool:
-    return schedule_id in await with_active_runs(session, [schedule_id])
-
-
-def _devices(schedule: Schedule) -> list[str | None]:
-    return list(schedule.device_list) if schedule.data_type == "serp" else [None]
-
-
-def _new_run(
-    schedule: Schedule,
-    request: Request,
-    *,
-    device: str | None,
-    status: str,
-    now: datetime,
-    keywords: list[str] | None = None,
-    code: str | None = None,
-    message: str | None = None,
-    reserved_micros: int = 0,
-) -> Run:
-    """A child run; an admitted one is written with its reservation (``reserved_micros``) held."""
-    terminal = status != DISPATCHING
-    return Run(
-        workspace_id=schedule.workspace_id,
-        schedule_id=schedule.id,
-        request_id=request.id,
-        data_type=schedule.data_type,
-        device=device,
-        queue=request.queue,
-        depth=schedule.depth,
-        location_code=schedule.location_code,
-        language_code=schedule.language_code,
-        domain=schedule.domain,
-        competitors=list(schedule.competitors or []) or None,
-        packages=list(schedule.packages or []) or None,
-        keywords=keywords or [],
-        status=status,
-        error_code=code,
-        error_message=message,
-        requested=len(keywords or []),
-        retrieved=0,
-        no_data=0,
-        reserved_micros=reserved_micros,
-        reservation_state=RES_HELD if reserved_micros else RES_NONE,
-        polls=0,
-        created_at=now,
-        finished_at=now if terminal else None,
-        updated_at=now,
-    )
-
-
-def _trace(
-    session: WriteSession,
-    schedule: Schedule,
-    request: Request,
-    *,
-    status: str,
-    code: str,
-    message: str,
-    now: datetime,
-) -> None:
-    """Child rows for a request that never ran: one per device, so the log shows the group."""
-    for device in _devices(schedule):
-        session.add(
-            _new_run(
-                schedule, request, device=device, status=status, now=now, code=code, message=message
-            )
-        )
-    activity.record(
-        session,
-        workspace_id=schedule.workspace_id,
-        schedule_id=schedule.id,
-        kind=activity.RUN_FAILED if status == FAILED else activity.RUN_SKIPPED,
-        code=code,
-        message=f'"{schedule.name}": {message}',
-        now=now,
-    )
-
-
-def _advance(schedule: Schedule, trigger: str, *, admitted: bool, now: datetime) -> None:
-    """Move the due time after a request (RT-10, RT-26)."""
-    if trigger == RECURRING:
-        schedule.next_due_at = due_after_run(
-            schedule.anchor_at, schedule.frequency, schedule.next_due_at, now
-        )
-        schedule.retrying = False
-    elif admitted:
-        # An admitted manual request (or the baseline) deliberately re-anchors at its start.
-        schedule.anchor_at = now
-        schedule.next_due_at = first_due(now, schedule.frequency)
-        schedule.retrying = False
-    schedule.updated_at = now
-
-
-def retry_slot(after: datetime) -> datetime:
-    """The dispatch sweep's first slot (:20 UTC) at least :data:`RETRY_AFTER` after ``after``."""
-    return HOURLY_AT_20.next_tick(after + RETRY_AFTER - timedelta(microseconds=1))
-
-
-def schedule_retry(schedule: Schedule, now: datetime, *, tick: datetime | None = None) -> None:
-    """RT-31: retry in one hour; the schedule shows "retrying" until a request goes out.
-
-    The hour counts from the sweep's nominal tick when there is one (``tick``, e.g. 09:20:00), not
-    from the moment the sweep happened to start (09:20:00.35): the next sweep takes what is due
-    by its own nominal time, 10:20:00, and a retry computed from the wall clock would miss it by
-    the start-up delay and wait a second hour.
-
-    A retry outside the sweep (a manual request whose hand-off failed at 09:32) is due at the
-    sweep's next slot at least an hour away (11:20), not at 10:32, which only the 11:20 sweep
-    would take anyway while the schedule showed a time nothing happens at (RT-52)."""
-    schedule.next_due_at = retry_slot(tick or now)
-    schedule.retrying = True
-    schedule.updated_at = now
-
-
 async def _block(
     uow: UnitOfWork,
     deps: RankTrackingDeps,
@@ -278,7 +88,7 @@ async def _block(
     now: datetime,
 ) -> None:
     """RT-23: a cap or balance block; the second in a row pauses the schedule."""
-    _trace(
+    trace(
         uow.session, schedule, request, status=SKIPPED_BALANCE, code=code, message=message, now=now
     )
     schedule.consecutive_blocks += 1
@@ -381,7 +191,7 @@ async def _open_schedules(
     unclaimed: dict[int, Schedule] = {}
     if trigger == RECURRING:
         locked = await claim_due_schedules(session, schedule_ids, due_by=tick or now, now=now)
-        unclaimed = await _read_schedules(session, [i for i in schedule_ids if i not in locked])
+        unclaimed = await read_schedules(session, [i for i in schedule_ids if i not in locked])
     else:
         locked = await lock_schedules(session, schedule_ids)
     open_: list[tuple[Launch, Schedule]] = []
@@ -454,7 +264,7 @@ def _skip_active(
     tick: datetime | None,
 ) -> None:
     """A due time that cannot run still leaves its row, and is retried in an hour."""
-    _trace(
+    trace(
         session,
         schedule,
         request,
@@ -482,7 +292,7 @@ async def _decide(
     found = batch.members[schedule.id]
     if not found.keywords or found.over:
         _refuse_members(uow.session, deps, launch, schedule, request, found, now=now)
-        _advance(schedule, trigger, admitted=False, now=now)
+        advance(schedule, recurring=trigger == RECURRING, admitted=False, now=now)
         return None
     group = quote(
         batch.prices,
@@ -498,11 +308,11 @@ async def _decide(
         await _block(
             uow, deps, schedule, request, code=launch.code or "", message=launch.message, now=now
         )
-        _advance(schedule, trigger, admitted=False, now=now)
+        advance(schedule, recurring=trigger == RECURRING, admitted=False, now=now)
         return None
     batch.available[schedule.organisation_id] -= group.total_micros
     runs = [
-        _new_run(
+        new_run(
             schedule,
             request,
             device=device,
@@ -514,7 +324,7 @@ async def _decide(
         for device, micros in group.parts
     ]
     uow.session.add_all(runs)
-    _advance(schedule, trigger, admitted=True, now=now)
+    advance(schedule, recurring=trigger == RECURRING, admitted=True, now=now)
     return _Admitted(launch, schedule, runs, [micros for _, micros in group.parts])
 
 
@@ -540,7 +350,7 @@ def _refuse_members(
     else:
         launch.code = "members_empty"
         launch.message = "the schedule has no keywords to request"
-    _trace(
+    trace(
         session, schedule, request, status=FAILED, code=launch.code, message=launch.message, now=now
     )
 

@@ -17,7 +17,8 @@ from sqlalchemy import select
 
 from app.db.session import UnitOfWork
 from app.engines.ranktracking import ledger
-from app.engines.ranktracking.claim.admission import Launch, schedule_retry
+from app.engines.ranktracking.claim.admission import Launch
+from app.engines.ranktracking.claim.due_times import schedule_retry
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.models import ACTIVE, DISPATCHING, SKIPPED_DISPATCH, Run, Schedule
 from app.engines.ranktracking.pricing import PRIORITY

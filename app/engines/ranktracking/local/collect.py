@@ -28,11 +28,13 @@ from app.engines.ranktracking.local.models import (
     CELL_FOUND,
     CELL_NEW,
     CELL_POSTED,
+    CELLS,
     COLLECTING,
     DONE,
     LOCAL_FINDER,
     POSTING,
     RESERVED,
+    SCANS,
     GeoGrid,
     GeoGridCell,
 )
@@ -142,10 +144,11 @@ async def _write_cell(
     ][:COMPETITORS]
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(GeoGridCell)
-            .where(GeoGridCell.id == cell_id, GeoGridCell.state == CELL_POSTED)
-            .values(
-                state=CELL_FOUND if listing is not None else CELL_ABSENT,
+            CELLS.transition(
+                update(GeoGridCell).where(GeoGridCell.id == cell_id),
+                CELL_FOUND if listing is not None else CELL_ABSENT,
+                from_=(CELL_POSTED,),
+            ).values(
                 rank=listing.rank_group if listing is not None else None,
                 competitors=competitors,
                 fetched_at=deps.clock.now(),
@@ -154,16 +157,15 @@ async def _write_cell(
 
 
 async def _count_attempt(deps: RankTrackingDeps, cell: GeoGridCell, message: str) -> None:
-    failed = cell.fetch_attempts + 1 >= FETCH_ATTEMPTS
+    stmt = update(GeoGridCell).where(GeoGridCell.id == cell.id)
+    if cell.fetch_attempts + 1 >= FETCH_ATTEMPTS:
+        stmt = CELLS.transition(stmt, CELL_FAILED, from_=(CELL_POSTED,))
+    else:
+        # Still posted: asked again next tick.
+        stmt = stmt.where(GeoGridCell.state == CELL_POSTED)
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(GeoGridCell)
-            .where(GeoGridCell.id == cell.id, GeoGridCell.state == CELL_POSTED)
-            .values(
-                fetch_attempts=GeoGridCell.fetch_attempts + 1,
-                error_message=message[:500],
-                state=CELL_FAILED if failed else CELL_POSTED,
-            )
+            stmt.values(fetch_attempts=GeoGridCell.fetch_attempts + 1, error_message=message[:500])
         )
 
 
@@ -172,9 +174,11 @@ async def _give_up(
 ) -> None:
     async with deps.db.write() as uow:
         await uow.session.execute(
-            update(GeoGridCell)
-            .where(GeoGridCell.geogrid_id == scan_id, GeoGridCell.state.in_(states))
-            .values(state=CELL_FAILED, error_message=message)
+            CELLS.transition(
+                update(GeoGridCell).where(GeoGridCell.geogrid_id == scan_id),
+                CELL_FAILED,
+                from_=states,
+            ).values(error_message=message)
         )
 
 
@@ -218,7 +222,7 @@ async def _settle_if_complete(deps: RankTrackingDeps, scan_id: int) -> None:
             now=now,
         )
         scan.provider_cost = cost
-        scan.status = DONE
+        SCANS.move(scan, DONE)
         scan.finished_at = now
         scan.updated_at = now
 

@@ -21,7 +21,7 @@ from app.db.dialect import row_count
 from app.db.session import WriteSession
 from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.ledger import lock_balance
-from app.engines.ranktracking.local.models import GeoGrid
+from app.engines.ranktracking.local.models import SCAN_RESERVATIONS, GeoGrid
 from app.engines.ranktracking.models import (
     RECONCILIATION,
     RELEASE,
@@ -67,7 +67,7 @@ async def reserve_scan(
     session.add(entry)
     await session.flush()
     scan.reserved_micros = amount_micros
-    scan.reservation_state = RES_HELD
+    SCAN_RESERVATIONS.move(scan, RES_HELD)
     scan.reservation_entry_id = entry.id
     await session.execute(
         update(Balance)
@@ -142,14 +142,15 @@ async def _leave_held(
     session: WriteSession, scan: GeoGrid, new_state: str, settled: int | None
 ) -> bool:
     result = await session.execute(
-        update(GeoGrid)
-        .where(GeoGrid.id == scan.id, GeoGrid.reservation_state == RES_HELD)
-        .values(reservation_state=new_state, settled_micros=settled)
+        SCAN_RESERVATIONS.transition(
+            update(GeoGrid).where(GeoGrid.id == scan.id), new_state, from_=(RES_HELD,)
+        )
+        .values(settled_micros=settled)
         .execution_options(synchronize_session=False)
     )
     if not row_count(result):
         return False
-    scan.reservation_state = new_state
+    SCAN_RESERVATIONS.move(scan, new_state)
     scan.settled_micros = settled
     return True
 

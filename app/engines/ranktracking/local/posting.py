@@ -20,11 +20,13 @@ from app.engines.ranktracking.local.models import (
     CELL_FAILED,
     CELL_NEW,
     CELL_POSTED,
+    CELLS,
     COLLECTING,
     FAILED,
     LOCAL_FINDER,
     POSTING,
     RESERVED,
+    SCANS,
     GeoGrid,
     GeoGridCell,
 )
@@ -42,9 +44,10 @@ async def claim_posting(deps: RankTrackingDeps, scan_id: int, now: datetime) -> 
     """True for the one caller that moved the scan out of ``reserved``."""
     async with deps.db.write() as uow:
         result = await uow.session.execute(
-            update(GeoGrid)
-            .where(GeoGrid.id == scan_id, GeoGrid.status == RESERVED)
-            .values(status=POSTING, updated_at=now)
+            SCANS.transition(
+                update(GeoGrid).where(GeoGrid.id == scan_id), POSTING, from_=(RESERVED,)
+            )
+            .values(updated_at=now)
             .execution_options(synchronize_session=False)
         )
         return bool(row_count(result))
@@ -110,29 +113,28 @@ async def _record(
         session = uow.session
         for cell in cells:
             answer = by_tag.get(f"g{scan_id}-{cell.id}")
+            stmt = update(GeoGridCell).where(GeoGridCell.id == cell.id)
             if answer is not None and answer.status_code == TASK_CREATED and answer.task_id:
-                values: dict[str, object] = {
-                    "task_id": answer.task_id,
-                    "state": CELL_POSTED,
-                    "cost": answer.cost,
-                }
+                stmt = CELLS.transition(stmt, CELL_POSTED, from_=(CELL_NEW,)).values(
+                    task_id=answer.task_id, cost=answer.cost
+                )
                 created += 1
             else:
                 message = answer.status_message if answer is not None else error
-                values = {"state": CELL_FAILED, "error_message": message or "not posted"}
-            await session.execute(
-                update(GeoGridCell).where(GeoGridCell.id == cell.id).values(**values)
-            )
+                stmt = CELLS.transition(stmt, CELL_FAILED, from_=(CELL_NEW,)).values(
+                    error_message=message or "not posted"
+                )
+            await session.execute(stmt)
         scan = (
             await session.execute(select(GeoGrid).where(GeoGrid.id == scan_id).with_for_update())
         ).scalar_one()
         scan.updated_at = now
         scan.posted_at = now
         if created:
-            scan.status = COLLECTING
+            SCANS.move(scan, COLLECTING)
             scan.error_message = error
         else:
-            scan.status = FAILED
+            SCANS.move(scan, FAILED)
             scan.finished_at = now
             scan.error_message = error or "the provider created no task"
             await release_scan(session, scan, now, "nothing was posted")

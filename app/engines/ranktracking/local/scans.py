@@ -12,8 +12,11 @@ from app.engines.ranktracking.local.business import Business
 from app.engines.ranktracking.local.geogrid import GridCell, GridError, grid_cells
 from app.engines.ranktracking.local.models import (
     CELL_NEW,
+    CELLS,
     ENGINES,
     RESERVED,
+    SCAN_RESERVATIONS,
+    SCANS,
     GeoGrid,
     GeoGridCell,
 )
@@ -107,9 +110,9 @@ async def start_scan(
         zoom=data.zoom,
         depth=DEPTH,
         queue=data.queue,
-        status=RESERVED,
+        **SCANS.create(RESERVED),
         reserved_micros=0,
-        reservation_state=RES_NONE,
+        **SCAN_RESERVATIONS.create(RES_NONE),
         created_at=now,
         updated_at=now,
     )
@@ -125,7 +128,7 @@ async def start_scan(
             latitude=cell.latitude,
             longitude=cell.longitude,
             location_coordinate=cell.location_coordinate,
-            state=CELL_NEW,
+            **CELLS.create(CELL_NEW),
             fetch_attempts=0,
         )
         for cell in cells

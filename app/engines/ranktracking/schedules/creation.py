@@ -14,7 +14,7 @@ from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.due import first_due
 from app.engines.ranktracking.errors import ScheduleLimitReached
 from app.engines.ranktracking.location_sync import ensure_known
-from app.engines.ranktracking.models import ACTIVE, Schedule
+from app.engines.ranktracking.models import ACTIVE, SCHEDULES, Schedule
 from app.engines.ranktracking.pricing import STANDARD
 from app.engines.ranktracking.records import activity
 from app.engines.ranktracking.schedules.config import (
@@ -72,7 +72,7 @@ async def create(
         devices=config.devices_text,
         packages=config.packages or None,
         monthly_cap_cents=config.monthly_cap_cents,
-        status=ACTIVE,
+        **SCHEDULES.create(ACTIVE),
         dedup_key=key,
         anchor_at=now,
         next_due_at=first_due(now, config.frequency),

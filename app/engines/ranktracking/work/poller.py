@@ -42,7 +42,8 @@ from app.engines.ranktracking.models import (
     Result,
     Run,
 )
-from app.engines.ranktracking.work.runs import Outcome, apply_outcomes, fetch_task, finalize
+from app.engines.ranktracking.work.run_end import finalize
+from app.engines.ranktracking.work.runs import Outcome, apply_outcomes, fetch_task
 from app.integrations.serp import ProviderError, SerpClient
 from app.scheduling.jobs import JobContext
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep

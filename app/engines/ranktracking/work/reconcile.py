@@ -27,7 +27,7 @@ from app.engines.ranktracking.models import (
     Run,
     Schedule,
 )
-from app.engines.ranktracking.work.runs import finalize
+from app.engines.ranktracking.work.run_end import finalize
 from app.scheduling.jobs import JobContext
 from app.scheduling.sweeper import Every, Sweep
 

@@ -14,7 +14,6 @@ polling stays on as the fallback.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -23,32 +22,25 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from app.db.session import UnitOfWork, WriteSession
-from app.engines.ranktracking import ledger
-from app.engines.ranktracking.alerts.evaluate import queue_evaluation
-from app.engines.ranktracking.amounts import exact_eur
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.explain import snapshot
 from app.engines.ranktracking.explain_models import SerpSnapshot
 from app.engines.ranktracking.models import (
     DISPATCHING,
-    FAILED,
     NO_DATA,
-    PARTIAL,
     PENDING,
     RETRIEVED,
     RUNNING,
-    SUCCEEDED,
     TASK_FAILED,
     Result,
     Run,
-    Schedule,
 )
-from app.engines.ranktracking.pricing import PRIORITY, PriceList, billable_micros
-from app.engines.ranktracking.records import activity
+from app.engines.ranktracking.pricing import PRIORITY
 from app.engines.ranktracking.reports.serp_reading import competitor_positions, owned_features
+from app.engines.ranktracking.result_states import RESULTS
 from app.engines.ranktracking.run_states import RUNS
-from app.engines.ranktracking.work import provider_gap
 from app.engines.ranktracking.work.postback_token import postback_url
+from app.engines.ranktracking.work.run_end import finalize
 from app.integrations.serp import (
     AuthenticationFailed,
     InvalidRequest,
@@ -188,7 +180,7 @@ def _row(
         "keyword": keyword,
         "device": run.device,
         "task_id": task_id,
-        "state": state,
+        **RESULTS.create(state),
         "position": None,
         "url": None,
         "features": None,
@@ -359,9 +351,12 @@ async def _store(
     written = 0
     for keyword, (state, values) in outcome.per_keyword.items():
         result = await session.execute(
-            update(Result)
-            .where(Result.run_id == run.id, Result.keyword == keyword, Result.state == PENDING)
-            .values(state=state, fetched_at=now, **values)
+            RESULTS.transition(
+                update(Result).where(Result.run_id == run.id, Result.keyword == keyword),
+                state,
+                from_=(PENDING,),
+            )
+            .values(fetched_at=now, **values)
             .returning(Result.id)
             .execution_options(synchronize_session=False)
         )
@@ -376,135 +371,6 @@ async def _store(
                 )
             )
     return written
-
-
-# -- ending ----------------------------------------------------------------------------------------
-
-
-async def _unit_price(
-    session: WriteSession, run: Run, prices: PriceList
-) -> provider_gap.UnitPrice | None:
-    """The provider's cost per task it created for ``run``, beside the price list's (RT-53)."""
-    if run.provider_cost is None:
-        return None
-    units = int(
-        await session.scalar(
-            select(func.count(func.distinct(Result.task_id))).where(
-                Result.run_id == run.id, Result.task_id.is_not(None), Result.task_id != ""
-            )
-        )
-        or 0
-    )
-    if units <= 0:
-        return None
-    if run.data_type == "serp":
-        listed = prices.serp_unit_usd(
-            depth=run.depth or 10, queue=run.queue, device=run.device or "desktop"
-        )
-    else:
-        listed = prices.keyword_data_task_usd(list(run.packages or []))
-    return provider_gap.UnitPrice(
-        units=units, provider_usd=run.provider_cost / units, list_usd=listed
-    )
-
-
-async def finalize(uow: UnitOfWork, deps: RankTrackingDeps, run: Run, now: datetime) -> None:
-    """End a run from its results (RT-33 to RT-35) and settle its reservation (RT-24)."""
-    session = uow.session
-    counts = Counter(
-        dict(
-            (
-                await session.execute(
-                    select(Result.state, func.count())
-                    .where(Result.run_id == run.id)
-                    .group_by(Result.state)
-                )
-            ).all()
-        )
-    )
-    run.retrieved = int(counts.get(RETRIEVED, 0))
-    run.no_data = int(counts.get(NO_DATA, 0))
-    answered = run.retrieved + run.no_data
-    if run.requested and answered == run.requested:
-        RUNS.move(run, SUCCEEDED)
-    elif answered > 0:
-        RUNS.move(run, PARTIAL)
-        run.error_code = run.error_code or ("incomplete" if counts.get(PENDING) else "some_failed")
-    else:
-        RUNS.move(run, FAILED)
-        first_error = await session.scalar(
-            select(Result.error_code)
-            .where(Result.run_id == run.id, Result.error_code.is_not(None))
-            .limit(1)
-        )
-        run.error_code = run.error_code or first_error or "no_answer"
-        run.error_message = run.error_message or "the provider returned nothing usable"
-    run.finished_at = now
-    run.updated_at = now
-    schedule = await session.get(Schedule, run.schedule_id)
-    assert schedule is not None
-    prices = PriceList.from_settings(deps.settings.ranktracking)
-    charge = billable_micros(
-        prices,
-        data_type=run.data_type,
-        billable=run.retrieved,
-        queue=run.queue,
-        depth=run.depth,
-        device=run.device,
-        packages=list(run.packages or []),
-    )
-    settled = await ledger.settle(
-        session,
-        run,
-        organisation_id=schedule.organisation_id,
-        charge_micros=charge,
-        now=now,
-        provider_cost=run.provider_cost,
-        provider_micros=(
-            prices.provider_micros(run.provider_cost) if run.provider_cost is not None else None
-        ),
-    )
-    if settled is not None:
-        provider_gap.record(
-            session,
-            run,
-            settled,
-            now,
-            unit=await _unit_price(session, run, prices),
-            tolerance_percent=deps.settings.ranktracking.cost_tolerance_percent,
-        )
-        activity.record_run_outcome(
-            session,
-            run,
-            kind=activity.RUN_SETTLED,
-            message=f"{activity.run_label(run)} {run.status}: "
-            f"{run.retrieved}/{run.requested} measured, "
-            f"{exact_eur(settled.charged_micros)} EUR charged",
-            now=now,
-        )
-    if run.status == FAILED:
-        activity.record_run_outcome(
-            session,
-            run,
-            kind=activity.RUN_FAILED,
-            code=run.error_code,
-            message=f"{activity.run_label(run)} failed: {run.error_code}",
-            now=now,
-        )
-        await session.execute(
-            update(Schedule)
-            .where(Schedule.id == run.schedule_id)
-            .values(consecutive_failures=Schedule.consecutive_failures + 1)
-        )
-    else:
-        # RT-23: a group ending succeeded or partial resets the consecutive-block counter.
-        await session.execute(
-            update(Schedule)
-            .where(Schedule.id == run.schedule_id)
-            .values(consecutive_blocks=0, consecutive_failures=0)
-        )
-    # Alerts are evaluated by a job once the whole request has ended, never in this transaction.
-    await queue_evaluation(uow, deps, run)
 
 
 # -- helpers and job wrappers ---------------------------------------------------------------------

@@ -12,12 +12,13 @@ import pytest
 from litestar import Litestar, Request, post
 from sqlalchemy import select, update
 
+from app.engines.ranktracking.alert_models import AlertDelivery, AlertRule
 from app.engines.ranktracking.alerts import deliver
 from app.engines.ranktracking.alerts.decide import Movement, fires
 from app.engines.ranktracking.alerts.deliver import deliver_impl
 from app.engines.ranktracking.alerts.evaluate import evaluate_impl
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import Activity, AlertDelivery, AlertRule, Run
+from app.engines.ranktracking.models import Activity, Run
 from app.integrations.http_guard import GUARD_RESOURCE, AddressGuard
 from app.integrations.http_guard.signature import SIGNATURE_HEADER, verify_webhook
 from app.integrations.mail import TransientMailError

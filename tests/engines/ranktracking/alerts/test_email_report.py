@@ -12,10 +12,11 @@ import pytest
 from sqlalchemy import select
 
 from app.clock import ManualClock
+from app.engines.ranktracking.alert_models import ReportDelivery
 from app.engines.ranktracking.alerts.periods import label, next_end, previous_start
 from app.engines.ranktracking.alerts.report import claim_due, send_report_impl
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import Activity, ReportDelivery
+from app.engines.ranktracking.models import Activity
 from app.integrations.mail import TransientMailError
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator

@@ -11,9 +11,9 @@ import httpx
 from sqlalchemy import select
 
 from app.clock import ManualClock
+from app.engines.ranktracking.alert_models import ReportDelivery
 from app.engines.ranktracking.alerts.report import claim_due, send_report_impl
 from app.engines.ranktracking.deps import RankTrackingDeps
-from app.engines.ranktracking.models import ReportDelivery
 from app.engines.ranktracking.reports.png_chart import Series, line_chart
 from app.runtime import Runtime
 from app.sandbox.serp import SerpSimulator
