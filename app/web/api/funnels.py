@@ -26,7 +26,7 @@ from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.work.segment_triggers import contacts_changed
 from app.engines.funnels.models import ContactList, Tag
-from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.work import frequency
 from app.engines.funnels.runs import records
 from app.engines.funnels.runs.enrolment import start_enrolment
 from app.engines.funnels.schemas import (

@@ -16,7 +16,7 @@ from app.engines.funnels.models import (
     RUN_CANCELLED,
     Run,
 )
-from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
 from app.platform import audit
 from app.platform.crypto import SecretBox
 

@@ -23,8 +23,7 @@ from sqlalchemy import select
 
 from app.engines.funnels.contacts.channel_fields import LETTER_ADDRESS
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.channel_deps import ChannelDeps, ChannelFactory
-from app.engines.funnels.outbox.deliver import (
+from app.engines.funnels.outbox.channel import (
     LeasedEffect,
     PermanentDeliveryError,
     TransientDeliveryError,
@@ -41,6 +40,7 @@ from app.engines.funnels.outbox.payloads import (
     Sms,
     Team,
 )
+from app.engines.funnels.outbox.work.channel_deps import ChannelDeps, ChannelFactory
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside import config as provider_config
 from app.engines.funnels.outside.config import (

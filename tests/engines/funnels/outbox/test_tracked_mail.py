@@ -11,8 +11,10 @@ from sqlalchemy import select
 
 from app.engines.funnels.events.tracking import Tracking, text_to_html, track_html, track_text
 from app.engines.funnels.models import ContactEvent
-from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.channel import ChannelSender
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import EmailChannel
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.integrations.mail import MailSender
 from app.settings import MailSettings
 from tests.engines.funnels.factories import (

@@ -19,7 +19,7 @@ from app.engines.funnels.campaigns.service import record_delivery_event
 from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.events.records.delivery_reports import record_funnel_report
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
-from app.engines.funnels.outbox.unsubscribe import (
+from app.engines.funnels.outbox.work.unsubscribe import (
     ALL,
     UNSUBSCRIBED,
     UnsubscribeRef,
