@@ -19,9 +19,9 @@ from app.engines.funnels.deps import CACHE_SECONDS, FunnelsDeps
 from app.engines.funnels.events.ingest import ProcessingRequests
 from app.engines.funnels.events.ingest_writer import EventWriter
 from app.engines.funnels.jobs import mail_domain
-from app.engines.funnels.outbox.channel_deps import ChannelDeps
-from app.engines.funnels.outbox.deliver import Deliverer
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.work.channel_deps import ChannelDeps
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.outside.clients import ProviderClients
 from app.engines.funnels.plugin import CHANNELS as FUNNEL_CHANNELS
 from app.engines.funnels.plugin import EXECUTORS as FUNNEL_EXECUTORS

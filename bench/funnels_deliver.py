@@ -57,7 +57,9 @@ from app.engines.funnels.campaigns.send import SmtpPool as CampaignPool  # noqa:
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign  # noqa: E402
 from app.engines.funnels.events.tracking import Tracking  # noqa: E402
 from app.engines.funnels.models import OUTBOX_SENT, Contact, OutboxEffect  # noqa: E402
-from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel  # noqa: E402
+from app.engines.funnels.outbox.channel import ChannelSender  # noqa: E402
+from app.engines.funnels.outbox.work.deliver import Deliverer  # noqa: E402
+from app.engines.funnels.outbox.work.email import EmailChannel  # noqa: E402
 from app.integrations.mail import MailSender, SmtpPool  # noqa: E402
 from app.platform.models import Organisation, Workspace  # noqa: E402
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings  # noqa: E402

@@ -4,6 +4,7 @@ registers is what its ``jobs.py`` gathers."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 from pathlib import Path
 
@@ -32,3 +33,38 @@ def test_rank_tracking_registers_what_its_jobs_module_gathers() -> None:
     assert RANKTRACKING.sweeps == ranktracking_jobs.SWEEPS
     names = {spec.name for spec in RANKTRACKING.jobs}
     assert {"ranktracking.post_tasks", "ranktracking.alert_deliver"} <= names
+
+
+OUTBOX = Path(app.engines.__path__[0]) / "funnels" / "outbox"
+STAGES = ("due", "claim", "work", "records")
+OUTBOX_BESIDE_THE_STAGES = {"__init__.py", "states.py", "payloads.py", "channel.py"}
+"""The outbox's modules outside its stages: its states and the contract between the two sides
+(the payload structs, what a channel is handed)."""
+
+
+def test_the_outbox_is_split_by_stage() -> None:
+    """The funnel outbox has the four stage packages, and beside them only its states and its
+    contract: a new module goes into the stage whose job it does."""
+    assert [s for s in STAGES if not (OUTBOX / s / "__init__.py").is_file()] == []
+    beside = {p.name for p in OUTBOX.glob("*.py")}
+    assert beside - OUTBOX_BESIDE_THE_STAGES == set()
+    assert {p.name for p in OUTBOX.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(
+        STAGES
+    )
+
+
+def test_the_outbox_modules_and_functions_stay_small() -> None:
+    """No outbox module over 500 lines, no function over 80 (the deliverer was 718 lines)."""
+    too_long: list[str] = []
+    for path in sorted(OUTBOX.rglob("*.py")):
+        source = path.read_text()
+        name = path.relative_to(OUTBOX).as_posix()
+        if len(source.splitlines()) > 500:
+            too_long.append(name)
+        too_long += [
+            f"{name}::{node.name}"
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (node.end_lineno or node.lineno) - node.lineno + 1 > 80
+        ]
+    assert too_long == []

@@ -12,8 +12,9 @@ import pytest
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import current_version, list_funnels
 from app.engines.funnels.events.claim.triggers import enroll
-from app.engines.funnels.outbox.deliver import Deliverer, EmailChannel
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import EmailChannel
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import MailSender

@@ -23,8 +23,9 @@ from typing import Any, Protocol
 
 from app.clock import Clock
 from app.db.session import Database
-from app.engines.funnels.outbox.channel_deps import ChannelDeps
-from app.engines.funnels.outbox.deliver import Deliverer, MailTransport
+from app.engines.funnels.outbox.work.channel_deps import ChannelDeps
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import MailTransport
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail.sns import SnsVerifier
 from app.platform.crypto import SecretBox

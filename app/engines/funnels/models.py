@@ -381,7 +381,7 @@ class FrequencyCap(Base):
 
 class FrequencyCount(Base):
     """Marketing messages that went (or are going) out to a contact in one of their calendar
-    days or weeks; the frequency cap's ledger (see :mod:`app.engines.funnels.outbox.frequency`)."""
+    days or weeks; the frequency cap's ledger (see :mod:`app.engines.funnels.outbox.work.frequency`)."""
 
     __tablename__ = "funnel_frequency_counts"
     __table_args__ = (Index("ix_funnel_frequency_counts_until", "until"),)

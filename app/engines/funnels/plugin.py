@@ -23,7 +23,7 @@ from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT_JOB
 from app.engines.funnels.events.due import schedule_triggers
 from app.engines.funnels.experiments import jobs as experiment_jobs
 from app.engines.funnels.jobs import JOBS, SWEEPS
-from app.engines.funnels.outbox.channel_deps import ChannelFactory, email_channel
+from app.engines.funnels.outbox.work.channel_deps import ChannelFactory, email_channel
 from app.engines.funnels.outside import channels as outside_channels
 from app.engines.funnels.outside import executors as outside_executors
 from app.engines.funnels.runs.enrolment import ENROLMENT_JOB

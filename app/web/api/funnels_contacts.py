@@ -25,7 +25,7 @@ from app.engines.funnels.contacts.csv_import import start_import
 from app.engines.funnels.definitions import service
 from app.engines.funnels.events.work.segment_triggers import contacts_changed
 from app.engines.funnels.models import ContactList, Tag
-from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.work import frequency
 from app.engines.funnels.schemas import (
     ContactImportIn,
     ContactIn,

@@ -22,7 +22,7 @@ from litestar.params import FromPath
 
 from app.engines.funnels.definitions.trial_send import TEST_TOKEN
 from app.engines.funnels.events.tracking import token_workspace
-from app.engines.funnels.outbox.preferences import (
+from app.engines.funnels.outbox.records.preferences import (
     Choice,
     choose,
     contact_of,
@@ -30,7 +30,7 @@ from app.engines.funnels.outbox.preferences import (
     subscribed,
     workspace_topics,
 )
-from app.engines.funnels.outbox.unsubscribe import (
+from app.engines.funnels.outbox.work.unsubscribe import (
     ONE_CLICK_BODY,
     UnsubscribeRef,
     token_from_mail_subject,

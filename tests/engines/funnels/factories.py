@@ -34,8 +34,10 @@ from app.engines.funnels.models import (
     Step,
     Tag,
 )
-from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.channel import ChannelSender
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import EmailChannel
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.goals import watch_goals
 from app.engines.funnels.runs.runner import Runner

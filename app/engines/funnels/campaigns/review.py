@@ -23,7 +23,7 @@ from app.engines.funnels.consent.policy import Person, Skip, counts_against_cap,
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql, decode_predicate
 from app.engines.funnels.models import Contact, FrequencyCount
-from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.work import frequency
 
 CHUNK = 1000
 

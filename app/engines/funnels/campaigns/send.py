@@ -48,10 +48,10 @@ from app.engines.funnels.consent.policy import (
 )
 from app.engines.funnels.events.tracking import MessageRef, Tracking, track_html, track_text
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox import frequency
-from app.engines.funnels.outbox.recorded_slots import send_and_record
-from app.engines.funnels.outbox.render import render
-from app.engines.funnels.outbox.unsubscribe import (
+from app.engines.funnels.outbox.work import frequency
+from app.engines.funnels.outbox.work.recorded_slots import send_and_record
+from app.engines.funnels.outbox.work.render import render
+from app.engines.funnels.outbox.work.unsubscribe import (
     UnsubscribeLinks,
     UnsubscribeRef,
     links_for,
@@ -379,7 +379,7 @@ class CampaignSender:
     ) -> bool:
         """Send ``rows`` ``in_flight`` at a time, committing outcomes as they arrive; a slot
         sends its next row only once its previous outcome is committed (see
-        :mod:`~app.engines.funnels.outbox.recorded_slots`). False when the lease was lost."""
+        :mod:`~app.engines.funnels.outbox.work.recorded_slots`). False when the lease was lost."""
         checked_at = now()
         caps, capped, reserved = await self._reserve(campaign, rows, checked_at)
 

@@ -23,8 +23,8 @@ from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions.trial_send import TEST_LINK, RecipientSuppressed
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.render import render, variables
-from app.engines.funnels.outbox.unsubscribe import UnsubscribeLinks
+from app.engines.funnels.outbox.work.render import render, variables
+from app.engines.funnels.outbox.work.unsubscribe import UnsubscribeLinks
 from app.errors import ValidationFailed
 from app.integrations.mail import OutgoingEmail
 from app.platform import audit

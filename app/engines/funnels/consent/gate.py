@@ -32,8 +32,8 @@ from app.engines.funnels.consent.policy import (
 )
 from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox import frequency
 from app.engines.funnels.outbox.payloads import EffectPayload, Email, Http, Message, Team
+from app.engines.funnels.outbox.work import frequency
 from app.platform.crypto import SecretBox
 
 
@@ -162,7 +162,7 @@ async def take_slots(
     now: datetime,
 ) -> tuple[dict[Any, Skip | WaitUntil], dict[Any, frequency.Want]]:
     """Reserve the cap's slots of the messages about to go (rule 7): the refused ones' decisions
-    and the reserved slots (given back with :func:`~app.engines.funnels.outbox.frequency.release`
+    and the reserved slots (given back with :func:`~app.engines.funnels.outbox.work.frequency.release`
     when the message did not go out), each by ``ref``. Transactional and exempt messages take
     none."""
     wants: dict[Any, frequency.Want] = {}

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from app.engines.funnels.outbox.unsubscribe import HARD, topic_key, topic_of
+from app.engines.funnels.outbox.work.unsubscribe import HARD, topic_key, topic_of
 from app.engines.funnels.runs.due import quiet_release
 from app.scheduling.zones import zone_or_utc
 

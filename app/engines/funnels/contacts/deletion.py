@@ -12,7 +12,7 @@ from app.db.session import WriteSession
 from app.engines.funnels.contacts.erasure import erase_personal_data, person_of
 from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.models import Run
-from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
 from app.engines.funnels.runs.states import RUN_ACTIVE, RUN_CANCELLED, RUNS
 from app.platform import audit
 from app.platform.crypto import SecretBox

@@ -1,5 +1,5 @@
 """A message node's creative rendered for one contact, as the editor previews it while a person
-types: the same renderer and variables a send uses (:mod:`app.engines.funnels.outbox.render`), and for
+types: the same renderer and variables a send uses (:mod:`app.engines.funnels.outbox.work.render`), and for
 e-mail the unsubscribe links and footer a send adds, pointing at the test page (as a test send's
 do, so a click unsubscribes nobody). Nothing is stored or sent.
 
@@ -21,8 +21,8 @@ from app.engines.funnels.definitions.graph import (
 )
 from app.engines.funnels.definitions.trial_send import TEST_LINK
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.render import render, variables
-from app.engines.funnels.outbox.unsubscribe import UnsubscribeLinks, with_links
+from app.engines.funnels.outbox.work.render import render, variables
+from app.engines.funnels.outbox.work.unsubscribe import UnsubscribeLinks, with_links
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,8 @@ from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import Definition, Graph, SendEmail
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.render import render, variables
-from app.engines.funnels.outbox.unsubscribe import UnsubscribeLinks, with_links
+from app.engines.funnels.outbox.work.render import render, variables
+from app.engines.funnels.outbox.work.unsubscribe import UnsubscribeLinks, with_links
 from app.errors import ValidationFailed
 from app.integrations.mail import OutgoingEmail
 

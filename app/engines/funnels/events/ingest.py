@@ -52,7 +52,7 @@ from app.engines.funnels.events.work.inbound import (
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.unsubscribe import apply_report
+from app.engines.funnels.outbox.work.unsubscribe import apply_report
 from app.errors import DomainError
 from app.scheduling.claim import Claim
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec

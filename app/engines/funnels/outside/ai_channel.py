@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from app.engines.funnels.outbox.deliver import LeasedEffect
+from app.engines.funnels.outbox.channel import LeasedEffect
 from app.engines.funnels.outbox.payloads import Ai
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside.channel_base import OutsideChannel, Refused

@@ -15,13 +15,13 @@ from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.channel_deps import ChannelDeps
-from app.engines.funnels.outbox.deliver import (
+from app.engines.funnels.outbox.channel import (
     LeasedEffect,
     PermanentDeliveryError,
     TransientDeliveryError,
 )
 from app.engines.funnels.outbox.payloads import Payload, Request
+from app.engines.funnels.outbox.work.channel_deps import ChannelDeps
 from app.engines.funnels.outside import config as provider_config
 from app.engines.funnels.outside.config import Provider
 from app.engines.funnels.outside.results import Outcome, record, recorded

@@ -18,9 +18,9 @@ import msgspec
 from sqlalchemy import select
 
 from app.engines.funnels.contacts.channel_fields import LETTER_ADDRESS
-from app.engines.funnels.outbox.channel_deps import ChannelFactory
-from app.engines.funnels.outbox.deliver import LeasedEffect
+from app.engines.funnels.outbox.channel import LeasedEffect
 from app.engines.funnels.outbox.payloads import Booking, Http, Letter, Payment, Push, Sms, Team
+from app.engines.funnels.outbox.work.channel_deps import ChannelFactory
 from app.engines.funnels.outside import config as provider_config
 from app.engines.funnels.outside.ai_channel import AiChannel
 from app.engines.funnels.outside.channel_base import OutsideChannel, Refused

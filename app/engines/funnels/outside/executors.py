@@ -63,7 +63,7 @@ from app.engines.funnels.outbox.payloads import (
     Sms,
     Team,
 )
-from app.engines.funnels.outbox.render import render, variables
+from app.engines.funnels.outbox.work.render import render, variables
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside.config import AiOptions, push_token_field
 from app.engines.funnels.outside.models import ProviderConfig

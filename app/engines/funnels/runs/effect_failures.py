@@ -47,7 +47,7 @@ from app.engines.funnels.models import (
     Run,
     Step,
 )
-from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
 from app.engines.funnels.runs.nodes.base import End, Next, Outcome
 
 SEND_CHANNELS = frozenset({"email", "sms", "push", "letter", "team"})

@@ -17,7 +17,7 @@ from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql
 from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.models import RUN_ACTIVE, Contact, FunnelVersion, Run
-from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
 
 
 async def watch_goals(db: Database, *, now: datetime, limit: int = 1000) -> int:

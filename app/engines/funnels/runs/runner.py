@@ -40,7 +40,7 @@ from app.engines.funnels.models import (
     Run,
 )
 from app.engines.funnels.outbox import payloads
-from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
 from app.engines.funnels.runs.batch_writes import RUNS, write_batch
 from app.engines.funnels.runs.nodes import Executors
 from app.engines.funnels.runs.nodes.base import (

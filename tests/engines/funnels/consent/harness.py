@@ -16,8 +16,8 @@ from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_un
 from app.engines.funnels.consent import gate
 from app.engines.funnels.events.tracking import MessageRef, Tracking
 from app.engines.funnels.models import DeliveryEvent, Funnel, FunnelVersion, OutboxEffect
-from app.engines.funnels.outbox.deliver import Deliverer
-from app.engines.funnels.outbox.unsubscribe import UnsubscribeRef, links_for
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.unsubscribe import UnsubscribeRef, links_for
 from app.engines.funnels.runs.entry import enter
 from app.integrations.mail import MailSender
 from app.settings import FunnelSettings, MailSettings

@@ -26,7 +26,7 @@ ALLOWED: dict[str, str] = {
     "engines/funnels/contacts/erased_addresses.py": "keeps the erased addresses' suppression",
     "engines/funnels/contacts/erasure.py": "erasure",
     "engines/funnels/contacts/deletion.py": "erasure",
-    "engines/funnels/outbox/preferences.py": "writes the contact's choice (unsubscribe pages)",
+    "engines/funnels/outbox/records/preferences.py": "writes the contact's choice (unsubscribe pages)",
     "engines/funnels/events/ingest.py": "writes bounces and complaints from delivery reports",
     "engines/funnels/schemas.py": "the contact's record in and out of the API",
 }
@@ -98,7 +98,7 @@ def test_the_checker_catches_injected_violations() -> None:
 
 def test_the_checker_catches_a_violation_injected_into_the_deliverer() -> None:
     """The real deliverer with one line of its own suppression check added is an offender."""
-    source = (APP / "engines/funnels/outbox/deliver.py").read_text()
+    source = (APP / "engines/funnels/outbox/work/deliver.py").read_text()
     assert violations(source) == []
     tampered = source.replace(
         "    async def _attempt(",

@@ -39,6 +39,7 @@ from app.engines.funnels.runs.entry import enter
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.smtp import ReceivedMessage, SmtpSink
+from tests.conftest import eventually
 from tests.engines.funnels.factories import email_node, graph, published
 
 # Fifteen kills of real processes and their recoveries take minutes: opt-in (CHAOS=1), like
@@ -237,25 +238,7 @@ async def test_fn7_fn28_a_sigkilled_sender_repeats_at_most_what_it_had_on_the_wi
     rng = random.Random(20261204)
     with IdSink() as sink:
         sink.slow_down(0.02)  # each DATA takes a moment, as on a real server: kills land mid-send
-        env = {
-            **os.environ,
-            "DATABASE_URL": settings.database.url,
-            "REDIS_URL": settings.queue.redis_url,
-            "ARQ_QUEUE_NAME": settings.queue.arq_queue_name,
-            "ENCRYPTION_KEY": settings.security.encryption_key,
-            "SESSION_SECRET": settings.web.session_secret,
-            "KEY_FILE": str(tmp_path / "keys.json"),
-            "PUBLIC_URL": "http://sweepline.chaos",
-            "SMTP_HOST": sink.host,
-            "SMTP_PORT": str(sink.port),
-            "LOG_FORMAT": "json",
-            "FUNNEL_DELIVER_IN_FLIGHT": str(DELIVER_IN_FLIGHT),
-            "FUNNEL_CAMPAIGN_IN_FLIGHT": str(CAMPAIGN_IN_FLIGHT),
-            # Work a killed process held comes back within seconds; long enough that a process
-            # starved of CPU on a shared machine still renews its leases in time.
-            "JOB_LEASE_SECONDS": "20",
-            "FUNNEL_LEASE_SECONDS": "20",
-        }
+        env = _env(runtime, sink, tmp_path)
         procs = [
             Process("serve", {**env, "PORT": str(_free_port())}, tmp_path / "serve.log"),
             Process("worker", env, tmp_path / "worker-1.log"),
@@ -282,10 +265,10 @@ async def test_fn7_fn28_a_sigkilled_sender_repeats_at_most_what_it_had_on_the_wi
                 print(f"kill {round_ + 1}: {victim.command} {victim.pid}", file=sys.stderr)
                 victim.start()
 
-            deadline = time.monotonic() + 600
-            while await _all_sent(runtime, campaign_id) != (0, 0):
-                assert time.monotonic() < deadline, await _all_sent(runtime, campaign_id)
-                await asyncio.sleep(1)
+            async def all_sent() -> bool:
+                return await _all_sent(runtime, campaign_id) == (0, 0)
+
+            await eventually(all_sent, timeout=600, interval=1)
         finally:
             for p in procs:
                 p.stop()
@@ -309,6 +292,36 @@ async def test_fn7_fn28_a_sigkilled_sender_repeats_at_most_what_it_had_on_the_wi
     for kill, repeats in zip(kills, per_kill, strict=True):
         assert repeats["funnel"] <= DELIVER_IN_FLIGHT, (kill, repeats)
         assert repeats["campaign"] <= CAMPAIGN_IN_FLIGHT, (kill, repeats)
+    _show_figures(kills, per_kill, received, entrants)
+
+
+def _env(runtime: Runtime, sink: SmtpSink, tmp_path: Path) -> dict[str, str]:
+    """The environment of the serve and worker processes: the test's databases and the sink."""
+    settings = runtime.settings
+    return {
+        **os.environ,
+        "DATABASE_URL": settings.database.url,
+        "REDIS_URL": settings.queue.redis_url,
+        "ARQ_QUEUE_NAME": settings.queue.arq_queue_name,
+        "ENCRYPTION_KEY": settings.security.encryption_key,
+        "SESSION_SECRET": settings.web.session_secret,
+        "KEY_FILE": str(tmp_path / "keys.json"),
+        "PUBLIC_URL": "http://sweepline.chaos",
+        "SMTP_HOST": sink.host,
+        "SMTP_PORT": str(sink.port),
+        "LOG_FORMAT": "json",
+        "FUNNEL_DELIVER_IN_FLIGHT": str(DELIVER_IN_FLIGHT),
+        "FUNNEL_CAMPAIGN_IN_FLIGHT": str(CAMPAIGN_IN_FLIGHT),
+        # Work a killed process held comes back within seconds; long enough that a process
+        # starved of CPU on a shared machine still renews its leases in time.
+        "JOB_LEASE_SECONDS": "20",
+        "FUNNEL_LEASE_SECONDS": "20",
+    }
+
+
+def _show_figures(
+    kills: list[Kill], per_kill: list[Counter[str]], received: Counter[str], entrants: int
+) -> None:
     repeated = sum(n - 1 for n in received.values())
     print(
         f"\n{len(kills)} SIGKILLs ({sum(k.command == 'serve' for k in kills)} serve), "
@@ -335,15 +348,19 @@ async def _sending(runtime: Runtime, procs: list[Process], command: str, sink: S
     """A process that holds sending work while mail is arriving, running ``command`` if one
     does within 20 s (the queue decides which process takes the jobs), else any."""
     started = time.monotonic()
-    while True:
+    chosen: list[Process] = []
+
+    async def one_is_sending() -> bool:
         before = len(sink.snapshot())
         holders = await _holders(runtime)
         prefer = time.monotonic() - started < 20
         candidates = [p for p in procs if p.pid in holders and (p.command == command or not prefer)]
         if candidates and len(sink.snapshot()) > before:
-            return random.choice(candidates)
-        assert time.monotonic() - started < 120, "no process is sending"
-        await asyncio.sleep(0.02)
+            chosen.append(random.choice(candidates))
+        return bool(chosen)
+
+    await eventually(one_is_sending, timeout=120)
+    return chosen[0]
 
 
 def _free_port() -> int:

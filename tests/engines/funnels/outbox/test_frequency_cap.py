@@ -24,7 +24,7 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     FunnelVersion,
 )
-from app.engines.funnels.outbox import frequency
+from app.engines.funnels.outbox.work import frequency
 from app.engines.funnels.runs.entry import enter
 from app.settings import MailSettings
 from tests.conftest import auth

@@ -22,8 +22,10 @@ from app.engines.funnels.definitions import service as definitions
 from app.engines.funnels.definitions.graph import Graph
 from app.engines.funnels.definitions.trial_send import compose_test
 from app.engines.funnels.events.tracking import Tracking
-from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.channel import ChannelSender
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import EmailChannel
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import MailSender, PermanentMailError

@@ -11,8 +11,10 @@ from sqlalchemy import select
 
 from app.engines.funnels.events.tracking import Tracking, text_to_html, track_html, track_text
 from app.engines.funnels.models import ContactEvent
-from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.channel import ChannelSender
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import EmailChannel
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.integrations.mail import MailSender
 from app.settings import MailSettings
 from tests.engines.funnels.factories import (
@@ -57,12 +59,9 @@ def _path(runtime, url: str) -> str:
     return url.removeprefix(runtime.settings.web.public_url)
 
 
-async def test_fn11_funnel_mail_is_tracked_and_an_open_ends_the_wait(
-    client, runtime, tenant, tracked: Engine, clock
-) -> None:
-    """FN-11 with funnel mail: the pixel of the message the run sent records ``message_opened``
-    for its effect, and the run waiting three days for an open continues at once."""
-    ws = tenant.workspace_id
+async def _open_and_click_funnels(runtime, ws: int) -> tuple[int, int]:
+    """A funnel that mails the offer and waits three days for an open, and one started by a
+    click on the offer."""
     await setup_names(runtime, ws, tags=["engaged", "nudged", "clicked"])
     funnel_id, _ = await published(
         runtime,
@@ -92,6 +91,16 @@ async def test_fn11_funnel_mail_is_tracked_and_an_open_ends_the_wait(
         ),
         name="Clicks",
     )
+    return funnel_id, clicks
+
+
+async def test_fn11_funnel_mail_is_tracked_and_an_open_ends_the_wait(
+    client, runtime, tenant, tracked: Engine, clock
+) -> None:
+    """FN-11 with funnel mail: the pixel of the message the run sent records ``message_opened``
+    for its effect, and the run waiting three days for an open continues at once."""
+    ws = tenant.workspace_id
+    funnel_id, clicks = await _open_and_click_funnels(runtime, ws)
     ann = await contact(runtime, ws, "ann@example.com", first_name="Ann")
     await client.post(
         "/hooks/funnels/events",

@@ -16,14 +16,12 @@ from litestar.params import FromPath
 from app.clock import ManualClock
 from app.engines.funnels.consent import gate
 from app.engines.funnels.consent.policy import Send
-from app.engines.funnels.outbox.channel_deps import ChannelDeps
-from app.engines.funnels.outbox.deliver import (
-    ChannelSender,
-    Deliverer,
-    EmailChannel,
-    decisions,
-)
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.channel import ChannelSender
+from app.engines.funnels.outbox.work.channel_deps import ChannelDeps
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import EmailChannel
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.work.outcomes import decisions
 from app.engines.funnels.outside.channels import CHANNEL_TYPES
 from app.engines.funnels.outside.clients import ProviderClients
 from app.engines.funnels.outside.config import configure

@@ -23,7 +23,9 @@ from sqlalchemy import event
 from app.clock import SystemClock
 from app.db.session import Database
 from app.engines.funnels.events.tracking import Tracking
-from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
+from app.engines.funnels.outbox.channel import ChannelSender
+from app.engines.funnels.outbox.work.deliver import Deliverer
+from app.engines.funnels.outbox.work.email import EmailChannel
 from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.runner import Runner
 from app.integrations.mail import SmtpPool

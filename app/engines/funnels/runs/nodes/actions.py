@@ -42,9 +42,9 @@ from app.engines.funnels.models import (
     FunnelVersion,
     Run,
 )
-from app.engines.funnels.outbox.cancel import cancel_pending_effects
+from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
 from app.engines.funnels.outbox.payloads import Email
-from app.engines.funnels.outbox.render import render, variables
+from app.engines.funnels.outbox.work.render import render, variables
 from app.engines.funnels.runs.due import quiet_release
 from app.engines.funnels.runs.effect_failures import cannot_go_out
 from app.engines.funnels.runs.entry import enter

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from app.clock import Clock
 from app.db.session import Database
-from app.engines.funnels.outbox.deliver import ChannelSender, EmailChannel, MailTransport
-from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
+from app.engines.funnels.outbox.channel import ChannelSender
+from app.engines.funnels.outbox.work.email import EmailChannel, MailTransport
+from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.outside.clients import ProviderClients
 from app.integrations.http_guard import AddressGuard
 from app.integrations.mail import SmtpPool

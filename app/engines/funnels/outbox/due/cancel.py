@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import ColumnElement, update
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
 from app.engines.funnels.models import (
+    OUTBOX,
     OUTBOX_CANCELLED,
     OUTBOX_PENDING,
     DeliveryEvent,
@@ -27,17 +28,21 @@ async def cancel_pending_effects(
     run_id: int | None = None,
 ) -> int:
     """Cancel the not-yet-delivered effects of a contact or of a run, recording why."""
-    conditions = [OutboxEffect.status == OUTBOX_PENDING]
+    conditions: list[ColumnElement[bool]] = []
     if contact_id is not None:
         conditions.append(OutboxEffect.contact_id == contact_id)
     if run_id is not None:
         conditions.append(OutboxEffect.run_id == run_id)
     rows = (
         await session.execute(
-            update(OutboxEffect)
-            .execution_options(synchronize_session=False)
-            .where(*conditions)
-            .values(status=OUTBOX_CANCELLED, finished_at=now, last_error=reason, lease_owner=None)
+            OUTBOX.transition(
+                update(OutboxEffect)
+                .execution_options(synchronize_session=False)
+                .where(*conditions),
+                OUTBOX_CANCELLED,
+                from_=(OUTBOX_PENDING,),
+            )
+            .values(finished_at=now, last_error=reason, lease_owner=None)
             .returning(OutboxEffect.id, OutboxEffect.workspace_id, OutboxEffect.contact_id)
         )
     ).all()

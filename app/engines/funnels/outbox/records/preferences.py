@@ -11,15 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
-
 from app.db.session import ReadSession, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import record_delivery_event
 from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.events.records.delivery_reports import record_funnel_report
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
-from app.engines.funnels.outbox.unsubscribe import (
+from app.engines.funnels.outbox.work.unsubscribe import (
     ALL,
     UNSUBSCRIBED,
     UnsubscribeRef,
@@ -32,9 +31,8 @@ from app.engines.funnels.outbox.unsubscribe import (
 async def contact_of(session: ReadSession, ref: UnsubscribeRef) -> Contact | None:
     """The (not deleted) contact a link names, in the workspace that signed it."""
     return await session.scalar(
-        select(Contact).where(
+        scoped_select(Contact, ref.message.workspace_id).where(
             Contact.id == ref.message.contact_id,
-            Contact.workspace_id == ref.message.workspace_id,
             Contact.deleted_at.is_(None),
         )
     )
@@ -44,22 +42,21 @@ async def workspace_topics(session: ReadSession, workspace_id: int, contact: Con
     """The topics a contact can choose from: those of the workspace's funnels (draft and
     published) and campaigns, and any they already left."""
     topics: set[str] = set()
-    drafts = await session.scalars(select(Funnel.draft).where(Funnel.workspace_id == workspace_id))
+    drafts = await session.scalars(scoped_select(Funnel, workspace_id, Funnel.draft))
     versions = await session.scalars(
-        select(FunnelVersion.definition)
-        .join(Funnel, Funnel.current_version_id == FunnelVersion.id)
-        .where(Funnel.workspace_id == workspace_id)
+        # The funnel's workspace scopes its current version (the join's other side).
+        scoped_select(Funnel, workspace_id, FunnelVersion.definition).join(
+            Funnel, Funnel.current_version_id == FunnelVersion.id
+        )
     )
     for definition in [*drafts, *versions]:
         settings = (definition or {}).get("settings") or {}
         if not settings.get("transactional"):
             topics.add(topic_of(settings.get("topic")))
-    topics.update(
-        topic_of(t)
-        for t in await session.scalars(
-            select(Campaign.topic).where(Campaign.workspace_id == workspace_id).distinct()
-        )
+    campaign_topics = await session.scalars(
+        scoped_select(Campaign, workspace_id, Campaign.topic).distinct()
     )
+    topics.update(topic_of(t) for t in campaign_topics)
     for key in contact.suppressed or {}:
         if key.startswith("topic:"):
             topics.add(key.removeprefix("topic:"))

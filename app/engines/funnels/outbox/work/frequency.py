@@ -22,11 +22,12 @@ from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from app.db.chunked import CHUNK_ROWS, delete_in_chunks
 from app.db.dialect import insert_ignoring
 from app.db.session import Database, ReadSession, WriteSession
+from app.db.tenancy import scoped_update
 from app.engines.funnels.models import FrequencyCap, FrequencyCount
 
 
@@ -162,8 +163,9 @@ async def reserve(
         for key in keys:
             taken[key] = taken.get(key, 0) + 1
     for (contact_id, period), n in taken.items():
+        workspace_id, _ = rows[(contact_id, period)]
         await session.execute(
-            update(FrequencyCount)
+            scoped_update(FrequencyCount, workspace_id)
             .where(FrequencyCount.contact_id == contact_id, FrequencyCount.period == period)
             .values(sent=FrequencyCount.sent + n)
         )
@@ -180,7 +182,7 @@ async def release(
             continue
         for p in periods(cap, reserved_at, want.timezone):
             await session.execute(
-                update(FrequencyCount)
+                scoped_update(FrequencyCount, want.workspace_id)
                 .where(
                     FrequencyCount.contact_id == want.contact_id,
                     FrequencyCount.period == p.key,

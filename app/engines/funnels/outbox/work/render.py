@@ -9,7 +9,7 @@ from typing import Any
 
 from app.engines.funnels.definitions.validate import MERGE_VARIABLE
 from app.engines.funnels.models import Contact
-from app.engines.funnels.outbox.unsubscribe import PLACEHOLDERS
+from app.engines.funnels.outbox.work.unsubscribe import PLACEHOLDERS
 from app.engines.funnels.runs.context import as_text, lookup
 
 CONTEXT_KEY = "@run"
