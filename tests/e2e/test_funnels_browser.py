@@ -15,7 +15,7 @@ from app.engines.funnels.events.claim.triggers import enroll
 from app.engines.funnels.outbox.deliver import Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink

@@ -25,7 +25,7 @@ from app.clock import Clock
 from app.db.session import Database
 from app.engines.funnels.outbox.channel_deps import ChannelDeps
 from app.engines.funnels.outbox.deliver import Deliverer, MailTransport
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail.sns import SnsVerifier
 from app.platform.crypto import SecretBox
 from app.scheduling.queue import JobQueue

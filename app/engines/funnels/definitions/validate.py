@@ -64,7 +64,7 @@ from app.engines.funnels.definitions.graph import (
     kind_of,
 )
 from app.engines.funnels.experiments import rules as experiment_rules
-from app.engines.funnels.runs.context import CONTEXT_ROOTS, path_problem, split_path
+from app.engines.funnels.runs.work.context import CONTEXT_ROOTS, path_problem, split_path
 from app.scheduling.zones import is_known_zone
 
 THROTTLE_CHANNELS = ("email", "sms", "push", "letter")

@@ -69,7 +69,7 @@ from app.engines.funnels.outbox.unsubscribe import (
     topic_of,
     with_links,
 )
-from app.engines.funnels.runs.effect_failures import after_failed_send, lock_runs_of
+from app.engines.funnels.runs.work.effect_failures import after_failed_send, lock_runs_of
 from app.integrations.mail import (
     OutgoingEmail,
     PermanentMailError,
@@ -686,7 +686,7 @@ class Deliverer:
 
     async def _finish(self, session: WriteSession, outcome: _Outcome, owner: str) -> list[_Outcome]:
         """Record a final status; a message that failed for good moves its run in the same
-        transaction (it never stays ``completed``: :mod:`~app.engines.funnels.runs.effect_failures`)."""
+        transaction (it never stays ``completed``: :mod:`~app.engines.funnels.runs.work.effect_failures`)."""
         result = await session.execute(
             update(OutboxEffect)
             .where(

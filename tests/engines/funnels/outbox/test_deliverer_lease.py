@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.clock import SystemClock
 from app.engines.funnels.models import OUTBOX_PENDING, OUTBOX_SENT, OutboxEffect
 from app.engines.funnels.outbox.deliver import Deliverer
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.settings import FunnelSettings
 from tests.engines.funnels.factories import Engine, Space, contact, email_node, graph, published
 

@@ -25,7 +25,7 @@ from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.outbox.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail import MailSender, PermanentMailError
 from app.integrations.mail.folding import HARD_LIMIT, fold_structured, is_structured
 from app.sandbox.smtp import ReceivedMessage, SmtpSink

@@ -15,7 +15,7 @@ from app.engines.funnels.definitions.graph import decode_definition
 from app.engines.funnels.definitions.validate import KnownNames, validate
 from app.engines.funnels.models import RUN_COMPLETED, Contact
 from app.engines.funnels.outbox.render import render, variables
-from app.engines.funnels.runs.context import MISSING, compare, lookup
+from app.engines.funnels.runs.work.context import MISSING, compare, lookup
 from app.platform.models import Workspace
 from tests.engines.funnels.factories import (
     Space,

@@ -26,8 +26,8 @@ from app.engines.funnels.models import (
     Step,
 )
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.work.runner import Runner
 from app.runtime import Runtime
 from app.settings import FunnelSettings
 from tests.engines.funnels.factories import (

@@ -22,9 +22,9 @@ from app.engines.funnels.models import (
     Contact,
     Run,
 )
-from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.runs.nodes.flow import split_choice
-from app.engines.funnels.runs.runner import lease_runs
+from app.engines.funnels.runs.claim.lease import lease_runs
+from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.work.nodes.flow import split_choice
 from tests.engines.funnels.factories import (
     Engine,
     Space,

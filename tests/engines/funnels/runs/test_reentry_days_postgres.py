@@ -14,7 +14,7 @@ from sqlalchemy import text, update
 from app.engines.funnels.events.claim.triggers import match_events
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import RUN_COMPLETED, Run
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.runtime import Runtime
 from tests.engines.funnels.factories import (
     Engine,

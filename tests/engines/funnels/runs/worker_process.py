@@ -25,7 +25,7 @@ from app.db.session import Database
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.outbox.deliver import ChannelSender, Deliverer, EmailChannel
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail import SmtpPool
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings
 

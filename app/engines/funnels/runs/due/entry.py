@@ -5,7 +5,7 @@ indexes on runs (one per contact per funnel; one *active* one for funnels open t
 two triggers firing at the same instant create one run, whatever the interleaving (hard case 4).
 A funnel open to re-entry at most once per N days (``settings.reentry_days``) also refuses a
 contact who entered it less than N days ago: their committed runs say so, and the gate of
-:mod:`app.engines.funnels.runs.entry_gate` holds the rule against a concurrent writer.
+:mod:`app.engines.funnels.runs.due.entry_gate` holds the rule against a concurrent writer.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.experiments.assign import held_out
 from app.engines.funnels.experiments.holdout import hold_back
 from app.engines.funnels.models import RUN_ACTIVE, Funnel, FunnelVersion, Run
-from app.engines.funnels.runs import entry_gate
+from app.engines.funnels.runs.due import entry_gate
 
 PIECE = 500
 """Contacts per ``IN`` list of the recent-entries read."""
@@ -58,7 +58,7 @@ async def _start(
 ) -> list[int]:
     """The ids of the runs started. Set-wise whatever the batch: one insert for every run, and
     for funnels that limit re-entry to once per N days one read of the contacts' recent entries
-    and one gate stamp per funnel (:mod:`app.engines.funnels.runs.entry_gate`)."""
+    and one gate stamp per funnel (:mod:`app.engines.funnels.runs.due.entry_gate`)."""
     rows: list[dict[str, Any]] = []
     limited: dict[int, int] = {}  # funnel id -> re-entry days, for funnels that limit re-entry
     for version, contact_id, context in entries:

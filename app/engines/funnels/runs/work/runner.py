@@ -1,9 +1,8 @@
 """The worker tick (FN-4 to FN-9): lease due runs, execute them, commit, sleep.
 
-1. **Lease** — one statement of the shared claim primitive (:mod:`app.scheduling.claim`) claims up
-   to ``limit`` due runs, oldest ``wake_at`` first, skipping rows other workers hold. The lease writes the owner and the expiry, and moves
-   ``wake_at`` to that expiry: a run whose worker died is simply due again when the lease runs
-   out (FN-9); no separate recovery pass.
+1. **Lease** — :mod:`app.engines.funnels.runs.claim.lease` claims up to ``limit`` due runs with
+   one statement of the shared claim primitive; a run whose worker died is due again when its
+   lease runs out (FN-9).
 2. **Execute** — one transaction for the whole batch. The leased rows are locked again and
    checked to still belong to this lease (a worker that lost its lease writes nothing). Each run
    executes node after node until a wait or a terminator; each node writes a step row (FN-6).
@@ -30,20 +29,15 @@ from app.engines.funnels.contacts.facts import load_facts
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import ContactFacts, evaluate, max_event_window
 from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind_of
-from app.engines.funnels.models import (
-    OUTBOX_PENDING,
-    RUN_ACTIVE,
-    RUN_COMPLETED,
-    RUN_FAILED,
-    Contact,
-    FunnelVersion,
-    Run,
-)
+from app.engines.funnels.models import Contact, FunnelVersion
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
-from app.engines.funnels.runs.batch_writes import RUNS, write_batch
-from app.engines.funnels.runs.nodes import Executors
-from app.engines.funnels.runs.nodes.base import (
+from app.engines.funnels.outbox.states import OUTBOX_PENDING
+from app.engines.funnels.runs.claim.lease import held_runs, lease_runs
+from app.engines.funnels.runs.states import RUN_ACTIVE, RUN_COMPLETED, RUN_FAILED
+from app.engines.funnels.runs.work.batch_writes import write_batch
+from app.engines.funnels.runs.work.nodes import Executors
+from app.engines.funnels.runs.work.nodes.base import (
     SAVEPOINT,
     End,
     Next,
@@ -53,8 +47,6 @@ from app.engines.funnels.runs.nodes.base import (
     Sleep,
     node_of,
 )
-from app.engines.funnels.runs.states import RUNS as RUN_STATES
-from app.scheduling.claim import Claim
 from app.settings import FunnelSettings
 
 log = logging.getLogger(__name__)
@@ -82,41 +74,6 @@ class BatchResult:
     failed: int = 0
     fenced: int = 0
     """Leased runs this worker no longer owned when it came to execute them."""
-
-
-LEASE = Claim(
-    table=RUNS,
-    due=f"{RUN_STATES.where(RUN_ACTIVE)} AND wake_at <= :now",
-    order_by="wake_at",
-    returning=("id",),
-    owner="lease_owner",
-    expires="lease_until",
-    # The run is due again by itself when the lease runs out (FN-9).
-    sets={"wake_at": ":expires"},
-)
-
-
-async def lease_runs(
-    db: Database, *, owner: str, now: datetime, limit: int, lease_seconds: int
-) -> list[int]:
-    """Claim up to ``limit`` due runs for ``owner`` (FN-5); returns their ids."""
-    rows = await LEASE.take(db, now=now, limit=limit, owner=owner, lease_seconds=lease_seconds)
-    return [int(r[0]) for r in rows]
-
-
-_RUN_COLUMNS = (
-    Run.id,
-    Run.workspace_id,
-    Run.funnel_id,
-    Run.version_id,
-    Run.contact_id,
-    Run.current_node,
-    Run.context,
-    Run.step_count,
-    Run.waiting_event,
-    Run.woken_by,
-    Run.failures,
-)
 
 
 @dataclass(slots=True)
@@ -181,7 +138,7 @@ class Runner:
         *,
         isolate: bool,
     ) -> BatchResult:
-        states = await _leased_states(session, ids, owner)
+        states = await held_runs(session, ids, owner)
         fenced = len(ids) - len(states)
         if not states:
             return BatchResult(leased=len(ids), fenced=fenced)
@@ -396,35 +353,6 @@ def graph_predicates(graph: Graph) -> list[Any]:
     return out
 
 
-async def _leased_states(session: WriteSession, ids: Sequence[int], owner: str) -> list[RunState]:
-    """The batch's runs this owner still holds (locked), as the executors' run states; a run
-    whose lease another owner took since is left out (fenced)."""
-    rows = (
-        await session.execute(
-            select(*_RUN_COLUMNS)
-            .where(Run.id.in_(ids), Run.lease_owner == owner, Run.status == RUN_ACTIVE)
-            .order_by(Run.id)
-            .with_for_update()
-        )
-    ).all()
-    return [
-        RunState(
-            id=r.id,
-            workspace_id=r.workspace_id,
-            funnel_id=r.funnel_id,
-            version_id=r.version_id,
-            contact_id=r.contact_id,
-            current_node=r.current_node,
-            context=dict(r.context or {}),
-            step_count=r.step_count,
-            waiting_event=r.waiting_event,
-            woken_by=r.woken_by,
-            failures=r.failures,
-        )
-        for r in rows
-    ]
-
-
 def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[str, Any]]:
     """The outbox rows of the effects a run's nodes declared."""
     return [
@@ -446,7 +374,7 @@ def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[
 
 
 def _advance_rows(done: list[_Done]) -> list[dict[str, Any]]:
-    """Each run's advancement (:func:`~app.engines.funnels.runs.batch_writes.write_batch`)."""
+    """Each run's advancement (:func:`~app.engines.funnels.runs.work.batch_writes.write_batch`)."""
     return [
         {
             "rid": d.state.id,

@@ -45,10 +45,17 @@ from app.engines.funnels.models import (
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
 from app.engines.funnels.outbox.payloads import Email
 from app.engines.funnels.outbox.render import render, variables
-from app.engines.funnels.runs.due import quiet_release
-from app.engines.funnels.runs.effect_failures import cannot_go_out
-from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.runs.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
+from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.due.times import quiet_release
+from app.engines.funnels.runs.work.effect_failures import cannot_go_out
+from app.engines.funnels.runs.work.nodes.base import (
+    Effect,
+    End,
+    Executor,
+    Next,
+    NodeContext,
+    Outcome,
+)
 from app.engines.funnels.sendtime import plan as send_time
 from app.scheduling.zones import zone_or_utc
 

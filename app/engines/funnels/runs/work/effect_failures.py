@@ -48,7 +48,7 @@ from app.engines.funnels.models import (
     Step,
 )
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
-from app.engines.funnels.runs.nodes.base import End, Next, Outcome
+from app.engines.funnels.runs.work.nodes.base import End, Next, Outcome
 
 SEND_CHANNELS = frozenset({"email", "sms", "push", "letter", "team"})
 """Channels whose effect the run does not wait for (the run is elsewhere when it fails). The
