@@ -32,9 +32,15 @@ from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind
 from app.engines.funnels.models import Contact, FunnelVersion
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.cancel import cancel_pending_effects
-from app.engines.funnels.outbox.states import OUTBOX_PENDING
+from app.engines.funnels.outbox.states import OUTBOX, OUTBOX_PENDING
 from app.engines.funnels.runs.claim.lease import held_runs, lease_runs
-from app.engines.funnels.runs.states import RUN_ACTIVE, RUN_COMPLETED, RUN_FAILED
+from app.engines.funnels.runs.states import (
+    RUN_ACTIVE,
+    RUN_CANCELLED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUNS,
+)
 from app.engines.funnels.runs.work.batch_writes import write_batch
 from app.engines.funnels.runs.work.nodes import Executors
 from app.engines.funnels.runs.work.nodes.base import (
@@ -86,6 +92,13 @@ class _Done:
     ended_at: datetime | None = None
     exit_reason: str | None = None
     last_error: str | None = None
+
+    def __post_init__(self) -> None:
+        # A held run is active (claim.lease.held_runs). Its advance goes to the database as one
+        # array write for the batch, which cannot guard each row's move: the move is checked
+        # here, where the runner decides it.
+        if self.status != RUN_ACTIVE:
+            RUNS.require(RUN_ACTIVE, self.status)
 
 
 class Runner:
@@ -143,12 +156,7 @@ class Runner:
         if not states:
             return BatchResult(leased=len(ids), fenced=fenced)
         graphs = await self._graphs(session, {s.version_id for s in states})
-        contacts = {
-            c.id: c
-            for c in await session.scalars(
-                select(Contact).where(Contact.id.in_({s.contact_id for s in states}))
-            )
-        }
+        contacts = await self._contacts(session, states)
         custom: dict[int, dict[str, str]] = {}
         for ws in {s.workspace_id for s in states}:
             custom[ws] = await field_types(session, ws)
@@ -161,7 +169,7 @@ class Runner:
         for state in states:
             contact = contacts.get(state.contact_id)
             if contact is None or contact.deleted_at is not None:
-                done.append(_Done(state, "cancelled", None, now, "contact_deleted"))
+                done.append(_Done(state, RUN_CANCELLED, None, now, "contact_deleted"))
                 continue
             if inspect(contact).expired_attributes:
                 await session.refresh(contact)
@@ -197,6 +205,11 @@ class Runner:
             failed=failed,
             fenced=fenced,
         )
+
+    async def _contacts(self, session: WriteSession, states: list[RunState]) -> dict[int, Contact]:
+        """The contacts of the held runs, by id."""
+        ids = {s.contact_id for s in states}
+        return {c.id: c for c in await session.scalars(select(Contact).where(Contact.id.in_(ids)))}
 
     async def _graphs(self, session: WriteSession, version_ids: set[int]) -> dict[int, Graph]:
         rows = await session.execute(
@@ -353,6 +366,10 @@ def graph_predicates(graph: Graph) -> list[Any]:
     return out
 
 
+_PENDING = OUTBOX.create(OUTBOX_PENDING)
+"""An effect row is created pending (the outbox's machine)."""
+
+
 def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[str, Any]]:
     """The outbox rows of the effects a run's nodes declared."""
     return [
@@ -364,7 +381,7 @@ def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[
             "channel": effect.channel,
             "idempotency_key": key,
             "payload": payloads.encode(effect.payload),
-            "status": OUTBOX_PENDING,
+            **_PENDING,
             "attempts": 0,
             "next_attempt_at": effect.not_before,
             "created_at": now,
