@@ -26,7 +26,7 @@ from app.engines.funnels.outside.clients import ProviderClients
 from app.engines.funnels.plugin import CHANNELS as FUNNEL_CHANNELS
 from app.engines.funnels.plugin import EXECUTORS as FUNNEL_EXECUTORS
 from app.engines.funnels.plugin import PLUGIN as FUNNELS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.engines.plugin import EnginePlugin
 from app.engines.ranktracking.deps import RankTrackingDeps
 from app.engines.ranktracking.plugin import PLUGIN as RANKTRACKING

@@ -54,7 +54,7 @@ from app.engines.funnels.events.claim.triggers import (
 )
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import Contact, ContactEvent, Funnel, FunnelVersion
-from app.engines.funnels.runs.entry import enter_many, published_versions
+from app.engines.funnels.runs.due.entry import enter_many, published_versions
 from app.platform.models import Organisation, Workspace
 from app.settings import DatabaseSettings
 

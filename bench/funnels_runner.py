@@ -40,7 +40,7 @@ from app.engines.funnels.events.claim.triggers import match_events
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.platform.models import Organisation, Workspace
 from app.settings import DatabaseSettings, FunnelSettings
 
@@ -295,7 +295,7 @@ LEASE_EXPLAIN = (
     " SELECT id FROM funnel_runs WHERE status = 'active' AND wake_at <= '2026-03-02 09:00+00'"
     " ORDER BY wake_at LIMIT 200 FOR UPDATE SKIP LOCKED)) RETURNING id"
 )
-"""The runner's lease statement (app.engines.funnels.runs.runner) with literal values."""
+"""The runner's lease statement (app.engines.funnels.runs.work.runner) with literal values."""
 
 
 async def lease_plan(db_url: str) -> tuple[float, str]:

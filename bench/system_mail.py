@@ -63,7 +63,7 @@ from app.engines.funnels.definitions.service import (  # noqa: E402
 )
 from app.engines.funnels.jobs import ADVANCE, Shard  # noqa: E402
 from app.engines.funnels.models import Contact, FunnelVersion  # noqa: E402
-from app.engines.funnels.runs.entry import enter_many  # noqa: E402
+from app.engines.funnels.runs.due.entry import enter_many  # noqa: E402
 from app.platform import service  # noqa: E402
 from app.runtime import Runtime  # noqa: E402
 from app.sandbox.base import free_port  # noqa: E402

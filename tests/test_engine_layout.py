@@ -1,6 +1,7 @@
 """Every engine has the modules ``docs/architecture.md`` names beside its stages: ``models.py``,
-``schemas.py``, ``errors.py``, ``jobs.py``, ``plugin.py`` and ``deps.py``; and what its plugin
-registers is what its ``jobs.py`` gathers."""
+``schemas.py``, ``errors.py``, ``jobs.py``, ``plugin.py`` and ``deps.py``; what its plugin
+registers is what its ``jobs.py`` gathers; and the funnel run pipeline is split by stage (``due/``,
+``claim/``, ``work/``, ``records/``)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,25 @@ def test_the_outbox_modules_and_functions_stay_small() -> None:
             and (node.end_lineno or node.lineno) - node.lineno + 1 > 80
         ]
     assert too_long == []
+
+
+RUNS = Path(app.engines.__path__[0]) / "funnels" / "runs"
+
+
+def test_funnel_runs_are_split_by_stage() -> None:
+    """Beside its states, the run pipeline holds nothing but its four stages."""
+    assert sorted(p.name for p in RUNS.glob("*.py")) == ["__init__.py", "states.py"]
+    assert sorted(p.name for p in RUNS.iterdir() if p.is_dir() and p.name != "__pycache__") == (
+        sorted(STAGES)
+    )
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_runs_stage_names_its_modules(stage: str) -> None:
+    """A stage's docstring says what each of its modules is for."""
+    package = RUNS / stage
+    docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    modules = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+    modules += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
+    assert modules
+    assert [m for m in modules if f"``{m}``" not in docstring] == []

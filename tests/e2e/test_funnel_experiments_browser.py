@@ -13,8 +13,8 @@ from playwright.async_api import expect
 
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.work.runner import Runner
 from app.runtime import Runtime
 from app.settings import FunnelSettings
 from tests.e2e.page_errors import watch_errors

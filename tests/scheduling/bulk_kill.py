@@ -15,7 +15,7 @@ from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts.csv_import import start_import
 from app.engines.funnels.models import Contact
 from app.engines.funnels.models import Run as FunnelRun
-from app.engines.funnels.runs.enrolment import start_enrolment
+from app.engines.funnels.runs.due.enrolment import start_enrolment
 from app.engines.ranktracking.keyword_import import start_keyword_import
 from app.engines.ranktracking.lists import create_list
 from app.engines.ranktracking.models import ListKeyword

@@ -27,7 +27,7 @@ from sqlalchemy import func, insert, select
 
 from app.clock import SystemClock
 from app.engines.funnels.models import OUTBOX_SENT, Contact, OutboxEffect
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.base import free_port

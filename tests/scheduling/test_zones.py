@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 from app.engines.adrules.due import next_slot
 from app.engines.adrules.schemas import WeeklyGrid
-from app.engines.funnels.runs.due import duration_end
+from app.engines.funnels.runs.due.times import duration_end
 from app.scheduling.zones import is_known_zone, local_to_utc, zone_or_utc
 
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -26,7 +26,7 @@ from app.db.session import Database
 from app.engines.funnels.outbox.work.channel_deps import ChannelDeps
 from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.email import MailTransport
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail.sns import SnsVerifier
 from app.platform.crypto import SecretBox
 from app.scheduling.queue import JobQueue

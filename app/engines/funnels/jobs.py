@@ -15,7 +15,7 @@ from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.events.claim.triggers import match_events
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.outbox.work import frequency
-from app.engines.funnels.runs.goals import watch_goals
+from app.engines.funnels.runs.due.goals import watch_goals
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.queue import QueuedJob
 from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep, tick_key

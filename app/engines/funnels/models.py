@@ -361,7 +361,7 @@ from app.engines.funnels.drafting import models as _drafting_tables  # noqa: E40
 from app.engines.funnels.events import models as _ingestion_tables  # noqa: E402, F401
 from app.engines.funnels.events.sources import models as _source_tables  # noqa: E402, F401
 from app.engines.funnels.outside import models as _outside_tables  # noqa: E402, F401
-from app.engines.funnels.runs import entry_gate as _entry_gate_table  # noqa: E402, F401
+from app.engines.funnels.runs.due import entry_gate as _entry_gate_table  # noqa: E402, F401
 
 
 class FrequencyCap(Base):

@@ -26,8 +26,8 @@ from app.engines.funnels.jobs import JOBS, SWEEPS
 from app.engines.funnels.outbox.work.channel_deps import ChannelFactory, email_channel
 from app.engines.funnels.outside import channels as outside_channels
 from app.engines.funnels.outside import executors as outside_executors
-from app.engines.funnels.runs.enrolment import ENROLMENT_JOB
-from app.engines.funnels.runs.nodes import Executors, actions, flow
+from app.engines.funnels.runs.due.enrolment import ENROLMENT_JOB
+from app.engines.funnels.runs.work.nodes import Executors, actions, flow
 from app.engines.plugin import EnginePlugin
 
 EXECUTORS: Executors = MappingProxyType(

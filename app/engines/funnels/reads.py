@@ -33,7 +33,7 @@ from app.engines.funnels.models import (
     Tag,
 )
 from app.engines.funnels.outside.models import AiUsage
-from app.engines.funnels.runs import records
+from app.engines.funnels.runs.records import reports
 from app.engines.funnels.schemas import ContactOut, FunnelOut, contact_out, funnel_out
 
 
@@ -142,7 +142,7 @@ async def funnel_view(session: ReadSession, funnel: Funnel) -> FunnelOut:
         )
     counts = await service.run_counts(session, [funnel.id])
     out = funnel_out(funnel, number, counts[funnel.id])
-    out.messages_in_outbox = await records.messages_in_outbox(session, funnel.id)
+    out.messages_in_outbox = await reports.messages_in_outbox(session, funnel.id)
     return out
 
 

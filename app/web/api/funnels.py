@@ -19,8 +19,8 @@ from app.engines.funnels.consent import gate
 from app.engines.funnels.contacts import fields as contact_fields
 from app.engines.funnels.definitions import service, trial_send
 from app.engines.funnels.deps import FunnelsDeps
-from app.engines.funnels.runs import records
-from app.engines.funnels.runs.enrolment import start_enrolment
+from app.engines.funnels.runs.due.enrolment import start_enrolment
+from app.engines.funnels.runs.records import reports
 from app.engines.funnels.schemas import (
     EnrollIn,
     EnrollOut,
@@ -126,13 +126,13 @@ async def edit_funnel(
 @get("/{funnel_id:int}/report")
 async def funnel_report(
     principal: CurrentPrincipal, session: Reads, funnel_id: FromPath[int]
-) -> records.FunnelReport:
+) -> reports.FunnelReport:
     """Per version and node: entered, waiting, exited, goal reached; per message node: queued,
     sent, delivered, opened, clicked, bounced, complained, unsubscribed and rates. Recomputed
     from steps and delivery events on every read. ``status`` is ``delivering`` while no run is
     active but messages still wait in the outbox."""
     await service.get_funnel(session, principal.workspace_id, funnel_id)
-    return await records.funnel_report(session, funnel_id)
+    return await reports.funnel_report(session, funnel_id)
 
 
 class TrialSendFailed(DomainError):

@@ -21,7 +21,7 @@ from app.engines.funnels.events.forms import FormField, create_form, embed_code,
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.events.site_snippet import snippet_tag
 from app.engines.funnels.events.tracking import contact_token, site_key
-from app.engines.funnels.runs.enrolment import start_enrolment
+from app.engines.funnels.runs.due.enrolment import start_enrolment
 from app.pagination import Page, page_of
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace, webhook_secret

@@ -15,7 +15,7 @@ from typing import Any
 from app.db.session import ReadSession
 from app.engines.funnels.campaigns.audience import AUDIENCE
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT
-from app.engines.funnels.runs.enrolment import ENROLMENT
+from app.engines.funnels.runs.due.enrolment import ENROLMENT
 from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT
 from app.scheduling.bulk import get_bulk_job
 from app.scheduling.bulk_models import BulkJob

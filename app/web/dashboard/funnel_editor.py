@@ -7,7 +7,7 @@ the validator's problems worded for people and pinned on the node they concern.
 it after each change. ``POST /ui/funnels/{id}/preview`` renders the selected message step's unsaved
 creative for a contact picked by name (``GET …/partials/preview-contacts?q=``), through the renderer
 sends use; both answer HTML the panel shows as it is. The canvas shows each step's figures from the
-funnel's report (:mod:`app.engines.funnels.runs.records`, the same computation as the report table).
+funnel's report (:mod:`app.engines.funnels.runs.records.reports`, the same computation as the report table).
 Saving and publishing stay the form posts of :mod:`app.web.dashboard.funnels`, which receive the
 same graph JSON the API takes.
 """
@@ -31,7 +31,7 @@ from app.engines.funnels.definitions import service
 from app.engines.funnels.definitions.graph import NODE_KINDS, Node, decode_definition
 from app.engines.funnels.definitions.preview import preview, previewable
 from app.engines.funnels.models import Contact, ContactList, Tag
-from app.engines.funnels.runs import records
+from app.engines.funnels.runs.records import reports
 from app.errors import DomainError
 from app.schemas import Key
 from app.web.auth import CurrentPrincipal
@@ -193,7 +193,7 @@ async def check_raw(session: Any, workspace_id: int, raw: Any) -> list[dict[str,
     return plain_problems(raw, service.problems_to_dicts(found))
 
 
-def canvas_counts(report: records.FunnelReport | None) -> dict[str, Any] | None:
+def canvas_counts(report: reports.FunnelReport | None) -> dict[str, Any] | None:
     """Per node of the latest version, the report's figures the canvas writes in each box (the
     report's own numbers, not computed again)."""
     if report is None or not report.versions:
@@ -220,7 +220,7 @@ async def editor_data(
     workspace_id: int,
     funnel_id: int,
     problems: list[dict[str, Any]],
-    report: records.FunnelReport | None = None,
+    report: reports.FunnelReport | None = None,
 ) -> dict[str, Any]:
     """The JSON the canvas script starts from (read from a ``type=application/json`` block)."""
     funnels = await service.list_funnels(session, workspace_id)

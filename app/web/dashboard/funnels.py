@@ -28,7 +28,7 @@ from app.engines.funnels.definitions.graph import Definition
 from app.engines.funnels.deps import FunnelsDeps
 from app.engines.funnels.drafting.service import record_of
 from app.engines.funnels.models import FunnelVersion
-from app.engines.funnels.runs import records
+from app.engines.funnels.runs.records import reports
 from app.errors import DomainError, ValidationFailed
 from app.integrations.mail import MailError
 from app.platform.service import Principal
@@ -113,7 +113,7 @@ async def _editor(
     emails = await reads.contact_emails(
         session, principal.workspace_id, (r.contact_id for r in runs)
     )
-    report = await records.funnel_report(session, funnel_id)
+    report = await reports.funnel_report(session, funnel_id)
     daily = await funnel_experiments_ui.daily_chart(request, session, funnel_id)
     if problems is None and error is None:
         problems = await funnel_editor.check_raw(session, principal.workspace_id, funnel.draft)
@@ -152,7 +152,7 @@ async def _editor(
     )
 
 
-def _chart(report: records.FunnelReport) -> dict[str, Any] | None:
+def _chart(report: reports.FunnelReport) -> dict[str, Any] | None:
     """The chart of the latest version's report: per node, in graph order, the people who
     entered it, wait on it and ended there early, and for message nodes the messages sent and
     opened (drawn by ``static/funnel_report.js``)."""
@@ -160,7 +160,7 @@ def _chart(report: records.FunnelReport) -> dict[str, Any] | None:
         return None
     latest = report.versions[-1]
 
-    def sent(n: records.NodeReport, name: str) -> int | None:
+    def sent(n: reports.NodeReport, name: str) -> int | None:
         if n.messages is None:
             # A message node nobody reached yet has sent nothing; other nodes send nothing.
             return 0 if n.kind.startswith("send_") else None

@@ -39,8 +39,8 @@ from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.email import EmailChannel
 from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.goals import watch_goals
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.due.goals import watch_goals
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail import MailSender
 from app.runtime import Runtime
 from app.sandbox.smtp import SmtpSink

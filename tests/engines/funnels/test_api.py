@@ -11,7 +11,7 @@ import httpx
 
 from app.engines.funnels.contacts.segments import window_start
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.runtime import Runtime
 from app.settings import FunnelSettings
 from tests.conftest import auth

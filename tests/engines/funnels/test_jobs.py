@@ -141,7 +141,7 @@ async def test_a_runner_job_queues_its_deliverer_after_the_first_batch_that_made
     ended)."""
     from app.engines.funnels.deps import FunnelsDeps
     from app.engines.funnels.jobs import Shard, advance
-    from app.engines.funnels.runs.runner import BatchResult
+    from app.engines.funnels.runs.work.runner import BatchResult
     from app.scheduling.resources import Resources
 
     queued: list[tuple[str, int]] = []  # (job, runner batches done when it was queued)

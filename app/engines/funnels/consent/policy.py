@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Literal
 
 from app.engines.funnels.outbox.work.unsubscribe import HARD, topic_key, topic_of
-from app.engines.funnels.runs.due import quiet_release
+from app.engines.funnels.runs.due.times import quiet_release
 from app.scheduling.zones import zone_or_utc
 
 MESSAGE_CHANNELS = frozenset({"email", "sms", "push", "letter"})

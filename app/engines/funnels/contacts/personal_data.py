@@ -49,7 +49,7 @@ from app.engines.funnels.models import (
     Tag,
 )
 from app.engines.funnels.outside.models import AiCacheEntry, AiUsage, EffectResult
-from app.engines.funnels.runs.entry_gate import EntryGate
+from app.engines.funnels.runs.due.entry_gate import EntryGate
 from app.platform.audit.models import AuditEntry
 from app.platform.models import IdempotencyRecord
 from app.scheduling.bulk_models import BulkJob, BulkJobError

@@ -43,8 +43,8 @@ from app.engines.funnels.models import (
     ListMember,
     Tag,
 )
-from app.engines.funnels.runs.context import MISSING, lookup
-from app.engines.funnels.runs.context import compare as compare_context
+from app.engines.funnels.runs.work.context import MISSING, lookup
+from app.engines.funnels.runs.work.context import compare as compare_context
 from app.schemas import Count, Int64, Key, Name, Text
 
 FieldType = Literal["text", "number", "date", "boolean"]
@@ -102,7 +102,7 @@ class EventCount(_Predicate, tag="event_count"):
 
 class ContextIs(_Predicate, tag="context"):
     """Compare a value the run produced (``http.<node>.data.plan``, ``vars.<name>``…; see
-    :mod:`app.engines.funnels.runs.context`). Only a condition node inside a run has a context:
+    :mod:`app.engines.funnels.runs.work.context`). Only a condition node inside a run has a context:
     outside one, every comparison is false except ``not_exists`` (the same on both evaluators)."""
 
     path: Text

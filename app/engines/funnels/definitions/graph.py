@@ -38,7 +38,7 @@ class _Effect(_Linear, kw_only=True):
     on_failure: str | None = None
     """Where the run continues when the effect cannot be carried out (the contact lacks the
     field the channel needs, the provider refused it, retries ran out). Without it the run ends
-    ``failed`` with the reason (see :mod:`app.engines.funnels.runs.effect_failures`)."""
+    ``failed`` with the reason (see :mod:`app.engines.funnels.runs.work.effect_failures`)."""
 
 
 # -- send something ----------------------------------------------------------------------------

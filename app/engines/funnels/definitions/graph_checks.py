@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 
 from app.engines.funnels.definitions.graph import AiGenerate, Definition, Node, Wait, edges, kind_of
 from app.engines.funnels.definitions.problems import Problem
-from app.engines.funnels.runs.context import CONTEXT_ROOTS, path_problem, split_path
+from app.engines.funnels.runs.work.context import CONTEXT_ROOTS, path_problem, split_path
 
 
 def entry_problems(definition: Definition) -> list[Problem]:

@@ -28,7 +28,7 @@ from app.engines.funnels.models import Contact, Funnel
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.payloads import EffectPayload
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.nodes.base import (
+from app.engines.funnels.runs.work.nodes.base import (
     End,
     Next,
     NodeContext,

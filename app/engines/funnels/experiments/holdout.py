@@ -7,14 +7,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from app.engines.funnels.models import RUN_EXITED
+from app.engines.funnels.runs.states import RUN_EXITED, RUNS
 
 HOLDOUT_REASON = "holdout"
 
 
 def hold_back(row: dict[str, Any], now: datetime) -> None:
     """Turn a run row about to be inserted into a held-out one."""
-    row["status"] = RUN_EXITED
+    row.update(RUNS.create(RUN_EXITED))
     row["wake_at"] = None
     row["ended_at"] = now
     row["exit_reason"] = HOLDOUT_REASON

@@ -16,7 +16,7 @@ continues:
 **Failure**: an effect that failed for good (a refused target, a declined request, an exhausted AI
 quota, retries used up, a contact without the phone, token or address its channel needs) takes the
 node's ``on_failure`` branch, or ends the run as ``failed``, with the error on the step and on the
-delivery events (:mod:`app.engines.funnels.runs.effect_failures`). Continuing would send later messages built on an answer that never came
+delivery events (:mod:`app.engines.funnels.runs.work.effect_failures`). Continuing would send later messages built on an answer that never came
 ("Hello ," to everyone whose generation was refused); the steps say exactly where and why it
 stopped. A cache hit of ``ai_generate`` needs no effect at all: the text is filled in at once, no
 provider call is made and no quota is used.
@@ -68,9 +68,9 @@ from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside.config import AiOptions, push_token_field
 from app.engines.funnels.outside.models import ProviderConfig
 from app.engines.funnels.outside.results import effect_state
-from app.engines.funnels.runs.effect_failures import cannot_go_out
-from app.engines.funnels.runs.nodes.actions import message_id, not_before, quiet_hours
-from app.engines.funnels.runs.nodes.base import (
+from app.engines.funnels.runs.work.effect_failures import cannot_go_out
+from app.engines.funnels.runs.work.nodes.actions import message_id, not_before, quiet_hours
+from app.engines.funnels.runs.work.nodes.base import (
     Effect,
     End,
     Executor,

@@ -1,9 +1,10 @@
 """The states of a funnel run (``funnel_runs.status``) and the moves between them.
 
-A run is ``active`` from its entry until it reaches a goal or the end (``completed``), an exit
-node (``exited``), is cancelled (its contact deleted: ``cancelled``) or fails (``failed``). An
-effect of a run that completed normally may fail after the run ended: the run then takes its
-node's failure branch (``active`` again) or ends ``failed`` (FN-7)."""
+A run is ``active`` from its entry (``exited`` at once for a contact held out of the funnel's
+experiment) until it reaches a goal or the end (``completed``), an exit node (``exited``), is
+cancelled (its contact deleted: ``cancelled``) or fails (``failed``). An effect of a run that
+completed normally may fail after the run ended: the run then takes its node's failure branch
+(``active`` again) or ends ``failed`` (FN-7)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ RUNS = StateMachine(
     column="status",
     title="Funnel run",
     states=RUN_STATUSES,
-    initial=(RUN_ACTIVE,),
+    # A contact held out of the funnel's experiment gets a run created ended
+    # (experiments/holdout.py), so they are counted and get nothing.
+    initial=(RUN_ACTIVE, RUN_EXITED),
     transitions={
         RUN_ACTIVE: (RUN_COMPLETED, RUN_EXITED, RUN_CANCELLED, RUN_FAILED),
         # A completed run's late effect failure: its failure branch, or failed.

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.engines.funnels.models import ContactEvent
-from app.engines.funnels.runs.nodes.base import NodeContext
+from app.engines.funnels.runs.work.nodes.base import NodeContext
 from app.engines.funnels.sendtime.best_hour import (
     LOOKBACK_DAYS,
     MIN_REACTIONS,

@@ -18,7 +18,7 @@ from app.engines.funnels.events.tracking import MessageRef, Tracking
 from app.engines.funnels.models import DeliveryEvent, Funnel, FunnelVersion, OutboxEffect
 from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.unsubscribe import UnsubscribeRef, links_for
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.integrations.mail import MailSender
 from app.settings import FunnelSettings, MailSettings
 from tests.conftest import auth

@@ -18,7 +18,7 @@ from app.engines.funnels.contacts.csv_import import (
 )
 from app.engines.funnels.contacts.memberships import MAX_TAGS_PER_CONTACT
 from app.engines.funnels.models import Contact, ContactEvent, ContactTag
-from app.engines.funnels.runs.enrolment import ENROLMENT, ENROLMENT_JOB
+from app.engines.funnels.runs.due.enrolment import ENROLMENT, ENROLMENT_JOB
 from app.runtime import Runtime
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, bulk_job_spec, run_bulk_job
 from app.scheduling.bulk_models import BulkJob

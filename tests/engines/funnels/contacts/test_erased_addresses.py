@@ -19,7 +19,7 @@ from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.contacts.deletion import delete_contact
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import OUTBOX_SKIPPED, Contact, DeliveryEvent, ErasedAddress
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.settings import MailSettings
 from tests.engines.funnels.factories import (
     Engine,

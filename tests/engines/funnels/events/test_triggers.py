@@ -440,7 +440,7 @@ async def test_fn26_time_and_segment_triggers_are_validated(runtime, tenant) -> 
 async def test_a_large_scheduled_segment_enters_in_chunks(runtime, tenant, clock) -> None:
     """A schedule whose segment holds more contacts than one chunk enters the first chunk with
     the sweep's transaction and the rest through the enrolment bulk job (issue 11 item 4)."""
-    from app.engines.funnels.runs.enrolment import ENROLMENT, ENROLMENT_JOB
+    from app.engines.funnels.runs.due.enrolment import ENROLMENT, ENROLMENT_JOB
     from app.scheduling.bulk import list_bulk_jobs, run_bulk_job
 
     ws = tenant.workspace_id

@@ -35,7 +35,7 @@ from app.engines.funnels.campaigns.audience import materialise
 from app.engines.funnels.campaigns.models import Campaign, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.models import OUTBOX_SENT, Contact, OutboxEffect
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.platform import service
 from app.runtime import Runtime
 from app.sandbox.smtp import ReceivedMessage, SmtpSink

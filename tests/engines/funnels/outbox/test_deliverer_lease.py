@@ -14,7 +14,7 @@ from app.clock import SystemClock
 from app.db.session import Database
 from app.engines.funnels.models import OUTBOX_PENDING, OUTBOX_SENT, OutboxEffect
 from app.engines.funnels.outbox.work.deliver import Deliverer
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.settings import FunnelSettings
 from tests.conftest import eventually
 from tests.engines.funnels.factories import Engine, Space, contact, email_node, graph, published

@@ -25,7 +25,7 @@ from app.engines.funnels.models import (
     FunnelVersion,
 )
 from app.engines.funnels.outbox.work import frequency
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.settings import MailSettings
 from tests.conftest import auth
 from tests.engines.funnels.factories import (

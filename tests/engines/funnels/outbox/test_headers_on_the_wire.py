@@ -27,7 +27,7 @@ from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.email import EmailChannel
 from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail import MailSender, PermanentMailError
 from app.integrations.mail.folding import HARD_LIMIT, fold_structured, is_structured
 from app.sandbox.smtp import ReceivedMessage, SmtpSink

@@ -16,7 +16,7 @@ from app.engines.funnels.models import (
     OutboxEffect,
 )
 from app.engines.funnels.outbox import payloads
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from tests.engines.funnels.factories import (
     Engine,
     Space,

@@ -52,7 +52,7 @@ def _two_mails(topic: str = "marketing", **settings) -> dict:
 
 async def _enrol(runtime, funnel_id: int, contact_id: int) -> None:
     from app.engines.funnels.models import Funnel, FunnelVersion
-    from app.engines.funnels.runs.entry import enter
+    from app.engines.funnels.runs.due.entry import enter
 
     async with runtime.db.write() as uow:
         version = await uow.session.scalar(

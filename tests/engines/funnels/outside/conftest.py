@@ -26,7 +26,7 @@ from app.engines.funnels.outside.channels import CHANNEL_TYPES
 from app.engines.funnels.outside.clients import ProviderClients
 from app.engines.funnels.outside.config import configure
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.http_guard import AddressGuard
 from app.integrations.mail import MailSender, SmtpPool
 from app.runtime import Runtime

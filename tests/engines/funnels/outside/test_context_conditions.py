@@ -16,7 +16,7 @@ from app.engines.funnels.definitions.problems import KnownNames
 from app.engines.funnels.definitions.validate import validate
 from app.engines.funnels.models import RUN_COMPLETED, Contact
 from app.engines.funnels.outbox.work.render import render, variables
-from app.engines.funnels.runs.context import MISSING, compare, lookup
+from app.engines.funnels.runs.work.context import MISSING, compare, lookup
 from app.platform.models import Workspace
 from tests.engines.funnels.factories import (
     Space,

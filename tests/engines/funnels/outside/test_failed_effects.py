@@ -13,7 +13,7 @@ from app.engines.funnels.models import (
     RUN_COMPLETED,
     RUN_FAILED,
 )
-from app.engines.funnels.runs.records import funnel_report
+from app.engines.funnels.runs.records.reports import funnel_report
 from tests.engines.funnels.factories import (
     Space,
     effects,

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.engines.funnels.models import Contact, Run
-from app.engines.funnels.runs.enrolment import ENROLMENT, ENROLMENT_JOB, enrolment_step
+from app.engines.funnels.runs.due.enrolment import ENROLMENT, ENROLMENT_JOB, enrolment_step
 from app.runtime import Runtime
 from app.scheduling.bulk import BulkKind, Chunk, StepInput, run_bulk_job
 from app.settings import BulkSettings

@@ -32,7 +32,7 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     Run,
 )
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from tests.engines.funnels.factories import (
     Engine,
     Space,

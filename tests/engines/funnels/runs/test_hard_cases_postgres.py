@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, insert, select
 
+from app.clock import SystemClock
 from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.events.claim.triggers import match_events
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import (
+    OUTBOX_PENDING,
     OUTBOX_SENT,
     RUN_ACTIVE,
     RUN_COMPLETED,
@@ -26,10 +28,11 @@ from app.engines.funnels.models import (
     Step,
 )
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.work.runner import Runner
 from app.runtime import Runtime
 from app.settings import FunnelSettings
+from tests.conftest import eventually
 from tests.engines.funnels.factories import (
     Engine,
     Space,
@@ -70,6 +73,18 @@ async def _bulk_runs(
     ]
     async with runtime.db.write() as uow:
         await uow.session.execute(insert(Run), rows)
+
+
+async def _leases_ran_out(runtime: Runtime) -> bool:
+    """Whether every pending effect is due again by the wall clock the worker processes read (a
+    leased effect's due time is its lease's expiry)."""
+    async with runtime.db.read() as s:
+        latest = await s.scalar(
+            select(func.max(OutboxEffect.next_attempt_at)).where(
+                OutboxEffect.status == OUTBOX_PENDING
+            )
+        )
+    return latest is None or latest <= SystemClock().now()
 
 
 async def _drain(
@@ -267,10 +282,13 @@ async def test_case7_deliverer_sigkilled_mid_batch_loses_nothing_and_repeats_onl
     engine.sink.reset()
 
     doomed = _worker(database_url, engine.sink.port, 3, die=False)
+
+    async def mail_arriving() -> bool:
+        assert doomed.poll() is None, "the worker finished before it could be killed"
+        return len(engine.sink.snapshot()) >= 100
+
     try:
-        while len(engine.sink.snapshot()) < 100:
-            assert doomed.poll() is None, "the worker finished before it could be killed"
-            await asyncio.sleep(0.005)
+        await eventually(mail_arriving, timeout=60, interval=0.005)
         doomed.kill()
         assert await asyncio.to_thread(doomed.wait, 30) == -9
     finally:
@@ -278,7 +296,7 @@ async def test_case7_deliverer_sigkilled_mid_batch_loses_nothing_and_repeats_onl
             doomed.kill()
     arrived_before = len(engine.sink.snapshot())
     assert arrived_before < 300, "killed mid-delivery"
-    await asyncio.sleep(3.1)  # the dead process's leases (3 s) run out
+    await eventually(lambda: _leases_ran_out(rt), timeout=30)
 
     survivors = [_worker(database_url, engine.sink.port, 3, die=False) for _ in range(2)]
     for proc in survivors:

@@ -13,8 +13,8 @@ from sqlalchemy import func, insert, select, update
 from app.engines.funnels.events.claim.triggers import enroll, match_events
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import RUN_COMPLETED, ContactEvent, Run
-from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.runs.entry_gate import EntryGate
+from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.due.entry_gate import EntryGate
 from app.runtime import Runtime
 from tests.engines.funnels.factories import (
     Engine,

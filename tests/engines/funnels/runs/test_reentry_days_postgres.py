@@ -14,8 +14,9 @@ from sqlalchemy import text, update
 from app.engines.funnels.events.claim.triggers import match_events
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
 from app.engines.funnels.models import RUN_COMPLETED, Run
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.runtime import Runtime
+from tests.conftest import eventually
 from tests.engines.funnels.factories import (
     Engine,
     Space,
@@ -30,21 +31,17 @@ from tests.engines.funnels.runs.test_reentry_days import WEEKLY, ping, runs_per_
 pytestmark = pytest.mark.postgres
 
 
-async def _until_a_writer_waits_on_a_lock(runtime: Runtime) -> None:
-    """Poll until another session of this database waits for a lock (the second writer's
-    insert waiting for the first writer's transaction)."""
-    for _ in range(2_000):
-        async with runtime.db.read() as s:
-            waiting = await s.scalar(
-                text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock'"
-                )
+async def _a_writer_waits_on_a_lock(runtime: Runtime) -> bool:
+    """Whether another session of this database waits for a lock (the second writer's insert
+    waiting for the first writer's transaction)."""
+    async with runtime.db.read() as s:
+        waiting = await s.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'"
             )
-        if waiting:
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("the second writer never waited for the first")
+        )
+    return bool(waiting)
 
 
 async def test_fn3_the_gate_refuses_an_entry_that_started_and_ended_concurrently(
@@ -65,7 +62,7 @@ async def test_fn3_the_gate_refuses_an_entry_that_started_and_ended_concurrently
                 update(Run).where(Run.id == run_id).values(status=RUN_COMPLETED, ended_at=now)
             )
             entered.set()
-            await _until_a_writer_waits_on_a_lock(rt)
+            await eventually(lambda: _a_writer_waits_on_a_lock(rt), interval=0.005)
         return run_id
 
     async def second() -> int | None:
@@ -88,7 +85,7 @@ async def test_fn3_two_concurrent_matchers_and_a_runner_start_one_run_per_contac
     people = await bulk_contacts(rt, ws, 200)
     for round_ in range(8):
         await ping(rt, ws, people, f"round{round_}")
-    matching = True
+    matched = asyncio.Event()
 
     async def matcher() -> int:
         started = 0
@@ -103,13 +100,12 @@ async def test_fn3_two_concurrent_matchers_and_a_runner_start_one_run_per_contac
     async def runner() -> None:
         # Ends the runs while the matchers still enter contacts (the active-run index alone
         # would then let a second run in).
-        while matching:
+        while not matched.is_set():
             await engine.runner.run_batch(owner="runner", now=rt.clock.now())
-            await asyncio.sleep(0)
 
     running = asyncio.create_task(runner())
     started = await asyncio.gather(matcher(), matcher())
-    matching = False
+    matched.set()
     await running
     assert sum(started) == 200
     assert await runs_per_contact(rt, funnel_id) == dict.fromkeys(people, 1)

@@ -3,8 +3,9 @@
     python -m tests.engines.funnels.runs.worker_process DATABASE_URL SMTP_PORT LEASE_SECONDS [--die-on-advance]
 
 It leases and executes due runs and delivers due effects (four at a time, over persistent SMTP
-connections) until it has been idle for longer than a lease: a run a dead process leased becomes
-due again only when that lease runs out, so a survivor that gave up sooner would leave it behind.
+connections) until no run is active and no effect pending: a run or an effect a dead process
+leased is due again only when that lease runs out, and a survivor waits for it rather than for a
+length of idle time.
 With ``--die-on-advance`` it sends itself SIGKILL at the moment its first batch's advancement
 statement reaches the database: after the outbox rows were written in that transaction and before
 it commits — the worst moment to die.
@@ -18,20 +19,29 @@ import signal
 import sys
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, exists, select
 
 from app.clock import SystemClock
 from app.db.session import Database
 from app.engines.funnels.events.tracking import Tracking
+from app.engines.funnels.models import OUTBOX_PENDING, RUN_ACTIVE, OutboxEffect, Run
 from app.engines.funnels.outbox.channel import ChannelSender
 from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.email import EmailChannel
 from app.engines.funnels.plugin import EXECUTORS
-from app.engines.funnels.runs.runner import Runner
+from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail import SmtpPool
 from app.settings import DatabaseSettings, FunnelSettings, MailSettings
 
 ADVANCE_STATEMENTS = ("UPDATE FUNNEL_RUNS SET STATUS", "UPDATE FUNNEL_RUNS AS R SET STATUS")
+
+
+async def work_left(db: Database) -> bool:
+    """Whether a run is still active or an effect still pending (due now or once a lease ends)."""
+    async with db.read() as s:
+        runs = await s.scalar(select(exists().where(Run.status == RUN_ACTIVE)))
+        effects = await s.scalar(select(exists().where(OutboxEffect.status == OUTBOX_PENDING)))
+    return bool(runs or effects)
 
 
 async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
@@ -67,15 +77,14 @@ async def main(url: str, smtp_port: int, lease_seconds: int, die: bool) -> None:
         in_flight=4,
     )
     owner = f"proc-{os.getpid()}"
-    idle_since = clock.monotonic()
-    idle_limit = lease_seconds + 1.0
-    while clock.monotonic() - idle_since < idle_limit:
+    while True:
         ran = await runner.run_batch(owner=owner, now=clock.now())
         sent = await deliverer.run_batch(owner=owner, now=clock.now)
         if ran.leased or sent.leased:
-            idle_since = clock.monotonic()
-        else:
-            await asyncio.sleep(0.05)  # a worker process polling its queue, as the real one does
+            continue
+        if not await work_left(db):
+            break
+        await asyncio.sleep(0.05)  # a worker process polling its queue, as the real one does
     await pool.aclose()
     await db.dispose()
 

@@ -11,7 +11,7 @@ import re
 
 import httpx
 
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.runtime import Runtime
 from tests.engines.funnels.factories import Engine, contact, email_node, graph, node, published
 from tests.factories import Tenant

@@ -46,7 +46,7 @@ from app.engines.funnels.definitions.graph import (
     graph_for_version,
 )
 from app.engines.funnels.models import RUN_ACTIVE, Contact, ContactEvent, FunnelVersion, Run
-from app.engines.funnels.runs.entry import enter_many, published_versions
+from app.engines.funnels.runs.due.entry import enter_many, published_versions
 from app.scheduling.claim import Claim
 
 ENROLL_PIECE = 500

@@ -30,7 +30,7 @@ from app.engines.funnels.events.claim.triggers import admit
 from app.engines.funnels.events.models import TriggerFire
 from app.engines.funnels.events.work.segment_triggers import live_versions, trigger_key
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 from app.scheduling.zones import local_to_utc, zone_or_utc
 
 LOOKBACK = timedelta(days=1)

@@ -25,7 +25,7 @@ from app.engines.funnels.events.work.segment_triggers import (
 )
 from app.engines.funnels.jobs import ADVANCE, Shard
 from app.engines.funnels.models import Funnel, FunnelVersion
-from app.engines.funnels.runs.enrolment import start_enrolment
+from app.engines.funnels.runs.due.enrolment import start_enrolment
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.queue import JobQueue
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, tick_key

@@ -30,7 +30,7 @@ from app.engines.funnels.definitions.graph import SegmentEnter, Trigger, graph_f
 from app.engines.funnels.events.claim.triggers import admit
 from app.engines.funnels.events.models import SegmentMember, TriggerFire
 from app.engines.funnels.models import Contact, Funnel, FunnelVersion
-from app.engines.funnels.runs.entry import enter
+from app.engines.funnels.runs.due.entry import enter
 
 BASELINE = "baseline"
 

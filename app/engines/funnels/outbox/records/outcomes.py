@@ -29,7 +29,7 @@ from app.engines.funnels.outbox.due.retry import retry_at
 from app.engines.funnels.outbox.states import OUTBOX
 from app.engines.funnels.outbox.work import frequency
 from app.engines.funnels.outbox.work.outcomes import Outcome
-from app.engines.funnels.runs.effect_failures import after_failed_send, lock_runs_of
+from app.engines.funnels.runs.work.effect_failures import after_failed_send, lock_runs_of
 from app.settings import FunnelSettings
 
 Unreserve = tuple[dict[int, frequency.Cap], list[frequency.Want], datetime]
@@ -181,7 +181,7 @@ async def _retry(
 
 async def _finish(session: WriteSession, outcome: Outcome, owner: str) -> list[Outcome]:
     """Record a final status; a message that failed for good moves its run in the same
-    transaction (it never stays ``completed``: :mod:`~app.engines.funnels.runs.effect_failures`)."""
+    transaction (it never stays ``completed``: :mod:`~app.engines.funnels.runs.work.effect_failures`)."""
     assert outcome.status is not None, "a final outcome names its status"
     result = await session.execute(
         OUTBOX.transition(

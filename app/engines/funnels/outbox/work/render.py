@@ -1,6 +1,6 @@
 """Merge variables: ``{{first_name}}`` in a creative becomes the contact's value at send time;
 a dotted name (``{{http.check.data.plan}}``, ``{{vars.intro}}``) reads a value the run produced
-(see :mod:`app.engines.funnels.runs.context`)."""
+(see :mod:`app.engines.funnels.runs.work.context`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from app.engines.funnels.definitions.validate import MERGE_VARIABLE
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.work.unsubscribe import PLACEHOLDERS
-from app.engines.funnels.runs.context import as_text, lookup
+from app.engines.funnels.runs.work.context import as_text, lookup
 
 CONTEXT_KEY = "@run"
 """Where :func:`variables` keeps the run's context (not a valid field key: no collision)."""

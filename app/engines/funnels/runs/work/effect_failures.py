@@ -32,23 +32,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import Row, select
 from sqlalchemy.exc import IntegrityError
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_exists, scoped_select, scoped_update
 from app.engines.funnels.definitions.graph import Node, graph_for_version, kind_of
-from app.engines.funnels.models import (
-    RUN_ACTIVE,
-    RUN_COMPLETED,
-    RUN_FAILED,
-    FunnelVersion,
-    OutboxEffect,
-    Run,
-    Step,
-)
+from app.engines.funnels.models import FunnelVersion, OutboxEffect, Run, Step
 from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
-from app.engines.funnels.runs.nodes.base import End, Next, Outcome
+from app.engines.funnels.runs.states import RUN_ACTIVE, RUN_COMPLETED, RUN_FAILED, RUNS
+from app.engines.funnels.runs.work.nodes.base import End, Next, Outcome
 
 SEND_CHANNELS = frozenset({"email", "sms", "push", "letter", "team"})
 """Channels whose effect the run does not wait for (the run is elsewhere when it fails). The
@@ -78,86 +72,38 @@ async def after_failed_send(
     the transaction that marks the effect failed; returns what became of the run, if anything."""
     if channel not in SEND_CHANNELS:
         return None
-    found = (
-        await session.execute(
-            select(OutboxEffect.run_id, OutboxEffect.node_id, OutboxEffect.idempotency_key).where(
-                OutboxEffect.id == outbox_id
-            )
-        )
-    ).first()
-    if found is None or found.run_id is None:
+    effect = await _failed_effect(session, outbox_id)
+    if effect is None or effect.run_id is None:
         return None  # a test send, or a run deleted since
-    run = (
-        await session.execute(
-            select(
-                Run.id,
-                Run.status,
-                Run.exit_reason,
-                Run.version_id,
-                Run.funnel_id,
-                Run.contact_id,
-                Run.context,
-                Run.step_count,
-            )
-            .where(Run.id == found.run_id)
-            # Waits for a runner executing this run, then sees what it committed.
-            .with_for_update()
-        )
-    ).first()
+    run = await _locked_run(session, effect.workspace_id, effect.run_id)
     if run is None:
         return None
     ended_normally = run.status == RUN_COMPLETED and run.exit_reason == "completed"
     if run.status != RUN_ACTIVE and not ended_normally:
         return None
-    definition = await session.scalar(
-        select(FunnelVersion.definition).where(FunnelVersion.id == run.version_id)
-    )
-    node = graph_for_version(run.version_id, definition or {}).node(found.node_id)
+    node = await _node_of(session, run, effect.node_id)
     target = getattr(node, "on_failure", None) if node is not None else None
-    if (
-        target
-        and ended_normally
-        and await _active_elsewhere(session, run.funnel_id, run.contact_id)
-    ):
+    if target and ended_normally and await _active_elsewhere(session, run):
         target = None  # the contact entered the funnel again meanwhile: one active run only
     seq = run.step_count + 1
     await cancel_pending_effects(
         session, now, reason=f"run {'branched' if target else 'failed'}", run_id=run.id
     )
     context = {k: v for k, v in dict(run.context or {}).items() if k not in ("wait", "outside")}
-    if target:
-        moved = await _reopen(session, run.id, target, context, seq, now)
-        if not moved:
-            target = None
+    if target and not await _reopen(session, run, target, context, seq, now):
+        target = None
     if not target:
-        await session.execute(
-            update(Run)
-            .where(Run.id == run.id)
-            .values(
-                status=RUN_FAILED,
-                current_node=found.node_id,
-                context=context,
-                waiting_event=None,
-                woken_by=None,
-                step_count=seq,
-                exit_reason=failure_reason(channel),
-                last_error=error[:2000],
-                ended_at=now,
-                updated_at=now,
-                lease_owner=None,
-                lease_until=None,
-            )
-        )
+        await _fail(session, run, effect.node_id, context, seq, failure_reason(channel), error, now)
     said = f"continues at {target}" if target else "the run failed"
     await session.execute(
         insert(session, Step).values(
             run_id=run.id,
             seq=seq,
-            node_id=found.node_id,
+            node_id=effect.node_id,
             kind=kind_of(node) if node is not None else channel,
             decision=f"not delivered: {error}; {said}"[:200],
             output={
-                "effect": found.idempotency_key,
+                "effect": effect.idempotency_key,
                 "error": error[:500],
                 **({"on_failure": target} if target else {}),
             },
@@ -183,13 +129,64 @@ async def lock_runs_of(session: WriteSession, outbox_ids: list[int]) -> None:
     )
 
 
-async def _active_elsewhere(session: WriteSession, funnel_id: int, contact_id: int) -> bool:
+async def _failed_effect(
+    session: WriteSession, outbox_id: int
+) -> Row[int, int | None, str, str] | None:
+    """The failed effect's workspace, run, node and key (its delivery is the caller's claim)."""
+    return (
+        await session.execute(
+            select(
+                OutboxEffect.workspace_id,
+                OutboxEffect.run_id,
+                OutboxEffect.node_id,
+                OutboxEffect.idempotency_key,
+            ).where(OutboxEffect.id == outbox_id)
+        )
+    ).first()
+
+
+async def _locked_run(session: WriteSession, workspace_id: int, run_id: int) -> Row[Any] | None:
+    return (
+        await session.execute(
+            scoped_select(
+                Run,
+                workspace_id,
+                Run.id,
+                Run.workspace_id,
+                Run.status,
+                Run.exit_reason,
+                Run.version_id,
+                Run.funnel_id,
+                Run.contact_id,
+                Run.context,
+                Run.step_count,
+            )
+            .where(Run.id == run_id)
+            # Waits for a runner executing this run, then sees what it committed.
+            .with_for_update()
+        )
+    ).first()
+
+
+async def _node_of(session: WriteSession, run: Row[Any], node_id: str) -> Node | None:
+    """The node of the run's version the effect was emitted by."""
+    definition = await session.scalar(
+        scoped_select(FunnelVersion, run.workspace_id, FunnelVersion.definition).where(
+            FunnelVersion.id == run.version_id
+        )
+    )
+    return graph_for_version(run.version_id, definition or {}).node(node_id)
+
+
+async def _active_elsewhere(session: WriteSession, run: Row[Any]) -> bool:
     return bool(
         await session.scalar(
             select(
-                exists().where(
-                    Run.funnel_id == funnel_id,
-                    Run.contact_id == contact_id,
+                scoped_exists(
+                    Run,
+                    run.workspace_id,
+                    Run.funnel_id == run.funnel_id,
+                    Run.contact_id == run.contact_id,
                     Run.status == RUN_ACTIVE,
                 )
             )
@@ -199,7 +196,7 @@ async def _active_elsewhere(session: WriteSession, funnel_id: int, contact_id: i
 
 async def _reopen(
     session: WriteSession,
-    run_id: int,
+    run: Row[Any],
     target: str,
     context: dict[str, Any],
     seq: int,
@@ -207,13 +204,14 @@ async def _reopen(
 ) -> bool:
     """The run continues at its failure branch, due at once; ``False`` when the one-active-run
     index refused it (a new run of the contact started at that very moment)."""
+    statement = scoped_update(Run, run.workspace_id).where(Run.id == run.id)
+    if run.status != RUN_ACTIVE:
+        # A completed run becomes active again; a waiting one only changes its node.
+        statement = RUNS.transition(statement, RUN_ACTIVE, from_=(run.status,))
     try:
         async with session.begin_nested():
             await session.execute(
-                update(Run)
-                .where(Run.id == run_id)
-                .values(
-                    status=RUN_ACTIVE,
+                statement.values(
                     current_node=target,
                     context=context,
                     waiting_event=None,
@@ -228,3 +226,35 @@ async def _reopen(
     except IntegrityError:
         return False
     return True
+
+
+async def _fail(
+    session: WriteSession,
+    run: Row[Any],
+    node_id: str,
+    context: dict[str, Any],
+    seq: int,
+    reason: str,
+    error: str,
+    now: datetime,
+) -> None:
+    """The run ends ``failed``, standing on the node whose effect failed."""
+    await session.execute(
+        RUNS.transition(
+            scoped_update(Run, run.workspace_id).where(Run.id == run.id),
+            RUN_FAILED,
+            from_=(run.status,),
+        ).values(
+            current_node=node_id,
+            context=context,
+            waiting_event=None,
+            woken_by=None,
+            step_count=seq,
+            exit_reason=reason,
+            last_error=error[:2000],
+            ended_at=now,
+            updated_at=now,
+            lease_owner=None,
+            lease_until=None,
+        )
+    )

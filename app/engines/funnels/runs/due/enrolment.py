@@ -20,6 +20,7 @@ import msgspec
 from sqlalchemy import func, select
 
 from app.db.session import UnitOfWork, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.contacts.segments import Predicate, decode_predicate
 from app.engines.funnels.events.claim.triggers import enrolment_query, enter_ids
 from app.engines.funnels.models import Contact, FunnelVersion
@@ -102,9 +103,7 @@ async def start_enrolment(
     session = uow.session
     upto = int(
         await session.scalar(
-            select(func.coalesce(func.max(Contact.id), 0)).where(
-                Contact.workspace_id == version.workspace_id
-            )
+            scoped_select(Contact, version.workspace_id, func.coalesce(func.max(Contact.id), 0))
         )
         or 0
     )
@@ -124,9 +123,9 @@ async def start_enrolment(
     stmt = await enrolment_query(
         session, version, at=now, contact_ids=contact_ids, predicate=predicate
     )
-    total = await session.scalar(
-        select(func.count()).select_from(stmt.where(Contact.id <= upto).subquery())
-    )
+    # The count of a statement that is scoped already (``enrolment_query``).
+    matching = stmt.where(Contact.id <= upto).subquery()
+    total = await session.scalar(select(func.count()).select_from(matching))
     params: dict[str, Any] = {
         "version_id": version.id,
         "contact_ids": None if contact_ids is None else list(contact_ids),

@@ -1,9 +1,8 @@
 """The worker tick (FN-4 to FN-9): lease due runs, execute them, commit, sleep.
 
-1. **Lease** — one statement of the shared claim primitive (:mod:`app.scheduling.claim`) claims up
-   to ``limit`` due runs, oldest ``wake_at`` first, skipping rows other workers hold. The lease writes the owner and the expiry, and moves
-   ``wake_at`` to that expiry: a run whose worker died is simply due again when the lease runs
-   out (FN-9); no separate recovery pass.
+1. **Lease** — :mod:`app.engines.funnels.runs.claim.lease` claims up to ``limit`` due runs with
+   one statement of the shared claim primitive; a run whose worker died is due again when its
+   lease runs out (FN-9).
 2. **Execute** — one transaction for the whole batch. The leased rows are locked again and
    checked to still belong to this lease (a worker that lost its lease writes nothing). Each run
    executes node after node until a wait or a terminator; each node writes a step row (FN-6).
@@ -30,20 +29,21 @@ from app.engines.funnels.contacts.facts import load_facts
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import ContactFacts, evaluate, max_event_window
 from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind_of
-from app.engines.funnels.models import (
-    OUTBOX_PENDING,
-    RUN_ACTIVE,
-    RUN_COMPLETED,
-    RUN_FAILED,
-    Contact,
-    FunnelVersion,
-    Run,
-)
+from app.engines.funnels.models import Contact, FunnelVersion
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
-from app.engines.funnels.runs.batch_writes import RUNS, write_batch
-from app.engines.funnels.runs.nodes import Executors
-from app.engines.funnels.runs.nodes.base import (
+from app.engines.funnels.outbox.states import OUTBOX, OUTBOX_PENDING
+from app.engines.funnels.runs.claim.lease import held_runs, lease_runs
+from app.engines.funnels.runs.states import (
+    RUN_ACTIVE,
+    RUN_CANCELLED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUNS,
+)
+from app.engines.funnels.runs.work.batch_writes import write_batch
+from app.engines.funnels.runs.work.nodes import Executors
+from app.engines.funnels.runs.work.nodes.base import (
     SAVEPOINT,
     End,
     Next,
@@ -53,8 +53,6 @@ from app.engines.funnels.runs.nodes.base import (
     Sleep,
     node_of,
 )
-from app.engines.funnels.runs.states import RUNS as RUN_STATES
-from app.scheduling.claim import Claim
 from app.settings import FunnelSettings
 
 log = logging.getLogger(__name__)
@@ -84,41 +82,6 @@ class BatchResult:
     """Leased runs this worker no longer owned when it came to execute them."""
 
 
-LEASE = Claim(
-    table=RUNS,
-    due=f"{RUN_STATES.where(RUN_ACTIVE)} AND wake_at <= :now",
-    order_by="wake_at",
-    returning=("id",),
-    owner="lease_owner",
-    expires="lease_until",
-    # The run is due again by itself when the lease runs out (FN-9).
-    sets={"wake_at": ":expires"},
-)
-
-
-async def lease_runs(
-    db: Database, *, owner: str, now: datetime, limit: int, lease_seconds: int
-) -> list[int]:
-    """Claim up to ``limit`` due runs for ``owner`` (FN-5); returns their ids."""
-    rows = await LEASE.take(db, now=now, limit=limit, owner=owner, lease_seconds=lease_seconds)
-    return [int(r[0]) for r in rows]
-
-
-_RUN_COLUMNS = (
-    Run.id,
-    Run.workspace_id,
-    Run.funnel_id,
-    Run.version_id,
-    Run.contact_id,
-    Run.current_node,
-    Run.context,
-    Run.step_count,
-    Run.waiting_event,
-    Run.woken_by,
-    Run.failures,
-)
-
-
 @dataclass(slots=True)
 class _Done:
     """What one run's wake produced, written in bulk at the end of the batch."""
@@ -129,6 +92,13 @@ class _Done:
     ended_at: datetime | None = None
     exit_reason: str | None = None
     last_error: str | None = None
+
+    def __post_init__(self) -> None:
+        # A held run is active (claim.lease.held_runs). Its advance goes to the database as one
+        # array write for the batch, which cannot guard each row's move: the move is checked
+        # here, where the runner decides it.
+        if self.status != RUN_ACTIVE:
+            RUNS.require(RUN_ACTIVE, self.status)
 
 
 class Runner:
@@ -181,17 +151,12 @@ class Runner:
         *,
         isolate: bool,
     ) -> BatchResult:
-        states = await _leased_states(session, ids, owner)
+        states = await held_runs(session, ids, owner)
         fenced = len(ids) - len(states)
         if not states:
             return BatchResult(leased=len(ids), fenced=fenced)
         graphs = await self._graphs(session, {s.version_id for s in states})
-        contacts = {
-            c.id: c
-            for c in await session.scalars(
-                select(Contact).where(Contact.id.in_({s.contact_id for s in states}))
-            )
-        }
+        contacts = await self._contacts(session, states)
         custom: dict[int, dict[str, str]] = {}
         for ws in {s.workspace_id for s in states}:
             custom[ws] = await field_types(session, ws)
@@ -204,7 +169,7 @@ class Runner:
         for state in states:
             contact = contacts.get(state.contact_id)
             if contact is None or contact.deleted_at is not None:
-                done.append(_Done(state, "cancelled", None, now, "contact_deleted"))
+                done.append(_Done(state, RUN_CANCELLED, None, now, "contact_deleted"))
                 continue
             if inspect(contact).expired_attributes:
                 await session.refresh(contact)
@@ -240,6 +205,11 @@ class Runner:
             failed=failed,
             fenced=fenced,
         )
+
+    async def _contacts(self, session: WriteSession, states: list[RunState]) -> dict[int, Contact]:
+        """The contacts of the held runs, by id."""
+        ids = {s.contact_id for s in states}
+        return {c.id: c for c in await session.scalars(select(Contact).where(Contact.id.in_(ids)))}
 
     async def _graphs(self, session: WriteSession, version_ids: set[int]) -> dict[int, Graph]:
         rows = await session.execute(
@@ -396,33 +366,8 @@ def graph_predicates(graph: Graph) -> list[Any]:
     return out
 
 
-async def _leased_states(session: WriteSession, ids: Sequence[int], owner: str) -> list[RunState]:
-    """The batch's runs this owner still holds (locked), as the executors' run states; a run
-    whose lease another owner took since is left out (fenced)."""
-    rows = (
-        await session.execute(
-            select(*_RUN_COLUMNS)
-            .where(Run.id.in_(ids), Run.lease_owner == owner, Run.status == RUN_ACTIVE)
-            .order_by(Run.id)
-            .with_for_update()
-        )
-    ).all()
-    return [
-        RunState(
-            id=r.id,
-            workspace_id=r.workspace_id,
-            funnel_id=r.funnel_id,
-            version_id=r.version_id,
-            contact_id=r.contact_id,
-            current_node=r.current_node,
-            context=dict(r.context or {}),
-            step_count=r.step_count,
-            waiting_event=r.waiting_event,
-            woken_by=r.woken_by,
-            failures=r.failures,
-        )
-        for r in rows
-    ]
+_PENDING = OUTBOX.create(OUTBOX_PENDING)
+"""An effect row is created pending (the outbox's machine)."""
 
 
 def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[str, Any]]:
@@ -436,7 +381,7 @@ def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[
             "channel": effect.channel,
             "idempotency_key": key,
             "payload": payloads.encode(effect.payload),
-            "status": OUTBOX_PENDING,
+            **_PENDING,
             "attempts": 0,
             "next_attempt_at": effect.not_before,
             "created_at": now,
@@ -446,7 +391,7 @@ def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[
 
 
 def _advance_rows(done: list[_Done]) -> list[dict[str, Any]]:
-    """Each run's advancement (:func:`~app.engines.funnels.runs.batch_writes.write_batch`)."""
+    """Each run's advancement (:func:`~app.engines.funnels.runs.work.batch_writes.write_batch`)."""
     return [
         {
             "rid": d.state.id,

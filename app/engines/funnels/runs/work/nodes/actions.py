@@ -10,11 +10,11 @@ time zone (FN-20).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
+from app.db.tenancy import scoped_select, scoped_update
 from app.engines.funnels.contacts.fields import check_field_value
 from app.engines.funnels.contacts.memberships import (
     add_tag,
@@ -34,21 +34,22 @@ from app.engines.funnels.definitions.graph import (
     SendEmail,
     SetField,
 )
-from app.engines.funnels.models import (
-    RUN_ACTIVE,
-    RUN_EXITED,
-    Contact,
-    Funnel,
-    FunnelVersion,
-    Run,
-)
+from app.engines.funnels.models import Contact, Funnel, FunnelVersion, Run
 from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
 from app.engines.funnels.outbox.payloads import Email
 from app.engines.funnels.outbox.work.render import render, variables
-from app.engines.funnels.runs.due import quiet_release
-from app.engines.funnels.runs.effect_failures import cannot_go_out
-from app.engines.funnels.runs.entry import enter
-from app.engines.funnels.runs.nodes.base import Effect, End, Executor, Next, NodeContext, Outcome
+from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.due.times import quiet_release
+from app.engines.funnels.runs.states import RUN_ACTIVE, RUN_EXITED, RUNS
+from app.engines.funnels.runs.work.effect_failures import cannot_go_out
+from app.engines.funnels.runs.work.nodes.base import (
+    Effect,
+    End,
+    Executor,
+    Next,
+    NodeContext,
+    Outcome,
+)
 from app.engines.funnels.sendtime import plan as send_time
 from app.scheduling.zones import zone_or_utc
 
@@ -165,10 +166,15 @@ async def run_set_field(ctx: NodeContext, node: SetField) -> Outcome:
         value = check_field_value(node.field, kind, node.value)
         before = (contact.fields or {}).get(node.field)
         values["fields"] = {**(contact.fields or {}), node.field: value}
-    # A Core UPDATE, and the loaded object told the new values as already stored: an ORM flush
-    # here would walk every object of the batch's session for each run.
-    table = cast(Table, Contact.__table__)
-    await ctx.session.execute(update(table).where(table.c.id == contact.id).values(values))
+    # An UPDATE statement without session synchronisation, and the loaded object told the new
+    # values as already stored: an ORM flush (or a synchronised UPDATE) here would walk every
+    # object of the batch's session for each run.
+    await ctx.session.execute(
+        scoped_update(Contact, ctx.run.workspace_id)
+        .execution_options(synchronize_session=False)
+        .where(Contact.id == contact.id)
+        .values(values)
+    )
     for name, value in values.items():
         set_committed_value(contact, name, value)
     ctx.invalidate_facts()
@@ -183,9 +189,9 @@ async def run_enter_funnel(ctx: NodeContext, node: EnterFunnel) -> Outcome:
     await ctx.writing()
     row = (
         await ctx.session.execute(
-            select(Funnel, FunnelVersion)
+            scoped_select(Funnel, ctx.run.workspace_id, Funnel, FunnelVersion)
             .join(FunnelVersion, FunnelVersion.id == Funnel.current_version_id)
-            .where(Funnel.id == node.funnel_id, Funnel.workspace_id == ctx.run.workspace_id)
+            .where(Funnel.id == node.funnel_id)
         )
     ).first()
     if row is None:
@@ -201,16 +207,14 @@ async def run_exit_funnel(ctx: NodeContext, node: ExitFunnel) -> Outcome:
     if node.funnel_id is None or node.funnel_id == ctx.run.funnel_id:
         return End(RUN_EXITED, "exit_funnel", "left the funnel")
     other = await ctx.session.scalar(
-        update(Run)
-        .execution_options(synchronize_session=False)
-        .where(
-            Run.funnel_id == node.funnel_id,
-            Run.contact_id == ctx.contact.id,
-            Run.workspace_id == ctx.run.workspace_id,
-            Run.status == RUN_ACTIVE,
+        RUNS.transition(
+            scoped_update(Run, ctx.run.workspace_id)
+            .execution_options(synchronize_session=False)
+            .where(Run.funnel_id == node.funnel_id, Run.contact_id == ctx.contact.id),
+            RUN_EXITED,
+            from_=(RUN_ACTIVE,),
         )
         .values(
-            status=RUN_EXITED,
             exit_reason=f"exit_funnel from funnel {ctx.run.funnel_id}",
             ended_at=ctx.now,
             updated_at=ctx.now,

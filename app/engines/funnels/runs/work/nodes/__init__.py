@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.engines.funnels.runs.nodes.base import Executor
+from app.engines.funnels.runs.work.nodes.base import Executor
 
 Executors = Mapping[str, Executor]
 """Node kind → the executor of nodes of that kind."""

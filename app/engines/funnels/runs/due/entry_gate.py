@@ -10,7 +10,7 @@ same transaction. On PostgreSQL the upsert waits for a concurrent matcher's unco
 re-checks its condition against it once committed; SQLite has one writer at a time.
 
 Entries made before the funnel limited re-entry have no stamp; the caller reads those from the
-runs themselves (:func:`app.engines.funnels.runs.entry.enter_many`).
+runs themselves (:func:`app.engines.funnels.runs.due.entry.enter_many`).
 """
 
 from __future__ import annotations

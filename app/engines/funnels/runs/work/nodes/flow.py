@@ -23,8 +23,15 @@ from app.engines.funnels.definitions.graph import (
 )
 from app.engines.funnels.experiments.routing import experiment_choice
 from app.engines.funnels.models import RUN_COMPLETED, ThrottleWindow
-from app.engines.funnels.runs.due import duration_end, field_date_at, next_weekday_at
-from app.engines.funnels.runs.nodes.base import End, Executor, Next, NodeContext, Outcome, Sleep
+from app.engines.funnels.runs.due.times import duration_end, field_date_at, next_weekday_at
+from app.engines.funnels.runs.work.nodes.base import (
+    End,
+    Executor,
+    Next,
+    NodeContext,
+    Outcome,
+    Sleep,
+)
 from app.scheduling.zones import zone_or_utc
 
 

@@ -5,7 +5,7 @@ indexes on runs (one per contact per funnel; one *active* one for funnels open t
 two triggers firing at the same instant create one run, whatever the interleaving (hard case 4).
 A funnel open to re-entry at most once per N days (``settings.reentry_days``) also refuses a
 contact who entered it less than N days ago: their committed runs say so, and the gate of
-:mod:`app.engines.funnels.runs.entry_gate` holds the rule against a concurrent writer.
+:mod:`app.engines.funnels.runs.due.entry_gate` holds the rule against a concurrent writer.
 """
 
 from __future__ import annotations
@@ -18,14 +18,19 @@ from sqlalchemy import delete, select
 
 from app.db.dialect import insert
 from app.db.session import WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.definitions.graph import graph_for_version
 from app.engines.funnels.experiments.assign import held_out
 from app.engines.funnels.experiments.holdout import hold_back
-from app.engines.funnels.models import RUN_ACTIVE, Funnel, FunnelVersion, Run
-from app.engines.funnels.runs import entry_gate
+from app.engines.funnels.models import Funnel, FunnelVersion, Run
+from app.engines.funnels.runs.due import entry_gate
+from app.engines.funnels.runs.states import RUN_ACTIVE, RUNS
 
 PIECE = 500
 """Contacts per ``IN`` list of the recent-entries read."""
+
+_CREATED = RUNS.create(RUN_ACTIVE)
+"""A run is created active (a held-out one is turned ``exited`` by the holdout)."""
 
 
 async def enter(
@@ -58,7 +63,7 @@ async def _start(
 ) -> list[int]:
     """The ids of the runs started. Set-wise whatever the batch: one insert for every run, and
     for funnels that limit re-entry to once per N days one read of the contacts' recent entries
-    and one gate stamp per funnel (:mod:`app.engines.funnels.runs.entry_gate`)."""
+    and one gate stamp per funnel (:mod:`app.engines.funnels.runs.due.entry_gate`)."""
     rows: list[dict[str, Any]] = []
     limited: dict[int, int] = {}  # funnel id -> re-entry days, for funnels that limit re-entry
     for version, contact_id, context in entries:
@@ -74,7 +79,7 @@ async def _start(
             "version_id": version.id,
             "contact_id": contact_id,
             "reentry": version.reentry,
-            "status": RUN_ACTIVE,
+            **_CREATED,
             "current_node": graph.entry,
             "wake_at": now,
             "context": context,
@@ -109,9 +114,7 @@ async def _start(
     if limited:
         refused = await _refused_by_gate(session, created, limited, now)
         if refused:
-            await session.execute(
-                delete(Run).where(Run.id.in_(refused)).execution_options(synchronize_session=False)
-            )
+            await _take_back(session, refused)
             return [run_id for run_id, _, _ in created if run_id not in refused]
     return [run_id for run_id, _, _ in created]
 
@@ -124,9 +127,10 @@ async def _without_recent_entries(
     recent: set[tuple[int, int]] = set()
     for funnel_id, days in limited.items():
         ids = sorted({r["contact_id"] for r in rows if r["funnel_id"] == funnel_id})
+        workspace_id = next(r["workspace_id"] for r in rows if r["funnel_id"] == funnel_id)
         for start in range(0, len(ids), PIECE):
             found = await session.scalars(
-                select(Run.contact_id)
+                scoped_select(Run, workspace_id, Run.contact_id)
                 .where(
                     Run.funnel_id == funnel_id,
                     Run.contact_id.in_(ids[start : start + PIECE]),
@@ -136,6 +140,13 @@ async def _without_recent_entries(
             )
             recent.update((funnel_id, cid) for cid in found)
     return [r for r in rows if (r["funnel_id"], r["contact_id"]) not in recent]
+
+
+async def _take_back(session: WriteSession, run_ids: set[int]) -> None:
+    """Delete runs this transaction has just inserted (the gate refused their contacts)."""
+    await session.execute(
+        delete(Run).where(Run.id.in_(run_ids)).execution_options(synchronize_session=False)
+    )
 
 
 async def _refused_by_gate(

@@ -24,8 +24,8 @@ from app.db.dialect import insert
 from app.db.session import WriteSession
 from app.engines.funnels.models import OutboxEffect, Run, Step
 
-STEPS = cast(Table, Step.__table__)
-RUNS = cast(Table, Run.__table__)
+STEP_TABLE = cast(Table, Step.__table__)
+RUN_TABLE = cast(Table, Run.__table__)
 
 ADVANCED = (
     "status",
@@ -43,8 +43,8 @@ ADVANCED = (
 """What an advance row (besides ``rid``, the run's id) sets; the lease is released with it."""
 
 ADVANCE = (
-    update(RUNS)
-    .where(RUNS.c.id == bindparam("rid"))
+    update(RUN_TABLE)
+    .where(RUN_TABLE.c.id == bindparam("rid"))
     .values(
         {name: bindparam(name) for name in (*ADVANCED, "updated_at", "lease_owner", "lease_until")}
     )
@@ -100,7 +100,7 @@ async def write_batch(
     if steps:
         await execute_rows(
             session,
-            insert(session, STEPS),
+            insert(session, STEP_TABLE),
             steps,
             lambda: ColumnArrays(_STEPS_UNNEST, _step_columns(steps)),
         )
