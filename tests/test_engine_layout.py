@@ -32,3 +32,29 @@ def test_rank_tracking_registers_what_its_jobs_module_gathers() -> None:
     assert RANKTRACKING.sweeps == ranktracking_jobs.SWEEPS
     names = {spec.name for spec in RANKTRACKING.jobs}
     assert {"ranktracking.post_tasks", "ranktracking.alert_deliver"} <= names
+
+
+CAMPAIGNS = Path(app.engines.__path__[0]) / "funnels" / "campaigns"
+STAGES = ("due", "claim", "work", "records")
+CAMPAIGNS_ROOT = (
+    "__init__.py",
+    "jobs.py",
+    "models.py",
+    "recipient_states.py",
+    "review.py",
+    "service.py",
+    "states.py",
+)
+"""Beside its stages, the campaigns package keeps its tables and states, the lifecycle service,
+the thin jobs and the review; everything else lives in the stage it belongs to."""
+
+
+def test_funnel_campaigns_are_split_by_stage() -> None:
+    stages = {
+        stage: sorted(p.name for p in (CAMPAIGNS / stage).glob("*.py") if p.name != "__init__.py")
+        for stage in STAGES
+        if (CAMPAIGNS / stage / "__init__.py").is_file()
+    }
+    assert sorted(stages) == sorted(STAGES)
+    assert [stage for stage, modules in stages.items() if not modules] == []
+    assert sorted(p.name for p in CAMPAIGNS.glob("*.py")) == sorted(CAMPAIGNS_ROOT)

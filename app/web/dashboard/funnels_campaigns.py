@@ -16,20 +16,20 @@ from litestar.response import Redirect, Template
 from app.clock import Clock
 from app.db.session import ReadSession
 from app.engines.funnels import reads
-from app.engines.funnels.campaigns import review, trial
-from app.engines.funnels.campaigns.audience import AUDIENCE
+from app.engines.funnels.campaigns import review
+from app.engines.funnels.campaigns.due.audience import AUDIENCE
 from app.engines.funnels.campaigns.models import DRAFT, SCHEDULED, Campaign
+from app.engines.funnels.campaigns.records.counters import counters, progress
 from app.engines.funnels.campaigns.service import (
     CampaignData,
     cancel_campaign,
-    counters,
     create_campaign,
     get_campaign,
     list_campaigns,
-    progress,
     schedule_campaign,
     update_campaign,
 )
+from app.engines.funnels.campaigns.work import trial
 from app.engines.funnels.consent import gate
 from app.engines.funnels.contacts.saved_segments import list_segments
 from app.engines.funnels.contacts.store import find_by_email
