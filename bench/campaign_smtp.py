@@ -43,8 +43,9 @@ from mail_sink import Sink  # noqa: E402
 
 from app.db.migrate import upgrade  # noqa: E402
 from app.db.session import Database  # noqa: E402
+from app.engines.funnels.campaigns.due.recipients import row_of  # noqa: E402
 from app.engines.funnels.campaigns.models import Campaign  # noqa: E402
-from app.engines.funnels.campaigns.send import compose, row_of  # noqa: E402
+from app.engines.funnels.campaigns.work.compose import compose  # noqa: E402
 from app.engines.funnels.models import Contact  # noqa: E402
 from app.integrations.mail.message import build_message  # noqa: E402
 from app.integrations.mail.wire import render  # noqa: E402

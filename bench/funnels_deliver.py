@@ -47,14 +47,11 @@ from mail_sink import Sink  # noqa: E402  (the benchmark folder's own helper)
 from app.clock import SystemClock  # noqa: E402
 from app.db.migrate import upgrade  # noqa: E402
 from app.db.session import Database  # noqa: E402
-from app.engines.funnels.campaigns.audience import materialise  # noqa: E402
+from app.engines.funnels.campaigns.due.audience import materialise  # noqa: E402
 from app.engines.funnels.campaigns.models import Recipient  # noqa: E402
-from app.engines.funnels.campaigns.send import (  # noqa: E402
-    CampaignSender,
-    send_until_done,
-)
-from app.engines.funnels.campaigns.send import SmtpPool as CampaignPool  # noqa: E402
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign  # noqa: E402
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done  # noqa: E402
+from app.engines.funnels.campaigns.work.transport import SmtpPool as CampaignPool  # noqa: E402
 from app.engines.funnels.events.tracking import Tracking  # noqa: E402
 from app.engines.funnels.models import OUTBOX_SENT, Contact, OutboxEffect  # noqa: E402
 from app.engines.funnels.outbox.channel import ChannelSender  # noqa: E402

@@ -40,7 +40,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy import insert, select
 
 from app.db.migrate import upgrade
-from app.engines.funnels.campaigns.audience import start_materialising
+from app.engines.funnels.campaigns.due.audience import start_materialising
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts.csv_import import start_import
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish

@@ -53,7 +53,7 @@ from sqlalchemy import insert, select  # noqa: E402
 
 from app.clock import SystemClock  # noqa: E402
 from app.db.migrate import upgrade  # noqa: E402
-from app.engines.funnels.campaigns.audience import materialise  # noqa: E402
+from app.engines.funnels.campaigns.due.audience import materialise  # noqa: E402
 from app.engines.funnels.campaigns.jobs import SEND, CampaignPayload  # noqa: E402
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign  # noqa: E402
 from app.engines.funnels.definitions.service import (  # noqa: E402

@@ -91,3 +91,28 @@ def test_each_runs_stage_names_its_modules(stage: str) -> None:
     modules += [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
     assert modules
     assert [m for m in modules if f"``{m}``" not in docstring] == []
+
+
+CAMPAIGNS = Path(app.engines.__path__[0]) / "funnels" / "campaigns"
+CAMPAIGNS_ROOT = (
+    "__init__.py",
+    "jobs.py",
+    "models.py",
+    "recipient_states.py",
+    "review.py",
+    "service.py",
+    "states.py",
+)
+"""Beside its stages, the campaigns package keeps its tables and states, the lifecycle service,
+the thin jobs and the review; everything else lives in the stage it belongs to."""
+
+
+def test_funnel_campaigns_are_split_by_stage() -> None:
+    stages = {
+        stage: sorted(p.name for p in (CAMPAIGNS / stage).glob("*.py") if p.name != "__init__.py")
+        for stage in STAGES
+        if (CAMPAIGNS / stage / "__init__.py").is_file()
+    }
+    assert sorted(stages) == sorted(STAGES)
+    assert [stage for stage, modules in stages.items() if not modules] == []
+    assert sorted(p.name for p in CAMPAIGNS.glob("*.py")) == sorted(CAMPAIGNS_ROOT)

@@ -12,7 +12,8 @@ from sqlalchemy import select, update
 
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.models import Campaign
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.contacts.saved_segments import SegmentData, create_segment
 from app.engines.funnels.definitions.service import create_funnel, parse_definition
 from app.engines.funnels.events.tracking import Tracking

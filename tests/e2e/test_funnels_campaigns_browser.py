@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from app.engines.funnels.campaigns.jobs import start_due
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.contacts.memberships import ensure_names
 from app.engines.funnels.contacts.store import ContactData, create_contact
 from app.engines.funnels.definitions.service import create_funnel, parse_definition, publish

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select
 
-from app.engines.funnels.campaigns.audience import start_materialising
+from app.engines.funnels.campaigns.due.audience import start_materialising
 from app.engines.funnels.campaigns.models import Campaign, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.contacts.csv_import import start_import

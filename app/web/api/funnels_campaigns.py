@@ -11,22 +11,21 @@ from litestar import Request, Response, get, patch, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from app.db.session import UnitOfWork
-from app.engines.funnels.campaigns import review, trial
-from app.engines.funnels.campaigns.audience import start_materialising
+from app.engines.funnels.campaigns import review
+from app.engines.funnels.campaigns.due.audience import start_materialising
 from app.engines.funnels.campaigns.models import Campaign
+from app.engines.funnels.campaigns.recipient_states import RECIPIENT_STATUSES
+from app.engines.funnels.campaigns.records.counters import counters, list_recipients, progress
 from app.engines.funnels.campaigns.service import (
-    RECIPIENT_STATUSES,
     CampaignData,
     cancel_campaign,
-    counters,
     create_campaign,
     get_campaign,
     list_campaigns,
-    list_recipients,
-    progress,
     schedule_campaign,
     update_campaign,
 )
+from app.engines.funnels.campaigns.work import trial
 from app.engines.funnels.consent import gate
 from app.engines.funnels.contacts.segments import Predicate
 from app.engines.funnels.definitions.funnel_settings import Holdout

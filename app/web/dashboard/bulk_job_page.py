@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from app.db.session import ReadSession
-from app.engines.funnels.campaigns.audience import AUDIENCE
+from app.engines.funnels.campaigns.due.audience import AUDIENCE
 from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT
 from app.engines.funnels.runs.due.enrolment import ENROLMENT
 from app.engines.ranktracking.keyword_import import KEYWORDS_IMPORT

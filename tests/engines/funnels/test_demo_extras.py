@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from app.demo.funnels import PART
 from app.demo.parts import DemoWorkspace
-from app.engines.funnels.campaigns.audience import materialise
+from app.engines.funnels.campaigns.due.audience import materialise
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.campaigns.service import list_campaigns
 from app.engines.funnels.definitions.service import list_funnels, publish

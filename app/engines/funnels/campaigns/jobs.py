@@ -8,15 +8,17 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import select
 
-from app.engines.funnels.campaigns.audience import (
+from app.engines.funnels.campaigns.due.audience import (
     AUDIENCE_JOB,
     AlreadyMaterialised,
     start_materialising,
 )
-from app.engines.funnels.campaigns.models import DRAFT, SCHEDULED, SENDING, Campaign
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.due.campaigns import due_to_start, unschedule, without_sender
+from app.engines.funnels.campaigns.models import Campaign
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.consent import gate
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.jobs import mail_domain
@@ -41,11 +43,7 @@ async def start_due(ctx: JobContext, now: datetime) -> list[int]:
     """Start the audience snapshot of every campaign whose time has come; ids of campaigns that
     need a sender (their audience complete, and no live sender)."""
     async with ctx.db.read() as session:
-        due = list(
-            await session.scalars(
-                select(Campaign.id).where(Campaign.status == SCHEDULED, Campaign.send_at <= now)
-            )
-        )
+        due = await due_to_start(session, now)
     for campaign_id in due:
         try:
             async with ctx.db.write() as uow:
@@ -57,28 +55,13 @@ async def start_due(ctx: JobContext, now: datetime) -> list[int]:
         except ValidationFailed as exc:
             # An audience stored before audiences were checked: back to a draft, so the others
             # due go on and scheduling it again names the problem.
-            await _unschedule(ctx, campaign_id, now)
+            async with ctx.db.write() as uow:
+                await unschedule(uow.session, campaign_id, now)
             log.warning(
                 "campaign %s is a draft again, its audience breaks a rule: %s", campaign_id, exc
             )
     async with ctx.db.read() as session:
-        return list(
-            await session.scalars(
-                select(Campaign.id).where(
-                    Campaign.status == SENDING,
-                    or_(Campaign.lease_owner.is_(None), Campaign.lease_until < now),
-                )
-            )
-        )
-
-
-async def _unschedule(ctx: JobContext, campaign_id: int, now: datetime) -> None:
-    async with ctx.db.write() as uow:
-        await uow.session.execute(
-            update(Campaign)
-            .where(Campaign.id == campaign_id, Campaign.status == SCHEDULED)
-            .values(status=DRAFT, send_at=None, updated_at=now)
-        )
+        return await without_sender(session, now)
 
 
 async def tick(ctx: JobContext, at: datetime) -> None:

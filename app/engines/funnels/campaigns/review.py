@@ -2,7 +2,7 @@
 the consent gate holds back (unsubscribed, bounced, complained, without consent, outside the
 campaign's topic) by reason, and those the workspace's frequency cap holds back today.
 
-It answers from the same pieces as the sender (:func:`.send.blocked`, the gate's
+It answers from the same pieces as the sender (:func:`.work.compose.blocked`, the gate's
 :func:`~app.engines.funnels.consent.gate.people`, the cap's periods), read-only: nothing is
 reserved and nothing is written. The sender checks again at send time (FN-30), so the review is a
 forecast, stated as one.
@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from app.db.session import ReadSession
 from app.engines.funnels.campaigns.models import Campaign
-from app.engines.funnels.campaigns.send import message_of
+from app.engines.funnels.campaigns.work.compose import message_of
 from app.engines.funnels.consent import gate
 from app.engines.funnels.consent.policy import Person, Skip, counts_against_cap, decide
 from app.engines.funnels.contacts.fields import field_types

@@ -1,9 +1,9 @@
-"""Campaign lifecycle: create, edit while a draft, schedule, cancel; the audience snapshot
-(FN-28) and the counters recomputed from delivery events (FN-29).
+"""Campaign lifecycle: create, edit while a draft, schedule, cancel; and the delivery reports
+stored for the counters (FN-29, read in :mod:`.records.counters`).
 
-The audience is materialised **once** (see :mod:`.audience`, which takes it in bounded chunks):
-a second attempt is refused — re-resolving would silently add everyone who joined after the send
-started.
+The audience is materialised **once** (see :mod:`.due.audience`, which takes it in bounded
+chunks): a second attempt is refused — re-resolving would silently add everyone who joined after
+the send started.
 """
 
 from __future__ import annotations
@@ -13,19 +13,13 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from sqlalchemy import func, select
 
-from app.db import keyset
 from app.db.dialect import insert
 from app.db.session import ReadSession, WriteSession
 from app.db.tenancy import scoped_select
 from app.engines.funnels.campaigns.models import (
     CANCELLED,
     DRAFT,
-    R_FAILED,
-    R_PENDING,
-    R_SENT,
-    R_SKIPPED,
     SCHEDULED,
     Campaign,
     CampaignEvent,
@@ -116,7 +110,7 @@ async def create_campaign(
         transactional=data.transactional,
         audience=audience,
         holdout=data.holdout,
-        status=DRAFT,
+        **CAMPAIGNS.create(DRAFT),
         rate_per_minute=data.rate_per_minute,
         audience_size=0,
         checkpoint=0,
@@ -144,28 +138,6 @@ async def list_campaigns(
     if after is not None:
         stmt = stmt.where(Campaign.id < after)
     return list(await session.scalars(stmt.order_by(Campaign.id.desc()).limit(limit)))
-
-
-RECIPIENT_STATUSES = (R_PENDING, R_SENT, R_SKIPPED, R_FAILED)
-
-
-async def list_recipients(
-    session: ReadSession,
-    campaign_id: int,
-    *,
-    status: str | None = None,
-    after: int | None = None,
-    limit: int = 50,
-) -> list[Recipient]:
-    """A page of the campaign's recipients in ``seq`` order, after ``after``."""
-    if status is not None and status not in RECIPIENT_STATUSES:
-        raise ValidationFailed.field("status", f"one of {', '.join(RECIPIENT_STATUSES)}")
-    stmt = select(Recipient).where(Recipient.campaign_id == campaign_id)
-    if status is not None:
-        stmt = stmt.where(Recipient.status == status)
-    if after is not None:
-        stmt = stmt.where(keyset.after(Recipient.seq, after))
-    return list(await session.scalars(stmt.order_by(Recipient.seq).limit(limit)))
 
 
 async def update_campaign(
@@ -264,69 +236,3 @@ async def record_delivery_event(
         .on_conflict_do_nothing()
     )
     return int(contact_id)
-
-
-@dataclass(frozen=True, slots=True)
-class Counters:
-    audience: int
-    pending: int
-    sent: int
-    skipped: int
-    failed: int
-    delivered: int
-    opened: int
-    clicked: int
-    bounced: int
-    complained: int
-    unsubscribed: int
-
-
-async def counters(session: ReadSession, campaign_id: int) -> Counters:
-    """Recomputed from the recipients' send records and the delivery events, never stored."""
-    by_status = {
-        status: int(n)
-        for status, n in (
-            await session.execute(
-                select(Recipient.status, func.count())
-                .where(Recipient.campaign_id == campaign_id)
-                .group_by(Recipient.status)
-            )
-        ).all()
-    }
-    by_kind = {
-        kind: int(n)
-        for kind, n in (
-            await session.execute(
-                select(CampaignEvent.kind, func.count(func.distinct(CampaignEvent.seq)))
-                .where(CampaignEvent.campaign_id == campaign_id)
-                .group_by(CampaignEvent.kind)
-            )
-        ).all()
-    }
-    # An open is implied by a click (images may be blocked while the link was followed).
-    opened = await session.scalar(
-        select(func.count(func.distinct(CampaignEvent.seq))).where(
-            CampaignEvent.campaign_id == campaign_id,
-            CampaignEvent.kind.in_(("opened", "clicked")),
-        )
-    )
-    return Counters(
-        audience=sum(by_status.values()),
-        pending=by_status.get(R_PENDING, 0),
-        sent=by_status.get(R_SENT, 0),
-        skipped=by_status.get(R_SKIPPED, 0),
-        failed=by_status.get(R_FAILED, 0),
-        delivered=by_kind.get("delivered", 0),
-        opened=int(opened or 0),
-        clicked=by_kind.get("clicked", 0),
-        bounced=by_kind.get("bounced", 0),
-        complained=by_kind.get("complained", 0),
-        unsubscribed=by_kind.get("unsubscribed", 0),
-    )
-
-
-def progress(counts: Counters) -> float:
-    """Share of the audience settled (sent, skipped or failed), 0..1."""
-    if counts.audience == 0:
-        return 1.0
-    return (counts.audience - counts.pending) / counts.audience

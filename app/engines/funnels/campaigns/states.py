@@ -1,9 +1,10 @@
 """The states of a campaign (``campaigns.status``) and the moves between them.
 
 A campaign is a ``draft`` until scheduled (``scheduled``; unscheduling makes it a draft again).
-When it is due its audience snapshot is taken (``materialising``, in chunks for a large
-audience), then it is ``sending`` until every recipient is settled (``done``). A person may
-cancel it at any point before it is done (``cancelled``)."""
+When it is due (or a draft is sent at once) its audience snapshot is taken
+(``materialising``, in chunks for a large audience), then it is ``sending`` until every
+recipient is settled (``done``). A person may cancel it at any point before it is done
+(``cancelled``)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ CAMPAIGNS = StateMachine(
     states=CAMPAIGN_STATUSES,
     initial=(DRAFT,),
     transitions={
-        DRAFT: (SCHEDULED, CANCELLED),
+        # A draft's audience snapshotted at once: the API's ``POST …/audience`` (send it now).
+        DRAFT: (SCHEDULED, MATERIALISING, CANCELLED),
         SCHEDULED: (DRAFT, MATERIALISING, CANCELLED),
         MATERIALISING: (SENDING, CANCELLED),
         SENDING: (DONE, CANCELLED),

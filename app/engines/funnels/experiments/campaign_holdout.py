@@ -14,13 +14,12 @@ from sqlalchemy import select
 
 from app.db.session import ReadSession
 from app.engines.funnels.campaigns.models import Campaign, Recipient
+from app.engines.funnels.campaigns.recipient_states import R_SKIPPED, RECIPIENTS
 from app.engines.funnels.definitions.funnel_settings import Holdout
 from app.engines.funnels.experiments import stats
 from app.engines.funnels.experiments.assign import HOLDOUT_SCALE
 from app.engines.funnels.experiments.holdout import HOLDOUT_REASON
 from app.engines.funnels.experiments.report import GroupResult, HoldoutReport, _events, _group
-
-R_SKIPPED = "skipped"
 
 
 def _holdout(campaign: Campaign) -> Holdout | None:
@@ -42,7 +41,7 @@ def held_back(campaign: Campaign, contact_id: int) -> dict[str, Any]:
     holdout = _holdout(campaign)
     if holdout is None or not campaign_held_out(campaign.id, contact_id, holdout.percent):
         return {}
-    return {"status": R_SKIPPED, "detail": HOLDOUT_REASON}
+    return {**RECIPIENTS.create(R_SKIPPED), "detail": HOLDOUT_REASON}
 
 
 async def campaign_holdout_report(session: ReadSession, campaign: Campaign) -> HoldoutReport | None:

@@ -18,7 +18,7 @@ from sqlalchemy import event
 import app.models  # noqa: F401 - every table, so foreign keys resolve
 from app.clock import SystemClock
 from app.db.session import Database
-from app.engines.funnels.campaigns.audience import AUDIENCE, AUDIENCE_JOB
+from app.engines.funnels.campaigns.due.audience import AUDIENCE, AUDIENCE_JOB
 from app.scheduling.bulk import run_bulk_job
 from app.scheduling.jobs import JobContext
 from app.scheduling.queue import DatabaseQueue

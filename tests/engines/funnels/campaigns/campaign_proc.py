@@ -11,7 +11,8 @@ import sys
 
 from app.clock import SystemClock
 from app.db.session import Database
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.events.tracking import Tracking
 from app.settings import MailSettings, load_settings
 

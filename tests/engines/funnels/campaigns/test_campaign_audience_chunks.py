@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import func, insert, select
 
-from app.engines.funnels.campaigns.audience import AUDIENCE, AUDIENCE_JOB, audience_step
+from app.engines.funnels.campaigns.due.audience import AUDIENCE, AUDIENCE_JOB, audience_step
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.models import Campaign, Recipient
 from app.engines.funnels.models import Contact

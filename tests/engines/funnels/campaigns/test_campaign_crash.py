@@ -24,10 +24,11 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from app.clock import SystemClock
-from app.engines.funnels.campaigns.audience import materialise
+from app.engines.funnels.campaigns.due.audience import materialise
 from app.engines.funnels.campaigns.models import DONE, SENDING, Campaign, Recipient
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
 from app.sandbox.smtp import ReceivedMessage, SmtpSink

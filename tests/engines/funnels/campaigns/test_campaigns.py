@@ -9,11 +9,12 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app.engines.funnels.campaigns.audience import materialise
+from app.engines.funnels.campaigns.due.audience import materialise
 from app.engines.funnels.campaigns.jobs import start_due
 from app.engines.funnels.campaigns.models import Campaign, Recipient
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
-from app.engines.funnels.campaigns.service import counters
+from app.engines.funnels.campaigns.records.counters import counters
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import Contact
 from app.settings import MailSettings

@@ -316,7 +316,8 @@ async def test_fn77_a_test_send_reaches_the_mail_server_marked_and_counted_nowhe
 async def test_fn76_a_campaign_cancelled_while_sending_sends_no_more(
     client, runtime, tenant, sink
 ) -> None:
-    from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool
+    from app.engines.funnels.campaigns.work.sender import CampaignSender
+    from app.engines.funnels.campaigns.work.transport import SmtpPool
     from app.engines.funnels.events.tracking import Tracking
 
     for i in range(5):

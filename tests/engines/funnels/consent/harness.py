@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.consent import gate
 from app.engines.funnels.events.tracking import MessageRef, Tracking
 from app.engines.funnels.models import DeliveryEvent, Funnel, FunnelVersion, OutboxEffect

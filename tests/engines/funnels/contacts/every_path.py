@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from app.engines.funnels.campaigns.send import send_until_done
+from app.engines.funnels.campaigns.work.sender import send_until_done
 from app.engines.funnels.events.tracking import Tracking
 from app.integrations.mail import MailSender
 from app.integrations.mail.sns import SnsVerifier

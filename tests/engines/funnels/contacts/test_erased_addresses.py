@@ -11,10 +11,11 @@ import hmac
 from sqlalchemy import select
 
 from app.db.base import Base
-from app.engines.funnels.campaigns.audience import materialise
+from app.engines.funnels.campaigns.due.audience import materialise
 from app.engines.funnels.campaigns.models import R_SKIPPED, Recipient
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.contacts.deletion import delete_contact
 from app.engines.funnels.events.tracking import Tracking

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.engines.funnels.campaigns.models import Recipient
-from app.engines.funnels.campaigns.send import send_until_done
+from app.engines.funnels.campaigns.work.sender import send_until_done
 from app.engines.funnels.contacts.events import record_event
 from app.engines.funnels.experiments.campaign_holdout import campaign_held_out
 from tests.conftest import auth

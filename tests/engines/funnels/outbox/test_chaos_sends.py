@@ -31,7 +31,7 @@ from typing import IO, Any
 import pytest
 from sqlalchemy import func, insert, select
 
-from app.engines.funnels.campaigns.audience import materialise
+from app.engines.funnels.campaigns.due.audience import materialise
 from app.engines.funnels.campaigns.models import Campaign, Recipient
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
 from app.engines.funnels.models import OUTBOX_SENT, Contact, OutboxEffect

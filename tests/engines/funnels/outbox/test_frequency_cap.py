@@ -12,10 +12,11 @@ import httpx
 from sqlalchemy import select
 
 from app.clock import ManualClock
-from app.engines.funnels.campaigns.audience import materialise
+from app.engines.funnels.campaigns.due.audience import materialise
 from app.engines.funnels.campaigns.models import R_SENT, R_SKIPPED, Recipient
-from app.engines.funnels.campaigns.send import CampaignSender, SmtpPool, send_until_done
 from app.engines.funnels.campaigns.service import CampaignData, create_campaign
+from app.engines.funnels.campaigns.work.sender import CampaignSender, send_until_done
+from app.engines.funnels.campaigns.work.transport import SmtpPool
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.models import (
     OUTBOX_PENDING,

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from app.engines.funnels.campaigns.send import send_until_done
+from app.engines.funnels.campaigns.work.sender import send_until_done
 from app.engines.funnels.contacts import erased_addresses
 from app.engines.funnels.contacts.store import get_contact
 from app.engines.funnels.definitions import service as definitions

@@ -259,8 +259,8 @@ async def test_a_forged_or_foreign_token_changes_nothing(
 async def test_campaign_mail_carries_the_headers_and_its_unsubscribe_is_counted(
     client, runtime, tenant, sink
 ) -> None:
-    from app.engines.funnels.campaigns.send import send_until_done
-    from app.engines.funnels.campaigns.service import counters
+    from app.engines.funnels.campaigns.records.counters import counters
+    from app.engines.funnels.campaigns.work.sender import send_until_done
     from app.engines.funnels.events.tracking import Tracking
     from tests.conftest import auth
     from tests.engines.funnels.campaigns.test_campaigns import _campaign, _sender

@@ -1,6 +1,7 @@
 """A campaign's preview and its test send (FN-77), both made by the sender's own
-:func:`~app.engines.funnels.campaigns.send.compose`, so what a person checks is what recipients
-get: merge fields filled with a chosen contact's values, the preheader, the unsubscribe footer.
+:func:`~app.engines.funnels.campaigns.work.compose.compose`, so what a person checks is what
+recipients get: merge fields filled with a chosen contact's values, the preheader, the
+unsubscribe footer.
 
 A test goes to a few chosen addresses through the real mail path, marked as a test (``[Test]``
 subject, ``X-Sweepline-Test`` header, unsubscribe links that lead to a page saying it was a test)
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.db.session import ReadSession, WriteSession
+from app.engines.funnels.campaigns.due.recipients import row_of
 from app.engines.funnels.campaigns.models import Campaign
-from app.engines.funnels.campaigns.send import compose, message_of, row_of
+from app.engines.funnels.campaigns.work.compose import compose, message_of
 from app.engines.funnels.consent import gate
 from app.engines.funnels.consent.policy import Skip, decide
 from app.engines.funnels.contacts.store import get_contact

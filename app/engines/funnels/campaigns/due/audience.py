@@ -28,13 +28,17 @@ from app.db.dialect import insert
 from app.db.session import UnitOfWork, WriteSession
 from app.db.tenancy import scoped_select
 from app.engines.funnels.campaigns.models import (
+    DRAFT,
     MATERIALISING,
     R_PENDING,
+    SCHEDULED,
     SENDING,
     Campaign,
     Recipient,
 )
+from app.engines.funnels.campaigns.recipient_states import RECIPIENTS
 from app.engines.funnels.campaigns.service import checked_audience
+from app.engines.funnels.campaigns.states import CAMPAIGNS
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import compile_sql, decode_predicate
 from app.engines.funnels.experiments.campaign_holdout import held_back
@@ -61,10 +65,15 @@ class Cursor:
 
 
 async def _claim(session: WriteSession, campaign_id: int, now: datetime) -> Campaign:
+    # A draft is snapshotted when the API is asked to send it now, a scheduled campaign by the
+    # sweep; a campaign cancelled before its snapshot keeps its state.
     claimed = await session.scalar(
-        update(Campaign)
-        .where(Campaign.id == campaign_id, Campaign.materialised_at.is_(None))
-        .values(materialised_at=now, status=MATERIALISING, started_at=now, updated_at=now)
+        CAMPAIGNS.transition(
+            update(Campaign).where(Campaign.id == campaign_id, Campaign.materialised_at.is_(None)),
+            MATERIALISING,
+            from_=(DRAFT, SCHEDULED),
+        )
+        .values(materialised_at=now, started_at=now, updated_at=now)
         .returning(Campaign.id)
     )
     if claimed is None:
@@ -126,6 +135,7 @@ async def _chunk(
         )
     )
     if ids:
+        pending = RECIPIENTS.create(R_PENDING)
         await session.execute(
             insert(session, Recipient),
             [
@@ -133,7 +143,7 @@ async def _chunk(
                     "campaign_id": campaign.id,
                     "seq": cursor.seq + n,
                     "contact_id": contact_id,
-                    "status": R_PENDING,
+                    **pending,
                     "detail": None,
                 }
                 | held_back(campaign, contact_id)
@@ -142,14 +152,14 @@ async def _chunk(
         )
     moved = Cursor(after=ids[-1] if ids else cursor.after, seq=cursor.seq + len(ids))
     finished = len(ids) < limit
-    values: dict[str, Any] = {"audience_size": moved.seq, "updated_at": now}
-    if finished:
-        values["status"] = SENDING
-    await session.execute(
-        update(Campaign)
-        .where(Campaign.id == campaign.id, Campaign.status == MATERIALISING)
-        .values(**values)
+    stmt = update(Campaign).where(Campaign.id == campaign.id)
+    # The chunk that finds the audience exhausted starts the send; the others only count.
+    stmt = (
+        CAMPAIGNS.transition(stmt, SENDING, from_=(MATERIALISING,))
+        if finished
+        else stmt.where(Campaign.status == MATERIALISING)
     )
+    await session.execute(stmt.values(audience_size=moved.seq, updated_at=now))
     return moved, len(ids), finished
 
 
