@@ -67,7 +67,6 @@ ALLOWED: dict[str, str] = {
     # funnels
     "app/engines/funnels/outbox/": PENDING,
     "app/engines/funnels/runs/": PENDING,
-    "app/engines/funnels/events/ingest.py": PENDING,
     "app/engines/funnels/campaigns/send.py": PENDING,
     "app/engines/funnels/campaigns/jobs.py": PENDING,
     "app/engines/funnels/analytics/series.py::load_traces": CHILD,
@@ -95,6 +94,7 @@ ALLOWED: dict[str, str] = {
     "app/engines/funnels/definitions/service.py::effects_of_run": CHILD,
     "app/engines/funnels/definitions/service.py::timeline": CHILD,
     "app/engines/funnels/events/forms.py::public_form": PUBLIC,
+    "app/engines/funnels/events/ingest.py::_record_outcomes": CLAIMED,
     "app/engines/funnels/events/sources/service.py::verifier": PUBLIC,
     "app/engines/funnels/events/work/segment_triggers.py::live_versions": SETWISE,
     "app/engines/funnels/events/claim/triggers.py::match": SETWISE,
