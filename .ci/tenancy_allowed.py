@@ -33,10 +33,6 @@ ORGANISATION = (
 )
 PUBLIC = "a public endpoint: no workspace is known before its unguessable id or token is looked up"
 PERSON = "keyed by the signed-in person: their own rows across the workspaces they belong to"
-PENDING = (
-    "not yet converted: converted after the performance work on this module lands (it is being "
-    "reworked for speed)"
-)
 
 ALLOWED: dict[str, str] = {
     # ad rules
@@ -66,7 +62,6 @@ ALLOWED: dict[str, str] = {
     "app/engines/adrules/rules.py::set_status": CHILD,
     "app/engines/adrules/stops.py": ORGANISATION,
     # funnels
-    "app/engines/funnels/events/ingest.py": PENDING,
     "app/engines/funnels/analytics/series.py::load_traces": CHILD,
     "app/engines/funnels/campaigns/claim/lease.py::release": CLAIMED,
     "app/engines/funnels/campaigns/due/audience.py::_chunk": PREDICATE,
@@ -101,6 +96,7 @@ ALLOWED: dict[str, str] = {
     "app/engines/funnels/definitions/service.py::effects_of_run": CHILD,
     "app/engines/funnels/definitions/service.py::timeline": CHILD,
     "app/engines/funnels/events/forms.py::public_form": PUBLIC,
+    "app/engines/funnels/events/ingest.py::_record_outcomes": CLAIMED,
     "app/engines/funnels/events/sources/service.py::verifier": PUBLIC,
     "app/engines/funnels/events/work/segment_triggers.py::live_versions": SETWISE,
     "app/engines/funnels/events/claim/triggers.py::match": SETWISE,

@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, bindparam, update
 
 from app.clock import Clock
 from app.db.dialect import concurrent_writers, insert
 from app.db.session import Database, WriteSession
+from app.db.tenancy import scoped_select
 from app.engines.funnels.campaigns.service import record_delivery_event
 from app.engines.funnels.contacts.events import record_events
 from app.engines.funnels.contacts.fields import check_field_value, field_types
@@ -131,11 +132,18 @@ ten events of the other sources take about 5 ms: bench/ingest_apply.py.)"""
 
 
 _INBOUND = cast(Table, InboundEvent.__table__)
-OUTCOMES = (
-    update(_INBOUND)
-    .where(_INBOUND.c.id == bindparam("row_id"))
-    .values(contact_id=bindparam("row_contact"), outcome=bindparam("row_outcome"))
-)
+
+
+async def _record_outcomes(session: WriteSession, outcomes: list[dict[str, Any]]) -> None:
+    """One statement for the batch's outcomes (an update by primary key, run as executemany),
+    not one per event; on the table, which the ORM's bulk update would only look at row by row
+    again. The rows are the batch's own, claimed by :data:`CLAIM` across workspaces."""
+    statement = (
+        update(_INBOUND)
+        .where(_INBOUND.c.id == bindparam("row_id"))
+        .values(contact_id=bindparam("row_contact"), outcome=bindparam("row_outcome"))
+    )
+    await session.execute(statement, outcomes)
 
 
 def batch_events(db: Database) -> int:
@@ -176,10 +184,7 @@ async def process_batch(
                 {"row_id": inbound.id, "row_contact": contact_id, "row_outcome": outcome[:2000]}
             )
         if outcomes:
-            # One statement for the batch's outcomes (an update by primary key, run as
-            # executemany), not one per event; on the table, which the ORM's bulk update would
-            # only look at row by row again.
-            await session.execute(OUTCOMES, outcomes)
+            await _record_outcomes(session, outcomes)
     return result
 
 
@@ -255,10 +260,8 @@ async def resolve_contact(
     if isinstance(key, int):
         contact_id = key
         contact = await session.scalar(
-            select(Contact).where(
-                Contact.id == contact_id,
-                Contact.workspace_id == workspace_id,
-                Contact.deleted_at.is_(None),
+            scoped_select(Contact, workspace_id).where(
+                Contact.id == contact_id, Contact.deleted_at.is_(None)
             )
         )
         if contact is None:
@@ -285,7 +288,7 @@ async def resolve_contact(
 async def _apply_form(session: WriteSession, event: Inbound, now: datetime) -> int:
     p = event.payload
     form = await session.scalar(
-        select(Form).where(Form.public_id == p.get("form"), Form.workspace_id == event.workspace_id)
+        scoped_select(Form, event.workspace_id).where(Form.public_id == p.get("form"))
     )
     if form is None:
         raise Dropped("the form no longer exists")
