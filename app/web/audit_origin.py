@@ -30,18 +30,22 @@ def _caller(scope: Scope) -> Callable[[], Actor | None]:
     return resolved
 
 
+def _where(scope: Scope, proxies: Networks) -> Callable[[], tuple[str, str]]:
+    def read() -> tuple[str, str]:
+        request: Request[Any, Any, Any] = Request(scope)
+        user_agent = request.headers.get("user-agent", "")[:_MAX_USER_AGENT]
+        return client_address(request, proxies), user_agent
+
+    return read
+
+
 def audit_origin(proxies: Networks) -> Callable[[ASGIApp], ASGIApp]:
     def wrap(app: ASGIApp) -> ASGIApp:
         async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != ScopeType.HTTP:
                 await app(scope, receive, send)
                 return
-            request: Request[Any, Any, Any] = Request(scope)
-            origin = Origin(
-                client_address=client_address(request, proxies),
-                user_agent=request.headers.get("user-agent", "")[:_MAX_USER_AGENT],
-                principal=_caller(scope),
-            )
+            origin = Origin(where=_where(scope, proxies), principal=_caller(scope))
             with acting_from(origin):
                 await app(scope, receive, send)
 

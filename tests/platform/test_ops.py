@@ -8,6 +8,9 @@ import dataclasses
 import io
 import json
 import logging
+import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -213,6 +216,21 @@ async def test_each_request_gets_its_own_id(client: httpx.AsyncClient) -> None:
     a = (await client.get("/health")).headers["x-request-id"]
     b = (await client.get("/health")).headers["x-request-id"]
     assert a != b
+    assert re.fullmatch(r"[0-9a-f]{16}", a)
+
+
+def test_request_ids_of_two_processes_do_not_collide() -> None:
+    """Ids are a per-process random prefix and a counter: two processes (or a restart) start from
+    different prefixes, so the first ids each hands out differ."""
+    program = "from app.web.app import next_request_id; print(next_request_id())"
+    ids = {
+        subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    assert len(ids) == 2
+    assert all(re.fullmatch(r"[0-9a-f]{16}", i) for i in ids)
 
 
 async def test_lists_paginate_with_a_cursor(client: httpx.AsyncClient, tenant: Tenant) -> None:

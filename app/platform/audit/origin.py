@@ -38,8 +38,9 @@ def actor_of(principal: object) -> Actor:
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    client_address: str
-    user_agent: str
+    where: Callable[[], tuple[str, str]]
+    """The client's address and user agent, worked out when an action is recorded: most requests
+    record none, so none of them pays for parsing the headers."""
     principal: Callable[[], Actor | None]
     """The caller once authentication has resolved it (read when an action is recorded)."""
 

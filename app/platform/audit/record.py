@@ -84,6 +84,7 @@ async def record(
         organisation_id = await _organisation_of(session, workspace_id)
     origin = current_origin()
     who = actor or (origin.principal() if origin is not None else None) or SYSTEM
+    address, user_agent = origin.where() if origin is not None else ("", "")
     entry = AuditEntry(
         organisation_id=organisation_id,
         workspace_id=workspace_id,
@@ -91,8 +92,8 @@ async def record(
         actor_kind=who.kind,
         user_id=who.user_id,
         api_key_id=who.api_key_id,
-        client_address=(origin.client_address if origin else "")[:64],
-        user_agent=(origin.user_agent if origin else "")[:400],
+        client_address=address[:64],
+        user_agent=user_agent[:400],
         action=action,
         object_type=object_type,
         object_id=str(object_id)[:255],
