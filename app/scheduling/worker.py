@@ -37,6 +37,7 @@ from typing import Any
 from app.clock import loop_time
 from app.db.session_kinds import CLAIM, JOB, set_session_kind
 from app.logs import set_correlation
+from app.scheduling.job_statements import Finished
 from app.scheduling.jobs import (
     JobContext,
     JobRegistry,
@@ -56,7 +57,6 @@ from app.scheduling.outside_calls import CallPermit, permit_calls
 from app.scheduling.queue import (
     DatabaseQueue,
     FailedAttempt,
-    Finished,
     LeasedJob,
     failed_attempt,
 )
