@@ -585,7 +585,8 @@ async def test_the_hourly_sweep_forgets_entries_past_the_retention(
 
 
 def test_the_retention_setting_is_checked() -> None:
-    from app.settings import SecuritySettings, SettingsError
+    from app.settings_fields import SettingsError
+    from app.settings_web import SecuritySettings
 
     with pytest.raises(SettingsError, match="AUDIT_RETENTION_DAYS"):
         SecuritySettings(audit_retention_days=0)
