@@ -22,7 +22,7 @@ from app.db.session import ReadSession, UnitOfWork
 from app.errors import DomainError
 from app.integrations.mail import MailSender, OutgoingEmail
 from app.integrations.mail.errors import MailError
-from app.platform import invitations, organisation, service, setup
+from app.platform import invitations, organisation, sessions, setup
 from app.platform.models import User
 from app.platform.service import Principal
 from app.settings import Settings
@@ -84,7 +84,7 @@ async def _signed_in(
     second = await sign_in_steps.second_step(uow.session, get_runtime(request), user, target)
     if second is not None:
         return second
-    token = await service.open_session(uow.session, user=user, password=password, now=clock.now())
+    token = await sessions.open_session(uow.session, user=user, password=password, now=clock.now())
     redirect = Redirect(target if token else "/login")
     if token:
         redirect.set_cookie(
@@ -93,7 +93,7 @@ async def _signed_in(
             httponly=True,
             samesite="lax",
             secure=settings.web.secure_cookies,
-            max_age=int(service.SESSION_LIFETIME.total_seconds()),
+            max_age=int(sessions.SESSION_LIFETIME.total_seconds()),
         )
     return redirect
 

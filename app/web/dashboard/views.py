@@ -20,7 +20,7 @@ from app.clock import Clock
 from app.db.session import ReadSession
 from app.engines.adrules import rules as adrules_rules
 from app.errors import ValidationFailed
-from app.platform import logos, service, setup, workspace_zone
+from app.platform import logos, service, sessions, setup, workspace_zone
 from app.platform.models import API_KEY_SCOPES
 from app.platform.operators import is_instance_operator
 from app.platform.service import Principal
@@ -123,11 +123,11 @@ async def login(
     if (wait := throttle.attempt(data.email, address, now)) is not None:
         if throttle.newly_tripped(data.email, address, now):
             async with runtime.db.write() as uow:
-                await service.record_sign_in_burst(uow.session, email=data.email, now=now)
+                await sessions.record_sign_in_burst(uow.session, email=data.email, now=now)
         return _login_error(request, data, 429, sign_in_steps.too_many(wait))
     token = None
     async with runtime.db.read() as session:
-        user = await service.authenticate(session, email=data.email, password=data.password)
+        user = await sessions.authenticate(session, email=data.email, password=data.password)
         second = None
         if user is not None:
             second = await sign_in_steps.second_step(session, runtime, user, _safe_next(data.next))
@@ -137,7 +137,7 @@ async def login(
         return second
     if user is not None:
         async with runtime.db.write() as uow:
-            token = await service.open_session(
+            token = await sessions.open_session(
                 uow.session, user=user, password=data.password, now=now
             )
     if token is None:
@@ -152,7 +152,7 @@ async def login(
 async def logout(request: Request[Any, Any, Any], uow: Writes, clock: CurrentClock) -> Redirect:
     token = request.cookies.get(SESSION_COOKIE)
     if token:
-        await service.sign_out(uow.session, token, now=clock.now())
+        await sessions.sign_out(uow.session, token, now=clock.now())
     redirect = Redirect("/login")
     redirect.delete_cookie(SESSION_COOKIE)
     return redirect
@@ -257,7 +257,7 @@ async def _workspace_page(
 ) -> Template:
     workspace = await service.get_workspace(session, principal.workspace_id)
     assert principal.user_id is not None
-    workspaces = await service.user_workspaces(session, principal.user_id)
+    workspaces = await sessions.user_workspaces(session, principal.user_id)
     keys = await service.list_api_keys(session, principal.workspace_id, limit=200)
     logo = await logos.get_logo(session, principal.workspace_id)
     members = await service.workspace_members(session, principal.workspace_id, limit=200)
@@ -305,7 +305,7 @@ async def switch_workspace(
 ) -> Redirect:
     """Make another of the person's workspaces the current one (stored in the session)."""
     token = request.cookies.get(SESSION_COOKIE, "")
-    await service.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
+    await sessions.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
     return Redirect(_safe_next(data.next))
 
 
