@@ -227,6 +227,8 @@ class ArqWorkers:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self.waiting_for_redis = 0
+        """Workers whose loop ended at a Redis outage and that wait for Redis to answer."""
 
     async def run(self) -> None:
         self._tasks = [asyncio.create_task(self._supervise(w)) for w in self.workers]
@@ -261,16 +263,20 @@ class ArqWorkers:
 
     async def _until_redis_answers(self, pool: ArqRedis) -> None:
         delay = RECONNECT_FIRST_DELAY
-        while not self._stopping:
-            await asyncio.sleep(delay)
-            try:
-                async with asyncio.timeout(self.queue.timeout):  # the client has no timeout
-                    await pool.ping()
-            except REDIS_DOWN:
-                delay = min(RECONNECT_MAX_DELAY, delay * 2)
-                continue
-            self.queue.outage.answered()
-            return
+        self.waiting_for_redis += 1
+        try:
+            while not self._stopping:
+                await asyncio.sleep(delay)
+                try:
+                    async with asyncio.timeout(self.queue.timeout):  # the client has no timeout
+                        await pool.ping()
+                except REDIS_DOWN:
+                    delay = min(RECONNECT_MAX_DELAY, delay * 2)
+                    continue
+                self.queue.outage.answered()
+                return
+        finally:
+            self.waiting_for_redis -= 1
 
     async def shutdown(self) -> None:
         """Stop picking jobs, give in-flight jobs the grace period, then cancel the rest.
