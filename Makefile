@@ -31,6 +31,7 @@ lint: $(BIN)/.installed
 	$(BIN)/lint-imports
 	$(BIN)/python .ci/tenancy_lint.py
 	$(BIN)/python .ci/dialect_lint.py
+	$(BIN)/python .ci/states_lint.py
 
 ci:
 	.ci/run

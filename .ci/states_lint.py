@@ -10,7 +10,8 @@ Every ``status``/``state`` column has one machine (``app/db/states.py``, declare
 - ``Model(status=X)`` for a model with a machine (use ``Model(**MACHINE.create(X))``, which
   refuses a state rows are not created in);
 - SQL text naming a state by hand, ``status = '…'`` / ``status IN ('…')`` (use
-  ``MACHINE.set_sql(X)`` and ``MACHINE.where(...)``).
+  ``MACHINE.set_sql(X)`` and ``MACHINE.where(...)``);
+- a claim's ``sets={"status": …}`` (use ``claim_moves(MACHINE, X)`` from ``app.scheduling.claim``).
 
 The few attributes of the same name that are not a row's state are in ``ALLOWED`` with a reason.
 
@@ -89,6 +90,11 @@ def _check_call(
     elif name in classes:
         for column in named:
             yield f"{line}: {name}({column}=...); use **its machine's create(state)"
+    for keyword in node.keywords:
+        if keyword.arg == "sets" and isinstance(keyword.value, ast.Dict):
+            for key in keyword.value.keys:
+                if isinstance(key, ast.Constant) and key.value in columns:
+                    yield f"{line}: a claim sets {key.value} by hand; use claim_moves(machine, new)"
 
 
 def check_source(

@@ -16,7 +16,9 @@ from typing import Any
 from app import commands, telemetry
 from app.db.migrate import SchemaOutOfDate, check_current, schema_drift, upgrade
 from app.logs import configure_logging
-from app.settings import Settings, SettingsError, describe_environment, load_settings
+from app.settings import Settings, load_settings
+from app.settings_docs import describe_environment
+from app.settings_fields import SettingsError
 
 log = logging.getLogger("app")
 

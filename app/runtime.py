@@ -21,7 +21,8 @@ from app.db.write_gate import background_context
 from app.heap import settle_startup_heap
 from app.platform.audit import platform_stop
 from app.platform.crypto import SecretBox, load_or_create_keys
-from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.arq_workers import ArqWorkers
 from app.scheduling.jobs import JobContext, JobRegistry, JobSpec
 from app.scheduling.queue import DatabaseQueue, JobQueue
 from app.scheduling.resources import Resources

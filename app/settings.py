@@ -1,42 +1,23 @@
 """Typed settings, loaded from the environment by :func:`load_settings`.
 
-Every field carries the name of its environment variable and a docstring; ``python -m app env``
-prints the full table (the README's table is generated from it). Nothing is built at import time:
+Every field carries the name of its environment variable and a docstring
+(:mod:`app.settings_fields`); ``python -m app env`` prints the full table
+(:mod:`app.settings_docs`; the README's table is generated from it). The HTTP service's groups
+are :mod:`app.settings_web`. Nothing is built at import time:
 callers pass the mapping they want read, which keeps tests free of global state.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
-import itertools
 import logging
-import math
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
-from ipaddress import IPv4Network, IPv6Network, ip_network
-from pathlib import Path
-from typing import Any, Union, get_args, get_origin, get_type_hints
 
-
-class SettingsError(ValueError):
-    """An environment variable holds a value that cannot be used."""
-
-
-def env(name: str, default: Any) -> Any:
-    """Declare a settings field read from the environment variable ``name``."""
-    return field(default=default, metadata={"env": name})
-
-
-DEFAULT_HTTP_KEEP_ALIVE_SECONDS = 75
-"""How long an HTTP server of this project keeps an idle connection open. Longer than a reverse
-proxy or load balancer commonly keeps its upstream connections idle (60 s): a server closing
-first races the client's next request on that connection, which then hears a reset (a 502 behind
-a proxy). uvicorn's own default is 5 s."""
+from app.settings_fields import SettingsError, env, load_group
+from app.settings_web import RateLimitSettings, SecuritySettings, WebSettings
 
 try:
     _VERSION = version("sweepline")
@@ -45,37 +26,6 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 DEFAULT_USER_AGENT = f"Sweepline/{_VERSION}"
 """The ``User-Agent`` of outbound requests unless ``OUTBOUND_USER_AGENT`` says otherwise."""
-
-MAX_HTTP_KEEP_ALIVE_SECONDS = 3600  # an hour: anything longer is a typo, not a proxy's timeout
-
-Networks = tuple[IPv4Network | IPv6Network, ...]
-
-
-def parse_networks(text: str) -> Networks:
-    """``TRUSTED_PROXIES`` as networks; a bad entry is a :class:`SettingsError`. Kept here, not in
-    the web layer that uses the networks, so that loading the settings already refuses one."""
-    out: list[IPv4Network | IPv6Network] = []
-    for part in text.split(","):
-        entry = part.strip()
-        if not entry:
-            continue
-        try:
-            out.append(ip_network(entry, strict=False))
-        except ValueError as exc:
-            raise SettingsError(f"TRUSTED_PROXIES: {entry!r} is not an address or network") from exc
-    return tuple(out)
-
-
-def parse_bind(name: str, text: str) -> tuple[str, int] | None:
-    """A ``host:port`` setting (``[::1]:9100`` for IPv6) as its parts; empty is ``None``."""
-    if not text.strip():
-        return None
-    host, sep, port = text.strip().rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise SettingsError(f"{name} must be host:port (e.g. 127.0.0.1:9100), not {text!r}")
-    return host, int(port)
-
 
 MIN_REDIS_TIMEOUT_SECONDS = 0.1  # below a loaded machine's round trip: every command would fail
 MAX_REDIS_TIMEOUT_SECONDS = 60.0  # a request waiting longer for the queue is a hang, not a timeout
@@ -194,52 +144,6 @@ class BulkSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class WebSettings:
-    host: str = env("HOST", "127.0.0.1")
-    """Interface the HTTP server listens on."""
-    port: int = env("PORT", 8000)
-    """Port the HTTP server listens on."""
-    public_url: str = env("PUBLIC_URL", "")
-    """Address the service is reached at, used in links (invitations, tracking pixels, forms,
-    snippets). Empty: ``http://HOST:PORT`` (127.0.0.1 when HOST listens on every interface)."""
-    session_secret: str = env("SESSION_SECRET", "")
-    """Secret signing dashboard session cookies; generated into the key file when empty."""
-    secure_cookies: bool = env("SECURE_COOKIES", False)
-    """Mark cookies Secure and send Strict-Transport-Security (set when served over HTTPS)."""
-    trusted_proxies: str = env("TRUSTED_PROXIES", "")
-    """Comma-separated addresses or networks (CIDR) of reverse proxies whose
-    ``X-Forwarded-For`` is believed; from any other peer the header is ignored and the peer's
-    own address is the client's. Empty: no proxy is trusted."""
-    max_body_bytes: int = env("MAX_BODY_BYTES", 2_000_000)
-    """Largest request body accepted; larger bodies answer 413."""
-    log_format: str = env("LOG_FORMAT", "text")
-    """``text`` (readable, development) or ``json`` (one JSON object per line, production)."""
-    log_level: str = env("LOG_LEVEL", "INFO")
-    """Minimum level of log lines."""
-    idempotency_ttl_hours: int = env("IDEMPOTENCY_TTL_HOURS", 24)
-    """How long the answer to a request with an ``Idempotency-Key`` is kept for retries."""
-    keep_alive_seconds: int = env("HTTP_KEEP_ALIVE_SECONDS", DEFAULT_HTTP_KEEP_ALIVE_SECONDS)
-    """Seconds ``serve`` keeps an idle client connection open (1 to 3600). Keep it longer than the
-    idle timeout of a reverse proxy's or load balancer's upstream connections, or a request the
-    proxy sends as the server closes the connection fails (a 502)."""
-    metrics_token: str = env("METRICS_TOKEN", "")
-    """Bearer token a Prometheus scrape of ``/metrics`` on the public listener must send
-    (``Authorization: Bearer <token>``). Empty: ``/metrics`` answers 404 there."""
-    metrics_bind: str = env("METRICS_BIND", "")
-    """``host:port`` of a second listener of ``serve`` that answers ``GET /metrics`` alone,
-    without the token (keep it on a private interface). Empty: no second listener."""
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.keep_alive_seconds <= MAX_HTTP_KEEP_ALIVE_SECONDS:
-            raise SettingsError(
-                f"HTTP_KEEP_ALIVE_SECONDS must be between 1 and {MAX_HTTP_KEEP_ALIVE_SECONDS} "
-                f"seconds, not {self.keep_alive_seconds}"
-            )
-        parse_networks(self.trusted_proxies)  # refused here, before any command does its work
-        parse_bind("METRICS_BIND", self.metrics_bind)
-
-
-@dataclass(frozen=True, slots=True)
 class ProcessSettings:
     heap_freeze: bool = env("HEAP_FREEZE", True)
     """``serve`` and ``worker`` leave what is alive once started out of later garbage collections
@@ -257,65 +161,6 @@ class TelemetrySettings:
     ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_TRACES_SAMPLER``)."""
     service_name: str = env("OTEL_SERVICE_NAME", "sweepline")
     """The ``service.name`` the exported traces carry."""
-
-
-@dataclass(frozen=True, slots=True)
-class SecuritySettings:
-    encryption_key: str = env("ENCRYPTION_KEY", "")
-    """Fernet key encrypting secrets at rest. Required in server mode; on the embedded default a key
-    file is generated on first run."""
-    key_file: str = env("KEY_FILE", "var/sweepline.key")
-    """Where the embedded default keeps its generated keys."""
-    sign_in_max_failures: int = env("SIGN_IN_MAX_FAILURES", 10)
-    """Failed sign-ins allowed per account (e-mail address) within ``SIGN_IN_WINDOW_SECONDS``;
-    further attempts are refused (429) until the window has passed."""
-    sign_in_max_failures_per_address: int = env("SIGN_IN_MAX_FAILURES_PER_ADDRESS", 50)
-    """Failed sign-ins allowed per client address, whatever the account, within the window."""
-    sign_in_window_seconds: int = env("SIGN_IN_WINDOW_SECONDS", 900)
-    """The window over which failed sign-ins are counted."""
-    invitation_ttl_hours: int = env("INVITATION_TTL_HOURS", 168)
-    """How long an invitation link can be accepted (it works once)."""
-    audit_retention_days: int = env("AUDIT_RETENTION_DAYS", 365)
-    """Days the audit log keeps an entry; the hourly sweep removes older ones."""
-
-    def __post_init__(self) -> None:
-        if self.audit_retention_days < 1:
-            raise SettingsError(
-                f"AUDIT_RETENTION_DAYS must be at least 1, not {self.audit_retention_days}"
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class RateLimitSettings:
-    """Token buckets per API key (or signed-in person) and per workspace, reads and writes apart
-    (app/platform/rate_limits.py). A request takes one token from its caller's bucket and one from
-    its workspace's; without one it answers 429. Shared through Redis when REDIS_URL is set."""
-
-    key_read_burst: int = env("RATE_LIMIT_KEY_READ_BURST", 200)
-    """Reads (GET, HEAD, OPTIONS) one API key, or one signed-in person, may make in a burst; 0 turns the
-    limit off."""
-    key_read_per_second: float = env("RATE_LIMIT_KEY_READ_PER_SECOND", 20.0)
-    """Reads per second that refill one key's burst; 0 turns the limit off."""
-    key_write_burst: int = env("RATE_LIMIT_KEY_WRITE_BURST", 60)
-    """Writes (every other method) one API key, or one signed-in person, may make in a burst; 0
-    turns the limit off."""
-    key_write_per_second: float = env("RATE_LIMIT_KEY_WRITE_PER_SECOND", 10.0)
-    """Writes per second that refill one key's burst; 0 turns the limit off."""
-    workspace_read_burst: int = env("RATE_LIMIT_WORKSPACE_READ_BURST", 400)
-    """Reads one workspace's keys and people may make together in a burst; 0 turns the limit off."""
-    workspace_read_per_second: float = env("RATE_LIMIT_WORKSPACE_READ_PER_SECOND", 40.0)
-    """Reads per second that refill one workspace's burst; 0 turns the limit off."""
-    workspace_write_burst: int = env("RATE_LIMIT_WORKSPACE_WRITE_BURST", 120)
-    """Writes one workspace's keys and people may make together in a burst; 0 turns the limit
-    off."""
-    workspace_write_per_second: float = env("RATE_LIMIT_WORKSPACE_WRITE_PER_SECOND", 20.0)
-    """Writes per second that refill one workspace's burst; 0 turns the limit off."""
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not math.isfinite(value) or value < 0:
-                raise SettingsError(f"{f.metadata['env']} must be 0 or more, not {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,51 +460,9 @@ class Settings:
     demo: DemoSettings = field(default_factory=DemoSettings)
 
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def _convert(name: str, raw: str, kind: Any) -> Any:
-    try:
-        if kind is bool:
-            lowered = raw.strip().lower()
-            if lowered in _TRUE:
-                return True
-            if lowered in _FALSE:
-                return False
-            raise ValueError("expected true or false")
-        if kind is int:
-            return int(raw)
-        if kind is float:
-            return float(raw)
-        if kind is Decimal:
-            return Decimal(raw)
-        if kind is Path:
-            return Path(raw)
-        return raw
-    except (ValueError, ArithmeticError) as exc:
-        raise SettingsError(f"{name}={raw!r}: {exc}") from exc
-
-
-def _load_group(cls: type[Any], environ: Mapping[str, str]) -> Any:
-    hints = get_type_hints(cls)
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        kind = hints[f.name]
-        if dataclasses.is_dataclass(kind):
-            values[f.name] = _load_group(kind, environ)  # type: ignore[arg-type]
-            continue
-        var = f.metadata.get("env")
-        if var is not None and var in environ:
-            if get_origin(kind) in (Union, types.UnionType):
-                kind = next(a for a in get_args(kind) if a is not type(None))
-            values[f.name] = _convert(var, environ[var], kind)
-    return cls(**values)
-
-
 def load_settings(environ: Mapping[str, str]) -> Settings:
     """Build :class:`Settings` from an environment mapping (usually ``os.environ``)."""
-    settings: Settings = _load_group(Settings, environ)
+    settings: Settings = load_group(Settings, environ)
     if settings.web.log_format not in {"text", "json"}:
         raise SettingsError(f"LOG_FORMAT must be 'text' or 'json', not {settings.web.log_format!r}")
     if settings.web.log_level.upper() not in logging.getLevelNamesMapping():
@@ -674,43 +477,3 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         web = dataclasses.replace(settings.web, public_url=f"http://{host}:{settings.web.port}")
         settings = dataclasses.replace(settings, web=web)
     return settings
-
-
-@dataclass(frozen=True, slots=True)
-class EnvVar:
-    name: str
-    default: str
-    doc: str
-
-
-def _field_docs(cls: type[Any]) -> dict[str, str]:
-    """Attribute docstrings (a string literal right after a field) of a settings class."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, after in itertools.pairwise(body):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
-
-
-def describe_environment(cls: type[Any] = Settings) -> list[EnvVar]:
-    """Every environment variable the settings read, with its default and docstring."""
-    out: list[EnvVar] = []
-    hints = get_type_hints(cls)
-    docs = _field_docs(cls)
-    for f in dataclasses.fields(cls):
-        kind = hints[f.name]
-        if dataclasses.is_dataclass(kind):
-            out.extend(describe_environment(kind))  # type: ignore[arg-type]
-            continue
-        var = f.metadata.get("env")
-        if var is not None:
-            out.append(EnvVar(var, str(f.default), docs.get(f.name, "")))
-    return out

@@ -47,7 +47,8 @@ from redis.asyncio import Redis
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.runtime import build_runtime
-from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.arq_workers import ArqWorkers
 
 POLL_DELAY = 0.05
 KEEP_RESULT = 3600

@@ -50,7 +50,7 @@ from app.engines.ranktracking.keyword_import import start_keyword_import
 from app.engines.ranktracking.lists import create_list
 from app.platform import service
 from app.runtime import Runtime
-from app.scheduling.arq_queue import TIMEOUT_MARGIN_SECONDS
+from app.scheduling.arq_workers import TIMEOUT_MARGIN_SECONDS
 from app.scheduling.bulk_models import BULK_DONE, BulkJob
 from app.settings import load_settings
 from app.wiring import assemble

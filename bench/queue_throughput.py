@@ -52,9 +52,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.runtime import Runtime, build_runtime
-from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.arq_workers import ArqWorkers
+from app.scheduling.job_statements import JOB_CLAIM, PG_COMPLETE_PRELUDE, lease_order
 from app.scheduling.jobs import PRIORITY_QUEUE, JobContext, JobPayload, JobSpec
-from app.scheduling.queue import JOB_CLAIM, PG_COMPLETE_PRELUDE, DatabaseQueue, lease_order
+from app.scheduling.queue import DatabaseQueue
 from app.scheduling.worker import DatabaseWorker
 from app.settings import Settings, load_settings
 

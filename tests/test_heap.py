@@ -20,7 +20,8 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from app.heap import freeze_startup_heap, settle_startup_heap
-from app.settings import SettingsError, load_settings
+from app.settings import load_settings
+from app.settings_fields import SettingsError
 from app.web.app import create_app
 from app.wiring import assemble
 from tests.conftest import eventually

@@ -12,7 +12,9 @@ import pytest
 import uvicorn
 
 from app.__main__ import _serve
-from app.settings import DEFAULT_HTTP_KEEP_ALIVE_SECONDS, SettingsError, load_settings
+from app.settings import load_settings
+from app.settings_fields import SettingsError
+from app.settings_web import DEFAULT_HTTP_KEEP_ALIVE_SECONDS
 
 
 def test_the_keep_alive_is_read_from_the_environment() -> None:

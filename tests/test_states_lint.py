@@ -6,6 +6,8 @@ moves fails the suite."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -32,6 +34,13 @@ def _findings(source: str, path: str = "app/engines/funnels/example.py") -> list
     return list(linter.check_source(path, source, COLUMNS, CLASSES))
 
 
+def test_the_tree_writes_every_state_through_its_machine() -> None:
+    found = subprocess.run(
+        [sys.executable, str(LINTER)], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert found.returncode == 0, found.stdout + found.stderr
+
+
 def test_the_machines_are_read_from_the_models() -> None:
     assert {"status", "state", "reservation_state"} <= COLUMNS
     assert {"Job", "BulkJob", "Campaign"} <= CLASSES
@@ -47,6 +56,7 @@ def test_the_machines_are_read_from_the_models() -> None:
         ("job = Job(id=1, status='queued')\n", "Job(status=...)"),
         ("SQL = \"UPDATE jobs SET status = 'done'\"\n", "SQL text names a state"),
         ("SQL = f\"WHERE status IN ('{A}', '{B}')\"\n", "SQL text names a state"),
+        ("CLAIM = Claim(sets={'state': SENDING, 'attempts': 'attempts + 1'})\n", "a claim sets"),
     ],
 )
 def test_a_write_around_the_machine_is_refused(source: str, said: str) -> None:
@@ -62,6 +72,7 @@ def test_a_write_around_the_machine_is_refused(source: str, said: str) -> None:
         "RUNS.move(run, DONE)\n",
         "stmt = JOBS.transition(update(Job).where(Job.id == 1), DONE).values(finished_at=now)\n",
         "job = Job(id=1, **JOBS.create(QUEUED))\n",
+        "CLAIM = Claim(sets={**claim_moves(JOBS, RUNNING), 'attempts': 'attempts + 1'})\n",
         'SQL = f"UPDATE jobs SET {JOBS.set_sql(DONE)} WHERE {JOBS.where(RUNNING)}"\n',
         '"""A docstring may say status = \'done\' in prose."""\n',
         "out = RunOut(status=run.status)\n",  # a response shape, not a row

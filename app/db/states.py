@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
-from sqlalchemy import CheckConstraint, Update
+from sqlalchemy import CheckConstraint, Update, literal
 
 _Update = TypeVar("_Update", bound=Update)
 
@@ -131,7 +131,11 @@ class StateMachine:
         for old in sources:
             self.require(old, new)
         column = stmt.table.c[self.column]
-        return stmt.where(column.in_(sources)).values({self.column: new})
+        # One bound parameter per source state, not an expanding list: the statement stays one
+        # string whatever it runs with, so it also runs once for many parameter sets
+        # (``executemany`` refuses an expanding parameter).
+        guard = column.in_([literal(s, column.type) for s in sources])
+        return stmt.where(guard).values({self.column: new})
 
     def set_sql(self, new: str, *, qualified: str | None = None) -> str:
         """``status = 'x'`` for a hand-written ``UPDATE … SET`` (``qualified``: a table alias),

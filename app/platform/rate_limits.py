@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.settings import RateLimitSettings
+from app.settings_web import RateLimitSettings
 
 
 @dataclass(frozen=True, slots=True)

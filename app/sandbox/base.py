@@ -30,7 +30,7 @@ from typing import Any
 import uvicorn
 from litestar import Litestar, MediaType, Response
 
-from app.settings import DEFAULT_HTTP_KEEP_ALIVE_SECONDS
+from app.settings_web import DEFAULT_HTTP_KEEP_ALIVE_SECONDS
 
 
 @dataclass

@@ -33,6 +33,7 @@ from app.scheduling.models import (
     JOB_DEAD,
     JOB_DONE,
     JOB_RUNNING,
+    JOBS,
     Job,
     JobAttempt,
 )
@@ -51,7 +52,7 @@ _FAILED = text(
     f"""
     INSERT INTO job_attempts (job_id, name, attempt, worker, finished_at, outcome, error)
     SELECT id, name, attempts, leased_by, :now, :outcome, :error FROM jobs
-    WHERE id = :jid AND attempts = :att AND status = '{JOB_RUNNING}'
+    WHERE id = :jid AND attempts = :att AND {JOBS.where(JOB_RUNNING)}
     """  # noqa: S608
 ).bindparams(bindparam("now", type_=UTCDateTime()))
 

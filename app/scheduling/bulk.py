@@ -34,6 +34,7 @@ from app.scheduling.bulk_models import (
     BULK_DONE,
     BULK_FAILED,
     BULK_FINAL,
+    BULK_JOBS,
     BULK_QUEUED,
     BULK_RUNNING,
     BulkJob,
@@ -148,7 +149,7 @@ async def submit(
     job = BulkJob(
         workspace_id=workspace_id,
         kind=kind.name,
-        status=BULK_QUEUED,
+        **BULK_JOBS.create(BULK_QUEUED),
         params=dict(params or {}),
         source=source,
         cursor={},
@@ -252,7 +253,7 @@ async def _one_chunk(
         if job is None or job.status in BULK_FINAL:
             return None, 0.0
         if job.status == BULK_QUEUED:
-            job.status = BULK_RUNNING
+            BULK_JOBS.move(job, BULK_RUNNING)
             job.started_at = now
         chunk = await kind.step(session, StepInput(job=job, source=source, limit=limit, now=now))
         await _record_chunk(session, job, chunk, now)
@@ -284,7 +285,7 @@ async def _record_chunk(session: WriteSession, job: BulkJob, chunk: Chunk, now: 
     job.chunks += 1
     job.updated_at = now
     if chunk.finished:
-        job.status = BULK_DONE
+        BULK_JOBS.move(job, BULK_DONE)
         job.finished_at = now
         job.source = ""  # the report stays; the upload is not kept once applied
         if job.total is None or job.total < job.processed:
@@ -309,15 +310,16 @@ async def _record_failure(
         "last_error": f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE_CHARS],
         "updated_at": ctx.clock.now(),
     }
+    statement = update(BulkJob).where(BulkJob.id == bulk_job_id)
     if final:
-        values |= {"status": BULK_FAILED, "finished_at": ctx.clock.now(), "source": ""}
+        # Every state that is not final reaches failed: the same rows as the guard below.
+        statement = BULK_JOBS.transition(statement, BULK_FAILED)
+        values |= {"finished_at": ctx.clock.now(), "source": ""}
+    else:
+        statement = statement.where(BulkJob.status.not_in(BULK_FINAL))
     try:
         async with ctx.db.write() as uow:
-            await uow.session.execute(
-                update(BulkJob)
-                .where(BulkJob.id == bulk_job_id, BulkJob.status.not_in(BULK_FINAL))
-                .values(**values)
-            )
+            await uow.session.execute(statement.values(**values))
     except Exception:
         log.exception("could not record the failure of bulk job %s", bulk_job_id)
 
@@ -367,7 +369,7 @@ async def cancel_bulk_job(
     a job that already ended changes nothing."""
     job = await get_bulk_job(session, workspace_id, bulk_job_id)
     if job.status not in BULK_FINAL:
-        job.status = BULK_CANCELLED
+        BULK_JOBS.move(job, BULK_CANCELLED)
         job.finished_at = now
         job.updated_at = now
         job.source = ""

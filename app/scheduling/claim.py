@@ -18,7 +18,8 @@ hands rows back early. :class:`Lease` runs the heartbeat in the background while
 so the work can ask, before each outside call, whether it still owns the row.
 
 The due predicate and the extra ``SET`` expressions are SQL text over the table's own columns:
-statuses are written as literals so both planners can use the partial indexes of what is due.
+statuses are written as literals so both planners can use the partial indexes of what is due,
+each by its state machine (``machine.where``, :func:`claim_moves`).
 Parameters are named (``:now``, ``:limit``, ``:owner``, ``:expires`` and any declared in
 ``params``); only constants of the declaration are interpolated.
 """
@@ -43,6 +44,7 @@ from app.db.types import UTCDateTime
 if TYPE_CHECKING:
     from app.clock import Clock
     from app.db.session import Database, WriteSession
+    from app.db.states import StateMachine
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,14 @@ _ORDER_TERM = re.compile(r"(.+?)(\s+(?:ASC|DESC))?", re.IGNORECASE)
 """One term of an ``ORDER BY``: the expression and its direction."""
 
 _PRELUDE_NAME = re.compile(r"\s*WITH\s+(\w+)\s+AS\b", re.IGNORECASE)
+
+
+def claim_moves(machine: StateMachine, new: str) -> dict[str, str]:
+    """The :attr:`Claim.sets` entry that moves a claimed row to ``new``, written by its machine
+    (which refuses a state no declared move reaches); guard :attr:`Claim.due` with
+    ``machine.where`` over the states the claim takes rows from."""
+    column, value = machine.set_sql(new).split(" = ", 1)
+    return {column: value}
 
 
 class LeaseLost(Exception):

@@ -36,6 +36,7 @@ from app.scheduling.models import (
     JOB_DISCARDED,
     JOB_DONE,
     JOB_RUNNING,
+    JOBS,
     Job,
     JobAttempt,
 )
@@ -160,7 +161,7 @@ async def discard(
     history.record_action(uow.session, now, job, action=ACTION_DISCARDED, actor=actor, note=None)
     # Conditional, so a discard racing a retry of the same job changes it once.
     result = await uow.session.execute(
-        update(Job).where(Job.id == job.id, Job.status == JOB_DEAD).values(status=JOB_DISCARDED)
+        JOBS.transition(update(Job).where(Job.id == job.id), JOB_DISCARDED, from_=(JOB_DEAD,))
     )
     if not row_count(result):
         raise JobNotDead(f"Job {job_id!r} is no longer dead")

@@ -6,41 +6,43 @@ and a priority (lower values first among a queue's due jobs). ``enqueue(uow, ...
 to a unit of work: the database queue writes the row inside that transaction (so it commits or
 vanishes with it, :attr:`JobQueue.transactional`); the arq queue publishes after the commit.
 
-The consuming side is built for batches. The lease is the shared claim primitive
-(:data:`JOB_CLAIM`, :mod:`app.scheduling.claim`): one statement claims up to ``limit`` due jobs of
-every queue the worker serves (the priority queue's first, then by priority and due time) and, on
-PostgreSQL, marks the previous batch's finished jobs done in the same round trip (a ``WITH``
-prelude). On PostgreSQL these single statements run in autocommit mode: each is atomic on its own,
-and skipping ``BEGIN``/``COMMIT`` saves two round trips per batch. On SQLite they run in one
+The consuming side is built for batches (its statements: :mod:`app.scheduling.job_statements`).
+The lease is the shared claim primitive (:mod:`app.scheduling.claim`): one statement claims up to
+``limit`` due jobs of every queue the worker serves (the priority queue's first, then by priority
+and due time) and, on PostgreSQL, marks the previous batch's finished jobs done in the same round
+trip (a ``WITH`` prelude). On PostgreSQL these single statements run in autocommit mode
+(:mod:`app.scheduling.kept_connections`): each is atomic on its own, and skipping
+``BEGIN``/``COMMIT`` saves two round trips per batch. On SQLite they run in one
 ``BEGIN IMMEDIATE`` unit of work (SQLite has no row locks; the write lock serialises the leasers).
 Completions and failed attempts are written for many jobs at once (:meth:`DatabaseQueue.complete`,
-:meth:`DatabaseQueue.fail_many`): one statement and one commit per flush.
+:meth:`DatabaseQueue.fail_many`): one statement per outcome and one commit per flush.
 
-Every state change of a leased job is conditional on ``(id, attempts, status = 'running')``, so a
-worker whose lease expired (and whose job was handed to another worker) cannot overwrite the newer
-attempt's outcome: at-least-once delivery, never a lost or doubly-recorded result.
+Every state change of a leased job is conditional on ``(id, attempts)`` and the job still
+running, so a worker whose lease expired (and whose job was handed to another worker) cannot
+overwrite the newer attempt's outcome: at-least-once delivery, never a lost or doubly-recorded
+result.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
 
-from sqlalchemy import and_, bindparam, case, func, select, text
+from sqlalchemy import and_, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.chunked import CHUNK_ROWS, delete_in_chunks
-from app.db.types import UTCDateTime
 from app.scheduling import attempts as history
-from app.scheduling.claim import Claim
-from app.scheduling.jobs import PRIORITY_QUEUE, JobSpec
-from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, Job
+from app.scheduling import job_statements as statements
+from app.scheduling.dead_rows import DeadJob, list_dead_jobs, revive_row
+from app.scheduling.job_statements import JOB_CLAIM, Finished, lease_order
+from app.scheduling.jobs import JobSpec
+from app.scheduling.kept_connections import KeptConnections
+from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, JOBS, Job
 
 if TYPE_CHECKING:
     from app.clock import Clock
@@ -49,11 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEASE_EXPIRED_ERROR = "lease expired: the worker holding this job stopped"
-MAX_ERROR_CHARS = 4000
-
-KEPT_CONNECTIONS = 4
-"""Autocommit connections a PostgreSQL queue keeps between leases: one for each leasing loop of a
-process by default (``JOB_LEASE_LOOPS``); a busier process opens more and closes the extra ones."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +62,6 @@ class QueueStats:
 
 
 @dataclass(frozen=True, slots=True)
-class DeadJob:
-    id: str
-    name: str
-    attempts: int
-    last_error: str | None
-    finished_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
 class LeasedJob:
     id: str
     name: str
@@ -81,10 +69,6 @@ class LeasedJob:
     attempts: int
     """This attempt's number (1 for the first run); part of every later state change's condition."""
     max_tries: int
-
-
-Finished = tuple[str, int]
-"""A job that ran to completion: ``(job id, attempt number)``."""
 
 
 QueuedJob = tuple[JobSpec[Any], Any, str | None]
@@ -152,138 +136,6 @@ def insert_ignoring_duplicates(dialect: str) -> Any:
     return module.insert(Job).on_conflict_do_nothing(index_elements=["id"])
 
 
-async def record_dead_job(
-    db: Database, clock: Clock, *, job_id: str, name: str, payload: bytes, attempts: int, error: str
-) -> None:
-    """Keep a job that exhausted its tries, with its last error, and the attempt in its history
-    (both backends show these). A revived job that dies again is dead again."""
-    now = clock.now()
-    async with db.write() as uow:
-        await history.record_arq_attempt(
-            uow.session, now, job_id=job_id, name=name, attempt=attempts, error=error, dead=True
-        )
-        await uow.session.execute(
-            _dead_upsert(db.dialect),
-            [
-                {
-                    "id": job_id,
-                    "name": name,
-                    "queue": "dead",
-                    "priority": 0,
-                    "payload": payload,
-                    "status": JOB_DEAD,
-                    "attempts": attempts,
-                    "max_tries": attempts,
-                    "run_at": now,
-                    "created_at": now,
-                    "finished_at": now,
-                    "last_error": error[:MAX_ERROR_CHARS],
-                }
-            ],
-        )
-
-
-def _dead_upsert(dialect: str) -> Any:
-    module: Any = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(Job)
-    fresh = statement.excluded
-    return statement.on_conflict_do_update(
-        index_elements=["id"],
-        set_={
-            "status": fresh.status,
-            "attempts": fresh.attempts,
-            "last_error": fresh.last_error,
-            "finished_at": fresh.finished_at,
-            "leased_by": None,
-        },
-        where=Job.status != JOB_DONE,
-    )
-
-
-def lease_order(queues: Sequence[str]) -> list[str]:
-    """The order queues are leased from: the priority queue first, then the others by name."""
-    unique = sorted(set(queues))
-    if PRIORITY_QUEUE in unique:
-        unique.remove(PRIORITY_QUEUE)
-        unique.insert(0, PRIORITY_QUEUE)
-    return unique
-
-
-# -- statements ---------------------------------------------------------------------------------
-# The lease is the shared claim primitive; the completions are plain SQL: they run once per batch
-# on the hot path, and spelling out unnest and the data-modifying CTE is clearer here than their
-# ORM equivalents. Only constants are interpolated.
-
-
-def _sql(statement: str) -> Any:
-    """A textual statement whose ``now``/``expires`` parameters are bound as UTC timestamps."""
-    stmt = text(statement)
-    times = [bindparam(k, type_=UTCDateTime()) for k in ("now", "expires") if f":{k}" in statement]
-    return stmt.bindparams(*times)
-
-
-# Due jobs of every queue a worker serves, in one statement: the queues in lease order (the priority
-# queue first), within a queue lower priority values first, then the longest due. Each queue is its
-# own scan of ix_jobs_leasable (queue, priority, run_at), read in order from its front however many
-# jobs wait. Claiming a job counts the attempt; the attempt number is part of every later state
-# change's condition.
-JOB_CLAIM = Claim(
-    table=Job.__table__,  # type: ignore[arg-type]
-    due=f"status = '{JOB_QUEUED}' AND run_at <= :now",
-    order_by="priority, run_at",
-    returning=("id", "name", "payload", "attempts", "max_tries"),
-    owner="leased_by",
-    expires="lease_expires_at",
-    sets={"status": f"'{JOB_RUNNING}'", "attempts": "attempts + 1"},
-    held=f"status = '{JOB_RUNNING}'",
-    partition="queue",
-)
-
-# Finished jobs: their ids (`id = ANY(…)`, found by primary key) and "id attempt" keys, matched
-# with a hash of the array rather than a join against an unnested one (which compared every row
-# with every key: 10,000 comparisons for a batch of 100). The status is compared as `status || ''`
-# so that the planner cannot use the partial index of running jobs instead: a bitmap scan of it
-# reads every entry that finished jobs left in it since the last vacuum (bitmap scans never mark
-# dead entries), a cost that grows with the jobs drained, where the primary key reads the 100.
-_PG_FINISH = f"""
-    UPDATE jobs SET status = '{JOB_DONE}', finished_at = :now, lease_expires_at = NULL
-    WHERE jobs.id = ANY(CAST(:done_ids AS varchar[]))
-      AND jobs.id || ' ' || jobs.attempts = ANY(CAST(:done_keys AS text[]))
-      AND jobs.status || '' = '{JOB_RUNNING}'
-"""  # noqa: S608
-
-# The previous batch's completions ride along with the next lease, written before the lease takes
-# any row (see Claim.statement).
-PG_COMPLETE_PRELUDE = f"WITH finished AS ({_PG_FINISH} RETURNING jobs.id)"
-
-_PG_COMPLETE = _sql(_PG_FINISH)
-
-_SQLITE_COMPLETE = _sql(
-    f"""
-    UPDATE jobs SET status = '{JOB_DONE}', finished_at = :now, lease_expires_at = NULL
-    WHERE id = :done_id AND attempts = :done_attempt AND status = '{JOB_RUNNING}'
-    """  # noqa: S608
-)
-
-# One failed attempt per parameter set: back to the queue at its retry time, or dead.
-_FAIL = (
-    Job.__table__.update()  # type: ignore[attr-defined]
-    .where(
-        Job.id == bindparam("jid"),
-        Job.attempts == bindparam("att"),
-        Job.status == JOB_RUNNING,
-    )
-    .values(
-        status=bindparam("new_status"),
-        run_at=bindparam("retry_at"),
-        last_error=bindparam("error"),
-        lease_expires_at=None,
-        leased_by=None,
-        finished_at=bindparam("dead_at"),
-    )
-)
-
-
 @dataclass(frozen=True, slots=True)
 class FailedAttempt:
     """An attempt that failed: the job goes back to the queue at ``retry_at``, or is dead."""
@@ -305,7 +157,7 @@ class DatabaseQueue:
         self.db = db
         self.clock = clock
         self._listeners: list[Callable[[], None]] = []
-        self._kept: list[AsyncConnection] = []
+        self._connections = KeptConnections(db)
 
     # -- producing ---------------------------------------------------------------------------
 
@@ -324,7 +176,7 @@ class DatabaseQueue:
             "queue": spec.queue,
             "priority": priority,
             "payload": spec.encode(payload),
-            "status": JOB_QUEUED,
+            **JOBS.create(JOB_QUEUED),
             "attempts": 0,
             "max_tries": spec.max_tries,
             "run_at": run_at or now,
@@ -387,30 +239,6 @@ class DatabaseQueue:
 
     # -- consuming ---------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def _autocommit(self) -> AsyncIterator[AsyncConnection]:
-        """A PostgreSQL connection where each statement commits on its own (see module doc).
-
-        Connections are kept between leases (up to :data:`KEPT_CONNECTIONS`): a checkout from the
-        pool pings the connection first, one more round trip for every lease. A connection whose
-        statement raised is closed instead (it may be broken); the next lease opens a fresh one.
-        """
-        conn = self._kept.pop() if self._kept else await self._connect()
-        try:
-            yield conn
-        except BaseException:
-            with suppress(Exception):
-                await conn.close()
-            raise
-        if len(self._kept) < KEPT_CONNECTIONS:
-            self._kept.append(conn)
-        else:
-            await conn.close()
-
-    async def _connect(self) -> AsyncConnection:
-        conn = await self.db.write_engine.connect()
-        return await conn.execution_options(isolation_level="AUTOCOMMIT")
-
     async def lease(
         self,
         worker_id: str,
@@ -436,13 +264,13 @@ class DatabaseQueue:
             **JOB_CLAIM.partition_arguments(order),
         }
         if finished:
-            args.update(_done_params(now, finished))
+            args.update(statements.done_params(now, finished))
             sql, names = JOB_CLAIM.native_postgres(
-                prelude=PG_COMPLETE_PRELUDE, partitions=len(order)
+                prelude=statements.PG_COMPLETE_PRELUDE, partitions=len(order)
             )
         else:
             sql, names = JOB_CLAIM.native_postgres(partitions=len(order))
-        async with self._autocommit() as conn:
+        async with self._connections.connection() as conn:
             # Straight to the driver (its statement cache prepares the lease once per
             # connection): the SQL layer's parameter and row handling cost more per batch than
             # the rest of the lease's Python.
@@ -462,8 +290,7 @@ class DatabaseQueue:
         async with self.db.write() as uow:
             if finished:
                 await uow.session.execute(
-                    _SQLITE_COMPLETE,
-                    [{"now": now, "done_id": jid, "done_attempt": att} for jid, att in finished],
+                    statements.SQLITE_COMPLETE, statements.sqlite_done_params(now, finished)
                 )
             rows = await JOB_CLAIM.take_in(
                 uow.session,
@@ -481,13 +308,12 @@ class DatabaseQueue:
             return
         now = self.clock.now()
         if self.db.is_postgres:
-            async with self._autocommit() as conn:
-                await conn.execute(_PG_COMPLETE, _done_params(now, finished))
+            async with self._connections.connection() as conn:
+                await conn.execute(statements.PG_COMPLETE, statements.done_params(now, finished))
             return
         async with self.db.write() as uow:
             await uow.session.execute(
-                _SQLITE_COMPLETE,
-                [{"now": now, "done_id": jid, "done_attempt": att} for jid, att in finished],
+                statements.SQLITE_COMPLETE, statements.sqlite_done_params(now, finished)
             )
 
     async def fail(
@@ -510,20 +336,15 @@ class DatabaseQueue:
             await history.record_failures(
                 uow.session, now, [(f.id, f.attempts, f.error, f.dead) for f in failures]
             )
-            await uow.session.execute(
-                _FAIL,
-                [
-                    {
-                        "jid": f.id,
-                        "att": f.attempts,
-                        "new_status": JOB_DEAD if f.dead else JOB_QUEUED,
-                        "retry_at": f.retry_at,
-                        "error": f.error[:MAX_ERROR_CHARS],
-                        "dead_at": now if f.dead else None,
-                    }
-                    for f in failures
-                ],
-            )
+            retried = [f for f in failures if not f.dead]
+            dead = [f for f in failures if f.dead]
+            # One statement per outcome that occurs (a statement moves its rows to one state).
+            for statement, group, dead_at in (
+                (statements.RETRY, retried, None),
+                (statements.BURY, dead, now),
+            ):
+                if group:
+                    await uow.session.execute(statement, _failure_params(group, dead_at))
 
     async def release(self, jobs: Sequence[LeasedJob]) -> None:
         """Give leased jobs back without counting the attempt (graceful shutdown)."""
@@ -531,19 +352,7 @@ class DatabaseQueue:
             return
         async with self.db.write() as uow:
             await uow.session.execute(
-                Job.__table__.update()  # type: ignore[attr-defined]
-                .where(
-                    Job.id == bindparam("jid"),
-                    Job.attempts == bindparam("att"),
-                    Job.status == JOB_RUNNING,
-                )
-                .values(
-                    status=JOB_QUEUED,
-                    attempts=Job.attempts - 1,
-                    lease_expires_at=None,
-                    leased_by=None,
-                ),
-                [{"jid": j.id, "att": j.attempts} for j in jobs],
+                statements.RELEASE, [{"jid": j.id, "att": j.attempts} for j in jobs]
             )
 
     async def extend_leases(self, worker_id: str, lease_seconds: float) -> set[Finished]:
@@ -555,7 +364,7 @@ class DatabaseQueue:
         until = self.clock.now() + timedelta(seconds=lease_seconds)
         async with self.db.write() as uow:
             result = await uow.session.execute(
-                Job.__table__.update()  # type: ignore[attr-defined]
+                update(Job.__table__)  # type: ignore[arg-type]
                 .where(Job.status == JOB_RUNNING, Job.leased_by == worker_id)
                 .values(lease_expires_at=until)
                 .returning(Job.id, Job.attempts)
@@ -565,22 +374,25 @@ class DatabaseQueue:
     async def recover_expired(self) -> int:
         """Requeue jobs whose worker died (lease expired); dead when they are out of tries."""
         now = self.clock.now()
+        jobs: Any = Job.__table__
+        expired = update(jobs).where(Job.lease_expires_at < now)
         out_of_tries = Job.attempts >= Job.max_tries
+        lost = {"lease_expires_at": None, "leased_by": None, "last_error": LEASE_EXPIRED_ERROR}
+        returning = (Job.id, Job.name, Job.attempts, Job.status)
         async with self.db.write() as uow:
             holders = await history.expired_holders(uow.session, now)
-            result = await uow.session.execute(
-                Job.__table__.update()  # type: ignore[attr-defined]
-                .where(Job.status == JOB_RUNNING, Job.lease_expires_at < now)
-                .values(
-                    status=case((out_of_tries, JOB_DEAD), else_=JOB_QUEUED),
-                    finished_at=case((out_of_tries, now), else_=None),
-                    lease_expires_at=None,
-                    leased_by=None,
-                    last_error=LEASE_EXPIRED_ERROR,
-                )
-                .returning(Job.id, Job.name, Job.attempts, Job.status)
+            # Two statements, one per outcome: a statement moves its rows to one state.
+            buried = await uow.session.execute(
+                JOBS.transition(expired.where(out_of_tries), JOB_DEAD, from_=(JOB_RUNNING,))
+                .values(finished_at=now, **lost)
+                .returning(*returning)
             )
-            recovered = result.all()
+            requeued = await uow.session.execute(
+                JOBS.transition(expired.where(~out_of_tries), JOB_QUEUED, from_=(JOB_RUNNING,))
+                .values(finished_at=None, **lost)
+                .returning(*returning)
+            )
+            recovered = [*buried.all(), *requeued.all()]
             await history.record_lost(uow.session, now, recovered, holders, LEASE_EXPIRED_ERROR)
         return len(recovered)
 
@@ -628,10 +440,7 @@ class DatabaseQueue:
         return await self.db.ping()
 
     async def aclose(self) -> None:
-        kept, self._kept = self._kept, []
-        for conn in kept:
-            with suppress(Exception):
-                await conn.close()
+        await self._connections.aclose()
 
 
 def failed_attempt(
@@ -648,44 +457,15 @@ def _leased(rows: Sequence[Any]) -> list[LeasedJob]:
     ]
 
 
-def _done_params(now: datetime, finished: Sequence[Finished]) -> dict[str, Any]:
-    return {
-        "now": now,
-        "done_ids": [jid for jid, _ in finished],
-        "done_keys": [f"{jid} {att}" for jid, att in finished],
-    }
-
-
-async def list_dead_jobs(db: Database, limit: int) -> list[DeadJob]:
-    async with db.read() as session:
-        rows = (
-            await session.execute(
-                select(Job)
-                .where(Job.status == JOB_DEAD)
-                .order_by(Job.finished_at.desc())
-                .limit(limit)
-            )
-        ).scalars()
-        return [DeadJob(j.id, j.name, j.attempts, j.last_error, j.finished_at) for j in rows]
-
-
-async def revive_row(
-    session: WriteSession, job: Job, *, queue: str, max_tries: int, at: datetime
-) -> bool:
-    """Put a dead job's row back to ``queued`` at ``at``, its tries counted afresh; False when it
-    is not dead any more (the condition makes two racing revivals revive it once)."""
-    result = await session.execute(
-        Job.__table__.update()  # type: ignore[attr-defined]
-        .where(Job.id == job.id, Job.status == JOB_DEAD)
-        .values(
-            status=JOB_QUEUED,
-            queue=queue,
-            attempts=0,
-            max_tries=max_tries,
-            run_at=at,
-            finished_at=None,
-            lease_expires_at=None,
-            leased_by=None,
-        )
-    )
-    return bool(getattr(result, "rowcount", 0))
+def _failure_params(failures: Sequence[FailedAttempt], dead_at: datetime | None) -> list[Any]:
+    died = {} if dead_at is None else {"dead_at": dead_at}
+    return [
+        {
+            "jid": f.id,
+            "att": f.attempts,
+            "retry_at": f.retry_at,
+            "error": f.error[: history.MAX_ERROR_CHARS],
+            **died,
+        }
+        for f in failures
+    ]

@@ -234,6 +234,11 @@ class SweepRunner:
         """No new ticks; a tick already running finishes (see :meth:`shutdown`)."""
         self._stop.set()
 
+    @property
+    def stopping(self) -> bool:
+        """Stopped (:meth:`stop` or :meth:`shutdown`): no new tick starts."""
+        return self._stop.is_set()
+
     async def shutdown(self, grace: float) -> None:
         """Stop, give running ticks ``grace`` seconds, then cancel them (their claim is
         released and the next tick picks up where they left off)."""

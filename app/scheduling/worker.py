@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 import socket
 import traceback
@@ -34,9 +33,9 @@ from contextvars import copy_context
 from datetime import timedelta
 from typing import Any
 
-from app.clock import loop_time
-from app.db.session_kinds import CLAIM, JOB, set_session_kind
-from app.logs import set_correlation
+from app.db.session_kinds import CLAIM, set_session_kind
+from app.scheduling.deadlines import SharedDeadlines
+from app.scheduling.job_statements import Finished
 from app.scheduling.jobs import (
     JobContext,
     JobRegistry,
@@ -46,20 +45,18 @@ from app.scheduling.jobs import (
     run_handler,
 )
 from app.scheduling.metrics import (
-    JOB_DURATION,
     JOB_LEASES_LOST,
-    JOBS_FINISHED,
     JOBS_LEASED,
     WORKER_LOOP_ERRORS,
 )
-from app.scheduling.outside_calls import CallPermit, permit_calls
+from app.scheduling.outside_calls import CallPermit
 from app.scheduling.queue import (
     DatabaseQueue,
     FailedAttempt,
-    Finished,
     LeasedJob,
     failed_attempt,
 )
+from app.scheduling.running_job import JobMetrics, RunningJob, enter_job
 
 log = logging.getLogger(__name__)
 
@@ -78,46 +75,6 @@ turn waits at most a poll interval plus one lease statement (which may wait on a
 
 def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-DEADLINE_SLACK_SECONDS = 0.05
-"""Jobs whose timeouts end within this long of each other (at most a twentieth of the timeout)
-share one timer: a job is stopped at most this late, and a timer per job is not paid for."""
-
-
-class _JobMetrics:
-    """The labelled metric children of one job name, looked up once instead of once per job."""
-
-    __slots__ = ("dead", "done", "done_unpublished", "duration", "retry")
-
-    def __init__(self, name: str) -> None:
-        self.duration = JOB_DURATION.labels(name)
-        self.done = JOBS_FINISHED.labels(name, "done")
-        self.retry = JOBS_FINISHED.labels(name, "retry")
-        self.dead = JOBS_FINISHED.labels(name, "dead")
-        self.done_unpublished = 0
-        """Completions counted here and added to ``done`` once per lease or flush."""
-
-    def publish(self) -> None:
-        if self.done_unpublished:
-            self.done.inc(self.done_unpublished)
-            self.done_unpublished = 0
-
-
-class _Running:
-    """One job started by this worker: its task's bookkeeping, in one place."""
-
-    __slots__ = ("deadline", "job", "lost", "metrics", "permit", "timed_out")
-
-    def __init__(self, job: LeasedJob, permit: CallPermit, metrics: _JobMetrics) -> None:
-        self.job = job
-        self.permit = permit
-        self.metrics = metrics
-        self.deadline: float | None = None
-        """The shared timer (its due time on the event loop's clock) that times this job out."""
-        self.timed_out = False
-        self.lost = False
-        """Stopped because its lease was lost: the attempt that took the job over records it."""
 
 
 class DatabaseWorker:
@@ -160,17 +117,16 @@ class DatabaseWorker:
         self.jobs_run = 0
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
-        self._inflight: dict[asyncio.Task[None], _Running] = {}
-        self._deadlines: dict[float, tuple[asyncio.TimerHandle, set[asyncio.Task[None]]]] = {}
-        """Timeout timers by due time, each with the tasks it times out."""
+        self._inflight: dict[asyncio.Task[None], RunningJob] = {}
+        self._deadlines = SharedDeadlines(self._timed_out)
         self._confirmed: dict[Finished, float] = {}
         """When each held job's lease was last confirmed (leased or renewed), monotonic."""
         self.leases_lost = 0
         self._buffer: deque[LeasedJob] = deque()
         self._done: list[Finished] = []
-        self._failures: list[tuple[FailedAttempt, _JobMetrics, str]] = []
+        self._failures: list[tuple[FailedAttempt, JobMetrics, str]] = []
         self._flush_due = asyncio.Event()
-        self._metrics: dict[str, _JobMetrics] = {}
+        self._metrics: dict[str, JobMetrics] = {}
         self.last_turn = queue.clock.monotonic()
         """When the loop last came round (readiness reports a loop stuck longer)."""
 
@@ -199,7 +155,7 @@ class DatabaseWorker:
     async def run(self) -> None:
         # The loop's own sessions (leases, renewals, recovery, outcomes) are claims: a stalled
         # holder of a job row makes them give up and go on (app/db/session_kinds.py). Each job's
-        # task is a job session (_enter_job).
+        # task is a job session (enter_job).
         set_session_kind(CLAIM)
         log.info("worker %s started on queues %s", self.worker_id, ",".join(self.queues))
         unsubscribe = self.queue.subscribe(self._on_new_jobs)
@@ -283,37 +239,22 @@ class DatabaseWorker:
         while self._buffer and len(self._inflight) < self.concurrency:
             job = self._buffer.popleft()
             spec = specs.get(job.name)
-            running = _Running(job, CallPermit(), self._job_metrics(job.name))
+            running = RunningJob(job, CallPermit(), self._job_metrics(job.name))
             # The job's task runs in a context of its own that already carries its correlation id
             # and call permit: cheaper than entering two context managers inside every job.
             context = copy_context()
-            context.run(_enter_job, job.id, running.permit)
+            context.run(enter_job, job.id, running.permit)
             task = loop.create_task(self._execute(running, spec), context=context)
             self._inflight[task] = running
             if spec is not None:
-                running.deadline = self._arm_deadline(loop, task, spec.timeout_seconds)
+                running.deadline = self._deadlines.arm(loop, task, spec.timeout_seconds)
             task.add_done_callback(self._finished)
 
-    def _arm_deadline(
-        self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[None], timeout: float
-    ) -> float:
-        """Time ``task`` out after ``timeout`` seconds, on a timer shared with the jobs whose
-        timeout ends at nearly the same moment (rounded up: never early)."""
-        slack = min(DEADLINE_SLACK_SECONDS, timeout / 20)
-        due = math.ceil((loop_time(loop) + timeout) / slack) * slack
-        timer = self._deadlines.get(due)
-        if timer is None:
-            timer = self._deadlines[due] = (loop.call_at(due, self._deadline_passed, due), set())
-        timer[1].add(task)
-        return due
-
-    def _deadline_passed(self, due: float) -> None:
-        _, tasks = self._deadlines.pop(due, (None, set()))
-        for task in tasks:
-            running = self._inflight.get(task)
-            if running is not None and not task.done():
-                running.timed_out = True
-                task.cancel()
+    def _timed_out(self, task: asyncio.Task[None]) -> None:
+        running = self._inflight.get(task)
+        if running is not None:
+            running.timed_out = True
+            task.cancel()
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         running = self._inflight.pop(task, None)
@@ -321,9 +262,7 @@ class DatabaseWorker:
             job = running.job
             self._confirmed.pop((job.id, job.attempts), None)
             if running.deadline is not None:
-                timer = self._deadlines.get(running.deadline)
-                if timer is not None:
-                    timer[1].discard(task)
+                self._deadlines.disarm(running.deadline, task)
         self._start_buffered()
         if self._room() >= self.refill_at or not self._inflight:
             self._wake.set()
@@ -367,7 +306,7 @@ class DatabaseWorker:
             if now - confirmed >= self.lease_seconds:
                 self._stop(task, running, f"its lease expired ({self.lease_seconds:g} s unrenewed)")
 
-    def _stop(self, task: asyncio.Task[None], running: _Running, why: str) -> None:
+    def _stop(self, task: asyncio.Task[None], running: RunningJob, why: str) -> None:
         if running.lost or task.done():
             return
         job = running.job
@@ -389,13 +328,13 @@ class DatabaseWorker:
         if recovered:
             log.warning("requeued %d jobs whose lease expired", recovered)
 
-    def _job_metrics(self, name: str) -> _JobMetrics:
+    def _job_metrics(self, name: str) -> JobMetrics:
         metrics = self._metrics.get(name)
         if metrics is None:
-            metrics = self._metrics[name] = _JobMetrics(name)
+            metrics = self._metrics[name] = JobMetrics(name)
         return metrics
 
-    async def _execute(self, running: _Running, spec: JobSpec[Any] | None) -> None:
+    async def _execute(self, running: RunningJob, spec: JobSpec[Any] | None) -> None:
         job, metrics = running.job, running.metrics
         if spec is None:
             # Retrying cannot help: no process running this code knows the job.
@@ -435,7 +374,7 @@ class DatabaseWorker:
         log_job_done(job.id, job.name, job.attempts, elapsed)
 
     async def _failed(
-        self, job: LeasedJob, error: str, delay: float | None, metrics: _JobMetrics
+        self, job: LeasedJob, error: str, delay: float | None, metrics: JobMetrics
     ) -> None:
         retry_at = self.queue.clock.now() + timedelta(seconds=delay or 0)
         failed = failed_attempt(job, error, retry_at, give_up=delay is None)
@@ -503,9 +442,7 @@ class DatabaseWorker:
             if unfinished:
                 await self._release(unfinished)
         await self._flush()
-        for timer, _ in self._deadlines.values():
-            timer.cancel()
-        self._deadlines.clear()
+        self._deadlines.cancel()
 
     async def _release(self, jobs: list[LeasedJob]) -> None:
         try:
@@ -513,10 +450,3 @@ class DatabaseWorker:
             log.info("released %d unfinished jobs", len(jobs))
         except Exception:
             log.exception("could not release %d jobs; their leases will expire", len(jobs))
-
-
-def _enter_job(job_id: str, permit: CallPermit) -> None:
-    """Run in a job task's fresh context before it starts (the context ends with the task)."""
-    set_correlation(job_id)
-    permit_calls(permit)
-    set_session_kind(JOB)

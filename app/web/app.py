@@ -36,7 +36,8 @@ from app.db.migrate import check_current, upgrade
 from app.heap import settle_startup_heap
 from app.logs import correlate
 from app.runtime import Runtime
-from app.settings import Settings, parse_bind, parse_networks
+from app.settings import Settings
+from app.settings_web import parse_bind, parse_networks
 from app.web import ops
 from app.web.access import Auth, authenticated, public, require_caller, verify_routes
 from app.web.api import adrules as adrules_api

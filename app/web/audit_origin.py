@@ -15,7 +15,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from app.platform.audit.origin import Actor, Origin, acting_from, actor_of
-from app.settings import Networks
+from app.settings_web import Networks
 from app.web.auth import PRINCIPAL_STATE
 from app.web.client_address import client_address
 

@@ -12,13 +12,8 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from app.db.session import ReadSession
 from app.platform.models import Workspace
 from app.platform.operators import is_instance_operator
-from app.platform.service import (
-    Principal,
-    principal_for_api_key,
-    principal_for_session,
-    user_workspaces,
-    workspace_for_ingest_token,
-)
+from app.platform.service import Principal, principal_for_api_key, workspace_for_ingest_token
+from app.platform.sessions import principal_for_session, user_workspaces
 from app.runtime import Runtime
 
 SESSION_COOKIE = "swl_session"

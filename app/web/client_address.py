@@ -15,7 +15,7 @@ from typing import Any
 
 from litestar import Request
 
-from app.settings import Networks, parse_networks
+from app.settings_web import Networks, parse_networks
 
 __all__ = ["Networks", "client_address", "parse_networks"]
 

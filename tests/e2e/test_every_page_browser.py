@@ -44,7 +44,7 @@ from app.engines.ranktracking.local.models import GeoGrid
 from app.engines.ranktracking.models import KeywordList, ListKeyword, Schedule
 from app.runtime import Runtime
 from app.scheduling.bulk_models import BulkJob
-from app.scheduling.queue import record_dead_job
+from app.scheduling.dead_rows import record_dead_job
 from app.scheduling.sweeper import SweepRunner
 from app.settings import Settings
 from app.web.app import create_app

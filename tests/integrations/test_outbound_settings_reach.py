@@ -24,7 +24,8 @@ from app.integrations.http_guard.user_agent import USER_AGENT
 from app.integrations.mail.sns import SnsVerifier
 from app.runtime import Runtime
 from app.sandbox.base import serve_in_loop, simulator_app
-from app.settings import Settings, SettingsError
+from app.settings import Settings
+from app.settings_fields import SettingsError
 from app.wiring import adrules_deps, assemble, funnels_deps, ranktracking_deps
 
 TIMEOUT = 1.25

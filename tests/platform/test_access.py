@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select, text
 
-from app.platform import service
+from app.platform import service, sessions
 from app.platform.models import ApiKey, User, UserSession
 from app.platform.tokens import needs_rehash
 from app.runtime import Runtime
@@ -151,7 +151,7 @@ async def test_pl2_expired_session_is_not_accepted(
 ) -> None:
     client = await new_client()
     await sign_in(client, tenant.email, tenant.password)
-    clock.advance(service.SESSION_LIFETIME.total_seconds())
+    clock.advance(sessions.SESSION_LIFETIME.total_seconds())
     assert (await client.get("/")).status_code in (302, 303)
 
 

@@ -3,7 +3,7 @@ with who, which principal, from where and what (before/after for settings, secre
 clear); the table is append-only on both databases; owners and admins of the organisation read
 their own organisation's log on a page, filtered, and as CSV (PL-1 roles); entries go after
 ``AUDIT_RETENTION_DAYS``. Sign-in (PL-2), secrets (PL-3) and the sign-in throttle (PL-6) are
-among the recorded families."""
+among the recorded families; the engines' families are in test_audit_engines.py."""
 
 from __future__ import annotations
 
@@ -27,39 +27,9 @@ from app.platform.audit.models import AuditEntry
 from app.runtime import Runtime
 from app.scheduling.housekeeping import purge_old_audit_entries
 from tests.conftest import auth
-from tests.engines.adrules.factories import create_account
 from tests.factories import Tenant
+from tests.platform.audit_support import entries, key_headers, one, signed_in
 from tests.platform.conftest import post_form, sign_in
-
-UA = {"User-Agent": "audit-test/1.0"}
-
-
-def key_headers(tenant: Tenant) -> dict[str, str]:
-    return {**auth(tenant), **UA}
-
-
-async def entries(runtime: Runtime, action: str | None = None) -> list[AuditEntry]:
-    """The entries recorded, but for those of the tenants' making (the factory's own key)."""
-    async with runtime.db.read() as session:
-        stmt = select(AuditEntry).where(AuditEntry.actor_kind != "system").order_by(AuditEntry.id)
-        if action is not None:
-            stmt = stmt.where(AuditEntry.action == action)
-        return list(await session.scalars(stmt))
-
-
-async def one(runtime: Runtime, action: str) -> AuditEntry:
-    found = await entries(runtime, action)
-    assert len(found) == 1, (action, [(e.action, e.object_id) for e in await entries(runtime)])
-    return found[0]
-
-
-async def signed_in(new_client: Callable[[], Any], email: str, password: str) -> httpx.AsyncClient:
-    browser: httpx.AsyncClient = await new_client()
-    browser.headers.update(UA)
-    r = await sign_in(browser, email, password)
-    assert r.status_code in (302, 303), r.text
-    return browser
-
 
 # -- append-only -----------------------------------------------------------------------------
 
@@ -267,171 +237,6 @@ async def test_pl1_members_workspaces_and_invitations_are_recorded_with_before_a
     assert removed.before == {"email": tenant.member_email, "org_role": "admin"}
 
 
-# -- engine families, through HTTP -----------------------------------------------------------
-
-
-async def test_workspace_stop_set_and_cleared_are_recorded(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient
-) -> None:
-    stop = {"scope": "workspace", "stopped": True, "reason": "bad rule"}
-    r = await client.post("/api/v1/adrules/stop", json=stop, headers=key_headers(tenant))
-    assert r.status_code == 200, r.text
-    entry = await one(runtime, "stop.set")
-    assert (entry.object_type, entry.after) == ("workspace_stop", {"reason": "bad rule"})
-    stop["stopped"] = False
-    await client.post("/api/v1/adrules/stop", json=stop, headers=key_headers(tenant))
-    await one(runtime, "stop.cleared")
-
-
-async def test_ad_rule_created_active_then_paused_and_activated_is_recorded(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient
-) -> None:
-    from tests.engines.adrules.factories import rule_body
-
-    account = await create_account(runtime, workspace_id=tenant.workspace_id, meta_id="act_1")
-    r = await client.post(
-        "/api/v1/adrules/rules",
-        json=rule_body(status="active", account_ids=[account.id]),
-        headers=key_headers(tenant),
-    )
-    assert r.status_code == 201, r.text
-    rule_id = r.json()["id"]
-    created = await one(runtime, "adrule.created")
-    assert created.after == {"status": "active", "name": "Spend watch"}
-    base = f"/api/v1/adrules/rules/{rule_id}/status"
-    for status in ("paused", "active"):
-        assert (
-            await client.post(base, json={"status": status}, headers=key_headers(tenant))
-        ).status_code == 200
-    changes = await entries(runtime, "adrule.status_changed")
-    assert [(e.before, e.after["status"]) for e in changes if e.after] == [
-        ({"status": "active"}, "paused"),
-        ({"status": "paused"}, "active"),
-    ]
-
-
-WELCOME = {
-    "triggers": [{"kind": "manual"}],
-    "nodes": [
-        {"kind": "send_email", "id": "hello", "entry": True, "subject": "Hi", "body": "Welcome"}
-    ],
-}
-
-
-async def test_funnel_publish_pause_and_activate_are_recorded(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient
-) -> None:
-    api = "/api/v1/funnels"
-    created = await client.post(
-        api, json={"name": "Welcome", "definition": WELCOME}, headers=key_headers(tenant)
-    )
-    assert created.status_code == 201, created.text
-    fid = created.json()["id"]
-    assert (
-        await client.post(f"{api}/{fid}/publish", json={}, headers=key_headers(tenant))
-    ).status_code == 201
-    published = await one(runtime, "funnel.published")
-    assert published.after == {"name": "Welcome", "version": 1}
-    for active in (False, True):
-        r = await client.patch(f"{api}/{fid}", json={"active": active}, headers=key_headers(tenant))
-        assert r.status_code == 200, r.text
-    assert [e.action for e in await entries(runtime) if e.object_type == "funnel"] == [
-        "funnel.published",
-        "funnel.paused",
-        "funnel.activated",
-    ]
-
-
-async def test_campaign_schedule_send_and_cancel_are_recorded(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient, clock: ManualClock
-) -> None:
-    api = "/api/v1/funnels/campaigns"
-    body = {"name": "March news", "subject": "News", "body": "Hello"}
-    c = (await client.post(api, json=body, headers=key_headers(tenant))).json()
-    later = (clock.now() + timedelta(hours=1)).isoformat()
-    r = await client.post(
-        f"{api}/{c['id']}/schedule", json={"send_at": later}, headers=key_headers(tenant)
-    )
-    assert r.status_code == 200, r.text
-    scheduled = await one(runtime, "campaign.scheduled")
-    assert scheduled.after is not None
-    assert scheduled.after["status"] == "scheduled"
-    r = await client.post(f"{api}/{c['id']}/schedule", json={}, headers=key_headers(tenant))
-    assert r.status_code == 200, r.text
-    await one(runtime, "campaign.sent")
-    await client.post(f"{api}/{c['id']}/cancel", json={}, headers=key_headers(tenant))
-    await one(runtime, "campaign.cancelled")
-
-
-async def test_rank_schedule_pause_resume_end_and_csv_exports_are_recorded(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient
-) -> None:
-    base = "/api/v1/ranktracking"
-    h = key_headers(tenant)
-    r = await client.post(
-        f"{base}/lists", json={"name": "Main", "keywords": ["red shoes"]}, headers=h
-    )
-    list_id = r.json()["list"]["id"]
-    body = {
-        "name": "Shoes",
-        "data_type": "serp",
-        "frequency": "weekly",
-        "depth": "top10",
-        "location_code": 2840,
-        "language_code": "en",
-        "domain": "acme-shop.com",
-        "devices": ["desktop"],
-        "list_id": list_id,
-    }
-    r = await client.post(f"{base}/schedules", json=body, headers=h)
-    assert r.status_code == 201, r.text
-    sid = r.json()["schedule"]["id"]
-    for verb in ("pause", "resume"):
-        assert (await client.post(f"{base}/schedules/{sid}/{verb}", headers=h)).status_code == 200
-    assert (await client.get(f"{base}/schedules/{sid}/positions.csv", headers=h)).status_code == 200
-    assert (await client.get(f"{base}/schedules/{sid}/log.csv", headers=h)).status_code == 200
-    assert (await client.post(f"{base}/schedules/{sid}/end", headers=h)).status_code == 200
-    assert [e.action for e in await entries(runtime) if e.object_type == "rank_schedule"] == [
-        "rank_schedule.paused",
-        "rank_schedule.resumed",
-        "rank_schedule.positions_exported",
-        "rank_schedule.log_exported",
-        "rank_schedule.ended",
-    ]
-    ended = await one(runtime, "rank_schedule.ended")
-    assert (ended.before, ended.after) == ({"status": "active"}, {"status": "archived"})
-
-
-async def test_contact_export_and_erasure_are_recorded_and_erasure_redacts_addresses(
-    runtime: Runtime, tenant: Tenant, client: httpx.AsyncClient
-) -> None:
-    api = "/api/v1/funnels/contacts"
-    r = await client.post(api, json={"email": "ada@example.com"}, headers=key_headers(tenant))
-    contact_id = r.json()["id"]
-    # An entry that quotes the address (as an invitation to it would).
-    async with runtime.db.write() as uow:
-        await audit.record(
-            uow.session,
-            action="invitation.created",
-            object_type="invitation",
-            object_id=9,
-            workspace_id=tenant.workspace_id,
-            after={"email": "ada@example.com", "role": "member"},
-            now=runtime.clock.now(),
-            actor=audit.Actor("user", tenant.user_id),
-        )
-    assert (
-        await client.get(f"{api}/{contact_id}/export", headers=key_headers(tenant))
-    ).status_code == 200
-    assert (
-        await client.delete(f"{api}/{contact_id}", headers=key_headers(tenant))
-    ).status_code == 204
-    assert (await one(runtime, "contact.exported")).object_id == str(contact_id)
-    assert (await one(runtime, "contact.erased")).object_id == str(contact_id)
-    redacted = await one(runtime, "invitation.created")
-    assert redacted.after == {"erased": True}
-
-
 # -- reading: API, filters, CSV, page, tenancy, retention --------------------------------------
 
 
@@ -585,7 +390,8 @@ async def test_the_hourly_sweep_forgets_entries_past_the_retention(
 
 
 def test_the_retention_setting_is_checked() -> None:
-    from app.settings import SecuritySettings, SettingsError
+    from app.settings_fields import SettingsError
+    from app.settings_web import SecuritySettings
 
     with pytest.raises(SettingsError, match="AUDIT_RETENTION_DAYS"):
         SecuritySettings(audit_retention_days=0)

@@ -10,7 +10,7 @@ import uuid
 
 from sqlalchemy import select
 
-from app.platform import service, setup
+from app.platform import service, sessions, setup
 from app.platform.models import ApiKey, User
 from app.runtime import Runtime
 from app.settings import Settings
@@ -59,11 +59,11 @@ async def test_create_admin_reads_the_password_from_stdin_and_prints_no_secret(
     assert email in done.stdout
 
     async with runtime.db.read() as session:
-        user = await service.authenticate(session, email=email, password=PASSWORD)
+        user = await sessions.authenticate(session, email=email, password=PASSWORD)
         assert user is not None
         assert user.org_role == "owner"
         assert not await setup.needs_setup(session)
-        [(workspace, role)] = await service.user_workspaces(session, user.id)
+        [(workspace, role)] = await sessions.user_workspaces(session, user.id)
     assert (workspace.name, role) == ("Main", "admin")
 
     again = _cli(
@@ -104,7 +104,7 @@ async def test_reset_password_changes_it_and_ends_sessions(
             uow.session, runtime.secrets, organisation="Acme", workspace="Main", email=email,
             password=PASSWORD, now=now,
         )  # fmt: skip
-        await service.open_session(uow.session, user=owner.user, password=PASSWORD, now=now)
+        await sessions.open_session(uow.session, user=owner.user, password=PASSWORD, now=now)
 
     done = _cli(
         settings, "reset-password", "--email", email, "--password-stdin", stdin="a new secret\n"
@@ -113,8 +113,8 @@ async def test_reset_password_changes_it_and_ends_sessions(
     assert "a new secret" not in done.stdout + done.stderr
     assert "1 session(s) ended" in done.stdout
     async with runtime.db.read() as session:
-        assert await service.authenticate(session, email=email, password=PASSWORD) is None
-        assert await service.authenticate(session, email=email, password="a new secret")
+        assert await sessions.authenticate(session, email=email, password=PASSWORD) is None
+        assert await sessions.authenticate(session, email=email, password="a new secret")
 
     unknown = _cli(
         settings, "reset-password", "--email", "nobody@example.com", "--password-stdin",

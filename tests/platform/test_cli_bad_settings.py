@@ -11,7 +11,8 @@ import sys
 import pytest
 
 import app.__main__ as cli
-from app.settings import SettingsError, load_settings
+from app.settings import load_settings
+from app.settings_fields import SettingsError
 
 COMMANDS = [
     ["serve"],

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from app.settings import describe_environment
+from app.settings_docs import describe_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = {v.name for v in describe_environment()}

@@ -13,7 +13,8 @@ import pytest
 
 from app.clock import ManualClock
 from app.runtime import Runtime
-from app.settings import Settings, SettingsError, load_settings
+from app.settings import Settings, load_settings
+from app.settings_fields import SettingsError
 from app.web.metrics_listener import MetricsListener
 from tests.conftest import METRICS_TOKEN, auth, metrics_auth
 from tests.factories import Tenant
@@ -110,7 +111,7 @@ def test_pl14_metrics_bind_must_be_host_and_port(value: str) -> None:
     ("value", "bind"), [("127.0.0.1:9100", "127.0.0.1:9100"), ("[::1]:9100", "::1:9100")]
 )
 def test_pl14_metrics_bind_reads_ipv4_and_ipv6(value: str, bind: str) -> None:
-    from app.settings import parse_bind
+    from app.settings_web import parse_bind
 
     assert load_settings({"METRICS_BIND": value}).web.metrics_bind == value
     host, port = parse_bind("METRICS_BIND", value) or ("", 0)

@@ -19,7 +19,9 @@ from app.platform import service
 from app.platform.rate_limits import Bucket, InProcessRateLimiter, Limit
 from app.platform.rate_limits_redis import RedisRateLimiter
 from app.runtime import Runtime
-from app.settings import RateLimitSettings, Settings, SettingsError, load_settings
+from app.settings import Settings, load_settings
+from app.settings_fields import SettingsError
+from app.settings_web import RateLimitSettings
 from app.web.rate_limits import build_limiter
 from app.wiring import assemble
 from tests.conftest import auth, truncate_all

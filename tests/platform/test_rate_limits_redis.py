@@ -20,7 +20,8 @@ from app.db.session import Database
 from app.platform.rate_limits import Bucket, Limit
 from app.platform.rate_limits_redis import RedisRateLimiter
 from app.runtime import Runtime
-from app.settings import RateLimitSettings, Settings
+from app.settings import Settings
+from app.settings_web import RateLimitSettings
 from app.wiring import assemble
 from tests.conftest import auth, truncate_all, with_own_queue
 from tests.factories import create_tenant

@@ -20,7 +20,8 @@ from sqlalchemy import delete
 from app.clock import Clock, ManualClock, SystemClock
 from app.db.session import Database
 from app.runtime import Runtime, build_runtime
-from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.arq_workers import ArqWorkers
 from app.scheduling.models import Job, SweeperState
 from app.scheduling.queue import DatabaseQueue
 from app.scheduling.worker import DatabaseWorker

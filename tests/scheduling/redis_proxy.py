@@ -53,6 +53,8 @@ class Proxy:
         self._pipes: set[asyncio.Task[None]] = set()
         self._flowing = asyncio.Event()
         self._flowing.set()
+        self.held = 0
+        """Reads held back while frozen (a command, or its answer, waiting in the frozen Redis)."""
 
     @property
     def url(self) -> str:
@@ -101,6 +103,8 @@ class Proxy:
     async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, ConnectionError):
             while data := await source.read(65536):
+                if not self._flowing.is_set():
+                    self.held += 1
                 await self._flowing.wait()
                 sink.write(data)
                 await sink.drain()

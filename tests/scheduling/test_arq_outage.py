@@ -23,6 +23,7 @@ from sqlalchemy import select
 from app.clock import ManualClock, SystemClock
 from app.db.session import Database
 from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.arq_workers import ArqWorkers
 from app.scheduling.jobs import JobContext
 from app.scheduling.models import SweeperState
 from app.scheduling.sweeper import EVERY_10_SECONDS, Sweep, SweepRunner, sweeper_states
@@ -159,7 +160,8 @@ async def test_the_queue_and_its_workers_carry_on_once_redis_is_back(
     runtime = runtimes.make("arq", redis_url=proxy.url, redis_timeout_seconds=TIMEOUT)
     queue = runtime.queue
     assert isinstance(queue, ArqQueue)
-    async with running(arq_workers(runtime)):
+    workers = arq_workers(runtime)
+    async with running(workers):
         await queue.enqueue(None, RECORD, Work(key="before"))
         await eventually(lambda: _true(RUNS.done["before"] == 1))
 
@@ -167,7 +169,7 @@ async def test_the_queue_and_its_workers_carry_on_once_redis_is_back(
         await fails_fast(queue, "during")
         assert await queue.ping() is False
         # The workers' polls fail too (every 20 ms); they wait for Redis instead of ending.
-        await asyncio.sleep(1.0)
+        await eventually(lambda: all_waiting(workers), timeout=BOUND)
 
         await proxy.start()
         await eventually(lambda: queued(queue, "after"))  # within a second or so, no restart
@@ -189,8 +191,10 @@ async def test_workers_started_while_redis_is_down_begin_once_it_answers(
     assert isinstance(queue, ArqQueue)
     await queue.enqueue(None, RECORD, Work(key="waiting"))
     await proxy.stop()
-    async with running(arq_workers(runtime)):
-        await asyncio.sleep(0.5)  # arq's worker would have ended at its first Redis call
+    workers = arq_workers(runtime)
+    async with running(workers):
+        # arq's worker would have ended at its first Redis call; ours wait for Redis.
+        await eventually(lambda: all_waiting(workers), timeout=BOUND)
         await proxy.start()
         await eventually(lambda: _true(RUNS.done["waiting"] == 1), timeout=20)
 
@@ -202,7 +206,7 @@ async def test_workers_shut_down_while_redis_is_down(runtimes: Runtimes, proxy: 
     task = asyncio.create_task(workers.run())
     await queue_is_served(runtime.queue)
     await proxy.stop()
-    await asyncio.sleep(0.2)
+    await eventually(lambda: all_waiting(workers), timeout=BOUND)
     started = time.monotonic()
     await workers.shutdown()
     await asyncio.wait_for(task, BOUND)
@@ -234,7 +238,7 @@ async def test_workers_shut_down_while_redis_is_frozen(runtimes: Runtimes, proxy
     task = asyncio.create_task(workers.run())
     await queue_is_served(runtime.queue)
     proxy.freeze()
-    await asyncio.sleep(0.2)
+    await eventually(lambda: _true(proxy.held > 0), timeout=BOUND)  # a poll hangs in Redis
     started = time.monotonic()
     await workers.shutdown()
     await asyncio.wait_for(task, BOUND)
@@ -254,6 +258,11 @@ async def queued(queue: ArqQueue, key: str) -> bool:
     except QueueUnavailable:
         return False
     return True
+
+
+async def all_waiting(workers: ArqWorkers) -> bool:
+    """Every worker's loop met the outage and waits for Redis (rather than having ended)."""
+    return workers.waiting_for_redis == len(workers.workers)
 
 
 async def _true(value: bool) -> bool:

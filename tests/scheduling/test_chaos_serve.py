@@ -14,7 +14,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,6 +33,7 @@ from app.sandbox.base import free_port
 from app.sandbox.smtp import SmtpSink
 from app.scheduling.models import SweeperState
 from app.settings import Settings
+from tests.conftest import eventually
 from tests.engines.funnels.factories import email_node, graph, published
 
 # Twenty kills of real processes take minutes: the run is opt-in (CHAOS=1), so the regular suite
@@ -76,18 +76,16 @@ class Serve:
         return self.proc.pid
 
     async def healthy(self) -> None:
-        deadline = time.monotonic() + 60
         async with httpx.AsyncClient() as client:
-            while time.monotonic() < deadline:
+
+            async def answers() -> bool:
                 try:
-                    if (
-                        await client.get(f"http://127.0.0.1:{self.port}/health")
-                    ).status_code == 200:
-                        return
+                    health = await client.get(f"http://127.0.0.1:{self.port}/health")
                 except httpx.HTTPError:
-                    pass
-                await asyncio.sleep(0.2)
-        raise AssertionError("serve did not start")
+                    return False
+                return health.status_code == 200
+
+            await eventually(answers, timeout=60, interval=0.2)  # serve started
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -151,6 +149,74 @@ async def add_entrants(runtime: Runtime, ws: int, version: object, prefix: str, 
             await enter(uow.session, version=version, contact_id=cid, now=now)  # type: ignore[arg-type]
 
 
+async def tick_after(
+    runtime: Runtime, tick: datetime | None, *, held: bool, timeout: float, interval: float
+) -> SweeperState:
+    """The sweep's state once a tick later than ``tick`` has started (``held``: and its claim is
+    still held, so its holder can be killed in the middle of it)."""
+    seen: list[SweeperState] = []
+
+    async def started() -> bool:
+        state = await tick_state(runtime)
+        if (
+            state is not None
+            and state.last_tick_at is not None
+            and (tick is None or state.last_tick_at > tick)
+            and state.last_started_at is not None
+            and (state.lease_owner or not held)
+        ):
+            seen.append(state)
+            return True
+        return False
+
+    await eventually(started, timeout=timeout, interval=interval)
+    return seen[-1]
+
+
+def holder_pid(state: SweeperState) -> int:
+    return int((state.lease_owner or "").split(":")[1])
+
+
+async def kill_a_tick_holder(
+    runtime: Runtime, serves: list[Serve], rng: random.Random
+) -> tuple[datetime, float]:
+    """SIGKILL the process holding a tick at a random point of it, wait for the survivor to run
+    the next tick and restart the killed one: the tick killed, and the seconds to the takeover."""
+    before = await tick_state(runtime)
+    seen = before.last_tick_at if before else None
+    state = await tick_after(runtime, seen, held=True, timeout=30, interval=0.005)
+    await asyncio.sleep(rng.random() * 0.05)  # a random point of the tick: chaos
+    (victim,) = [s for s in serves if s.pid == holder_pid(state)]
+    victim.kill()
+    killed_at = SystemClock().now()
+    assert state.last_tick_at is not None
+    # The survivor runs the next tick.
+    after = await tick_after(runtime, state.last_tick_at, held=False, timeout=40, interval=0.05)
+    assert holder_pid(after) != holder_pid(state)
+    assert after.last_started_at is not None
+    takeover = (after.last_started_at - killed_at).total_seconds()
+    victim.start()
+    await victim.healthy()
+    return state.last_tick_at, takeover
+
+
+def serve_env(settings: Settings, sink: SmtpSink, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DATABASE_URL": settings.database.url,
+        "REDIS_URL": "",
+        "ENCRYPTION_KEY": settings.security.encryption_key,
+        "SESSION_SECRET": settings.web.session_secret,
+        "KEY_FILE": str(tmp_path / "keys.json"),
+        "SMTP_HOST": sink.host,
+        "SMTP_PORT": str(sink.port),
+        "LOG_FORMAT": "json",
+        # Work a killed process held comes back within seconds too.
+        "JOB_LEASE_SECONDS": "10",
+        "FUNNEL_LEASE_SECONDS": "10",
+    }
+
+
 async def test_sigkilled_tick_holders_are_taken_over_and_no_funnel_mail_is_lost(
     runtime: Runtime, settings: Settings, tmp_path: Path
 ) -> None:
@@ -163,22 +229,12 @@ async def test_sigkilled_tick_holders_are_taken_over_and_no_funnel_mail_is_lost(
     ws = created.workspace.id
     _, version = await published(runtime, ws, graph(email_node("one", subject="one")))
     rng = random.Random(20261201)
+    expected = KILLS * 5
     with SmtpSink() as sink:
-        env = {
-            **os.environ,
-            "DATABASE_URL": settings.database.url,
-            "REDIS_URL": "",
-            "ENCRYPTION_KEY": settings.security.encryption_key,
-            "SESSION_SECRET": settings.web.session_secret,
-            "KEY_FILE": str(tmp_path / "keys.json"),
-            "SMTP_HOST": sink.host,
-            "SMTP_PORT": str(sink.port),
-            "LOG_FORMAT": "json",
-            # Work a killed process held comes back within seconds too.
-            "JOB_LEASE_SECONDS": "10",
-            "FUNNEL_LEASE_SECONDS": "10",
-        }
-        serves = [Serve(env, tmp_path / f"serve-{i}.log") for i in range(2)]
+        serves = [
+            Serve(serve_env(settings, sink, tmp_path), tmp_path / f"serve-{i}.log")
+            for i in range(2)
+        ]
         for s in serves:
             s.start()
         takeovers: list[float] = []
@@ -188,49 +244,15 @@ async def test_sigkilled_tick_holders_are_taken_over_and_no_funnel_mail_is_lost(
                 await s.healthy()
             for kill in range(KILLS):
                 await add_entrants(runtime, ws, version, f"k{kill}-", 5)
-                # Wait for a tick to start, then kill its holder at a random point of it.
-                before = await tick_state(runtime)
-                seen = before.last_tick_at if before else None
-                deadline = time.monotonic() + 30
-                while True:
-                    state = await tick_state(runtime)
-                    if state is not None and state.last_tick_at != seen and state.lease_owner:
-                        break
-                    assert time.monotonic() < deadline, "no tick started"
-                    await asyncio.sleep(0.005)
-                await asyncio.sleep(rng.random() * 0.05)  # a random point of the tick: chaos
-                holder_pid = int(state.lease_owner.split(":")[1])
-                (victim,) = [s for s in serves if s.pid == holder_pid]
-                victim.kill()
-                killed_at = SystemClock().now()
-                assert state.last_tick_at is not None
-                killed_ticks.append(state.last_tick_at)
-                # The survivor runs the next tick.
-                deadline = time.monotonic() + 40
-                while True:
-                    after = await tick_state(runtime)
-                    assert after is not None
-                    if (
-                        after.last_tick_at is not None
-                        and after.last_tick_at > state.last_tick_at
-                        and after.last_started_at is not None
-                    ):
-                        break
-                    assert time.monotonic() < deadline, "no process took the sweep over"
-                    await asyncio.sleep(0.05)
-                assert int((after.lease_owner or "").split(":")[1]) != holder_pid
-                takeovers.append((after.last_started_at - killed_at).total_seconds())
-                print(f"kill {kill + 1}: taken over after {takeovers[-1]:.1f} s", file=sys.stderr)
-                victim.start()
-                await victim.healthy()
-
-            expected = KILLS * 5
-            deadline = time.monotonic() + 180
-            while len(sink.count_by_message_id()) < expected:
-                assert time.monotonic() < deadline, (
-                    f"{len(sink.count_by_message_id())} of {expected} mails arrived"
-                )
-                await asyncio.sleep(0.5)
+                killed_tick, takeover = await kill_a_tick_holder(runtime, serves, rng)
+                killed_ticks.append(killed_tick)
+                takeovers.append(takeover)
+                print(f"kill {kill + 1}: taken over after {takeover:.1f} s", file=sys.stderr)
+            await eventually(
+                lambda: _true(len(sink.count_by_message_id()) >= expected),
+                timeout=180,
+                interval=0.5,
+            )
         finally:
             for s in serves:
                 s.terminate()
@@ -257,3 +279,7 @@ async def test_sigkilled_tick_holders_are_taken_over_and_no_funnel_mail_is_lost(
         f"\ntakeover after SIGKILL over {len(takeovers)} kills: median "
         f"{statistics.median(takeovers):.1f} s, max {max(takeovers):.1f} s (tick interval 10 s)"
     )
+
+
+async def _true(value: bool) -> bool:
+    return value

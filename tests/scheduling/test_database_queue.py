@@ -7,9 +7,10 @@ from datetime import timedelta
 
 from app.clock import ManualClock, SystemClock
 from app.db.session import Database
+from app.scheduling.job_statements import JOB_CLAIM
 from app.scheduling.jobs import PRIORITY_QUEUE, JobSpec
 from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, Job
-from app.scheduling.queue import JOB_CLAIM, LEASE_EXPIRED_ERROR, DatabaseQueue
+from app.scheduling.queue import LEASE_EXPIRED_ERROR, DatabaseQueue
 from app.settings import Settings
 from tests.conftest import eventually
 from tests.scheduling.conftest import Runtimes, database_worker

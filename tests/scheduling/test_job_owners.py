@@ -8,9 +8,9 @@ from app.engines.funnels.contacts.csv_import import CONTACTS_IMPORT
 from app.runtime import Runtime
 from app.scheduling.bulk import BulkPayload
 from app.scheduling.bulk_models import BulkJob
+from app.scheduling.dead_rows import record_dead_job
 from app.scheduling.job_owners import owner_of, settle_owners
 from app.scheduling.models import Job
-from app.scheduling.queue import record_dead_job
 from tests.factories import create_tenant
 
 PLATFORM_JOBS = {

@@ -281,7 +281,7 @@ async def test_shutdown_lets_a_running_tick_finish_within_the_grace_period(
     manual.advance(10)
     await asyncio.wait_for(entered.wait(), 10)  # the tick runs
     stopping = asyncio.create_task(sweeper.shutdown(grace=5))
-    await asyncio.sleep(0)  # shutdown has begun: stopped, waiting for the running tick
+    await eventually(lambda: _true(sweeper.stopping))  # waiting for the running tick
     assert not stopping.done()
     proceed.set()
     await asyncio.wait_for(stopping, 5)

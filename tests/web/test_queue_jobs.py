@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from app.runtime import Runtime
+from app.scheduling.dead_rows import record_dead_job
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
-from app.scheduling.queue import record_dead_job
 from tests.conftest import auth
 from tests.factories import Tenant
 from tests.platform.conftest import csrf_from, post_form, sign_in

@@ -18,7 +18,7 @@ from litestar.response import Redirect, Template
 from app.clock import Clock
 from app.db.session import ReadSession, UnitOfWork
 from app.errors import DomainError
-from app.platform import invitations, service, setup
+from app.platform import invitations, sessions, setup
 from app.platform.models import User
 from app.settings import Settings
 from app.web.auth import SESSION_COOKIE, CurrentRuntime, get_runtime
@@ -57,7 +57,7 @@ async def _signed_in(
     second = await sign_in_steps.second_step(uow.session, get_runtime(request), user, target)
     if second is not None:
         return second
-    token = await service.open_session(uow.session, user=user, password=password, now=clock.now())
+    token = await sessions.open_session(uow.session, user=user, password=password, now=clock.now())
     redirect = Redirect(target if token else "/login")
     if token:
         redirect.set_cookie(
@@ -66,7 +66,7 @@ async def _signed_in(
             httponly=True,
             samesite="lax",
             secure=settings.web.secure_cookies,
-            max_age=int(service.SESSION_LIFETIME.total_seconds()),
+            max_age=int(sessions.SESSION_LIFETIME.total_seconds()),
         )
     return redirect
 

@@ -11,7 +11,7 @@ from litestar import Request, Response, get, post
 from litestar.params import URLEncodedBody
 from litestar.response import Redirect, Template
 
-from app.platform import service, setup
+from app.platform import sessions, setup
 from app.web.auth import SESSION_COOKIE, get_runtime, session_principal
 from app.web.dashboard import sign_in_steps
 from app.web.dashboard.common import page
@@ -72,11 +72,11 @@ async def login(
     if (wait := throttle.attempt(data.email, address, now)) is not None:
         if throttle.newly_tripped(data.email, address, now):
             async with runtime.db.write() as uow:
-                await service.record_sign_in_burst(uow.session, email=data.email, now=now)
+                await sessions.record_sign_in_burst(uow.session, email=data.email, now=now)
         return _login_error(request, data, 429, sign_in_steps.too_many(wait))
     token = None
     async with runtime.db.read() as session:
-        user = await service.authenticate(session, email=data.email, password=data.password)
+        user = await sessions.authenticate(session, email=data.email, password=data.password)
         second = None
         if user is not None:
             second = await sign_in_steps.second_step(session, runtime, user, safe_next(data.next))
@@ -86,7 +86,7 @@ async def login(
         return second
     if user is not None:
         async with runtime.db.write() as uow:
-            token = await service.open_session(
+            token = await sessions.open_session(
                 uow.session, user=user, password=data.password, now=now
             )
     if token is None:
@@ -101,7 +101,7 @@ async def login(
 async def logout(request: Request[Any, Any, Any], uow: Writes, clock: CurrentClock) -> Redirect:
     token = request.cookies.get(SESSION_COOKIE)
     if token:
-        await service.sign_out(uow.session, token, now=clock.now())
+        await sessions.sign_out(uow.session, token, now=clock.now())
     redirect = Redirect("/login")
     redirect.delete_cookie(SESSION_COOKIE)
     return redirect

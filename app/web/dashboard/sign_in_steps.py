@@ -12,7 +12,7 @@ from litestar import Request, Response
 from litestar.response import Redirect
 
 from app.db.session import ReadSession
-from app.platform import service, signin_challenge, two_factor, two_factor_policy
+from app.platform import sessions, signin_challenge, two_factor, two_factor_policy
 from app.platform.models import User
 from app.platform.throttle import SignInThrottle
 from app.runtime import Runtime
@@ -59,7 +59,7 @@ def set_session_cookie(response: Response[Any], runtime: Runtime, token: str) ->
         httponly=True,
         samesite="lax",
         secure=runtime.settings.web.secure_cookies,
-        max_age=int(service.SESSION_LIFETIME.total_seconds()),
+        max_age=int(sessions.SESSION_LIFETIME.total_seconds()),
     )
 
 

@@ -17,7 +17,7 @@ from litestar.params import URLEncodedBody
 from litestar.response import Redirect, Template
 
 from app.errors import DomainError
-from app.platform import audit, service, two_factor
+from app.platform import audit, sessions, two_factor
 from app.platform import two_factor_events as events
 from app.platform.models import User
 from app.platform.signin_challenge import Challenge
@@ -97,7 +97,7 @@ async def submit_code(
             uow.session, runtime.secrets, user_id=user.id, code=data.code[:100], now=now
         )
         if used is not None:
-            token = await service.open_session(uow.session, user=user, password=None, now=now)
+            token = await sessions.open_session(uow.session, user=user, password=None, now=now)
         if used == "recovery_code":
             await events.record(
                 uow.session,
@@ -177,7 +177,7 @@ async def confirm_enrolment(
             codes = await two_factor.confirm_enrolment(
                 uow.session, runtime.secrets, user_id=user.id, code=data.code[:100], now=now
             )
-            token = await service.open_session(uow.session, user=user, password=None, now=now)
+            token = await sessions.open_session(uow.session, user=user, password=None, now=now)
             await events.record(
                 uow.session,
                 "two_factor.enrolled",

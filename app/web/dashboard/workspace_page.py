@@ -17,7 +17,7 @@ from app.clock import Clock
 from app.db.session import ReadSession
 from app.engines.adrules import rules as adrules_rules
 from app.errors import ValidationFailed
-from app.platform import logos, service, workspace_zone
+from app.platform import logos, service, sessions, workspace_zone
 from app.platform.models import API_KEY_SCOPES
 from app.platform.service import Principal
 from app.web.auth import SESSION_COOKIE, CurrentPrincipal, require_admin
@@ -56,7 +56,7 @@ async def _workspace_page(
 ) -> Template:
     workspace = await service.get_workspace(session, principal.workspace_id)
     assert principal.user_id is not None
-    workspaces = await service.user_workspaces(session, principal.user_id)
+    workspaces = await sessions.user_workspaces(session, principal.user_id)
     keys = await service.list_api_keys(session, principal.workspace_id, limit=200)
     logo = await logos.get_logo(session, principal.workspace_id)
     members = await service.workspace_members(session, principal.workspace_id, limit=200)
@@ -104,7 +104,7 @@ async def switch_workspace(
 ) -> Redirect:
     """Make another of the person's workspaces the current one (stored in the session)."""
     token = request.cookies.get(SESSION_COOKIE, "")
-    await service.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
+    await sessions.switch_workspace(uow.session, token=token, workspace_id=data.workspace_id)
     return Redirect(safe_next(data.next))
 
 

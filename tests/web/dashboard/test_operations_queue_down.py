@@ -11,7 +11,7 @@ import httpx
 
 from app.runtime import Runtime
 from app.scheduling.arq_queue import ArqQueue
-from app.scheduling.queue import record_dead_job
+from app.scheduling.dead_rows import record_dead_job
 from tests.factories import Tenant
 from tests.platform.conftest import sign_in
 from tests.scheduling.redis_proxy import closed_port

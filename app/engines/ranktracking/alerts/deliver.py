@@ -41,7 +41,7 @@ from app.integrations.http_guard.signature import SIGNATURE_HEADER, sign_webhook
 from app.integrations.mail import MailSender, OutgoingEmail, PermanentMailError, TransientMailError
 from app.platform.crypto import SecretBoxError
 from app.platform.models import Workspace
-from app.scheduling.claim import Claim
+from app.scheduling.claim import Claim, claim_moves
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec, OwnedBy
 
 ALERT_SENT = "alert_sent"
@@ -58,7 +58,7 @@ CLAIM = Claim(
     order_by="id",
     returning=("id",),
     expires="lease_until",
-    sets={"state": f"'{DELIVERY_SENDING}'", "attempts": "attempts + 1"},
+    sets={**claim_moves(ALERT_DELIVERIES, DELIVERY_SENDING), "attempts": "attempts + 1"},
     params={"delivery_id": BigInteger()},
 )
 

@@ -13,7 +13,8 @@ from app.engines.adrules.jobs import run_account
 from app.engines.adrules.schemas import LogOnly, MetricValueCondition, TaskIn
 from app.runtime import Runtime
 from app.sandbox.meta import GraphWorld
-from app.settings import AdRulesSettings, SettingsError, load_settings
+from app.settings import AdRulesSettings, load_settings
+from app.settings_fields import SettingsError
 from app.wiring import assemble
 from tests.engines.adrules.factories import (
     JOB_TOKEN,

@@ -27,7 +27,8 @@ from app.runtime import Runtime
 from app.sandbox.base import simulator_in_loop
 from app.sandbox.meta import GraphWorld
 from app.sandbox.sheets import SheetsSandbox
-from app.settings import AdRulesSettings, Settings, SettingsError
+from app.settings import AdRulesSettings, Settings
+from app.settings_fields import SettingsError
 from app.web.app import create_app
 from tests.engines.adrules.factories import (
     JOB_TOKEN,

@@ -24,7 +24,8 @@ from app.engines.funnels.models import Contact, Funnel, FunnelVersion, OutboxEff
 from app.engines.funnels.outside import ai_ledger
 from app.engines.funnels.outside.models import AiUsage
 from app.runtime import Runtime
-from app.settings import SettingsError, load_settings
+from app.settings import load_settings
+from app.settings_fields import SettingsError
 from tests.engines.funnels.drafting.conftest import Drafting, drafting_deps
 from tests.engines.funnels.factories import Space, setup_names
 

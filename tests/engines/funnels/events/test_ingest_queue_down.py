@@ -22,7 +22,8 @@ from app.engines.funnels.events.ingest import ProcessingRequests
 from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.models import ContactEvent
 from app.runtime import Runtime
-from app.scheduling.arq_queue import ArqQueue, ArqWorkers
+from app.scheduling.arq_queue import ArqQueue
+from app.scheduling.arq_workers import ArqWorkers
 from app.scheduling.unavailable import QueueUnavailable
 from tests.conftest import TEST_REDIS_URL, eventually
 from tests.engines.funnels.factories import contact, count, settle, signed
