@@ -39,6 +39,7 @@ from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.email import EmailChannel
 from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
 from app.engines.funnels.plugin import EXECUTORS
+from app.engines.funnels.runs.due.entry import enter
 from app.engines.funnels.runs.due.goals import watch_goals
 from app.engines.funnels.runs.work.runner import Runner
 from app.integrations.mail import MailSender
@@ -172,6 +173,20 @@ async def bulk_contacts(runtime: Runtime, ws: int, n: int, prefix: str = "bulk")
             select(Contact.id).where(Contact.email.like(f"{prefix}%")).order_by(Contact.id)
         )
         return list(ids)
+
+
+async def entered_contacts(
+    runtime: Runtime, ws: int, version: FunnelVersion, n: int, prefix: str = "c"
+) -> list[int]:
+    """``n`` bare contacts (``<prefix><i>@x.test``), each entered into ``version`` now, in one
+    transaction; their ids in order."""
+    ids = await bulk_contacts(runtime, ws, n, prefix)
+    async with runtime.db.write() as uow:
+        for contact_id in ids:
+            await enter(
+                uow.session, version=version, contact_id=contact_id, now=runtime.clock.now()
+            )
+    return ids
 
 
 async def setup_names(

@@ -40,6 +40,7 @@ from tests.engines.funnels.factories import (
     count,
     effects,
     email_node,
+    entered_contacts,
     graph,
     node,
     published,
@@ -121,14 +122,7 @@ async def test_case3_edited_funnel_people_in_flight_walk_their_version(
     ws = space.workspace_id
     v1 = graph(node("wait", "w", days=1, next="e"), email_node("e", subject="v1"))
     funnel_id, version1 = await published(engine.runtime, ws, v1)
-    now = engine.clock.now()
-    async with engine.runtime.db.write() as uow:
-        for i in range(200):
-            c = Contact(workspace_id=ws, email=f"old{i}@x.test", created_at=now, updated_at=now)
-            c.fields, c.consent, c.suppressed = {}, {}, {}
-            uow.session.add(c)
-            await uow.session.flush()
-            await enter(uow.session, version=version1, contact_id=c.id, now=now)
+    await entered_contacts(engine.runtime, ws, version1, 200, prefix="old")
     await engine.drive()
     v2 = graph(node("wait", "w", days=1, next="x"), email_node("x", subject="v2"))
     version2 = await republish(engine.runtime, ws, funnel_id, v2)

@@ -14,7 +14,6 @@ from app.engines.funnels.models import (
     OUTBOX_PENDING,
     RUN_ACTIVE,
     RUN_COMPLETED,
-    Contact,
 )
 from app.engines.funnels.runs.due.entry import enter
 from app.engines.funnels.runs.work.nodes.flow import split_choice
@@ -24,6 +23,7 @@ from tests.engines.funnels.factories import (
     contact,
     effects,
     email_node,
+    entered_contacts,
     graph,
     node,
     published,
@@ -189,18 +189,7 @@ async def test_fn16_split_choice_is_weighted_stored_and_deterministic(
             node("wait", "b", days=1),
         ),
     )
-    async with engine.runtime.db.write() as uow:
-        for i in range(40):
-            c = Contact(
-                workspace_id=ws,
-                email=f"c{i}@x.test",
-                created_at=engine.clock.now(),
-                updated_at=engine.clock.now(),
-            )
-            c.fields, c.consent, c.suppressed = {}, {}, {}
-            uow.session.add(c)
-            await uow.session.flush()
-            await enter(uow.session, version=version, contact_id=c.id, now=engine.clock.now())
+    await entered_contacts(engine.runtime, ws, version, 40, prefix="c")
     await engine.drive()
     runs = await runs_of(engine.runtime, funnel_id)
     chosen = [r.context["splits"]["s"] for r in runs]
@@ -316,18 +305,7 @@ async def test_fn19_throttle_paces_a_burst(engine: Engine, space: Space) -> None
         ws,
         graph(node("throttle", "t", limit=2, period_seconds=3600, next="e"), email_node("e")),
     )
-    async with engine.runtime.db.write() as uow:
-        for i in range(5):
-            c = Contact(
-                workspace_id=ws,
-                email=f"c{i}@x.test",
-                created_at=engine.clock.now(),
-                updated_at=engine.clock.now(),
-            )
-            c.fields, c.consent, c.suppressed = {}, {}, {}
-            uow.session.add(c)
-            await uow.session.flush()
-            await enter(uow.session, version=version, contact_id=c.id, now=engine.clock.now())
+    await entered_contacts(engine.runtime, ws, version, 5, prefix="c")
     await engine.drive()
     assert len(engine.sink.messages) == 2
     await engine.advance(minutes=59)

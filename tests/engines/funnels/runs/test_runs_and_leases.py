@@ -14,7 +14,6 @@ from app.engines.funnels.models import (
     OUTBOX_SENT,
     RUN_ACTIVE,
     RUN_COMPLETED,
-    Contact,
     Run,
 )
 from app.engines.funnels.runs.claim.lease import lease_runs
@@ -26,6 +25,7 @@ from tests.engines.funnels.factories import (
     count,
     effects,
     email_node,
+    entered_contacts,
     graph,
     node,
     published,
@@ -196,18 +196,7 @@ async def test_fn5_two_workers_never_lease_the_same_run(engine: Engine, space: S
 
     ws = space.workspace_id
     _, version = await published(engine.runtime, ws, graph(node("wait", "w", days=1)))
-    async with engine.runtime.db.write() as uow:
-        for i in range(60):
-            c = Contact(
-                workspace_id=ws,
-                email=f"c{i}@x.test",
-                created_at=engine.clock.now(),
-                updated_at=engine.clock.now(),
-            )
-            c.fields, c.consent, c.suppressed = {}, {}, {}
-            uow.session.add(c)
-            await uow.session.flush()
-            await enter(uow.session, version=version, contact_id=c.id, now=engine.clock.now())
+    await entered_contacts(engine.runtime, ws, version, 60, prefix="c")
     batches = await asyncio.gather(
         *(
             lease_runs(
