@@ -4,8 +4,9 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# Two test processes by default (each gets its own database); override with PYTEST_ARGS=.
-PYTEST_ARGS ?= -n 2
+# Two test processes by default (each gets its own database), the 15 slowest tests listed after
+# the run; override with PYTEST_ARGS=.
+PYTEST_ARGS ?= -n 2 --durations=15
 
 .PHONY: run test lint bench ci
 
