@@ -360,3 +360,31 @@ async def test_a_stored_audience_that_no_longer_fits_answers_422_at_the_snapshot
     shown = await client.get(f"/api/v1/funnels/campaigns/{c['id']}", headers=auth(tenant))
     assert shown.json()["status"] == "draft"
     assert shown.json()["audience_size"] == 0
+
+
+async def test_a_campaign_cancelled_before_its_snapshot_is_never_sent(
+    client, runtime, tenant
+) -> None:
+    """The snapshot claims a campaign only from the states the campaign machine lets reach
+    ``materialising`` (draft, scheduled): a cancelled one stays cancelled, with no recipients."""
+    ws = tenant.workspace_id
+    await setup_names(runtime, ws, tags=["news"])
+    await contact(runtime, ws, "c0@example.com", tags=["news"])
+    c = await _campaign(client, tenant, audience={"kind": "has_tag", "tag": "news"})
+    cancelled = await client.post(
+        f"/api/v1/funnels/campaigns/{c['id']}/cancel", headers=auth(tenant)
+    )
+    assert cancelled.json()["status"] == "cancelled"
+    snapshot = await client.post(
+        f"/api/v1/funnels/campaigns/{c['id']}/audience", headers=auth(tenant)
+    )
+    assert snapshot.status_code == 409
+    assert snapshot.json()["code"] == "audience_already_materialised"
+    async with runtime.db.read() as session:
+        campaign = await session.get(Campaign, c["id"])
+        recipients = list(
+            await session.scalars(select(Recipient).where(Recipient.campaign_id == c["id"]))
+        )
+    assert campaign is not None
+    assert campaign.status == "cancelled"
+    assert recipients == []
