@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -15,6 +15,8 @@ import app.engines
 from app.engines.ranktracking import jobs as ranktracking_jobs
 from app.engines.ranktracking.plugin import PLUGIN as RANKTRACKING
 
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 ENGINES = sorted(m.name for m in pkgutil.iter_modules(app.engines.__path__) if m.ispkg)
 EVERY_ENGINE_HAS = ("models.py", "schemas.py", "errors.py", "jobs.py", "plugin.py", "deps.py")
 

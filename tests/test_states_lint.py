@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 REPO = Path(__file__).resolve().parents[1]
 LINTER = REPO / ".ci" / "states_lint.py"
 

@@ -17,6 +17,8 @@ from sqlalchemy import delete, exists, select, update
 from app.db.tenancy import scoped_delete, scoped_exists, scoped_select, scoped_update
 from app.engines.funnels.models import Contact, Tag
 
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 REPO = Path(__file__).resolve().parents[1]
 LINTER = REPO / ".ci" / "tenancy_lint.py"
 

@@ -7,6 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 APP = Path(__file__).resolve().parents[2] / "app"
 FACTORY = APP / "integrations" / "http_guard" / "client.py"
 CLIENT_CLASSES = frozenset({"AsyncClient", "TracedClient"})

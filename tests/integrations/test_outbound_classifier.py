@@ -23,6 +23,8 @@ from app.integrations.http_guard import (
 from app.integrations.http_guard.classify import TIMEOUT, TRANSIENT_4XX, UNSENDABLE
 from app.integrations.http_guard.retry import retry_after_seconds
 
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 APP = Path(__file__).resolve().parents[2] / "app"
 CLASSIFIER = APP / "integrations" / "http_guard" / "classify.py"
 ALLOWED_TREES = {

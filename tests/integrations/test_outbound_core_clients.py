@@ -31,6 +31,8 @@ from app.integrations.sheets import SheetsClient, SheetsError
 from app.integrations.sheets.client import ApiKey
 from tests.harness.sleep import RecordingSleep
 
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 APP = Path(__file__).resolve().parents[2] / "app"
 
 

@@ -13,6 +13,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.usefixtures("collector_paused")
+
 APP = Path(__file__).resolve().parents[4] / "app"
 
 GUARDED_ATTRIBUTES = frozenset({"suppressed", "consent"})

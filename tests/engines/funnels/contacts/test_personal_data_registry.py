@@ -6,6 +6,7 @@ fails here until someone places it."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import (
     Boolean,
     Date,
@@ -22,6 +23,8 @@ from sqlalchemy import (
 from app.engines.funnels.contacts.non_personal import NON_PERSONAL
 from app.engines.funnels.contacts.personal_data import REGISTRY, declared
 from app.runtime import Runtime
+
+pytestmark = pytest.mark.usefixtures("collector_paused")
 
 _NOT_TEXT = (Integer, Numeric, Float, Boolean, DateTime, Date, Time)
 

@@ -34,6 +34,14 @@ def test_fn55_wilson_by_hand_and_empty_group() -> None:
     assert stats.wilson_interval(0, 0) == (0.0, 1.0)
 
 
+def test_fn55_wilson_bounds_are_exact_when_none_or_all_converted() -> None:
+    """All converted: the upper bound is 1, not a hair under it (0.9999999999999999 at some
+    sizes); none converted: the lower bound is 0."""
+    for trials in range(1, 1001):
+        assert stats.wilson_interval(trials, trials)[1] == 1.0, trials
+        assert stats.wilson_interval(0, trials)[0] == 0.0, trials
+
+
 def test_fn55_two_proportion_z_test_by_hand() -> None:
     """20/100 against 10/100: pooled p = 0.15, se = √(0.15 · 0.85 · 0.02) = 0.0504975,
     z = 0.1 / 0.0504975 = 1.98030, two-sided p = erfc(1.98030 / √2) = 0.047670."""
