@@ -18,6 +18,7 @@ from app.engines.funnels.models import (
 )
 from app.engines.funnels.runs.claim.lease import lease_runs
 from app.engines.funnels.runs.due.entry import enter
+from app.engines.funnels.runs.work.batch_writes import write_batch
 from tests.engines.funnels.factories import (
     Engine,
     Space,
@@ -147,6 +148,45 @@ async def test_fn6_each_node_writes_a_step(engine: Engine, space: Space) -> None
     assert steps[1].output == {"field": "plan", "before": None, "after": "gold"}
     assert steps[2].output["message_id"].startswith(f"<run-{run.id}-step-3")
     assert run.status == RUN_COMPLETED
+
+
+async def test_fn7_an_effect_written_again_is_skipped_and_reads_back_as_written(
+    engine: Engine, space: Space
+) -> None:
+    """FN-7: the batch's outbox rows (one array per column on PostgreSQL) read back as the
+    runner wrote them, and a row whose idempotency key is already stored is skipped, neither
+    an error nor a second row."""
+    ws = space.workspace_id
+    await setup_names(engine.runtime, ws)
+    await published(
+        engine.runtime, ws, graph(email_node("e"), triggers=[{"kind": "contact_created"}])
+    )
+    await contact(engine.runtime, ws, "a@x.test")
+    await engine.drive()
+    [stored] = await effects(engine.runtime)
+    assert stored.payload["subject"]
+    again = {
+        column: getattr(stored, column)
+        for column in (
+            "workspace_id",
+            "run_id",
+            "contact_id",
+            "node_id",
+            "channel",
+            "idempotency_key",
+            "payload",
+            "status",
+            "attempts",
+            "next_attempt_at",
+            "created_at",
+        )
+    }
+    async with engine.runtime.db.write() as uow:
+        await write_batch(
+            uow.session, [], [{**again, "payload": {"changed": True}}], [], engine.clock.now()
+        )
+    [kept] = await effects(engine.runtime)
+    assert (kept.id, kept.payload) == (stored.id, stored.payload)
 
 
 # -- leases (FN-5, FN-9) -----------------------------------------------------------------------

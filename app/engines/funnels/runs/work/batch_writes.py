@@ -1,14 +1,13 @@
 """A runner batch's writes: its step rows, outbox rows and run advances, one statement each, in
 the batch's transaction (FN-6 to FN-8).
 
-On PostgreSQL the step rows and the advances go to the driver as one array per column
-(``unnest``), in the session's own transaction: a profile of a 20,000-run drain put the SQL
-layer's per-row parameter handling of the two executemanys (four step rows and fourteen advance
-values per run, each through its column type's bind processing) at about a quarter of the
-runner's CPU; the arrays are encoded by the driver in C. The statements are fixed texts, prepared
-once per connection by the driver's statement cache (:mod:`app.db.column_arrays` picks the
-spelling). Elsewhere (SQLite) they are the SQL layer's executemanys, as the outbox rows are on
-both.
+On PostgreSQL all three go to the driver as one array per column (``unnest``), in the session's
+own transaction: a profile of a 20,000-run drain put the SQL layer's per-row parameter handling
+of the executemanys (four step rows, an outbox row of eleven values and fourteen advance values
+per run, each through its column type's bind processing) at about a quarter of the runner's CPU;
+the arrays are encoded by the driver in C. The statements are fixed texts, prepared once per
+connection by the driver's statement cache (:mod:`app.db.column_arrays` picks the spelling).
+Elsewhere (SQLite) they are the SQL layer's executemanys.
 """
 
 from __future__ import annotations
@@ -56,6 +55,17 @@ _STEPS_UNNEST = (
     "SELECT * FROM unnest($1::bigint[], $2::integer[], $3::varchar[], $4::varchar[], "
     "$5::varchar[], $6::jsonb[], $7::timestamptz[])"
 )
+
+_EFFECTS_UNNEST = (
+    "INSERT INTO funnel_outbox (workspace_id, run_id, contact_id, node_id, channel, "
+    "idempotency_key, payload, status, attempts, next_attempt_at, created_at) "
+    "SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::varchar[], "
+    "$5::varchar[], $6::varchar[], $7::jsonb[], $8::varchar[], $9::integer[], "
+    "$10::timestamptz[], $11::timestamptz[]) "
+    "ON CONFLICT DO NOTHING"
+)
+"""An effect already written (its idempotency key) is skipped, as the executemany's
+``ON CONFLICT DO NOTHING`` skips it."""
 
 _ADVANCE_UNNEST = (
     "UPDATE funnel_runs AS r SET status = v.status, current_node = v.current_node, "
@@ -105,7 +115,12 @@ async def write_batch(
             lambda: ColumnArrays(_STEPS_UNNEST, _step_columns(steps)),
         )
     if effects:
-        await session.execute(insert(session, OutboxEffect).on_conflict_do_nothing(), effects)
+        await execute_rows(
+            session,
+            insert(session, OutboxEffect).on_conflict_do_nothing(),
+            effects,
+            lambda: ColumnArrays(_EFFECTS_UNNEST, _effect_columns(effects)),
+        )
     if not advances:
         return
     released = {"updated_at": now, "lease_owner": None, "lease_until": None}
@@ -126,6 +141,22 @@ def _step_columns(steps: list[dict[str, Any]]) -> tuple[list[Any], ...]:
         [s["decision"] for s in steps],
         [_json_text(s["output"]) for s in steps],
         [_utc(s["at"]) for s in steps],
+    )
+
+
+def _effect_columns(effects: list[dict[str, Any]]) -> tuple[list[Any], ...]:
+    return (
+        [e["workspace_id"] for e in effects],
+        [e["run_id"] for e in effects],
+        [e["contact_id"] for e in effects],
+        [e["node_id"] for e in effects],
+        [e["channel"] for e in effects],
+        [e["idempotency_key"] for e in effects],
+        [_json_text(e["payload"]) for e in effects],
+        [e["status"] for e in effects],
+        [e["attempts"] for e in effects],
+        [_utc(e["next_attempt_at"]) for e in effects],
+        [_utc(e["created_at"]) for e in effects],
     )
 
 
