@@ -32,6 +32,7 @@ from app.models import metadata
 from app.platform.audit.append_only import relock, unlock
 from app.platform.tokens import use_password_hasher
 from app.runtime import Runtime
+from app.scheduling.queue import DatabaseQueue
 from app.settings import Settings, load_settings
 from app.wiring import assemble
 from tests.factories import Tenant, create_tenant
@@ -181,6 +182,19 @@ def with_own_queue(settings: Settings) -> Settings:
         settings.queue, arq_queue_name=f"sweepline-test-{uuid.uuid4().hex[:8]}"
     )
     return dataclasses.replace(settings, queue=queue)
+
+
+@pytest.fixture
+async def database_queue(runtime: Runtime) -> AsyncIterator[DatabaseQueue]:
+    """A database queue on the test's database and clock, whatever backend the runtime uses
+    (for tests of leases). Closed after the test: on PostgreSQL it keeps connections of its own
+    between leases (app/scheduling/kept_connections.py), which would otherwise be left to the
+    garbage collector."""
+    queue = DatabaseQueue(runtime.db, runtime.clock)
+    try:
+        yield queue
+    finally:
+        await queue.aclose()
 
 
 @pytest.fixture

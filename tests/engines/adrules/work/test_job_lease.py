@@ -56,9 +56,10 @@ async def sim(world: GraphWorld) -> AsyncIterator[tuple[GraphWorld, Clients]]:
     await clients.aclose()
 
 
-async def _leased_job(runtime: Runtime, payload: RunAccountPayload) -> JobContext:
+async def _leased_job(
+    runtime: Runtime, queue: DatabaseQueue, payload: RunAccountPayload
+) -> JobContext:
     """The run as a database-queue job leased by this worker; its context."""
-    queue = DatabaseQueue(runtime.db, runtime.clock)
     await queue.enqueue(None, RUN_ACCOUNT, payload, job_id="account-run")
     leased = await queue.lease("this-worker", [RUN_ACCOUNT.queue], 10, 30)
     (job,) = [j for j in leased if j.id == "account-run"]
@@ -87,13 +88,17 @@ async def _batch_status(runtime: Runtime, batch_record_id: int) -> str:
 
 
 async def test_a_run_that_lost_its_job_lease_writes_nothing_more(
-    runtime: Runtime, ws: Workspace, sim: tuple[GraphWorld, Clients], clock: ManualClock
+    runtime: Runtime,
+    ws: Workspace,
+    sim: tuple[GraphWorld, Clients],
+    clock: ManualClock,
+    database_queue: DatabaseQueue,
 ) -> None:
     world, clients = sim
     world.add_campaigns("act_1001", 6)
     setup = await create_setup(runtime, ws.workspace_id, tasks=[PAUSE_ALL])
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
-    ctx = await _leased_job(runtime, payload)
+    ctx = await _leased_job(runtime, database_queue, payload)
     taken: list[bool] = []
 
     async def lease() -> None:
@@ -120,13 +125,17 @@ async def test_a_run_that_lost_its_job_lease_writes_nothing_more(
 
 
 async def test_a_run_whose_job_was_taken_over_before_it_started_calls_nothing(
-    runtime: Runtime, ws: Workspace, sim: tuple[GraphWorld, Clients], clock: ManualClock
+    runtime: Runtime,
+    ws: Workspace,
+    sim: tuple[GraphWorld, Clients],
+    clock: ManualClock,
+    database_queue: DatabaseQueue,
 ) -> None:
     world, clients = sim
     world.add_campaigns("act_1001", 3)
     setup = await create_setup(runtime, ws.workspace_id, tasks=[PAUSE_ALL])
     payload = await make_payload(runtime, setup, entities_from_world(world, "act_1001"))
-    ctx = await _leased_job(runtime, payload)
+    ctx = await _leased_job(runtime, database_queue, payload)
     await _take_over(runtime, clock)
     deps = dataclasses.replace(
         make_deps(runtime, clients), sleep=RecordingSleep(), lease=lambda: check_lease(ctx)

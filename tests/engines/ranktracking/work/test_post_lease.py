@@ -31,7 +31,11 @@ async def _lease(queue: DatabaseQueue, worker: str, job_id: str) -> LeasedJob:
 
 
 async def test_a_post_job_whose_lease_was_taken_over_does_not_post(
-    runtime: Runtime, tenant: Tenant, sim: SerpSimulator, clock: ManualClock
+    runtime: Runtime,
+    tenant: Tenant,
+    sim: SerpSimulator,
+    clock: ManualClock,
+    database_queue: DatabaseQueue,
 ) -> None:
     await fund(runtime, tenant, 1000)
     schedule = await make_schedule(runtime, tenant)
@@ -39,7 +43,7 @@ async def test_a_post_job_whose_lease_was_taken_over_does_not_post(
         RankTrackingDeps.of(runtime), schedule.id, trigger=MANUAL, queue="standard", now=clock.now()
     )
     (run_id,) = launch.run_ids
-    queue = DatabaseQueue(runtime.db, clock)
+    queue = database_queue
     await queue.enqueue(None, POST_JOB, RunRef(run_id=run_id), job_id="post-under-test")
     first = await _lease(queue, "stalled-worker", "post-under-test")
     clock.advance(LEASE + 1)  # its heartbeat never reached the database
