@@ -32,8 +32,8 @@ async def test_several_concurrent_workers_run_each_job_exactly_once(
     job takes 10 ms, so no single worker can drain the queue before the others get going."""
     runtime = runtimes.make("database")
     databases = [Database(settings.database) for _ in range(4)]
+    queues = [DatabaseQueue(db, SystemClock()) for db in databases]
     try:
-        queues = [DatabaseQueue(db, SystemClock()) for db in databases]
         workers = [database_worker(runtime, concurrency=10, batch_size=10) for _ in range(4)]
         for worker, queue in zip(workers, queues, strict=True):
             worker.queue = queue
@@ -48,7 +48,9 @@ async def test_several_concurrent_workers_run_each_job_exactly_once(
 
             await eventually(all_done, timeout=60)
     finally:
-        for db in databases:
+        # Each queue keeps connections between leases (PostgreSQL): returned before the pools go.
+        for queue, db in zip(queues, databases, strict=True):
+            await queue.aclose()
             await db.dispose()
     assert sum(RUNS.started.values()) == 500
     assert set(RUNS.started.values()) == {1}
