@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.db import session_kinds
 from app.db.checkpoint import AUTOCHECKPOINT_PAGES
+from app.db.liveness import check_when_idle
 from app.db.write_gate import WriteGate
 from app.settings import DatabaseSettings
 
@@ -140,7 +141,6 @@ def create_engines(
         echo=settings.echo,
         pool_size=settings.pool_size,
         max_overflow=settings.pool_size,
-        pool_pre_ping=True,
         # A request's and a job's bounds are the connection's own; a sweep's or a claim's are
         # set at the start of its transaction (app/db/session_kinds.py).
         connect_args={"server_settings": session_kinds.server_settings(settings)},
@@ -152,4 +152,6 @@ def create_engines(
             conn.exec_driver_sql(statement)
 
     event.listen(engine.sync_engine, "begin", on_begin)
+    # Not pool_pre_ping: three round trips before every transaction (see app/db/liveness.py).
+    check_when_idle(engine)
     return engine, engine
