@@ -97,6 +97,8 @@ async def _sent(
             )
             .values(finished_at=at, lease_owner=None, last_error=None)
             .returning(OutboxEffect.id)
+            # The session holds no effects to bring up to date: skip the ORM's evaluation.
+            .execution_options(synchronize_session=False)
         )
     )
     return [o for o in sent if o.effect.id in changed]
