@@ -61,7 +61,7 @@ from app.engines.funnels.definitions.service import (  # noqa: E402
     parse_definition,
     publish,
 )
-from app.engines.funnels.jobs import ADVANCE, Shard  # noqa: E402
+from app.engines.funnels.jobs import runners  # noqa: E402
 from app.engines.funnels.models import Contact, FunnelVersion  # noqa: E402
 from app.engines.funnels.runs.due.entry import enter_many  # noqa: E402
 from app.platform import service  # noqa: E402
@@ -205,7 +205,7 @@ async def funnel_mail(
             uow.session, [(version, cid) for cid in ids], now=SystemClock().now()
         )
         assert entered == len(ids), (entered, len(ids))
-        await runtime.queue.enqueue(uow, ADVANCE, Shard(shard=0))
+        await runtime.queue.enqueue_many(uow, runners(runtime.settings.funnels))
     return began, await arrived(sink, len(ids), timeout)
 
 

@@ -20,7 +20,7 @@ from app.scheduling.jobs import JobContext, JobPayload, JobSpec
 from app.scheduling.queue import QueuedJob
 from app.scheduling.sweeper import EVERY_10_SECONDS, HOURLY_AT_20, Sweep, tick_key
 from app.scheduling.worker import worker_identity
-from app.settings import MailSettings
+from app.settings import FunnelSettings, MailSettings
 
 MAX_BATCHES_PER_JOB = 1000
 DELIVER_LOOPS = 2
@@ -29,6 +29,17 @@ DELIVER_LOOPS = 2
 
 class Shard(JobPayload, frozen=True):
     shard: int = 0
+
+
+def runners(fs: FunnelSettings) -> list[QueuedJob]:
+    """Every runner shard, to queue when runs became due now: a wave of new runs is then shared
+    by the worker processes instead of drained by one job in one of them."""
+    return [(ADVANCE, Shard(shard=i), None) for i in range(max(1, fs.runner_tasks))]
+
+
+async def wake_runners(ctx: JobContext) -> None:
+    """Runs became due: start the runners now rather than at the next tick."""
+    await ctx.queue.enqueue_many(None, runners(ctx.settings.funnels))
 
 
 def mail_domain(mail: MailSettings) -> str:
@@ -98,12 +109,12 @@ async def match(ctx: JobContext, payload: Shard) -> None:
         if events == 0:
             break
     if started:
-        await ctx.queue.enqueue(None, ADVANCE, Shard(shard=0))
+        await wake_runners(ctx)
 
 
 async def goals(ctx: JobContext, payload: Shard) -> None:
     if await watch_goals(ctx.db, now=ctx.clock.now()):
-        await ctx.queue.enqueue(None, ADVANCE, Shard(shard=0))
+        await wake_runners(ctx)
 
 
 ADVANCE = JobSpec("funnels.advance", Shard, advance, max_tries=3, timeout_seconds=120)

@@ -169,3 +169,36 @@ async def test_a_runner_job_queues_its_deliverer_after_the_first_batch_that_made
     done.clear()
     await advance(ctx, Shard(shard=1))
     assert queued == [("funnels.deliver", 2)]
+
+
+async def test_runs_started_by_a_trigger_wake_every_runner_shard(runtime, tenant, clock) -> None:
+    """Runs that became due now are shared by the worker processes: every runner shard is queued
+    at once (FUNNEL_RUNNER_TASKS), not one runner job that drains the wave in one process."""
+    from app.scheduling.models import Job
+    from app.scheduling.queue import DatabaseQueue
+
+    ws = tenant.workspace_id
+    await setup_names(runtime, ws, tags=["weekly"])
+    await contact(runtime, ws, "ann@example.com", tags=["weekly"])
+    trigger = {
+        "kind": "schedule",
+        "hour": 9,
+        "minute": 30,
+        "segment": {"kind": "has_tag", "tag": "weekly"},
+    }
+    await tagging_funnel(runtime, ws, trigger)
+    queue = DatabaseQueue(runtime.db, clock)
+    settings = dataclasses.replace(
+        runtime.settings, funnels=dataclasses.replace(runtime.settings.funnels, runner_tasks=3)
+    )
+    ctx = dataclasses.replace(runtime.context(), queue=queue, settings=settings)
+    clock.advance(minutes=31)
+    try:
+        await run_time_triggers(ctx, TimeTriggersPayload())
+        async with runtime.db.read() as session:
+            queued = list(
+                await session.scalars(select(Job.payload).where(Job.name == "funnels.advance"))
+            )
+    finally:
+        await queue.aclose()
+    assert sorted(bytes(p) for p in queued) == [b'{"shard":%d}' % i for i in range(3)]

@@ -51,7 +51,7 @@ from app.engines.funnels.events.work.inbound import (
     text,
 )
 from app.engines.funnels.events.work.segment_triggers import evaluate_segments
-from app.engines.funnels.jobs import ADVANCE, Shard
+from app.engines.funnels.jobs import wake_runners
 from app.engines.funnels.models import Contact
 from app.engines.funnels.outbox.work.unsubscribe import apply_report
 from app.errors import DomainError
@@ -437,7 +437,7 @@ async def run_ingest(ctx: JobContext, payload: IngestPayload) -> None:
         if events == 0:
             break
     if started:
-        await ctx.queue.enqueue(None, ADVANCE, Shard(shard=0))
+        await wake_runners(ctx)
 
 
 INGEST = JobSpec("funnels.ingest", IngestPayload, run_ingest, max_tries=5, timeout_seconds=120)

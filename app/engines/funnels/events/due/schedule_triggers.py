@@ -23,7 +23,7 @@ from app.engines.funnels.events.work.segment_triggers import (
     live_versions,
     trigger_key,
 )
-from app.engines.funnels.jobs import ADVANCE, Shard
+from app.engines.funnels.jobs import wake_runners
 from app.engines.funnels.models import Funnel, FunnelVersion
 from app.engines.funnels.runs.due.enrolment import start_enrolment
 from app.scheduling.jobs import JobContext, JobPayload, JobSpec
@@ -123,7 +123,7 @@ async def run_time_triggers(ctx: JobContext, payload: TimeTriggersPayload) -> No
         started += await fire_date_triggers(uow.session, now=now)
         started += await evaluate_segments(uow.session, now=now)
     if started:
-        await ctx.queue.enqueue(None, ADVANCE, Shard(shard=0))
+        await wake_runners(ctx)
 
 
 TIME_TRIGGERS = JobSpec(
