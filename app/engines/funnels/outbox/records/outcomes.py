@@ -10,12 +10,14 @@ holds it.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import insert as core_insert
 from sqlalchemy import select, update
 
+from app.db.column_arrays import ColumnArrays
 from app.db.dialect import row_count
+from app.db.lone_statement import write_alone
 from app.db.session import Database, WriteSession
 from app.engines.funnels.models import (
     OUTBOX_FAILED,
@@ -37,6 +39,22 @@ Unreserve = tuple[dict[int, frequency.Cap], list[frequency.Want], datetime]
 
 STEP_KEY = re.compile(r"^run-(\d+)-step-(\d+)$")
 
+# A group of confirmed sends and nothing else, the common group, as one statement: the effects
+# still ours (leased to this owner, still pending) are marked sent and each of them, only those,
+# gets its delivery event. Written alone it is one round trip where a transaction takes four.
+_SENT_ALONE = f"""
+    WITH sent AS (
+        UPDATE funnel_outbox SET {OUTBOX.set_sql(OUTBOX_SENT)}, finished_at = $3,
+            lease_owner = NULL, last_error = NULL
+        WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND {OUTBOX.where(OUTBOX_PENDING)}
+        RETURNING id, workspace_id, contact_id
+    )
+    INSERT INTO delivery_events (workspace_id, outbox_id, contact_id, kind, detail, at)
+    SELECT sent.workspace_id, sent.id, sent.contact_id, e.kind, e.detail, e.at
+    FROM sent JOIN unnest($1::bigint[], $4::varchar[], $5::text[], $6::timestamptz[])
+        AS e (id, kind, detail, at) ON e.id = sent.id
+"""  # noqa: S608 - only the state machine's constants are interpolated
+
 
 async def record(
     db: Database,
@@ -52,6 +70,8 @@ async def record(
     others = [o for o in group if o.status not in (None, OUTBOX_SENT) or o.retry or o.capped_until]
     caps, unsent, reserved_at = unreserve
     if not sent and not others and not unsent:
+        return
+    if not others and not unsent and await write_alone(db, lambda: _sent_alone(sent, owner, at)):
         return
     async with db.write() as uow:
         session = uow.session
@@ -102,6 +122,20 @@ async def _sent(
         )
     )
     return [o for o in sent if o.effect.id in changed]
+
+
+def _sent_alone(sent: list[Outcome], owner: str, at: datetime) -> ColumnArrays:
+    return ColumnArrays(
+        _SENT_ALONE,
+        (
+            [o.effect.id for o in sent],
+            owner,
+            at.astimezone(UTC),
+            [o.kind for o in sent],
+            [o.detail[:2000] for o in sent],
+            [o.at.astimezone(UTC) for o in sent],
+        ),
+    )
 
 
 async def _delivery_events(session: WriteSession, recorded: list[Outcome]) -> None:
