@@ -3,25 +3,29 @@
 A transaction costs a round trip for ``BEGIN`` and one for ``COMMIT`` besides its statements. A
 change that fits one statement (a data-modifying ``WITH``: move these rows, insert their records)
 is atomic by itself: on PostgreSQL :func:`write_alone` sends it in autocommit mode, one round trip,
-committed as it ends. Elsewhere it writes nothing and answers False, and the caller writes the same
+committed as it ends. Elsewhere it writes nothing and answers None, and the caller writes the same
 change in a unit of work (on SQLite a transaction costs no round trip).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from app.db.column_arrays import ColumnArrays
 from app.db.session import Database
 
 
-async def write_alone(db: Database, spelled: Callable[[], ColumnArrays]) -> bool:
-    """Run ``spelled()`` by itself in autocommit mode on PostgreSQL and answer True; elsewhere
-    answer False without writing anything."""
+async def write_alone(
+    db: Database, spelled: Callable[[], ColumnArrays]
+) -> list[Sequence[Any]] | None:
+    """Run ``spelled()`` by itself in autocommit mode on PostgreSQL and answer the rows it
+    returns (none for a statement without ``RETURNING``); elsewhere answer None without writing
+    anything."""
     if not db.is_postgres:
-        return False
+        return None
     statement = spelled()
     async with db.write_engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await conn.exec_driver_sql(statement.sql, statement.args)
-    return True
+        result = await conn.exec_driver_sql(statement.sql, statement.args)
+        return [tuple(row) for row in result.all()] if result.returns_rows else []

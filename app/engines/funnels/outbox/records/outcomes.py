@@ -71,7 +71,8 @@ async def record(
     caps, unsent, reserved_at = unreserve
     if not sent and not others and not unsent:
         return
-    if not others and not unsent and await write_alone(db, lambda: _sent_alone(sent, owner, at)):
+    alone = not others and not unsent
+    if alone and await write_alone(db, lambda: _sent_alone(sent, owner, at)) is not None:
         return
     async with db.write() as uow:
         session = uow.session
