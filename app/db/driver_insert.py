@@ -4,8 +4,8 @@ For a hot path (the inbound events' group commit) the SQL layer's parameter and 
 more per batch than the rest of the batch's Python, and a transaction adds BEGIN and COMMIT round
 trips. :class:`DriverInsert` writes a batch as one statement in autocommit mode — atomic on its
 own, committed as it ends — on connections it keeps between batches (a checkout from the pool
-costs a pre-ping round trip). How the statement is spelled is the dialect's business and stays
-here:
+costs the pool's bookkeeping, and a ping when the connection sat idle: app/db/liveness.py). How
+the statement is spelled is the dialect's business and stays here:
 
 - PostgreSQL: the rows travel as one array per column (``SELECT * FROM unnest(...)``), so the
   statement's text is the same for every batch size and the driver prepares it once per

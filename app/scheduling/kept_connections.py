@@ -2,8 +2,8 @@
 
 A lease, a completion or a heartbeat is one statement, atomic on its own: in autocommit mode it
 needs no ``BEGIN``/``COMMIT``, two round trips fewer per batch. Connections are kept between
-statements (up to :data:`KEPT_CONNECTIONS`): a checkout from the pool pings the connection first,
-one more round trip for every lease.
+statements (up to :data:`KEPT_CONNECTIONS`): a checkout from the pool costs the pool's
+bookkeeping, and a ping round trip when the connection sat idle (:mod:`app.db.liveness`).
 """
 
 from __future__ import annotations
