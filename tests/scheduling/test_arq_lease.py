@@ -7,6 +7,8 @@ taken over stops that attempt and leaves the job's keys to the attempt that took
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -106,6 +108,53 @@ async def test_a_job_taken_over_by_another_worker_is_stopped_and_its_keys_left_a
         await client.aclose()
     assert RUNS.started[key] == 2
     assert RUNS.attempts[key] == [1, 3]
+
+
+async def _commands_seen(client: Redis, seconds: float) -> list[str]:
+    """Every command the Redis server received during ``seconds`` (MONITOR), as sent."""
+    seen: list[str] = []
+    async with client.monitor() as monitor:
+
+        async def listen() -> None:
+            while True:
+                seen.append(str((await monitor.next_command())["command"]))
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(listen(), seconds)
+    return seen
+
+
+async def test_a_poll_leaves_a_job_whose_lease_is_held_alone(runtimes: Runtimes) -> None:
+    """A running job stays in arq's queue until it finishes, so every poll reads it again: the
+    poll asks whether its lease is held (one pipelined EXISTS for all the ids it read) and opens
+    no transaction on it, while a job whose lease is free still starts. Checked on the wire."""
+    runtime = runtimes.make("arq")
+    queue = runtime.queue
+    assert isinstance(queue, ArqQueue)
+    key = f"held-{id(RUNS):x}"
+    in_progress = f"arq:in-progress:{queue.job_key(key)}"
+    await queue.enqueue(None, RECORD, Work(key=key, wait_for_release=True), job_id=key)
+    client = Redis.from_url(TEST_REDIS_URL)
+    try:
+        async with running(arq_workers(runtime, poll_delay=0.02)):
+            await eventually(lambda: _true(RUNS.started[key] == 1))
+            commands = await _commands_seen(client, 1.0)
+            polls = [
+                c for c in commands if c.startswith(f"ZRANGEBYSCORE {queue.queue_key('default')} ")
+            ]
+            assert len(polls) >= 5  # the worker kept polling, and each poll read the running job
+            asked = [c for c in commands if c == f"EXISTS {in_progress}"]
+            assert len(asked) >= len(polls) - 1
+            assert not [c for c in commands if c.startswith("WATCH") and in_progress in c]
+            free = f"{key}-free"
+            await queue.enqueue(None, RECORD, Work(key=free), job_id=free)
+            await eventually(lambda: _true(RUNS.done[free] == 1))
+            RUNS.gate(key).set()
+            await eventually(lambda: _true(RUNS.done[key] == 1))
+            await worked_through(queue)
+    finally:
+        await client.aclose()
+    assert RUNS.started[key] == 1
 
 
 @pytest.fixture
