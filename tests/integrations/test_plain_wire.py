@@ -7,6 +7,8 @@ arrives as the server's parser reads the general rendering."""
 from __future__ import annotations
 
 import re
+from email import message_from_bytes, policy
+from email.message import EmailMessage
 
 import pytest
 
@@ -115,3 +117,20 @@ async def test_a_plain_message_arrives_whole_over_smtp() -> None:
     assert got.html is not None
     assert got.html.replace("\r\n", "\n").rstrip("\n") == message.html
     assert got.headers["List-Unsubscribe"] == UNSUBSCRIBE["List-Unsubscribe"]
+
+
+def test_a_boundary_is_never_one_the_parts_contain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The random boundary comes out the same twice here; the text carries it and its first
+    alternative, so the message gets the second, and a reader finds both parts whole."""
+    monkeypatch.setattr("app.integrations.mail.plain_wire.secrets.randbelow", lambda _: 7)
+    taken = "=" * 15 + f"{7:019d}" + "=="
+    text = f"--{taken}\n--{taken}.0\nHello Ada\n"
+    raw = wire_bytes(email(text=text, html="<p>Hi</p>"), sender="n@mail.example", eight_bit=True)
+    assert raw is not None
+    found = re.search(rb'boundary="([^"]+)"', raw)
+    assert found is not None
+    assert found[1] == f"{taken}.1".encode()
+    parsed = message_from_bytes(raw, policy=policy.default)
+    assert isinstance(parsed, EmailMessage)
+    parts = [part.get_content() for part in parsed.iter_parts()]
+    assert parts == [text.replace("\n", "\r\n"), "<p>Hi</p>\r\n"]  # the wire's line ends
