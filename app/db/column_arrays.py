@@ -13,12 +13,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy.sql import Executable
 
 from app.db.dialect import POSTGRESQL, dialect_name
+from app.db.driver_insert import utc
 from app.db.session import WriteSession
+
+_JSON = msgspec.json.Encoder()
+
+
+def json_text(document: Any) -> str:
+    """The document as JSON text for a ``jsonb`` array element: msgspec writes it about ten times
+    faster than the column type's ``json.dumps``, compact and with non-ASCII characters as they
+    are, and it reads back as the same document."""
+    return _JSON.encode(document).decode()
+
+
+def utc_or_none(value: datetime | None) -> datetime | None:
+    """A time for a ``timestamptz`` array element (aware, in UTC), or ``None``."""
+    return None if value is None else utc(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +61,18 @@ async def execute_rows(
     spelled = arrays()
     connection = await session.connection()
     await connection.exec_driver_sql(spelled.sql, spelled.args)
+
+
+async def fetch_rows(
+    session: WriteSession,
+    statement: Executable,
+    rows: Sequence[dict[str, Any]],
+    arrays: Callable[[], ColumnArrays],
+) -> list[Any]:
+    """:func:`execute_rows` for a statement that returns rows (``RETURNING``): the rows it
+    returned, in the order the statement wrote them."""
+    if dialect_name(session) != POSTGRESQL:
+        return list((await session.execute(statement, list(rows))).all())
+    spelled = arrays()
+    connection = await session.connection()
+    return list((await connection.exec_driver_sql(spelled.sql, spelled.args)).all())

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
+from app.db.column_arrays import ColumnArrays, fetch_rows, json_text, utc_or_none
 from app.db.dialect import insert
 from app.db.session import WriteSession
 from app.db.tenancy import scoped_select
@@ -101,22 +102,64 @@ async def _start(
     # One order for every writer: concurrent batches meet on the unique indexes row by row in
     # the same sequence instead of waiting on each other crosswise.
     rows.sort(key=lambda r: (r["funnel_id"], r["contact_id"]))
-    # The rows as parameters (executemany), not a multi-row .values(): SQLAlchemy then caches
-    # the statement and batches the rows itself, where .values(rows) is compiled anew every
-    # time — for a matcher batch of ~1,000 runs that compilation cost several times the insert.
+    # On PostgreSQL one array per column (a fixed text the driver prepares once, values encoded
+    # in C): the SQL layer's per-row parameter handling cost more than the insert itself, 0.4 s
+    # of a 10,000-contact batch. Elsewhere the rows as parameters (executemany), not a multi-row
+    # .values(), which is compiled anew every time.
     table = Run.__table__
     statement = (
         insert(session, table)
         .on_conflict_do_nothing()
         .returning(table.c.id, table.c.funnel_id, table.c.contact_id)
     )
-    created = list((await session.execute(statement, rows)).all())
+    created = await fetch_rows(
+        session, statement, rows, lambda: ColumnArrays(_RUNS_UNNEST, _run_columns(rows))
+    )
     if limited:
         refused = await _refused_by_gate(session, created, limited, now)
         if refused:
             await _take_back(session, refused)
             return [run_id for run_id, _, _ in created if run_id not in refused]
     return [run_id for run_id, _, _ in created]
+
+
+_ENTERED = (
+    ("workspace_id", "bigint"),
+    ("funnel_id", "bigint"),
+    ("version_id", "bigint"),
+    ("contact_id", "bigint"),
+    ("reentry", "boolean"),
+    ("status", "varchar"),
+    ("current_node", "varchar"),
+    ("wake_at", "timestamptz"),
+    ("context", "jsonb"),
+    ("step_count", "integer"),
+    ("failures", "integer"),
+    ("entered_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+    ("ended_at", "timestamptz"),
+    ("exit_reason", "varchar"),
+)
+"""The columns a new run's row sets, with their PostgreSQL types."""
+
+_RUNS_UNNEST = (
+    f"INSERT INTO funnel_runs ({', '.join(name for name, _ in _ENTERED)}) "  # noqa: S608
+    "SELECT * FROM unnest("
+    + ", ".join(f"${n}::{pg_type}[]" for n, (_, pg_type) in enumerate(_ENTERED, start=1))
+    + ") ON CONFLICT DO NOTHING RETURNING id, funnel_id, contact_id"
+)
+"""The new runs in the order given (the order every writer meets the unique indexes in)."""
+
+
+def _run_columns(rows: list[dict[str, Any]]) -> tuple[list[Any], ...]:
+    def column(name: str, pg_type: str) -> list[Any]:
+        if pg_type == "jsonb":
+            return [json_text(row[name]) for row in rows]
+        if pg_type == "timestamptz":
+            return [utc_or_none(row[name]) for row in rows]
+        return [row[name] for row in rows]
+
+    return tuple(column(name, pg_type) for name, pg_type in _ENTERED)
 
 
 async def _without_recent_entries(

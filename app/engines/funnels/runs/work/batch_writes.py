@@ -12,13 +12,12 @@ Elsewhere (SQLite) they are the SQL layer's executemanys.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
-import msgspec
 from sqlalchemy import Table, bindparam, update
 
-from app.db.column_arrays import ColumnArrays, execute_rows
+from app.db.column_arrays import ColumnArrays, execute_rows, json_text, utc_or_none
 from app.db.dialect import insert
 from app.db.session import WriteSession
 from app.engines.funnels.models import OutboxEffect, Run, Step
@@ -81,23 +80,6 @@ _ADVANCE_UNNEST = (
     "WHERE r.id = v.rid"
 )
 
-_JSON = msgspec.json.Encoder()
-
-
-def _json_text(document: Any) -> str:
-    """The document as JSON text for a ``jsonb`` array element (the column type's ``json.dumps``
-    is about ten times slower and reads back as the same document)."""
-    return _JSON.encode(document).decode()
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to a UTC column")
-    return value.astimezone(UTC)
-
-
 async def write_batch(
     session: WriteSession,
     steps: list[dict[str, Any]],
@@ -128,7 +110,7 @@ async def write_batch(
         session,
         ADVANCE,
         [{**row, **released} for row in advances],
-        lambda: ColumnArrays(_ADVANCE_UNNEST, (*_advance_columns(advances), _utc(now))),
+        lambda: ColumnArrays(_ADVANCE_UNNEST, (*_advance_columns(advances), utc_or_none(now))),
     )
 
 
@@ -139,8 +121,8 @@ def _step_columns(steps: list[dict[str, Any]]) -> tuple[list[Any], ...]:
         [s["node_id"] for s in steps],
         [s["kind"] for s in steps],
         [s["decision"] for s in steps],
-        [_json_text(s["output"]) for s in steps],
-        [_utc(s["at"]) for s in steps],
+        [json_text(s["output"]) for s in steps],
+        [utc_or_none(s["at"]) for s in steps],
     )
 
 
@@ -152,11 +134,11 @@ def _effect_columns(effects: list[dict[str, Any]]) -> tuple[list[Any], ...]:
         [e["node_id"] for e in effects],
         [e["channel"] for e in effects],
         [e["idempotency_key"] for e in effects],
-        [_json_text(e["payload"]) for e in effects],
+        [json_text(e["payload"]) for e in effects],
         [e["status"] for e in effects],
         [e["attempts"] for e in effects],
-        [_utc(e["next_attempt_at"]) for e in effects],
-        [_utc(e["created_at"]) for e in effects],
+        [utc_or_none(e["next_attempt_at"]) for e in effects],
+        [utc_or_none(e["created_at"]) for e in effects],
     )
 
 
@@ -165,13 +147,13 @@ def _advance_columns(advances: list[dict[str, Any]]) -> tuple[list[Any], ...]:
         [a["rid"] for a in advances],
         [a["status"] for a in advances],
         [a["current_node"] for a in advances],
-        [_utc(a["wake_at"]) for a in advances],
-        [_json_text(a["context"]) for a in advances],
+        [utc_or_none(a["wake_at"]) for a in advances],
+        [json_text(a["context"]) for a in advances],
         [a["waiting_event"] for a in advances],
         [a["woken_by"] for a in advances],
         [a["step_count"] for a in advances],
         [a["failures"] for a in advances],
         [a["last_error"] for a in advances],
-        [_utc(a["ended_at"]) for a in advances],
+        [utc_or_none(a["ended_at"]) for a in advances],
         [a["exit_reason"] for a in advances],
     )
