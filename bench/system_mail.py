@@ -19,7 +19,9 @@ this process it makes one workspace with ``--contacts`` contacts and a published
    (``materialise``) and its sender job queued as the campaign sweep queues it. Measured from
    the start of the snapshot to the arrival of the last message.
 
-Each phase checks that every message arrived exactly once (by Message-ID). ``--profile DIR``
+Each phase checks that every message arrived exactly once (by Message-ID), and prints the CPU
+the system's processes used and the Redis commands it ran a message (server-wide counts: give it
+a Redis nothing else uses); the funnel phase also how long the entering transaction took. ``--profile DIR``
 runs every process under cProfile (``python -m cProfile -o``), one
 file per process in DIR (read them with ``pstats``); ``--app-root DIR`` runs the processes from
 another source tree (a previous commit, for a before/after in the same conditions).
@@ -49,6 +51,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from cryptography.fernet import Fernet  # noqa: E402
 from funnels_deliver import create_database, drop_database  # noqa: E402
 from mail_sink import Arrivals, Sink  # noqa: E402
+from redis.asyncio import Redis  # noqa: E402
 from sqlalchemy import insert, select  # noqa: E402
 
 from app.clock import SystemClock  # noqa: E402
@@ -198,7 +201,8 @@ async def arrived(sink: Sink, n: int, timeout: float) -> Arrivals:
 
 async def funnel_mail(
     runtime: Runtime, sink: Sink, version: FunnelVersion, ids: list[int], timeout: float
-) -> tuple[float, Arrivals]:
+) -> tuple[float, float, Arrivals]:
+    """(when the entering began, how long its transaction took, the arrivals)."""
     began = time.time()
     async with runtime.db.write() as uow:
         entered = await enter_many(
@@ -206,7 +210,24 @@ async def funnel_mail(
         )
         assert entered == len(ids), (entered, len(ids))
         await runtime.queue.enqueue_many(uow, runners(runtime.settings.funnels))
-    return began, await arrived(sink, len(ids), timeout)
+    entering = time.time() - began
+    return began, entering, await arrived(sink, len(ids), timeout)
+
+
+async def redis_commands(url: str) -> tuple[int, int]:
+    """Commands the Redis server has run so far: in all, and ``WATCH`` (a job start's
+    transaction). Server-wide: on a Redis nothing else uses, the system's own."""
+    client = Redis.from_url(url)
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    return sum(s["calls"] for s in stats.values()), stats.get("cmdstat_watch", {}).get("calls", 0)
+
+
+def per_message(before: tuple[int, int], after: tuple[int, int], n: int) -> str:
+    commands, watches = (a - b for a, b in zip(after, before, strict=True))
+    return f"{commands / n:.2f} Redis commands a message ({watches:,} WATCH)"
 
 
 async def campaign_mail(
@@ -273,20 +294,24 @@ async def main() -> None:
             f"PostgreSQL + Redis, serve + {args.workers} workers, {n:,} contacts, "
             f"aiosmtpd on loopback (own process); code of {args.app_root.resolve()}; logs in {tmp}"
         )
-        cpu = cpu_seconds(procs)
-        began, got = await funnel_mail(runtime, sink, version, ids, args.timeout)
+        cpu, redis = cpu_seconds(procs), await redis_commands(redis_url)
+        began, entering, got = await funnel_mail(runtime, sink, version, ids, args.timeout)
         funnel, funnel_wire = rate(n, began, got)
         cpu, used = cpu_seconds(procs), cpu_seconds(procs) - cpu
+        after = await redis_commands(redis_url)
+        funnel_redis, redis = per_message(redis, after, n), after
         print(
             f"funnel mail: {funnel:,.0f} msg/s from the first entry ({funnel_wire:,.0f} first to "
-            f"last message); serve + workers used {used * 1000 / n:.2f} ms of CPU a message"
+            f"last message; entering took {entering:.2f} s); serve + workers used "
+            f"{used * 1000 / n:.2f} ms of CPU a message; {funnel_redis}"
         )
         began, got = await campaign_mail(runtime, sink, ws, n, args.timeout)
         campaign, campaign_wire = rate(n, began, got)
         used = cpu_seconds(procs) - cpu
         print(
             f"campaign: {campaign:,.0f} msg/s from the snapshot ({campaign_wire:,.0f} first to "
-            f"last message); serve + workers used {used * 1000 / n:.2f} ms of CPU a message"
+            f"last message); serve + workers used {used * 1000 / n:.2f} ms of CPU a message; "
+            f"{per_message(redis, await redis_commands(redis_url), n)}"
         )
         await runtime.aclose()
     finally:
