@@ -82,6 +82,7 @@ _COLUMNS = (
 )
 _RETURNING = ("id", "workspace_id", "source", "external_id")
 
+
 def _settle(answer: asyncio.Future[int | None], value: int | None) -> None:
     if not answer.done():  # a request that went away no longer waits for it
         answer.set_result(value)

@@ -80,6 +80,7 @@ _ADVANCE_UNNEST = (
     "WHERE r.id = v.rid"
 )
 
+
 async def write_batch(
     session: WriteSession,
     steps: list[dict[str, Any]],
