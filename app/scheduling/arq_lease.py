@@ -76,23 +76,27 @@ class LeasedWorker(Worker):
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
         # arq tries every id its poll read in a watched transaction of its own (three or four
-        # round trips), though most of them are usually running already, here or in another
-        # worker: a job stays in the queue until it finishes, and a poll comes every tenth of a
-        # second. With a few long jobs running (runners, deliverers, a campaign's sender) that was
-        # a tenth of a busy worker's time. One pipelined EXISTS per poll leaves arq only the jobs
-        # whose lease is free; arq's transaction still decides which worker starts a job that two
-        # of them found free.
+        # round trips), though a job stays in the queue until it finishes: at every poll (every
+        # tenth of a second) it tried each running job again, here or in another worker. Only the
+        # jobs this worker has room for and whose lease is free go to arq now; arq's transaction
+        # still decides which worker starts a job that two of them found free.
         await super().start_jobs(await self._lease_free(job_ids))
 
     async def _lease_free(self, job_ids: list[bytes]) -> list[bytes]:
-        """The jobs among ``job_ids`` whose in-progress lease no worker holds."""
-        if not job_ids:
-            return []
-        async with self.pool.pipeline(transaction=False) as pipe:
-            for job_id in job_ids:
-                pipe.exists(in_progress_key_prefix + job_id.decode())
-            held = await pipe.execute()
-        return [job_id for job_id, taken in zip(job_ids, held, strict=True) if not taken]
+        """The first jobs of ``job_ids`` this worker has room for that no worker runs: its own
+        running jobs are known here, the others' leases are asked about a room's worth at a time
+        (one pipelined ``EXISTS`` per chunk)."""
+        running = {job_id for job_id, task in self.tasks.items() if not task.done()}
+        waiting = [job_id for job_id in job_ids if job_id.decode() not in running]
+        free: list[bytes] = []
+        while waiting and (room := self.max_jobs - self.job_counter - len(free)) > 0:
+            chunk, waiting = waiting[:room], waiting[room:]
+            async with self.pool.pipeline(transaction=False) as pipe:
+                for job_id in chunk:
+                    pipe.exists(in_progress_key_prefix + job_id.decode())
+                held = await pipe.execute()
+            free.extend(job_id for job_id, taken in zip(chunk, held, strict=True) if not taken)
+        return free
 
     def running(self) -> list[str]:
         """Ids of the jobs whose handler is running now."""

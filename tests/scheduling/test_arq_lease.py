@@ -124,37 +124,44 @@ async def _commands_seen(client: Redis, seconds: float) -> list[str]:
     return seen
 
 
-async def test_a_poll_leaves_a_job_whose_lease_is_held_alone(runtimes: Runtimes) -> None:
-    """A running job stays in arq's queue until it finishes, so every poll reads it again: the
-    poll asks whether its lease is held (one pipelined EXISTS for all the ids it read) and opens
-    no transaction on it, while a job whose lease is free still starts. Checked on the wire."""
+async def test_a_poll_leaves_running_jobs_alone(runtimes: Runtimes) -> None:
+    """A running job stays in arq's queue until it finishes, so every poll reads it again. The
+    worker opens no transaction on it: its own running job it knows without asking, and about a
+    job another worker holds it asks once per poll (one pipelined EXISTS), while a job whose
+    lease is free still starts, and the held one as soon as its lease goes. Checked on the wire."""
     runtime = runtimes.make("arq")
     queue = runtime.queue
     assert isinstance(queue, ArqQueue)
-    key = f"held-{id(RUNS):x}"
-    in_progress = f"arq:in-progress:{queue.job_key(key)}"
-    await queue.enqueue(None, RECORD, Work(key=key, wait_for_release=True), job_id=key)
+    mine, elsewhere = f"mine-{id(RUNS):x}", f"elsewhere-{id(RUNS):x}"
+    mine_key = f"arq:in-progress:{queue.job_key(mine)}"
+    elsewhere_key = f"arq:in-progress:{queue.job_key(elsewhere)}"
+    await queue.enqueue(None, RECORD, Work(key=mine, wait_for_release=True), job_id=mine)
+    await queue.enqueue(None, RECORD, Work(key=elsewhere), job_id=elsewhere)
     client = Redis.from_url(TEST_REDIS_URL)
     try:
+        await client.psetex(elsewhere_key, 60_000, b"1")  # what another worker's start sets
         async with running(arq_workers(runtime, poll_delay=0.02)):
-            await eventually(lambda: _true(RUNS.started[key] == 1))
+            await eventually(lambda: _true(RUNS.started[mine] == 1))
             commands = await _commands_seen(client, 1.0)
-            polls = [
-                c for c in commands if c.startswith(f"ZRANGEBYSCORE {queue.queue_key('default')} ")
-            ]
-            assert len(polls) >= 5  # the worker kept polling, and each poll read the running job
-            asked = [c for c in commands if c == f"EXISTS {in_progress}"]
-            assert len(asked) >= len(polls) - 1
-            assert not [c for c in commands if c.startswith("WATCH") and in_progress in c]
-            free = f"{key}-free"
+            queue_name = queue.queue_key("default")
+            polls = [c for c in commands if c.startswith(f"ZRANGEBYSCORE {queue_name} ")]
+            assert len(polls) >= 5  # the worker kept polling, and each poll read both jobs
+            assert len([c for c in commands if c == f"EXISTS {elsewhere_key}"]) >= len(polls) - 1
+            assert not [c for c in commands if c == f"EXISTS {mine_key}"]
+            ours = f"WATCH arq:in-progress:{queue.job_key('')}"  # this test's queue's jobs
+            assert not [c for c in commands if c.startswith(ours)]
+            assert RUNS.started[elsewhere] == 0
+            free = f"{mine}-free"
             await queue.enqueue(None, RECORD, Work(key=free), job_id=free)
             await eventually(lambda: _true(RUNS.done[free] == 1))
-            RUNS.gate(key).set()
-            await eventually(lambda: _true(RUNS.done[key] == 1))
+            await client.delete(elsewhere_key)  # the other worker's lease went
+            await eventually(lambda: _true(RUNS.done[elsewhere] == 1))
+            RUNS.gate(mine).set()
+            await eventually(lambda: _true(RUNS.done[mine] == 1))
             await worked_through(queue)
     finally:
         await client.aclose()
-    assert RUNS.started[key] == 1
+    assert RUNS.started[mine] == 1
 
 
 @pytest.fixture
