@@ -13,6 +13,8 @@ fails — before any message is on it, so the check can never resend anything.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import aiosmtplib
 
@@ -21,7 +23,7 @@ from app.integrations.http_guard.classify import is_transient_smtp_reply
 from app.integrations.mail.errors import PermanentMailError, TransientMailError
 from app.integrations.mail.message import OutgoingEmail
 from app.integrations.mail.tracing import smtp_span
-from app.integrations.mail.wire import transmit
+from app.integrations.mail.wire import Withheld, withhold
 from app.scheduling.outside_calls import check_outside_call
 from app.settings import MailSettings
 
@@ -87,25 +89,50 @@ class SmtpPool:
             await client.connect()
 
     async def send(self, email: OutgoingEmail) -> None:
-        """Deliver ``email`` (see :meth:`_send`), in a span when tracing is on."""
-        with smtp_span(self._settings, email):
-            await self._send(email)
-
-    async def _send(self, email: OutgoingEmail) -> None:
         """Deliver ``email`` over a pooled connection.
 
         Raises:
             TransientMailError: 4xx reply, timeout or connection failure (retry later).
             PermanentMailError: 5xx reply (do not retry).
         """
+        await (await self.prepare(email)).complete()
+
+    async def prepare(self, email: OutgoingEmail) -> PreparedSend:
+        """Put ``email`` on the wire over a pooled connection, without the line that makes the
+        server deliver it (see :class:`~app.integrations.mail.wire.Withheld`): the returned
+        send holds the connection until it is completed or aborted. Raises what :meth:`send`
+        raises, with nothing delivered."""
         if not email.to:
             raise PermanentMailError("message has no recipients")
         check_outside_call()
         conn = await self._take()
-        healthy = True
-        try:
+        with smtp_span(self._settings, email), self._using(conn, keep=True):
             await self._ready(conn)
-            await transmit(conn.client, email, sender=self.from_address)
+            withheld = await withhold(conn.client, email, sender=self.from_address)
+        return PreparedSend(self, conn, withheld, email)
+
+    async def _complete(self, conn: _Connection, withheld: Withheld, email: OutgoingEmail) -> None:
+        with smtp_span(self._settings, email, "smtp end of data"), self._using(conn, keep=False):
+            await withheld.complete()
+
+    def _abort(self, conn: _Connection, withheld: Withheld) -> None:
+        withheld.abort()
+        self._give_back(conn)
+
+    def _give_back(self, conn: _Connection) -> None:
+        conn.used_at = self._clock.monotonic()
+        self._idle.put_nowait(conn)
+
+    @contextmanager
+    def _using(self, conn: _Connection, *, keep: bool) -> Iterator[None]:
+        """Sort a failure on ``conn`` into :class:`TransientMailError` /
+        :class:`PermanentMailError`, closing the connection when its state is unknown, and give
+        it back to the pool when the conversation ends here (a failure, or ``keep`` False)."""
+        healthy = True
+        ended = True  # the conversation ends here: the connection goes back to the pool
+        try:
+            yield
+            ended = not keep
         except aiosmtplib.SMTPRecipientsRefused as exc:
             # Every recipient refused: the worst reply decides; the connection stays usable.
             codes = [r.code for r in exc.recipients] or [550]
@@ -128,8 +155,8 @@ class SmtpPool:
         finally:
             if not healthy:
                 conn.client.close()
-            conn.used_at = self._clock.monotonic()
-            self._idle.put_nowait(conn)
+            if ended:
+                self._give_back(conn)
 
     async def aclose(self) -> None:
         """Say QUIT on every idle connection (the pool can still be used afterwards)."""
@@ -141,3 +168,26 @@ class SmtpPool:
                     await conn.client.quit()
                 except (aiosmtplib.SMTPException, OSError, TimeoutError):
                     conn.client.close()
+
+
+class PreparedSend:
+    """A message on the wire, not yet delivered (:meth:`SmtpPool.prepare`); it holds its
+    connection until :meth:`complete` or :meth:`abort`, one of which must be called."""
+
+    __slots__ = ("_conn", "_email", "_pool", "_withheld")
+
+    def __init__(
+        self, pool: SmtpPool, conn: _Connection, withheld: Withheld, email: OutgoingEmail
+    ) -> None:
+        self._pool = pool
+        self._conn = conn
+        self._withheld = withheld
+        self._email = email
+
+    async def complete(self) -> None:
+        """Deliver the message (raises what :meth:`SmtpPool.send` raises)."""
+        await self._pool._complete(self._conn, self._withheld, self._email)
+
+    def abort(self) -> None:
+        """Give the message up, nothing delivered (its connection is closed)."""
+        self._pool._abort(self._conn, self._withheld)

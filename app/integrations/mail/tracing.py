@@ -1,5 +1,6 @@
 """A span for every SMTP send, when tracing is on (:mod:`app.telemetry`): the server and the
-number of recipients, never their addresses."""
+number of recipients, never their addresses. A send prepared ahead of its delivery
+(:meth:`~app.integrations.mail.pool.SmtpPool.prepare`) has a second one for its end of data."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from app.integrations.mail.message import OutgoingEmail
 from app.settings import MailSettings
 
 
-def smtp_span(settings: MailSettings, email: OutgoingEmail) -> AbstractContextManager[Span | None]:
+def smtp_span(
+    settings: MailSettings, email: OutgoingEmail, name: str = "smtp send"
+) -> AbstractContextManager[Span | None]:
     return telemetry.span(
-        "smtp send",
+        name,
         kind=SpanKind.CLIENT,
         attributes=lambda: {
             "network.protocol.name": "smtp",

@@ -32,12 +32,17 @@ from app.engines.funnels.campaigns.models import (
 )
 from app.engines.funnels.campaigns.records import outcomes
 from app.engines.funnels.campaigns.work.compose import blocked, compose, message_of
-from app.engines.funnels.campaigns.work.transport import Permanent, Transient, Transport
+from app.engines.funnels.campaigns.work.transport import (
+    Permanent,
+    Prepared,
+    Transient,
+    Transport,
+)
 from app.engines.funnels.consent import gate
 from app.engines.funnels.consent.policy import Send
 from app.engines.funnels.events.tracking import Tracking
 from app.engines.funnels.outbox.work import frequency
-from app.engines.funnels.outbox.work.recorded_slots import send_and_record
+from app.engines.funnels.outbox.work.recorded_slots import Done, Ready, send_and_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,11 +167,11 @@ class CampaignSender:
         checked_at = now()
         caps, capped, reserved = await self._reserve(campaign, rows, checked_at)
 
-        async def one(row: RecipientRow) -> tuple[int, tuple[str, str]]:
+        async def one(row: RecipientRow) -> Ready[tuple[int, tuple[str, str]]]:
             if row.seq in capped:
                 # Held back by the consent gate (its reason already recorded on the row).
-                return row.seq, (R_SKIPPED, capped[row.seq])
-            return row.seq, await self._send_one(campaign, row)
+                return Done((row.seq, (R_SKIPPED, capped[row.seq])))
+            return await self._prepare_one(campaign, row)
 
         async def confirm(batch: list[tuple[int, tuple[str, str]]]) -> bool:
             for _seq, (status, _detail) in batch:
@@ -176,7 +181,7 @@ class CampaignSender:
                 campaign, dict(batch), now(), release=(caps, unsent, checked_at)
             )
 
-        return await send_and_record(rows, slots=self.in_flight, attempt=one, record=confirm)
+        return await send_and_record(rows, slots=self.in_flight, prepare=one, record=confirm)
 
     async def _reserve(
         self, campaign: Campaign, rows: list[RecipientRow], at: datetime
@@ -204,10 +209,14 @@ class CampaignSender:
         # A broadcast does not wait for the contact's next day: held back is skipped.
         return caps, skipped, reserved
 
-    async def _send_one(self, campaign: Campaign, row: RecipientRow) -> tuple[str, str]:
-        """Send one recipient the consent gate let through (:meth:`_reserve`)."""
+    async def _prepare_one(
+        self, campaign: Campaign, row: RecipientRow
+    ) -> Ready[tuple[int, tuple[str, str]]]:
+        """Compose the message of one recipient the consent gate let through (:meth:`_reserve`)
+        and put it on the wire, to be delivered when its slot may (see
+        :mod:`~app.engines.funnels.outbox.work.recorded_slots`)."""
         if self.signing is None and not campaign.transactional:
-            return R_FAILED, "marketing mail needs signed unsubscribe links"
+            return Done((row.seq, (R_FAILED, "marketing mail needs signed unsubscribe links")))
         email = compose(
             campaign,
             row,
@@ -217,12 +226,36 @@ class CampaignSender:
             mailto_address=self.mailto_address,
         )
         try:
-            await self.transport.send(email)
-        except Permanent as exc:
-            return R_FAILED, str(exc)
-        except Transient as exc:
-            return R_PENDING, str(exc)
-        return R_SENT, email.message_id
+            prepared = await self.transport.prepare(email)
+        except (Permanent, Transient) as exc:
+            return Done((row.seq, _failure(exc)))
+        return _Sending(row.seq, email.message_id, prepared)
+
+
+def _failure(exc: Permanent | Transient) -> tuple[str, str]:
+    """A refused recipient failed; a deferred one stays pending (tried again later)."""
+    return (R_FAILED if isinstance(exc, Permanent) else R_PENDING), str(exc)
+
+
+class _Sending:
+    """One recipient's message on the wire, delivered by :meth:`complete`."""
+
+    __slots__ = ("_message_id", "_prepared", "_seq")
+
+    def __init__(self, seq: int, message_id: str, prepared: Prepared) -> None:
+        self._seq = seq
+        self._message_id = message_id
+        self._prepared = prepared
+
+    async def complete(self) -> tuple[int, tuple[str, str]]:
+        try:
+            await self._prepared.complete()
+        except (Permanent, Transient) as exc:
+            return self._seq, _failure(exc)
+        return self._seq, (R_SENT, self._message_id)
+
+    def abort(self) -> None:
+        self._prepared.abort()
 
 
 async def send_until_done(

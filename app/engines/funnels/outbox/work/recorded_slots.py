@@ -1,4 +1,4 @@
-"""Send slots that take their next message only once the previous one's outcome is committed.
+"""Send slots that deliver their next message only once the previous one's outcome is committed.
 
 A message the provider accepted but whose outcome was not yet committed is sent again after a
 crash (with the same Message-ID: the receiver recognises the repeat, but the person may still
@@ -6,8 +6,15 @@ see it twice). Committing outcomes in groups keeps the database cost per message
 slot moved on to its next message while its previous outcome waited for the next commit, a
 crash could leave two messages per slot unrecorded, and more while a slow commit holds the
 group up. Here each slot hands its outcome to the one recorder and waits for that commit before
-it takes another item, so a process killed at any moment leaves at most one unrecorded message
+it delivers another, so a process killed at any moment leaves at most one unrecorded message
 per slot — the one SMTP transaction (or provider call) each slot had in flight.
+
+Waiting is not idling: a slot **prepares** its next message while the previous outcome's commit
+runs — everything short of delivering it (:class:`Ready`). For SMTP that is the whole
+transaction but the line that ends the data: the server delivers nothing before it, and drops
+the message if the connection closes first (:class:`~app.integrations.mail.wire.Withheld`). The
+commit's latency then overlaps the next message's rendering and round trips instead of adding
+to them, and the bound above still holds.
 
 Throughput is kept by grouping without waiting: the recorder commits whatever arrived while the
 previous commit ran (outcomes that came in together share a transaction), and never sleeps to
@@ -18,30 +25,83 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 O = TypeVar("O")  # noqa: E741 - the outcome type
+O_co = TypeVar("O_co", covariant=True)
+
+
+class Ready(Protocol[O_co]):
+    """A prepared attempt: :meth:`complete` delivers it and gives its outcome; :meth:`abort`
+    gives it up with nothing delivered. Exactly one of them is called."""
+
+    async def complete(self) -> O_co: ...
+
+    def abort(self) -> None: ...
+
+
+class Done(Generic[O]):
+    """An attempt whose outcome is known without delivering anything (a recipient held back)."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: O) -> None:
+        self.outcome = outcome
+
+    async def complete(self) -> O:
+        return self.outcome
+
+    def abort(self) -> None:
+        pass
+
+
+class _Later(Generic[T, O]):
+    """A one-phase attempt, made entirely when it is its turn to deliver."""
+
+    __slots__ = ("_attempt", "_item")
+
+    def __init__(self, attempt: Callable[[T], Awaitable[O]], item: T) -> None:
+        self._attempt = attempt
+        self._item = item
+
+    async def complete(self) -> O:
+        return await self._attempt(self._item)
+
+    def abort(self) -> None:
+        pass
 
 
 async def send_and_record(
     items: Iterable[T],
     *,
     slots: int,
-    attempt: Callable[[T], Awaitable[O]],
     record: Callable[[list[O]], Coroutine[Any, Any, bool]],
+    attempt: Callable[[T], Awaitable[O]] | None = None,
+    prepare: Callable[[T], Awaitable[Ready[O]]] | None = None,
     slot_gate: asyncio.Semaphore | None = None,
 ) -> bool:
-    """``attempt`` each item, ``slots`` at a time, and ``record`` the outcomes (one call per
-    group, committed when it returns). A slot takes its next item only after ``record`` returned
-    for its previous outcome. ``record`` returns False to stop (a lost lease): items not yet
-    started are left alone, and False is returned.
+    """Deliver each item, ``slots`` at a time, and ``record`` the outcomes (one call per group,
+    committed when it returns). A slot delivers its next item only after ``record`` returned for
+    its previous outcome. ``record`` returns False to stop (a lost lease): a prepared item is
+    aborted, items not yet started are left alone, and False is returned.
+
+    Give either ``attempt`` (the whole attempt waits for the previous commit) or ``prepare``
+    (what it returns is made ready while the previous commit runs: see :class:`Ready`).
 
     ``slot_gate``: a semaphore shared by several callers (a process's deliverer jobs), held by
-    a slot from the start of an attempt until its outcome is recorded, so that all of them
+    a slot from the start of a delivery until its outcome is recorded, so that all of them
     together have at most its value of unrecorded messages.
     """
-    return await _Slots(items, attempt, slot_gate).run(max(1, slots), record)
+    if prepare is None:
+        if attempt is None:
+            raise TypeError("send_and_record needs attempt or prepare")
+        one_phase = attempt
+
+        async def prepare(item: T) -> Ready[O]:
+            return _Later(one_phase, item)
+
+    return await _Slots(items, prepare, slot_gate).run(max(1, slots), record)
 
 
 class _Slots(Generic[T, O]):
@@ -51,34 +111,56 @@ class _Slots(Generic[T, O]):
     def __init__(
         self,
         items: Iterable[T],
-        attempt: Callable[[T], Awaitable[O]],
+        prepare: Callable[[T], Awaitable[Ready[O]]],
         gate: asyncio.Semaphore | None,
     ) -> None:
         self.queue: Iterator[T] = iter(items)
-        self.attempt = attempt
+        self.prepare = prepare
         self.gate = gate
         self.waiting: list[tuple[O, asyncio.Future[bool]]] = []
         self.arrived = asyncio.Event()
         self.working = 0
         self.failure: BaseException | None = None
 
-    async def _take(self, item: T) -> bool:
-        outcome = await self.attempt(item)
+    async def _deliver(self, ready: Ready[O]) -> asyncio.Future[bool]:
+        """Complete ``ready`` and hand its outcome to the recorder; the returned future is its
+        commit (the slot's gate permit, if any, is held until then)."""
+        gate = self.gate
+        if gate is not None:
+            try:
+                await gate.acquire()
+            except BaseException:
+                ready.abort()
+                raise
+        try:
+            outcome = await ready.complete()
+        except BaseException:
+            if gate is not None:
+                gate.release()
+            raise
         committed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if gate is not None:
+            committed.add_done_callback(lambda _: gate.release())
         self.waiting.append((outcome, committed))
         self.arrived.set()
-        return await committed
+        return committed
 
     async def _slot(self) -> None:
+        previous: asyncio.Future[bool] | None = None
         try:
             for item in self.queue:  # shared by the slots: each item is taken once
-                if self.gate is None:
-                    going = await self._take(item)
-                else:
-                    async with self.gate:
-                        going = await self._take(item)
+                ready = await self.prepare(item)  # nothing delivered yet
+                try:
+                    going = previous is None or await previous
+                except BaseException:
+                    ready.abort()
+                    raise
                 if not going:
+                    ready.abort()
                     return
+                previous = await self._deliver(ready)
+            if previous is not None:
+                await previous
         except Exception as exc:  # handed to run(), which raises it once the rest is recorded
             self.failure = self.failure or exc
         finally:
