@@ -6,7 +6,7 @@ decide between a retry and a final failure."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.payloads import EffectPayload, Unreadable
@@ -51,4 +51,28 @@ class ChannelSender(Protocol):
     async def send(self, effect: LeasedEffect) -> str:
         """Deliver one effect; returns a short detail for the delivery record (e.g. the
         provider's message id). Raises Transient/PermanentDeliveryError."""
+        ...
+
+
+class PreparedDelivery(Protocol):
+    """A message made ready, not yet delivered (:class:`PreparingSender`)."""
+
+    async def complete(self) -> str:
+        """Deliver it; returns what :meth:`ChannelSender.send` returns, raises what it raises."""
+        ...
+
+    def abort(self) -> None:
+        """Give it up, nothing delivered."""
+
+
+@runtime_checkable
+class PreparingSender(Protocol):
+    """A channel that can do everything short of delivering ahead of time (SMTP: the whole
+    transaction but its end of data), so the deliverer's wait for the previous outcome's commit
+    overlaps it (:mod:`~app.engines.funnels.outbox.work.recorded_slots`)."""
+
+    async def send(self, effect: LeasedEffect) -> str: ...
+
+    async def prepare(self, effect: LeasedEffect) -> PreparedDelivery:
+        """Raises Transient/PermanentDeliveryError, with nothing delivered."""
         ...

@@ -105,10 +105,10 @@ def test_the_checker_catches_a_violation_injected_into_the_deliverer() -> None:
     source = (APP / "engines/funnels/outbox/work/deliver.py").read_text()
     assert violations(source) == []
     tampered = source.replace(
-        "    async def _attempt(",
+        "    async def _prepare(",
         "    def _own_check(self, contact: Any) -> bool:\n"
         "        return bool(contact.suppressed.get('email'))\n\n"
-        "    async def _attempt(",
+        "    async def _prepare(",
     )
     assert tampered != source
     assert [v.split(": ")[1] for v in violations(tampered)] == [".suppressed"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ from app.engines.funnels.outbox.channel import (
     ChannelSender,
     LeasedEffect,
     PermanentDeliveryError,
+    PreparingSender,
     TransientDeliveryError,
 )
 from app.engines.funnels.outbox.claim import lease as leasing
@@ -40,7 +41,7 @@ from app.engines.funnels.outbox.payloads import Unreadable
 from app.engines.funnels.outbox.records.outcomes import record as record_outcomes
 from app.engines.funnels.outbox.work import frequency
 from app.engines.funnels.outbox.work.outcomes import DeliveryResult, Outcome, capped, decisions
-from app.engines.funnels.outbox.work.recorded_slots import send_and_record
+from app.engines.funnels.outbox.work.recorded_slots import Done, Ready, send_and_record
 from app.scheduling.claim import Lease
 from app.settings import FunnelSettings
 
@@ -146,20 +147,23 @@ class Deliverer:
         held, reserved = await self._reserve(effects, contacts, ours, blocked, caps, checked_at)
         expires = leased_at + timedelta(seconds=self.lease_seconds)
 
-        async def one(effect: LeasedEffect) -> Outcome:
-            if effect.id not in ours or (
+        def gone(effect: LeasedEffect) -> bool:
+            """Cancelled (contact deleted, goal reached) after we leased it, or our lease ran
+            out: whoever holds it now delivers it."""
+            return effect.id not in ours or (
                 not lease.holds(effect.id) if lease is not None else now() >= expires
-            ):
-                # Cancelled (contact deleted, goal reached) after we leased it, or our lease
-                # ran out: whoever holds it now delivers it.
-                return Outcome(effect, "skipped", now())
+            )
+
+        async def one(effect: LeasedEffect) -> Ready[Outcome]:
+            if gone(effect):
+                return Done(Outcome(effect, "skipped", now()))
             if isinstance(effect.payload, Unreadable):
                 # Sending it cannot work, now or later: failed once, with the reason.
                 reason = f"unreadable payload: {effect.payload.reason}"
-                return Outcome(effect, "failed", now(), OUTBOX_FAILED, "failed", reason)
+                return Done(Outcome(effect, "failed", now(), OUTBOX_FAILED, "failed", reason))
             if effect.id in held:
-                return capped(effect, held[effect.id], now())
-            return await self._attempt(effect, blocked[effect.id], now)
+                return Done(capped(effect, held[effect.id], now()))
+            return await self._prepare(effect, blocked[effect.id], now, gone)
 
         async def record(group: list[Outcome]) -> bool:
             unsent = [
@@ -176,11 +180,11 @@ class Deliverer:
                     lease.done(outcome.effect.id)
             return True
 
-        # Each slot's outcome is committed before it takes its next effect, and the process's
+        # Each slot's outcome is committed before it delivers its next effect, and the process's
         # deliverer jobs share ``in_flight`` slots: a kill leaves at most that many sent and
         # unrecorded (see recorded_slots).
         await send_and_record(
-            effects, slots=self.in_flight, attempt=one, record=record, slot_gate=self._slots
+            effects, slots=self.in_flight, prepare=one, record=record, slot_gate=self._slots
         )
         return counts
 
@@ -231,41 +235,94 @@ class Deliverer:
         }
         return until, reserved
 
-    async def _attempt(
-        self, effect: LeasedEffect, decision: Decision, now: Callable[[], datetime]
-    ) -> Outcome:
+    async def _prepare(
+        self,
+        effect: LeasedEffect,
+        decision: Decision,
+        now: Callable[[], datetime],
+        gone: Callable[[LeasedEffect], bool],
+    ) -> Ready[Outcome]:
+        """The effect's attempt, made ready: an outcome known without sending, or its message
+        prepared (as far as its channel can go without delivering it; ``gone`` is asked again
+        just before it is delivered)."""
         if isinstance(decision, Skip):
-            return Outcome(effect, "skipped", now(), OUTBOX_SKIPPED, "suppressed", decision.reason)
+            return Done(
+                Outcome(effect, "skipped", now(), OUTBOX_SKIPPED, "suppressed", decision.reason)
+            )
         if isinstance(decision, WaitUntil):
             # Quiet hours at send time: due again when they end, this try not counted.
-            return Outcome(
-                effect,
-                "deferred",
-                now(),
-                kind="held",
-                detail=decision.reason,
-                capped_until=decision.until,
+            return Done(
+                Outcome(
+                    effect,
+                    "deferred",
+                    now(),
+                    kind="held",
+                    detail=decision.reason,
+                    capped_until=decision.until,
+                )
             )
         sender = self.senders(effect.channel)
         if sender is None:
-            return Outcome(
-                effect,
-                "deferred",
-                now(),
-                detail=f"no sender for channel {effect.channel}",
-                retry=True,
+            return Done(
+                Outcome(
+                    effect,
+                    "deferred",
+                    now(),
+                    detail=f"no sender for channel {effect.channel}",
+                    retry=True,
+                )
             )
+        if not isinstance(sender, PreparingSender):
+            return _Delivery(effect, now, gone, lambda: sender.send(effect), None)
         try:
-            detail = await sender.send(effect)
-        except TransientDeliveryError as exc:
-            return Outcome(
-                effect,
-                "deferred",
-                now(),
-                detail=str(exc),
-                retry=True,
-                retry_after=exc.retry_after,
-            )
-        except PermanentDeliveryError as exc:
-            return Outcome(effect, "failed", now(), OUTBOX_FAILED, "failed", str(exc))
-        return Outcome(effect, "sent", now(), OUTBOX_SENT, "sent", detail)
+            prepared = await sender.prepare(effect)
+        except (TransientDeliveryError, PermanentDeliveryError) as exc:
+            return Done(_not_sent(effect, now(), exc))
+        return _Delivery(effect, now, gone, prepared.complete, prepared.abort)
+
+
+class _Delivery:
+    """An effect's message, delivered by :meth:`complete` (the outcome) or given up."""
+
+    __slots__ = ("_abort", "_deliver", "_effect", "_gone", "_now")
+
+    def __init__(
+        self,
+        effect: LeasedEffect,
+        now: Callable[[], datetime],
+        gone: Callable[[LeasedEffect], bool],
+        deliver: Callable[[], Awaitable[str]],
+        abort: Callable[[], None] | None,
+    ) -> None:
+        self._effect = effect
+        self._now = now
+        self._gone = gone
+        self._deliver = deliver
+        self._abort = abort
+
+    async def complete(self) -> Outcome:
+        if self._gone(self._effect):
+            # The lease ran out while the slot waited for its previous commit.
+            self.abort()
+            return Outcome(self._effect, "skipped", self._now())
+        try:
+            detail = await self._deliver()
+        except (TransientDeliveryError, PermanentDeliveryError) as exc:
+            return _not_sent(self._effect, self._now(), exc)
+        return Outcome(self._effect, "sent", self._now(), OUTBOX_SENT, "sent", detail)
+
+    def abort(self) -> None:
+        if self._abort is not None:
+            self._abort()
+
+
+def _not_sent(
+    effect: LeasedEffect, at: datetime, exc: TransientDeliveryError | PermanentDeliveryError
+) -> Outcome:
+    """A deferred message is tried again (not sooner than the provider asked); a refused one
+    failed."""
+    if isinstance(exc, TransientDeliveryError):
+        return Outcome(
+            effect, "deferred", at, detail=str(exc), retry=True, retry_after=exc.retry_after
+        )
+    return Outcome(effect, "failed", at, OUTBOX_FAILED, "failed", str(exc))

@@ -3,7 +3,8 @@ links and pixel) and handed to the SMTP server."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Protocol
 
 from app.engines.funnels.events.tracking import (
@@ -16,6 +17,7 @@ from app.engines.funnels.events.tracking import (
 from app.engines.funnels.outbox.channel import (
     LeasedEffect,
     PermanentDeliveryError,
+    PreparedDelivery,
     TransientDeliveryError,
 )
 from app.engines.funnels.outbox.payloads import Email
@@ -29,8 +31,10 @@ from app.engines.funnels.outbox.work.unsubscribe import (
 from app.integrations.mail import (
     OutgoingEmail,
     PermanentMailError,
+    SmtpPool,
     TransientMailError,
 )
+from app.integrations.mail.pool import PreparedSend
 
 
 class MailTransport(Protocol):
@@ -124,10 +128,60 @@ class EmailChannel:
 
     async def send(self, effect: LeasedEffect) -> str:
         email = await self.compose(effect)
-        try:
+        with _sorted():
             await self.sender.send(email)
-        except TransientMailError as exc:
-            raise TransientDeliveryError(str(exc)) from exc
-        except PermanentMailError as exc:
-            raise PermanentDeliveryError(str(exc)) from exc
         return email.message_id
+
+    async def prepare(self, effect: LeasedEffect) -> PreparedDelivery:
+        """Compose the message and, over persistent connections, put it on the wire to be
+        delivered by the returned object's ``complete`` (see
+        :meth:`~app.integrations.mail.SmtpPool.prepare`); one conversation per message is
+        held until then instead."""
+        email = await self.compose(effect)
+        if not isinstance(self.sender, SmtpPool):
+            return _SendLater(self.sender, email)
+        with _sorted():
+            return _Prepared(await self.sender.prepare(email), email.message_id)
+
+
+class _Prepared:
+    __slots__ = ("_message_id", "_send")
+
+    def __init__(self, send: PreparedSend, message_id: str) -> None:
+        self._send = send
+        self._message_id = message_id
+
+    async def complete(self) -> str:
+        with _sorted():
+            await self._send.complete()
+        return self._message_id
+
+    def abort(self) -> None:
+        self._send.abort()
+
+
+class _SendLater:
+    __slots__ = ("_email", "_sender")
+
+    def __init__(self, sender: MailTransport, email: OutgoingEmail) -> None:
+        self._sender = sender
+        self._email = email
+
+    async def complete(self) -> str:
+        with _sorted():
+            await self._sender.send(self._email)
+        return self._email.message_id
+
+    def abort(self) -> None:
+        pass
+
+
+@contextmanager
+def _sorted() -> Iterator[None]:
+    """The mail integration's failures as the deliverer's retry-or-not errors."""
+    try:
+        yield
+    except TransientMailError as exc:
+        raise TransientDeliveryError(str(exc)) from exc
+    except PermanentMailError as exc:
+        raise PermanentDeliveryError(str(exc)) from exc

@@ -56,51 +56,24 @@ class Done(Generic[O]):
         pass
 
 
-class _Later(Generic[T, O]):
-    """A one-phase attempt, made entirely when it is its turn to deliver."""
-
-    __slots__ = ("_attempt", "_item")
-
-    def __init__(self, attempt: Callable[[T], Awaitable[O]], item: T) -> None:
-        self._attempt = attempt
-        self._item = item
-
-    async def complete(self) -> O:
-        return await self._attempt(self._item)
-
-    def abort(self) -> None:
-        pass
-
-
 async def send_and_record(
     items: Iterable[T],
     *,
     slots: int,
+    prepare: Callable[[T], Awaitable[Ready[O]]],
     record: Callable[[list[O]], Coroutine[Any, Any, bool]],
-    attempt: Callable[[T], Awaitable[O]] | None = None,
-    prepare: Callable[[T], Awaitable[Ready[O]]] | None = None,
     slot_gate: asyncio.Semaphore | None = None,
 ) -> bool:
-    """Deliver each item, ``slots`` at a time, and ``record`` the outcomes (one call per group,
-    committed when it returns). A slot delivers its next item only after ``record`` returned for
-    its previous outcome. ``record`` returns False to stop (a lost lease): a prepared item is
-    aborted, items not yet started are left alone, and False is returned.
-
-    Give either ``attempt`` (the whole attempt waits for the previous commit) or ``prepare``
-    (what it returns is made ready while the previous commit runs: see :class:`Ready`).
+    """``prepare`` each item and deliver it, ``slots`` at a time, and ``record`` the outcomes
+    (one call per group, committed when it returns). A slot prepares its next item while its
+    previous outcome's commit runs and delivers it (:meth:`Ready.complete`) only after ``record``
+    returned. ``record`` returns False to stop (a lost lease): a prepared item is aborted, items
+    not yet started are left alone, and False is returned.
 
     ``slot_gate``: a semaphore shared by several callers (a process's deliverer jobs), held by
     a slot from the start of a delivery until its outcome is recorded, so that all of them
     together have at most its value of unrecorded messages.
     """
-    if prepare is None:
-        if attempt is None:
-            raise TypeError("send_and_record needs attempt or prepare")
-        one_phase = attempt
-
-        async def prepare(item: T) -> Ready[O]:
-            return _Later(one_phase, item)
-
     return await _Slots(items, prepare, slot_gate).run(max(1, slots), record)
 
 
