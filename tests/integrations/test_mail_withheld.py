@@ -71,3 +71,18 @@ async def test_a_refusal_at_the_end_of_data_is_the_send_s_failure(sink: SmtpSink
     await pool.send(email(2))  # the connection still carries the next message
     assert [m.message_id for m in sink.snapshot()] == ["<m2@sweepline>"]
     await pool.aclose()
+
+
+async def test_bare_line_ends_and_leading_dots_are_written_as_smtp_requires(
+    sink: SmtpSink,
+) -> None:
+    """Lines ending in a lone CR or LF go out as CRLF, and a line starting with a dot is
+    dot-stuffed, so the server reads the body the sender wrote (checked on the raw bytes)."""
+    pool = pool_for(sink)
+    body = "first\nsecond\r.third\r\n.\r\nlast"
+    await pool.send(email(1, body))
+    await pool.send(email(2, "plain\r\nlines\r\n"))
+    first, second = sink.snapshot()
+    assert b"first\r\nsecond\r\n.third\r\n.\r\nlast\r\n" in first.raw
+    assert b"plain\r\nlines\r\n" in second.raw
+    await pool.aclose()

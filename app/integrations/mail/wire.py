@@ -140,7 +140,8 @@ async def withhold(client: aiosmtplib.SMTP, email: OutgoingEmail, *, sender: str
         raise
     if client.protocol is None:
         raise aiosmtplib.SMTPServerDisconnected("Connection lost")
-    client.protocol.write(_LEADING_DOT.sub(b"..", data))
+    stuffed = data.startswith(b".") or b"\n." in data
+    client.protocol.write(_LEADING_DOT.sub(b"..", data) if stuffed else data)
     return Withheld(client)
 
 
@@ -162,7 +163,10 @@ def _envelope_options_and_data(
     raw = plain_wire.wire_bytes(email, sender=sender, eight_bit=eight_bit) or render(
         build_message(email, sender=sender), utf8=utf8, cte_type="8bit" if eight_bit else "7bit"
     )
-    data = _LINE_ENDS.sub(b"\r\n", raw)
+    # Both renderings already end every line with CRLF: counting says so in a fifth of the
+    # time a rewrite takes.
+    clean = raw.count(b"\n") == raw.count(b"\r\n") == raw.count(b"\r")
+    data = raw if clean else _LINE_ENDS.sub(b"\r\n", raw)
     if not data.endswith(b"\r\n"):
         data += b"\r\n"
     if client.supports_extension("size"):
