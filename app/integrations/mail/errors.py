@@ -8,6 +8,9 @@ caller that handles every outside failure handles a refused message too: ``provi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 from app.integrations.http_guard.errors import OutboundError, PermanentError, TransientError
 
 PROVIDER = "smtp"
@@ -35,3 +38,17 @@ class TransientMailError(MailError, TransientError):
 
 class PermanentMailError(MailError, PermanentError):
     """A 5xx reply: the server refused the message for good (bad address, policy)."""
+
+
+@contextmanager
+def mail_failures_as(
+    transient: Callable[[str], Exception], permanent: Callable[[str], Exception]
+) -> Iterator[None]:
+    """Raise a failed send's :class:`TransientMailError` / :class:`PermanentMailError` as the
+    caller's own retry-or-not errors, made from the message."""
+    try:
+        yield
+    except TransientMailError as exc:
+        raise transient(str(exc)) from exc
+    except PermanentMailError as exc:
+        raise permanent(str(exc)) from exc

@@ -15,7 +15,7 @@ from app.engines.funnels.outbox.work import deliver
 from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.email import EmailChannel
 from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
-from app.engines.funnels.outbox.work.outcomes import Outcome
+from app.engines.funnels.outbox.work.outcomes import DeliveryResult, Outcome
 from app.engines.funnels.runs.due.entry import enter
 from app.integrations.mail import SmtpPool
 from app.settings import FunnelSettings, MailSettings
@@ -60,15 +60,23 @@ def _hold_commits(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, async
     return started, may_commit
 
 
-async def test_the_next_message_reaches_the_server_only_after_the_previous_commit(
+async def _first_commit_held(
     engine: Engine, space: Space, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[asyncio.Task[DeliveryResult], asyncio.Event, SmtpPool]:
+    """A batch of two messages over one pooled connection, delivering, its first commit held
+    until the returned event is set."""
     await _two_messages_due(engine, space)
     deliverer, pool = _pooled_deliverer(engine)
     first_commit, may_commit = _hold_commits(monkeypatch)
-    rt = engine.runtime
-    batch = asyncio.create_task(deliverer.run_batch(owner="d", now=rt.clock.now))
+    batch = asyncio.create_task(deliverer.run_batch(owner="d", now=engine.runtime.clock.now))
     await first_commit.wait()
+    return batch, may_commit, pool
+
+
+async def test_the_next_message_reaches_the_server_only_after_the_previous_commit(
+    engine: Engine, space: Space, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch, may_commit, pool = await _first_commit_held(engine, space, monkeypatch)
     await asyncio.sleep(0.3)  # time enough for the second message to arrive, were it delivered
     assert len(engine.sink.snapshot()) == 1
     may_commit.set()
@@ -81,12 +89,7 @@ async def test_the_next_message_reaches_the_server_only_after_the_previous_commi
 async def test_a_prepared_message_whose_lease_ran_out_meanwhile_is_given_up(
     engine: Engine, space: Space, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    await _two_messages_due(engine, space)
-    deliverer, pool = _pooled_deliverer(engine)
-    first_commit, may_commit = _hold_commits(monkeypatch)
-    rt = engine.runtime
-    batch = asyncio.create_task(deliverer.run_batch(owner="d", now=rt.clock.now))
-    await first_commit.wait()
+    batch, may_commit, pool = await _first_commit_held(engine, space, monkeypatch)
     engine.clock.advance(seconds=121)  # the batch's lease (120 s) runs out during the commit
     may_commit.set()
     result = await batch

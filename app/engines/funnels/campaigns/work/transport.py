@@ -5,12 +5,12 @@ one. A message can be prepared — on the wire, not yet delivered — and delive
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from app.clock import Clock
-from app.integrations.mail import OutgoingEmail, PermanentMailError, TransientMailError
+from app.integrations.mail import OutgoingEmail
+from app.integrations.mail.errors import mail_failures_as
 from app.integrations.mail.pool import PreparedSend
 from app.integrations.mail.pool import SmtpPool as MailPool
 from app.settings import MailSettings
@@ -76,12 +76,6 @@ class _Prepared:
         self._send.abort()
 
 
-@contextmanager
-def _sorted() -> Iterator[None]:
-    """The mail integration's failures as this sender's :class:`Transient` / :class:`Permanent`."""
-    try:
-        yield
-    except TransientMailError as exc:
-        raise Transient(str(exc)) from exc
-    except PermanentMailError as exc:
-        raise Permanent(str(exc)) from exc
+def _sorted() -> AbstractContextManager[None]:
+    """The mail integration's failures as this sender's retry-or-not errors."""
+    return mail_failures_as(Transient, Permanent)

@@ -3,8 +3,8 @@ links and pixel) and handed to the SMTP server."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from app.engines.funnels.events.tracking import (
@@ -30,10 +30,9 @@ from app.engines.funnels.outbox.work.unsubscribe import (
 )
 from app.integrations.mail import (
     OutgoingEmail,
-    PermanentMailError,
     SmtpPool,
-    TransientMailError,
 )
+from app.integrations.mail.errors import mail_failures_as
 from app.integrations.mail.pool import PreparedSend
 
 
@@ -176,12 +175,6 @@ class _SendLater:
         pass
 
 
-@contextmanager
-def _sorted() -> Iterator[None]:
+def _sorted() -> AbstractContextManager[None]:
     """The mail integration's failures as the deliverer's retry-or-not errors."""
-    try:
-        yield
-    except TransientMailError as exc:
-        raise TransientDeliveryError(str(exc)) from exc
-    except PermanentMailError as exc:
-        raise PermanentDeliveryError(str(exc)) from exc
+    return mail_failures_as(TransientDeliveryError, PermanentDeliveryError)
