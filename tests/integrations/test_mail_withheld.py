@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.integrations.mail import OutgoingEmail, PermanentMailError, SmtpPool
+from app.integrations.mail import OutgoingEmail, PermanentMailError, SmtpPool, TransientMailError
 from app.sandbox.smtp import SmtpSink
 from app.settings import MailSettings
 
@@ -85,4 +85,28 @@ async def test_bare_line_ends_and_leading_dots_are_written_as_smtp_requires(
     first, second = sink.snapshot()
     assert b"first\r\nsecond\r\n.third\r\n.\r\nlast\r\n" in first.raw
     assert b"plain\r\nlines\r\n" in second.raw
+    await pool.aclose()
+
+
+async def test_a_deferral_at_the_end_of_data_is_transient_and_the_pool_reconnects(
+    sink: SmtpSink,
+) -> None:
+    pool = pool_for(sink)
+    sink.inject_failure(451, times=1)
+    prepared = await pool.prepare(email(1))
+    with pytest.raises(TransientMailError):
+        await prepared.complete()
+    await pool.send(email(2))  # a deferring server may be shedding load: a fresh connection
+    assert [m.message_id for m in sink.snapshot()] == ["<m2@sweepline>"]
+    await pool.aclose()
+
+
+async def test_a_server_gone_while_a_message_waits_delivers_nothing_and_is_transient() -> None:
+    sink = SmtpSink().start()
+    pool = pool_for(sink)
+    prepared = await pool.prepare(email(1))
+    sink.stop()  # the server goes away with the message unfinished
+    with pytest.raises(TransientMailError):
+        await prepared.complete()
+    assert sink.snapshot() == []
     await pool.aclose()
