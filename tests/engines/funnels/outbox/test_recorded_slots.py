@@ -116,3 +116,40 @@ async def test_several_slots_never_have_more_than_one_delivered_unrecorded_messa
     assert await send_and_record(range(60), slots=slots, prepare=prepare, record=record)
     assert recorded == set(range(60))
     assert 1 <= worst <= slots
+
+
+@pytest.mark.parametrize("ending", ["record fails", "cancelled"])
+async def test_the_shared_slot_gate_gets_every_permit_back(ending: str) -> None:
+    """A process's deliverer jobs share one gate: a job whose recorder failed or that was
+    cancelled must not keep permits, or the process's sending would stall for good."""
+    gate = asyncio.Semaphore(2)
+    journal = Journal()
+
+    async def failing(group: list[int]) -> bool:
+        await asyncio.sleep(0.01)
+        raise RuntimeError("database gone")
+
+    async def then_unreadable(n: int) -> Ready[int]:
+        if n >= 1:  # the slot stops after its first message, that one's commit not yet answered
+            raise ValueError("unreadable")
+        return await journal.prepare(n)
+
+    failed = ending == "record fails"
+    sending = asyncio.create_task(
+        send_and_record(
+            range(5),
+            slots=1 if failed else 2,
+            prepare=then_unreadable if failed else journal.prepare,
+            record=failing if failed else journal.record,
+            slot_gate=gate,
+        )
+    )
+    if not failed:
+        await journal.commit_started.wait()
+        sending.cancel()
+        await asyncio.sleep(0.01)
+        journal.commit_may_end.set()
+    with pytest.raises((RuntimeError, asyncio.CancelledError)):
+        await sending
+    await asyncio.sleep(0)
+    assert gate._value == 2  # noqa: SLF001 - the permits themselves are the point

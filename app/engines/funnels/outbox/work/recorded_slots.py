@@ -94,6 +94,9 @@ class _Slots(Generic[T, O]):
         self.arrived = asyncio.Event()
         self.working = 0
         self.failure: BaseException | None = None
+        self.unsettled: set[asyncio.Future[bool]] = set()
+        """Commits not yet answered: cancelled when the run ends without them, so their gate
+        permits come back."""
 
     async def _deliver(self, ready: Ready[O]) -> asyncio.Future[bool]:
         """Complete ``ready`` and hand its outcome to the recorder; the returned future is its
@@ -114,6 +117,8 @@ class _Slots(Generic[T, O]):
         committed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         if gate is not None:
             committed.add_done_callback(lambda _: gate.release())
+        self.unsettled.add(committed)
+        committed.add_done_callback(self.unsettled.discard)
         self.waiting.append((outcome, committed))
         self.arrived.set()
         return committed
@@ -169,6 +174,8 @@ class _Slots(Generic[T, O]):
             for slot in tasks:
                 slot.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            for commit in list(self.unsettled):
+                commit.cancel()  # a failed or cancelled recorder: no answer is coming
 
     async def _record_the_rest(
         self,
