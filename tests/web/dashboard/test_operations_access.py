@@ -8,10 +8,19 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from app.db.session import Database
 from app.runtime import Runtime
-from tests.conftest import auth
+from tests.conftest import auth, truncate_all
 from tests.factories import Tenant, create_tenant
 from tests.platform.conftest import sign_in
+
+
+@pytest.fixture(autouse=True)
+async def no_earlier_organisation(shared_db: Database) -> None:
+    """These tests' premise is that their ``tenant`` is the instance's first organisation, which
+    is global state: an organisation an earlier test on this worker left behind (one committed
+    after that test emptied the tables) would be first instead. Start from empty tables."""
+    await truncate_all(shared_db)
 
 
 async def test_the_first_organisations_owner_sees_the_queue_and_the_sweepers(
