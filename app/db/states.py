@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args
 
-from sqlalchemy import CheckConstraint, Update, literal
+from sqlalchemy import CheckConstraint, TextClause, Update, literal_column, text
 
 _Update = TypeVar("_Update", bound=Update)
 
@@ -79,13 +79,36 @@ class StateMachine:
 
     def where(self, *states: str, qualified: bool = False, negate: bool = False) -> str:
         """SQL text matching rows in ``states`` (``status = 'x'`` / ``status IN (...)``)."""
+        column = f"{self.table}.{self.column}" if qualified else self.column
+        return self._test(column, states, negate=negate)
+
+    def _test(self, column: str, states: tuple[str, ...], *, negate: bool = False) -> str:
         unknown = set(states) - set(self.states)
         if unknown or not states:
             raise ValueError(f"{self.table}.{self.column}: unknown states {sorted(unknown)}")
-        column = f"{self.table}.{self.column}" if qualified else self.column
         if len(states) == 1:
             return f"{column} {'!=' if negate else '='} '{states[0]}'"
         return f"{column} {'NOT IN' if negate else 'IN'} ({sql_list(states)})"
+
+    def where_keyed(self, *states: str, qualified: bool = False) -> str:
+        """The state test of a statement that finds its rows by key (``id = ANY(…)``, a lease's
+        ``id IN :keys``): :meth:`where` written ``status || '' = 'x'``, the same test, which no
+        partial index of those states can answer.
+
+        Why: given ``id = ANY(…) AND status = 'pending'``, the planner may read every entry of
+        the partial index of pending rows and filter them by id instead of looking the ids up.
+        It does so whenever its statistics make that index look small — statistics taken when
+        few rows were pending (a quiet hour, a fresh table) — and a burst then makes each such
+        statement read the whole burst: measured, a thousand pending entries read to record
+        seven sends. Written this way the key is the only index the statement can use, whatever
+        the statistics say. Statements that look for due rows keep :meth:`where`: the partial
+        index is what they are for."""
+        column = f"{self.table}.{self.column}" if qualified else self.column
+        return self._test(f"{column} || ''", states)
+
+    def keyed(self, *states: str) -> TextClause:
+        """:meth:`where_keyed` as a clause for a SQLAlchemy statement (qualified by the table)."""
+        return text(self.where_keyed(*states, qualified=True))
 
     @property
     def final(self) -> tuple[str, ...]:
@@ -126,15 +149,16 @@ class StateMachine:
         ``from_`` only (default: every state declared to reach ``new``).
 
         The guard makes the statement itself unable to take an undeclared move: a row in any
-        other state is left as it is (the caller sees it in the row count or ``RETURNING``)."""
+        other state is left as it is (the caller sees it in the row count or ``RETURNING``).
+        A move is made on rows found some other way (by key, by their run or contact), so the
+        guard is written as :meth:`keyed`: it never sends the planner to a partial index of the
+        source states. It is literal SQL, so the statement stays one string whatever it runs
+        with and also runs once for many parameter sets (``executemany``)."""
         sources = self.sources(new) if from_ is None else tuple(from_)
         for old in sources:
             self.require(old, new)
-        column = stmt.table.c[self.column]
-        # One bound parameter per source state, not an expanding list: the statement stays one
-        # string whatever it runs with, so it also runs once for many parameter sets
-        # (``executemany`` refuses an expanding parameter).
-        guard = column.in_([literal(s, column.type) for s in sources])
+        unindexed = stmt.table.c[self.column].op("||")(literal_column("''"))
+        guard = unindexed.in_([literal_column(f"'{s}'") for s in sources])
         return stmt.where(guard).values({self.column: new})
 
     def set_sql(self, new: str, *, qualified: str | None = None) -> str:

@@ -52,7 +52,7 @@ _FAILED = text(
     f"""
     INSERT INTO job_attempts (job_id, name, attempt, worker, finished_at, outcome, error)
     SELECT id, name, attempts, leased_by, :now, :outcome, :error FROM jobs
-    WHERE id = :jid AND attempts = :att AND {JOBS.where(JOB_RUNNING)}
+    WHERE id = :jid AND attempts = :att AND {JOBS.where_keyed(JOB_RUNNING)}
     """  # noqa: S608
 ).bindparams(bindparam("now", type_=UTCDateTime()))
 

@@ -95,7 +95,8 @@ class Claim:
     lists: frozenset[str] = frozenset()
     """Those of ``params`` that take a list of values (written ``IN :name``)."""
     held: str | None = None
-    """Predicate a claimed row must still satisfy for a renewal to keep it (e.g. still pending)."""
+    """Predicate a claimed row must still satisfy for a renewal to keep it (e.g. still pending).
+    The renewal finds its rows by key: write a state test with ``machine.where_keyed``."""
     partition: str | None = None
     """A column whose values are claimed from in a given order (the job queues: the priority
     queue first). The statement scans each value's due rows on its own (``partition =

@@ -54,21 +54,14 @@ JOB_CLAIM = Claim(
     owner="leased_by",
     expires="lease_expires_at",
     sets={**claim_moves(JOBS, JOB_RUNNING), "attempts": "attempts + 1"},
-    held=JOBS.where(JOB_RUNNING),
+    held=JOBS.where_keyed(JOB_RUNNING),
     partition="queue",
 )
 
 
-def _unindexed(condition: str) -> str:
-    """``jobs.status || '' = 'x'``: the same test, which the planner cannot answer from the
-    partial index of that state (see :data:`_PG_FINISH`)."""
-    column, state = condition.split(" = ")
-    return f"{column} || '' = {state}"
-
-
 # Finished jobs: their ids (`id = ANY(…)`, found by primary key) and "id attempt" keys, matched
 # with a hash of the array rather than a join against an unnested one (which compared every row
-# with every key: 10,000 comparisons for a batch of 100). The status is compared as `status || ''`
+# with every key: 10,000 comparisons for a batch of 100). The status is tested by `where_keyed`
 # so that the planner cannot use the partial index of running jobs instead: a bitmap scan of it
 # reads every entry that finished jobs left in it since the last vacuum (bitmap scans never mark
 # dead entries), a cost that grows with the jobs drained, where the primary key reads the 100.
@@ -76,7 +69,7 @@ _PG_FINISH = f"""
     UPDATE jobs SET {JOBS.set_sql(JOB_DONE)}, finished_at = :now, lease_expires_at = NULL
     WHERE jobs.id = ANY(CAST(:done_ids AS varchar[]))
       AND jobs.id || ' ' || jobs.attempts = ANY(CAST(:done_keys AS text[]))
-      AND {_unindexed(JOBS.where(JOB_RUNNING, qualified=True))}
+      AND {JOBS.where_keyed(JOB_RUNNING, qualified=True)}
 """  # noqa: S608
 
 # The previous batch's completions ride along with the next lease, written before the lease takes
@@ -88,7 +81,7 @@ PG_COMPLETE = _sql(_PG_FINISH)
 SQLITE_COMPLETE = _sql(
     f"""
     UPDATE jobs SET {JOBS.set_sql(JOB_DONE)}, finished_at = :now, lease_expires_at = NULL
-    WHERE id = :done_id AND attempts = :done_attempt AND {JOBS.where(JOB_RUNNING)}
+    WHERE id = :done_id AND attempts = :done_attempt AND {JOBS.where_keyed(JOB_RUNNING)}
     """  # noqa: S608
 )
 

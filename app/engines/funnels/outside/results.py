@@ -20,6 +20,7 @@ from app.db.dialect import insert
 from app.db.session import Database, ReadSession, WriteSession
 from app.engines.funnels.models import RUN_ACTIVE, OutboxEffect, Run
 from app.engines.funnels.outside.models import EffectResult
+from app.engines.funnels.runs.states import RUNS
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,7 @@ async def record_in(
             update(Run)
             .where(
                 Run.id == run_id,
-                Run.status == RUN_ACTIVE,
+                RUNS.keyed(RUN_ACTIVE),
                 Run.current_node == node_id,
                 Run.lease_owner.is_(None),
             )

@@ -47,6 +47,7 @@ from app.engines.funnels.definitions.graph import (
 )
 from app.engines.funnels.models import RUN_ACTIVE, Contact, ContactEvent, FunnelVersion, Run
 from app.engines.funnels.runs.due.entry import enter_many, published_versions
+from app.engines.funnels.runs.states import RUNS
 from app.scheduling.claim import Claim
 
 ENROLL_PIECE = 500
@@ -277,7 +278,7 @@ async def _wake_waiting(
             .execution_options(synchronize_session=False)
             # The run still waits for the event seen above (not moved on meanwhile).
             .where(
-                Run.status == RUN_ACTIVE,
+                RUNS.keyed(RUN_ACTIVE),
                 tuple_(Run.id, Run.waiting_event).in_(woken[start : start + ENROLL_PIECE]),
             )
             .values(woken_by=Run.waiting_event, wake_at=now)

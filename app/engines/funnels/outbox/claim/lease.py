@@ -34,7 +34,7 @@ DELIVERY = Claim(
     # The lease expiry is the due time: an effect whose deliverer died is due again by itself.
     expires="next_attempt_at",
     sets={"attempts": "attempts + 1"},
-    held=OUTBOX.where(OUTBOX_PENDING),
+    held=OUTBOX.where_keyed(OUTBOX_PENDING),
 )
 
 
@@ -58,7 +58,7 @@ async def still_ours(
         await session.scalars(
             select(OutboxEffect.id).where(
                 OutboxEffect.id.in_([e.id for e in effects]),
-                OutboxEffect.status == OUTBOX_PENDING,
+                OUTBOX.keyed(OUTBOX_PENDING),
                 OutboxEffect.lease_owner == owner,
                 # An expired lease is no longer ours, even before another deliverer takes it.
                 OutboxEffect.next_attempt_at > at,

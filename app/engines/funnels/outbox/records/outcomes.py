@@ -46,7 +46,7 @@ _SENT_ALONE = f"""
     WITH sent AS (
         UPDATE funnel_outbox SET {OUTBOX.set_sql(OUTBOX_SENT)}, finished_at = $3,
             lease_owner = NULL, last_error = NULL
-        WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND {OUTBOX.where(OUTBOX_PENDING)}
+        WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND {OUTBOX.where_keyed(OUTBOX_PENDING)}
         RETURNING id, workspace_id, contact_id
     )
     INSERT INTO delivery_events (workspace_id, outbox_id, contact_id, kind, detail, at)
@@ -180,7 +180,7 @@ async def _hold(session: WriteSession, outcome: Outcome, owner: str) -> list[Out
         .where(
             OutboxEffect.id == outcome.effect.id,
             OutboxEffect.lease_owner == owner,
-            OutboxEffect.status == OUTBOX_PENDING,
+            OUTBOX.keyed(OUTBOX_PENDING),
         )
         .values(
             next_attempt_at=outcome.capped_until,

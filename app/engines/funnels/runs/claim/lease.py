@@ -64,7 +64,7 @@ async def held_runs(session: WriteSession, ids: Sequence[int], owner: str) -> li
     rows = (
         await session.execute(
             select(*_RUN_COLUMNS)
-            .where(Run.id.in_(ids), Run.lease_owner == owner, Run.status == RUN_ACTIVE)
+            .where(Run.id.in_(ids), Run.lease_owner == owner, RUNS.keyed(RUN_ACTIVE))
             .order_by(Run.id)
             .with_for_update()
         )
