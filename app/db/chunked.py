@@ -21,7 +21,7 @@ from app.clock import loop_time
 from app.db.dialect import row_count
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement, Table
+    from sqlalchemy import ColumnElement, Delete, Select, Table
 
     from app.db.session import Database
 
@@ -41,10 +41,7 @@ async def delete_in_chunks(
     many went. ``key`` names the columns that identify a row (its primary key)."""
     if chunk_rows < 1:
         raise ValueError("chunk_rows must be positive")
-    columns = list(key)
-    target = columns[0] if len(columns) == 1 else tuple_(*columns)
-    chosen = select(*columns).where(where).limit(chunk_rows)
-    statement = delete(table).where(target.in_(chosen))
+    statement = chunk_delete(table, where, key=key, chunk_rows=chunk_rows)
     total = 0
     while True:
         began = loop_time()
@@ -55,3 +52,20 @@ async def delete_in_chunks(
             return total
         held = loop_time() - began
         await asyncio.sleep(0 if db.is_postgres else max(MIN_PAUSE_SECONDS, held))
+
+
+def chunk_selection(
+    where: ColumnElement[bool], *, key: Sequence[Any], chunk_rows: int = CHUNK_ROWS
+) -> Select[Any]:
+    """The rows one chunk deletes: the first ``chunk_rows`` keys matching ``where``."""
+    return select(*key).where(where).limit(chunk_rows)
+
+
+def chunk_delete(
+    table: Table, where: ColumnElement[bool], *, key: Sequence[Any], chunk_rows: int = CHUNK_ROWS
+) -> Delete:
+    """One chunk's ``DELETE … WHERE key IN (SELECT key … LIMIT n)``."""
+    columns = list(key)
+    target = columns[0] if len(columns) == 1 else tuple_(*columns)
+    chosen = chunk_selection(where, key=columns, chunk_rows=chunk_rows)
+    return delete(table).where(target.in_(chosen))

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, insert, select, text
+from sqlalchemy import Select, and_, bindparam, exists, insert, select, text
 
 from app.db.chunked import CHUNK_ROWS, delete_in_chunks
 from app.db.session import Database, ReadSession, WriteSession
@@ -34,8 +34,10 @@ from app.scheduling.models import (
     JOB_DONE,
     JOB_RUNNING,
     JOBS,
+    RUNNING_ROWS,
     Job,
     JobAttempt,
+    in_index,
 )
 
 MAX_ERROR_CHARS = 4000
@@ -79,12 +81,15 @@ async def record_failures(
 async def expired_holders(session: ReadSession, now: datetime) -> dict[tuple[str, int], str | None]:
     """Who holds each running job whose lease expired by ``now`` (read before the recovery
     clears it)."""
-    rows = await session.execute(
-        select(Job.id, Job.attempts, Job.leased_by).where(
-            Job.status == JOB_RUNNING, Job.lease_expires_at < now
-        )
-    )
+    rows = await session.execute(expired_leases(now))
     return {(str(jid), int(att)): worker for jid, att, worker in rows.all()}
+
+
+def expired_leases(now: datetime) -> Select[str, int, str | None]:
+    """Running jobs whose lease expired by ``now``, found in ix_jobs_running_lease."""
+    return select(Job.id, Job.attempts, Job.leased_by).where(
+        in_index(RUNNING_ROWS), Job.lease_expires_at < now
+    )
 
 
 async def record_lost(

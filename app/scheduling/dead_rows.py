@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.db.dialect import row_count
 from app.scheduling import attempts as history
-from app.scheduling.models import JOB_DEAD, JOB_QUEUED, JOBS, Job
+from app.scheduling.models import ENDED_ROWS, JOB_DEAD, JOB_QUEUED, JOBS, Job, in_index
 
 if TYPE_CHECKING:
     from app.clock import Clock
@@ -78,15 +78,19 @@ def _dead_upsert(dialect: str) -> Any:
 
 async def list_dead_jobs(db: Database, limit: int) -> list[DeadJob]:
     async with db.read() as session:
-        rows = (
-            await session.execute(
-                select(Job)
-                .where(Job.status == JOB_DEAD)
-                .order_by(Job.finished_at.desc())
-                .limit(limit)
-            )
-        ).scalars()
+        rows = (await session.execute(dead_listing(limit))).scalars()
         return [DeadJob(j.id, j.name, j.attempts, j.last_error, j.finished_at) for j in rows]
+
+
+def dead_listing(limit: int) -> Select[Any]:
+    """The latest dead jobs, from ix_jobs_ended_finished (the state as literal SQL, which the
+    partial index needs)."""
+    return (
+        select(Job)
+        .where(in_index(ENDED_ROWS, JOB_DEAD))
+        .order_by(Job.finished_at.desc())
+        .limit(limit)
+    )
 
 
 async def revive_row(

@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, Select, select, true, update
 
 from app.db.session import Database, ReadSession
 from app.scheduling.jobs import JobRegistry
-from app.scheduling.models import JOB_DEAD, JOB_DISCARDED, Job
+from app.scheduling.models import ENDED_ROWS, Job, in_index
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +62,17 @@ async def owner_of(session: ReadSession, registry: JobRegistry, job: Job) -> int
     return None if found is None else int(found)
 
 
+UNSETTLED = select(Job).where(in_index(ENDED_ROWS), Job.owner_known.is_(False))
+"""Dead and discarded jobs whose owner is not known yet, found in ix_jobs_ended_finished."""
+
+
 async def settle_owners(db: Database, registry: JobRegistry) -> int:
     """Store the owner of every dead or discarded job whose owner is not known yet; returns how
     many were settled. Writes only when there are such jobs."""
-    unsettled = select(Job).where(
-        Job.owner_known.is_(False), Job.status.in_((JOB_DEAD, JOB_DISCARDED))
-    )
     settled = 0
     while True:
         async with db.read() as session:
-            jobs = list(await session.scalars(unsettled.limit(SETTLE_BATCH)))
+            jobs = list(await session.scalars(UNSETTLED.limit(SETTLE_BATCH)))
             owners = [(job.id, await owner_of(session, registry, job)) for job in jobs]
         if not owners:
             return settled

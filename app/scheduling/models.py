@@ -12,6 +12,7 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    TextClause,
     false,
     text,
 )
@@ -29,6 +30,29 @@ from app.scheduling.job_states import JOB_RUNNING as JOB_RUNNING
 from app.scheduling.job_states import JOB_STATUSES as JOB_STATUSES
 from app.scheduling.job_states import JOBS as JOBS
 
+# The predicates of the partial indexes, as SQL text. A query reaches a partial index only when it
+# states the index's predicate as this same literal text: PostgreSQL cannot prove it from a bound
+# parameter (``status = $1``, as a prepared statement's generic plan has it), and SQLite matches
+# the index's WHERE term by term. The indexes and the queries that rely on them both use these.
+QUEUED_ROWS = JOBS.where(JOB_QUEUED)
+"""Leasable jobs (``ix_jobs_leasable``)."""
+RUNNING_ROWS = JOBS.where(JOB_RUNNING)
+"""Leased jobs (``ix_jobs_running_lease``)."""
+DONE_ROWS = JOBS.where(JOB_DONE)
+"""Jobs that succeeded (``ix_jobs_done_finished``)."""
+ENDED_ROWS = JOBS.where(JOB_DEAD, JOB_DISCARDED)
+"""Dead and discarded jobs (``ix_jobs_ended_finished``, ``ix_jobs_ended_workspace``)."""
+
+
+def in_index(rows: str, state: str | None = None) -> TextClause:
+    """``rows`` (one of the predicates above) as a condition a query can carry, narrowed to
+    ``state`` when the index holds more states than the query wants (``status IN ('dead',
+    'discarded') AND status = 'dead'``)."""
+    if state is None:
+        return text(rows)
+    narrowed = JOBS.where(state)
+    return text(rows if narrowed == rows else f"{rows} AND {narrowed}")
+
 
 class Job(Base):
     """A unit of background work. The id doubles as the deduplication key."""
@@ -42,17 +66,38 @@ class Job(Base):
             "queue",
             "priority",
             "run_at",
-            sqlite_where=text(JOBS.where(JOB_QUEUED)),
-            postgresql_where=text(JOBS.where(JOB_QUEUED)),
+            sqlite_where=text(QUEUED_ROWS),
+            postgresql_where=text(QUEUED_ROWS),
         ),
         Index(
             "ix_jobs_running_lease",
             "lease_expires_at",
-            sqlite_where=text(JOBS.where(JOB_RUNNING)),
-            postgresql_where=text(JOBS.where(JOB_RUNNING)),
+            sqlite_where=text(RUNNING_ROWS),
+            postgresql_where=text(RUNNING_ROWS),
         ),
-        Index("ix_jobs_status_finished", "status", "finished_at"),
-        Index("ix_jobs_workspace_status", "workspace_id", "status"),
+        # Finished jobs are indexed only where something reads them: done jobs by when they
+        # finished (the purge), dead and discarded ones by when they ended, alone (the operators'
+        # lists) and per workspace (a workspace's lists). A job enters one of these once, when it
+        # ends; an index on ``status`` itself took a new entry on every write of a job's life.
+        Index(
+            "ix_jobs_done_finished",
+            "finished_at",
+            sqlite_where=text(DONE_ROWS),
+            postgresql_where=text(DONE_ROWS),
+        ),
+        Index(
+            "ix_jobs_ended_finished",
+            "finished_at",
+            sqlite_where=text(ENDED_ROWS),
+            postgresql_where=text(ENDED_ROWS),
+        ),
+        Index(
+            "ix_jobs_ended_workspace",
+            "workspace_id",
+            "finished_at",
+            sqlite_where=text(ENDED_ROWS),
+            postgresql_where=text(ENDED_ROWS),
+        ),
         JOBS.check(),
     )
 

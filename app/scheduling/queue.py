@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import uuid4
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import ColumnElement, ScalarSelect, TextClause, and_, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.db.chunked import CHUNK_ROWS, delete_in_chunks
@@ -42,7 +42,18 @@ from app.scheduling.dead_rows import DeadJob, list_dead_jobs, revive_row
 from app.scheduling.job_statements import JOB_CLAIM, Finished, lease_order
 from app.scheduling.jobs import JobSpec
 from app.scheduling.kept_connections import KeptConnections
-from app.scheduling.models import JOB_DEAD, JOB_DONE, JOB_QUEUED, JOB_RUNNING, JOBS, Job
+from app.scheduling.models import (
+    DONE_ROWS,
+    ENDED_ROWS,
+    JOB_DEAD,
+    JOB_QUEUED,
+    JOB_RUNNING,
+    JOBS,
+    QUEUED_ROWS,
+    RUNNING_ROWS,
+    Job,
+    in_index,
+)
 
 if TYPE_CHECKING:
     from app.clock import Clock
@@ -365,7 +376,7 @@ class DatabaseQueue:
         async with self.db.write() as uow:
             result = await uow.session.execute(
                 update(Job.__table__)  # type: ignore[arg-type]
-                .where(Job.status == JOB_RUNNING, Job.leased_by == worker_id)
+                .where(in_index(RUNNING_ROWS), Job.leased_by == worker_id)
                 .values(lease_expires_at=until)
                 .returning(Job.id, Job.attempts)
             )
@@ -375,7 +386,9 @@ class DatabaseQueue:
         """Requeue jobs whose worker died (lease expired); dead when they are out of tries."""
         now = self.clock.now()
         jobs: Any = Job.__table__
-        expired = update(jobs).where(Job.lease_expires_at < now)
+        # The literal state, beside the transition's guard, lets the planner find the expired
+        # leases in ix_jobs_running_lease.
+        expired = update(jobs).where(in_index(RUNNING_ROWS), Job.lease_expires_at < now)
         out_of_tries = Job.attempts >= Job.max_tries
         lost = {"lease_expires_at": None, "leased_by": None, "last_error": LEASE_EXPIRED_ERROR}
         returning = (Job.id, Job.name, Job.attempts, Job.status)
@@ -402,7 +415,7 @@ class DatabaseQueue:
         return await delete_in_chunks(
             self.db,
             Job.__table__,  # type: ignore[arg-type]
-            and_(Job.status == JOB_DONE, Job.finished_at < older_than),
+            done_before(older_than),
             key=[Job.id],
             chunk_rows=chunk_rows,
         )
@@ -423,15 +436,8 @@ class DatabaseQueue:
 
     async def stats(self) -> QueueStats:
         async with self.db.read() as session:
-            rows = dict(
-                (await session.execute(select(Job.status, func.count()).group_by(Job.status))).all()
-            )
-        return QueueStats(
-            queued=int(rows.get(JOB_QUEUED, 0)),
-            running=int(rows.get(JOB_RUNNING, 0)),
-            dead=int(rows.get(JOB_DEAD, 0)),
-            done=int(rows.get(JOB_DONE, 0)),
-        )
+            queued, running, dead, done = (await session.execute(STATS)).one()
+        return QueueStats(queued=queued, running=running, dead=dead, done=done)
 
     async def dead_jobs(self, limit: int = 50) -> list[DeadJob]:
         return await list_dead_jobs(self.db, limit)
@@ -441,6 +447,26 @@ class DatabaseQueue:
 
     async def aclose(self) -> None:
         await self._connections.aclose()
+
+
+def done_before(older_than: datetime) -> ColumnElement[bool]:
+    """Done jobs finished before ``older_than``: what the purge deletes, found in
+    ix_jobs_done_finished."""
+    return and_(in_index(DONE_ROWS), Job.finished_at < older_than)
+
+
+def _count(rows: TextClause) -> ScalarSelect[int]:
+    return select(func.count()).select_from(Job).where(rows).scalar_subquery()
+
+
+STATS = select(
+    _count(in_index(QUEUED_ROWS)),
+    _count(in_index(RUNNING_ROWS)),
+    _count(in_index(ENDED_ROWS, JOB_DEAD)),
+    _count(in_index(DONE_ROWS)),
+)
+"""How many jobs are queued, running, dead and done: one count per state, each over the partial
+index of its state (a ``GROUP BY status`` reads the whole table, the purge's backlog included)."""
 
 
 def failed_attempt(
