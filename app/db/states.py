@@ -99,8 +99,8 @@ class StateMachine:
         the partial index of pending rows and filter them by id instead of looking the ids up.
         It does so whenever its statistics make that index look small — statistics taken when
         few rows were pending (a quiet hour, a fresh table) — and a burst then makes each such
-        statement read the whole burst: measured, a thousand pending entries read to record
-        seven sends. Written this way the key is the only index the statement can use, whatever
+        statement read the whole burst: measured, 3,400 to 5,400 pending entries read to record
+        five to seven sends. Written this way the key is the only index the statement can use, whatever
         the statistics say. Statements that look for due rows keep :meth:`where`: the partial
         index is what they are for."""
         column = f"{self.table}.{self.column}" if qualified else self.column
