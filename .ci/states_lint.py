@@ -13,6 +13,14 @@ Every ``status``/``state`` column has one machine (``app/db/states.py``, declare
   ``MACHINE.set_sql(X)`` and ``MACHINE.where(...)``);
 - a claim's ``sets={"status": …}`` (use ``claim_moves(MACHINE, X)`` from ``app.scheduling.claim``).
 
+And it refuses a state test that a partial index could answer in a statement that finds its rows
+by key (use ``MACHINE.where_keyed(...)`` / ``MACHINE.keyed(...)``: see ``StateMachine.where_keyed``
+for the burst it would otherwise read):
+
+- SQL text with ``MACHINE.where(...)`` in the same ``WHERE`` as ``id = …`` / ``id IN …``;
+- a ``.where()`` testing ``Model.id`` and ``Model.status`` of the same model side by side;
+- a claim's ``held=MACHINE.where(...)`` (a renewal finds its rows by key).
+
 The few attributes of the same name that are not a row's state are in ``ALLOWED`` with a reason.
 
     python .ci/states_lint.py                         # the tree
@@ -97,6 +105,71 @@ def _check_call(
                     yield f"{line}: a claim sets {key.value} by hand; use claim_moves(machine, new)"
 
 
+_KEY_SQL = re.compile(r"\bid\s*(?:=\s*ANY\b|IN\b|=\s*[:$(])", re.IGNORECASE)
+_WHERE_SQL = re.compile(r"\bWHERE\b", re.IGNORECASE)
+_STATE_TEST = "\0"
+"""Where a ``MACHINE.where(...)`` placeholder sits in an f-string's text."""
+KEYED = "tests its state with where(); use its machine's where_keyed()/keyed()"
+
+
+def _calls(node: ast.AST, name: str) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == name
+    )
+
+
+def _keyed_sql(node: ast.JoinedStr) -> bool:
+    """An f-string with a ``.where(...)`` state test in a ``WHERE`` that also names ``id``."""
+    text = "".join(
+        p.value
+        if isinstance(p, ast.Constant) and isinstance(p.value, str)
+        else _STATE_TEST
+        if isinstance(p, ast.FormattedValue) and _calls(p.value, "where")
+        else "{}"
+        for p in node.values
+    )
+    return any(_STATE_TEST in part and _KEY_SQL.search(part) for part in _WHERE_SQL.split(text))
+
+
+def _conjuncts(args: list[ast.expr]) -> Iterator[ast.expr]:
+    for arg in args:
+        if isinstance(arg, ast.Call) and getattr(arg.func, "id", "") == "and_":
+            yield from _conjuncts(arg.args)
+        else:
+            yield arg
+
+
+def _model_of(node: ast.AST, names: frozenset[str]) -> str | None:
+    """``M`` of ``M.<one of names>``."""
+    if isinstance(node, ast.Attribute) and node.attr in names and isinstance(node.value, ast.Name):
+        return node.value.id
+    return None
+
+
+def _keyed_where(node: ast.Call, columns: frozenset[str]) -> bool:
+    """A ``.where()`` with ``M.id == …`` / ``M.id.in_(…)`` / ``tuple_(M.id, …).in_(…)`` and a
+    state test ``M.status == …`` / ``M.status.in_(…)`` of the same ``M`` among its terms."""
+    keyed: set[str] = set()
+    tested: set[str] = set()
+    key = frozenset({"id"})
+    for term in _conjuncts(node.args):
+        if isinstance(term, ast.Compare) and isinstance(term.ops[0], ast.Eq):
+            subject: ast.AST = term.left
+        elif _calls(term, "in_"):
+            subject = term.func.value  # type: ignore[attr-defined]
+            if isinstance(subject, ast.Call) and getattr(subject.func, "id", "") == "tuple_":
+                subject = subject.args[0] if subject.args else subject
+        else:
+            continue
+        if model := _model_of(subject, key):
+            keyed.add(model)
+        if model := _model_of(subject, columns):
+            tested.add(model)
+    return bool(keyed & tested)
+
+
 def check_source(
     path: str, source: str, columns: frozenset[str], classes: frozenset[str]
 ) -> Iterator[str]:
@@ -119,8 +192,14 @@ def check_source(
                     yield f"{line}: assigns .{target.attr}; use its machine's move(row, new)"
         elif isinstance(node, ast.Call):
             yield from _check_call(line, node, columns, classes)
+            if _calls(node, "where") and _keyed_where(node, columns):
+                yield f"{line}: a statement found by key {KEYED}"
+        elif isinstance(node, ast.keyword) and node.arg == "held" and _calls(node.value, "where"):
+            yield f"{line}: a claim's renewal (found by key) {KEYED}"
         elif id(node) not in skipped and (text := _text(node)) and sql.search(text):
             yield f"{line}: SQL text names a state by hand; use its machine's set_sql()/where()"
+        if isinstance(node, ast.JoinedStr) and _keyed_sql(node):
+            yield f"{line}: SQL text finding rows by id {KEYED}"
 
 
 def check_tree() -> list[str]:
@@ -147,7 +226,7 @@ def main(argv: list[str]) -> int:
     for problem in problems:
         print(problem)
     if problems:
-        print(f"{len(problems)} state write(s) around their machine", file=sys.stderr)
+        print(f"{len(problems)} state write(s) or test(s) around their machine", file=sys.stderr)
     return 1 if problems else 0
 
 

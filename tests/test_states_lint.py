@@ -59,6 +59,20 @@ def test_the_machines_are_read_from_the_models() -> None:
         ("SQL = \"UPDATE jobs SET status = 'done'\"\n", "SQL text names a state"),
         ("SQL = f\"WHERE status IN ('{A}', '{B}')\"\n", "SQL text names a state"),
         ("CLAIM = Claim(sets={'state': SENDING, 'attempts': 'attempts + 1'})\n", "a claim sets"),
+        # A state test a partial index could answer, in a statement that finds rows by key.
+        (
+            'SQL = f"UPDATE o SET x = 1 WHERE id = ANY($1) AND {OUTBOX.where(PENDING)}"\n',
+            "SQL text finding rows by id tests its state with where()",
+        ),
+        (
+            "stmt = select(Run).where(Run.id.in_(ids), Run.owner == me, Run.status == ACTIVE)\n",
+            "a statement found by key tests its state with where()",
+        ),
+        (
+            "stmt = update(Run).where(and_(tuple_(Run.id, Run.x).in_(p), Run.status.in_(S)))\n",
+            "a statement found by key tests its state with where()",
+        ),
+        ("CLAIM = Claim(held=JOBS.where(RUNNING))\n", "a claim's renewal (found by key)"),
     ],
 )
 def test_a_write_around_the_machine_is_refused(source: str, said: str) -> None:
@@ -77,6 +91,16 @@ def test_a_write_around_the_machine_is_refused(source: str, said: str) -> None:
         "CLAIM = Claim(sets={**claim_moves(JOBS, RUNNING), 'attempts': 'attempts + 1'})\n",
         'SQL = f"UPDATE jobs SET {JOBS.set_sql(DONE)} WHERE {JOBS.where(RUNNING)}"\n',
         '"""A docstring may say status = \'done\' in prose."""\n',
+        'SQL = f"UPDATE o SET x = 1 WHERE id = ANY($1) AND {OUTBOX.where_keyed(PENDING)}"\n',
+        "stmt = select(Run).where(Run.id.in_(ids), RUNS.keyed(ACTIVE))\n",
+        "CLAIM = Claim(held=JOBS.where_keyed(RUNNING))\n",
+        # Looking for due rows: the partial index is what the state test is for.
+        'SQL = f"SELECT id FROM o WHERE {OUTBOX.where(PENDING)} AND next_attempt_at <= :now"\n',
+        "stmt = select(Run).where((Run.id == 1) | (Run.status == ACTIVE))\n",  # not by key
+        "stmt = select(A).where(A.id == B.a_id, B.status == DONE)\n",  # another table's state
+        # The id is another statement's (a WITH before), not this WHERE's.
+        'SQL = f"WITH c AS (SELECT id FROM c WHERE id = $1) UPDATE r SET x = 1 '
+        'WHERE campaign_id = (SELECT id FROM c) AND {R.where(PENDING)}"\n',
         "out = RunOut(status=run.status)\n",  # a response shape, not a row
         "response = Response(status=200)\n",
     ],

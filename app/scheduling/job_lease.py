@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from app.scheduling.claim import LeaseLost
 from app.scheduling.jobs import JobContext
-from app.scheduling.models import JOB_RUNNING, Job
+from app.scheduling.models import JOB_RUNNING, JOBS, Job
 from app.scheduling.outside_calls import current_permit
 
 
@@ -39,7 +39,7 @@ async def holds_lease(ctx: JobContext) -> bool:
             select(Job.id).where(
                 Job.id == ctx.job_id,
                 Job.attempts == ctx.attempt,
-                Job.status == JOB_RUNNING,
+                JOBS.keyed(JOB_RUNNING),
                 Job.lease_expires_at > ctx.clock.now(),
             )
         )

@@ -212,7 +212,7 @@ async def record_resumed(
                     select(Batch)
                     .where(
                         Batch.id.in_([r for r, _, _ in settled]),
-                        Batch.status == BATCH_DEFERRED,
+                        BATCHES.keyed(BATCH_DEFERRED),
                     )
                     .with_for_update()
                 )

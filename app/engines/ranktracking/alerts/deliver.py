@@ -52,8 +52,8 @@ LEASE_SECONDS = 120.0
 CLAIM = Claim(
     table=AlertDelivery.__table__,  # type: ignore[arg-type]
     due=(
-        f"id = :delivery_id AND ({ALERT_DELIVERIES.where(DELIVERY_PENDING)}"
-        f" OR ({ALERT_DELIVERIES.where(DELIVERY_SENDING)} AND lease_until <= :now))"
+        f"id = :delivery_id AND ({ALERT_DELIVERIES.where_keyed(DELIVERY_PENDING)}"
+        f" OR ({ALERT_DELIVERIES.where_keyed(DELIVERY_SENDING)} AND lease_until <= :now))"
     ),
     order_by="id",
     returning=("id",),

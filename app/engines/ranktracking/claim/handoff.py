@@ -104,7 +104,7 @@ async def not_dispatched(
             (
                 await uow.session.execute(
                     select(Run)
-                    .where(Run.id.in_(run_ids), Run.status == DISPATCHING)
+                    .where(Run.id.in_(run_ids), RUNS.keyed(DISPATCHING))
                     .with_for_update()
                     .execution_options(populate_existing=True)
                 )

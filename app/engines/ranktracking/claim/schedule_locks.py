@@ -31,7 +31,7 @@ async def lock_schedules(session: WriteSession, schedule_ids: list[int]) -> dict
 
 DUE = Claim(
     table=Schedule.__table__,  # type: ignore[arg-type]
-    due=f"{SCHEDULES.where(ACTIVE, qualified=True)} AND next_due_at <= :due_by AND id IN :ids",
+    due=f"{SCHEDULES.where_keyed(ACTIVE, qualified=True)} AND next_due_at <= :due_by AND id IN :ids",
     order_by="next_due_at, id",
     returning=("id",),
     sets={"updated_at": ":now"},

@@ -42,6 +42,7 @@ from app.engines.ranktracking.models import (
     Result,
     Run,
 )
+from app.engines.ranktracking.run_states import RUNS
 from app.engines.ranktracking.work.run_end import finalize
 from app.engines.ranktracking.work.runs import Outcome, apply_outcomes, fetch_task
 from app.integrations.serp import ProviderError, SerpClient
@@ -299,7 +300,7 @@ async def _close_stuck(deps: RankTrackingDeps, now: datetime, report: PollReport
             run = (
                 await uow.session.execute(
                     select(Run)
-                    .where(Run.id == run_id, Run.status == RUNNING)
+                    .where(Run.id == run_id, RUNS.keyed(RUNNING))
                     .with_for_update()
                     .execution_options(populate_existing=True)
                 )

@@ -17,7 +17,7 @@ from app.scheduling.claim import Claim
 CAMPAIGN = Claim(
     table=Campaign.__table__,  # type: ignore[arg-type]
     due=(
-        f"id = :campaign_id AND {CAMPAIGNS.where(SENDING)}"
+        f"id = :campaign_id AND {CAMPAIGNS.where_keyed(SENDING)}"
         " AND (lease_owner IS NULL OR lease_owner = :owner OR lease_until < :now)"
     ),
     order_by="id",

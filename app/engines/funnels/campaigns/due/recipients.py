@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from app.db.session import Database
 from app.engines.funnels.campaigns.models import R_PENDING, SENDING, Campaign, Recipient
+from app.engines.funnels.campaigns.states import CAMPAIGNS
 from app.engines.funnels.consent import gate
 from app.engines.funnels.consent.policy import GONE, Person
 from app.engines.funnels.models import Contact
@@ -68,7 +69,7 @@ async def next_pending(
                 Recipient.seq > campaign.checkpoint,
                 # A campaign cancelled while sending has nobody left to send to.
                 select(Campaign.id)
-                .where(Campaign.id == campaign.id, Campaign.status == SENDING)
+                .where(Campaign.id == campaign.id, CAMPAIGNS.keyed(SENDING))
                 .exists(),
             )
             .order_by(Recipient.seq)
