@@ -26,9 +26,18 @@ class _Navigations:
         self._seen_at[request] = self._started
 
     def abandoned(self, request: Any) -> bool:
-        """``request`` was aborted, and a navigation started after it was sent."""
+        """``request`` was aborted, and a navigation started after it was sent, or it was the
+        browser's own fetch of the page's icon: Chromium drops that one whenever it likes (the
+        tab's icon already known, a navigation about to commit that it has not announced yet),
+        so its abort says nothing about the page. That the icon is served is tested apart."""
         sent_at = self._seen_at.pop(request, self._started)
-        return "ERR_ABORTED" in (request.failure or "") and self._started > sent_at
+        if "ERR_ABORTED" not in (request.failure or ""):
+            return False
+        return self._started > sent_at or _is_icon(request.url)
+
+
+def _is_icon(url: str) -> bool:
+    return url.split("?", 1)[0].endswith(("/favicon.svg", "/favicon.ico"))
 
 
 def watch_errors(page: Any) -> list[str]:

@@ -403,9 +403,10 @@ async def test_the_sign_in_page_and_the_icon_are_clean(browser: Any, demo: Demo)
                     report.setdefault(f"/login @{width}", []).append(problem)
             finally:
                 await page.close()
-        icon = await context.request.get(f"{demo.url}/favicon.ico")
-        assert icon.status == 200
-        assert icon.headers["content-type"].startswith("image/")
+        for icon_path in ("/favicon.ico", "/static/favicon.svg"):
+            icon = await context.request.get(f"{demo.url}{icon_path}")
+            assert icon.status == 200, icon_path
+            assert icon.headers["content-type"].startswith("image/"), icon_path
     finally:
         await context.close()
     assert not report, report_text(report)

@@ -53,6 +53,21 @@ async def test_a_request_aborted_while_the_page_stays_is_an_error(page: Any) -> 
     assert [e.split(" ", 1)[0] for e in errors] == [f"{ORIGIN}/slow"]
 
 
+async def test_the_browser_dropping_the_page_icon_is_not_an_error(page: Any) -> None:
+    """Chromium aborts its own icon fetch when it likes; an icon that fails otherwise counts."""
+    await serve_pages(page)
+    await page.route(f"{ORIGIN}/favicon.svg", lambda route: route.abort("aborted"))
+    await page.route(f"{ORIGIN}/static/favicon.svg", lambda route: route.abort("failed"))
+    errors = watch_errors(page)
+    await page.goto(f"{ORIGIN}/")
+    for icon in ("/favicon.svg", "/static/favicon.svg"):
+        async with page.expect_event("requestfailed"):
+            await page.evaluate(f"fetch('{icon}').catch(() => {{}})")
+    await asyncio.sleep(0)
+    failed = [e.split(" ", 1)[0] for e in errors if e.startswith(ORIGIN)]
+    assert failed == [f"{ORIGIN}/static/favicon.svg"]
+
+
 async def test_a_failed_request_is_an_error(page: Any) -> None:
     await serve_pages(page)
     errors = watch_errors(page)
