@@ -4,7 +4,7 @@ lists and event history, for many contacts in a few queries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
@@ -22,12 +22,15 @@ async def load_facts(
     session: ReadSession,
     contacts: Sequence[Contact],
     *,
-    event_names: set[str],
+    event_names: Set[str],
     since: datetime | None,
+    tags: bool = True,
+    lists: bool = True,
 ) -> dict[int, ContactFacts]:
-    """Facts for predicate evaluation, for many contacts in a few queries."""
+    """Facts for predicate evaluation, for many contacts in a few queries; with ``tags`` or
+    ``lists`` false, the facts hold none (for predicates that look at neither)."""
     ids = [c.id for c in contacts]
-    tags, lists = await memberships(session, ids)
+    tags_of, lists_of = await memberships(session, ids, tags=tags, lists=lists)
     events: dict[int, list[tuple[str, datetime]]] = {c: [] for c in ids}
     if event_names and ids:
         stmt = select(ContactEvent.contact_id, ContactEvent.name, ContactEvent.occurred_at).where(
@@ -37,7 +40,7 @@ async def load_facts(
             stmt = stmt.where(ContactEvent.occurred_at >= since)
         for cid, name, at in (await session.execute(stmt)).all():
             events[cid].append((name, at))
-    return {c.id: facts_of(c, tags[c.id], lists[c.id], events[c.id]) for c in contacts}
+    return {c.id: facts_of(c, tags_of[c.id], lists_of[c.id], events[c.id]) for c in contacts}
 
 
 def facts_of(

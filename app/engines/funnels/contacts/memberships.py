@@ -299,13 +299,22 @@ async def remove_from_list(session: WriteSession, contact: Contact, name: str) -
 
 
 async def memberships(
-    session: ReadSession, contact_ids: Sequence[int]
+    session: ReadSession, contact_ids: Sequence[int], *, tags: bool = True, lists: bool = True
 ) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
-    """Tag names and list names per contact."""
-    tags: dict[int, list[str]] = {c: [] for c in contact_ids}
-    lists: dict[int, list[str]] = {c: [] for c in contact_ids}
-    if not contact_ids:
-        return tags, lists
+    """Tag names and list names per contact; with ``tags`` or ``lists`` false, that side is
+    left empty without a query."""
+    tag_names: dict[int, list[str]] = {c: [] for c in contact_ids}
+    list_names: dict[int, list[str]] = {c: [] for c in contact_ids}
+    if tags and contact_ids:
+        await _tag_names(session, contact_ids, tag_names)
+    if lists and contact_ids:
+        await _list_names(session, contact_ids, list_names)
+    return tag_names, list_names
+
+
+async def _tag_names(
+    session: ReadSession, contact_ids: Sequence[int], into: dict[int, list[str]]
+) -> None:
     for cid, name in (
         await session.execute(
             select(ContactTag.contact_id, Tag.name)
@@ -314,7 +323,12 @@ async def memberships(
             .order_by(Tag.name)
         )
     ).all():
-        tags[cid].append(name)
+        into[cid].append(name)
+
+
+async def _list_names(
+    session: ReadSession, contact_ids: Sequence[int], into: dict[int, list[str]]
+) -> None:
     for cid, name in (
         await session.execute(
             select(ListMember.contact_id, ContactList.name)
@@ -323,5 +337,4 @@ async def memberships(
             .order_by(ContactList.name)
         )
     ).all():
-        lists[cid].append(name)
-    return tags, lists
+        into[cid].append(name)

@@ -214,6 +214,41 @@ def max_event_window(predicate: Predicate) -> tuple[set[str], int | None]:
     return names, widest
 
 
+@dataclass(frozen=True, slots=True)
+class FactsWanted:
+    """What some predicates read of a contact besides its own row: whether its tags, whether
+    its lists, and which of its events since how many days ago (``None``: all of its history).
+    Facts loaded for them may leave out the rest: no predicate among them looks at it."""
+
+    tags: bool = False
+    lists: bool = False
+    event_names: frozenset[str] = frozenset()
+    within_days: int | None = 0
+
+    def __or__(self, other: FactsWanted) -> FactsWanted:
+        days = self.within_days
+        days = None if days is None or other.within_days is None else max(days, other.within_days)
+        return FactsWanted(
+            self.tags or other.tags,
+            self.lists or other.lists,
+            self.event_names | other.event_names,
+            days,
+        )
+
+
+def facts_wanted(predicates: Iterable[Predicate]) -> FactsWanted:
+    wanted = FactsWanted()
+    for predicate in predicates:
+        names, days = max_event_window(predicate)
+        wanted |= FactsWanted(
+            tags=any(isinstance(p, HasTag) for p in walk(predicate)),
+            lists=any(isinstance(p, InList) for p in walk(predicate)),
+            event_names=frozenset(names),
+            within_days=days,
+        )
+    return wanted
+
+
 def field_type(name: str, custom: Mapping[str, str]) -> FieldType:
     if name in STANDARD_FIELDS:
         return STANDARD_FIELDS[name]

@@ -27,7 +27,12 @@ from sqlalchemy import inspect, select, text
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts.facts import load_facts
 from app.engines.funnels.contacts.fields import field_types
-from app.engines.funnels.contacts.segments import ContactFacts, evaluate, max_event_window
+from app.engines.funnels.contacts.segments import (
+    ContactFacts,
+    FactsWanted,
+    evaluate,
+    facts_wanted,
+)
 from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind_of
 from app.engines.funnels.models import Contact, FunnelVersion
 from app.engines.funnels.outbox import payloads
@@ -227,24 +232,32 @@ class Runner:
         contacts: dict[int, Contact],
         now: datetime,
     ) -> dict[int, ContactFacts]:
-        """Facts for every contact whose graph has predicates, in a few queries for the batch."""
-        names: set[str] = set()
-        widest: int | None = 0
-        wanted: list[Contact] = []
+        """Facts for every contact whose graph has predicates, in a few queries for the batch,
+        holding what the batch's predicates read (a graph that tests no tag loads no tags)."""
+        of_version = {
+            vid: (bool(predicates), facts_wanted(predicates))
+            for vid, predicates in ((vid, graph_predicates(g)) for vid, g in graphs.items())
+        }
+        wanted = FactsWanted()
+        of_contacts: list[Contact] = []
         for state in states:
-            predicates = graph_predicates(graphs[state.version_id])
+            has_predicates, reads = of_version[state.version_id]
             contact = contacts.get(state.contact_id)
-            if not predicates or contact is None:
+            if not has_predicates or contact is None:
                 continue
-            wanted.append(contact)
-            for predicate in predicates:
-                n, w = max_event_window(predicate)
-                names |= n
-                widest = None if (w is None or widest is None) else max(widest, w)
-        if not wanted:
+            of_contacts.append(contact)
+            wanted |= reads
+        if not of_contacts:
             return {}
-        since = None if widest is None else now - timedelta(days=widest)
-        return await load_facts(session, wanted, event_names=names, since=since)
+        days = wanted.within_days
+        return await load_facts(
+            session,
+            of_contacts,
+            event_names=wanted.event_names,
+            since=None if days is None else now - timedelta(days=days),
+            tags=wanted.tags,
+            lists=wanted.lists,
+        )
 
     def _context(
         self,
@@ -265,10 +278,7 @@ class Runner:
         preloaded = facts.get(contact.id)
 
         async def loader() -> ContactFacts:
-            predicates = graph_predicates(graph)
-            names: set[str] = set()
-            for predicate in predicates:
-                names |= max_event_window(predicate)[0]
+            names = facts_wanted(graph_predicates(graph)).event_names
             loaded = await load_facts(session, [contact], event_names=names, since=None)
             return loaded[contact.id]
 
