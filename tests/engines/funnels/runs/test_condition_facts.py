@@ -20,6 +20,7 @@ from app.engines.funnels.contacts.segments import (
     InList,
     InSegment,
     Not,
+    Predicate,
     facts_wanted,
 )
 from app.engines.funnels.runs.due.entry import enter
@@ -42,7 +43,7 @@ def test_facts_wanted_names_what_the_predicates_read_however_deeply_nested() -> 
     )
     saved = InSegment(segment_id=1, predicate=AllOf(predicates=[InList(list="news")]))
     assert facts_wanted([saved]) == FactsWanted(lists=True)
-    counted = [
+    counted: list[Predicate] = [
         EventCount(event="opened", within_days=7),
         AnyOf(predicates=[EventCount(event="paid", within_days=30), HasTag(tag="vip")]),
     ]
