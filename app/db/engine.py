@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.db import session_kinds
 from app.db.checkpoint import AUTOCHECKPOINT_PAGES
+from app.db.json_codec import decode_document
 from app.db.liveness import check_when_idle
 from app.db.write_gate import WriteGate
 from app.settings import DatabaseSettings
@@ -115,7 +116,7 @@ def private_sqlite_file(raw_url: str) -> None:
 def _sqlite_engine(settings: DatabaseSettings, begin: str, gate: WriteGate | None) -> AsyncEngine:
     url = make_url(settings.url)
     private_sqlite_file(settings.url)
-    engine = create_async_engine(url, echo=settings.echo)
+    engine = create_async_engine(url, echo=settings.echo, json_deserializer=decode_document)
     on_connect, on_begin = _sqlite_pragmas(settings, begin, gate)
     event.listen(engine.sync_engine, "connect", on_connect)
     event.listen(engine.sync_engine, "begin", on_begin)
@@ -139,6 +140,7 @@ def create_engines(
     engine = create_async_engine(
         settings.url,
         echo=settings.echo,
+        json_deserializer=decode_document,
         pool_size=settings.pool_size,
         max_overflow=settings.pool_size,
         # A request's and a job's bounds are the connection's own; a sweep's or a claim's are
