@@ -175,10 +175,7 @@ async def test_fn7_an_effect_written_again_is_skipped_and_reads_back_as_written(
             "channel",
             "idempotency_key",
             "payload",
-            "status",
-            "attempts",
             "next_attempt_at",
-            "created_at",
         )
     }
     async with engine.runtime.db.write() as uow:

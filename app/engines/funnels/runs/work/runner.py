@@ -37,7 +37,6 @@ from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind
 from app.engines.funnels.models import Contact, FunnelVersion
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
-from app.engines.funnels.outbox.states import OUTBOX, OUTBOX_PENDING
 from app.engines.funnels.runs.claim.lease import held_runs, lease_runs
 from app.engines.funnels.runs.states import (
     RUN_ACTIVE,
@@ -199,7 +198,7 @@ class Runner:
                 done.append(self._failure(original, exc, now))
                 continue
             steps.extend(run_steps)
-            effects.extend(_effect_rows(state, ctx, now))
+            effects.extend(_effect_rows(state, ctx))
             done.append(result)
         await write_batch(session, steps, effects, _advance_rows(done), now)
         return BatchResult(
@@ -318,7 +317,6 @@ class Runner:
                         "kind": kind,
                         "decision": outcome.decision[:200],
                         "output": outcome.output,
-                        "at": ctx.now,
                     }
                 )
             if isinstance(outcome, Next):
@@ -376,11 +374,7 @@ def graph_predicates(graph: Graph) -> list[Any]:
     return out
 
 
-_PENDING = OUTBOX.create(OUTBOX_PENDING)
-"""An effect row is created pending (the outbox's machine)."""
-
-
-def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[str, Any]]:
+def _effect_rows(state: RunState, ctx: NodeContext) -> list[dict[str, Any]]:
     """The outbox rows of the effects a run's nodes declared."""
     return [
         {
@@ -391,10 +385,7 @@ def _effect_rows(state: RunState, ctx: NodeContext, now: datetime) -> list[dict[
             "channel": effect.channel,
             "idempotency_key": key,
             "payload": payloads.encode(effect.payload),
-            **_PENDING,
-            "attempts": 0,
             "next_attempt_at": effect.not_before,
-            "created_at": now,
         }
         for key, node_id, effect in ctx.effects
     ]
