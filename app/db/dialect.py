@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import ARRAY, any_, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.elements import ColumnElement
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.dml import Insert
@@ -90,3 +92,16 @@ def upsert(
 def row_count(result: Any) -> int:
     """Rows an ``UPDATE``/``DELETE``/``INSERT`` touched (0 when the driver does not say)."""
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+def one_of(bind: Any, column: Any, keys: Iterable[Any]) -> ColumnElement[bool]:
+    """``column`` is one of ``keys``. On PostgreSQL ``column = ANY($n)``, one array parameter:
+    the same statement text for any number of keys (prepared once per connection) and the list
+    encoded by the driver in C, where ``IN`` takes a parameter per key, each through the SQL
+    layer's bind handling, and is a new statement for every length. ``IN`` elsewhere."""
+    test: ColumnElement[bool]
+    if dialect_name(bind) == POSTGRESQL:
+        test = column == any_(bindparam(None, list(keys), type_=ARRAY(column.type)))
+    else:
+        test = column.in_(list(keys))
+    return test

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
+from app.db.dialect import one_of
 from app.db.session import ReadSession
 from app.engines.funnels.contacts.memberships import memberships
 from app.engines.funnels.contacts.segments import ContactFacts
@@ -34,7 +35,8 @@ async def load_facts(
     events: dict[int, list[tuple[str, datetime]]] = {c: [] for c in ids}
     if event_names and ids:
         stmt = select(ContactEvent.contact_id, ContactEvent.name, ContactEvent.occurred_at).where(
-            ContactEvent.contact_id.in_(ids), ContactEvent.name.in_(sorted(event_names))
+            one_of(session, ContactEvent.contact_id, ids),
+            ContactEvent.name.in_(sorted(event_names)),
         )
         if since is not None:
             stmt = stmt.where(ContactEvent.occurred_at >= since)

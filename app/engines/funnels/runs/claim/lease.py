@@ -17,6 +17,7 @@ from typing import cast
 
 from sqlalchemy import Table, select
 
+from app.db.dialect import one_of
 from app.db.session import Database, WriteSession
 from app.engines.funnels.models import Run
 from app.engines.funnels.runs.states import RUN_ACTIVE, RUNS
@@ -64,7 +65,7 @@ async def held_runs(session: WriteSession, ids: Sequence[int], owner: str) -> li
     rows = (
         await session.execute(
             select(*_RUN_COLUMNS)
-            .where(Run.id.in_(ids), Run.lease_owner == owner, RUNS.keyed(RUN_ACTIVE))
+            .where(one_of(session, Run.id, ids), Run.lease_owner == owner, RUNS.keyed(RUN_ACTIVE))
             .order_by(Run.id)
             .with_for_update()
         )

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import inspect, select, text
 
+from app.db.dialect import one_of
 from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts.facts import load_facts
 from app.engines.funnels.contacts.fields import field_types
@@ -213,7 +214,10 @@ class Runner:
     async def _contacts(self, session: WriteSession, states: list[RunState]) -> dict[int, Contact]:
         """The contacts of the held runs, by id."""
         ids = {s.contact_id for s in states}
-        return {c.id: c for c in await session.scalars(select(Contact).where(Contact.id.in_(ids)))}
+        return {
+            c.id: c
+            for c in await session.scalars(select(Contact).where(one_of(session, Contact.id, ids)))
+        }
 
     async def _graphs(self, session: WriteSession, version_ids: set[int]) -> dict[int, Graph]:
         rows = await session.execute(
