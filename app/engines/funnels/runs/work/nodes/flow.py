@@ -78,10 +78,11 @@ async def run_wait(ctx: NodeContext, node: Wait) -> Outcome:
         return Next(node.next, f"no date in field '{node.field}': not waiting")
     if end <= ctx.now:
         return Next(node.next, "wait already over")
-    run.context["wait"] = {"node": node.id, "until": end.isoformat()}
+    end_text = end.isoformat()
+    run.context["wait"] = {"node": node.id, "until": end_text}
     run.waiting_event = node.until_event
     run.woken_by = None
-    return Sleep(end, f"until {end.isoformat()}", {"until": end.isoformat()})
+    return Sleep(end, f"until {end_text}", {"until": end_text})
 
 
 def _clear_wait(ctx: NodeContext) -> None:
