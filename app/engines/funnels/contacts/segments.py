@@ -172,6 +172,19 @@ class ContactFacts:
     event: Mapping[str, Any] | None = None
     """The properties of the event being filtered (trigger and wait filters)."""
 
+    def in_run(self, context: Mapping[str, Any]) -> ContactFacts:
+        """These facts inside a run with this context (what ``dataclasses.replace`` would make,
+        without its look at the fields on every call: a condition node asks once a run)."""
+        return ContactFacts(
+            attributes=self.attributes,
+            fields=self.fields,
+            tags=self.tags,
+            lists=self.lists,
+            events=self.events,
+            context=context,
+            event=self.event,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class References:

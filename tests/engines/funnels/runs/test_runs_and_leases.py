@@ -5,6 +5,7 @@ and the jobs that drain due runs."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import update
@@ -16,9 +17,12 @@ from app.engines.funnels.models import (
     RUN_COMPLETED,
     Run,
 )
+from app.engines.funnels.plugin import EXECUTORS
 from app.engines.funnels.runs.claim.lease import lease_runs
 from app.engines.funnels.runs.due.entry import enter
 from app.engines.funnels.runs.work.batch_writes import write_batch
+from app.engines.funnels.runs.work.runner import Runner
+from app.settings import FunnelSettings
 from tests.engines.funnels.factories import (
     Engine,
     Space,
@@ -275,6 +279,55 @@ async def test_a_failing_run_rolls_back_alone_and_retries_with_backoff(
     assert broken.wake_at == engine.clock.now() + timedelta(seconds=30)
     assert "ghost" in (broken.last_error or "")
     assert len(await effects(engine.runtime)) == 2
+
+
+async def test_a_run_failing_midway_is_written_back_as_it_was_before_the_wake(
+    engine: Engine, space: Space
+) -> None:
+    """FN-7 per run: a run that fails after it has moved on (a mail emitted, a choice stored, a
+    node passed) is retried from where it was, with its context as it was, nothing emitted."""
+    ws = space.workspace_id
+    funnel_id, version = await published(
+        engine.runtime,
+        ws,
+        graph(
+            node(
+                "split",
+                "s",
+                branches=[
+                    {"name": "A", "weight": 1, "next": "e"},
+                    {"name": "B", "weight": 1, "next": "e"},
+                ],
+            ),
+            email_node("e", next="j"),
+            node("join", "j", next="end"),
+            email_node("end"),
+        ),
+    )
+    ids = [await contact(engine.runtime, ws, f"c{i}@x.test") for i in range(2)]
+    async with engine.runtime.db.write() as uow:
+        for cid in ids:
+            await enter(uow.session, version=version, contact_id=cid, now=engine.clock.now())
+
+    async def breaks_for_the_first(ctx: Any, node: Any) -> Any:
+        if ctx.run.contact_id == ids[0]:
+            raise RuntimeError("join broke")
+        return await EXECUTORS["join"](ctx, node)
+
+    runner = Runner(
+        engine.runtime.db,
+        FunnelSettings(),
+        mail_domain="x.test",
+        executors={**EXECUTORS, "join": breaks_for_the_first},
+    )
+    result = await runner.run_batch(owner="w", now=engine.clock.now())
+    assert (result.executed, result.failed) == (2, 1)
+    runs = {r.contact_id: r for r in await runs_of(engine.runtime, funnel_id)}
+    broken = runs[ids[0]]
+    assert (broken.status, broken.current_node, broken.step_count) == (RUN_ACTIVE, "s", 0)
+    assert (broken.context, broken.failures) == ({}, 1)
+    assert runs[ids[1]].status == RUN_COMPLETED
+    assert {e.contact_id for e in await effects(engine.runtime)} == {ids[1]}
 
 
 async def test_jobs_drain_due_runs_and_hand_effects_to_the_deliverer(

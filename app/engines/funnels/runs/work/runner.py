@@ -179,7 +179,11 @@ class Runner:
             if inspect(contact).expired_attributes:
                 await session.refresh(contact)
             graph = graphs[state.version_id]
-            original = dataclasses.replace(state, context=_copy_json(state.context))
+            # The state before the walk is what a failed run is written back from; only the
+            # run-by-run pass needs it (a failure in the optimistic one re-executes the batch).
+            original = (
+                dataclasses.replace(state, context=_copy_json(state.context)) if isolate else state
+            )
             ctx = self._context(session, state, contact, graph, now, custom, facts)
             ctx.isolated = isolate
             try:

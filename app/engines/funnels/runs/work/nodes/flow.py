@@ -4,7 +4,6 @@ quiet_hours."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -94,7 +93,7 @@ def _clear_wait(ctx: NodeContext) -> None:
 async def run_condition(ctx: NodeContext, node: Condition) -> Outcome:
     """FN-15: a segment predicate on this contact, now, which may also read what the run
     produced (an ``http_request``'s answer, a payment, a booking, a generated variable)."""
-    facts = replace(await ctx.facts(), context=ctx.run.context)
+    facts = (await ctx.facts()).in_run(ctx.run.context)
     result = evaluate(node.predicate, facts, now=ctx.now, custom=ctx.custom_fields)
     return Next(node.yes if result else node.no, "yes" if result else "no")
 
