@@ -11,7 +11,7 @@ prepares it once per connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -50,11 +50,11 @@ class ColumnArrays:
 async def execute_rows(
     session: WriteSession,
     statement: Executable,
-    rows: Sequence[dict[str, Any]],
+    rows: Iterable[dict[str, Any]],
     arrays: Callable[[], ColumnArrays],
 ) -> None:
     """``statement`` for every row of ``rows``; on PostgreSQL ``arrays()`` instead, the same
-    change in one statement."""
+    change in one statement (``rows`` is then not read: a generator costs nothing there)."""
     if dialect_name(session) != POSTGRESQL:
         await session.execute(statement, list(rows))
         return
@@ -66,7 +66,7 @@ async def execute_rows(
 async def fetch_rows(
     session: WriteSession,
     statement: Executable,
-    rows: Sequence[dict[str, Any]],
+    rows: Iterable[dict[str, Any]],
     arrays: Callable[[], ColumnArrays],
 ) -> list[Any]:
     """:func:`execute_rows` for a statement that returns rows (``RETURNING``): the rows it

@@ -105,7 +105,7 @@ async def write_batch(
         await execute_rows(
             session,
             insert(session, STEP_TABLE),
-            [{**row, **at} for row in steps],
+            ({**row, **at} for row in steps),
             lambda: ColumnArrays(_STEPS_ROWS, (json_text(steps), utc(now))),
         )
     if effects:
@@ -113,7 +113,7 @@ async def write_batch(
         await execute_rows(
             session,
             insert(session, OutboxEffect).on_conflict_do_nothing(),
-            [{**row, **created} for row in effects],
+            ({**row, **created} for row in effects),
             lambda: ColumnArrays(
                 _EFFECTS_ROWS,
                 (json_text(_in_utc(effects, "next_attempt_at")), _PENDING["status"], utc(now)),
@@ -125,7 +125,7 @@ async def write_batch(
     await execute_rows(
         session,
         ADVANCE,
-        [{**row, **released} for row in advances],
+        ({**row, **released} for row in advances),
         lambda: ColumnArrays(
             _ADVANCE_ROWS, (json_text(_in_utc(advances, "wake_at", "ended_at")), utc(now))
         ),

@@ -241,19 +241,16 @@ class Runner:
     ) -> dict[int, ContactFacts]:
         """Facts for every contact whose graph has predicates, in a few queries for the batch,
         holding what the batch's predicates read (a graph that tests no tag loads no tags)."""
-        of_version = {
-            vid: (bool(predicates), facts_wanted(predicates))
-            for vid, predicates in ((vid, graph_predicates(g)) for vid, g in graphs.items())
-        }
+        predicates_of = {vid: graph_predicates(g) for vid, g in graphs.items()}
+        reads_of = {vid: facts_wanted(predicates) for vid, predicates in predicates_of.items()}
         wanted = FactsWanted()
         of_contacts: list[Contact] = []
         for state in states:
-            has_predicates, reads = of_version[state.version_id]
             contact = contacts.get(state.contact_id)
-            if not has_predicates or contact is None:
+            if not predicates_of[state.version_id] or contact is None:
                 continue
             of_contacts.append(contact)
-            wanted |= reads
+            wanted |= reads_of[state.version_id]
         if not of_contacts:
             return {}
         days = wanted.within_days
