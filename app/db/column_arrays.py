@@ -1,13 +1,16 @@
 """Many rows in one statement, spelled for the dialect: on PostgreSQL one array per column
-(``unnest``), elsewhere the SQL layer's executemany.
+(``unnest``) or one JSON document of the rows (``jsonb_to_recordset``), elsewhere the SQL layer's
+executemany.
 
 For a hot path the SQL layer's per-row parameter handling (each value through its column type's
 bind processing) can cost more than the rest of the batch's Python. On PostgreSQL the caller's
-array statement goes to the driver as plain SQL text with one list per column, encoded by the
-driver in C, in the session's own transaction and through the connection's statement events
-like any other statement. The statement text is the same for every batch size, so the driver
-prepares it once per connection.
-"""
+statement goes to the driver as plain SQL text with its arguments, in the session's own
+transaction and through the connection's statement events like any other statement. The
+statement text is the same for every batch size, so the driver prepares it once per connection.
+One list per column is encoded by the driver in C, but element by element, each checked for its
+type; a JSON document of the rows (:func:`json_text` of a list of dicts) is one string, written by
+msgspec in C and read by PostgreSQL, the cheaper of the two for a wide row (the runner's batch
+writes, :mod:`app.engines.funnels.runs.work.batch_writes`)"""
 
 from __future__ import annotations
 
@@ -40,8 +43,8 @@ def utc_or_none(value: datetime | None) -> datetime | None:
 
 @dataclass(frozen=True, slots=True)
 class ColumnArrays:
-    """A PostgreSQL statement with ``$n`` placeholders and its arguments, one list per column
-    (and any single values it takes after them)."""
+    """A PostgreSQL statement with ``$n`` placeholders and its arguments: one list per column or
+    one JSON document of the rows, and any single values it takes after them."""
 
     sql: str
     args: tuple[Any, ...]

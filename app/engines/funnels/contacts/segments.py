@@ -237,6 +237,9 @@ class FactsWanted:
     lists: bool = False
     event_names: frozenset[str] = frozenset()
     within_days: int | None = 0
+    field_types: bool = False
+    """Whether a predicate compares a custom field, whose type the workspace defines (a
+    standard attribute's type is fixed)."""
 
     def __or__(self, other: FactsWanted) -> FactsWanted:
         days = self.within_days
@@ -246,6 +249,7 @@ class FactsWanted:
             self.lists or other.lists,
             self.event_names | other.event_names,
             days,
+            self.field_types or other.field_types,
         )
 
 
@@ -258,6 +262,9 @@ def facts_wanted(predicates: Iterable[Predicate]) -> FactsWanted:
             lists=any(isinstance(p, InList) for p in walk(predicate)),
             event_names=frozenset(names),
             within_days=days,
+            field_types=any(
+                isinstance(p, FieldIs) and p.field not in STANDARD_FIELDS for p in walk(predicate)
+            ),
         )
     return wanted
 

@@ -23,6 +23,7 @@ from app.engines.funnels.contacts.segments import (
     Predicate,
     facts_wanted,
 )
+from app.engines.funnels.models import Contact
 from app.engines.funnels.runs.due.entry import enter
 from tests.engines.funnels.factories import (
     Engine,
@@ -131,3 +132,59 @@ async def test_fn15_a_batch_reads_only_the_facts_its_conditions_test(
         ("bob@x.test", "field no"),
         ("bob@x.test", "not vip"),
     ]
+
+
+def test_facts_wanted_names_a_comparison_of_a_custom_field() -> None:
+    standard = FieldIs(field="first_name", op="eq", value="A")
+    custom = FieldIs(field="score", op="gt", value=9)
+    assert not facts_wanted([standard]).field_types
+    assert facts_wanted([AnyOf(predicates=[standard, Not(predicate=custom)])]).field_types
+
+
+async def test_fn15_custom_fields_are_read_and_set_by_their_type_and_others_read_no_types(
+    engine: Engine, space: Space, statements: list[str]
+) -> None:
+    """A condition on a custom number field compares numbers (10 > 9, which as text it is
+    not) and a set_field stores a number; a batch of a graph that tests and sets only standard
+    attributes does not read the workspace's field definitions."""
+    ws = space.workspace_id
+    await setup_names(engine.runtime, ws, fields={"score": "number"})
+    typed = graph(
+        node(
+            "condition",
+            "c",
+            predicate={"kind": "field", "field": "score", "op": "gt", "value": 9},
+            yes="y",
+            no="n",
+        ),
+        email_node("y", subject="high"),
+        email_node("n", subject="low"),
+    )
+    sets = graph(node("set_field", "f", field="score", value=12, next="e"), email_node("e"))
+    standard = graph(
+        node("set_field", "f", field="last_name", value="Doe", next="e"), email_node("e")
+    )
+    _, typed_version = await published(engine.runtime, ws, typed, name="typed")
+    _, sets_version = await published(engine.runtime, ws, sets, name="sets")
+    _, standard_version = await published(engine.runtime, ws, standard, name="standard")
+    ann = await contact(engine.runtime, ws, "ann@x.test", fields={"score": 10})
+    bob = await contact(engine.runtime, ws, "bob@x.test")
+
+    async with engine.runtime.db.write() as uow:
+        await enter(uow.session, version=standard_version, contact_id=bob, now=engine.clock.now())
+    statements.clear()
+    await engine.runner.run_batch(owner="types", now=engine.clock.now())
+    assert not _reads(statements, "contact_fields")
+
+    async with engine.runtime.db.write() as uow:
+        await enter(uow.session, version=typed_version, contact_id=ann, now=engine.clock.now())
+        await enter(uow.session, version=sets_version, contact_id=bob, now=engine.clock.now())
+    statements.clear()
+    await engine.runner.run_batch(owner="types", now=engine.clock.now())
+    assert _reads(statements, "contact_fields")
+    await engine.drive()
+    assert ("ann@x.test", "high") in {(m.to[0], m.subject) for m in engine.sink.messages}
+    async with engine.runtime.db.read() as s:
+        stored = await s.get(Contact, bob)
+    assert stored is not None
+    assert (stored.fields, stored.last_name) == ({"score": 12}, "Doe")

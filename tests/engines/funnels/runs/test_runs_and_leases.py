@@ -157,7 +157,7 @@ async def test_fn6_each_node_writes_a_step(engine: Engine, space: Space) -> None
 async def test_fn7_an_effect_written_again_is_skipped_and_reads_back_as_written(
     engine: Engine, space: Space
 ) -> None:
-    """FN-7: the batch's outbox rows (one array per column on PostgreSQL) read back as the
+    """FN-7: the batch's outbox rows (one JSON document of rows on PostgreSQL) read back as the
     runner wrote them, and a row whose idempotency key is already stored is skipped, neither
     an error nor a second row."""
     ws = space.workspace_id

@@ -29,12 +29,13 @@ from app.db.session import Database, WriteSession
 from app.engines.funnels.contacts.facts import load_facts
 from app.engines.funnels.contacts.fields import field_types
 from app.engines.funnels.contacts.segments import (
+    STANDARD_FIELDS,
     ContactFacts,
     FactsWanted,
     evaluate,
     facts_wanted,
 )
-from app.engines.funnels.definitions.graph import Graph, graph_for_version, kind_of
+from app.engines.funnels.definitions.graph import Graph, SetField, graph_for_version, kind_of
 from app.engines.funnels.models import Contact, FunnelVersion
 from app.engines.funnels.outbox import payloads
 from app.engines.funnels.outbox.due.cancel import cancel_pending_effects
@@ -162,8 +163,9 @@ class Runner:
             return BatchResult(leased=len(ids), fenced=fenced)
         graphs = await self._graphs(session, {s.version_id for s in states})
         contacts = await self._contacts(session, states)
+        typed = {vid for vid, graph in graphs.items() if _reads_field_types(graph)}
         custom: dict[int, dict[str, str]] = {}
-        for ws in {s.workspace_id for s in states}:
+        for ws in {s.workspace_id for s in states if s.version_id in typed}:
             custom[ws] = await field_types(session, ws)
         facts = await self._preload_facts(session, states, graphs, contacts, now)
 
@@ -367,6 +369,15 @@ class Runner:
             return _Done(original, RUN_FAILED, None, now, "failed", message)
         backoff = min(3600, 30 * 2 ** (original.failures - 1))
         return _Done(original, RUN_ACTIVE, now + timedelta(seconds=backoff), last_error=message)
+
+
+def _reads_field_types(graph: Graph) -> bool:
+    """Whether running this graph needs the workspace's custom field types: a predicate compares
+    a custom field, or a node sets one (its value is checked against the type)."""
+    return facts_wanted(graph_predicates(graph)).field_types or any(
+        isinstance(node, SetField) and node.field not in STANDARD_FIELDS
+        for node in graph.nodes.values()
+    )
 
 
 def graph_predicates(graph: Graph) -> list[Any]:
