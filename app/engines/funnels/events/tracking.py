@@ -126,6 +126,18 @@ class Tracking:
     secret: str
 
 
+def tracked_parts(
+    text: str, html: str | None, tracking: Tracking, ref: MessageRef
+) -> tuple[str, str]:
+    """What every tracked message to a contact carries, campaign or funnel: the text part's links
+    tracked, and an HTML part with tracked links and the open pixel. A text-only message gets an
+    HTML alternative made from its text (:func:`text_to_html`; an empty HTML part counts as
+    none), since only HTML can carry a pixel: without it a text-only campaign would count no
+    opens (FN-29) and a funnel could not wait for one (FN-11). Both engines compose through this
+    function (``tests/engines/funnels/events/test_one_tracking_policy.py`` keeps it so)."""
+    return track_text(text, tracking, ref), track_html(html or text_to_html(text), tracking, ref)
+
+
 def track_html(html: str, tracking: Tracking, ref: MessageRef) -> str:
     """Every ``http(s)`` link of ``html`` becomes a signed redirect link, and an open pixel is
     appended: the same for campaign and funnel mail, so opens and clicks of either are events."""

@@ -13,7 +13,7 @@ from typing import Any
 from app.engines.funnels.campaigns.due.recipients import RecipientRow
 from app.engines.funnels.campaigns.models import Campaign
 from app.engines.funnels.consent.policy import SKIP, Decision, Outgoing, Skip, decide
-from app.engines.funnels.events.tracking import MessageRef, Tracking, track_html, track_text
+from app.engines.funnels.events.tracking import MessageRef, Tracking, tracked_parts
 from app.engines.funnels.outbox.work.render import render
 from app.engines.funnels.outbox.work.unsubscribe import (
     UnsubscribeLinks,
@@ -105,10 +105,9 @@ def compose(
         text, html, _ = with_links(text, html, links)
         headers.update(links.headers())
     if tracking is not None and test_links is None:
-        # Links of the text part are tracked as the HTML part's are (text-only mail clients).
-        text = track_text(text, tracking, ref)
-        if html is not None:
-            html = track_html(html, tracking, ref)
+        # As every tracked message: links of both parts tracked, the pixel in the HTML part (a
+        # text-only campaign gets one made from its text, as funnel mail does).
+        text, html = tracked_parts(text, html, tracking, ref)
     subject = render(campaign.subject, values)
     if test_links is not None:
         subject = f"[Test] {subject}"

@@ -10,9 +10,7 @@ from typing import Protocol
 from app.engines.funnels.events.tracking import (
     MessageRef,
     Tracking,
-    text_to_html,
-    track_html,
-    track_text,
+    tracked_parts,
 )
 from app.engines.funnels.outbox.channel import (
     LeasedEffect,
@@ -98,9 +96,7 @@ class EmailChannel:
         tracking = await self.tracking(effect.workspace_id)
         if tracking is None:
             return text, html
-        ref = self._ref(effect)
-        html = track_html(html or text_to_html(text), tracking, ref)
-        return track_text(text, tracking, ref), html
+        return tracked_parts(text, html, tracking, self._ref(effect))
 
     async def compose(self, effect: LeasedEffect) -> OutgoingEmail:
         p = effect.payload_as(Email)
