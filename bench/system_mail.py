@@ -19,9 +19,11 @@ this process it makes one workspace with ``--contacts`` contacts and a published
    (``materialise``) and its sender job queued as the campaign sweep queues it. Measured from
    the start of the snapshot to the arrival of the last message.
 
-Each phase checks that every message arrived exactly once (by Message-ID), and prints the CPU
-the system's processes used and the Redis commands it ran a message (server-wide counts: give it
-a Redis nothing else uses); the funnel phase also how long the entering transaction took. ``--profile DIR``
+Each phase checks that every message arrived exactly once (by Message-ID), and prints a
+message's costs: the CPU the system's processes used, the CPU PostgreSQL used, the transactions
+committed in the database and the Redis commands run (PostgreSQL's CPU and Redis's commands are
+server-wide counts: give it a PostgreSQL and a Redis nothing else uses); the funnel phase also how
+long the entering transaction took. ``--profile DIR``
 runs every process under cProfile (``python -m cProfile -o``), one
 file per process in DIR (read them with ``pstats``); ``--app-root DIR`` runs the processes from
 another source tree (a previous commit, for a before/after in the same conditions).
@@ -52,7 +54,7 @@ from cryptography.fernet import Fernet  # noqa: E402
 from funnels_deliver import create_database, drop_database  # noqa: E402
 from mail_sink import Arrivals, Sink  # noqa: E402
 from redis.asyncio import Redis  # noqa: E402
-from sqlalchemy import insert, select  # noqa: E402
+from sqlalchemy import insert, select, text  # noqa: E402
 
 from app.clock import SystemClock  # noqa: E402
 from app.db.migrate import upgrade  # noqa: E402
@@ -120,15 +122,78 @@ class Process:
             self.log.close()
 
 
+def _ticks(pid: int) -> int:
+    """User + system CPU clock ticks of process ``pid`` (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+
+
 def cpu_seconds(procs: list[Process]) -> float:
-    """User + system CPU the processes have used so far (Linux ``/proc``): less noisy than rates
-    on a machine shared with other work."""
+    """User + system CPU the processes have used so far: less noisy than rates on a machine
+    shared with other work."""
+    return sum(_ticks(p.proc.pid) for p in procs if p.proc is not None) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU used so far by every PostgreSQL process of this machine, with what its server's ended
+    backends used (the postmaster's reaped children). Server-wide: a PostgreSQL nothing else uses
+    while the benchmark runs is the system's own."""
+    found: dict[int, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            line = stat.read_text()
+        except OSError:
+            continue  # ended meanwhile
+        if line[line.index("(") + 1 : line.rindex(")")].startswith("postgres"):
+            found[int(stat.parent.name)] = line.rpartition(")")[2].split()
     total = 0
-    for p in procs:
-        assert p.proc is not None
-        fields = Path(f"/proc/{p.proc.pid}/stat").read_text().rpartition(")")[2].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    for fields in found.values():
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+        if int(fields[1]) not in found:  # the postmaster: add its reaped children's
+            total += int(fields[13]) + int(fields[14])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+async def transactions(runtime: Runtime) -> int:
+    """Transactions committed in the benchmark's database so far (autocommit statements each
+    count as one)."""
+    async with runtime.db.read() as session:
+        return int(
+            await session.scalar(
+                text("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+            )
+            or 0
+        )
+
+
+@dataclass
+class Costs:
+    """What the system spent on a phase: its processes' CPU, PostgreSQL's CPU, transactions,
+    Redis commands."""
+
+    cpu: float
+    postgres: float
+    xacts: int
+    redis: tuple[int, int]
+
+    @classmethod
+    async def now(cls, procs: list[Process], runtime: Runtime, redis_url: str) -> Costs:
+        await asyncio.sleep(0.6)  # PostgreSQL's statistics are sent every 500 ms at most
+        return cls(
+            cpu_seconds(procs),
+            postgres_cpu_seconds(),
+            await transactions(runtime),
+            await redis_commands(redis_url),
+        )
+
+    def per_message(self, before: Costs, n: int) -> str:
+        commands, watches = (a - b for a, b in zip(self.redis, before.redis, strict=True))
+        return (
+            f"serve + workers used {(self.cpu - before.cpu) * 1000 / n:.2f} ms of CPU a message, "
+            f"PostgreSQL {(self.postgres - before.postgres) * 1000 / n:.2f} ms; "
+            f"{(self.xacts - before.xacts) / n:.2f} transactions and "
+            f"{commands / n:.2f} Redis commands a message ({watches:,} WATCH)"
+        )
 
 
 def environment(db_url: str, redis_url: str, sink: Sink, tmp: Path) -> dict[str, str]:
@@ -225,11 +290,6 @@ async def redis_commands(url: str) -> tuple[int, int]:
     return sum(s["calls"] for s in stats.values()), stats.get("cmdstat_watch", {}).get("calls", 0)
 
 
-def per_message(before: tuple[int, int], after: tuple[int, int], n: int) -> str:
-    commands, watches = (a - b for a, b in zip(after, before, strict=True))
-    return f"{commands / n:.2f} Redis commands a message ({watches:,} WATCH)"
-
-
 async def campaign_mail(
     runtime: Runtime, sink: Sink, ws: int, n: int, timeout: float
 ) -> tuple[float, Arrivals]:
@@ -294,24 +354,21 @@ async def main() -> None:
             f"PostgreSQL + Redis, serve + {args.workers} workers, {n:,} contacts, "
             f"aiosmtpd on loopback (own process); code of {args.app_root.resolve()}; logs in {tmp}"
         )
-        cpu, redis = cpu_seconds(procs), await redis_commands(redis_url)
+        before = await Costs.now(procs, runtime, redis_url)
         began, entering, got = await funnel_mail(runtime, sink, version, ids, args.timeout)
         funnel, funnel_wire = rate(n, began, got)
-        cpu, used = cpu_seconds(procs), cpu_seconds(procs) - cpu
-        after = await redis_commands(redis_url)
-        funnel_redis, redis = per_message(redis, after, n), after
+        after = await Costs.now(procs, runtime, redis_url)
         print(
             f"funnel mail: {funnel:,.0f} msg/s from the first entry ({funnel_wire:,.0f} first to "
-            f"last message; entering took {entering:.2f} s); serve + workers used "
-            f"{used * 1000 / n:.2f} ms of CPU a message; {funnel_redis}"
+            f"last message; entering took {entering:.2f} s); {after.per_message(before, n)}"
         )
+        before = after
         began, got = await campaign_mail(runtime, sink, ws, n, args.timeout)
         campaign, campaign_wire = rate(n, began, got)
-        used = cpu_seconds(procs) - cpu
+        after = await Costs.now(procs, runtime, redis_url)
         print(
             f"campaign: {campaign:,.0f} msg/s from the snapshot ({campaign_wire:,.0f} first to "
-            f"last message); serve + workers used {used * 1000 / n:.2f} ms of CPU a message; "
-            f"{per_message(redis, await redis_commands(redis_url), n)}"
+            f"last message); {after.per_message(before, n)}"
         )
         await runtime.aclose()
     finally:
