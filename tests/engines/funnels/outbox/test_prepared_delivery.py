@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from app.engines.funnels.outbox.channel import ChannelSender
-from app.engines.funnels.outbox.records.outcomes import Recording, record_together
+from app.engines.funnels.outbox.records.outcomes import record as record_outcomes
 from app.engines.funnels.outbox.work import deliver
 from app.engines.funnels.outbox.work.deliver import Deliverer
 from app.engines.funnels.outbox.work.email import EmailChannel
 from app.engines.funnels.outbox.work.mail_tracking import WorkspaceTracking
-from app.engines.funnels.outbox.work.outcomes import DeliveryResult
+from app.engines.funnels.outbox.work.outcomes import DeliveryResult, Outcome
 from app.engines.funnels.runs.due.entry import enter
 from app.integrations.mail import SmtpPool
 from app.settings import FunnelSettings, MailSettings
@@ -51,12 +51,12 @@ def _hold_commits(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, async
     """The deliverer's commits wait for the second event; the first is set when one starts."""
     started, may_commit = asyncio.Event(), asyncio.Event()
 
-    async def held_commit(db: Any, settings: Any, recordings: list[Recording]) -> None:
+    async def held_commit(db: Any, settings: Any, group: list[Outcome], *rest: Any) -> None:
         started.set()
         await may_commit.wait()
-        await record_together(db, settings, recordings)
+        await record_outcomes(db, settings, group, *rest)
 
-    monkeypatch.setattr(deliver, "record_together", held_commit)
+    monkeypatch.setattr(deliver, "record_outcomes", held_commit)
     return started, may_commit
 
 

@@ -16,7 +16,7 @@ from app.engines.funnels.models import (
     DeliveryEvent,
     OutboxEffect,
 )
-from app.engines.funnels.outbox.records.outcomes import Recording, record, record_together
+from app.engines.funnels.outbox.records.outcomes import record
 from app.engines.funnels.outbox.work.outcomes import Outcome
 from app.engines.funnels.runs.due.entry import enter
 from app.settings import FunnelSettings
@@ -82,52 +82,3 @@ async def test_a_group_recorded_twice_gets_its_events_once(
 
     async with rt.db.read() as s:
         assert len(list(await s.scalars(select(DeliveryEvent.id)))) == 1
-
-
-async def test_groups_of_several_owners_recorded_together_are_each_fenced_by_their_own_lease(
-    engine: Engine, space: Space, clock: ManualClock, funnel_settings: FunnelSettings
-) -> None:
-    """The process's deliverer jobs share commits (``record_together``): each effect is marked
-    sent only while leased to the job that sent it; a group with another outcome (a retry) is
-    recorded beside them, in the same call."""
-    rt, ws = engine.runtime, space.workspace_id
-    _, version = await published(rt, ws, graph(email_node("hello", subject="Hello")))
-    for i in range(5):
-        who = await contact(rt, ws, f"c{i}@x.test")
-        async with rt.db.write() as uow:
-            await enter(uow.session, version=version, contact_id=who, now=clock.now())
-    await engine.drive(deliver=False)
-    mine = await engine.deliverer.lease(owner="a", now=clock.now(), limit=2)
-    yours = await engine.deliverer.lease(owner="b", now=clock.now(), limit=2)
-    (retried,) = await engine.deliverer.lease(owner="c", now=clock.now(), limit=1)
-    # One of a's effects was taken over by b meanwhile: a's confirmation must not mark it.
-    async with rt.db.write() as uow:
-        await uow.session.execute(
-            update(OutboxEffect).where(OutboxEffect.id == mine[0].id).values(lease_owner="b")
-        )
-    at = clock.now() + timedelta(seconds=2)
-
-    def sent(effects: list) -> list[Outcome]:
-        return [Outcome(e, "sent", at, OUTBOX_SENT, "sent", f"250 ok {e.id}") for e in effects]
-
-    retry = Outcome(retried, "deferred", at, None, "deferred", "421 later", retry=True)
-    await record_together(
-        rt.db,
-        funnel_settings,
-        [
-            Recording(sent(mine), "a", at, ({}, [], at)),
-            Recording(sent(yours), "b", at, ({}, [], at)),
-            Recording([retry], "c", at, ({}, [], at)),
-        ],
-    )
-
-    async with rt.db.read() as s:
-        rows = {e.id: e for e in await s.scalars(select(OutboxEffect))}
-        events = {e.outbox_id: e.kind for e in await s.scalars(select(DeliveryEvent))}
-    marked = {i for i, row in rows.items() if row.status == OUTBOX_SENT}
-    assert marked == {mine[1].id, *(e.id for e in yours)}
-    assert (rows[mine[0].id].status, rows[mine[0].id].lease_owner) == (OUTBOX_PENDING, "b")
-    assert {i: k for i, k in events.items() if k == "sent"} == dict.fromkeys(marked, "sent")
-    assert rows[retried.id].status == OUTBOX_PENDING
-    assert rows[retried.id].lease_owner is None  # given back, due again later
-    assert rows[retried.id].next_attempt_at > clock.now()

@@ -10,7 +10,6 @@ holds it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import insert as core_insert
@@ -40,66 +39,21 @@ Unreserve = tuple[dict[int, frequency.Cap], list[frequency.Want], datetime]
 
 STEP_KEY = re.compile(r"^run-(\d+)-step-(\d+)$")
 
-# Groups of confirmed sends and nothing else, the common groups, as one statement: the effects
-# still ours (each leased to the owner that sent it, still pending) are marked sent and each of
-# them, only those, gets its delivery event. Written alone it is one round trip where a
-# transaction takes four; the owners go row by row, so the groups of several deliverer jobs of
-# the process can share it (:func:`record_together`) and each effect is still fenced by its own
-# job's lease.
+# A group of confirmed sends and nothing else, the common group, as one statement: the effects
+# still ours (leased to this owner, still pending) are marked sent and each of them, only those,
+# gets its delivery event. Written alone it is one round trip where a transaction takes four.
 _SENT_ALONE = f"""
     WITH sent AS (
         UPDATE funnel_outbox SET {OUTBOX.set_sql(OUTBOX_SENT)}, finished_at = $3,
             lease_owner = NULL, last_error = NULL
-        FROM unnest($1::bigint[], $2::varchar[]) AS ours (id, owner)
-        WHERE funnel_outbox.id = ours.id AND funnel_outbox.lease_owner = ours.owner
-            AND {OUTBOX.where_keyed(OUTBOX_PENDING, qualified=True)}
-        RETURNING funnel_outbox.id, funnel_outbox.workspace_id, funnel_outbox.contact_id
+        WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND {OUTBOX.where_keyed(OUTBOX_PENDING)}
+        RETURNING id, workspace_id, contact_id
     )
     INSERT INTO delivery_events (workspace_id, outbox_id, contact_id, kind, detail, at)
     SELECT sent.workspace_id, sent.id, sent.contact_id, e.kind, e.detail, e.at
     FROM sent JOIN unnest($1::bigint[], $4::varchar[], $5::text[], $6::timestamptz[])
         AS e (id, kind, detail, at) ON e.id = sent.id
 """  # noqa: S608 - only the state machine's constants are interpolated
-
-
-def _written_apart(outcome: Outcome) -> bool:
-    """An outcome other than a confirmed send: a failure, a retry, a held message."""
-    return (
-        outcome.status not in (None, OUTBOX_SENT)
-        or outcome.retry
-        or outcome.capped_until is not None
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Recording:
-    """One group of outcomes to record: what :func:`record` takes, as one value."""
-
-    group: list[Outcome]
-    owner: str
-    at: datetime
-    unreserve: Unreserve
-
-    @property
-    def sent_alone(self) -> bool:
-        """Confirmed sends and nothing else to write (no other outcome, no cap slot to give
-        back): a group :data:`_SENT_ALONE` records."""
-        return not self.unreserve[1] and not any(_written_apart(o) for o in self.group)
-
-
-async def record_together(
-    db: Database, settings: FunnelSettings, recordings: list[Recording]
-) -> None:
-    """Record the groups of several batches at once (the process's deliverer jobs, through
-    :class:`~app.db.group_commit.GroupCommits`): on PostgreSQL every group of confirmed sends in
-    one statement written alone, each other group as :func:`record` records it."""
-    alone = [r for r in recordings if r.sent_alone]
-    others = [r for r in recordings if not r.sent_alone]
-    sent = [(o, r.owner) for r in alone for o in r.group if o.status == OUTBOX_SENT]
-    if sent and await write_alone(db, lambda: _sent_alone(sent, max(r.at for r in alone))) is None:
-        others = recordings  # not PostgreSQL: each group is a unit of work
-    for r in others:
-        await record(db, settings, r.group, r.owner, r.at, r.unreserve)
 
 
 async def record(
@@ -113,15 +67,12 @@ async def record(
     """Record a group of outcomes in one transaction. The frequency-cap slots of messages that
     did not go out are given back in the same transaction."""
     sent = [o for o in group if o.status == OUTBOX_SENT]
-    others = [o for o in group if _written_apart(o)]
+    others = [o for o in group if o.status not in (None, OUTBOX_SENT) or o.retry or o.capped_until]
     caps, unsent, reserved_at = unreserve
     if not sent and not others and not unsent:
         return
     alone = not others and not unsent
-    if (
-        alone
-        and await write_alone(db, lambda: _sent_alone([(o, owner) for o in sent], at)) is not None
-    ):
+    if alone and await write_alone(db, lambda: _sent_alone(sent, owner, at)) is not None:
         return
     async with db.write() as uow:
         session = uow.session
@@ -174,16 +125,16 @@ async def _sent(
     return [o for o in sent if o.effect.id in changed]
 
 
-def _sent_alone(sent: list[tuple[Outcome, str]], at: datetime) -> ColumnArrays:
+def _sent_alone(sent: list[Outcome], owner: str, at: datetime) -> ColumnArrays:
     return ColumnArrays(
         _SENT_ALONE,
         (
-            [o.effect.id for o, _ in sent],
-            [owner for _, owner in sent],
+            [o.effect.id for o in sent],
+            owner,
             at.astimezone(UTC),
-            [o.kind for o, _ in sent],
-            [o.detail[:2000] for o, _ in sent],
-            [o.at.astimezone(UTC) for o, _ in sent],
+            [o.kind for o in sent],
+            [o.detail[:2000] for o in sent],
+            [o.at.astimezone(UTC) for o in sent],
         ),
     )
 

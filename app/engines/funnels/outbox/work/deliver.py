@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from app.db.group_commit import GroupCommits
 from app.db.session import Database
 from app.engines.funnels.consent import gate
 from app.engines.funnels.consent.gate import message_of
@@ -39,7 +38,7 @@ from app.engines.funnels.outbox.channel import (
 from app.engines.funnels.outbox.claim import lease as leasing
 from app.engines.funnels.outbox.claim.lease import DELIVERY
 from app.engines.funnels.outbox.payloads import Unreadable
-from app.engines.funnels.outbox.records.outcomes import Recording, record_together
+from app.engines.funnels.outbox.records.outcomes import record as record_outcomes
 from app.engines.funnels.outbox.work import frequency
 from app.engines.funnels.outbox.work.outcomes import DeliveryResult, Outcome, capped, decisions
 from app.engines.funnels.outbox.work.recorded_slots import Done, Ready, send_and_record
@@ -90,15 +89,6 @@ class Deliverer:
         self.in_flight = max(1, in_flight or settings.deliver_in_flight)
         self._slots = asyncio.Semaphore(self.in_flight)
         """Shared by the process's deliverer jobs: messages sent and not yet recorded, at most."""
-        self.recordings = GroupCommits(self._record)
-        """Shared by the process's deliverer jobs too: each batch's slots share the batch's
-        commits (:mod:`~app.engines.funnels.outbox.work.recorded_slots`), and the batches in
-        hand at once — two per job, several jobs a process — share these. Without it the
-        process's slots were spread over as many recorders as batches, and each commit held one
-        or two outcomes."""
-
-    async def _record(self, recordings: list[Recording]) -> None:
-        await record_together(self.db, self.settings, recordings)
 
     async def lease(self, *, owner: str, now: datetime, limit: int) -> list[LeasedEffect]:
         return await leasing.lease(
@@ -181,7 +171,9 @@ class Deliverer:
                 for o in group
                 if o.effect.id in reserved and o.status != OUTBOX_SENT
             ]
-            await self.recordings.commit(Recording(group, owner, now(), (caps, unsent, checked_at)))
+            await record_outcomes(
+                self.db, self.settings, group, owner, now(), (caps, unsent, checked_at)
+            )
             for outcome in group:
                 counts[outcome.count] += 1
                 if lease is not None:
