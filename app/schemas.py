@@ -16,7 +16,9 @@ Key = Annotated[str, msgspec.Meta(max_length=100)]
 Name = Annotated[str, msgspec.Meta(max_length=200)]
 """A name people give a thing (a list, a funnel, a form, a campaign, a person's first name)."""
 Text = Annotated[str, msgspec.Meta(max_length=10_000)]
-"""A short text: a value, a subject line, a success message, a domain, a path."""
+"""A short text: a value, a success message, a domain, a path."""
+Subject = Annotated[str, msgspec.Meta(max_length=500)]
+"""An e-mail's subject line (its column's length)."""
 Document = Annotated[str, msgspec.Meta(max_length=1_000_000)]
 """A body of content: an e-mail's HTML or text (the body limit applies too)."""
 Upload = Annotated[str, msgspec.Meta(max_length=100_000_000)]
@@ -33,6 +35,7 @@ _GIVEN = msgspec.Meta(extra_json_schema={"pattern": NOT_BLANK})
 GivenName = Annotated[Name, _GIVEN]
 """A :data:`Name` that must be given (the API refuses an empty or blank one)."""
 GivenText = Annotated[Text, _GIVEN]
+GivenSubject = Annotated[Subject, _GIVEN]
 GivenDocument = Annotated[Document, _GIVEN]
 
 

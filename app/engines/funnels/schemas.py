@@ -32,16 +32,21 @@ FieldValue = str | int | float | bool | None
 Consent = Literal["granted", "withdrawn"]
 MAX_ENROLL_IDS = 10_000
 MembershipName = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS)]
+Phone = Annotated[str, msgspec.Meta(max_length=40)]
+ZoneName = Annotated[str, msgspec.Meta(max_length=64)]
+"""An IANA time zone name (``Europe/London``)."""
+FieldKey = Annotated[str, msgspec.Meta(max_length=64)]
+"""A custom field's key, as its definition stores it."""
 TagNames = Annotated[list[MembershipName], msgspec.Meta(max_length=MAX_TAGS_PER_CONTACT)]
 ListNames = Annotated[list[MembershipName], msgspec.Meta(max_length=MAX_LISTS_PER_CONTACT)]
 
 
 class ContactIn(Schema):
     email: EmailAddress | None = None
-    phone: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    phone: Phone | None = None
     first_name: Name | None = None
     last_name: Name | None = None
-    timezone: Key | None = None
+    timezone: ZoneName | None = None
     fields: (
         Annotated[dict[Key, Text | Int64 | float | bool | None], msgspec.Meta(max_length=MAX_ITEMS)]
         | None
@@ -111,7 +116,7 @@ class ContactImportIn(Schema):
 
 
 class FieldIn(Schema):
-    key: Key
+    key: FieldKey
     type: Literal["text", "number", "date", "boolean"]
     label: Name = ""
 

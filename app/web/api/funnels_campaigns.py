@@ -39,7 +39,7 @@ from app.schemas import (
     EmailAddress,
     GivenDocument,
     GivenName,
-    GivenText,
+    GivenSubject,
     RowRef,
     Schema,
 )
@@ -51,7 +51,7 @@ from app.web.deps import CurrentClock, CurrentSettings, Paging, Queue, Reads, Se
 
 class CampaignIn(Schema):
     name: GivenName
-    subject: GivenText
+    subject: GivenSubject
     body: GivenDocument
     html: Document | None = None
     audience: Predicate | None = None

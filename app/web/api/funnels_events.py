@@ -22,6 +22,7 @@ from app.engines.funnels.events.models import InboundEvent
 from app.engines.funnels.events.site_snippet import snippet_tag
 from app.engines.funnels.events.tracking import contact_token, site_key
 from app.engines.funnels.runs.due.enrolment import start_enrolment
+from app.engines.funnels.schemas import MembershipName
 from app.pagination import Page, page_of
 from app.platform.crypto import SecretBox
 from app.platform.service import get_workspace, webhook_secret
@@ -125,8 +126,8 @@ class FormIn(Schema):
     fields: Annotated[list[FormFieldIn], msgspec.Meta(max_length=100)] = msgspec.field(
         default_factory=list
     )
-    add_tag: Name | None = None
-    add_list: Name | None = None
+    add_tag: MembershipName | None = None
+    add_list: MembershipName | None = None
     success_message: Text = "Thank you!"
 
 
