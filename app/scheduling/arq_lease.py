@@ -29,12 +29,23 @@ from typing import Any
 
 from arq import Worker
 from arq.constants import in_progress_key_prefix, retry_key_prefix
+from arq.utils import timestamp_ms
 
 from app.db.session_kinds import JOB, session_kind
 from app.scheduling.metrics import JOB_LEASES_LOST
 from app.scheduling.outside_calls import CallPermit, calls_permitted_by
 
 log = logging.getLogger(__name__)
+
+_CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return false end
+redis.call('PSETEX', KEYS[1], ARGV[3], '1')
+return score
+"""
+"""Start a queued job unless another worker runs it, it has left the queue, or it is due later:
+set its in-progress key and answer its score (arq's checks, its key, one round trip)."""
 
 
 class LeasedWorker(Worker):
@@ -54,6 +65,7 @@ class LeasedWorker(Worker):
         its retry key, so a later number there means another worker started the job since."""
         self.lost: set[str] = set()
         """Jobs stopped because their lease was lost: their keys are another attempt's now."""
+        self._claim = self.pool.register_script(_CLAIM)
         # A copy per worker: the functions are shared by the workers of every queue name.
         self.functions = {
             name: dataclasses.replace(function, coroutine=self._permitted(function.coroutine))
@@ -80,7 +92,33 @@ class LeasedWorker(Worker):
         # tenth of a second) it tried each running job again, here or in another worker. Only the
         # jobs this worker has room for and whose lease is free go to arq now; arq's transaction
         # still decides which worker starts a job that two of them found free.
-        await super().start_jobs(await self._lease_free(job_ids))
+        await self._start(await self._lease_free(job_ids))
+
+    async def _start(self, job_ids: list[bytes]) -> None:
+        """arq's ``start_jobs`` with each job claimed in one script instead of a watched
+        transaction (``WATCH``, ``EXISTS``, ``ZSCORE``, ``MULTI``/``PSETEX``/``EXEC``: four round
+        trips a job, the larger part of a no-op job's cost): the script makes the same checks and
+        sets the same key atomically, in one."""
+        for job_id_b in job_ids:
+            await self.sem.acquire()
+            if self.job_counter >= self.max_jobs:
+                self.sem.release()
+                return
+            self.job_counter += 1
+            job_id = job_id_b.decode()
+            score = await self._claim(
+                keys=[in_progress_key_prefix + job_id, self.queue_name],
+                args=[job_id, timestamp_ms(), int(self.in_progress_timeout_s * 1000)],
+                client=self.pool,
+            )
+            if score is None:  # started elsewhere, finished, or deferred by a retry since
+                self.job_counter -= 1
+                self.sem.release()
+                log.debug("job %s already running elsewhere", job_id)
+                continue
+            task = self.loop.create_task(self.run_job(job_id, int(float(score))))
+            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+            self.tasks[job_id] = task
 
     async def _lease_free(self, job_ids: list[bytes]) -> list[bytes]:
         """The first jobs of ``job_ids`` this worker has room for that no worker runs: its own

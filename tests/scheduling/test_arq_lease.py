@@ -210,3 +210,50 @@ async def test_a_job_taken_over_on_arq_makes_no_further_outside_call(
     assert state.count("attempt 1") == 1, "no call after the lease was lost"
     assert state.count("attempt 3") == 2
     assert RUNS.cancelled[key] == 1
+
+
+async def test_a_job_is_claimed_in_one_script_that_makes_arq_s_checks(runtimes: Runtimes) -> None:
+    """The worker starts a job with one script (no WATCH transaction): it starts only a job that
+    is in the queue, due, and not in progress elsewhere, and marks it in progress for a lease."""
+    runtime = runtimes.make("arq")
+    queue = runtime.queue
+    assert isinstance(queue, ArqQueue)
+    workers = arq_workers(runtime, lease_seconds=LEASE_SECONDS)
+    worker = workers.workers[0]
+    held, later, gone, free = (f"{name}-{id(RUNS):x}" for name in ("held", "later", "gone", "free"))
+    for key in (held, later, gone, free):
+        await queue.enqueue(None, RECORD, Work(key=key), job_id=key)
+    queue_name = queue.queue_key("default")
+    client = Redis.from_url(TEST_REDIS_URL)
+    try:
+        await client.psetex(f"arq:in-progress:{queue.job_key(held)}", 60_000, b"1")
+        await client.zadd(queue_name, {queue.job_key(later): 2**50})  # due in a century
+        await client.zrem(queue_name, queue.job_key(gone))  # finished meanwhile
+        commands = asyncio.create_task(_commands_seen(client, 1.0))
+        await asyncio.sleep(0.2)
+        # Past the poll's own check (a job held elsewhere is mostly skipped before a claim):
+        # the script alone decides here, as when another worker takes the job in between.
+        await worker._start([queue.job_key(k).encode() for k in (held, later, gone, free)])
+        await asyncio.gather(*worker.tasks.values())
+        seen = await commands
+        assert [RUNS.started[k] for k in (held, later, gone, free)] == [0, 0, 0, 1]
+        assert not [c for c in seen if c.startswith("WATCH")]
+        assert len([c for c in seen if c.startswith("EVALSHA")]) >= 4
+        assert worker.job_counter == 0  # each refused start gave its slot back
+    finally:
+        await client.aclose()
+        await worker.pool.aclose()
+
+
+async def test_workers_racing_on_one_queue_start_each_job_once(runtimes: Runtimes) -> None:
+    runtime = runtimes.make("arq")
+    queue = runtime.queue
+    assert isinstance(queue, ArqQueue)
+    keys = [f"race-{n}-{id(RUNS):x}" for n in range(300)]
+    for key in keys:
+        await queue.enqueue(None, RECORD, Work(key=key), job_id=key)
+    racing = [arq_workers(runtime, poll_delay=0.001, concurrency=20) for _ in range(4)]
+    async with running(*racing):
+        await eventually(lambda: _true(all(RUNS.done[k] == 1 for k in keys)), timeout=60)
+        await worked_through(queue)
+    assert {RUNS.started[k] for k in keys} == {1}
