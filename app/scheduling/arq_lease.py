@@ -87,11 +87,11 @@ class LeasedWorker(Worker):
         return run
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
-        # arq tries every id its poll read in a watched transaction of its own (three or four
-        # round trips), though a job stays in the queue until it finishes: at every poll (every
-        # tenth of a second) it tried each running job again, here or in another worker. Only the
-        # jobs this worker has room for and whose lease is free go to arq now; arq's transaction
-        # still decides which worker starts a job that two of them found free.
+        # arq tries to start every id its poll read, though a job stays in the queue until it
+        # finishes: at every poll (every tenth of a second) it tried each running job again, here
+        # or in another worker. Only the jobs this worker has room for and whose lease is free
+        # are tried now; the claim script still decides which worker starts a job that two of
+        # them found free.
         await self._start(await self._lease_free(job_ids))
 
     async def _start(self, job_ids: list[bytes]) -> None:
