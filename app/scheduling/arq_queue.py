@@ -37,6 +37,7 @@ from app.scheduling.arq_redis import (
     DEFAULT_TIMEOUT_SECONDS,
     REDIS_DOWN,
     deserialize,
+    publish_jobs,
     redis_client,
     serialize,
     timing,
@@ -148,16 +149,19 @@ class ArqQueue:
 
         async def publish_all(pool: ArqRedis) -> None:
             when = timing(self.clock.now(), run_at, priority)
-            for spec, raw, job_id in encoded:
-                await pool.enqueue_job(
-                    spec.name,
-                    raw,
-                    _job_id=self.job_key(job_id) if job_id else None,
-                    _queue_name=self.queue_key(spec.queue),
-                    _defer_until=when.defer_until,
-                    _defer_by=when.defer_by,
-                    _expires=when.expires,
-                )
+            await publish_jobs(
+                pool,
+                [
+                    (
+                        spec.name,
+                        raw,
+                        self.job_key(job_id) if job_id else None,
+                        self.queue_key(spec.queue),
+                    )
+                    for spec, raw, job_id in encoded
+                ],
+                when,
+            )
 
         async def publish() -> None:
             await self._call(publish_all, UNAVAILABLE_MESSAGE)

@@ -13,13 +13,18 @@ in time order, since arq cannot re-score a waiting job.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import uuid4
 
 import msgspec
 import redis.exceptions
 from arq.connections import ArqRedis, RedisSettings
+from arq.constants import expires_extra_ms, job_key_prefix, result_key_prefix
+from arq.jobs import serialize_job
+from arq.utils import timestamp_ms, to_ms, to_unix_ms
 from redis.asyncio.retry import Retry as RedisRetry
 from redis.backoff import NoBackoff
 
@@ -110,3 +115,39 @@ def timing(now: datetime, run_at: datetime | None, priority: int) -> Timing:
     if priority < 0 and not deferred:
         return Timing(defer_by=-PRIORITY_BAND * min(MAX_URGENCY, -priority), expires=JOB_EXPIRY)
     return Timing(defer_until=run_at)
+
+
+_PUBLISH = """
+if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then return 0 end
+redis.call('PSETEX', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+return 1
+"""
+"""Queue one job unless a job or a result of its id exists: arq's ``enqueue_job`` (a watched
+transaction of three round trips a job) as one script, so a batch of jobs is one round trip."""
+
+
+async def publish_jobs(
+    pool: ArqRedis, jobs: Sequence[tuple[str, bytes, str | None, str]], when: Timing
+) -> None:
+    """Queue ``(function, payload, job id or None, queue name)`` jobs as ``enqueue_job`` would,
+    with the same keys, envelope, score and expiry, in one pipelined round trip."""
+    script = pool.register_script(_PUBLISH)
+    now_ms = timestamp_ms()
+    if when.defer_until is not None:
+        score = to_unix_ms(when.defer_until)
+    elif when.defer_by:
+        score = now_ms + to_ms(when.defer_by)
+    else:
+        score = now_ms
+    expires_ms = to_ms(when.expires) or score - now_ms + expires_extra_ms
+    async with pool.pipeline(transaction=False) as pipe:
+        for function, raw, job_id, queue_name in jobs:
+            key = job_id or uuid4().hex
+            envelope = serialize_job(function, (raw,), {}, None, now_ms, serializer=serialize)
+            await script(
+                keys=[job_key_prefix + key, result_key_prefix + key, queue_name],
+                args=[expires_ms, envelope, score, key],
+                client=pipe,
+            )
+        await pipe.execute()
