@@ -55,10 +55,13 @@ KEEP_RESULT = 3600
 
 
 async def forget(redis_url: str, prefix: str) -> None:
+    """Delete the run's queue and its jobs' keys, results and retry counts among them (arq keeps
+    a result an hour: 200,000 jobs would leave as many keys behind)."""
     client = Redis.from_url(redis_url)
-    keys = [k async for k in client.scan_iter(f"{prefix}*")]
-    if keys:
-        await client.delete(*keys)
+    for pattern in (prefix, f"arq:result:{prefix}", f"arq:retry:{prefix}", f"arq:job:{prefix}"):
+        keys = [k async for k in client.scan_iter(f"{pattern}*", count=10_000)]
+        for chunk in range(0, len(keys), 10_000):
+            await client.delete(*keys[chunk : chunk + 10_000])
     await client.aclose()
 
 
@@ -78,7 +81,10 @@ async def arq_alone(redis_url: str, jobs: int, concurrency: int) -> tuple[float,
     began = time.perf_counter()
     for start in range(0, jobs, 500):
         await asyncio.gather(
-            *(pool.enqueue_job("noop", i) for i in range(start, min(jobs, start + 500)))
+            *(
+                pool.enqueue_job("noop", i, _job_id=f"{queue_name}:{i}")
+                for i in range(start, min(jobs, start + 500))
+            )
         )
     enqueue = jobs / (time.perf_counter() - began)
     worker = Worker(
@@ -117,7 +123,7 @@ async def ours(
         for start in range(0, jobs, 500):
             await asyncio.gather(
                 *(
-                    queue.enqueue(None, NOOP, Noop(n=i))
+                    queue.enqueue(None, NOOP, Noop(n=i), job_id=str(i))
                     for i in range(start, min(jobs, start + 500))
                 )
             )
