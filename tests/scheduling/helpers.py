@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from redis.asyncio import Redis
 from sqlalchemy import func, select
 
 from app.db.session import Database
@@ -78,3 +79,17 @@ async def worked_through(queue: JobQueue) -> str:
 
     await eventually(ran)
     return key
+
+
+async def commands_seen(client: Redis, seconds: float) -> list[str]:
+    """Every command the Redis server received during ``seconds`` (MONITOR), as sent."""
+    seen: list[str] = []
+    async with client.monitor() as monitor:
+
+        async def listen() -> None:
+            while True:
+                seen.append(str((await monitor.next_command())["command"]))
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(listen(), seconds)
+    return seen

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +14,7 @@ from app.scheduling.arq_queue import ArqQueue
 from app.scheduling.arq_redis import JOB_EXPIRY, PRIORITY_BAND, Timing, publish_jobs
 from tests.conftest import TEST_REDIS_URL
 from tests.scheduling.conftest import Runtimes
+from tests.scheduling.helpers import commands_seen
 from tests.scheduling.testjobs import RECORD, RUNS, Work
 
 pytestmark = pytest.mark.redis
@@ -71,7 +71,7 @@ async def test_a_batch_is_queued_as_arq_s_enqueue_job_would_queue_each_job(
             "test.record", b"{}", _job_id=f"arq-{tag}", _queue_name=queue_name,
             _defer_until=when.defer_until, _defer_by=when.defer_by, _expires=when.expires,
         )  # fmt: skip
-        commands = asyncio.create_task(_commands_seen(client, 0.5))
+        commands = asyncio.create_task(commands_seen(client, 0.5))
         await asyncio.sleep(0.1)
         jobs = [("test.record", b"{}", f"{name}-{tag}", queue_name) for name in ("ours", "kept")]
         await publish_jobs(pool, [*jobs, ("test.record", b"{}", f"arq-{tag}", queue_name)], when)
@@ -94,16 +94,3 @@ async def test_a_batch_is_queued_as_arq_s_enqueue_job_would_queue_each_job(
         await client.delete(f"arq:result:kept-{tag}")
         await client.aclose()
         await pool.aclose()
-
-
-async def _commands_seen(client: Redis, seconds: float) -> list[str]:
-    seen: list[str] = []
-    async with client.monitor() as monitor:
-
-        async def listen() -> None:
-            while True:
-                seen.append(str((await monitor.next_command())["command"]))
-
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(listen(), seconds)
-    return seen

@@ -8,7 +8,6 @@ taken over stops that attempt and leaves the job's keys to the attempt that took
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -21,7 +20,7 @@ from app.sandbox.base import SandboxState, serve_in_loop, simulator_app
 from app.scheduling.arq_queue import ArqQueue
 from tests.conftest import TEST_REDIS_URL, eventually
 from tests.scheduling.conftest import Runtimes, arq_workers
-from tests.scheduling.helpers import running, worked_through
+from tests.scheduling.helpers import commands_seen, running, worked_through
 from tests.scheduling.testjobs import CALL_OUT, RECORD, RUNS, CallOut, Work
 
 pytestmark = pytest.mark.redis
@@ -110,20 +109,6 @@ async def test_a_job_taken_over_by_another_worker_is_stopped_and_its_keys_left_a
     assert RUNS.attempts[key] == [1, 3]
 
 
-async def _commands_seen(client: Redis, seconds: float) -> list[str]:
-    """Every command the Redis server received during ``seconds`` (MONITOR), as sent."""
-    seen: list[str] = []
-    async with client.monitor() as monitor:
-
-        async def listen() -> None:
-            while True:
-                seen.append(str((await monitor.next_command())["command"]))
-
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(listen(), seconds)
-    return seen
-
-
 async def test_a_poll_leaves_running_jobs_alone(runtimes: Runtimes) -> None:
     """A running job stays in arq's queue until it finishes, so every poll reads it again. The
     worker opens no transaction on it: its own running job it knows without asking, and about a
@@ -142,7 +127,7 @@ async def test_a_poll_leaves_running_jobs_alone(runtimes: Runtimes) -> None:
         await client.psetex(elsewhere_key, 60_000, b"1")  # what another worker's start sets
         async with running(arq_workers(runtime, poll_delay=0.02)):
             await eventually(lambda: _true(RUNS.started[mine] == 1))
-            commands = await _commands_seen(client, 1.0)
+            commands = await commands_seen(client, 1.0)
             queue_name = queue.queue_key("default")
             polls = [c for c in commands if c.startswith(f"ZRANGEBYSCORE {queue_name} ")]
             assert len(polls) >= 5  # the worker kept polling, and each poll read both jobs
@@ -229,7 +214,7 @@ async def test_a_job_is_claimed_in_one_script_that_makes_arq_s_checks(runtimes: 
         await client.psetex(f"arq:in-progress:{queue.job_key(held)}", 60_000, b"1")
         await client.zadd(queue_name, {queue.job_key(later): 2**50})  # due in a century
         await client.zrem(queue_name, queue.job_key(gone))  # finished meanwhile
-        commands = asyncio.create_task(_commands_seen(client, 1.0))
+        commands = asyncio.create_task(commands_seen(client, 1.0))
         await asyncio.sleep(0.2)
         # Past the poll's own check (a job held elsewhere is mostly skipped before a claim):
         # the script alone decides here, as when another worker takes the job in between.
