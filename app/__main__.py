@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app import commands, telemetry
+from app import commands, event_loop, telemetry
 from app.db.migrate import SchemaOutOfDate, check_current, schema_drift, upgrade
 from app.logs import configure_logging
 from app.settings import Settings, load_settings
@@ -75,6 +75,7 @@ def _serve(settings: Settings) -> int:
             timeout_keep_alive=settings.web.keep_alive_seconds,
             access_log=False,
             log_config=None,
+            loop=event_loop.UVICORN_LOOP,
             # Forwarded headers are read by app.web.client_address from TRUSTED_PROXIES only.
             proxy_headers=False,
         )
@@ -214,7 +215,7 @@ def _run(args: argparse.Namespace) -> int:
     shutdown_tracing = telemetry.configure(settings.telemetry)
     try:
         if args.command == "worker":
-            return asyncio.run(_worker(settings))
+            return event_loop.run(_worker(settings))
         return _serve(settings)
     finally:
         if shutdown_tracing is not None:
