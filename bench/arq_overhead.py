@@ -44,6 +44,7 @@ from queue_throughput import (
 )
 from redis.asyncio import Redis
 
+from app import event_loop
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.runtime import build_runtime
@@ -191,4 +192,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # The loop the worker process runs on, so the figures are the deployed ones.
+    event_loop.run(main())

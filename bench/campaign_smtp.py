@@ -41,6 +41,7 @@ from funnels_deliver import (  # noqa: E402
 )
 from mail_sink import Sink  # noqa: E402
 
+from app import event_loop  # noqa: E402
 from app.db.migrate import upgrade  # noqa: E402
 from app.db.session import Database  # noqa: E402
 from app.engines.funnels.campaigns.due.recipients import row_of  # noqa: E402
@@ -129,4 +130,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # The loop the worker process runs on, so the figures are the deployed ones.
+    event_loop.run(main())

@@ -34,6 +34,7 @@ from sqlalchemy import insert, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from app import event_loop
 from app.db.migrate import upgrade
 from app.db.session import Database
 from app.engines.funnels.contacts.events import record_event
@@ -413,4 +414,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # The loop the worker process runs on, so the figures are the deployed ones.
+    event_loop.run(main())

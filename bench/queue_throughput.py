@@ -49,6 +49,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from app import event_loop
 from app.clock import SystemClock
 from app.db.migrate import upgrade
 from app.heap import freeze_startup_heap
@@ -633,4 +634,5 @@ ORDER = [
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # The loop the worker process runs on, so the figures are the deployed ones.
+    event_loop.run(main())
