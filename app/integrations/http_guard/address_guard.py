@@ -19,7 +19,6 @@ endpoints are refused whatever the setting.
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +28,7 @@ import httpx
 from app.integrations.http_guard.addresses import IPAddress, parse_ip, refusal_reason
 from app.integrations.http_guard.errors import PermanentError, TargetRefused, TransientError
 from app.integrations.http_guard.resolver import Resolver, SystemResolver
+from app.integrations.http_guard.tls import tls_context
 
 RESOLVE_AT_CONFIGURATION_SECONDS = 3.0
 """A configuration request does not wait longer than this for a name to resolve."""
@@ -191,14 +191,13 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
         provider: str,
         limits: httpx.Limits,
         allow_private: bool,
-        verify: ssl.SSLContext | bool = True,
     ) -> None:
-        super().__init__(trust_env=False, limits=limits, verify=verify)
+        super().__init__(trust_env=False, limits=limits, verify=tls_context())
         # httpx builds its connection pool without a way to pass a network backend; the pool it
         # built is replaced by the same pool with the guarded backend (httpx's documented pool
         # arguments, nothing else changed).
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+            ssl_context=tls_context(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,

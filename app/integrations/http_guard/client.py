@@ -18,6 +18,7 @@ import httpx
 
 from app.integrations.http_guard import log_redaction
 from app.integrations.http_guard.address_guard import AddressGuard
+from app.integrations.http_guard.tls import tls_context
 from app.integrations.http_guard.tracing import TracedClient
 from app.integrations.http_guard.user_agent import USER_AGENT
 from app.scheduling.outside_calls import check_outside_call
@@ -110,6 +111,7 @@ def outbound_client(
         limits=limits,
         follow_redirects=False,
         trust_env=False,
+        verify=tls_context(),
         transport=transport,
         event_hooks={"request": [refuse_after_lost_lease]},
     )
