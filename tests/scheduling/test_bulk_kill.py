@@ -11,14 +11,15 @@ from __future__ import annotations
 import signal
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from app.db.session import Database
 from app.engines.funnels.campaigns.models import MATERIALISING
 from app.scheduling.bulk_models import BULK_DONE
-from tests.conftest import eventually
+from tests.conftest import eventually, truncate_all
 from tests.scheduling import bulk_kill
 from tests.scheduling.conftest import BACKENDS, Runtimes
 from tests.scheduling.test_shutdown import WorkerProcess
@@ -29,6 +30,14 @@ LEASE_SECONDS = 30
 """``JOB_LEASE_SECONDS``' default, given explicitly: what the recovery bound is made of."""
 RECOVERY_BOUND = 60.0
 """A dead worker's job runs again within this long (a lease, the recovery round, a poll)."""
+
+
+@pytest.fixture(autouse=True)
+async def every_table_emptied(shared_db: Database) -> AsyncIterator[None]:
+    """Unlike the rest of the queue's tests, these write every engine's tables (contacts, a
+    funnel, a campaign, a keyword list): left behind, the campaign would be due in a later test."""
+    yield
+    await truncate_all(shared_db)
 
 
 @pytest.fixture
