@@ -188,7 +188,7 @@ def with_own_queue(settings: Settings) -> Settings:
 async def database_queue(runtime: Runtime) -> AsyncIterator[DatabaseQueue]:
     """A database queue on the test's database and clock, whatever backend the runtime uses
     (for tests of leases). Closed after the test: on PostgreSQL it keeps connections of its own
-    between leases (app/scheduling/kept_connections.py), which would otherwise be left to the
+    between leases (app/db/kept_connections.py), which would otherwise be left to the
     garbage collector."""
     queue = DatabaseQueue(runtime.db, runtime.clock)
     try:

@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.db.engine import create_engines
+from app.db.kept_connections import KeptConnections
 from app.db.write_gate import WriteGate
 from app.settings import DatabaseSettings
 
@@ -121,6 +122,11 @@ class WriteBlock:
             await self._uow._run_after_commit()
 
 
+LONE_CONNECTIONS = 2
+"""Connections kept for one-statement writes: a process's recorders of outcomes write one group
+at a time each, and a few of them at once; more at a busy moment are opened and closed."""
+
+
 class Database:
     """Engines and session factories for one database."""
 
@@ -133,6 +139,8 @@ class Database:
         self.write_engine, self.read_engine = create_engines(settings, self.write_gate)
         self._write_factory = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self._read_factory = async_sessionmaker(self.read_engine, expire_on_commit=False)
+        self.lone_connections = KeptConnections(self, keep=LONE_CONNECTIONS)
+        """PostgreSQL: where one-statement writes run (app/db/lone_statement.py)."""
 
     @property
     def dialect(self) -> str:
@@ -161,6 +169,7 @@ class Database:
             return False
 
     async def dispose(self) -> None:
+        await self.lone_connections.aclose()  # checked out: the engine's disposal leaves them
         await self.write_engine.dispose()
         if self.read_engine is not self.write_engine:
             await self.read_engine.dispose()

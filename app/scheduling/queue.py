@@ -11,7 +11,7 @@ The lease is the shared claim primitive (:mod:`app.scheduling.claim`): one state
 ``limit`` due jobs of every queue the worker serves (the priority queue's first, then by priority
 and due time) and, on PostgreSQL, marks the previous batch's finished jobs done in the same round
 trip (a ``WITH`` prelude). On PostgreSQL these single statements run in autocommit mode
-(:mod:`app.scheduling.kept_connections`): each is atomic on its own, and skipping
+(:mod:`app.db.kept_connections`): each is atomic on its own, and skipping
 ``BEGIN``/``COMMIT`` saves two round trips per batch. On SQLite they run in one
 ``BEGIN IMMEDIATE`` unit of work (SQLite has no row locks; the write lock serialises the leasers).
 Completions and failed attempts are written for many jobs at once (:meth:`DatabaseQueue.complete`,
@@ -36,12 +36,12 @@ from sqlalchemy import ColumnElement, ScalarSelect, TextClause, and_, func, sele
 from sqlalchemy.dialects import postgresql, sqlite
 
 from app.db.chunked import CHUNK_ROWS, delete_in_chunks
+from app.db.kept_connections import KeptConnections
 from app.scheduling import attempts as history
 from app.scheduling import job_statements as statements
 from app.scheduling.dead_rows import DeadJob, list_dead_jobs, revive_row
 from app.scheduling.job_statements import JOB_CLAIM, Finished, lease_order
 from app.scheduling.jobs import JobSpec
-from app.scheduling.kept_connections import KeptConnections
 from app.scheduling.models import (
     DONE_ROWS,
     ENDED_ROWS,
@@ -158,6 +158,11 @@ class FailedAttempt:
     dead: bool
 
 
+KEPT_CONNECTIONS = 4
+"""Autocommit connections a PostgreSQL queue keeps between leases: one for each leasing loop of a
+process by default (``JOB_LEASE_LOOPS``); a busier process opens more and closes the extra ones."""
+
+
 class DatabaseQueue:
     """Durable queue in the application database (SQLite or PostgreSQL)."""
 
@@ -168,7 +173,7 @@ class DatabaseQueue:
         self.db = db
         self.clock = clock
         self._listeners: list[Callable[[], None]] = []
-        self._connections = KeptConnections(db)
+        self._connections = KeptConnections(db, keep=KEPT_CONNECTIONS)
 
     # -- producing ---------------------------------------------------------------------------
 
@@ -281,12 +286,9 @@ class DatabaseQueue:
             )
         else:
             sql, names = JOB_CLAIM.native_postgres(partitions=len(order))
-        async with self._connections.connection() as conn:
-            # Straight to the driver (its statement cache prepares the lease once per
-            # connection): the SQL layer's parameter and row handling cost more per batch than
-            # the rest of the lease's Python.
-            driver = (await conn.get_raw_connection()).driver_connection
-            assert driver is not None
+        async with self._connections.driver() as driver:
+            # Straight to the driver: the SQL layer's parameter and row handling cost more per
+            # batch than the rest of the lease's Python.
             return _leased(await driver.fetch(sql, *[args[name] for name in names]))
 
     async def _lease_sqlite(

@@ -10,8 +10,8 @@ key and no partial index of the states it guards (``StateMachine.where_keyed``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -42,20 +42,43 @@ PARTIAL = {"funnel_outbox": "ix_funnel_outbox_due", "funnel_runs": "ix_funnel_ru
 PRIMARY = {"funnel_outbox": "pk_funnel_outbox", "funnel_runs": "pk_funnel_runs"}
 
 
+class _RecordingDriver:
+    """A driver connection that notes each statement sent straight to it."""
+
+    def __init__(self, driver: Any, seen: list[tuple[str, Any]]) -> None:
+        self._driver = driver
+        self._seen = seen
+
+    async def fetch(self, statement: str, *args: Any) -> Any:
+        self._seen.append((statement, args))
+        return await self._driver.fetch(statement, *args)
+
+
 @contextmanager
 def statements_run(runtime: Runtime) -> Iterator[list[tuple[str, Any]]]:
-    """Every statement sent to the database meanwhile, with its parameters."""
+    """Every statement sent to the database meanwhile, with its parameters: through the SQL
+    layer, and straight to the driver (one-statement writes, app/db/lone_statement.py)."""
     seen: list[tuple[str, Any]] = []
 
     def keep(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
         seen.append((statement, parameters))
 
+    lone = runtime.db.lone_connections
+    straight = lone.driver
+
+    @asynccontextmanager
+    async def recorded() -> AsyncIterator[Any]:
+        async with straight() as driver:
+            yield _RecordingDriver(driver, seen)
+
     engines = [engine.sync_engine for engine in runtime.db.engines]
     for engine in engines:
         event.listen(engine, "before_cursor_execute", keep)
+    lone.driver = recorded  # type: ignore[method-assign]
     try:
         yield seen
     finally:
+        del lone.driver
         for engine in engines:
             event.remove(engine, "before_cursor_execute", keep)
 
@@ -134,6 +157,8 @@ async def test_delivery_records_and_renews_by_key_after_a_quiet_hour(
         ) == {e.id for e in batch}
         sent = [Outcome(e, "sent", now, OUTBOX_SENT, "sent") for e in batch]
         await record(runtime.db, FunnelSettings(), sent, OWNER, now, ({}, [], now))
+    if runtime.db.is_postgres:
+        assert any("WITH sent" in stmt for stmt, _ in seen), "not written alone"
     await assert_keyed(runtime, seen, "funnel_outbox")
 
 
