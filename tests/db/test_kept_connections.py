@@ -12,30 +12,16 @@ from collections.abc import AsyncIterator
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.db.column_arrays import ColumnArrays
 from app.db.kept_connections import KeptConnections
 from app.db.lone_statement import write_alone
 from app.db.session import Database
 from app.settings import DatabaseSettings
+from tests.db.conftest import Monotonic, terminate
 
 pytestmark = pytest.mark.postgres
-
-
-class Monotonic:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-async def admin(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_async_engine(database_url, isolation_level="AUTOCOMMIT")
-    yield engine
-    await engine.dispose()
 
 
 @pytest.fixture
@@ -43,11 +29,6 @@ async def db(database_url: str) -> AsyncIterator[Database]:
     db = Database(DatabaseSettings(url=database_url, pool_size=1))
     yield db
     await db.dispose()
-
-
-async def terminate(admin: AsyncEngine, pid: int) -> None:
-    async with admin.connect() as conn:
-        await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
 
 
 async def alive(admin: AsyncEngine, pid: int) -> bool:
@@ -82,26 +63,27 @@ async def test_one_connection_serves_write_after_write_outside_the_pool(db: Data
     assert await pool_pid(db) != first  # still checked out: the pool's transactions use another
 
 
-async def test_a_connection_closed_while_idle_is_replaced_before_the_statement(
-    db: Database, admin: AsyncEngine
-) -> None:
-    monotonic = Monotonic()
+@pytest.fixture
+async def kept(db: Database, monotonic: Monotonic) -> AsyncIterator[KeptConnections]:
+    """One connection kept, checked when idle 5 s or longer on the test's clock."""
     kept = KeptConnections(db, keep=1, idle_seconds=5, monotonic=monotonic)
+    yield kept
+    await kept.aclose()
+
+
+async def test_a_connection_closed_while_idle_is_replaced_before_the_statement(
+    kept: KeptConnections, admin: AsyncEngine, monotonic: Monotonic
+) -> None:
     first = await kept_pid(kept)
     await terminate(admin, first)
     monotonic.now += 5  # idle for the whole bound: checked before use
 
-    second = await kept_pid(kept)
-
-    assert second != first
-    await kept.aclose()
+    assert await kept_pid(kept) != first
 
 
 async def test_a_connection_found_closed_by_its_statement_is_discarded_not_pooled(
-    db: Database, admin: AsyncEngine
+    kept: KeptConnections, db: Database, admin: AsyncEngine, monotonic: Monotonic
 ) -> None:
-    monotonic = Monotonic()
-    kept = KeptConnections(db, keep=1, idle_seconds=5, monotonic=monotonic)
     first = await kept_pid(kept)
     await terminate(admin, first)
     monotonic.now += 4.9  # used a moment ago: not checked, so the statement meets the closure
@@ -116,7 +98,6 @@ async def test_a_connection_found_closed_by_its_statement_is_discarded_not_poole
     assert await pool_pid(db) != first
     assert await pool_pid(db) != first
     assert await kept_pid(kept) != first
-    await kept.aclose()
 
 
 async def test_disposing_the_database_closes_its_kept_connections(

@@ -14,28 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from app.db import liveness
 from app.db.session import Database
 from app.settings import Settings
+from tests.db.conftest import Monotonic, terminate
 
 pytestmark = pytest.mark.postgres
-
-
-class Monotonic:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-async def admin(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_async_engine(database_url, isolation_level="AUTOCOMMIT")
-    yield engine
-    await engine.dispose()
-
-
-@pytest.fixture
-def monotonic() -> Monotonic:
-    return Monotonic()
 
 
 @pytest.fixture
@@ -49,11 +30,6 @@ async def engine(database_url: str, monotonic: Monotonic) -> AsyncIterator[Async
 async def backend_pid(engine: AsyncEngine) -> int:
     async with engine.begin() as conn:
         return int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
-
-
-async def terminate(admin: AsyncEngine, pid: int) -> None:
-    async with admin.connect() as conn:
-        await conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
 
 
 async def test_a_connection_closed_while_idle_is_replaced_before_the_transaction(
