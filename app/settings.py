@@ -40,7 +40,9 @@ class DatabaseSettings:
     """SQLAlchemy URL. ``sqlite+aiosqlite:///path`` (embedded default) or
     ``postgresql+asyncpg://user@host/db`` (server mode)."""
     pool_size: int = env("DATABASE_POOL_SIZE", 10)
-    """Connections kept open to PostgreSQL (ignored on SQLite)."""
+    """Connections each process keeps open to PostgreSQL, and as many again at a busy moment; a
+    worker holds up to six of them for one-statement writes (the queue's leases, the senders'
+    outcome records). Ignored on SQLite."""
     busy_timeout_ms: int = env("SQLITE_BUSY_TIMEOUT_MS", 5000)
     """How long a SQLite writer waits for the write lock before failing (requests and jobs)."""
     claim_busy_timeout_ms: int = env("SQLITE_CLAIM_BUSY_TIMEOUT_MS", 2000)
