@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
+from server_cpu import postgres_cpu_seconds
 from sqlalchemy import insert, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -217,6 +218,15 @@ async def seed(db: Database, runs: int, due: int) -> tuple[int, FunnelVersion]:
     return workspace_id, version
 
 
+async def loop_lag(lags: list[float]) -> None:
+    """How late a 1 ms timer fires, again and again: how long the loop's other work (here the
+    runner) keeps a task such as an SMTP exchange or an HTTP answer waiting for its turn."""
+    while True:
+        began = time.perf_counter()
+        await asyncio.sleep(0.001)
+        lags.append(time.perf_counter() - began - 0.001)
+
+
 async def steps_per_second(db: Database, workers: int, batch: int) -> tuple[float, int]:
     runner = Runner(
         db,
@@ -236,9 +246,24 @@ async def steps_per_second(db: Database, workers: int, batch: int) -> tuple[floa
     # As the worker process does once it has started (app.heap): the measured loop's full
     # collections then walk what it made, not the start-up heap and the seeded data's leftovers.
     freeze_startup_heap()
-    started = time.perf_counter()
+    lags: list[float] = []
+    watcher = asyncio.create_task(loop_lag(lags))
+    started, cpu, server = time.perf_counter(), time.process_time(), postgres_cpu_seconds()
     total = sum(await asyncio.gather(*(drain(i) for i in range(workers))))
-    return total / (time.perf_counter() - started), total
+    wall = time.perf_counter() - started
+    watcher.cancel()
+    lags.sort()
+    print(
+        f"event loop held up to {lags[-1] * 1e3:.1f} ms at a time while the runner ran "
+        f"(p50 {lags[len(lags) // 2] * 1e3:.2f} ms, p99 {lags[len(lags) * 99 // 100] * 1e3:.1f} ms)"
+    )
+    cpu, server = time.process_time() - cpu, postgres_cpu_seconds() - server
+    runs = max(total, 1) / 4
+    print(
+        f"runner process {cpu / wall:.0%} of a core, {cpu / runs * 1e6:.0f} µs of CPU a run; "
+        f"PostgreSQL {server / wall:.0%}, {server / runs * 1e6:.0f} µs a run"
+    )
+    return total / wall, total
 
 
 async def entering_per_second(db: Database, workspace_id: int, count: int, workers: int) -> float:

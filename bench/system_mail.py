@@ -54,6 +54,7 @@ from cryptography.fernet import Fernet  # noqa: E402
 from funnels_deliver import create_database, drop_database  # noqa: E402
 from mail_sink import Arrivals, Sink  # noqa: E402
 from redis.asyncio import Redis  # noqa: E402
+from server_cpu import postgres_cpu_seconds  # noqa: E402
 from sqlalchemy import insert, select, text  # noqa: E402
 
 from app.clock import SystemClock  # noqa: E402
@@ -132,26 +133,6 @@ def cpu_seconds(procs: list[Process]) -> float:
     """User + system CPU the processes have used so far: less noisy than rates on a machine
     shared with other work."""
     return sum(_ticks(p.proc.pid) for p in procs if p.proc is not None) / os.sysconf("SC_CLK_TCK")
-
-
-def postgres_cpu_seconds() -> float:
-    """CPU used so far by every PostgreSQL process of this machine, with what its server's ended
-    backends used (the postmaster's reaped children). Server-wide: a PostgreSQL nothing else uses
-    while the benchmark runs is the system's own."""
-    found: dict[int, list[str]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            line = stat.read_text()
-        except OSError:
-            continue  # ended meanwhile
-        if line[line.index("(") + 1 : line.rindex(")")].startswith("postgres"):
-            found[int(stat.parent.name)] = line.rpartition(")")[2].split()
-    total = 0
-    for fields in found.values():
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-        if int(fields[1]) not in found:  # the postmaster: add its reaped children's
-            total += int(fields[13]) + int(fields[14])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 async def transactions(runtime: Runtime) -> int:

@@ -4,6 +4,7 @@ and the jobs that drain due runs."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
+from app import event_loop
 from app.engines.funnels.models import (
     OUTBOX_SENT,
     RUN_ACTIVE,
@@ -38,6 +40,8 @@ from tests.engines.funnels.factories import (
     setup_names,
     steps_of,
 )
+
+VIP = {"kind": "field", "field": "first_name", "op": "eq", "value": "VIP"}
 
 # -- runs --------------------------------------------------------------------------------------
 
@@ -328,6 +332,52 @@ async def test_a_run_failing_midway_is_written_back_as_it_was_before_the_wake(
     assert (broken.context, broken.failures) == ({}, 1)
     assert runs[ids[1]].status == RUN_COMPLETED
     assert {e.contact_id for e in await effects(engine.runtime)} == {ids[1]}
+
+
+async def test_a_batch_gives_the_loops_other_tasks_their_turn_between_runs(
+    engine: Engine, space: Space, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch is many runs of Python with no wait in between: the process's SMTP exchanges and
+    HTTP answers on the same loop get their turn while it runs (app.event_loop.Turns)."""
+    monkeypatch.setattr(event_loop, "TURN_SECONDS", 0)
+    ws = space.workspace_id
+    _, version = await published(
+        engine.runtime,
+        ws,
+        graph(node("condition", "c", predicate=VIP, yes="e", no="e"), email_node("e")),
+    )
+    ids = [await contact(engine.runtime, ws, f"c{i}@x.test") for i in range(3)]
+    async with engine.runtime.db.write() as uow:
+        for cid in ids:
+            await enter(uow.session, version=version, contact_id=cid, now=engine.clock.now())
+    ticks = 0
+
+    async def other_task() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    seen: list[int] = []
+
+    async def noting_the_other_task(ctx: Any, node: Any) -> Any:
+        seen.append(ticks)
+        return await EXECUTORS["condition"](ctx, node)
+
+    runner = Runner(
+        engine.runtime.db,
+        FunnelSettings(),
+        mail_domain="x.test",
+        executors={**EXECUTORS, "condition": noting_the_other_task},
+    )
+    other = asyncio.create_task(other_task())
+    try:
+        result = await runner.run_batch(owner="w", now=engine.clock.now())
+    finally:
+        other.cancel()
+    assert result.executed == 3
+    assert len(seen) == 3
+    assert seen == sorted(set(seen))  # it ran before each of the runs
 
 
 async def test_jobs_drain_due_runs_and_hand_effects_to_the_deliverer(

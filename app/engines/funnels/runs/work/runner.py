@@ -59,6 +59,7 @@ from app.engines.funnels.runs.work.nodes.base import (
     Sleep,
     node_of,
 )
+from app.event_loop import Turns
 from app.settings import FunnelSettings
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,9 @@ class Runner:
         steps: list[dict[str, Any]] = []
         effects: list[dict[str, Any]] = []
         failed = 0
+        turns = Turns()
         for state in states:
+            await turns.give_way()
             contact = contacts.get(state.contact_id)
             if contact is None or contact.deleted_at is not None:
                 done.append(_Done(state, RUN_CANCELLED, None, now, "contact_deleted"))
