@@ -248,16 +248,19 @@ class Runner:
         holding what the batch's predicates read (a graph that tests no tag loads no tags)."""
         predicates_of = {vid: graph_predicates(g) for vid, g in graphs.items()}
         reads_of = {vid: facts_wanted(predicates) for vid, predicates in predicates_of.items()}
-        wanted = FactsWanted()
         of_contacts: list[Contact] = []
+        versions: set[int] = set()
         for state in states:
             contact = contacts.get(state.contact_id)
             if not predicates_of[state.version_id] or contact is None:
                 continue
             of_contacts.append(contact)
-            wanted |= reads_of[state.version_id]
+            versions.add(state.version_id)
         if not of_contacts:
             return {}
+        wanted = FactsWanted()
+        for version_id in versions:
+            wanted |= reads_of[version_id]
         days = wanted.within_days
         return await load_facts(
             session,
