@@ -86,6 +86,9 @@ FUNNEL = {
 }
 
 
+LOOP_LAG = ROOT / "bench" / "loop_lag"
+
+
 @dataclass
 class Process:
     """One ``python -m app <command>`` process, its output in a log file."""
@@ -96,6 +99,8 @@ class Process:
     profile: Path | None = None
     root: Path = ROOT
     """The source tree the process runs (another checkout: its code beside this one's)."""
+    loop_lag: Path | None = None
+    """Where its event loop's waits are written (``bench/loop_lag``), if they are watched."""
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
 
@@ -104,10 +109,14 @@ class Process:
         python = [sys.executable]
         if self.profile is not None:
             python += ["-m", "cProfile", "-o", str(self.profile)]
+        env = {**self.env, "PYTHONPATH": str(self.root)}
+        if self.loop_lag is not None:
+            env["PYTHONPATH"] += os.pathsep + str(LOOP_LAG)
+            env["LOOP_LAG_FILE"] = str(self.loop_lag)
         self.proc = subprocess.Popen(
             [*python, "-m", "app", self.command],
             cwd=self.root,
-            env={**self.env, "PYTHONPATH": str(self.root)},
+            env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -127,6 +136,21 @@ def _ticks(pid: int) -> int:
     """User + system CPU clock ticks of process ``pid`` (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+
+
+async def settled(procs: list[Process], timeout: float = 120) -> None:
+    """Wait until every process has started: each used under 5 % of a core for a whole second
+    (imports, wiring, the start-up heap's freeze and the first sweeps done), so that a phase
+    measures the system at work, not its start."""
+    deadline = time.monotonic() + timeout
+    seen = [[_ticks(p.proc.pid) for p in procs if p.proc is not None]]
+    tick = os.sysconf("SC_CLK_TCK")
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.25)
+        seen = [*seen[-3:], [_ticks(p.proc.pid) for p in procs if p.proc is not None]]
+        if len(seen) == 4 and all((b - a) / tick < 0.05 for a, b in zip(*seen[::3], strict=True)):
+            return
+    raise SystemExit(f"the processes were still busy starting after {timeout:.0f} s")
 
 
 def cpu_seconds(procs: list[Process]) -> float:
@@ -290,6 +314,26 @@ async def campaign_mail(
     return began, await arrived(sink, n, timeout)
 
 
+def loop_waits(procs: list[Process], began: float, ended: float) -> str:
+    """Each process's event-loop waits between ``began`` and ``ended`` (unix times)."""
+    out = []
+    for p in procs:
+        if p.loop_lag is None or not p.loop_lag.exists():
+            continue
+        waits = sorted(
+            float(wait)
+            for at, wait in (line.split() for line in p.loop_lag.read_text().splitlines())
+            if began <= float(at) <= ended
+        )
+        if waits:
+            n = len(waits)
+            out.append(
+                f"{p.command} p50 {waits[n // 2]:.2f} ms, p99 {waits[n * 99 // 100]:.1f} ms, "
+                f"max {waits[-1]:.1f} ms ({sum(w > 10 for w in waits)} over 10 ms)"
+            )
+    return "; ".join(out)
+
+
 def rate(n: int, began: float, got: Arrivals) -> tuple[float, float]:
     """(messages/s from the start to the last arrival, messages/s first to last arrival)."""
     return n / (got.last_at - began), n / max(1e-9, got.last_at - got.first_at)
@@ -306,6 +350,11 @@ async def main() -> None:
         type=Path,
         default=ROOT,
         help="run the processes from this source tree (e.g. `git archive` of a previous commit)",
+    )
+    parser.add_argument(
+        "--loop-lag",
+        action="store_true",
+        help="watch each process's event loop from a thread (bench/loop_lag) and print its waits",
     )
     args = parser.parse_args()
     base = os.environ.get("BENCH_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1/postgres")
@@ -326,10 +375,11 @@ async def main() -> None:
             env_i = {**env, "PORT": str(free_port())} if command == "serve" else env
             profile = None if args.profile is None else args.profile / f"{i}-{command}.prof"
             log = tmp / f"{i}-{command}.log"
-            procs.append(Process(command, env_i, log, profile, args.app_root.resolve()))
+            lag = tmp / f"{i}-{command}.lag" if args.loop_lag else None
+            procs.append(Process(command, env_i, log, profile, args.app_root.resolve(), lag))
         for p in procs:
             p.start()
-        await asyncio.sleep(3)  # the processes start their workers and sweepers
+        await settled(procs)
         n = len(ids)
         print(
             f"PostgreSQL + Redis, serve + {args.workers} workers, {n:,} contacts, "
@@ -337,6 +387,7 @@ async def main() -> None:
         )
         before = await Costs.now(procs, runtime, redis_url)
         began, entering, got = await funnel_mail(runtime, sink, version, ids, args.timeout)
+        phases = [("funnel mail", began, got.last_at)]
         funnel, funnel_wire = rate(n, began, got)
         after = await Costs.now(procs, runtime, redis_url)
         print(
@@ -345,6 +396,7 @@ async def main() -> None:
         )
         before = after
         began, got = await campaign_mail(runtime, sink, ws, n, args.timeout)
+        phases.append(("campaign", began, got.last_at))
         campaign, campaign_wire = rate(n, began, got)
         after = await Costs.now(procs, runtime, redis_url)
         print(
@@ -357,6 +409,9 @@ async def main() -> None:
             p.stop()
         sink.stop()
         await drop_database(db_url)
+    if args.loop_lag:
+        for name, start, end in phases:
+            print(f"{name}, event loop waits: {loop_waits(procs, start, end)}")
     print(
         f"funnel mail {funnel:.0f} msg/s, campaigns {campaign:.0f} msg/s, ratio {funnel / campaign:.2f}x"
     )
