@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from app.event_loop import Turns
+from tests.other_task import OtherTask
 
 
-async def _others_ran(turns: Turns, items: int) -> list[int]:
-    """How many turns a sibling task had had when each item came up."""
-    ticks = 0
-
-    async def sibling() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    running = asyncio.create_task(sibling())
-    await asyncio.sleep(0)
+async def _turns_seen(turns: Turns, items: int) -> list[int]:
+    """How many turns another task had had when each item came up."""
     seen = []
-    for _ in range(items):
-        await turns.give_way()
-        seen.append(ticks)
-    running.cancel()
+    async with OtherTask() as other:
+        for _ in range(items):
+            await turns.give_way()
+            seen.append(other.turns)
     return seen
 
 
 async def test_once_its_turn_is_over_the_others_run_between_items() -> None:
-    seen = await _others_ran(Turns(0), 4)
-    assert seen == sorted(set(seen))  # the sibling ran before every item
+    seen = await _turns_seen(Turns(0), 4)
+    assert seen == sorted(set(seen))  # the other task ran before every item
 
 
 async def test_within_its_turn_it_keeps_the_loop() -> None:
-    seen = await _others_ran(Turns(60), 4)
+    seen = await _turns_seen(Turns(60), 4)
     assert len(set(seen)) == 1

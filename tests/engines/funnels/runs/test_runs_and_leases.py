@@ -4,7 +4,6 @@ and the jobs that drain due runs."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +39,7 @@ from tests.engines.funnels.factories import (
     setup_names,
     steps_of,
 )
+from tests.other_task import OtherTask
 
 VIP = {"kind": "field", "field": "first_name", "op": "eq", "value": "VIP"}
 
@@ -350,18 +350,10 @@ async def test_a_batch_gives_the_loops_other_tasks_their_turn_between_runs(
     async with engine.runtime.db.write() as uow:
         for cid in ids:
             await enter(uow.session, version=version, contact_id=cid, now=engine.clock.now())
-    ticks = 0
-
-    async def other_task() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
     seen: list[int] = []
 
     async def noting_the_other_task(ctx: Any, node: Any) -> Any:
-        seen.append(ticks)
+        seen.append(other.turns)
         return await EXECUTORS["condition"](ctx, node)
 
     runner = Runner(
@@ -370,11 +362,8 @@ async def test_a_batch_gives_the_loops_other_tasks_their_turn_between_runs(
         mail_domain="x.test",
         executors={**EXECUTORS, "condition": noting_the_other_task},
     )
-    other = asyncio.create_task(other_task())
-    try:
+    async with OtherTask() as other:
         result = await runner.run_batch(owner="w", now=engine.clock.now())
-    finally:
-        other.cancel()
     assert result.executed == 3
     assert len(seen) == 3
     assert seen == sorted(set(seen))  # it ran before each of the runs
