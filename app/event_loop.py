@@ -17,6 +17,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
+from app.clock import loop_time
+
 T = TypeVar("T")
 
 try:
@@ -58,10 +60,10 @@ class Turns:
     def __init__(self, turn: float | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._turn = TURN_SECONDS if turn is None else turn
-        self._ends = self._loop.time() + self._turn
+        self._ends = loop_time(self._loop) + self._turn
 
     async def give_way(self) -> None:
-        if self._loop.time() < self._ends:
+        if loop_time(self._loop) < self._ends:
             return
         await asyncio.sleep(0)
-        self._ends = self._loop.time() + self._turn
+        self._ends = loop_time(self._loop) + self._turn
