@@ -197,19 +197,38 @@ async def _all_sent(runtime: Runtime, campaign_id: int) -> tuple[int, int]:
     return int(effects or 0), int(recipients or 0)
 
 
-def charge(kills: list[Kill], arrivals: list[str]) -> list[Counter[str]]:
-    """Per kill, the repeated Message-IDs by kind (``funnel``/``campaign``): a repeat belongs to
-    the first kill after its original arrived (the original's sender died before recording)."""
-    per_kill: list[Counter[str]] = [Counter() for _ in kills]
-    first: dict[str, int] = {}
+@dataclass(frozen=True)
+class Repeat:
+    """A message that arrived again: where its previous copy and this one arrived, and the kill
+    it is charged to (the first after the previous copy: that copy's sender died before it
+    recorded the send). A message can repeat twice, its second sender killed too: that repeat
+    is the second kill's."""
+
+    message_id: str
+    previous: int
+    again: int
+    kill: int
+
+
+def repeats(kills: list[Kill], arrivals: list[str]) -> list[Repeat]:
+    found: list[Repeat] = []
+    previous: dict[str, int] = {}
     for index, mid in enumerate(arrivals):
-        if mid not in first:
-            first[mid] = index
-            continue
-        original = first[mid]
-        which = next((k for k, kill in enumerate(kills) if kill.arrived > original), None)
-        assert which is not None, f"{mid} repeated with no kill after it was first sent"
-        per_kill[which]["campaign" if mid.startswith("<c") else "funnel"] += 1
+        if mid in previous:
+            sent = previous[mid]
+            which = next((k for k, kill in enumerate(kills) if kill.arrived > sent), None)
+            assert which is not None, f"{mid} repeated with no kill after it was last sent"
+            found.append(Repeat(mid, sent, index, which))
+        previous[mid] = index
+    return found
+
+
+def charge(kills: list[Kill], arrivals: list[str]) -> list[Counter[str]]:
+    """Per kill, its repeated Message-IDs by kind (``funnel``/``campaign``)."""
+    per_kill: list[Counter[str]] = [Counter() for _ in kills]
+    for repeat in repeats(kills, arrivals):
+        kind = "campaign" if repeat.message_id.startswith("<c") else "funnel"
+        per_kill[repeat.kill][kind] += 1
     return per_kill
 
 
@@ -289,9 +308,9 @@ async def test_fn7_fn28_a_sigkilled_sender_repeats_at_most_what_it_had_on_the_wi
     assert {k.command for k in kills} == {"serve", "worker"}
     per_kill = charge(kills, arrivals)
     _show_repeats(kills, arrivals)
-    for kill, repeats in zip(kills, per_kill, strict=True):
-        assert repeats["funnel"] <= DELIVER_IN_FLIGHT, (kill, repeats)
-        assert repeats["campaign"] <= CAMPAIGN_IN_FLIGHT, (kill, repeats)
+    for kill, charged in zip(kills, per_kill, strict=True):
+        assert charged["funnel"] <= DELIVER_IN_FLIGHT, (kill, charged)
+        assert charged["campaign"] <= CAMPAIGN_IN_FLIGHT, (kill, charged)
     _show_figures(kills, per_kill, received, entrants)
 
 
@@ -334,14 +353,12 @@ def _show_figures(
 
 
 def _show_repeats(kills: list[Kill], arrivals: list[str]) -> None:
-    """Each repeat with where its two copies arrived (for a failure's investigation)."""
-    first: dict[str, int] = {}
-    for index, mid in enumerate(arrivals):
-        if mid in first:
-            kill = next((k for k, kill in enumerate(kills) if kill.arrived > first[mid]), None)
-            print(f"repeat {mid}: arrived #{first[mid]} and #{index}, kill {kill}", file=sys.stderr)
-        else:
-            first[mid] = index
+    """Each repeat with where its copies arrived (for a failure's investigation)."""
+    for r in repeats(kills, arrivals):
+        print(
+            f"repeat {r.message_id}: arrived #{r.previous} and #{r.again}, kill {r.kill}",
+            file=sys.stderr,
+        )
 
 
 async def _sending(runtime: Runtime, procs: list[Process], command: str, sink: SmtpSink) -> Process:
